@@ -1,0 +1,36 @@
+"""``placer schema {job,inventory}``: print a JSON Schema of placer's input/output documents."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+#: Schema name -> "module:Class" of the pydantic model it comes from.
+SCHEMAS: dict[str, str] = {
+    "job": "solver.jobs.model:Job",
+    "inventory": "topology.inventory:Inventory",
+    "queue-config": "solver.jobs.queues:QueueConfig",
+}
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("schema", help="print the JSON Schema of a placer document")
+    p.add_argument("name", choices=sorted(SCHEMAS))
+    p.set_defaults(run=run)
+
+
+def schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of document ``name`` (see :data:`SCHEMAS`)."""
+    import importlib
+
+    module, cls = SCHEMAS[name].split(":")
+    model = getattr(importlib.import_module(module), cls)
+    out: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
+    out.update(model.model_json_schema())
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    print(json.dumps(schema(args.name), indent=2, sort_keys=True))
+    return 0

@@ -1,0 +1,92 @@
+"""``placer validate FILE... [--format auto|ojs|flux|sss] [--queue-config FILE] [--json]``.
+
+Prints, per job, the normalized job or its errors. With ``--json``: one JSON object per job per line, with
+``id``, ``ok``, ``errors`` (each ``code``, ``path``, ``message``), ``warnings``, ``source`` and ``job``.
+Exit 0 when every job is valid, 1 when any is invalid (malformed content included), 2 for a usage error or a
+file that cannot be opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("validate", help="read and validate job files in any supported format")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--format", default="auto", choices=["auto", "ojs", "flux", "sss"])
+    p.add_argument(
+        "--queue-config", metavar="FILE", help="OJS §10 queue configuration (ml_defaults/ml_limits)"
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per job per line")
+    p.set_defaults(run=run)
+
+
+def load_options(queue_config: str | None) -> Any:
+    """ReadOptions for the CLI; raises ``OSError`` (unreadable file) or JobValidationError (bad config)."""
+    from solver.jobs.options import ReadOptions
+
+    if not queue_config:
+        return ReadOptions()
+    from solver.jobs.queues import load_queue_configs
+
+    with open(queue_config, encoding="utf-8") as fh:
+        text = fh.read()
+    return ReadOptions(queues=load_queue_configs(text, source=queue_config))
+
+
+def run(args: argparse.Namespace) -> int:
+    from solver.jobs.errors import JobValidationError
+    from solver.jobs.load import check_batch, read_file
+
+    try:
+        options = load_options(args.queue_config)
+    except OSError as e:
+        print(f"placer validate: cannot open queue config: {e}", file=sys.stderr)
+        return 2
+    except JobValidationError as e:
+        for i in e.issues:
+            print(f"placer validate: queue config {i}", file=sys.stderr)
+        return 1
+
+    results = []
+    for path in args.files:
+        try:
+            results.extend(read_file(path, fmt=args.format, options=options))
+        except OSError as e:
+            print(f"placer validate: cannot open {path}: {e.strerror or e}", file=sys.stderr)
+            return 2
+    results = check_batch(results)
+
+    for r in results:
+        if args.json:
+            out = {
+                "id": r.id,
+                "ok": r.ok,
+                "source": r.source,
+                "errors": [i.model_dump() for i in r.errors],
+                "warnings": [i.model_dump() for i in r.warnings],
+                "job": None if r.job is None else r.job.model_dump(mode="json", exclude={"envelope"}),
+            }
+            print(json.dumps(out, sort_keys=True))
+        else:
+            print(_human(r))
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _human(r: Any) -> str:
+    lines = []
+    if r.ok and r.job is not None:
+        j = r.job
+        lines.append(f"OK    {r.id}  ({j.source_format}, from {r.source})")
+        body = j.model_dump(mode="json", exclude_defaults=True, exclude={"envelope", "id", "source_format"})
+        for line in json.dumps(body, indent=2, sort_keys=True).splitlines():
+            lines.append("      " + line)
+    else:
+        lines.append(f"ERROR {r.id}  (from {r.source})")
+        lines.extend(f"      {i.path}: {i.message} [{i.code}]" for i in r.errors)
+    lines.extend(f"      warning: {i.path}: {i.message} [{i.code}]" for i in r.warnings)
+    return "\n".join(lines)

@@ -1,0 +1,60 @@
+"""Recognize which job format a document is in, and parse it once.
+
+Rules, in order: text starting with ``<`` is SSS XML; a mapping with ``version``, ``resources`` and
+``tasks`` is a Flux jobspec (RFC 14/25; JSON or YAML); any other JSON/YAML mapping or list is OJS (flat
+``ext_ml_*`` envelope, v0.1.0 ``meta`` form, a workflow, or a list of envelopes).
+
+>>> parse_document('{"type": "ml.train", "ext_ml_gpu_count": 2}')[0]
+'ojs'
+>>> parse_document("version: 1\\nresources: []\\ntasks: []\\n")[0]
+'flux'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solver.jobs.errors import JobValidationError, issue
+from solver.jobs.formats import FORMATS
+from solver.jobs.parse import parse_json, parse_yaml
+
+
+def detect_object(obj: Any, *, source: str = "") -> str:
+    """Format of an already-parsed document (JSON/YAML object, or SSS XML given as a string)."""
+    if isinstance(obj, str) and obj.lstrip("\ufeff \t\r\n").startswith("<"):
+        return "sss"
+    if isinstance(obj, dict):
+        if {"version", "resources", "tasks"} <= obj.keys():
+            return "flux"
+        return "ojs"
+    if isinstance(obj, list):
+        return "ojs"
+    raise JobValidationError(
+        [
+            issue(
+                "format",
+                source or "<input>",
+                "not a job document: expected a JSON/YAML object, a list of OJS envelopes, or SSS XML",
+            )
+        ]
+    )
+
+
+def parse_document(text: str, *, source: str = "", fmt: str = "auto") -> tuple[str, Any]:
+    """Parse ``text`` and return ``(format, document)``; SSS documents stay text for their reader.
+
+    ``fmt`` forces a format (``ojs``, ``flux``, ``sss``): detection is skipped and that format's reader
+    reports whatever does not fit.
+    """
+    if fmt != "auto" and fmt not in FORMATS:
+        raise JobValidationError([issue("format", "format", f"unknown format {fmt!r}; use one of {FORMATS}")])
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if fmt == "sss" or (fmt == "auto" and stripped.startswith("<")):
+        return "sss", text
+    doc = (
+        parse_json(text, source=source)
+        if stripped.startswith(("{", "["))
+        else parse_yaml(text, source=source)
+    )
+    # A forced format skips detection: its reader reports what does not fit.
+    return (detect_object(doc, source=source) if fmt == "auto" else fmt), doc

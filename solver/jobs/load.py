@@ -1,0 +1,167 @@
+"""From files, text or parsed objects to validated jobs: the one pipeline every front end uses.
+
+Steps, each with one job: (1) parse and detect (:mod:`solver.jobs.detect`), (2) the format's reader maps
+the document to :class:`~solver.jobs.model.Job` objects (:mod:`solver.jobs.formats`), (3) format-agnostic
+guards on every job: queue limits, upper bounds, deny-listed selector keys, URIs
+(:func:`solver.jobs.guards.check_job`), (4) batch checks: duplicate ids, dependency cycles.
+
+>>> rs = read_text('{"id": "j1", "type": "ml.train", "ext_ml_gpu_count": 2}', source="inline")
+>>> [(r.id, r.ok, r.job.total_gpus) for r in rs]
+[('j1', True, 2)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from solver.jobs.detect import detect_object, parse_document
+from solver.jobs.errors import Issue, JobValidationError, issue
+from solver.jobs.formats import reader
+from solver.jobs.model import ReadResult
+from solver.jobs.options import ReadOptions
+
+#: Largest job file read, in bytes (a guard against reading a multi-gigabyte file by mistake).
+MAX_FILE_BYTES = 32 * 1024 * 1024
+
+
+def _failed(source: str, errors: list[Issue]) -> list[ReadResult]:
+    return [ReadResult(id=source, ok=False, errors=errors, source=source)]
+
+
+def _read_parsed(fmt: str, doc: Any, source: str, options: ReadOptions) -> list[ReadResult]:
+    try:
+        results = reader(fmt)(doc, source=source, options=options)
+    except JobValidationError as e:
+        return _failed(source, e.issues)
+    return [_guard(r, options) for r in results]
+
+
+def _guard(result: ReadResult, options: ReadOptions) -> ReadResult:
+    if not result.ok or result.job is None:
+        return result
+    from solver.jobs.guards import check_job
+
+    problems = check_job(result.job, options)
+    if not problems:
+        return result
+    return result.model_copy(update={"ok": False, "job": None, "errors": [*result.errors, *problems]})
+
+
+def read_text(
+    text: str, *, source: str = "<input>", fmt: str = "auto", options: ReadOptions | None = None
+) -> list[ReadResult]:
+    """Read every job of one document given as text."""
+    options = options or ReadOptions()
+    try:
+        found, doc = parse_document(text, source=source, fmt=fmt)
+    except JobValidationError as e:
+        return _failed(source, e.issues)
+    return _read_parsed(found, doc, source, options)
+
+
+def read_object(
+    obj: Any, *, source: str = "<input>", fmt: str = "auto", options: ReadOptions | None = None
+) -> list[ReadResult]:
+    """Read every job of an already-parsed document (the HTTP service gets JSON bodies this way);
+    Flux YAML and SSS XML may come as strings."""
+    options = options or ReadOptions()
+    if isinstance(obj, str):
+        return read_text(obj, source=source, fmt=fmt, options=options)
+    try:
+        found = detect_object(obj, source=source) if fmt == "auto" else fmt
+    except JobValidationError as e:
+        return _failed(source, e.issues)
+    return _read_parsed(found, obj, source, options)
+
+
+def read_file(path: str | Path, *, fmt: str = "auto", options: ReadOptions | None = None) -> list[ReadResult]:
+    """Read every job of one file. Raises ``OSError`` when the file cannot be opened (a usage error for
+    the CLI, not a job error); undecodable or oversized content is a ``malformed`` result."""
+    p = Path(path)
+    size = p.stat().st_size
+    if size > MAX_FILE_BYTES:
+        return _failed(
+            str(p), [issue("malformed", str(p), f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")]
+        )
+    data = p.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        return _failed(str(p), [issue("malformed", str(p), f"not UTF-8 text: {e.reason} at byte {e.start}")])
+    return read_text(text, source=str(p), fmt=fmt, options=options)
+
+
+def read_files(
+    paths: Iterable[str | Path], *, fmt: str = "auto", options: ReadOptions | None = None
+) -> list[ReadResult]:
+    """Read a batch of files and run the batch checks (duplicate ids, dependency cycles) over them all."""
+    results: list[ReadResult] = []
+    for p in paths:
+        results.extend(read_file(p, fmt=fmt, options=options))
+    return check_batch(results)
+
+
+def check_batch(results: Sequence[ReadResult]) -> list[ReadResult]:
+    """Reject every job whose id another job of the batch also has, and jobs in a dependency cycle.
+
+    Why reject all copies of a duplicate id: which one the producer meant is unknowable, and placing one
+    of them silently would be a partial decision the backend cannot map back.
+    """
+    counts: dict[str, int] = {}
+    for r in results:
+        if r.job is not None:
+            counts[r.job.id] = counts.get(r.job.id, 0) + 1
+    cyclic = _jobs_in_cycles([r for r in results if r.ok and r.job is not None])
+    out: list[ReadResult] = []
+    for r in results:
+        if r.job is None:
+            out.append(r)
+            continue
+        errs: list[Issue] = []
+        if counts[r.job.id] > 1:
+            errs.append(
+                issue("duplicate", "id", f"job id {r.job.id!r} appears {counts[r.job.id]} times in the batch")
+            )
+        if r.job.id in cyclic:
+            errs.append(
+                issue("dependency", "dependencies", f"job {r.job.id!r} is part of a dependency cycle")
+            )
+        out.append(
+            r if not errs else r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, *errs]})
+        )
+    return out
+
+
+def _jobs_in_cycles(results: Sequence[ReadResult]) -> set[str]:
+    """Ids of jobs on a dependency cycle (Tarjan-free: iterative DFS colouring, no networkx import so the
+    CLI stays fast)."""
+    graph: dict[str, list[str]] = {}
+    for r in results:
+        assert r.job is not None
+        graph[r.job.id] = [d.job for d in r.job.dependencies]
+    on_cycle: set[str] = set()
+    color: dict[str, int] = {}
+    for start in graph:
+        if color.get(start):
+            continue
+        stack: list[tuple[str, int]] = [(start, 0)]
+        path: list[str] = []
+        while stack:
+            node, i = stack.pop()
+            if i == 0:
+                color[node] = 1
+                path.append(node)
+            succ = [s for s in graph.get(node, []) if s in graph]
+            if i < len(succ):
+                stack.append((node, i + 1))
+                nxt = succ[i]
+                if color.get(nxt) == 1:
+                    on_cycle.update(path[path.index(nxt) :])
+                elif not color.get(nxt):
+                    stack.append((nxt, 0))
+            else:
+                color[node] = 2
+                path.pop()
+    return on_cycle

@@ -1,0 +1,578 @@
+"""The normalized job model: what every reader produces and all that the solver ever reads.
+
+Why one model: placement logic must not know whether a job arrived as an OJS envelope, a Flux jobspec or
+an SSS XML job object. Each reader maps its format onto these types; attributes a reader does not
+understand are kept verbatim in :attr:`Job.unknown`, and the whole input in :attr:`Job.envelope`
+(the OJS extension contract: ignore, don't fail).
+
+Units are fixed so nothing downstream converts: memory, storage and shared memory in GB (10^9 bytes, as
+the OJS ``*_gb`` attributes), CPU in cores (fractions allowed for Kubernetes-style millicores), times in
+seconds, timestamps timezone-aware UTC.
+
+A job is a *gang* of task groups (``tasks``). Each :class:`TaskGroup` is ``count`` identical replicas with
+a per-replica demand; all replicas of all groups run or none does. An OJS job is one group of one replica
+whose GPUs the solver may split over nodes when its distributed strategy allows (see
+:meth:`Job.may_span_nodes`); a Flux jobspec asking for two nodes with a slot each is one group of two
+replicas with ``one_per_node``.
+
+>>> job = Job(id="train-1", tasks=[TaskGroup(gpu=GpuDemand(count=8, types=["nvidia-h100"]))])
+>>> job.total_gpus, job.accelerator.value
+(8, 'gpu')
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from solver.jobs.errors import Issue
+
+# ---------------------------------------------------------------------------------------------------
+# Closed value lists (OJS ML resources v0.3.0 and ML extensions v0.1.0)
+# ---------------------------------------------------------------------------------------------------
+
+
+class Accelerator(StrEnum):
+    """OJS ML §3.1. ``cpu`` jobs may run on accelerator nodes; ``gpu``/``tpu`` jobs never on CPU-only ones."""
+
+    GPU = "gpu"
+    TPU = "tpu"
+    FPGA = "fpga"
+    CPU = "cpu"
+
+
+class Interconnect(StrEnum):
+    """OJS ML §3.2 ``ext_ml_gpu_interconnect``: ``nvlink`` means all GPUs inside one NVLink domain."""
+
+    NVLINK = "nvlink"
+    PCIE = "pcie"
+    ANY = "any"
+
+
+class PriorityClass(StrEnum):
+    """OJS ML §8.1; ordered ``reserved`` > ``on-demand`` > ``spot`` (see :attr:`rank`)."""
+
+    SPOT = "spot"
+    ON_DEMAND = "on-demand"
+    RESERVED = "reserved"
+
+    @property
+    def rank(self) -> int:
+        """0 for spot, 1 for on-demand, 2 for reserved: compare classes with this, never by name."""
+        return {"spot": 0, "on-demand": 1, "reserved": 2}[self.value]
+
+
+class AffinityOperator(StrEnum):
+    """The eight operators of OJS ML §7.2, plus ``Matches`` (glob on the label value) for SSS ``Match``
+    and Flux/SSS node-name patterns."""
+
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+    GT = "Gt"
+    GTE = "Gte"
+    LT = "Lt"
+    LTE = "Lte"
+    MATCHES = "Matches"
+
+
+class GpuAffinity(StrEnum):
+    """ML extensions §7.1 ``ext_mlx_scheduling_gpu_affinity``."""
+
+    SPREAD = "spread"
+    PACK = "pack"
+    DEDICATED = "dedicated"
+
+
+class PreemptionPolicy(StrEnum):
+    """ML extensions §7 ``ext_mlx_scheduling_preemption_policy``."""
+
+    NEVER = "never"
+    SAVE_AND_RETRY = "save_and_retry"
+    IMMEDIATE = "immediate"
+
+
+class SpotPreference(StrEnum):
+    """ML extensions §7 ``ext_mlx_scheduling_spot_preference``."""
+
+    SPOT_PREFERRED = "spot_preferred"
+    ON_DEMAND_ONLY = "on_demand_only"
+    ANY = "any"
+
+
+class Precision(StrEnum):
+    """OJS ML §6 ``ext_ml_precision``; :data:`PRECISION_MIN_CC` gives the implied compute capability."""
+
+    FP32 = "fp32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    INT4 = "int4"
+
+
+#: OJS ML §6 table "Min Compute Capability" per precision.
+PRECISION_MIN_CC: dict[Precision, str] = {
+    Precision.FP32: "7.0",
+    Precision.FP16: "7.0",
+    Precision.BF16: "8.0",
+    Precision.FP8: "8.9",
+    Precision.INT8: "7.5",
+    Precision.INT4: "7.5",
+}
+
+
+class DistributedStrategy(StrEnum):
+    """OJS ML §6 ``ext_ml_distributed_strategy``."""
+
+    NONE = "none"
+    DATA_PARALLEL = "data_parallel"
+    TENSOR_PARALLEL = "tensor_parallel"
+    PIPELINE_PARALLEL = "pipeline_parallel"
+    FSDP = "fsdp"
+    DEEPSPEED = "deepspeed"
+
+
+class DependencyCondition(StrEnum):
+    """When a dependency is satisfied. Flux RFC 26 ``after*`` schemes, SSS ``OnSuccess``/``OnFailure``/
+    ``OnExit``, OJS chain steps (``success``)."""
+
+    START = "start"  # RFC 26 "after": the other job has started
+    SUCCESS = "success"  # RFC 26 "afterok", SSS OnSuccess, OJS chain
+    FAILURE = "failure"  # RFC 26 "afternotok", SSS OnFailure
+    EXIT = "exit"  # RFC 26 "afterany", SSS OnExit
+
+
+# ---------------------------------------------------------------------------------------------------
+# Building blocks
+# ---------------------------------------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+
+
+class CountRange(_Model):
+    """An integer count with a range, as Flux RFC 14 ``{min, max, operator, operand}`` and SSS ranges.
+
+    ``max`` None means unbounded. Resolving picks the largest feasible value of the sequence
+    ``min, min op operand, ...`` up to ``max`` (RFC 14: "the largest count that can be satisfied").
+    """
+
+    min: int = Field(ge=0)
+    max: int | None = Field(default=None, ge=0)
+    operator: Literal["+", "*", "^"] = "+"
+    operand: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> CountRange:
+        if self.max is not None and self.max < self.min:
+            raise ValueError("max must be >= min")
+        if self.operator in ("*", "^") and self.operand < 2:
+            raise ValueError(f"operand must be >= 2 with operator {self.operator!r}")
+        return self
+
+    def values(self, cap: int) -> list[int]:
+        """All admissible counts up to ``min(max, cap)``, ascending.
+
+        >>> CountRange(min=2, max=20, operator="*", operand=2).values(100)
+        [2, 4, 8, 16]
+        """
+        hi = cap if self.max is None else min(self.max, cap)
+        out: list[int] = []
+        v = self.min
+        while v <= hi:
+            out.append(v)
+            if self.operator == "+":
+                v += self.operand
+            elif self.operator == "*":
+                if v == 0:
+                    break
+                v *= self.operand
+            else:
+                if v <= 1:
+                    break
+                v = v**self.operand
+        return out
+
+
+class LabelRule(_Model):
+    """One label test against a node, with an optional preference weight (OJS ML §7.2, 0-100).
+
+    Values are strings as labels are strings; ``Gt``/``Gte``/``Lt``/``Lte`` compare numerically, or as
+    dotted versions (``"8.0"`` < ``"10.0"``) when both sides look like versions.
+    """
+
+    kind: Literal["label"] = "label"
+    key: str = Field(min_length=1)
+    operator: AffinityOperator
+    values: list[str] = Field(default_factory=list)
+    weight: int | None = Field(default=None, ge=-100, le=100)
+
+    @model_validator(mode="after")
+    def _check(self) -> LabelRule:
+        op = self.operator
+        if op in (AffinityOperator.EXISTS, AffinityOperator.DOES_NOT_EXIST):
+            if self.values:
+                raise ValueError(f"operator {op.value} takes no values")
+        elif op in (AffinityOperator.GT, AffinityOperator.GTE, AffinityOperator.LT, AffinityOperator.LTE):
+            if len(self.values) != 1:
+                raise ValueError(f"operator {op.value} takes exactly one value")
+        elif not self.values:
+            raise ValueError(f"operator {op.value} needs at least one value")
+        return self
+
+
+class AllOf(_Model):
+    """Every rule must hold (SSS ``conj="And"`` groups, RFC 31 ``and``)."""
+
+    kind: Literal["all_of"] = "all_of"
+    rules: list[Rule]
+
+
+class AnyOf(_Model):
+    """At least one rule must hold (SSS ``conj="Or"``, RFC 31 ``or``)."""
+
+    kind: Literal["any_of"] = "any_of"
+    rules: list[Rule]
+
+
+class Not(_Model):
+    """The rule must not hold (SSS ``Nand``/``Nor``, RFC 31 ``not``)."""
+
+    kind: Literal["not"] = "not"
+    rule: Rule
+
+
+Rule = Annotated[LabelRule | AllOf | AnyOf | Not, Field(discriminator="kind")]
+AllOf.model_rebuild()
+AnyOf.model_rebuild()
+Not.model_rebuild()
+
+
+class GpuDemand(_Model):
+    """GPU demand of one replica.
+
+    ``types`` empty means any GPU type; several types mean any of them (Alibaba ``gpu_spec``, SSS
+    alternatives, OJS ``In`` affinity on ``gpu_type`` stays an affinity rule). Types are catalog ids
+    (``nvidia-h100``) where the catalog knows them, else as given. ``share_milli`` set means a fraction of
+    one GPU (GPU sharing, 1-1000 of 1000); then ``count`` is 1.
+    """
+
+    count: int = Field(default=1, ge=0)
+    types: list[str] = Field(default_factory=list)
+    min_memory_gb: float | None = Field(default=None, ge=0)
+    min_compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d+$")
+    interconnect: Interconnect = Interconnect.ANY
+    share_milli: int | None = Field(default=None, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _check(self) -> GpuDemand:
+        if self.share_milli is not None and self.count != 1:
+            raise ValueError("a fractional GPU share (share_milli) needs count 1")
+        return self
+
+
+class TpuDemand(_Model):
+    """TPU demand of one replica: generation, slice shape (``(2, 4)``, ``(4, 4, 8)``), chip count."""
+
+    type: str | None = None
+    topology: tuple[int, ...] | None = None
+    chips: int | None = Field(default=None, ge=1)
+
+    @field_validator("topology")
+    @classmethod
+    def _topology(cls, v: tuple[int, ...] | None) -> tuple[int, ...] | None:
+        if v is not None and (len(v) not in (2, 3) or any(d < 1 for d in v)):
+            raise ValueError("TPU topology must have 2 or 3 positive dimensions")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> TpuDemand:
+        if self.topology is not None:
+            n = 1
+            for d in self.topology:
+                n *= d
+            if self.chips is not None and self.chips != n:
+                raise ValueError(f"chip count {self.chips} does not match topology ({n} chips)")
+        return self
+
+    @property
+    def chip_count(self) -> int | None:
+        """Chips needed: from the topology when given, else the explicit count."""
+        if self.topology is not None:
+            n = 1
+            for d in self.topology:
+                n *= d
+            return n
+        return self.chips
+
+
+class FluxResource(_Model):
+    """One vertex of a Flux RFC 14 resource request, kept for matching against a node's inner tree.
+
+    ``count`` is resolved to a :class:`CountRange` (an integer ``n`` becomes ``min=max=n``).
+    """
+
+    type: str
+    count: CountRange
+    unit: str | None = None
+    exclusive: bool | None = None
+    label: str | None = None
+    with_: list[FluxResource] = Field(default_factory=list, alias="with")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class TaskGroup(_Model):
+    """``count`` identical replicas, each needing the resources below.
+
+    ``one_per_node``: replicas must land on distinct nodes (Flux node-level slots, ``spread``).
+    ``exclusive``: each replica owns its nodes whole (Flux ``exclusive``, ``dedicated``).
+    ``nodes_per_replica``: a replica spans this many nodes (Flux ``slot`` with ``node count=2``).
+    ``structure``: the Flux resource subtree of one replica, for matching sockets/cores inside a node.
+    """
+
+    name: str = "default"
+    count: int = Field(default=1, ge=1)
+    count_range: CountRange | None = None
+    cpu_cores: float = Field(default=0, ge=0)
+    memory_gb: float = Field(default=0, ge=0)
+    storage_gb: float = Field(default=0, ge=0)
+    shm_gb: float = Field(default=0, ge=0)
+    gpu: GpuDemand | None = None
+    tpu: TpuDemand | None = None
+    extra: dict[str, float] = Field(default_factory=dict)
+    one_per_node: bool = False
+    exclusive: bool = False
+    nodes_per_replica: int = Field(default=1, ge=1)
+    structure: list[FluxResource] = Field(default_factory=list)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return 0 if self.gpu is None else self.gpu.count
+
+    @property
+    def tpu_chips_per_replica(self) -> int:
+        return 0 if self.tpu is None or self.tpu.chip_count is None else self.tpu.chip_count
+
+
+class Placement(_Model):
+    """Where a job may (hard) and would like to (soft) run.
+
+    ``required`` rules are ANDed hard constraints on node labels (node selector pairs become ``In`` rules
+    here too, but are also kept in ``node_selector`` for explanations). ``preferred`` carry weights.
+    ``anti_affinity`` rules are tested against the labels of *jobs* already on a node (OJS ML §7.3:
+    "prevent co-location of specific jobs"). Node labels include derived keys the topology provides
+    (``hostname``, ``gpu_type``, ``gpu_count``, ``gpu_memory_gb``, ``compute_capability``,
+    ``gpu_interconnect``, ``zone``, ``region``, ``rack``, ``block``, ``capacity_class``).
+    """
+
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    required: list[Rule] = Field(default_factory=list)
+    preferred: list[LabelRule] = Field(default_factory=list)
+    anti_affinity: list[Rule] = Field(default_factory=list)
+    anti_affinity_preferred: list[LabelRule] = Field(default_factory=list)
+    gpu_affinity: GpuAffinity | None = None
+    topology_scope: str | None = None  # "node" | "rack" | "block" | "zone": gang within one such domain
+    data_locality: str | None = None
+    spot_preference: SpotPreference = SpotPreference.ANY
+    node_count: CountRange | None = None
+    exclusive_nodes: bool = False
+
+
+class Preemption(_Model):
+    """OJS ML §8.2 plus ML extensions §7. ``preemptible`` None means "the default of the class"."""
+
+    preemptible: bool | None = None
+    grace_period_s: int = Field(default=30, ge=0)
+    checkpoint_on_preempt: bool = False
+    policy: PreemptionPolicy | None = None
+
+
+class Checkpointing(_Model):
+    """OJS ML §9.1 periodic checkpointing."""
+
+    enabled: bool = False
+    interval_s: int = Field(default=300, ge=1)
+    storage_uri: str | None = None
+    max_count: int = Field(default=3, ge=1)
+
+
+class LastCheckpoint(_Model):
+    """OJS ML §9.2 ``last_checkpoint`` (committed checkpoints only); v0.1.0 §4.4 has the same shape."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    job_id: str | None = None
+    epoch: int | None = None
+    step: int | None = None
+    loss: float | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    storage_key: str | None = None
+    created_at: datetime | None = None
+
+
+class Escalation(_Model):
+    """OJS ML §8.4 priority escalation."""
+
+    enabled: bool = False
+    after_s: int = Field(default=3600, ge=0)
+    target_class: PriorityClass | None = None
+
+
+class ReservationRef(_Model):
+    """OJS ML §8.3 / Flux / SSS ``ReservationId``."""
+
+    id: str = Field(min_length=1)
+    timeout_s: int | None = Field(default=None, ge=0)
+
+
+class ModelRef(_Model):
+    """OJS ML §4-5 model identity, for model locality (``models_loaded`` on workers)."""
+
+    id: str | None = None
+    version: str | None = None
+    provider: str | None = None
+    checksum: str | None = None
+    format: str | None = None
+    registry: str | None = None
+    registry_uri: str | None = None
+
+
+class Dependency(_Model):
+    """This job may start only once job ``job`` reached ``condition``."""
+
+    job: str = Field(min_length=1)
+    condition: DependencyCondition = DependencyCondition.SUCCESS
+    scheme: str | None = None  # the original scheme name (RFC 26 "afterok", SSS "OnSuccess", ...)
+
+
+# ---------------------------------------------------------------------------------------------------
+# The job
+# ---------------------------------------------------------------------------------------------------
+
+
+class Job(_Model):
+    """One pending (or running) job, whatever format it came in."""
+
+    id: str = Field(min_length=1)
+    name: str | None = None
+    type: str | None = None
+    source_format: str = "native"
+    queue: str | None = None
+    tenant: str | None = None
+    project: str | None = None
+    user: str | None = None
+    priority_class: PriorityClass = PriorityClass.ON_DEMAND
+    priority: int = 0
+    submit_time: datetime | None = None
+    not_before: datetime | None = None
+    duration_s: float | None = Field(default=None, ge=0)
+    dependencies: list[Dependency] = Field(default_factory=list)
+    workflow_id: str | None = None
+
+    accelerator: Accelerator = Accelerator.CPU
+    tasks: list[TaskGroup] = Field(default_factory=lambda: [TaskGroup()], min_length=1)
+    distributed_strategy: DistributedStrategy | None = None
+    precision: Precision | None = None
+    runtime: str | None = None
+
+    placement: Placement = Field(default_factory=Placement)
+    preemption: Preemption = Field(default_factory=Preemption)
+    checkpointing: Checkpointing = Field(default_factory=Checkpointing)
+    last_checkpoint: LastCheckpoint | None = None
+    reservation: ReservationRef | None = None
+    escalation: Escalation = Field(default_factory=Escalation)
+    model: ModelRef = Field(default_factory=ModelRef)
+
+    labels: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    unknown: dict[str, Any] = Field(default_factory=dict)
+    envelope: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_accelerator(cls, data: Any) -> Any:
+        """OJS ML §3.1: infer the accelerator from GPU/TPU demands when the producer did not say."""
+        if isinstance(data, dict) and "accelerator" not in data:
+            tasks = data.get("tasks") or []
+
+            def has(attr: str) -> bool:
+                for t in tasks:
+                    v = t.get(attr) if isinstance(t, dict) else getattr(t, attr, None)
+                    if v is not None:
+                        return True
+                return False
+
+            if has("tpu"):
+                data = {**data, "accelerator": Accelerator.TPU}
+            elif has("gpu"):
+                data = {**data, "accelerator": Accelerator.GPU}
+        return data
+
+    # ---- derived views the solver uses -------------------------------------------------------------
+
+    @property
+    def total_gpus(self) -> int:
+        """Whole GPUs over the gang (fractional shares count 0 here; see :attr:`total_gpu_milli`)."""
+        return sum(
+            t.count * t.gpus_per_replica for t in self.tasks if t.gpu is None or t.gpu.share_milli is None
+        )
+
+    @property
+    def total_gpu_milli(self) -> int:
+        """GPU demand in thousandths of a GPU over the gang, fractions included."""
+        total = 0
+        for t in self.tasks:
+            if t.gpu is None:
+                continue
+            per = t.gpu.share_milli if t.gpu.share_milli is not None else 1000 * t.gpu.count
+            total += t.count * per
+        return total
+
+    @property
+    def total_tpu_chips(self) -> int:
+        return sum(t.count * t.tpu_chips_per_replica for t in self.tasks)
+
+    @property
+    def is_preemptible(self) -> bool:
+        """Explicit flag, else ``never`` policy, else the class default (only ``spot`` is)."""
+        if self.preemption.policy is PreemptionPolicy.NEVER:
+            return False
+        if self.priority_class is PriorityClass.RESERVED:
+            return False
+        if self.preemption.preemptible is not None:
+            return self.preemption.preemptible
+        if self.preemption.policy is not None:
+            return True
+        return self.priority_class is PriorityClass.SPOT
+
+    def may_span_nodes(self) -> bool:
+        """Whether a single replica's GPUs may be split over several nodes (OJS ML §6: data/pipeline
+        parallel, FSDP and DeepSpeed communicate across nodes; ``none`` and unset do not)."""
+        return self.distributed_strategy not in (None, DistributedStrategy.NONE)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Result of reading one job
+# ---------------------------------------------------------------------------------------------------
+
+
+class ReadResult(BaseModel):
+    """What a reader returns for one job of a document: the job, or the issues that stopped it.
+
+    ``warnings`` are for things that did not stop the job (SSS ``awarenessPolicy="Warn"``, ignored
+    attributes). A document with several jobs (OJS workflow, SSS JobGroup) gives several results.
+    """
+
+    id: str
+    ok: bool
+    job: Job | None = None
+    errors: list[Issue] = Field(default_factory=list)
+    warnings: list[Issue] = Field(default_factory=list)
+    source: str | None = None

@@ -1,0 +1,199 @@
+"""The inventory document: placer's own description of a cluster, and what every importer produces.
+
+Why a document model separate from the graph: importers (Kubernetes, Slurm, Flux JGF, OJS workers) and the
+YAML/JSON inventory file all describe clusters; they meet here, in one validated, serializable shape with a
+JSON Schema (``Inventory.model_json_schema()``), and :func:`topology.build.build_cluster` turns any of them
+into the networkx graph. An importer never builds graph vertices itself.
+
+Units: CPU in cores, memory/storage/shm in GB, prices in dollars per hour, times timezone-aware.
+
+A node entry with ``count: N`` stands for N identical nodes named ``{name}-{i}`` (zero-padded, from 1), so
+a 10,000-node cluster is a few lines of YAML:
+
+>>> inv = Inventory.model_validate({"nodes": [{"name": "h100", "count": 2, "cpu_cores": 192,
+...     "memory_gb": 2048, "gpus": {"type": "nvidia-h100", "count": 8}}]})
+>>> [n.name for n in inv.expanded_nodes()]
+['h100-1', 'h100-2']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CapacityClass = Literal["spot", "on-demand", "reserved"]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NodeGpus(_Strict):
+    """The GPUs of one node. Missing facts come from the accelerator catalog by ``type``.
+
+    ``nvlink_domain``: id of an NVLink domain that spans several nodes (a GB200 NVL72 rack, Kubernetes
+    label ``nvidia.com/gpu.clique``). When None and the interconnect is ``nvlink``, the node's GPUs form
+    their own domain (an HGX/DGX board on NVSwitch).
+    """
+
+    type: str = Field(min_length=1)
+    count: int = Field(ge=0, le=1024)
+    memory_gb: float | None = Field(default=None, gt=0)
+    compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d+$")
+    interconnect: Literal["nvlink", "pcie"] | None = None
+    nvlink_domain: str | None = None
+
+
+class Taint(_Strict):
+    """A Kubernetes-style taint; jobs never tolerate ``NoSchedule``/``NoExecute`` ones unless the solver
+    is told (placer jobs carry no tolerations in the OJS specs, so tainted nodes are for nobody)."""
+
+    key: str = Field(min_length=1)
+    value: str | None = None
+    effect: TaintEffect = "NoSchedule"
+
+
+class InnerVertex(_Strict):
+    """A vertex of a node's inner tree (Flux JGF: socket, core, gpu, memory, ...), with its children."""
+
+    type: str = Field(min_length=1)
+    name: str | None = None
+    size: int = Field(default=1, ge=0)
+    unit: str | None = None
+    properties: dict[str, str] = Field(default_factory=dict)
+    children: list[InnerVertex] = Field(default_factory=list)
+
+
+class LoadedModel(_Strict):
+    """OJS ML §11 ``models_loaded`` entry, for model locality."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    model_id: str
+    model_version: str | None = None
+    model_format: str | None = None
+
+
+class NodeSpec(_Strict):
+    """One node (or ``count`` identical nodes)."""
+
+    name: str = Field(min_length=1, max_length=253)
+    count: int = Field(default=1, ge=1, le=1_000_000)
+    zone: str | None = None
+    region: str | None = None
+    block: str | None = None
+    rack: str | None = None
+    cpu_cores: float = Field(default=0, ge=0)
+    memory_gb: float = Field(default=0, ge=0)
+    storage_gb: float = Field(default=0, ge=0)
+    shm_gb: float | None = Field(default=None, ge=0)
+    gpus: NodeGpus | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    properties: list[str] = Field(default_factory=list)
+    taints: list[Taint] = Field(default_factory=list)
+    schedulable: bool = True
+    ready: bool = True
+    capacity_class: CapacityClass = "on-demand"
+    price_per_hour: float | None = Field(default=None, ge=0)
+    models_loaded: list[LoadedModel] = Field(default_factory=list)
+    runtimes: list[str] = Field(default_factory=list)
+    inner: list[InnerVertex] = Field(default_factory=list)
+    rank: int | None = Field(default=None, ge=0)
+
+
+class TpuPodSpec(_Strict):
+    """A TPU pod (or a fixed slice, e.g. a GKE TPU node pool) of one generation.
+
+    ``shape`` is the chip mesh (``[16, 16]`` for a v5e pod, ``[16, 16, 24]`` for v5p). ``fixed_slice``:
+    the whole mesh is one slice that is allocated whole (GKE multi-host node pools), not subdivided.
+    ``wrap`` overrides the catalog's wraparound rule per axis.
+    """
+
+    name: str = Field(min_length=1)
+    type: str = Field(min_length=1)
+    shape: list[int] = Field(min_length=2, max_length=3)
+    zone: str | None = None
+    region: str | None = None
+    fixed_slice: bool = False
+    wrap: list[bool] | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    capacity_class: CapacityClass = "on-demand"
+    price_per_hour: float | None = Field(default=None, ge=0)
+    cpu_cores_per_host: float = Field(default=0, ge=0)
+    memory_gb_per_host: float = Field(default=0, ge=0)
+    schedulable: bool = True
+    ready: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> TpuPodSpec:
+        if any(d < 1 for d in self.shape):
+            raise ValueError("every TPU mesh dimension must be >= 1")
+        if self.wrap is not None and len(self.wrap) != len(self.shape):
+            raise ValueError("wrap must have one entry per mesh dimension")
+        return self
+
+
+class ReplicaAllocation(_Strict):
+    """Where one replica of a running job sits: a node and its GPU indices, or TPU chips of a pod."""
+
+    node: str | None = None
+    gpus: list[int] = Field(default_factory=list)
+    gpu_milli: int | None = Field(default=None, ge=1, le=1000)
+    tpu_pod: str | None = None
+    tpu_chips: list[list[int]] = Field(default_factory=list)
+    cpu_cores: float = Field(default=0, ge=0)
+    memory_gb: float = Field(default=0, ge=0)
+    storage_gb: float = Field(default=0, ge=0)
+    shm_gb: float = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> ReplicaAllocation:
+        if self.node is None and self.tpu_pod is None:
+            raise ValueError("a replica allocation needs a node or a tpu_pod")
+        if self.gpu_milli is not None and len(self.gpus) != 1:
+            raise ValueError("a fractional GPU allocation (gpu_milli) names exactly one GPU")
+        return self
+
+
+class RunningJob(_Strict):
+    """A job already running: what it holds and what preemption needs to know about it."""
+
+    job: str = Field(min_length=1)
+    queue: str | None = None
+    tenant: str | None = None
+    priority_class: Literal["spot", "on-demand", "reserved"] = "on-demand"
+    priority: int = 0
+    preemptible: bool | None = None
+    grace_period_s: int = Field(default=30, ge=0)
+    checkpoint_on_preempt: bool = False
+    started_at: datetime | None = None
+    expected_end: datetime | None = None
+    last_checkpoint_at: datetime | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    replicas: list[ReplicaAllocation] = Field(min_length=1)
+
+
+class Inventory(_Strict):
+    """A whole cluster description: nodes, TPU pods, and what already runs."""
+
+    version: Literal[1] = 1
+    name: str = "cluster"
+    nodes: list[NodeSpec] = Field(default_factory=list)
+    tpu_pods: list[TpuPodSpec] = Field(default_factory=list)
+    running: list[RunningJob] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def expanded_nodes(self) -> Iterator[NodeSpec]:
+        """Every node, with ``count`` templates expanded to ``{name}-{i}`` (zero-padded to the width of
+        ``count``)."""
+        for spec in self.nodes:
+            if spec.count == 1:
+                yield spec
+                continue
+            width = len(str(spec.count))
+            for i in range(1, spec.count + 1):
+                yield spec.model_copy(update={"name": f"{spec.name}-{i:0{width}d}", "count": 1})
