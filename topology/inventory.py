@@ -125,6 +125,9 @@ class TpuPodSpec(_Strict):
     price_per_hour: float | None = Field(default=None, ge=0)
     cpu_cores_per_host: float = Field(default=0, ge=0)
     memory_gb_per_host: float = Field(default=0, ge=0)
+    #: Names of the machines (TPU VMs / Kubernetes nodes) that hold the chips, when the source names them
+    #: (GKE node pools); informational: chips are addressed by mesh coordinates, not by host.
+    hosts: list[str] = Field(default_factory=list)
     schedulable: bool = True
     ready: bool = True
 

@@ -1,0 +1,65 @@
+"""Dataframes and summaries; numbers by hand."""
+
+from __future__ import annotations
+
+from topology import (
+    Cluster,
+    cluster_of,
+    dgx_h100,
+    free_dataframe,
+    gb200_nvl72,
+    pcie_inference,
+    summary,
+    summary_text,
+    to_dataframe,
+    tpu_pod,
+)
+
+
+def _cluster() -> Cluster:
+    c = cluster_of(dgx_h100(3), pcie_inference(2), gb200_nvl72(1), tpu_pod("v5e", name="p"), name="lab")
+    return c.with_allocations(
+        [
+            {"job": "t", "replicas": [{"node": "dgx-h100-1", "gpus": [0, 1, 2], "cpu_cores": 10}]},
+            {"job": "tpu", "replicas": [{"tpu_pod": "p", "tpu_chips": [[0, 0], [0, 1], [1, 0], [1, 1]]}]},
+        ]
+    )
+
+
+def test_summary_counts() -> None:
+    s = summary(_cluster())
+    # nodes: 3 DGX + 2 L4 + 18 GB200 trays = 23, all schedulable and ready
+    assert s["nodes"] == 23
+    # GPUs: 3*8 = 24 H100, 2*4 = 8 L4, 18*4 = 72 GB200
+    assert s["gpus"] == {"nvidia-gb200": 72, "nvidia-h100": 24, "nvidia-l4": 8}
+    # free: 24 - 3 held = 21 H100
+    assert s["free_gpus"] == {"nvidia-gb200": 72, "nvidia-h100": 21, "nvidia-l4": 8}
+    # domains with >= 2 GPUs: 3 DGX boards + 1 NVL72 rack = 4 (PCIe L4 nodes have none)
+    assert s["nvlink_domains"] == 4
+    assert s["tpu_chips"] == {"v5e": 256}
+    assert s["free_tpu_chips"] == {"v5e": 252}  # 256 - 4
+    assert s["running_jobs"] == 2
+    # 8-free domains: dgx-h100-2, dgx-h100-3 and the NVL72 rack
+    assert s["free_nvlink_domains_8"] == {"nvidia-gb200": 1, "nvidia-h100": 2}
+
+
+def test_summary_text_mentions_totals() -> None:
+    text = summary_text(_cluster())
+    assert text.splitlines()[0].startswith("cluster lab: 23 usable nodes of 23")
+    assert "nvidia-h100" in text and "21 / 24" in text
+    assert "NVLink domains: 4" in text
+    assert "252 / 256 chips free" in text
+    assert len(text.splitlines()) < 40
+
+
+def test_dataframes() -> None:
+    c = _cluster()
+    df = to_dataframe(c)
+    assert len(df) == 23
+    assert df.set_index("name").loc["dgx-h100-2", "gpu_count"] == 8
+    free = free_dataframe(c).set_index("name")
+    assert free.loc["dgx-h100-1", "free_gpus"] == 5  # 8 - 3
+    assert free.loc["dgx-h100-1", "free_cpu_cores"] == 214  # 224 - 10
+    assert free.loc["dgx-h100-1", "free_gpu_milli"] == 5000
+    assert free.loc["dgx-h100-1", "jobs"] == 1
+    assert free.loc["l4-1", "free_gpus"] == 4

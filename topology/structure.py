@@ -1,0 +1,66 @@
+"""The static part of a cluster: resolved nodes, NVLink domains, TPU pods and the indexes over them.
+
+Why separate from allocations: the structure never changes after :func:`topology.build.build_cluster`,
+so every allocation snapshot of a cluster shares one structure (and one networkx graph), and only the
+small :class:`~topology.allocations.State` differs between snapshots.
+
+>>> from topology.build import build_cluster
+>>> from topology.inventory import Inventory
+>>> s = build_cluster(Inventory(nodes=[{"name": "c", "count": 3}])).structure
+>>> [n.name for n in s.nodes]
+['c-1', 'c-2', 'c-3']
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from topology.inventory import Inventory
+from topology.model import Node, NvlinkDomain, TpuPod
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+@dataclass(eq=False)
+class Structure:
+    """Resolved, validated cluster structure with lookup indexes (built once, then read-only)."""
+
+    inventory: Inventory
+    source: str
+    nodes: tuple[Node, ...]
+    node_index: Mapping[str, Node]
+    domains: Mapping[str, NvlinkDomain]
+    pods: Mapping[str, TpuPod]
+    #: domain id -> GPUs on schedulable, ready member nodes
+    domain_usable: Mapping[str, int]
+    domains_by_type: Mapping[str, tuple[str, ...]] = field(init=False)
+    _label_index: dict[tuple[str, str], tuple[str, ...]] | None = field(default=None, init=False, repr=False)
+    _graph: nx.DiGraph | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        by_type: dict[str, list[str]] = defaultdict(list)
+        for d in self.domains.values():
+            by_type[d.gpu_type].append(d.id)
+        self.domains_by_type = {t: tuple(ids) for t, ids in by_type.items()}
+
+    def label_index(self) -> Mapping[tuple[str, str], tuple[str, ...]]:
+        """``(key, value) -> node names``, built on first use."""
+        if self._label_index is None:
+            index: dict[tuple[str, str], list[str]] = defaultdict(list)
+            for n in self.nodes:
+                for kv in n.labels.items():
+                    index[kv].append(n.name)
+            self._label_index = {k: tuple(v) for k, v in index.items()}
+        return self._label_index
+
+    def graph(self) -> nx.DiGraph:
+        """The networkx graph of the structure, built on first use and frozen (shared by snapshots)."""
+        if self._graph is None:
+            from topology.graph import build_graph
+
+            self._graph = build_graph(self)
+        return self._graph
