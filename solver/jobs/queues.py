@@ -5,6 +5,15 @@ A queue-config file holds one ``{"queue": ..., "config": {...}}`` object or a li
 limit violations are rejections (§10.2, HTTP 422); the GPU budget (§10.3) is never a rejection, the
 solver keeps over-budget jobs pending.
 
+:func:`load_queue_configs` turns such an object, a list of them, or their JSON/YAML text into
+``{queue name: QueueConfig}`` for :attr:`solver.jobs.options.ReadOptions.queues`, and refuses a bad
+configuration as a whole (:class:`~solver.jobs.errors.JobValidationError`, every issue at once): a wrong
+type or an unknown key in ``ml_limits``, a GPU type or priority class outside the closed lists, an
+``ml_defaults`` key that is not an ML resources attribute or whose value the job reader itself would
+refuse, a default that breaks the same queue's limits (``conflict``), a queue named twice (``duplicate``).
+Defaults are applied by the OJS reader (:func:`solver.jobs.formats.ojs.read_envelope`) to the attributes a
+producer left unset; limits are checked for every format by :func:`solver.jobs.guards.check_job`.
+
 >>> qc = QueueConfig.model_validate({"queue": "q", "config": {"ml_limits": {"max_gpu_count": 4}}})
 >>> qc.config.ml_limits.max_gpu_count
 4
@@ -12,9 +21,13 @@ solver keeps over-budget jobs pending.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from solver.jobs.errors import Issue, JobValidationError, issue
 
 
 class MlLimits(BaseModel):
@@ -46,3 +59,155 @@ class QueueConfig(BaseModel):
 
     queue: str = Field(min_length=1)
     config: QueueSettings = Field(default_factory=QueueSettings)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------------
+
+#: pydantic error types -> issue codes.
+_PYDANTIC_CODES = {
+    "missing": "required",
+    "extra_forbidden": "malformed",
+    "greater_than_equal": "range",
+    "greater_than": "range",
+    "less_than_equal": "range",
+    "string_too_short": "range",
+}
+
+
+def _pydantic_issues(e: ValidationError, prefix: str) -> list[Issue]:
+    out: list[Issue] = []
+    for err in e.errors():
+        path = prefix
+        for part in err["loc"]:
+            path = f"{path}[{part}]" if isinstance(part, int) else (f"{path}.{part}" if path else str(part))
+        code = _PYDANTIC_CODES.get(err["type"], "type")
+        message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        out.append(issue(code, path or "<config>", message[:300]))
+    return out
+
+
+def _check_lists(limits: MlLimits, path: str) -> list[Issue]:
+    from solver.jobs.formats.ojs_v03 import is_gpu_type
+    from solver.jobs.model import PriorityClass
+
+    out: list[Issue] = []
+    for i, t in enumerate(limits.allowed_gpu_types or []):
+        if not is_gpu_type(t):
+            out.append(issue("enum", f"{path}.allowed_gpu_types[{i}]", f"{t!r} is not a GPU type id (§3.2)"))
+    classes = [c.value for c in PriorityClass]
+    for i, c in enumerate(limits.allowed_priority_classes or []):
+        if c not in classes:
+            out.append(
+                issue("enum", f"{path}.allowed_priority_classes[{i}]", f"must be one of {', '.join(classes)}")
+            )
+    return out
+
+
+def _check_defaults(defaults: Mapping[str, Any], limits: MlLimits, path: str) -> list[Issue]:
+    """Defaults must be ML resources attributes the reader accepts, and within the queue's own limits."""
+    from solver.jobs.fields import Fields
+    from solver.jobs.formats.ojs_v03 import V03_ATTRIBUTES, parse_attributes
+
+    out: list[Issue] = []
+    for k in defaults:
+        if k not in V03_ATTRIBUTES:
+            out.append(issue("enum", f"{path}.{k}", "not an ext_ml_* attribute of OJS ML resources (§10.1)"))
+    f = Fields({k: v for k, v in defaults.items() if k in V03_ATTRIBUTES}, path)
+    parse_attributes(f, [], {})
+    out += f.issues
+    if f.issues:
+        return out
+    bounds = (
+        ("ext_ml_gpu_count", limits.max_gpu_count),
+        ("ext_ml_gpu_memory_gb", limits.max_gpu_memory_gb),
+        ("ext_ml_memory_gb", limits.max_memory_gb),
+        ("ext_ml_timeout_seconds", limits.max_timeout_seconds),
+    )
+    for key, bound in bounds:
+        v = defaults.get(key)
+        if bound is not None and v is not None and v > bound:
+            out.append(issue("conflict", f"{path}.{key}", f"default {v} exceeds the queue limit {bound}"))
+    allowed = (
+        ("ext_ml_gpu_type", limits.allowed_gpu_types),
+        ("ext_ml_priority_class", limits.allowed_priority_classes),
+    )
+    for key, values in allowed:
+        v = defaults.get(key)
+        if values is not None and v is not None and v not in values:
+            out.append(
+                issue("conflict", f"{path}.{key}", f"default {v!r} is not allowed by the queue limits")
+            )
+    return out
+
+
+def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueConfig]:
+    """Queue configurations by queue name, from one ``{"queue", "config"}`` object, a list of them, or
+    their JSON/YAML text. Raises :class:`~solver.jobs.errors.JobValidationError` for a bad configuration.
+
+    >>> qs = load_queue_configs('{"queue": "gpu", "config": {"ml_defaults": {"ext_ml_gpu_count": 1}}}')
+    >>> qs["gpu"].config.ml_defaults
+    {'ext_ml_gpu_count': 1}
+    >>> try:
+    ...     load_queue_configs({"queue": "q", "config": {"ml_limits": {"max_gpu_count": "4"}}})
+    ... except JobValidationError as e:
+    ...     [(i.code, i.path) for i in e.issues]
+    [('type', 'config.ml_limits.max_gpu_count')]
+    """
+    if isinstance(obj_or_text, str):
+        from solver.jobs.parse import parse_json, parse_yaml
+
+        text = obj_or_text.lstrip("\ufeff \t\r\n")
+        parse = parse_json if text.startswith(("{", "[")) else parse_yaml
+        obj_or_text = parse(obj_or_text, source=source)
+    single = isinstance(obj_or_text, Mapping)
+    items = [obj_or_text] if single else obj_or_text
+    if not isinstance(items, list):
+        raise JobValidationError(
+            [
+                issue(
+                    "type",
+                    source or "<config>",
+                    "a queue configuration must be an object or a list of objects",
+                )
+            ]
+        )
+    out: dict[str, QueueConfig] = {}
+    problems: list[Issue] = []
+    for i, item in enumerate(items):
+        prefix = "" if single else f"[{i}]"
+        try:
+            qc = QueueConfig.model_validate(item)
+        except ValidationError as e:
+            problems += _pydantic_issues(e, prefix)
+            continue
+        settings = f"{prefix}.config" if prefix else "config"
+        problems += _check_lists(qc.config.ml_limits, f"{settings}.ml_limits")
+        problems += _check_defaults(qc.config.ml_defaults, qc.config.ml_limits, f"{settings}.ml_defaults")
+        if qc.queue in out:
+            problems.append(
+                issue("duplicate", f"{prefix}.queue" if prefix else "queue", f"queue {qc.queue!r} twice")
+            )
+        out[qc.queue] = qc
+    if problems:
+        raise JobValidationError(problems)
+    return out
+
+
+def load_queue_config_file(path: str | Path) -> dict[str, QueueConfig]:
+    """:func:`load_queue_configs` over a UTF-8 JSON or YAML file (``OSError`` when it cannot be read).
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
+    ...     _ = fh.write("queue: q\\nconfig:\\n  ml_limits:\\n    max_gpu_count: 4\\n")
+    >>> load_queue_config_file(fh.name)["q"].config.ml_limits.max_gpu_count
+    4
+    >>> os.unlink(fh.name)
+    """
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise JobValidationError([issue("malformed", str(p), f"not UTF-8 text: {e.reason}")]) from None
+    return load_queue_configs(text, source=str(p))

@@ -1,0 +1,359 @@
+"""The OJS reader: job envelopes (v0.3.0 flat ``ext_ml_*``, v0.1.0 ``meta``, ``ext_mlx_*``), workflows
+and lists of envelopes, to :class:`~solver.jobs.model.Job` objects.
+
+What a document may be (see :func:`classify`): one envelope; a workflow (``workflow_type`` chain, group
+or batch, :mod:`solver.jobs.formats.ojs_workflow`); a list of envelopes and/or workflows (a batch of
+jobs). Documents that are OJS but not jobs (a §10 queue configuration, a §11 / v0.1 §2.3 / §6.1 worker
+advertisement or FETCH request, a bare §9.2 ``last_checkpoint`` block) get one ``format`` issue saying
+what they are instead of being read as empty CPU jobs.
+
+One envelope is read in this order:
+
+1. core OJS fields: ``id`` (else the synthesized ``<source>#<index>``), ``type`` (a warning when absent:
+   the normative spec fragments omit it), ``queue``, ``args`` (an array), ``meta`` (an object),
+   ``priority`` (an integer), ``enqueued_at`` (else ``created_at``) as submit time and ``scheduled_at`` as
+   not-before (RFC 3339 with a zone offset), ``timeout`` (seconds) or ``timeout_ms`` as the duration
+   unless ``ext_ml_timeout_seconds`` is set (§14.3: it overrides the standard timeout);
+2. v0.1.0 ``meta`` attributes translated to v0.3.0 keys and merged with the envelope's own (a value set
+   differently in both forms is a ``conflict``);
+3. the queue's ``ml_defaults`` fill the attributes still unset (§10.1), for ``options.queues[queue]``;
+4. the v0.3.0 attributes (:mod:`solver.jobs.formats.ojs_v03`) and the ``ext_mlx_*`` ones
+   (:mod:`solver.jobs.formats.ojs_mlx`);
+5. ``meta.tenant``, ``meta.project`` and ``meta.user`` (strings) become ``Job.tenant``/``project``/
+   ``user`` (the specs define no tenancy; ``meta`` is where OJS puts producer metadata);
+   ``meta.last_checkpoint`` (§9.2 schema) becomes ``Job.last_checkpoint``; the rest of ``meta`` is kept
+   as ``Job.metadata["meta"]``.
+
+``Job.labels`` gets ``job_type`` (the envelope ``type``) and ``queue``, the labels §7.3 anti-affinity
+rules test (its example matches ``job_type``). Keys the reader does not know (core or extension) are kept
+untouched in ``Job.unknown``, nested ones under their dotted path; the whole input is ``Job.envelope``.
+
+>>> from solver.jobs.options import ReadOptions
+>>> [r] = read({"id": "j1", "ext_ml_gpu_type": "nvidia-t4"}, source="x", options=ReadOptions())
+>>> r.ok, r.job.accelerator.value, r.job.total_gpus, r.job.source_format
+(True, 'gpu', 1, 'ojs-ml-v0.3')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from solver.jobs.errors import Issue, issue
+from solver.jobs.fields import Fields, type_name
+from solver.jobs.formats.ojs_mlx import parse_mlx
+from solver.jobs.formats.ojs_v01 import V01_META_KEYS, merge_forms, translate_meta
+from solver.jobs.formats.ojs_v03 import parse_attributes
+from solver.jobs.formats.ojs_workflow import expand_workflow
+from solver.jobs.model import Job, LastCheckpoint, PreemptionPolicy, ReadResult
+from solver.jobs.options import ReadOptions
+
+#: ``Job.source_format`` of every job this reader produces (v0.1.0 and ``ext_mlx_*`` attributes are
+#: read into the same model, so one name).
+SOURCE_FORMAT = "ojs-ml-v0.3"
+
+Kind = Literal["envelope", "workflow", "batch", "queue_config", "worker", "checkpoint_metadata", "unknown"]
+
+_CORE = ("id", "type", "queue", "args", "meta")
+_META_CONSUMED = V01_META_KEYS | {"last_checkpoint", "tenant", "project", "user"}
+
+
+def _is_queue_config(obj: Any) -> bool:
+    return (
+        isinstance(obj, Mapping)
+        and "queue" in obj
+        and isinstance(obj.get("config"), Mapping)
+        and set(obj) <= {"queue", "config"}
+    )
+
+
+def classify(obj: Any) -> Kind:
+    """What an OJS-looking JSON object is.
+
+    >>> classify({"type": "ml.train", "ext_ml_gpu_count": 8}), classify({"workflow_type": "chain"})
+    ('envelope', 'workflow')
+    >>> classify({"worker_id": "w1", "labels": ["gpu:nvidia-a100"]}), classify({"last_checkpoint": {}})
+    ('worker', 'checkpoint_metadata')
+    >>> classify({"queue": "q", "config": {"ml_limits": {}}}), classify([{"type": "a"}]), classify({})
+    ('queue_config', 'batch', 'unknown')
+    """
+    if isinstance(obj, list):
+        return "queue_config" if obj and all(_is_queue_config(o) for o in obj) else "batch"
+    if not isinstance(obj, Mapping):
+        return "unknown"
+    if "workflow_type" in obj:
+        return "workflow"
+    if _is_queue_config(obj):
+        return "queue_config"
+    if "worker_id" in obj or ("capabilities" in obj and "type" not in obj):
+        return "worker"
+    if set(obj) == {"last_checkpoint"}:
+        return "checkpoint_metadata"
+    if any(k in obj for k in _CORE) or any(isinstance(k, str) and k.startswith("ext_ml") for k in obj):
+        return "envelope"
+    return "unknown"
+
+
+_NOT_JOBS = {
+    "queue_config": "an OJS queue configuration (§10), not a job; load it with solver.jobs.queues",
+    "worker": "an OJS worker capability advertisement or FETCH request, not a job",
+    "checkpoint_metadata": "OJS checkpoint metadata (§9.2), not a job; it belongs in a job's meta",
+    "unknown": "not an OJS job envelope, workflow or list of envelopes",
+}
+
+
+def read(doc: Any, *, source: str, options: ReadOptions) -> list[ReadResult]:
+    """Every job of an OJS document, one :class:`~solver.jobs.model.ReadResult` each (never raises)."""
+    kind = classify(doc)
+    if kind == "envelope":
+        return [read_envelope(doc, source=source, options=options, fallback_id=f"{source}#0")]
+    if kind == "workflow":
+        return expand_workflow(
+            doc, path="", fallback_id=source, source=source, options=options, read_one=read_envelope
+        )
+    if kind == "batch":
+        out: list[ReadResult] = []
+        for i, item in enumerate(doc):
+            item_kind = classify(item)
+            fallback = f"{source}#{i}"
+            if item_kind == "envelope":
+                out.append(
+                    read_envelope(item, source=source, options=options, fallback_id=fallback, path=f"[{i}]")
+                )
+            elif item_kind == "workflow":
+                out.extend(
+                    expand_workflow(
+                        item, path=f"[{i}]", fallback_id=fallback, source=source, options=options,
+                        read_one=read_envelope,
+                    )
+                )  # fmt: skip
+            else:
+                msg = _NOT_JOBS.get(item_kind, "") or f"not a job envelope ({type_name(item)})"
+                out.append(_failed(fallback, source, [issue("format", f"[{i}]", msg)]))
+        return out
+    return [_failed(source, source, [issue("format", source or "<input>", _NOT_JOBS[kind])])]
+
+
+def _failed(job_id: str, source: str, errors: list[Issue], warnings: list[Issue] | None = None) -> ReadResult:
+    return ReadResult(id=job_id, ok=False, errors=errors, warnings=warnings or [], source=source)
+
+
+# ---------------------------------------------------------------------------------------------------
+# One envelope
+# ---------------------------------------------------------------------------------------------------
+
+
+def _prefixed(prefix: str, path: str) -> str:
+    if not prefix:
+        return path
+    if not path:
+        return prefix
+    return prefix + path if path.startswith("[") else f"{prefix}.{path}"
+
+
+def _rewrite(path: str, origin: Mapping[str, str]) -> str:
+    """A path in the merged v0.3 view -> where the value really came from (v0.1 ``meta``, a default)."""
+    for key, real in origin.items():
+        if path == key or path.startswith((key + ".", key + "[")):
+            return real + path[len(key) :]
+    return path
+
+
+def _timestamp(f: Fields, key: str) -> datetime | None:
+    text = f.string(key)
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        f.fail("type", key, f"must be an RFC 3339 timestamp, got {text!r}"[:200])
+        return None
+    if value.tzinfo is None:
+        f.fail("type", key, f"must carry a time zone offset (RFC 3339), got {text!r}"[:200])
+        return None
+    return value.astimezone(UTC)
+
+
+def _last_checkpoint(meta: Fields) -> LastCheckpoint | None:
+    """§9.2 / v0.1.0 §4.4 ``meta.last_checkpoint``: every field optional, each strictly typed."""
+    f = meta.sub("last_checkpoint")
+    if f is None:
+        return None
+    start = len(f.issues)
+    known = {
+        "job_id": f.string("job_id"),
+        "epoch": f.integer("epoch", minimum=0),
+        "step": f.integer("step", minimum=0),
+        "loss": f.number("loss"),
+        "metrics": f.mapping("metrics"),
+        "storage_key": f.string("storage_key"),
+        "created_at": _timestamp(f, "created_at"),
+    }
+    if len(f.issues) > start:
+        return None
+    extra = {k: v for k, v in f.unread().items() if isinstance(k, str)}
+    return LastCheckpoint(**{k: v for k, v in known.items() if v is not None}, **extra)
+
+
+def _duration(f: Fields) -> float | None:
+    """The standard OJS timeout: ``timeout`` in seconds or ``timeout_ms``; §14.3 lets ext_ml override it."""
+    seconds = f.integer("timeout", minimum=0)
+    millis = f.integer("timeout_ms", minimum=0)
+    if seconds is not None:
+        return float(seconds)
+    return None if millis is None else millis / 1000.0
+
+
+def read_envelope(
+    env: Any,
+    *,
+    source: str,
+    options: ReadOptions,
+    fallback_id: str,
+    path: str = "",
+) -> ReadResult:
+    """One OJS job envelope as a :class:`~solver.jobs.model.ReadResult` (order of steps in the module doc).
+
+    ``path`` prefixes every issue path (``steps[1]`` inside a workflow, ``[3]`` in a list).
+
+    >>> r = read_envelope({"ext_ml_gpu_count": "8"}, source="s", options=ReadOptions(), fallback_id="s#0")
+    >>> r.ok, [(i.code, i.path) for i in r.errors]
+    (False, [('type', 'ext_ml_gpu_count')])
+    """
+    if not isinstance(env, Mapping):
+        return _failed(
+            fallback_id, source, [issue("type", path or source, f"must be an object, got {type_name(env)}")]
+        )
+    warnings: list[Issue] = []
+    unknown: dict[str, Any] = {}
+    f = Fields(env, "")
+    job_id = f.string("id") or fallback_id
+    job_type = f.string("type")
+    if not f.has("type"):
+        warnings.append(issue("required", "type", "absent: OJS core requires a job type"))
+    queue = f.string("queue")
+    f.array("args")
+    meta_map = f.mapping("meta") or {}
+    meta = Fields(meta_map, "meta", f.issues)
+    priority = f.integer("priority")
+    submit = _timestamp(f, "enqueued_at")
+    created = _timestamp(f, "created_at")
+    not_before = _timestamp(f, "scheduled_at")
+    standard_timeout = _duration(f)
+
+    # v0.1 meta + v0.3 flat + queue defaults, parsed as one v0.3 view
+    v01, origin = translate_meta(meta_map, f.issues, unknown)
+    flat = {k: v for k, v in env.items() if isinstance(k, str) and k.startswith("ext_ml_")}
+    merged = merge_forms(flat, v01, origin, f.issues)
+    applied: list[str] = []
+    queue_config = options.queues.get(queue) if queue is not None else None
+    if queue_config is not None:
+        for k, v in queue_config.config.ml_defaults.items():
+            if merged.get(k) is None:
+                merged[k] = v
+                origin[k] = f"queues[{queue}].ml_defaults.{k}"
+                applied.append(k)
+    mf = Fields(merged, "")
+    sub_warnings: list[Issue] = []
+    sub_unknown: dict[str, Any] = {}
+    attrs = parse_attributes(mf, sub_warnings, sub_unknown)
+    issues = [
+        *f.issues,
+        *(Issue(code=i.code, path=_rewrite(i.path, origin), message=i.message) for i in mf.issues),
+    ]
+    warnings += [Issue(code=i.code, path=_rewrite(i.path, origin), message=i.message) for i in sub_warnings]
+    unknown.update({_rewrite(k, origin): v for k, v in sub_unknown.items()})
+
+    f.issues = issues
+    meta.issues = issues
+    mlx = parse_mlx(f)
+    tenant, project, user = meta.string("tenant"), meta.string("project"), meta.string("user")
+    last_checkpoint = _last_checkpoint(meta)
+
+    preemption = attrs.pop("preemption")
+    if mlx.preemption_policy is not None:
+        if preemption.preemptible is True and mlx.preemption_policy is PreemptionPolicy.NEVER:
+            issues.append(
+                issue(
+                    "conflict",
+                    "ext_mlx_scheduling_preemption_policy",
+                    "never contradicts ext_ml_preemptible true",
+                )
+            )
+        elif preemption.preemptible is False and mlx.preemption_policy is not PreemptionPolicy.NEVER:
+            issues.append(
+                issue(
+                    "conflict",
+                    "ext_mlx_scheduling_preemption_policy",
+                    f"{mlx.preemption_policy.value} contradicts ext_ml_preemptible false",
+                )
+            )
+        preemption = preemption.model_copy(update={"policy": mlx.preemption_policy})
+
+    for k, v in env.items():
+        if k not in f.read and k not in mf.read:
+            unknown[str(k)] = v
+    if issues:
+        return _failed(
+            job_id,
+            source,
+            [Issue(code=i.code, path=_prefixed(path, i.path), message=i.message) for i in issues],
+            [Issue(code=i.code, path=_prefixed(path, i.path), message=i.message) for i in warnings],
+        )
+
+    placement = attrs.pop("placement")
+    hints: dict[str, Any] = {}
+    if mlx.gpu_affinity is not None:
+        hints["gpu_affinity"] = mlx.gpu_affinity
+        if mlx.gpu_affinity.value == "dedicated":
+            hints["exclusive_nodes"] = True
+    if mlx.spot_preference is not None:
+        hints["spot_preference"] = mlx.spot_preference
+    if mlx.data_locality is not None:
+        hints["data_locality"] = mlx.data_locality
+    metadata: dict[str, Any] = {**attrs.pop("metadata"), **mlx.metadata}
+    rest_of_meta = {k: v for k, v in meta_map.items() if k not in _META_CONSUMED}
+    if rest_of_meta:
+        metadata["meta"] = rest_of_meta
+    if applied:
+        metadata["ml_defaults_applied"] = applied
+    if "duration_s" not in attrs and standard_timeout is not None:
+        attrs["duration_s"] = standard_timeout
+    labels = {k: v for k, v in (("job_type", job_type), ("queue", queue)) if v is not None}
+    try:
+        job = Job(
+            id=job_id,
+            type=job_type,
+            source_format=SOURCE_FORMAT,
+            queue=queue,
+            tenant=tenant,
+            project=project,
+            user=user,
+            priority=priority or 0,
+            submit_time=submit or created,
+            not_before=not_before,
+            placement=placement.model_copy(update=hints),
+            preemption=preemption,
+            last_checkpoint=last_checkpoint,
+            labels=labels,
+            metadata=metadata,
+            unknown=unknown,
+            envelope=env,
+            **attrs,
+        )
+    except ValidationError as e:
+        errors = [
+            issue("range", _prefixed(path, ".".join(str(p) for p in err["loc"]) or "<job>"), err["msg"][:300])
+            for err in e.errors()
+        ]
+        return _failed(job_id, source, errors, warnings)
+    return ReadResult(
+        id=job_id,
+        ok=True,
+        job=job,
+        warnings=[Issue(code=i.code, path=_prefixed(path, i.path), message=i.message) for i in warnings],
+        source=source,
+    )

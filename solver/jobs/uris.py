@@ -1,0 +1,141 @@
+"""Checking URIs that job producers put in envelopes: checkpoint storage, model registries, artifacts.
+
+Why a module of its own: a URI in a job is an instruction a worker will follow (write checkpoints there,
+download a model from there). OJS ML resources §15.2 ("model storage URIs MUST be validated to prevent
+path traversal and SSRF"), §15.3 (checkpoint URIs against an allow-list of prefixes), §9.4 (schemes and a
+REQUIRED trailing slash) and ML extensions §12.1/§12.4 (allowed schemes, no arbitrary file-system access,
+no credentials in envelopes) all land here, and every format's guard uses the same rules.
+
+The rules, in order (the first failing rule is reported):
+
+1. a string without whitespace or control characters, at most :data:`MAX_URI_CHARS` characters;
+2. ``scheme://...`` with a scheme from the allowed set (lower case);
+3. no credentials: no ``user@``/``user:password@`` part and no query parameter whose name looks like a
+   secret (``token``, ``password``, ``signature``, ``X-Amz-Credential``, ...);
+4. no ``..`` path segment, also after percent-decoding (up to three rounds, so ``%252e%252e`` and
+   ``a%2f..%2fb`` are caught); backslashes count as segment separators;
+5. ``file://`` only as ``file:///absolute/path`` (empty or ``localhost`` host), never below system
+   directories (``/etc``, ``/proc``, ``/sys``, ``/dev``, ``/boot``, ``/root``, ``/run``, ``/var/run``):
+   the "no arbitrary file system access" of extensions §12.1;
+6. a trailing slash when the caller requires one (checkpoint storage, §9.4);
+7. when ``allowed_prefixes`` is non-empty, the URI starts with one of them (§15.3, extensions §12.1).
+
+>>> check_uri("s3://checkpoints/run-1/", schemes={"s3"}, require_trailing_slash=True) is None
+True
+>>> check_uri("s3://bucket/../etc/", schemes={"s3"})
+'must not contain ".." path segments (path traversal)'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import unquote, urlsplit
+
+#: Longest URI accepted (a guard against pathological inputs, well above any real object-store key).
+MAX_URI_CHARS = 4096
+
+#: Directories a ``file://`` URI may never point into.
+FORBIDDEN_FILE_ROOTS: tuple[str, ...] = (
+    "/etc",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/boot",
+    "/root",
+    "/run",
+    "/var/run",
+)
+
+#: Query parameter names (lower case, compared after removing ``-`` and ``_``) that carry secrets.
+_SECRET_PARAMS = re.compile(
+    r"^(xamz(credential|signature|securitytoken)|token|accesstoken|apikey|secret|secretkey|accesskey|"
+    r"password|passwd|pwd|sig|signature|sastoken|credential|credentials|authorization)$"
+)
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_BAD_CHARS = re.compile(r"[\x00-\x20\x7f]")
+
+
+def _decoded_forms(text: str) -> list[str]:
+    """``text`` and its percent-decodings, until stable (three rounds at most)."""
+    forms = [text]
+    for _ in range(3):
+        nxt = unquote(forms[-1])
+        if nxt == forms[-1]:
+            break
+        forms.append(nxt)
+    return forms
+
+
+def _traversal(path: str) -> str | None:
+    for form in _decoded_forms(path):
+        if any(seg == ".." for seg in re.split(r"[/\\]", form)):
+            return 'must not contain ".." path segments (path traversal)'
+    return None
+
+
+def _credentials(netloc: str, query: str) -> str | None:
+    if "@" in netloc:
+        return "must not embed credentials (user@ or user:password@); use IAM roles or workload identity"
+    for part in query.split("&"):
+        name = unquote(part.split("=", 1)[0]).lower().replace("-", "").replace("_", "")
+        if name and _SECRET_PARAMS.match(name):
+            return f"must not carry credentials in the query (parameter {part.split('=', 1)[0]!r})"
+    return None
+
+
+def check_uri(
+    uri: str,
+    *,
+    schemes: Iterable[str],
+    require_trailing_slash: bool = False,
+    allowed_prefixes: Iterable[str] = (),
+) -> str | None:
+    """Return why ``uri`` is refused, or None when it is acceptable (rules in the module docstring).
+
+    >>> check_uri("file://relative/x/", schemes={"file"})
+    'file:// URIs must be absolute (file:///path)'
+    >>> check_uri("gs://b/ckpt", schemes={"gs"}, require_trailing_slash=True)
+    'must end with "/" (a directory prefix, OJS ML §9.4)'
+    >>> check_uri("s3://key:secret@bucket/m/", schemes={"s3"})
+    'must not embed credentials (user@ or user:password@); use IAM roles or workload identity'
+    """
+    if not isinstance(uri, str):
+        return "must be a string"
+    if not uri or len(uri) > MAX_URI_CHARS:
+        return f"must be 1 to {MAX_URI_CHARS} characters"
+    if _BAD_CHARS.search(uri):
+        return "must not contain whitespace or control characters"
+    allowed = {s.lower() for s in schemes}
+    m = _SCHEME.match(uri)
+    if m is None or not uri[m.end() :].startswith("//"):
+        return f"must be an absolute URI scheme://...; allowed schemes: {', '.join(sorted(allowed))}"
+    scheme = m.group(1)
+    if scheme not in allowed:
+        return f"scheme {scheme!r} is not allowed; allowed schemes: {', '.join(sorted(allowed))}"
+    try:
+        parts = urlsplit(uri)
+    except ValueError as e:  # e.g. an unbalanced "[" in the host
+        return f"is not a valid URI: {e}"
+    problem = _credentials(parts.netloc, parts.query)
+    if problem:
+        return problem
+    problem = _traversal(parts.path) or _traversal(parts.netloc)
+    if problem:
+        return problem
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+            return "file:// URIs must be absolute (file:///path)"
+        decoded = _decoded_forms(parts.path)[-1].rstrip("/") + "/"
+        for root in FORBIDDEN_FILE_ROOTS:
+            if decoded.startswith(root + "/"):
+                return f"file:// URIs must not point into the system directory {root}"
+    elif not parts.netloc:
+        return "must name a bucket, container or host after scheme://"
+    if require_trailing_slash and not uri.endswith("/"):
+        return 'must end with "/" (a directory prefix, OJS ML §9.4)'
+    prefixes = tuple(allowed_prefixes)
+    if prefixes and not uri.startswith(prefixes):
+        return "is outside the allowed storage prefixes: " + ", ".join(prefixes)
+    return None
