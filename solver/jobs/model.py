@@ -167,11 +167,20 @@ class CountRange(_Model):
     max: int | None = Field(default=None, ge=0)
     operator: Literal["+", "*", "^"] = "+"
     operand: int = Field(default=1, ge=1)
+    #: Explicit admissible counts, ascending (a Flux RFC 14/22 idset count such as ``"4,9,16,25"``
+    #: that no ``min, min op operand, ...`` sequence describes); ``min``/``max`` are its ends.
+    idset: tuple[int, ...] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> CountRange:
         if self.max is not None and self.max < self.min:
             raise ValueError("max must be >= min")
+        if self.idset is not None:
+            ids = self.idset
+            if not ids or any(b <= a for a, b in zip(ids, ids[1:], strict=False)):
+                raise ValueError("idset must be non-empty, ascending and without repeats")
+            if ids[0] != self.min or ids[-1] != self.max:
+                raise ValueError("idset ends must equal min and max")
         if self.operator in ("*", "^") and self.operand < 2:
             raise ValueError(f"operand must be >= 2 with operator {self.operator!r}")
         return self
@@ -183,6 +192,8 @@ class CountRange(_Model):
         [2, 4, 8, 16]
         """
         hi = cap if self.max is None else min(self.max, cap)
+        if self.idset is not None:
+            return [v for v in self.idset if v <= hi]
         out: list[int] = []
         v = self.min
         while v <= hi:
@@ -351,6 +362,10 @@ class TaskGroup(_Model):
     exclusive: bool = False
     nodes_per_replica: int = Field(default=1, ge=1)
     structure: list[FluxResource] = Field(default_factory=list)
+    #: Node-label rules only this group's nodes must satisfy / prefer (SSS ``TaskGroup`` node properties:
+    #: a master group asking for a feature the slave group does not); ANDed with ``Job.placement``.
+    required: list[Rule] = Field(default_factory=list)
+    preferred: list[LabelRule] = Field(default_factory=list)
 
     @property
     def gpus_per_replica(self) -> int:
@@ -450,6 +465,7 @@ class Dependency(_Model):
     job: str = Field(min_length=1)
     condition: DependencyCondition = DependencyCondition.SUCCESS
     scheme: str | None = None  # the original scheme name (RFC 26 "afterok", SSS "OnSuccess", ...)
+    exit_code: int | None = None  # SSS OnExit ``code``: satisfied only by this exit status (None: any)
 
 
 # ---------------------------------------------------------------------------------------------------
