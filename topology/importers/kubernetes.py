@@ -1,0 +1,748 @@
+"""Kubernetes ``kubectl get nodes -o json`` (and optionally ``kubectl get pods -A -o json``) -> Inventory.
+
+Why: most GPU/TPU clusters are Kubernetes clusters, and the node objects already carry everything placer
+needs, in labels written by NVIDIA GPU Feature Discovery (GFD), GKE and the cloud providers. Mapping rules
+(also in ``docs/importers.md``):
+
+* **Resources** come from ``status.allocatable`` (``status.capacity`` when absent): ``cpu``, ``memory``,
+  ``ephemeral-storage`` as Kubernetes quantities (:mod:`topology.importers.quantity`), memory and storage in
+  GB of 2**30 bytes; GPUs from ``nvidia.com/gpu``. With GPU time-slicing (``nvidia.com/gpu.replicas`` > 1)
+  the allocatable count is inflated, so the physical ``nvidia.com/gpu.count`` label is used instead.
+* **GPU facts** from GFD labels: ``nvidia.com/gpu.product`` (through the catalog; ``unknown-gpu`` when
+  absent), ``nvidia.com/gpu.memory`` (MiB), ``nvidia.com/gpu.compute.major``/``.minor``, and
+  ``nvidia.com/gpu.clique`` (GB200 NVL72 / multi-node NVLink): the clique id is the node's
+  ``nvlink_domain`` and its interconnect ``nvlink``.
+* **Topology**: ``topology.kubernetes.io/zone``/``region``; GCE ``cloud.google.com/gce-topology-block`` ->
+  ``block``, ``.../gce-topology-subblock`` -> ``rack`` (the next level down); ``.../gce-topology-host`` stays
+  a label.
+* **State**: ``spec.unschedulable`` -> not schedulable; a ``Ready`` condition that is not ``True`` -> not
+  ready (no conditions at all -> ready, as stripped exports have none); taints are kept, except the
+  ``nvidia.com/gpu`` / ``google.com/tpu`` taints GKE puts on accelerator pools, which every accelerator pod
+  tolerates automatically (ExtendedResourceToleration) and which would otherwise make the nodes unusable.
+* **Capacity class** ``spot`` when ``cloud.google.com/gke-spot``/``gke-preemptible`` is ``true``,
+  ``cloud.google.com/gke-provisioning`` is ``spot``, ``eks.amazonaws.com/capacityType`` is ``SPOT``,
+  ``karpenter.sh/capacity-type`` is ``spot`` (``reserved`` -> reserved), or
+  ``kubernetes.azure.com/scalesetpriority`` is ``spot``.
+* **GKE TPUs**: nodes labelled ``cloud.google.com/gke-tpu-accelerator`` are not GPU/CPU nodes but TPU
+  hosts. The nodes of one node pool (``cloud.google.com/gke-nodepool``) whose chips (``google.com/tpu``)
+  are fewer than the ``cloud.google.com/gke-tpu-topology`` mesh form one multi-host slice (a
+  ``TpuPodSpec`` with ``fixed_slice`` and ``hosts``), ready only when every host is there and ready. A node
+  that alone holds the whole mesh (single-host machine types) is its own fixed slice named after the node.
+* **Pods** (optional): pods bound to a node (``spec.nodeName``) in phase Running or Pending (or Unknown)
+  hold resources. A pod's request is Kubernetes' effective request: the larger of the sum over containers
+  (plus restartable init "sidecar" containers) and the largest init container, plus ``spec.overhead``;
+  GPUs from the ``nvidia.com/gpu`` limit. Kubernetes does not tell which GPU a pod got, so pods receive
+  the lowest free GPU indices of their node, pods taken in (namespace, name) order. TPU pods receive the
+  chips of their host: hosts of a slice, sorted by name, own the slice's host-sized blocks in row-major
+  order. Pods with one controller (``ownerReferences`` with ``controller: true``) form one running job
+  ``namespace/owner``; other pods are their own job ``namespace/pod``. ``spec.priority`` -> priority;
+  ``priorityClassName`` -> priority class by :func:`priority_class_for`; ``kueue.x-k8s.io/queue-name``
+  label -> queue; namespace -> tenant. Pods on nodes that are not in the node list, pods that request
+  nothing, and pods on TPU hosts that hold no chips (a slice tracks chips, not host CPU) are counted in
+  ``Inventory.metadata["pods_skipped"]`` instead.
+
+>>> inv = parse_kubernetes({"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n1",
+...     "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}, "status": {"allocatable":
+...     {"cpu": "207690m", "memory": "1871Gi", "nvidia.com/gpu": "8"}}}]}, source="nodes.json")
+>>> n = inv.nodes[0]
+>>> (n.cpu_cores, n.memory_gb, n.gpus.type, n.gpus.count)
+(207.69, 1871.0, 'nvidia-h100', 8)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from itertools import product
+from typing import Any
+
+from topology.catalog import parse_shape, tpu_generation_from_gke, tpu_info
+from topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_type, join_item, short
+from topology.importers.quantity import parse_quantity
+from topology.importers.text import parse_text
+from topology.inventory import Inventory, NodeSpec, ReplicaAllocation, RunningJob, TpuPodSpec
+
+FORMAT = "kubernetes"
+
+GPU_RESOURCE = "nvidia.com/gpu"
+TPU_RESOURCE = "google.com/tpu"
+L_PRODUCT = "nvidia.com/gpu.product"
+L_COUNT = "nvidia.com/gpu.count"
+L_MEMORY = "nvidia.com/gpu.memory"
+L_MAJOR = "nvidia.com/gpu.compute.major"
+L_MINOR = "nvidia.com/gpu.compute.minor"
+L_CLIQUE = "nvidia.com/gpu.clique"
+L_REPLICAS = "nvidia.com/gpu.replicas"
+L_TPU_ACCEL = "cloud.google.com/gke-tpu-accelerator"
+L_TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
+L_NODEPOOL = "cloud.google.com/gke-nodepool"
+L_ZONE = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+L_REGION = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+L_BLOCK = "cloud.google.com/gce-topology-block"
+L_SUBBLOCK = "cloud.google.com/gce-topology-subblock"
+L_QUEUE = "kueue.x-k8s.io/queue-name"
+#: Taints that accelerator pods tolerate automatically (ExtendedResourceToleration); not imported.
+ACCELERATOR_TAINTS = {GPU_RESOURCE, TPU_RESOURCE}
+_TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
+_HOLDING_PHASES = {"Running", "Pending", "Unknown", None}
+
+
+@dataclass
+class _Node:
+    """What one Node object says, before GPU and TPU nodes go their separate ways."""
+
+    index: int
+    item: str
+    spec: dict[str, Any]
+    tpu_accelerator: str | None = None
+    tpu_topology: str | None = None
+    tpu_chips: int = 0
+    pool: str | None = None
+    blocking_taints: list[str] = field(default_factory=list)
+    dropped_taints: int = 0
+
+
+@dataclass
+class _TpuHost:
+    """Where a TPU host's chips sit: the slice's name and the host's chip coordinates."""
+
+    pod: str
+    chips: list[list[int]]
+
+
+def parse_kubernetes(
+    nodes: Any, pods: Any = None, *, source: str, pods_source: str | None = None
+) -> Inventory:
+    """``kubectl get nodes -o json`` (object or JSON/YAML text), and optionally ``kubectl get pods -A -o
+    json``, -> Inventory. Raises :class:`~topology.errors.TopologyError` naming each bad item.
+
+    >>> parse_kubernetes({"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n1"},
+    ...     "status": {"allocatable": {"memory": "12Zi"}}}]}, source="nodes.json")
+    Traceback (most recent call last):
+    ...
+    topology.errors.TopologyError: nodes.json: items[0] (n1): status.allocatable.memory: '12Zi' is not ...
+    """
+    problems = Problems(source)
+    obj = parse_text(nodes, source=source) if isinstance(nodes, str) else nodes
+    records: list[_Node] = []
+    seen: set[str] = set()
+    for index, item_obj in enumerate(_items(obj, "Node", problems)):
+        record = _node(index, item_obj, problems)
+        if record is None:
+            continue
+        name = record.spec["name"]
+        if name in seen:
+            problems.add(record.item, f"node name {name!r} is used twice")
+            continue
+        seen.add(name)
+        records.append(record)
+    problems.check()
+
+    node_specs: list[NodeSpec] = []
+    for record in records:
+        if record.tpu_accelerator is None:
+            spec = problems.model(NodeSpec, record.spec, record.item)
+            if spec is not None:
+                node_specs.append(spec)
+    tpu_pods, tpu_hosts = _tpu_slices([r for r in records if r.tpu_accelerator], problems)
+    problems.check()
+
+    metadata: dict[str, Any] = {"format": FORMAT, "source": source}
+    dropped = sum(r.dropped_taints for r in records)
+    if dropped:
+        metadata["accelerator_taints_dropped"] = dropped
+    running: list[RunningJob] = []
+    if pods is not None:
+        psource = pods_source or source
+        pproblems = Problems(psource)
+        pods_obj = parse_text(pods, source=psource) if isinstance(pods, str) else pods
+        running = _running(pods_obj, {n.name: n for n in node_specs}, tpu_hosts, pproblems, metadata)
+        pproblems.check()
+    inv = problems.model(
+        Inventory,
+        {"nodes": node_specs, "tpu_pods": tpu_pods, "running": running, "metadata": metadata},
+        "document",
+    )
+    problems.check()
+    assert inv is not None
+    return inv
+
+
+def _items(obj: Any, kind: str, problems: Problems) -> list[Any]:
+    """The objects of a ``List``/``NodeList``/``PodList``, a bare list, or one object of ``kind``."""
+    if isinstance(obj, list):
+        return obj
+    if isinstance(obj, dict):
+        if obj.get("kind") == kind:
+            return [obj]
+        if "items" in obj:
+            items = obj["items"]
+            if not isinstance(items, list):
+                problems.add("items", f"'items' must be a list, got {short(items)}")
+                return []
+            return items
+    problems.add("document", f"expected a Kubernetes List of {kind} objects, got {short(obj)}")
+    return []
+
+
+def _quantity(res: dict[str, Any], key: str, item: str, problems: Problems, where: str) -> Decimal | None:
+    if key not in res:
+        return None
+    try:
+        value = parse_quantity(res[key])
+    except ValueError as e:
+        problems.add(item, f"{where}.{key}: {e}")
+        return None
+    if value < 0:
+        problems.add(item, f"{where}.{key}: {res[key]!r} is negative")
+        return None
+    return value
+
+
+def _count(value: Decimal | None, key: str, item: str, problems: Problems) -> int:
+    if value is None:
+        return 0
+    if value != value.to_integral_value():
+        problems.add(item, f"{key} {value} is not a whole number of devices")
+        return 0
+    return int(value)
+
+
+def _node(index: int, obj: Any, problems: Problems) -> _Node | None:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    raw_name = meta.get("name") if isinstance(meta, dict) else None
+    item = join_item("items", index, raw_name if isinstance(raw_name, str) else None)
+    if not isinstance(obj, dict):
+        problems.add(item, f"a node must be an object, got {short(obj)}")
+        return None
+    if obj.get("kind", "Node") != "Node":
+        problems.add(item, f"kind is {short(obj.get('kind'))}, expected 'Node'")
+        return None
+    before = len(problems.items)
+    meta = problems.mapping(obj, "metadata", item, required=True) or {}
+    name = problems.string(meta, "name", item, required=True)
+    labels = problems.string_map(meta, "labels", item)
+    spec_obj = problems.mapping(obj, "spec", item) or {}
+    status = problems.mapping(obj, "status", item) or {}
+    resources = problems.mapping(status, "allocatable", item)
+    where = "status.allocatable"
+    if resources is None:
+        resources, where = problems.mapping(status, "capacity", item) or {}, "status.capacity"
+    cpu = _quantity(resources, "cpu", item, problems, where)
+    memory = _quantity(resources, "memory", item, problems, where)
+    storage = _quantity(resources, "ephemeral-storage", item, problems, where)
+    gpus = _count(_quantity(resources, GPU_RESOURCE, item, problems, where), GPU_RESOURCE, item, problems)
+    chips = _count(_quantity(resources, TPU_RESOURCE, item, problems, where), TPU_RESOURCE, item, problems)
+    taints, dropped, blocking = _taints(spec_obj.get("taints"), item, problems)
+    unschedulable = spec_obj.get("unschedulable", False)
+    if not isinstance(unschedulable, bool):
+        problems.add(item, f"spec.unschedulable must be true or false, got {short(unschedulable)}")
+    ready = _ready(status.get("conditions"), item, problems)
+    if name is None or len(problems.items) > before:
+        return None
+
+    spec: dict[str, Any] = {
+        "name": name,
+        "zone": _first(labels, L_ZONE),
+        "region": _first(labels, L_REGION),
+        "block": labels.get(L_BLOCK),
+        "rack": labels.get(L_SUBBLOCK),
+        "cpu_cores": float(cpu or 0),
+        "memory_gb": float((memory or 0) / GB),
+        "storage_gb": float((storage or 0) / GB),
+        "labels": labels,
+        "taints": taints,
+        "schedulable": not unschedulable,
+        "ready": ready,
+        "capacity_class": _capacity_class(labels),
+    }
+    record = _Node(index=index, item=item, spec=spec, blocking_taints=blocking, dropped_taints=dropped)
+    if L_TPU_ACCEL in labels:
+        record.tpu_accelerator = labels[L_TPU_ACCEL]
+        record.tpu_topology = labels.get(L_TPU_TOPOLOGY)
+        record.tpu_chips = chips
+        record.pool = labels.get(L_NODEPOOL)
+        return record
+    gpu = _gpus(labels, gpus, item, problems)
+    if gpu is not None:
+        spec["gpus"] = gpu
+    return record if len(problems.items) == before else None
+
+
+def _first(labels: dict[str, str], keys: tuple[str, ...]) -> str | None:
+    return next((labels[k] for k in keys if k in labels), None)
+
+
+def _taints(raw: Any, item: str, problems: Problems) -> tuple[list[dict[str, Any]], int, list[str]]:
+    """Taints to keep, how many accelerator taints were dropped, and the keys of the blocking ones."""
+    if raw is None:
+        return [], 0, []
+    if not isinstance(raw, list):
+        problems.add(item, f"spec.taints must be a list, got {short(raw)}")
+        return [], 0, []
+    kept: list[dict[str, Any]] = []
+    dropped = 0
+    blocking: list[str] = []
+    for i, taint in enumerate(raw):
+        where = f"{item} spec.taints[{i}]"
+        if not isinstance(taint, dict):
+            problems.add(where, f"a taint must be an object, got {short(taint)}")
+            continue
+        key = problems.string(taint, "key", where, required=True)
+        value = taint.get("value")
+        effect = taint.get("effect")
+        if value is not None and not isinstance(value, str):
+            problems.add(where, f"value must be a string, got {short(value)}")
+        if not isinstance(effect, str) or effect not in _TAINT_EFFECTS:
+            problems.add(where, f"effect {short(effect)} is not one of {sorted(_TAINT_EFFECTS)}")
+            continue
+        if key is None:
+            continue
+        if key in ACCELERATOR_TAINTS:
+            dropped += 1
+            continue
+        kept.append({"key": key, "value": value or None, "effect": effect})
+        if effect != "PreferNoSchedule":
+            blocking.append(key)
+    return kept, dropped, blocking
+
+
+def _ready(conditions: Any, item: str, problems: Problems) -> bool:
+    if conditions is None:
+        return True
+    if not isinstance(conditions, list):
+        problems.add(item, f"status.conditions must be a list, got {short(conditions)}")
+        return False
+    for cond in conditions:
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return True
+
+
+def _capacity_class(labels: dict[str, str]) -> str:
+    """Spot/reserved/on-demand from the cloud providers' node labels (see the module docstring).
+
+    >>> _capacity_class({"eks.amazonaws.com/capacityType": "SPOT"}), _capacity_class({})
+    ('spot', 'on-demand')
+    """
+    low = {k: v.strip().lower() for k, v in labels.items()}
+    if (
+        low.get("cloud.google.com/gke-spot") == "true"
+        or low.get("cloud.google.com/gke-preemptible") == "true"
+        or low.get("cloud.google.com/gke-provisioning") == "spot"
+        or low.get("eks.amazonaws.com/capacityType") == "spot"
+        or low.get("karpenter.sh/capacity-type") == "spot"
+        or low.get("kubernetes.azure.com/scalesetpriority") == "spot"
+    ):
+        return "spot"
+    if low.get("karpenter.sh/capacity-type") == "reserved":
+        return "reserved"
+    return "on-demand"
+
+
+def _label_int(labels: dict[str, str], key: str, item: str, problems: Problems) -> int | None:
+    if key not in labels:
+        return None
+    text = labels[key].strip()
+    if not text.isdigit() or len(text) > 9:
+        problems.add(item, f"label {key} {labels[key]!r} is not a whole number")
+        return None
+    return int(text)
+
+
+def _gpus(labels: dict[str, str], allocatable: int, item: str, problems: Problems) -> dict[str, Any] | None:
+    count = allocatable
+    replicas = _label_int(labels, L_REPLICAS, item, problems)
+    physical = _label_int(labels, L_COUNT, item, problems)
+    if replicas is not None and replicas > 1 and physical is not None:
+        count = physical  # time-slicing advertises count x replicas; placer schedules whole GPUs
+    if count == 0 and L_PRODUCT not in labels:
+        return None
+    gpu: dict[str, Any] = {"type": gpu_type(labels[L_PRODUCT]) if L_PRODUCT in labels else UNKNOWN_GPU}
+    gpu["count"] = count
+    memory_mib = _label_int(labels, L_MEMORY, item, problems)
+    if memory_mib:
+        gpu["memory_gb"] = round(memory_mib / 1024, 3)
+    major = _label_int(labels, L_MAJOR, item, problems)
+    minor = _label_int(labels, L_MINOR, item, problems)
+    if major is not None and minor is not None:
+        gpu["compute_capability"] = f"{major}.{minor}"
+    clique = labels.get(L_CLIQUE, "").strip()
+    if clique:
+        gpu["nvlink_domain"] = clique
+        gpu["interconnect"] = "nvlink"
+    return gpu
+
+
+def _tpu_slices(records: list[_Node], problems: Problems) -> tuple[list[TpuPodSpec], dict[str, _TpuHost]]:
+    """GKE TPU nodes -> fixed slices; also where each host's chips sit, for the pods."""
+    pools: dict[str, list[_Node]] = {}
+    for r in records:
+        generation = tpu_generation_from_gke(r.tpu_accelerator or "")
+        shape = parse_shape(r.tpu_topology) if r.tpu_topology else None
+        if generation is None:
+            problems.add(r.item, f"{L_TPU_ACCEL} {r.tpu_accelerator!r} is not a known GKE TPU accelerator")
+            continue
+        if shape is None or len(shape) < 2:
+            problems.add(r.item, f"{L_TPU_TOPOLOGY} {short(r.tpu_topology)} is missing or not like '2x4'")
+            continue
+        if r.tpu_chips == 0:
+            problems.add(r.item, f"TPU node has no {TPU_RESOURCE} in status.allocatable")
+            continue
+        pools.setdefault(r.pool or r.spec["name"], []).append(r)
+    out: list[TpuPodSpec] = []
+    hosts: dict[str, _TpuHost] = {}
+    for pool, members in pools.items():
+        first = members[0]
+        accel, topo = first.tpu_accelerator, first.tpu_topology
+        odd = [m for m in members if (m.tpu_accelerator, m.tpu_topology) != (accel, topo)]
+        for m in odd:
+            problems.add(m.item, f"node pool {pool!r} mixes TPU types/topologies ({accel} {topo} first)")
+        if odd:
+            continue
+        generation = tpu_generation_from_gke(accel or "") or ""
+        shape = list(parse_shape(topo or "") or ())
+        total = math.prod(shape)
+        singles = [m for m in members if m.tpu_chips == total]
+        if len(singles) == len(members):  # single-host machines: each node is a whole slice
+            for m in members:
+                spec = _slice(m.spec["name"], generation, shape, [m], problems, m.item)
+                if spec is not None:
+                    out.append(spec)
+                    hosts[m.spec["name"]] = _TpuHost(spec.name, _coords(shape))
+            continue
+        per_host = first.tpu_chips
+        if any(m.tpu_chips != per_host for m in members) or total % per_host:
+            problems.add(first.item, f"node pool {pool!r}: hosts hold unequal chip counts for a {topo} mesh")
+            continue
+        if len(members) > total // per_host:
+            problems.add(
+                first.item,
+                f"node pool {pool!r} has {len(members)} hosts but a {topo} slice of {per_host}-chip hosts "
+                f"has {total // per_host}",
+            )
+            continue
+        spec = _slice(pool, generation, shape, members, problems, first.item)
+        if spec is None:
+            continue
+        if len(members) < total // per_host:
+            spec = spec.model_copy(update={"ready": False})  # a multi-host slice missing hosts cannot run
+        out.append(spec)
+        blocks = _host_blocks(generation, shape, per_host)
+        for i, m in enumerate(sorted(members, key=lambda x: x.spec["name"])):
+            hosts[m.spec["name"]] = _TpuHost(pool, blocks[i] if i < len(blocks) else [])
+    return out, hosts
+
+
+def _slice(
+    name: str, generation: str, shape: list[int], members: list[_Node], problems: Problems, item: str
+) -> TpuPodSpec | None:
+    specs = [m.spec for m in members]
+    common = dict(specs[0]["labels"])
+    for s in specs[1:]:
+        common = {k: v for k, v in common.items() if s["labels"].get(k) == v}
+    classes = {s["capacity_class"] for s in specs}
+    data = {
+        "name": name,
+        "type": generation,
+        "shape": shape,
+        "zone": specs[0]["zone"],
+        "region": specs[0]["region"],
+        "fixed_slice": True,
+        "labels": common,
+        "capacity_class": "spot" if "spot" in classes else specs[0]["capacity_class"],
+        "cpu_cores_per_host": min(s["cpu_cores"] for s in specs),
+        "memory_gb_per_host": min(s["memory_gb"] for s in specs),
+        "hosts": sorted(s["name"] for s in specs),
+        "schedulable": all(s["schedulable"] for s in specs) and not any(m.blocking_taints for m in members),
+        "ready": all(s["ready"] for s in specs),
+    }
+    return problems.model(TpuPodSpec, data, item)
+
+
+def _coords(shape: list[int]) -> list[list[int]]:
+    """Every chip coordinate of a mesh, row-major."""
+    return [list(c) for c in product(*(range(d) for d in shape))]
+
+
+def _host_blocks(generation: str, shape: list[int], per_host: int) -> list[list[list[int]]]:
+    """The chips of each host of a multi-host slice: the mesh tiled by the catalog's host block, blocks in
+    row-major order. Falls back to consecutive row-major runs when the block does not tile the mesh."""
+    try:
+        block = list(tpu_info(generation).host_shape)
+    except KeyError:
+        block = []
+    if (
+        len(block) == len(shape)
+        and math.prod(block) == per_host
+        and all(s % b == 0 for s, b in zip(shape, block, strict=True))
+    ):
+        grid = [s // b for s, b in zip(shape, block, strict=True)]
+        out = []
+        for origin in product(*(range(g) for g in grid)):
+            out.append(
+                [
+                    [o * b + d for o, b, d in zip(origin, block, offset, strict=True)]
+                    for offset in product(*(range(b) for b in block))
+                ]
+            )
+        return out
+    flat = _coords(shape)
+    return [flat[i : i + per_host] for i in range(0, len(flat), per_host)]
+
+
+# -- pods ------------------------------------------------------------------------------------------------
+
+
+def priority_class_for(name: str | None) -> str:
+    """Map a Kubernetes ``priorityClassName`` to placer's priority class (spot < on-demand < reserved).
+
+    Exact names ``spot``/``on-demand``/``reserved`` map to themselves and ``system-*-critical`` to
+    reserved; otherwise a name with a word like spot, preemptible, low, best-effort, scavenger or
+    opportunistic is spot, one with reserved, critical, high or prod(uction) is reserved; the rest, and
+    no class at all, is on-demand.
+
+    >>> [priority_class_for(n) for n in (None, "low-priority", "system-node-critical", "team-a-default")]
+    ['on-demand', 'spot', 'reserved', 'on-demand']
+    """
+    if not name:
+        return "on-demand"
+    low = name.strip().lower()
+    if low in ("spot", "on-demand", "reserved"):
+        return low
+    words = set(re.split(r"[^a-z0-9]+", low))
+    if words & {"spot", "preemptible", "low", "besteffort", "best", "scavenger", "opportunistic", "lowest"}:
+        return "spot"
+    if words & {"reserved", "critical", "high", "highest", "prod", "production"}:
+        return "reserved"
+    return "on-demand"
+
+
+_RESOURCE_KEYS = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE, TPU_RESOURCE)
+
+
+def _container_request(c: Any, item: str, problems: Problems) -> dict[str, Decimal]:
+    """One container's requests; a missing request defaults to the limit (Kubernetes' defaulting), and
+    extended resources (GPUs, TPUs) are read from limits first."""
+    if not isinstance(c, dict):
+        problems.add(item, f"a container must be an object, got {short(c)}")
+        return {}
+    res = c.get("resources") or {}
+    if not isinstance(res, dict):
+        problems.add(item, f"resources must be an object, got {short(res)}")
+        return {}
+    requests = res.get("requests") or {}
+    limits = res.get("limits") or {}
+    if not isinstance(requests, dict) or not isinstance(limits, dict):
+        problems.add(item, "resources.requests and resources.limits must be objects")
+        return {}
+    out: dict[str, Decimal] = {}
+    for key in _RESOURCE_KEYS:
+        extended = key in (GPU_RESOURCE, TPU_RESOURCE)
+        first, second = (limits, requests) if extended else (requests, limits)
+        source = first if key in first else second
+        value = _quantity(source, key, item, problems, "resources")
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _add(a: dict[str, Decimal], b: dict[str, Decimal]) -> dict[str, Decimal]:
+    return {k: a.get(k, Decimal(0)) + b.get(k, Decimal(0)) for k in set(a) | set(b)}
+
+
+def _pod_request(spec: dict[str, Any], item: str, problems: Problems) -> dict[str, Decimal]:
+    """Kubernetes' effective pod request: max(sum of containers + sidecars, each init container with the
+    sidecars started before it) + overhead."""
+    containers = spec.get("containers") or []
+    inits = spec.get("initContainers") or []
+    if not isinstance(containers, list) or not isinstance(inits, list):
+        problems.add(item, "spec.containers and spec.initContainers must be lists")
+        return {}
+    total: dict[str, Decimal] = {}
+    for c in containers:
+        total = _add(total, _container_request(c, item, problems))
+    sidecars: dict[str, Decimal] = {}
+    peak: dict[str, Decimal] = {}
+    for c in inits:
+        req = _container_request(c, item, problems)
+        if isinstance(c, dict) and c.get("restartPolicy") == "Always":
+            sidecars = _add(sidecars, req)
+            step = sidecars
+        else:
+            step = _add(sidecars, req)
+        peak = {k: max(peak.get(k, Decimal(0)), step.get(k, Decimal(0))) for k in set(peak) | set(step)}
+    total = _add(total, sidecars)
+    effective = {k: max(total.get(k, Decimal(0)), peak.get(k, Decimal(0))) for k in set(total) | set(peak)}
+    overhead = spec.get("overhead")
+    if isinstance(overhead, dict):
+        extra = {k: v for k in _RESOURCE_KEYS if (v := _quantity(overhead, k, item, problems, "overhead"))}
+        effective = _add(effective, extra)
+    return effective
+
+
+def _time(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date) or not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass
+class _Pod:
+    namespace: str
+    name: str
+    item: str
+    node: str
+    job: str
+    request: dict[str, Decimal]
+    obj: dict[str, Any]
+
+
+def _running(
+    obj: Any,
+    nodes: dict[str, NodeSpec],
+    tpu_hosts: dict[str, _TpuHost],
+    problems: Problems,
+    metadata: dict[str, Any],
+) -> list[RunningJob]:
+    pods: list[_Pod] = []
+    skipped: dict[str, int] = {}
+    for index, raw in enumerate(_items(obj, "Pod", problems)):
+        pod = _pod(index, raw, problems, skipped)
+        if pod is None:
+            continue
+        if pod.node not in nodes and pod.node not in tpu_hosts:
+            skipped["on nodes not in the node list"] = skipped.get("on nodes not in the node list", 0) + 1
+            continue
+        pods.append(pod)
+    pods.sort(key=lambda p: (p.namespace, p.name))
+
+    free_gpus = {name: list(range(n.gpus.count if n.gpus else 0)) for name, n in nodes.items()}
+    replicas: dict[str, list[tuple[_Pod, ReplicaAllocation]]] = {}
+    for pod in pods:
+        req = pod.request
+        gpus = _count(req.get(GPU_RESOURCE), GPU_RESOURCE, pod.item, problems)
+        chips = _count(req.get(TPU_RESOURCE), TPU_RESOURCE, pod.item, problems)
+        alloc: dict[str, Any] = {
+            "cpu_cores": float(req.get("cpu", 0)),
+            "memory_gb": float(req.get("memory", 0) / GB),
+            "storage_gb": float(req.get("ephemeral-storage", 0) / GB),
+        }
+        if not gpus and not chips and not any(v for v in req.values()):
+            skipped["requesting nothing"] = skipped.get("requesting nothing", 0) + 1
+            continue
+        if pod.node in tpu_hosts and not chips:
+            # TPU slices track chips only; a host's CPU/memory are not divided among pods.
+            skipped["on TPU hosts without TPU chips"] = skipped.get("on TPU hosts without TPU chips", 0) + 1
+            continue
+        if pod.node in tpu_hosts:
+            host = tpu_hosts[pod.node]
+            if chips > len(host.chips):
+                problems.add(pod.item, f"requests {chips} TPU chips; host {pod.node} has {len(host.chips)}")
+                continue
+            alloc.update(tpu_pod=host.pod, tpu_chips=host.chips[:chips])
+            del host.chips[:chips]
+        else:
+            free = free_gpus[pod.node]
+            if chips:
+                problems.add(pod.item, f"requests {TPU_RESOURCE} but node {pod.node} is not a TPU host")
+                continue
+            if gpus > len(free):
+                problems.add(
+                    pod.item,
+                    f"requests {gpus} GPUs but node {pod.node} has only {len(free)} left "
+                    f"(of {nodes[pod.node].gpus.count if nodes[pod.node].gpus else 0})",
+                )
+                continue
+            alloc.update(node=pod.node, gpus=free[:gpus])
+            del free[:gpus]
+        replica = problems.model(ReplicaAllocation, alloc, pod.item)
+        if replica is not None:
+            replicas.setdefault(pod.job, []).append((pod, replica))
+    if skipped:
+        metadata["pods_skipped"] = skipped
+    return [j for name, members in replicas.items() if (j := _job(name, members, problems)) is not None]
+
+
+def _pod(index: int, raw: Any, problems: Problems, skipped: dict[str, int]) -> _Pod | None:
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    namespace = namespace if isinstance(namespace, str) and namespace else "default"
+    item = join_item("items", index, f"{namespace}/{name}" if isinstance(name, str) else None)
+    if not isinstance(raw, dict):
+        problems.add(item, f"a pod must be an object, got {short(raw)}")
+        return None
+    if raw.get("kind", "Pod") != "Pod":
+        problems.add(item, f"kind is {short(raw.get('kind'))}, expected 'Pod'")
+        return None
+    before = len(problems.items)
+    meta = problems.mapping(raw, "metadata", item, required=True) or {}
+    pod_name = problems.string(meta, "name", item, required=True)
+    spec = problems.mapping(raw, "spec", item, required=True) or {}
+    status = problems.mapping(raw, "status", item) or {}
+    node = spec.get("nodeName")
+    phase = status.get("phase")
+    if len(problems.items) > before or pod_name is None:
+        return None
+    if node is None:
+        skipped["not bound to a node"] = skipped.get("not bound to a node", 0) + 1
+        return None
+    if not isinstance(node, str) or not node:
+        problems.add(item, f"spec.nodeName must be a string, got {short(node)}")
+        return None
+    if phase is not None and not isinstance(phase, str):
+        problems.add(item, f"status.phase must be a string, got {short(phase)}")
+        return None
+    if phase not in _HOLDING_PHASES:
+        if phase not in ("Succeeded", "Failed"):
+            problems.add(item, f"status.phase {short(phase)} is not a Kubernetes pod phase")
+        return None
+    request = _pod_request(spec, item, problems)
+    if len(problems.items) > before:
+        return None
+    owner = _controller(meta.get("ownerReferences"))
+    job = f"{namespace}/{owner or pod_name}"
+    return _Pod(namespace, pod_name, item, node, job, request, raw)
+
+
+def _controller(refs: Any) -> str | None:
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("controller") is True and isinstance(ref.get("name"), str):
+            return ref["name"]
+    return None
+
+
+def _job(name: str, members: list[tuple[_Pod, ReplicaAllocation]], problems: Problems) -> RunningJob | None:
+    first = members[0][0]
+    spec = first.obj.get("spec") or {}
+    meta = first.obj.get("metadata") or {}
+    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    labels = {str(k): str(v) for k, v in labels.items() if isinstance(v, str)}
+    priority = spec.get("priority", 0)
+    grace = spec.get("terminationGracePeriodSeconds", 30)
+    starts = [t for p, _ in members if (t := _time((p.obj.get("status") or {}).get("startTime")))]
+    class_name = spec.get("priorityClassName")
+    data: dict[str, Any] = {
+        "job": name,
+        "tenant": first.namespace,
+        "queue": labels.get(L_QUEUE),
+        "priority_class": priority_class_for(class_name if isinstance(class_name, str) else None),
+        "priority": priority if type(priority) is int else 0,
+        "grace_period_s": grace if type(grace) is int and grace >= 0 else 30,
+        "started_at": min(starts) if starts else None,
+        "labels": labels,
+        "replicas": [r for _, r in members],
+    }
+    return problems.model(RunningJob, data, first.item)

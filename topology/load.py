@@ -1,0 +1,167 @@
+"""Read a cluster description file of any supported format: detect the format, import, build.
+
+Why one entry point: ``placer cluster FILE`` and the solver should not care whether the cluster came from
+placer's own inventory YAML, ``kubectl get nodes -o json``, ``scontrol show node``, a Flux JGF or OJS
+worker advertisements. This module reads the file safely (size cap, UTF-8, strict JSON, bounded safe YAML),
+picks the importer, and hands the resulting :class:`~topology.inventory.Inventory` to
+:func:`topology.build.build_cluster`.
+
+Errors: a file that cannot be opened raises ``OSError`` (so a CLI can tell "no such file" from "bad
+content"); everything wrong with the content raises :class:`~topology.errors.TopologyError` naming the
+file, the item and the problem. Nothing else escapes.
+
+>>> detect_cluster_format("NodeName=g01 CPUTot=64 State=IDLE")
+'slurm'
+>>> detect_cluster_format({"kind": "List", "items": [{"kind": "Node"}]})
+'kubernetes'
+>>> detect_cluster_format({"worker_id": "w1", "labels": ["gpu:nvidia-t4"]})
+'ojs-workers'
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from topology.errors import Problem, TopologyError
+from topology.importers import IMPORTERS
+from topology.importers._common import short
+from topology.importers.text import parse_text
+from topology.inventory import Inventory
+from topology.inventory_file import inventory_from_document
+
+if TYPE_CHECKING:
+    from topology.cluster import Cluster
+
+#: Formats ``detect_cluster_format`` returns and ``load_*`` accept (plus ``auto``).
+FORMATS = ("inventory", "ojs-workers", "kubernetes", "slurm", "jgf")
+#: Largest file read, in bytes.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+def _fail(source: str, item: str, message: str) -> TopologyError:
+    return TopologyError([Problem(source or "<input>", item, message)])
+
+
+def detect_cluster_format(text_or_obj: Any, *, source: str = "") -> str:
+    """Which importer a document is for: ``inventory``, ``ojs-workers``, ``kubernetes``, ``slurm`` or
+    ``jgf``. Text is parsed (JSON/YAML) unless it is Slurm text. ``TopologyError`` when no format fits.
+
+    >>> detect_cluster_format({"graph": {"nodes": [], "edges": []}}), detect_cluster_format("nodes: []")
+    ('jgf', 'inventory')
+    """
+    obj = text_or_obj
+    if isinstance(text_or_obj, str):
+        first = next((line.strip() for line in text_or_obj.splitlines() if line.strip()), "")
+        if first.startswith("NodeName="):
+            return "slurm"
+        obj = parse_text(text_or_obj, source=source)
+    found = _detect_object(obj, source)
+    if found is None:
+        raise _fail(
+            source,
+            "document",
+            f"cannot tell the cluster format of {short(obj, 80)}; expected an inventory (nodes:), a "
+            "Kubernetes node List, scontrol show node text, a Flux JGF/R, or OJS worker advertisements "
+            "(give the format explicitly with --format)",
+        )
+    return found
+
+
+def _detect_object(obj: Any, source: str) -> str | None:
+    if isinstance(obj, list):
+        if obj and all(isinstance(x, dict) and "worker_id" in x for x in obj):
+            return "ojs-workers"
+        if obj and all(isinstance(x, dict) and x.get("kind") == "Node" for x in obj):
+            return "kubernetes"
+        return None
+    if not isinstance(obj, dict):
+        return None
+    kind = obj.get("kind")
+    if kind in ("List", "NodeList", "Node", "PodList", "Pod") or ("apiVersion" in obj and "items" in obj):
+        items = obj.get("items")
+        if kind in ("PodList", "Pod") or (
+            isinstance(items, list)
+            and items
+            and all(isinstance(i, dict) and i.get("kind") == "Pod" for i in items)
+        ):
+            raise _fail(
+                source, "document", "this is a Kubernetes pod list; give it with --pods next to the node list"
+            )
+        return "kubernetes"
+    if "graph" in obj or "scheduling" in obj or ("execution" in obj and "version" in obj):
+        return "jgf"
+    if "workers" in obj or "worker_id" in obj:
+        return "ojs-workers"
+    if any(k in obj for k in ("nodes", "tpu_pods", "running")):
+        return "inventory"
+    return None
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """The file's text: ``OSError`` when it cannot be opened, ``TopologyError`` when it is too large or not
+    UTF-8.
+
+    >>> read_text("/no/such/file")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: [Errno 2] No such file or directory: '/no/such/file'
+    """
+    p = Path(path)
+    with p.open("rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise _fail(str(p), "document", f"file is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise _fail(str(p), "document", f"not UTF-8 text (byte {e.start} is {data[e.start]:#04x})") from None
+
+
+def load_inventory(
+    path: str | os.PathLike[str], format: str = "auto", *, pods: str | os.PathLike[str] | None = None
+) -> Inventory:
+    """Read a cluster description file into an Inventory (no graph). ``pods``: a ``kubectl get pods -A
+    -o json`` file, only with the Kubernetes format.
+
+    >>> load_inventory("x.json", format="bogus")
+    Traceback (most recent call last):
+    ...
+    topology.errors.TopologyError: x.json: document: unknown format 'bogus'; use auto, inventory, ...
+    """
+    source = str(path)
+    if format != "auto" and format not in FORMATS:
+        raise _fail(source, "document", f"unknown format {format!r}; use auto, {', '.join(FORMATS)}")
+    text = read_text(path)
+    if format == "auto":
+        format = detect_cluster_format(text, source=source)
+    if pods is not None and format != "kubernetes":
+        raise _fail(str(pods), "document", f"--pods goes with a Kubernetes node list, not with {format}")
+    if format == "inventory":
+        return inventory_from_document(parse_text(text, source=source), source)
+    if format == "slurm":
+        return IMPORTERS["slurm"](text, source=source)
+    obj = parse_text(text, source=source)
+    if format == "kubernetes":
+        pods_obj = None
+        if pods is not None:
+            pods_obj = parse_text(read_text(pods), source=str(pods))
+        return IMPORTERS["kubernetes"](obj, pods_obj, source=source, pods_source=str(pods) if pods else None)
+    return IMPORTERS[format](obj, source=source)
+
+
+def load_cluster(
+    path: str | os.PathLike[str], format: str = "auto", *, pods: str | os.PathLike[str] | None = None
+) -> Cluster:
+    """Read a cluster description file and build the cluster graph (:func:`topology.build.build_cluster`).
+
+    >>> load_cluster("/no/such/file")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: [Errno 2] No such file or directory: '/no/such/file'
+    """
+    from topology.build import build_cluster
+
+    inventory = load_inventory(path, format, pods=pods)
+    return build_cluster(inventory, source=str(path))
