@@ -10,7 +10,7 @@ import pytest
 
 from solver.cli import cluster
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "importers"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "importers"
 
 
 def run(*argv: str) -> int:
