@@ -177,7 +177,7 @@ class CountRange(_Model):
             raise ValueError("max must be >= min")
         if self.idset is not None:
             ids = self.idset
-            if not ids or any(b <= a for a, b in zip(ids, ids[1:], strict=False)):
+            if not ids or any(ids[i + 1] <= ids[i] for i in range(len(ids) - 1)):
                 raise ValueError("idset must be non-empty, ascending and without repeats")
             if ids[0] != self.min or ids[-1] != self.max:
                 raise ValueError("idset ends must equal min and max")
