@@ -1,0 +1,42 @@
+"""The engines' common answer: for each placed job, where each replica goes, down to devices.
+
+Both greedy and CP-SAT produce an :class:`Assignment`; :func:`solver.engine.place` turns the better one
+into a :class:`~solver.decision.Decision`. Keeping one internal shape means one conversion, one
+objective evaluation (:func:`objective`), and engines that can hand each other hints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solver.demand import JobPlan, Unit
+from topology.model import Coord
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaAt:
+    """One replica: on node ``node`` (index into ``Snapshot.nodes``) with GPU indices, or on TPU pod
+    ``pod`` (index into ``Snapshot.pods``) with chip coordinates."""
+
+    unit: Unit
+    node: int | None = None
+    gpus: tuple[int, ...] = ()
+    milli: int | None = None
+    pod: int | None = None
+    chips: tuple[Coord, ...] = ()
+
+
+@dataclass
+class Assignment:
+    """Placed jobs (by plan index) and their replicas; anything absent is pending."""
+
+    placed: dict[int, list[ReplicaAt]] = field(default_factory=dict)
+    engine: str = "greedy"
+
+    def placed_weight(self, plans: list[JobPlan]) -> int:
+        return sum(plans[i].weight for i in self.placed)
+
+
+def objective(assignment: Assignment, plans: list[JobPlan]) -> int:
+    """Level-1 objective (priority-weighted demand placed): the number engines are compared on."""
+    return assignment.placed_weight(plans)

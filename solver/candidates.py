@@ -1,0 +1,271 @@
+"""Phase 3: hard constraints — where each unit could ever run, where it fits now, and why not elsewhere.
+
+Why this shape: a 10,000-node cluster is a few node *shapes* with different labels and free amounts. Static
+constraints (accelerator, GPU type, VRAM, compute capability, taints, availability, node selector, required
+affinity, spot) depend only on a node's static facts and the label keys the batch mentions, so they are
+evaluated once per **static group** of nodes and cached per distinct constraint set. Fit ("is there room
+now") is a comparison of numbers, done with numpy over all nodes at once. Both record *which* constraint
+removed how many nodes, so a pending job's explanation comes from the same place as the decision.
+
+The elimination order (the first failing check is blamed) is :data:`STATIC_CHECKS`, then
+:data:`DYNAMIC_CHECKS`.
+
+>>> from topology import cluster_of, dgx_h100, pcie_inference
+>>> from solver.jobs.model import Job, TaskGroup, GpuDemand
+>>> from solver.demand import expand
+>>> snap = Snapshot.of(cluster_of(dgx_h100(2), pcie_inference(3, gpu="nvidia-l4", gpus_per_node=4)))
+>>> arrays = NodeArrays.of(snap, keys=set())
+>>> job = Job(id="j", tasks=[TaskGroup(gpu=GpuDemand(count=8, types=["nvidia-h100"]))])
+>>> unit = expand(job, 0, max_node_gpus=8).units[0]
+>>> c = unit_candidates(unit, arrays, nvlink=True, spot_ok=True)
+>>> int(c.now.sum()), c.eliminated
+(2, {'gpu_type': 3})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solver.demand import Need, Unit
+from solver.rules import all_hold, rule_keys
+from solver.snapshot import NodeView, Snapshot
+from topology import canonical_gpu_type
+
+#: Static checks in the order they are blamed, with the words a user reads.
+STATIC_CHECKS: dict[str, str] = {
+    "unavailable": "node is cordoned, not ready, or tainted NoSchedule/NoExecute",
+    "accelerator": "node has no GPU",
+    "gpu_type": "GPU type not among those requested",
+    "gpu_memory": "GPU memory below the requested minimum",
+    "compute_capability": "GPU compute capability below the requested minimum",
+    "nvlink": "GPUs not on NVLink (PCIe-only node)",
+    "spot": "spot capacity, and the job asks for on-demand only",
+    "rules": "node selector or required affinity not satisfied",
+    "too_small": "node too small for one replica even when empty",
+}
+#: Checks against the current state, blamed after the static ones.
+DYNAMIC_CHECKS: dict[str, str] = {
+    "exclusive": "job needs whole nodes and something already runs there",
+    "anti_affinity": "a running job there matches the job's anti-affinity",
+    "busy": "not enough free capacity now",
+}
+
+
+def _cc(text: str | None) -> tuple[int, int]:
+    if not text:
+        return (0, 0)
+    major, _, minor = text.partition(".")
+    return (int(major), int(minor or 0))
+
+
+@dataclass
+class NodeArrays:
+    """Node facts and free amounts as numpy arrays indexed like ``Snapshot.nodes``."""
+
+    snap: Snapshot
+    gpus: np.ndarray  # whole free GPUs
+    milli: np.ndarray  # largest free share on one GPU (1000 when a whole GPU is free)
+    cpu: np.ndarray
+    mem: np.ndarray
+    storage: np.ndarray
+    shm: np.ndarray
+    cap_gpus: np.ndarray
+    cap_cpu: np.ndarray
+    cap_mem: np.ndarray
+    cap_storage: np.ndarray
+    cap_shm: np.ndarray
+    empty: np.ndarray
+    group: np.ndarray  # static group id per node
+    group_members: list[np.ndarray]  # node indices per static group
+    keys: frozenset[str]
+    _static_cache: dict[object, tuple[np.ndarray, dict[str, int]]] = field(default_factory=dict, repr=False)
+
+    @staticmethod
+    def of(snap: Snapshot, keys: Iterable[str]) -> NodeArrays:
+        """Build the arrays; ``keys`` are the label keys any rule of the batch reads."""
+        keys = frozenset(keys)
+        nodes = snap.nodes
+        f = np.fromiter
+        n = len(nodes)
+        sig_ids: dict[tuple[object, ...], int] = {}
+        group = np.empty(n, dtype=np.int64)
+        for v in nodes:
+            group[v.idx] = sig_ids.setdefault(_static_signature(v, keys), len(sig_ids))
+        members = [np.flatnonzero(group == g) for g in range(len(sig_ids))] if n else []
+        return NodeArrays(
+            snap=snap,
+            gpus=f((len(v.free_gpus) for v in nodes), dtype=np.int64, count=n),
+            milli=f((max(v.milli_free, default=0) for v in nodes), dtype=np.int64, count=n),
+            cpu=f((v.free_cpu for v in nodes), dtype=np.float64, count=n),
+            mem=f((v.free_mem for v in nodes), dtype=np.float64, count=n),
+            storage=f((v.free_storage for v in nodes), dtype=np.float64, count=n),
+            shm=f((v.free_shm for v in nodes), dtype=np.float64, count=n),
+            cap_gpus=f((v.node.gpu_count for v in nodes), dtype=np.int64, count=n),
+            cap_cpu=f((v.node.cpu_cores for v in nodes), dtype=np.float64, count=n),
+            cap_mem=f((v.node.memory_gb for v in nodes), dtype=np.float64, count=n),
+            cap_storage=f((v.node.storage_gb for v in nodes), dtype=np.float64, count=n),
+            cap_shm=f(
+                (np.inf if v.node.shm_gb is None else v.node.shm_gb for v in nodes), dtype=np.float64, count=n
+            ),
+            empty=f((v.empty for v in nodes), dtype=bool, count=n),
+            group=group,
+            group_members=members,
+            keys=keys,
+        )
+
+    def fits(self, need: Need, *, free: bool = True) -> np.ndarray:
+        """Boolean mask of nodes where one replica of ``need`` fits (now, or on the empty node)."""
+        eps = 1e-9
+        if free:
+            gpus, cpu, mem, sto, shm = self.gpus, self.cpu, self.mem, self.storage, self.shm
+        else:
+            gpus, cpu, mem, sto, shm = (
+                self.cap_gpus,
+                self.cap_cpu,
+                self.cap_mem,
+                self.cap_storage,
+                self.cap_shm,
+            )
+        ok = (gpus >= need.gpus) & (cpu >= need.cpu - eps) & (mem >= need.mem - eps)
+        ok &= (sto >= need.storage - eps) & (shm >= need.shm - eps)
+        if need.milli:
+            ok &= (self.milli if free else np.where(self.cap_gpus > 0, 1000, 0)) >= need.milli
+        return ok
+
+
+def _static_signature(v: NodeView, keys: frozenset[str]) -> tuple[object, ...]:
+    n = v.node
+    return (
+        v.usable and not v.tainted,
+        n.gpu_type,
+        n.gpu_memory_gb,
+        n.compute_capability,
+        n.gpu_interconnect,
+        n.capacity_class,
+        tuple((k, n.labels.get(k)) for k in sorted(keys)),
+    )
+
+
+def batch_keys(units: Iterable[Unit], scopes: Iterable[str | None] = ()) -> set[str]:
+    """Label keys the batch's rules and scopes read: only these split nodes into static groups."""
+    keys: set[str] = set()
+    for u in units:
+        for r in u.rules:
+            keys |= rule_keys(r)
+        for p in u.preferred:
+            keys.add(p.key)
+    keys |= {s for s in scopes if s and s not in ("node", "nvlink_domain")}
+    return keys
+
+
+@dataclass
+class UnitCandidates:
+    """Where one unit's replicas may go: ``static`` could ever run there, ``now`` fits now."""
+
+    unit: Unit
+    static: np.ndarray
+    now: np.ndarray
+    eliminated: dict[str, int]
+    blocked: dict[str, int]
+
+    @property
+    def satisfiable(self) -> bool:
+        return bool(self.static.any())
+
+
+def _static_mask(
+    unit: Unit, arrays: NodeArrays, nvlink: bool, spot_ok: bool
+) -> tuple[np.ndarray, dict[str, int]]:
+    key = (
+        unit.gpu.model_dump_json() if unit.gpu is not None else None,
+        unit.tpu is not None,
+        tuple(r.model_dump_json() for r in unit.rules),
+        nvlink,
+        spot_ok,
+    )
+    cached = arrays._static_cache.get(key)
+    if cached is not None:
+        return cached
+    snap = arrays.snap
+    mask = np.zeros(len(snap.nodes), dtype=bool)
+    eliminated: dict[str, int] = {}
+    want_types = {canonical_gpu_type(t) or t for t in unit.gpu.types} if unit.gpu is not None else set()
+    wants_gpu = unit.gpu is not None and (unit.need.gpus > 0 or unit.need.milli > 0)
+    for members in arrays.group_members:
+        v = snap.nodes[int(members[0])]
+        n = v.node
+        reason = None
+        if unit.tpu is not None:
+            reason = "accelerator"  # TPU replicas go to TPU pods, never to nodes
+        elif not (v.usable and not v.tainted):
+            reason = "unavailable"
+        elif wants_gpu and n.gpu_count == 0:
+            reason = "accelerator"
+        elif wants_gpu and want_types and n.gpu_type not in want_types:
+            reason = "gpu_type"
+        elif (
+            wants_gpu
+            and unit.gpu is not None
+            and unit.gpu.min_memory_gb is not None
+            and (n.gpu_memory_gb or 0) < unit.gpu.min_memory_gb
+        ):
+            reason = "gpu_memory"
+        elif (
+            wants_gpu
+            and unit.gpu is not None
+            and unit.gpu.min_compute_capability
+            and _cc(n.compute_capability) < _cc(unit.gpu.min_compute_capability)
+        ):
+            reason = "compute_capability"
+        elif wants_gpu and nvlink and n.nvlink_domain is None:
+            reason = "nvlink"
+        elif not spot_ok and n.capacity_class == "spot":
+            reason = "spot"
+        elif unit.rules and not all_hold(unit.rules, n.labels):
+            reason = "rules"
+        if reason is None:
+            mask[members] = True
+        else:
+            eliminated[reason] = eliminated.get(reason, 0) + len(members)
+    arrays._static_cache[key] = (mask, eliminated)
+    return mask, eliminated
+
+
+def unit_candidates(unit: Unit, arrays: NodeArrays, *, nvlink: bool, spot_ok: bool) -> UnitCandidates:
+    """Static and current candidates of one unit, with the node counts each check removed."""
+    static, eliminated = _static_mask(unit, arrays, nvlink, spot_ok)
+    eliminated = dict(eliminated)
+    big_enough = arrays.fits(unit.need, free=False)
+    too_small = static & ~big_enough
+    if too_small.any():
+        eliminated["too_small"] = int(too_small.sum())
+    static = static & big_enough
+    blocked: dict[str, int] = {}
+    now = static.copy()
+    if unit.exclusive:
+        bad = now & ~arrays.empty
+        if bad.any():
+            blocked["exclusive"] = int(bad.sum())
+        now &= arrays.empty
+    fits = arrays.fits(unit.need)
+    bad = now & ~fits
+    if bad.any():
+        blocked["busy"] = int(bad.sum())
+    now &= fits
+    return UnitCandidates(unit=unit, static=static, now=now, eliminated=eliminated, blocked=blocked)
+
+
+def anti_affinity_mask(anti: tuple, arrays: NodeArrays) -> np.ndarray:
+    """Nodes where a running job's labels match one of ``anti`` (so the job may not go there)."""
+    from solver.rules import holds
+
+    out = np.zeros(len(arrays.snap.nodes), dtype=bool)
+    if not anti:
+        return out
+    for v in arrays.snap.nodes:
+        if any(holds(r, labels) for labels in v.running_labels for r in anti):
+            out[v.idx] = True
+    return out

@@ -1,0 +1,133 @@
+"""The Decision: what :func:`solver.place` answers, in the JSON shape backends rely on.
+
+Field names of the top level and of each entry below are fixed (backends parse them); more fields may be
+added, never renamed. ``placer schema decision`` prints the JSON Schema.
+
+* ``placements``: ``{"job", "replicas": [{"node", "gpus", "tpu_chips", "cpu_cores", "memory_gb", ...}]}``
+  — GPU indices on that node; TPU chip coordinates ``[x, y]`` or ``[x, y, z]`` in the pod's mesh.
+* ``preemptions``: ``{"job", "for", "grace_period_s", "checkpoint", ...}`` — evictions, each a scheduling
+  event and not a failure (OJS ML §14.2: it must not count against ``max_attempts``).
+* ``reservations``: capacity held for a job from a planned start time (backfill plans, reservations).
+* ``pending``: ``{"job", "reasons": [{"code", "message", "details"}]}`` — every job not placed, and why.
+* ``rejected``: ``{"job", "errors"}`` — jobs that broke the specification.
+* ``stats``: ``{"engine", "status", "objective", "bound", "gap", "build_s", "solve_s", "wall_s"}``.
+
+>>> d = Decision(preemptions=[Eviction(job="spot-1", for_=["train-1"])])
+>>> d.to_json()["preemptions"][0]["for"]
+['train-1']
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Engine = Literal["cpsat", "greedy"]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ReplicaPlacement(_Out):
+    """One replica of a placed job: the node (or TPU host) and exactly which devices."""
+
+    node: str
+    gpus: list[int] = Field(default_factory=list)
+    gpu_milli: int | None = None
+    tpu_pod: str | None = None
+    tpu_chips: list[list[int]] = Field(default_factory=list)
+    cpu_cores: float = 0
+    memory_gb: float = 0
+    storage_gb: float = 0
+    shm_gb: float = 0
+    task_group: str = "default"
+
+
+class JobPlacement(_Out):
+    job: str
+    replicas: list[ReplicaPlacement]
+    priority_class: str | None = None
+    cost_per_hour: float | None = None
+
+
+class Eviction(_Out):
+    """A running job to preempt so that the jobs in ``for`` can run."""
+
+    job: str
+    for_: list[str] = Field(default_factory=list, alias="for")
+    grace_period_s: int = 30
+    checkpoint: bool = False
+    expected_work_lost_gpu_s: float = 0.0
+    nodes: list[str] = Field(default_factory=list)
+    event: Literal["preemption"] = "preemption"
+    counts_as_failure: bool = False
+
+
+class Hold(_Out):
+    """Capacity held for a job: a planned start (conservative backfill) or a reservation."""
+
+    job: str | None = None
+    reservation: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    replicas: list[ReplicaPlacement] = Field(default_factory=list)
+    kind: Literal["plan", "reservation", "workflow"] = "plan"
+
+
+class Reason(_Out):
+    """Why a job is pending. ``UNSATISFIABLE`` is fixed: the job could not run even on the empty cluster."""
+
+    code: str
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class PendingJob(_Out):
+    job: str
+    reasons: list[Reason]
+
+
+class RejectedJob(_Out):
+    job: str
+    errors: list[dict[str, Any]]
+
+
+class Stats(_Out):
+    engine: Engine = "greedy"
+    status: str = "UNKNOWN"
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    build_s: float = 0.0
+    solve_s: float = 0.0
+    wall_s: float = 0.0
+    greedy_objective: float | None = None
+    model_variables: int | None = None
+    model_constraints: int | None = None
+    node_classes: int | None = None
+    seed: int | None = None
+    deterministic: bool = False
+
+
+class Decision(_Out):
+    """The whole answer for one batch."""
+
+    placements: list[JobPlacement] = Field(default_factory=list)
+    preemptions: list[Eviction] = Field(default_factory=list)
+    reservations: list[Hold] = Field(default_factory=list)
+    pending: list[PendingJob] = Field(default_factory=list)
+    rejected: list[RejectedJob] = Field(default_factory=list)
+    stats: Stats = Field(default_factory=Stats)
+
+    def to_json(self) -> dict[str, Any]:
+        """The Decision JSON (aliases applied: ``for`` rather than ``for_``)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def placement_of(self, job: str) -> JobPlacement | None:
+        for p in self.placements:
+            if p.job == job:
+                return p
+        return None

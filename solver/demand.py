@@ -1,0 +1,190 @@
+"""Phase 2: each job as the solver places it — units of identical replicas with a per-replica need.
+
+Why a separate, solver-side shape: the job model says what the producer asked for (a gang of task
+groups, 16 GPUs "for FSDP"); the solver needs to know exactly what one replica takes from one node. This
+module decides that, including the one non-obvious step, **splitting**: a single-replica job whose GPUs do
+not fit on any node it may use, and whose distributed strategy crosses nodes (``Job.may_span_nodes``), is
+cut into equal parts of ``d`` GPUs, ``d`` the largest divisor of its GPU count that fits the biggest
+eligible node (16 GPUs on 8-GPU nodes: 2 x 8; 12 GPUs: 3 x 4), parts on distinct nodes, CPU and memory
+divided evenly. Mixed splits (8 + 4) are not tried.
+
+>>> from solver.jobs.model import Job, TaskGroup, GpuDemand
+>>> job = Job(id="j", distributed_strategy="fsdp", tasks=[TaskGroup(cpu_cores=64, gpu=GpuDemand(count=16))])
+>>> [(u.replicas, u.need.gpus, u.need.cpu, u.distinct) for u in expand(job, 0, max_node_gpus=8).units]
+[(2, 8, 32.0, True)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solver.jobs.model import GpuAffinity, GpuDemand, Interconnect, Job, LabelRule, Rule, TpuDemand
+from solver.rules import holds, job_labels
+
+#: Node attributes a gang may be confined to (``Placement.topology_scope``).
+SCOPES = ("node", "rack", "block", "zone", "nvlink_domain")
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """What one replica takes from one node. ``milli`` is a fractional GPU share (then ``gpus`` is 0)."""
+
+    gpus: int = 0
+    milli: int = 0
+    cpu: float = 0.0
+    mem: float = 0.0
+    storage: float = 0.0
+    shm: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """``replicas`` identical replicas of one task group of one job."""
+
+    job_idx: int
+    job_id: str
+    group: str
+    replicas: int
+    need: Need
+    gpu: GpuDemand | None
+    tpu: TpuDemand | None
+    distinct: bool
+    exclusive: bool
+    rules: tuple[Rule, ...]
+    preferred: tuple[LabelRule, ...]
+    split: bool = False
+
+
+@dataclass
+class JobPlan:
+    """A job ready for placement: its units, weight, and gang-level constraints."""
+
+    job: Job
+    idx: int
+    units: list[Unit]
+    scope: str | None
+    nvlink: bool
+    anti: tuple[Rule, ...]
+    labels: dict[str, str]
+    demand_units: float
+    weight: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+    @property
+    def replicas(self) -> int:
+        return sum(u.replicas for u in self.units)
+
+    @property
+    def is_tpu(self) -> bool:
+        return any(u.tpu is not None for u in self.units)
+
+
+def _selector_rules(job: Job) -> tuple[Rule, ...]:
+    sel = tuple(
+        LabelRule(key=k, operator="In", values=[v]) for k, v in sorted(job.placement.node_selector.items())
+    )
+    # Readers already turn selectors into ``required`` rules; keep each rule once.
+    seen: set[str] = set()
+    out: list[Rule] = []
+    for r in (*sel, *job.placement.required):
+        key = r.model_dump_json()
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return tuple(out)
+
+
+def _largest_divisor_at_most(n: int, cap: int) -> int:
+    for d in range(min(n, cap), 0, -1):
+        if n % d == 0:
+            return d
+    return 1
+
+
+def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
+    """Turn ``job`` into a :class:`JobPlan`. ``max_node_gpus`` is the GPU count of the biggest node the
+    job could use (by type), used only to decide splitting."""
+    job_rules = _selector_rules(job)
+    dedicated = job.placement.gpu_affinity is GpuAffinity.DEDICATED or job.placement.exclusive_nodes
+    spread = job.placement.gpu_affinity is GpuAffinity.SPREAD
+    labels = job_labels(job)
+    self_anti = any(holds(r, labels) for r in job.placement.anti_affinity)
+    units: list[Unit] = []
+    notes: list[str] = []
+    for g in job.tasks:
+        replicas, gpu = g.count, g.gpu
+        need = Need(
+            gpus=0 if gpu is None or gpu.share_milli is not None else gpu.count,
+            milli=0 if gpu is None or gpu.share_milli is None else gpu.share_milli,
+            cpu=g.cpu_cores,
+            mem=g.memory_gb,
+            storage=g.storage_gb,
+            shm=g.shm_gb,
+        )
+        split = False
+        if (
+            gpu is not None
+            and gpu.share_milli is None
+            and replicas == 1
+            and max_node_gpus > 0
+            and gpu.count > max_node_gpus
+            and job.may_span_nodes()
+        ):
+            d = _largest_divisor_at_most(gpu.count, max_node_gpus)
+            parts = gpu.count // d
+            replicas, split = parts, True
+            need = Need(
+                gpus=d,
+                cpu=g.cpu_cores / parts,
+                mem=g.memory_gb / parts,
+                storage=g.storage_gb / parts,
+                shm=g.shm_gb / parts,
+            )
+            notes.append(
+                f"task group {g.name!r}: {gpu.count} GPUs split into {parts} parts of {d} on distinct nodes"
+            )
+        units.append(
+            Unit(
+                job_idx=idx,
+                job_id=job.id,
+                group=g.name,
+                replicas=replicas,
+                need=need,
+                gpu=gpu,
+                tpu=g.tpu,
+                distinct=split or g.one_per_node or spread or self_anti or g.nodes_per_replica > 1,
+                exclusive=g.exclusive or dedicated,
+                rules=job_rules + tuple(g.required),
+                preferred=tuple(job.placement.preferred) + tuple(g.preferred),
+                split=split,
+            )
+        )
+    total_gpus = sum(u.replicas * u.need.gpus for u in units)
+    nvlink = (
+        any(u.gpu is not None and u.gpu.interconnect is Interconnect.NVLINK for u in units) and total_gpus > 1
+    )
+    scope = job.placement.topology_scope
+    multi = sum(u.replicas for u in units if u.tpu is None) > 1
+    if nvlink and multi:
+        scope = "nvlink_domain"  # all GPUs of the gang inside one NVLink domain (OJS ML §3.2)
+    demand = (
+        job.total_gpu_milli / 1000
+        or job.total_tpu_chips
+        or sum(g.count * g.cpu_cores for g in job.tasks) / 16.0
+        or 0.1
+    )
+    return JobPlan(
+        job=job,
+        idx=idx,
+        units=units,
+        scope=scope,
+        nvlink=nvlink,
+        anti=tuple(job.placement.anti_affinity),
+        labels=labels,
+        demand_units=demand,
+        notes=notes,
+    )

@@ -1,0 +1,393 @@
+"""``place(jobs, cluster, policy) -> Decision``: the pure function at the heart of placer.
+
+Numbered phases, each in its own module (Kueue's scheduler cycle is the model):
+
+0. admit — split valid jobs from rejected ones (duplicates, unknown reservations);
+1. eligibility — dependencies and ``not_before`` (rule 14 of ``docs/placement-rules.md``);
+2. snapshot — :mod:`solver.snapshot`; 3. demand — :mod:`solver.demand` (units, splitting, weights);
+4. candidates — :mod:`solver.candidates` (hard constraints, ``UNSATISFIABLE``);
+5. greedy — :mod:`solver.greedy`, always; 6. CP-SAT — :mod:`solver.cpsat`, from greedy's hint, within
+   the time left; 7. choose — the better valid answer (checked by :mod:`solver.check` when
+   ``policy.verify``); 8. explain — :mod:`solver.explain`.
+
+The whole call returns within ``policy.time_limit_s`` plus a small overhead (``docs/solver.md``): greedy's
+time counts against the limit and CP-SAT gets what is left, minus a reserve for building the answer.
+
+>>> from topology import cluster_of, dgx_h100
+>>> from solver.jobs.model import Job, TaskGroup, GpuDemand
+>>> d = place([Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=4))])], cluster_of(dgx_h100(1)),
+...           Policy(engine="greedy"))
+>>> d.placements[0].replicas[0].gpus
+[0, 1, 2, 3]
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+
+from solver.assignment import Assignment, objective
+from solver.candidates import NodeArrays, UnitCandidates, anti_affinity_mask, batch_keys, unit_candidates
+from solver.decision import Decision, JobPlacement, PendingJob, Reason, RejectedJob, ReplicaPlacement, Stats
+from solver.demand import JobPlan, expand
+from solver.explain import pending_reasons, unsatisfiable
+from solver.greedy import greedy, priority_order, scope_value
+from solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreference
+from solver.policy import Policy
+from solver.scoring import preference_scores
+from solver.snapshot import Snapshot
+from solver.tpu_shapes import tpu_shapes
+from topology import Cluster, canonical_gpu_type
+from topology.tpu import slices_in_pod
+
+#: Seconds kept back from the time limit for turning the answer into a Decision and checking it.
+RESERVE_S = 0.05
+
+
+def place(
+    jobs: Sequence[Job | ReadResult],
+    cluster: Cluster,
+    policy: Policy | None = None,
+    *,
+    now: datetime | None = None,
+) -> Decision:
+    """Decide where the batch runs. Pure: the same inputs and ``policy.seed`` give the same decision
+    (with ``policy.reproducible``, also under a wall-clock limit; see ``docs/solver.md``)."""
+    t0 = time.perf_counter()
+    policy = policy or Policy()
+    now = now or datetime.now(UTC)
+    decision = Decision()
+
+    # 0. admit
+    valid: list[Job] = []
+    seen: dict[str, int] = {}
+    for item in jobs:
+        if isinstance(item, ReadResult):
+            if not item.ok or item.job is None:
+                decision.rejected.append(
+                    RejectedJob(job=item.id, errors=[e.model_dump() for e in item.errors])
+                )
+                continue
+            item = item.job
+        seen[item.id] = seen.get(item.id, 0) + 1
+        valid.append(item)
+    admitted: list[Job] = []
+    for job in valid:
+        if seen[job.id] > 1:
+            decision.rejected.append(
+                RejectedJob(
+                    job=job.id,
+                    errors=[
+                        {
+                            "code": "duplicate",
+                            "path": "id",
+                            "message": f"job id {job.id!r} appears more than once",
+                        }
+                    ],
+                )
+            )
+        elif job.reservation is not None:
+            decision.rejected.append(
+                RejectedJob(
+                    job=job.id,
+                    errors=[
+                        {
+                            "code": "reservation",
+                            "path": "reservation.id",
+                            "message": f"reservation {job.reservation.id!r} does not exist in this cluster",
+                        }
+                    ],
+                )
+            )
+        else:
+            admitted.append(job)
+
+    # 1. eligibility
+    batch_ids = {j.id for j in admitted}
+    running_ids = {r.job for r in cluster.running_jobs()}
+    eligible: list[Job] = []
+    for job in admitted:
+        reason = _ineligible(job, batch_ids, running_ids, now)
+        if reason is not None:
+            decision.pending.append(PendingJob(job=job.id, reasons=[reason]))
+        else:
+            eligible.append(job)
+
+    # 2-3. snapshot and demand
+    t_build = time.perf_counter()
+    snap = Snapshot.of(cluster)
+    max_gpus = _max_gpus_by_type(snap)
+    plans: list[JobPlan] = []
+    for i, job in enumerate(eligible):
+        plan = expand(job, i, max_node_gpus=_max_node_gpus(job, max_gpus))
+        plan.weight = policy.job_weight(job.priority_class.value, job.priority, plan.demand_units)
+        plans.append(plan)
+
+    # 4. candidates
+    arrays = NodeArrays.of(snap, batch_keys([u for p in plans for u in p.units], [p.scope for p in plans]))
+    candidates: dict[int, list[UnitCandidates]] = {}
+    prefs: dict[int, list[np.ndarray]] = {}
+    anti: dict[int, np.ndarray] = {}
+    spot_ok: dict[int, bool] = {}
+    unsat: dict[int, Reason] = {}
+    for plan in plans:
+        ok = plan.job.placement.spot_preference is not SpotPreference.ON_DEMAND_ONLY
+        spot_ok[plan.idx] = ok
+        cands = [unit_candidates(u, arrays, nvlink=plan.nvlink, spot_ok=ok) for u in plan.units]
+        why = _unsatisfiable_why(plan, cands, snap, ok)
+        if why is not None:
+            unsat[plan.idx] = unsatisfiable(plan, cands, why)
+            continue
+        candidates[plan.idx] = cands
+        prefs[plan.idx] = [preference_scores(plan, u, arrays, policy) for u in plan.units]
+        anti[plan.idx] = anti_affinity_mask(plan.anti, arrays)
+    build_s = time.perf_counter() - t_build
+
+    # 5. greedy
+    order = priority_order(plans)
+    best = greedy(plans, candidates, prefs, anti, arrays, spot_ok, order)
+    stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
+    stats.greedy_objective = float(objective(best, plans))
+    stats.objective = stats.greedy_objective
+
+    # 6. CP-SAT
+    solve_s = 0.0
+    if policy.engine != "greedy" and candidates:
+        remaining = policy.time_limit_s - (time.perf_counter() - t0) - RESERVE_S
+        if remaining > 0.02:
+            from solver.cpsat import solve
+
+            result = solve(
+                plans,
+                candidates,
+                prefs,
+                anti,
+                arrays,
+                spot_ok,
+                best,
+                policy,
+                deadline=t0 + policy.time_limit_s - RESERVE_S,
+            )
+            build_s += result.build_s
+            solve_s = result.solve_s
+            stats.status = result.status
+            stats.bound = result.bound
+            stats.model_variables = result.variables
+            stats.model_constraints = result.constraints
+            stats.node_classes = result.classes
+            stats.deterministic = policy.reproducible
+            ours, theirs = objective(best, plans), None
+            if result.assignment is not None:
+                theirs = objective(result.assignment, plans)
+            if theirs is not None and (theirs > ours or (theirs == ours and result.improves_secondary)):
+                best = result.assignment
+                stats.engine = "cpsat"
+            stats.objective = float(objective(best, plans))
+            if stats.bound is not None:
+                stats.bound = max(stats.bound, stats.objective)
+                stats.gap = 0.0 if stats.bound == 0 else (stats.bound - stats.objective) / stats.bound
+
+    # 7. the Decision
+    _emit(decision, best, plans, snap)
+    for plan in plans:
+        if plan.idx in best.placed:
+            continue
+        if plan.idx in unsat:
+            decision.pending.append(PendingJob(job=plan.id, reasons=[unsat[plan.idx]]))
+        else:
+            decision.pending.append(
+                PendingJob(
+                    job=plan.id, reasons=pending_reasons(plan, candidates[plan.idx], best, plans, snap)
+                )
+            )
+    if policy.verify and stats.engine == "cpsat":
+        from solver.check import check
+
+        violations = check(decision, [*admitted], cluster, now=now)
+        if violations:  # never trust the solver's own word: fall back to greedy
+            decision = _fallback(
+                decision, plans, candidates, prefs, anti, arrays, spot_ok, order, unsat, snap
+            )
+            stats.engine = "greedy"
+            stats.status = f"CPSAT_REJECTED_BY_CHECKER: {violations[0].message}"[:300]
+            stats.objective = stats.greedy_objective
+    stats.build_s = round(build_s, 6)
+    stats.solve_s = round(solve_s, 6)
+    stats.wall_s = round(time.perf_counter() - t0, 6)
+    decision.stats = stats
+    return decision
+
+
+def _fallback(decision, plans, candidates, prefs, anti, arrays, spot_ok, order, unsat, snap):  # type: ignore[no-untyped-def]
+    fresh = Decision(rejected=decision.rejected)
+    best = greedy(plans, candidates, prefs, anti, arrays, spot_ok, order)
+    _emit(fresh, best, plans, snap)
+    placed_ids = {plans[i].id for i in best.placed}
+    fresh.pending = [p for p in decision.pending if p.job not in {pl.id for pl in plans}]
+    for plan in plans:
+        if plan.id in placed_ids:
+            continue
+        reasons = (
+            [unsat[plan.idx]]
+            if plan.idx in unsat
+            else pending_reasons(plan, candidates[plan.idx], best, plans, snap)
+        )
+        fresh.pending.append(PendingJob(job=plan.id, reasons=reasons))
+    return fresh
+
+
+def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap: Snapshot) -> None:
+    for i in sorted(assignment.placed, key=lambda k: plans[k].id):
+        plan = plans[i]
+        reps: list[ReplicaPlacement] = []
+        for r in assignment.placed[i]:
+            need = r.unit.need
+            if r.pod is not None:
+                pod = snap.pods[r.pod].pod
+                host = pod.host_index(r.chips[0])
+                reps.append(
+                    ReplicaPlacement(
+                        node=f"{pod.name}/host-{host}",
+                        tpu_pod=pod.name,
+                        tpu_chips=[list(c) for c in r.chips],
+                        cpu_cores=need.cpu,
+                        memory_gb=need.mem,
+                        storage_gb=need.storage,
+                        shm_gb=need.shm,
+                        task_group=r.unit.group,
+                    )
+                )
+            else:
+                assert r.node is not None
+                reps.append(
+                    ReplicaPlacement(
+                        node=snap.nodes[r.node].name,
+                        gpus=list(r.gpus),
+                        gpu_milli=r.milli,
+                        cpu_cores=need.cpu,
+                        memory_gb=need.mem,
+                        storage_gb=need.storage,
+                        shm_gb=need.shm,
+                        task_group=r.unit.group,
+                    )
+                )
+        decision.placements.append(
+            JobPlacement(job=plan.id, replicas=reps, priority_class=plan.job.priority_class.value)
+        )
+
+
+def _ineligible(job: Job, batch: set[str], running: set[str], now: datetime) -> Reason | None:
+    for dep in job.dependencies:
+        if dep.job in batch:
+            return Reason(
+                code="DEPENDENCY_UNMET",
+                message=f"waits for job {dep.job!r} ({dep.condition.value}), which is pending in this batch",
+                details={"job": dep.job, "condition": dep.condition.value},
+            )
+        if dep.job in running and dep.condition is not DependencyCondition.START:
+            return Reason(
+                code="DEPENDENCY_UNMET",
+                message=f"waits for running job {dep.job!r} to reach {dep.condition.value}",
+                details={"job": dep.job, "condition": dep.condition.value},
+            )
+    if job.not_before is not None and job.not_before > now:
+        return Reason(
+            code="NOT_BEFORE",
+            message=f"may not start before {job.not_before.isoformat()}",
+            details={"not_before": job.not_before.isoformat()},
+        )
+    return None
+
+
+def _max_gpus_by_type(snap: Snapshot) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in snap.nodes:
+        t = v.node.gpu_type
+        if t:
+            out[t] = max(out.get(t, 0), v.node.gpu_count)
+    return out
+
+
+def _max_node_gpus(job: Job, by_type: dict[str, int]) -> int:
+    types: set[str] = set()
+    for g in job.tasks:
+        if g.gpu is not None:
+            types |= {canonical_gpu_type(t) or t for t in g.gpu.types}
+    if not types:
+        return max(by_type.values(), default=0)
+    return max((by_type.get(t, 0) for t in types), default=0)
+
+
+def _unsatisfiable_why(
+    plan: JobPlan, cands: list[UnitCandidates], snap: Snapshot, spot_ok: bool
+) -> str | None:
+    """Why the job could not run even on the empty cluster, or None when it could."""
+    for u, c in zip(plan.units, cands, strict=True):
+        if u.tpu is not None:
+            if not _tpu_possible(u, snap, spot_ok):
+                return f"no TPU pod offers a {u.tpu.type or ''} slice of that shape"
+            continue
+        n = int(c.static.sum())
+        if n == 0:
+            if u.gpu is not None and u.need.gpus and u.gpu.count > u.need.gpus * u.replicas:
+                return "no node it may use has enough GPUs"
+            return f"no node satisfies the constraints of task group {u.group!r}"
+        if u.distinct and n < u.replicas:
+            return (
+                f"task group {u.group!r} needs {u.replicas} distinct nodes; "
+                f"only {n} could ever hold one replica"
+            )
+    if plan.scope is not None:
+        node_units = [(u, c) for u, c in zip(plan.units, cands, strict=True) if u.tpu is None]
+        if node_units and not _scope_possible(plan, node_units, snap):
+            what = "NVLink domain" if plan.scope == "nvlink_domain" else plan.scope
+            return f"no single {what} could ever hold the whole gang"
+    for u in plan.units:
+        if (
+            u.gpu is not None
+            and u.need.gpus == u.gpu.count
+            and u.replicas == 1
+            and u.gpu.count > max((v.node.gpu_count for v in snap.nodes), default=0)
+        ):
+            return (
+                f"needs {u.gpu.count} GPUs on one node, "
+                "and its distributed strategy does not allow spanning nodes"
+            )
+    return None
+
+
+def _scope_possible(plan: JobPlan, node_units: list, snap: Snapshot) -> bool:  # type: ignore[type-arg]
+    assert plan.scope is not None
+    totals: dict[str, int] = {}
+    nodes_in: dict[str, int] = {}
+    any_static = np.zeros(len(snap.nodes), dtype=bool)
+    for _, c in node_units:
+        any_static |= c.static
+    for n in np.flatnonzero(any_static):
+        val = scope_value(snap, int(n), plan.scope)
+        if val is not None:
+            totals[val] = totals.get(val, 0) + snap.nodes[int(n)].node.gpu_count
+            nodes_in[val] = nodes_in.get(val, 0) + 1
+    need = sum(u.replicas * u.need.gpus for u, _ in node_units)
+    need_nodes = max((u.replicas for u, _ in node_units if u.distinct), default=1)
+    return any(totals[d] >= need and nodes_in[d] >= need_nodes for d in totals)
+
+
+def _tpu_possible(unit: object, snap: Snapshot, spot_ok: bool) -> bool:
+    from solver.rules import all_hold
+
+    for pv in snap.pods:
+        pod = pv.pod
+        if not pod.usable or (unit.tpu.type and pod.generation != unit.tpu.type):  # type: ignore[attr-defined]
+            continue
+        if not spot_ok and pod.capacity_class == "spot":
+            continue
+        if unit.rules and not all_hold(unit.rules, pod.labels):  # type: ignore[attr-defined]
+            continue
+        for shape in tpu_shapes(unit.tpu, pod):  # type: ignore[attr-defined]
+            if slices_in_pod(pod, shape, ()):
+                return True
+    return False

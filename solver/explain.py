@@ -1,0 +1,133 @@
+"""Phase 8: why each job is pending, in words a user understands, from the same facts the decision used.
+
+Codes (``Reason.code``); ``UNSATISFIABLE`` is fixed for backends (Fluxion's "unsatisfiable request",
+Slurm's "requested node configuration is not available"):
+
+* ``UNSATISFIABLE`` — could not run even on the empty cluster; ``details.eliminated`` counts the nodes each
+  constraint ruled out (``gpu_type``, ``gpu_memory``, ``rules``, ``too_small``, ...).
+* ``INSUFFICIENT_CAPACITY`` — fits the empty cluster but not the current one (``details.blocked``).
+* ``NO_NVLINK_DOMAIN`` — no NVLink domain has enough free GPUs of the right type together.
+* ``NO_TPU_SLICE`` — no free contiguous TPU slice of the shape.
+* ``LOST_TO_HIGHER_PRIORITY`` — there was room, but jobs of this batch placed ahead of it took it
+  (``details.jobs`` names them).
+* ``DEPENDENCY_UNMET``, ``NOT_BEFORE`` — not eligible yet.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.assignment import Assignment
+from solver.candidates import DYNAMIC_CHECKS, STATIC_CHECKS, UnitCandidates
+from solver.decision import Reason
+from solver.demand import JobPlan
+from solver.snapshot import Snapshot
+
+
+def _counts(d: dict[str, int], words: dict[str, str]) -> str:
+    return "; ".join(f"{n} node{'s' if n != 1 else ''}: {words.get(k, k)}" for k, n in d.items())
+
+
+def unsatisfiable(plan: JobPlan, cands: list[UnitCandidates], why: str) -> Reason:
+    """The fixed ``UNSATISFIABLE`` reason, with per-constraint node counts."""
+    eliminated: dict[str, int] = {}
+    for c in cands:
+        if c.unit.tpu is not None:
+            continue  # TPU replicas go to pods: node counts would only say "node has no GPU"
+        for k, n in c.eliminated.items():
+            eliminated[k] = max(eliminated.get(k, 0), n)
+    text = f"no node of this cluster can ever run it: {why}"
+    if eliminated:
+        text += f" ({_counts(eliminated, STATIC_CHECKS)})"
+    return Reason(code="UNSATISFIABLE", message=text, details={"eliminated": eliminated})
+
+
+def pending_reasons(
+    plan: JobPlan,
+    cands: list[UnitCandidates],
+    assignment: Assignment,
+    plans: list[JobPlan],
+    snap: Snapshot,
+) -> list[Reason]:
+    """Reasons for a job that was satisfiable but not placed."""
+    reasons: list[Reason] = []
+    node_units = [(u, c) for u, c in zip(plan.units, cands, strict=True) if u.tpu is None]
+    tpu_units = [u for u in plan.units if u.tpu is not None]
+    if tpu_units:
+        shape = tpu_units[0].tpu
+        assert shape is not None
+        reasons.append(
+            Reason(
+                code="NO_TPU_SLICE",
+                message=f"no free contiguous {shape.type or 'TPU'} slice of "
+                f"{'x'.join(map(str, shape.topology)) if shape.topology else f'{shape.chip_count} chips'} "
+                "in any pod it may use",
+            )
+        )
+    short = [
+        (u, c)
+        for u, c in node_units
+        if int(c.now.sum()) == 0 or (u.distinct and int(c.now.sum()) < u.replicas)
+    ]
+    for u, c in short:
+        blocked = dict(c.blocked)
+        reasons.append(
+            Reason(
+                code="INSUFFICIENT_CAPACITY",
+                message=f"fits an empty cluster but not the current one: task group {u.group!r} needs "
+                f"{u.replicas} replica(s) of {_need_text(u)}, and no free room now "
+                f"({_counts(blocked, DYNAMIC_CHECKS)})",
+                details={"blocked": blocked, "group": u.group},
+            )
+        )
+    if plan.nvlink and plan.scope == "nvlink_domain" and not short:
+        gpus = sum(u.replicas * u.need.gpus for u, _ in node_units)
+        reasons.append(
+            Reason(
+                code="NO_NVLINK_DOMAIN",
+                message=f"needs {gpus} GPUs inside one NVLink domain; none it may use has that many free",
+                details={"gpus": gpus},
+            )
+        )
+    # Who took the room: placed jobs on the nodes this job could have used now.
+    could = np.zeros(len(snap.nodes), dtype=bool)
+    for _, c in node_units:
+        could |= c.now
+    takers: list[str] = []
+    for i, reps in assignment.placed.items():
+        if any(r.node is not None and could[r.node] for r in reps) or (
+            tpu_units and any(r.pod is not None for r in reps)
+        ):
+            takers.append(plans[i].id)
+    if takers and not short:
+        takers = sorted(set(takers))
+        shown = ", ".join(takers[:10]) + (f" and {len(takers) - 10} more" if len(takers) > 10 else "")
+        reasons.append(
+            Reason(
+                code="LOST_TO_HIGHER_PRIORITY",
+                message=f"there was room, but jobs of this batch ranked ahead of it took it: {shown}",
+                details={"jobs": takers},
+            )
+        )
+    if not reasons:
+        reasons.append(
+            Reason(
+                code="INSUFFICIENT_CAPACITY",
+                message="its gang does not fit whole in the free capacity left (all replicas or none)",
+            )
+        )
+    return reasons
+
+
+def _need_text(u: object) -> str:
+    need = u.need  # type: ignore[attr-defined]
+    parts = []
+    if need.gpus:
+        parts.append(f"{need.gpus} GPU{'s' if need.gpus != 1 else ''}")
+    if need.milli:
+        parts.append(f"{need.milli / 1000:g} of a GPU")
+    if need.cpu:
+        parts.append(f"{need.cpu:g} cores")
+    if need.mem:
+        parts.append(f"{need.mem:g} GB memory")
+    return ", ".join(parts) or "nothing"

@@ -1,0 +1,64 @@
+"""The policy: which engine, how long, and how placements are scored — one object a user can change.
+
+Scoring is lexicographic (see ``docs/solver.md``): first the priority-weighted demand placed, then soft
+preferences (preferred affinity, model and data locality, spot preference), then fragmentation. The
+CP-SAT engine does this by successive solves; greedy by the order of its sort keys. The weights below
+shape each level, they never trade one level against another.
+
+>>> Policy().job_weight("reserved", 0, 8) > Policy().job_weight("on-demand", 0, 8)
+True
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Policy(BaseModel):
+    """Engine choice, limits and scoring weights."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    engine: Literal["auto", "cpsat", "greedy"] = "auto"
+    time_limit_s: float = Field(default=5.0, gt=0)
+    seed: int = 0
+    workers: int = Field(default=2, ge=1, le=64)
+    reproducible: bool = False
+    verify: bool = True
+
+    #: Priority-class base weights (OJS ML §8.1/§14.1 order reserved > on-demand > spot).
+    class_weight: dict[str, int] = Field(
+        default_factory=lambda: {"spot": 1, "on-demand": 10, "reserved": 100}
+    )
+    #: Numeric priority adds this fraction of the class weight per point (clamped to [-0.9, +9]).
+    priority_step: float = 0.01
+    #: CPU cores that count as one unit of demand for jobs without accelerators.
+    cpu_cores_per_unit: float = 16.0
+
+    #: Level 2 weights (soft preferences), per replica.
+    preferred_affinity: int = 1  # times the rule's own weight (0-100)
+    model_locality: int = 50
+    data_locality: int = 50
+    spot_preference: int = 30
+
+    #: Level 3: cost of opening an untouched node for a job that leaves part of it unused, per GPU left.
+    fragmentation: int = 1
+
+    #: Model-size knobs.
+    max_classes_per_unit: int = Field(default=48, ge=1)
+    max_patterns_per_class: int = Field(default=64, ge=1)
+    max_slices_per_job: int = Field(default=96, ge=1)
+    cpu_quantum: float = Field(default=1.0, gt=0)
+    memory_quantum_gb: float = Field(default=8.0, gt=0)
+
+    def job_weight(self, priority_class: str, priority: int, demand_units: float) -> int:
+        """Integer weight of placing a job: class weight, nudged by numeric priority, times demand.
+
+        Demand is in tenths of a unit (GPUs, TPU chips, or ``cpu_cores_per_unit`` cores) so that a
+        half-GPU share still counts.
+        """
+        base = self.class_weight.get(priority_class, 1)
+        nudge = max(-0.9, min(9.0, priority * self.priority_step))
+        return max(1, round(base * (1 + nudge) * max(1, round(demand_units * 10))))

@@ -1,0 +1,139 @@
+"""Evaluating label rules (node selector, affinity, anti-affinity) against a label map.
+
+Semantics follow Kubernetes node affinity, which OJS ML §7.2 mirrors: ``In`` needs the label present with
+one of the values; ``NotIn`` holds when the label is absent or has none of the values; ``Gt``/``Gte``/
+``Lt``/``Lte`` compare numbers, or dotted versions (``"8.0"`` < ``"10.0"``) when both sides are versions,
+and fail when the label is absent or not comparable; ``Matches`` is a shell-style glob on the value.
+
+>>> from solver.jobs.model import LabelRule
+>>> holds(LabelRule(key="compute_capability", operator="Gte", values=["8.0"]), {"compute_capability": "10.0"})
+True
+>>> holds(LabelRule(key="zone", operator="NotIn", values=["a"]), {})
+True
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+
+from solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule
+
+_VERSION = re.compile(r"^\d+(\.\d+)*$")
+
+
+@lru_cache(maxsize=4096)
+def _comparable(text: str) -> tuple[int, ...] | float | None:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if _VERSION.match(text):
+        return tuple(int(p) for p in text.split("."))
+    return None
+
+
+def compare(left: str, right: str) -> int | None:
+    """-1, 0 or 1 comparing two label values as numbers or dotted versions; None when not comparable.
+
+    Versions win over floats when both look like versions with more than one dot-part, so "8.10" > "8.9".
+    """
+    if _VERSION.match(left) and _VERSION.match(right) and ("." in left or "." in right):
+        a = tuple(int(p) for p in left.split("."))
+        b = tuple(int(p) for p in right.split("."))
+        n = max(len(a), len(b))
+        a, b = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
+        return (a > b) - (a < b)
+    x, y = _comparable(left), _comparable(right)
+    if isinstance(x, float) and isinstance(y, float):
+        return (x > y) - (x < y)
+    return None
+
+
+def holds(rule: Rule, labels: Mapping[str, str]) -> bool:
+    """Whether ``rule`` holds for a node (or job) with ``labels``."""
+    if isinstance(rule, LabelRule):
+        return _label(rule, labels)
+    if isinstance(rule, AllOf):
+        return all(holds(r, labels) for r in rule.rules)
+    if isinstance(rule, AnyOf):
+        return any(holds(r, labels) for r in rule.rules)
+    if isinstance(rule, Not):
+        return not holds(rule.rule, labels)
+    raise TypeError(f"not a rule: {rule!r}")
+
+
+def _label(rule: LabelRule, labels: Mapping[str, str]) -> bool:
+    op = rule.operator
+    value = labels.get(rule.key)
+    if op is AffinityOperator.EXISTS:
+        return value is not None
+    if op is AffinityOperator.DOES_NOT_EXIST:
+        return value is None
+    if op is AffinityOperator.NOT_IN:
+        return value is None or value not in rule.values
+    if value is None:
+        return False
+    if op is AffinityOperator.IN:
+        return value in rule.values
+    if op is AffinityOperator.MATCHES:
+        return any(fnmatch.fnmatchcase(value, pattern) for pattern in rule.values)
+    c = compare(value, rule.values[0])
+    if c is None:
+        return False
+    return {
+        AffinityOperator.GT: c > 0,
+        AffinityOperator.GTE: c >= 0,
+        AffinityOperator.LT: c < 0,
+        AffinityOperator.LTE: c <= 0,
+    }[op]
+
+
+def all_hold(rules: Iterable[Rule], labels: Mapping[str, str]) -> bool:
+    return all(holds(r, labels) for r in rules)
+
+
+def rule_keys(rule: Rule) -> set[str]:
+    """Every label key a rule reads (to know which labels matter for grouping nodes)."""
+    if isinstance(rule, LabelRule):
+        return {rule.key}
+    if isinstance(rule, AllOf | AnyOf):
+        out: set[str] = set()
+        for r in rule.rules:
+            out |= rule_keys(r)
+        return out
+    if isinstance(rule, Not):
+        return rule_keys(rule.rule)
+    raise TypeError(f"not a rule: {rule!r}")
+
+
+def job_labels(job: object) -> dict[str, str]:
+    """Labels other jobs' anti-affinity rules test against (OJS ML §7.3 uses ``job_type``).
+
+    For a :class:`~solver.jobs.model.Job`: its ``labels`` plus derived ``job_id``, ``job_type``, ``queue``,
+    ``tenant``, ``priority_class`` and ``model_id``; for a running job (``topology.RunningJob``): its
+    ``labels`` plus ``job_id``, ``queue``, ``tenant`` and ``priority_class``. Derived keys win.
+    """
+    from solver.jobs.model import Job
+
+    out: dict[str, str] = dict(getattr(job, "labels", {}) or {})
+    if isinstance(job, Job):
+        derived = {
+            "job_id": job.id,
+            "job_type": job.type,
+            "queue": job.queue,
+            "tenant": job.tenant,
+            "priority_class": job.priority_class.value,
+            "model_id": job.model.id,
+        }
+    else:
+        derived = {
+            "job_id": getattr(job, "job", None),
+            "queue": getattr(job, "queue", None),
+            "tenant": getattr(job, "tenant", None),
+            "priority_class": getattr(job, "priority_class", None),
+        }
+    out.update({k: str(v) for k, v in derived.items() if v is not None})
+    return out

@@ -1,0 +1,116 @@
+"""Phase 1: the solver's own, flat view of a cluster snapshot.
+
+Why a second view next to :class:`topology.Cluster`: candidate generation, greedy and the CP-SAT model ask
+"free cpu of node 7412" hundreds of thousands of times; a list of slotted records indexed by integer is the
+cheapest way to answer in Python. The view is computed once per :func:`solver.place` call and never
+mutated (greedy keeps its own scratch copy of the free amounts).
+
+>>> from topology import cluster_of, dgx_h100
+>>> snap = Snapshot.of(cluster_of(dgx_h100(2)))
+>>> len(snap.nodes), snap.nodes[0].free_gpus
+(2, (0, 1, 2, 3, 4, 5, 6, 7))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from solver.rules import job_labels
+from topology import Cluster, Node, TpuPod
+from topology.model import Coord
+
+#: Taint effects that keep every placer job off a node (jobs carry no tolerations).
+HARD_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """One node as the solver sees it: static facts via ``node``, free amounts precomputed."""
+
+    idx: int
+    node: Node
+    usable: bool
+    tainted: bool
+    free_cpu: float
+    free_mem: float
+    free_storage: float
+    free_shm: float
+    free_gpus: tuple[int, ...]
+    milli_free: tuple[int, ...]
+    running: tuple[str, ...]
+    running_labels: tuple[Mapping[str, str], ...]
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def empty(self) -> bool:
+        """Nothing runs here (an exclusive job may take it)."""
+        return not self.running
+
+    @property
+    def whole(self) -> bool:
+        """Nothing runs here and it has GPUs: what fragmentation scoring tries to keep whole."""
+        return not self.running and self.node.gpu_count > 0
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    """One TPU pod and the chips running jobs hold in it."""
+
+    idx: int
+    pod: TpuPod
+    used: frozenset[Coord]
+
+    @property
+    def free_chips(self) -> int:
+        return 0 if not self.pod.usable else self.pod.chips - len(self.used)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the solver reads about the cluster, computed once."""
+
+    cluster: Cluster
+    nodes: tuple[NodeView, ...]
+    pods: tuple[PodView, ...]
+    by_name: Mapping[str, int] = field(repr=False)
+    pod_by_name: Mapping[str, int] = field(repr=False)
+
+    @staticmethod
+    def of(cluster: Cluster) -> Snapshot:
+        running = {j.job: j for j in cluster.running_jobs()}
+        labels_of = {jid: job_labels(j) for jid, j in running.items()}
+        views: list[NodeView] = []
+        for i, n in enumerate(cluster.nodes):
+            u = cluster.usage(n.name)
+            milli = tuple(1000 - u.gpu_milli_used(g) for g in range(n.gpu_count))
+            views.append(
+                NodeView(
+                    idx=i,
+                    node=n,
+                    usable=n.usable,
+                    tainted=any(t.effect in HARD_TAINT_EFFECTS for t in n.taints),
+                    free_cpu=n.cpu_cores - u.cpu_cores,
+                    free_mem=n.memory_gb - u.memory_gb,
+                    free_storage=n.storage_gb - u.storage_gb,
+                    free_shm=math.inf if n.shm_gb is None else n.shm_gb - u.shm_gb,
+                    free_gpus=tuple(g for g in range(n.gpu_count) if milli[g] == 1000),
+                    milli_free=milli,
+                    running=u.jobs,
+                    running_labels=tuple(labels_of[j] for j in u.jobs if j in labels_of),
+                )
+            )
+        pods = tuple(
+            PodView(i, p, frozenset(cluster.used_tpu_chips(p.name))) for i, p in enumerate(cluster.tpu_pods())
+        )
+        return Snapshot(
+            cluster=cluster,
+            nodes=tuple(views),
+            pods=pods,
+            by_name={v.name: v.idx for v in views},
+            pod_by_name={p.pod.name: p.idx for p in pods},
+        )

@@ -1,0 +1,56 @@
+"""Which slice shapes a TPU demand may take in a given pod.
+
+A demand with ``ext_ml_tpu_topology`` has one shape (any orientation: :func:`topology.tpu.slices_in_pod`
+tries them); a demand with only a chip count may take any shape Google Cloud offers for the pod's
+generation with that many chips (squarest first, so the mesh stays compact).
+
+>>> from topology import cluster_of, tpu_pod
+>>> from solver.jobs.model import TpuDemand
+>>> pod = cluster_of(tpu_pod("v5e")).tpu_pods()[0]
+>>> tpu_shapes(TpuDemand(type="v5e", chips=8), pod)
+[(2, 4)]
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import product
+
+from solver.jobs.model import TpuDemand
+from topology import TpuPod, is_offered_shape
+from topology.tpu import normalize_shape
+
+
+@lru_cache(maxsize=1024)
+def _shapes_for(
+    generation: str, dims: int, chips: int, fixed: tuple[int, ...] | None
+) -> tuple[tuple[int, ...], ...]:
+    if fixed is not None:
+        return (fixed,) if _product(fixed) == chips else ()
+    out: set[tuple[int, ...]] = set()
+    divisors = [d for d in range(1, chips + 1) if chips % d == 0]
+    for combo in product(divisors, repeat=dims):
+        if _product(combo) == chips and list(combo) == sorted(combo) and is_offered_shape(generation, combo):
+            out.add(combo)
+    return tuple(sorted(out, key=lambda s: (max(s) - min(s), s)))
+
+
+def _product(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def tpu_shapes(demand: TpuDemand, pod: TpuPod) -> list[tuple[int, ...]]:
+    """Candidate shapes (in the pod's number of dimensions) for ``demand`` in ``pod``; empty if none."""
+    if demand.topology is not None:
+        try:
+            return [normalize_shape(pod, demand.topology)]
+        except ValueError:
+            return []
+    chips = demand.chip_count
+    if chips is None:
+        return []
+    fixed = tuple(sorted(pod.shape)) if pod.fixed_slice else None
+    return list(_shapes_for(pod.generation, len(pod.shape), chips, fixed))
