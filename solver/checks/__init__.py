@@ -1,0 +1,99 @@
+"""The independent checker: is a :class:`~solver.decision.Decision` valid for its jobs and cluster?
+
+Why independent: the checker is the project's "never trust the solver's own word". It shares no code
+with the solver beyond the input types (``solver.jobs.model``, ``solver.decision``, the ``topology``
+public API): label rules, box tests, device accounting are all written again here, so one bug cannot
+hide in both. Each rule family of ``docs/placement-rules.md`` is one module:
+
+==================  ==========================================================================
+module              rules
+==================  ==========================================================================
+``accounting``      1 every job answered once; evictions name running jobs
+``gang``            2 gang completeness (counts, split replicas, shares, resources)
+``nodes``           3 node exists / usable / untainted; 4 accelerator kind, GPU type, memory, CC
+``devices``         5 GPU double-booking and shares; 6 node capacity
+``nvlink``          7 one NVLink domain
+``affinity``        8 node selector and required rules; 9 anti-affinity
+``spread``          10 exclusivity; 11 distinct nodes, node count; 12 topology scope
+``tpu``             13 TPU pods, chips, contiguity, hosts
+``timing``          14 dependencies, not_before; 15 reservations
+==================  ==========================================================================
+
+Cost: O(replicas + chips + nodes touched); nothing loops over the cluster's nodes or GPUs.
+
+>>> from solver.decision import Decision, JobPlacement, ReplicaPlacement
+>>> from solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from topology import cluster_of, dgx_h100
+>>> job = Job(id="j", tasks=[TaskGroup(gpu=GpuDemand(count=2), cpu_cores=8)])
+>>> ok = Decision(placements=[JobPlacement(job="j", replicas=[
+...     ReplicaPlacement(node="dgx-h100-1", gpus=[0, 1], cpu_cores=8)])])
+>>> check(ok, [job], cluster_of(dgx_h100(2)))
+[]
+>>> bad = Decision(placements=[JobPlacement(job="j", replicas=[
+...     ReplicaPlacement(node="dgx-h100-1", gpus=[0, 8], cpu_cores=8)])])
+>>> [str(v) for v in check(bad, [job], cluster_of(dgx_h100(2)))]
+['[gpu-index] job j on dgx-h100-1: GPU index 8 does not exist (the node has 8 GPUs)']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from datetime import datetime
+from typing import Any
+
+from solver.checks.accounting import check_accounting
+from solver.checks.affinity import check_anti_affinity, check_node_rules
+from solver.checks.context import build_context
+from solver.checks.devices import check_devices
+from solver.checks.gang import check_gang
+from solver.checks.nodes import check_accelerator, check_nodes
+from solver.checks.nvlink import check_nvlink
+from solver.checks.spread import check_distinct, check_exclusive, check_scope
+from solver.checks.timing import check_timing
+from solver.checks.tpu import check_tpu
+from solver.checks.violation import RULES, Violation
+from solver.decision import Decision
+from solver.jobs.model import Job
+from topology import Cluster
+
+__all__ = ["RULES", "Violation", "check"]
+
+
+def check(
+    decision: Decision,
+    jobs: Iterable[Job],
+    cluster: Cluster,
+    *,
+    now: datetime | None = None,
+    reservations: Iterable[Any] | None = None,
+    rejected_ids: Collection[str] = (),
+) -> list[Violation]:
+    """Every rule the decision breaks (empty when it is valid), in rule order, then decision order.
+
+    ``cluster`` carries the running jobs; ``decision.preemptions`` release theirs first. ``now``
+    (default: the current UTC time) is compared with ``not_before``. ``reservations``: the reservation
+    ids (or holds) the input declares; without them no job with a reservation may be placed.
+    ``rejected_ids``: ids of jobs the readers refused, which must appear in ``decision.rejected``.
+    """
+    ctx = build_context(decision, jobs, cluster, now=now, reservations=reservations)
+    out: list[Violation] = list(check_accounting(ctx, rejected_ids))
+    for placement, job in ctx.placed:
+        out.extend(check_gang(job, placement))
+    for placement, job in ctx.placed:
+        for rep in placement.replicas:
+            out.extend(check_nodes(ctx, job, rep))
+            out.extend(check_accelerator(ctx, job, rep))
+    out.extend(check_devices(ctx))
+    taken: dict[tuple[str, tuple[int, ...]], str] = {}
+    for placement, job in ctx.placed:
+        out.extend(check_nvlink(ctx, job, placement))
+        for rep in placement.replicas:
+            out.extend(check_node_rules(ctx, job, rep))
+        out.extend(check_anti_affinity(ctx, job, placement))
+        out.extend(check_exclusive(ctx, job, placement))
+        out.extend(check_distinct(ctx, job, placement))
+        out.extend(check_scope(ctx, job, placement))
+        for rep in placement.replicas:
+            out.extend(check_tpu(ctx, job, rep, taken))
+        out.extend(check_timing(ctx, job))
+    return out

@@ -1,0 +1,126 @@
+"""Rules 8 and 9: node selectors and required affinity rules hold; anti-affinity keeps jobs apart.
+
+Why: OJS ML §7.1 — a worker "MUST match ALL key-value pairs" of ``ext_ml_node_selector``; §7.2 — "a
+backend MUST NOT dispatch a job to a worker that violates any required rule"; §7.3 — anti-affinity
+"prevent[s] co-location of specific jobs on the same worker", e.g. replicas of one model on different
+hosts. Preferred rules never invalidate a decision (§7.2: they "MUST NOT prevent job dispatch").
+
+Node rules are tested on ``Node.labels`` (derived keys included); for a TPU replica on the pod's labels.
+Anti-affinity rules of job J are tested on the labels of every *other* job at one of J's locations:
+running jobs (not evicted) and jobs placed by this decision; J's own replicas count as another job among
+themselves when J's labels satisfy the rule. The rule binds only the job that declares it.
+
+>>> from solver.jobs.model import Job, Placement
+>>> from solver.decision import ReplicaPlacement
+>>> from topology import cluster_of, dgx_h100
+>>> from solver.checks.context import build_context
+>>> from solver.decision import Decision
+>>> job = Job(id="j", placement=Placement(node_selector={"zone": "us-east-1a"}))
+>>> ctx = build_context(Decision(), [job], cluster_of(dgx_h100(2)))
+>>> [v.rule for v in check_node_rules(ctx, job, ReplicaPlacement(node="dgx-h100-1"))]
+['node-selector']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from solver.checks.context import Context, group_of, job_labels, running_labels
+from solver.checks.labelrules import describe, satisfied
+from solver.checks.violation import Violation
+from solver.decision import JobPlacement, ReplicaPlacement
+from solver.jobs.model import Job, Rule
+
+
+def _node_labels(ctx: Context, rep: ReplicaPlacement) -> Mapping[str, str] | None:
+    if rep.tpu_pod is not None:
+        pod = ctx.pod(rep)
+        return None if pod is None else pod.labels
+    node = ctx.node(rep)
+    return None if node is None else node.labels
+
+
+def check_node_rules(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Violation]:
+    """Rule 8 for one replica: node selector pairs and required rules (job-wide and the group's)."""
+    labels = _node_labels(ctx, rep)
+    if labels is None:
+        return  # unknown node or pod: rules 3 and 13
+    where = rep.tpu_pod or rep.node
+    for key, value in job.placement.node_selector.items():
+        have = labels.get(key)
+        if have != value:
+            got = "absent" if have is None else repr(have)
+            yield Violation(
+                "node-selector", job.id, f"node selector {key}={value!r} does not match (label {got})", where
+            )
+    g = group_of(job, rep)
+    rules: list[Rule] = [*job.placement.required, *(g.required if g is not None else [])]
+    for rule in rules:
+        if not satisfied(rule, labels):
+            yield Violation(
+                "label-rule",
+                job.id,
+                f"required rule {describe(rule)} does not hold on the node's labels",
+                where,
+            )
+
+
+def check_anti_affinity(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
+    """Rule 9 for one placed job."""
+    rules = job.placement.anti_affinity
+    if not rules:
+        return
+    own = job_labels(job)
+    self_hit = next((r for r in rules if satisfied(r, own)), None)
+    reported: set[tuple[str, str]] = set()
+    for rep in placement.replicas:
+        for loc in ctx.locations(rep):
+            if (loc, job.id) in reported:
+                continue
+            placed_here = ctx.occupants.get(loc, {})
+            if self_hit is not None and placed_here.get(job.id, 0) > 1:
+                reported.add((loc, job.id))
+                yield Violation(
+                    "anti-affinity",
+                    job.id,
+                    f"{placed_here[job.id]} replicas of the job share this node, and the job's own labels "
+                    f"match its anti-affinity rule {describe(self_hit)}",
+                    loc,
+                )
+            yield from _others(ctx, job, rules, loc, placed_here, reported)
+
+
+def _others(
+    ctx: Context,
+    job: Job,
+    rules: list[Rule],
+    loc: str,
+    placed_here: Mapping[str, int],
+    reported: set[tuple[str, str]],
+) -> Iterator[Violation]:
+    for other in ctx.running_at(loc):
+        rj = ctx.running_job(other)
+        if rj is None or other == job.id or (loc, other) in reported:
+            continue
+        hit = next((r for r in rules if satisfied(r, running_labels(rj))), None)
+        if hit is not None:
+            reported.add((loc, other))
+            yield Violation(
+                "anti-affinity",
+                job.id,
+                f"running job {other} on this node matches the job's anti-affinity rule {describe(hit)}",
+                loc,
+            )
+    for other in placed_here:
+        k = ctx.jobs.get(other)
+        if k is None or other == job.id or (loc, other) in reported:
+            continue
+        hit = next((r for r in rules if satisfied(r, job_labels(k))), None)
+        if hit is not None:
+            reported.add((loc, other))
+            yield Violation(
+                "anti-affinity",
+                job.id,
+                f"job {other}, placed on this node too, matches the job's anti-affinity rule {describe(hit)}",
+                loc,
+            )

@@ -1,0 +1,132 @@
+"""Rules 3 and 4: each replica's node exists and takes work, and has the accelerator the job needs.
+
+Why: a node that is cordoned, NotReady or tainted ``NoSchedule``/``NoExecute`` is refused by the backend
+(placer jobs carry no tolerations); OJS ML §3.1 forbids dispatching a ``gpu``/``tpu`` job to a worker
+without that accelerator, and §3.2 makes GPU memory and compute capability minimums MUSTs. GPU types
+compare as catalog ids (``H100`` and ``nvidia-h100`` are one type); capabilities as (major, minor).
+
+The accelerator gate applies to the groups that demand the accelerator (``g.gpu`` / ``g.tpu`` set); only
+when no group of a ``gpu``/``tpu`` job demands one (a bare ``ext_ml_accelerator``) does it apply to all.
+A CPU job may use GPU nodes (§3.1), but no group without a TPU demand may hold TPU chips.
+
+>>> cc("8.9") < cc("10.0")
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from solver.checks.context import Context, group_of
+from solver.checks.violation import Violation
+from solver.decision import ReplicaPlacement
+from solver.jobs.model import Accelerator, Job, TaskGroup
+from topology import Node, canonical_gpu_type
+
+_BLOCKING = ("NoSchedule", "NoExecute")
+
+
+def cc(text: str) -> tuple[int, int]:
+    """A ``"major.minor"`` compute capability as integers (``"10.0"`` -> ``(10, 0)``).
+
+    >>> cc("9.0")
+    (9, 0)
+    """
+    major, _, minor = text.partition(".")
+    return int(major), int(minor or 0)
+
+
+def _canon(gpu_type: str) -> str:
+    return canonical_gpu_type(gpu_type) or gpu_type
+
+
+def check_nodes(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Violation]:
+    """Rule 3 for one non-TPU replica: known, usable, untainted node."""
+    if rep.tpu_pod is not None:
+        return
+    if not ctx.cluster.has_node(rep.node):
+        yield Violation("node-unknown", job.id, f"node {rep.node!r} is not in the cluster", rep.node)
+        return
+    node = ctx.cluster.node(rep.node)
+    if not node.usable:
+        state = "cordoned (not schedulable)" if not node.schedulable else "NotReady"
+        yield Violation("node-unusable", job.id, f"the node is {state}", rep.node)
+    for t in node.taints:
+        if t.effect in _BLOCKING:
+            value = f"={t.value}" if t.value else ""
+            yield Violation(
+                "taint",
+                job.id,
+                f"the node has taint {t.key}{value}:{t.effect}, which no job tolerates",
+                rep.node,
+            )
+
+
+def _demands(job: Job, g: TaskGroup) -> Accelerator:
+    if g.tpu is not None:
+        return Accelerator.TPU
+    if g.gpu is not None:
+        return Accelerator.GPU
+    if job.accelerator is Accelerator.GPU and all(t.gpu is None for t in job.tasks):
+        return Accelerator.GPU
+    if job.accelerator is Accelerator.TPU and all(t.tpu is None for t in job.tasks):
+        return Accelerator.TPU
+    return Accelerator.CPU
+
+
+def check_accelerator(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Violation]:
+    """Rule 4 for one replica: accelerator kind, GPU type, GPU memory, compute capability."""
+    g = group_of(job, rep)
+    if g is None:
+        return
+    need = _demands(job, g)
+    if need is Accelerator.TPU:
+        if rep.tpu_pod is None:
+            yield Violation(
+                "accelerator", job.id, f"task group {g.name} needs TPU chips but sits on a node", rep.node
+            )
+        return
+    if rep.tpu_pod is not None:
+        yield Violation(
+            "accelerator", job.id, f"task group {g.name} asks for no TPU but holds chips of pod {rep.tpu_pod}"
+        )
+        return
+    node = ctx.node(rep)
+    if node is None or need is not Accelerator.GPU:
+        return
+    if node.gpu_count == 0:
+        yield Violation("accelerator", job.id, "a GPU job is placed on a node without GPUs", node.name)
+        return
+    if g.gpu is not None:
+        yield from _check_gpu_facts(job, g, node)
+
+
+def _check_gpu_facts(job: Job, g: TaskGroup, node: Node) -> Iterator[Violation]:
+    assert g.gpu is not None
+    have = node.gpu_type or ""
+    if g.gpu.types and _canon(have) not in {_canon(t) for t in g.gpu.types}:
+        yield Violation(
+            "gpu-type",
+            job.id,
+            f"the node has {have or 'unknown'} GPUs; the job accepts {', '.join(g.gpu.types)}",
+            node.name,
+        )
+    if g.gpu.min_memory_gb is not None and (
+        node.gpu_memory_gb is None or node.gpu_memory_gb < g.gpu.min_memory_gb
+    ):
+        mem = "unknown" if node.gpu_memory_gb is None else f"{node.gpu_memory_gb:g} GB"
+        yield Violation(
+            "gpu-memory",
+            job.id,
+            f"the node's GPUs have {mem} of memory; the job needs at least {g.gpu.min_memory_gb:g} GB",
+            node.name,
+        )
+    want = g.gpu.min_compute_capability
+    if want is not None and (node.compute_capability is None or cc(node.compute_capability) < cc(want)):
+        yield Violation(
+            "compute-capability",
+            job.id,
+            f"the node's GPUs have compute capability {node.compute_capability or 'unknown'}; "
+            f"the job needs at least {want}",
+            node.name,
+        )

@@ -1,0 +1,142 @@
+"""Rules 10-12: exclusive nodes, distinct nodes, node counts and topology scopes.
+
+Why: ML extensions §7.1 ``dedicated`` "require[s] exclusive access to all GPUs on the allocated node(s)";
+Flux RFC 14 ``exclusive`` nodes (the default inside a slot) are owned whole; a Flux ``node > slot``
+request or ``spread`` affinity puts replicas on distinct nodes (a ``slot > node: k`` replica spans k
+distinct nodes); RFC 14 node counts with ranges bound how many nodes a job may use; ``topology_scope``
+keeps a gang inside one rack, block, zone, NVLink domain or node.
+
+Scopes: a node's ``rack``/``block``/``zone``/``nvlink_domain`` or its name (``node``). A job on a single
+node satisfies every scope. On more nodes, a node without that attribute belongs to no such domain and
+breaks the scope. A TPU pod is one ICI domain: for a TPU replica every scope but ``zone`` (the pod's zone)
+means "the same pod". An unknown scope name is not checked (the readers only produce the five).
+
+>>> from solver.decision import Decision, JobPlacement, ReplicaPlacement
+>>> from solver.jobs.model import Job, Placement
+>>> from topology import cluster_of, dgx_h100
+>>> from solver.checks.context import build_context
+>>> job = Job(id="j", placement=Placement(exclusive_nodes=True))
+>>> d = Decision(placements=[JobPlacement(job="j", replicas=[ReplicaPlacement(node="dgx-h100-1")]),
+...                          JobPlacement(job="k", replicas=[ReplicaPlacement(node="dgx-h100-1")])])
+>>> ctx = build_context(d, [job, Job(id="k")], cluster_of(dgx_h100(2)))
+>>> [v.rule for v in check_exclusive(ctx, job, d.placements[0])]
+['exclusive']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from solver.checks.context import Context, group_of
+from solver.checks.violation import Violation
+from solver.decision import JobPlacement, ReplicaPlacement
+from solver.jobs.model import GpuAffinity, Job
+
+SCOPES = ("rack", "block", "zone", "nvlink_domain", "node")
+
+
+def check_exclusive(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
+    """Rule 10 for one placed job."""
+    whole_job = job.placement.exclusive_nodes or job.placement.gpu_affinity is GpuAffinity.DEDICATED
+    seen: set[str] = set()
+    for rep in placement.replicas:
+        g = group_of(job, rep)
+        if not (whole_job or (g is not None and g.exclusive)):
+            continue
+        for loc in ctx.locations(rep):
+            if loc in seen:
+                continue
+            seen.add(loc)
+            others = [j for j in ctx.running_at(loc) if j != job.id]
+            others += [j for j in ctx.occupants.get(loc, {}) if j != job.id]
+            if others:
+                why = "dedicated" if job.placement.gpu_affinity is GpuAffinity.DEDICATED else "exclusive"
+                yield Violation(
+                    "exclusive",
+                    job.id,
+                    f"the job needs its nodes {why}, but this node also hosts "
+                    f"{', '.join(sorted(set(others)))}",
+                    loc,
+                )
+
+
+def check_distinct(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
+    """Rule 11 for one placed job: distinct nodes per group where required, and the job's node count."""
+    spread = job.placement.gpu_affinity is GpuAffinity.SPREAD
+    for g in job.tasks:
+        if not (spread or g.one_per_node or g.nodes_per_replica > 1):
+            continue
+        seen: set[str] = set()
+        for rep in placement.replicas:
+            if rep.task_group != g.name:
+                continue
+            for loc in ctx.locations(rep):
+                if loc in seen:
+                    yield Violation(
+                        "distinct-nodes",
+                        job.id,
+                        f"two replicas of task group {g.name} share this node; they must be on distinct "
+                        "nodes",
+                        loc,
+                    )
+                seen.add(loc)
+    rng = job.placement.node_count
+    if rng is not None:
+        nodes = {loc for rep in placement.replicas for loc in ctx.locations(rep)}
+        if len(nodes) not in rng.values(len(nodes)):
+            hi = "unbounded" if rng.max is None else rng.max
+            yield Violation(
+                "node-count",
+                job.id,
+                f"the job uses {len(nodes)} nodes; admissible node counts run from {rng.min} to {hi} "
+                f"({rng.operator}{rng.operand})",
+            )
+
+
+def _scope_value(ctx: Context, rep: ReplicaPlacement, scope: str) -> str | None:
+    if rep.tpu_pod is not None:
+        pod = ctx.pod(rep)
+        if pod is None:
+            return None
+        return pod.zone if scope == "zone" else pod.name
+    node = ctx.node(rep)
+    if node is None:
+        return None
+    if scope == "node":
+        return node.name
+    value: str | None = getattr(node, scope)
+    return value
+
+
+def check_scope(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
+    """Rule 12 for one placed job."""
+    scope = job.placement.topology_scope
+    if scope not in SCOPES or not placement.replicas:
+        return
+    places = {(r.tpu_pod, r.node) for r in placement.replicas}
+    if len(places) <= 1:
+        return
+    first: str | None = None
+    first_at = ""
+    for rep in placement.replicas:
+        if rep.tpu_pod is None and ctx.node(rep) is None:
+            continue  # unknown node: rule 3
+        value = _scope_value(ctx, rep, scope)
+        where = rep.tpu_pod or rep.node
+        if value is None:
+            yield Violation(
+                "topology-scope",
+                job.id,
+                f"the job must stay within one {scope}, but this node belongs to no {scope}",
+                where,
+            )
+        elif first is None:
+            first, first_at = value, where
+        elif value != first:
+            yield Violation(
+                "topology-scope",
+                job.id,
+                f"the job must stay within one {scope}: this node is in {scope} {value}, "
+                f"{first_at} in {first}",
+                where,
+            )

@@ -1,0 +1,73 @@
+"""The :class:`Violation`: one broken placement rule, in words a user understands.
+
+Why a plain frozen dataclass and not a pydantic model: the checker may report thousands of these on a
+10k-node decision, and a slotted dataclass costs nothing to build; :meth:`Violation.to_json` gives the
+JSON shape the CLI prints. ``rule`` is a short stable code (see :data:`RULES`) that tests and backends
+match on; ``message`` is free text and may change.
+
+>>> v = Violation("capacity", "train-1", "cpu over-committed: 224.5 cores placed, capacity 224", "dgx-1")
+>>> str(v)
+'[capacity] job train-1 on dgx-1: cpu over-committed: 224.5 cores placed, capacity 224'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: Every rule code the checker emits, with the contract rule (docs/placement-rules.md) it enforces.
+RULES: dict[str, str] = {
+    "accounting": "1. every input job exactly once across placements, pending and rejected",
+    "eviction": "1. an eviction names a job that is running on the cluster",
+    "gang": "2. each task group placed whole: replica count, GPUs per replica, resources",
+    "node-unknown": "3. the replica's node exists",
+    "node-unusable": "3. the node is schedulable and ready",
+    "taint": "3. the node has no NoSchedule/NoExecute taint",
+    "accelerator": "4. gpu/tpu jobs only on nodes with that accelerator",
+    "gpu-type": "4. the node's GPU type is one the job accepts",
+    "gpu-memory": "4. the node's GPU memory is at least the job's minimum",
+    "compute-capability": "4. the node's compute capability is at least the job's minimum",
+    "gpu-index": "5. GPU indices exist on the node and are distinct within a replica",
+    "gpu-double-booked": "5. a GPU held whole is held by nobody else",
+    "gpu-share": "5. fractional shares of one GPU sum to at most 1000 milli",
+    "capacity": "6. cpu, memory, storage and shm of a node are not over-committed",
+    "nvlink": "7. an nvlink job's GPUs all lie in one NVLink domain",
+    "node-selector": "8. node selector pairs match the node's labels exactly",
+    "label-rule": "8. required affinity rules hold on the node's labels",
+    "anti-affinity": "9. no co-located job matches the job's anti-affinity rules",
+    "exclusive": "10. an exclusive/dedicated job's nodes host nothing else",
+    "distinct-nodes": "11. replicas that must be on distinct nodes are",
+    "node-count": "11. the number of distinct nodes used is admissible",
+    "topology-scope": "12. all replicas share one rack/block/zone/NVLink domain/node",
+    "tpu-pod": "13. a TPU replica names a usable pod of the requested generation",
+    "tpu-chip": "13. TPU chips lie in the mesh and are distinct",
+    "tpu-double-booked": "13. a TPU chip is held by one job only",
+    "tpu-chip-count": "13. a TPU replica has the requested number of chips",
+    "tpu-contiguity": "13. a TPU replica's chips form a contiguous box of the requested shape",
+    "tpu-hosts": "13. a multi-host TPU slice consists of whole hosts",
+    "dependency": "14. no job placed while a dependency is unmet",
+    "not-before": "14. no job placed before its not_before time",
+    "reservation": "15. a job with a reservation is placed only under a declared reservation",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule: which rule, which job, where (when a node is involved), and why."""
+
+    rule: str
+    job: str
+    message: str
+    node: str | None = None
+
+    def __str__(self) -> str:
+        where = f" on {self.node}" if self.node else ""
+        return f"[{self.rule}] job {self.job}{where}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The violation as a JSON object (``rule``, ``job``, ``node``, ``message``).
+
+        >>> Violation("nvlink", "j", "GPUs in two NVLink domains").to_json()["rule"]
+        'nvlink'
+        """
+        return {"rule": self.rule, "job": self.job, "node": self.node, "message": self.message}

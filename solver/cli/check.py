@@ -1,0 +1,109 @@
+"""``placer check --cluster FILE --jobs FILE... --decision FILE [--running FILE] [--now T] [--json]``.
+
+Checks a decision against the placement rules (``docs/placement-rules.md``) with the independent checker
+:func:`solver.check.check`. Prints one violation per line (``[rule] job J on NODE: message``), or with
+``--json`` one JSON list of ``{rule, job, node, message}``. Jobs the readers refuse must appear in the
+decision's ``rejected``. ``--running``: a JSON list of running jobs (job envelopes plus ``node``/``gpus``
+or ``replicas``, see :mod:`solver.running`), added to what the cluster file already runs.
+
+Exit 0 when there is no violation, 1 when there is any, 2 for a usage error, a file that cannot be opened
+or an input that cannot be read (cluster, decision, running jobs), since then nothing can be checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from typing import Any
+
+_NAME = "placer check"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("check", help="check a placement decision against the placement rules")
+    p.add_argument("--cluster", required=True, metavar="FILE", help="cluster description (any format)")
+    p.add_argument("--jobs", required=True, nargs="+", metavar="FILE", help="job files of the batch")
+    p.add_argument("--decision", required=True, metavar="FILE", help="the decision JSON")
+    p.add_argument("--running", metavar="FILE", help="JSON list of running jobs (envelopes + node/gpus)")
+    p.add_argument("--reservation", action="append", default=[], metavar="ID", help="a declared reservation")
+    p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
+    p.add_argument("--json", action="store_true", help="print the violations as one JSON list")
+    p.set_defaults(run=run)
+
+
+def _fail(message: str) -> int:
+    print(f"{_NAME}: {message}", file=sys.stderr)
+    return 2
+
+
+def _read_json(path: str) -> Any:
+    """Parsed JSON of a file; ``OSError`` when unopenable, ``ValueError`` when not JSON."""
+    with open(path, encoding="utf-8-sig") as fh:
+        return json.load(fh)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from solver.check import check
+    from solver.decision import Decision
+    from solver.jobs import JobValidationError, read_files
+    from solver.running import running_from_envelopes
+    from topology import TopologyError
+    from topology.load import load_cluster
+
+    now = None
+    if args.now:
+        try:
+            now = datetime.fromisoformat(args.now)
+        except ValueError:
+            return _fail(f"--now {args.now!r} is not an RFC 3339 timestamp")
+    try:
+        cluster = load_cluster(args.cluster)
+    except OSError as e:
+        return _fail(f"cannot open cluster {args.cluster}: {e.strerror or e}")
+    except TopologyError as e:
+        return _fail(f"cluster {args.cluster} is invalid:\n{e}")
+    try:
+        results = read_files(args.jobs)
+    except OSError as e:
+        return _fail(f"cannot open jobs file {getattr(e, 'filename', '') or ''}: {e.strerror or e}")
+    try:
+        decision = Decision.model_validate(_read_json(args.decision))
+    except OSError as e:
+        return _fail(f"cannot open decision {args.decision}: {e.strerror or e}")
+    except ValueError as e:  # JSON or pydantic ValidationError (a ValueError subclass)
+        detail = _pydantic_lines(e) if isinstance(e, ValidationError) else str(e)
+        return _fail(f"decision {args.decision} is not a valid decision: {detail}")
+    if args.running:
+        try:
+            running = running_from_envelopes(_read_json(args.running), args.running)
+            cluster = cluster.with_allocations(running)
+        except OSError as e:
+            return _fail(f"cannot open running jobs {args.running}: {e.strerror or e}")
+        except JobValidationError as e:
+            return _fail("running jobs are invalid:\n" + "\n".join(f"  {i}" for i in e.issues))
+        except TopologyError as e:
+            return _fail(f"running jobs do not fit the cluster:\n{e}")
+        except ValueError as e:
+            return _fail(f"running jobs {args.running} are not JSON: {e}")
+    jobs = [r.job for r in results if r.ok and r.job is not None]
+    refused = [r.id for r in results if not r.ok and r.id != r.source]
+    for r in results:
+        if not r.ok and r.id == r.source:  # a whole document failed: it names no job to account for
+            print(f"{_NAME}: warning: {r.source} holds no readable job: {r.errors[0]}", file=sys.stderr)
+    violations = check(decision, jobs, cluster, now=now, reservations=args.reservation, rejected_ids=refused)
+    if args.json:
+        print(json.dumps([v.to_json() for v in violations], indent=2))
+    else:
+        for v in violations:
+            print(v)
+        if not violations:
+            print(f"ok: {len(decision.placements)} placements, {len(jobs) + len(refused)} jobs, no violation")
+    return 1 if violations else 0
+
+
+def _pydantic_lines(e: Any) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()[:10])
