@@ -116,6 +116,14 @@ class NodeArrays:
             keys=keys,
         )
 
+    def running_labels(self) -> list[tuple[int, tuple]]:
+        """``(node index, labels of the jobs running there)`` for nodes where something runs."""
+        cached = self._static_cache.get("__running_labels__")
+        if cached is None:
+            cached = [(v.idx, v.running_labels) for v in self.snap.nodes if v.running_labels]
+            self._static_cache["__running_labels__"] = cached  # type: ignore[assignment]
+        return cached  # type: ignore[return-value]
+
     def fits(self, need: Need, *, free: bool = True) -> np.ndarray:
         """Boolean mask of nodes where one replica of ``need`` fits (now, or on the empty node)."""
         eps = 1e-9
@@ -265,7 +273,7 @@ def anti_affinity_mask(anti: tuple, arrays: NodeArrays) -> np.ndarray:
     out = np.zeros(len(arrays.snap.nodes), dtype=bool)
     if not anti:
         return out
-    for v in arrays.snap.nodes:
-        if any(holds(r, labels) for labels in v.running_labels for r in anti):
-            out[v.idx] = True
+    for idx, labels in arrays.running_labels():
+        if any(holds(r, lab) for lab in labels for r in anti):
+            out[idx] = True
     return out

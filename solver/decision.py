@@ -105,6 +105,9 @@ class Stats(_Out):
     solve_s: float = 0.0
     wall_s: float = 0.0
     greedy_objective: float | None = None
+    bound_source: str | None = None
+    model_bound: float | None = None
+    model_exact: bool | None = None
     model_variables: int | None = None
     model_constraints: int | None = None
     node_classes: int | None = None

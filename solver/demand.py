@@ -169,8 +169,10 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
     )
     scope = job.placement.topology_scope
     multi = sum(u.replicas for u in units if u.tpu is None) > 1
-    if nvlink and multi:
-        scope = "nvlink_domain"  # all GPUs of the gang inside one NVLink domain (OJS ML §3.2)
+    if nvlink and multi and scope != "node":
+        # All GPUs of the gang inside one NVLink domain (OJS ML §3.2). A domain lies within a node (HGX)
+        # or is a rack (NVL72), so it is at least as strict as rack/block/zone; only "node" is stricter.
+        scope = "nvlink_domain"
     demand = (
         job.total_gpu_milli / 1000
         or job.total_tpu_chips

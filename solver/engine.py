@@ -43,8 +43,10 @@ from solver.tpu_shapes import tpu_shapes
 from topology import Cluster, canonical_gpu_type
 from topology.tpu import slices_in_pod
 
-#: Seconds kept back from the time limit for turning the answer into a Decision and checking it.
+#: Seconds kept back from the time limit for turning the answer into a Decision and checking it: a
+#: fixed part and a part per replica of the batch (realizing and checking grow with the answer).
 RESERVE_S = 0.05
+RESERVE_PER_REPLICA_S = 0.0001
 
 
 def place(
@@ -75,8 +77,12 @@ def place(
         seen[item.id] = seen.get(item.id, 0) + 1
         valid.append(item)
     admitted: list[Job] = []
+    duplicate_reported: set[str] = set()
     for job in valid:
         if seen[job.id] > 1:
+            if job.id in duplicate_reported:
+                continue
+            duplicate_reported.add(job.id)
             decision.rejected.append(
                 RejectedJob(
                     job=job.id,
@@ -116,6 +122,9 @@ def place(
         else:
             eligible.append(job)
 
+    # The batch's order must not matter: plans are built in job-id order.
+    eligible.sort(key=lambda j: j.id)
+
     # 2-3. snapshot and demand
     t_build = time.perf_counter()
     snap = Snapshot.of(cluster)
@@ -152,12 +161,15 @@ def place(
     stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
     stats.greedy_objective = float(objective(best, plans))
     stats.objective = stats.greedy_objective
+    stats.bound = _relaxation(plans, candidates, snap)
+    stats.bound_source = "relaxation"
 
     # 6. CP-SAT
     solve_s = 0.0
     if policy.engine != "greedy" and candidates:
-        remaining = policy.time_limit_s - (time.perf_counter() - t0) - RESERVE_S
-        if remaining > 0.02:
+        reserve = RESERVE_S + RESERVE_PER_REPLICA_S * sum(p.replicas for p in plans)
+        remaining = policy.time_limit_s - (time.perf_counter() - t0) - reserve
+        if remaining > 0.05:
             from solver.cpsat import solve
 
             result = solve(
@@ -169,26 +181,30 @@ def place(
                 spot_ok,
                 best,
                 policy,
-                deadline=t0 + policy.time_limit_s - RESERVE_S,
+                deadline=t0 + policy.time_limit_s - reserve,
             )
             build_s += result.build_s
             solve_s = result.solve_s
             stats.status = result.status
-            stats.bound = result.bound
+            stats.model_bound = result.bound
+            stats.model_exact = result.exact
             stats.model_variables = result.variables
             stats.model_constraints = result.constraints
             stats.node_classes = result.classes
             stats.deterministic = policy.reproducible
-            ours, theirs = objective(best, plans), None
-            if result.assignment is not None:
-                theirs = objective(result.assignment, plans)
+            ours = objective(best, plans)
+            theirs = None if result.assignment is None else objective(result.assignment, plans)
             if theirs is not None and (theirs > ours or (theirs == ours and result.improves_secondary)):
                 best = result.assignment
                 stats.engine = "cpsat"
-            stats.objective = float(objective(best, plans))
-            if stats.bound is not None:
-                stats.bound = max(stats.bound, stats.objective)
-                stats.gap = 0.0 if stats.bound == 0 else (stats.bound - stats.objective) / stats.bound
+            # CP-SAT's bound is a bound on the real problem only when its model is exact.
+            exact_bound = result.exact and result.bound is not None and stats.bound is not None
+            if exact_bound and result.bound < stats.bound:  # type: ignore[operator]
+                stats.bound, stats.bound_source = result.bound, "cpsat"
+    stats.objective = float(objective(best, plans))
+    if stats.bound is not None:
+        stats.bound = max(stats.bound, stats.objective)
+        stats.gap = 0.0 if stats.bound == 0 else (stats.bound - stats.objective) / stats.bound
 
     # 7. the Decision
     _emit(decision, best, plans, snap)
@@ -214,6 +230,8 @@ def place(
             stats.engine = "greedy"
             stats.status = f"CPSAT_REJECTED_BY_CHECKER: {violations[0].message}"[:300]
             stats.objective = stats.greedy_objective
+    decision.pending.sort(key=lambda p: p.job)
+    decision.rejected = _merge_rejected(decision.rejected)
     stats.build_s = round(build_s, 6)
     stats.solve_s = round(solve_s, 6)
     stats.wall_s = round(time.perf_counter() - t0, 6)
@@ -279,6 +297,30 @@ def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap
         )
 
 
+def _merge_rejected(rejected: list[RejectedJob]) -> list[RejectedJob]:
+    """One entry per job id (copies of a duplicated id arrive separately), errors de-duplicated, by id."""
+    merged: dict[str, list[dict[str, object]]] = {}
+    for r in rejected:
+        errs = merged.setdefault(r.job, [])
+        errs.extend(e for e in r.errors if e not in errs)
+    return [RejectedJob(job=j, errors=e) for j, e in sorted(merged.items())]
+
+
+def _relaxation(plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]], snap: Snapshot) -> float:
+    from solver.bound import relaxation_bound
+
+    pool_of: dict[int, str] = {}
+    for p in plans:
+        if p.idx in candidates:
+            pool_of[p.idx] = "gpu" if p.job.total_gpu_milli else "tpu" if p.job.total_tpu_chips else "cpu"
+    gpu = sum(
+        len(v.free_gpus) + sum(m for m in v.milli_free if 0 < m < 1000) / 1000 for v in snap.nodes if v.usable
+    )
+    cpu = sum(max(0.0, v.free_cpu) for v in snap.nodes if v.usable) / 16.0
+    tpu = float(sum(p.free_chips for p in snap.pods))
+    return relaxation_bound(plans, {"gpu": gpu, "cpu": cpu, "tpu": tpu}, pool_of)
+
+
 def _ineligible(job: Job, batch: set[str], running: set[str], now: datetime) -> Reason | None:
     for dep in job.dependencies:
         if dep.job in batch:
@@ -325,6 +367,16 @@ def _unsatisfiable_why(
     plan: JobPlan, cands: list[UnitCandidates], snap: Snapshot, spot_ok: bool
 ) -> str | None:
     """Why the job could not run even on the empty cluster, or None when it could."""
+    biggest = snap.biggest_node_gpus
+    for u in plan.units:
+        if u.gpu is not None and u.tpu is None and not u.split and u.need.gpus > biggest:
+            strategy = plan.job.distributed_strategy
+            name = strategy.value if strategy else "unset"
+            return (
+                f"needs {u.need.gpus} GPUs on one node and the biggest node has {biggest}: distributed "
+                f"strategy {name!r} keeps a replica on one node (data_parallel, fsdp, deepspeed, "
+                "pipeline_parallel or tensor_parallel may span nodes)"
+            )
     for u, c in zip(plan.units, cands, strict=True):
         if u.tpu is not None:
             if not _tpu_possible(u, snap, spot_ok):
@@ -332,8 +384,6 @@ def _unsatisfiable_why(
             continue
         n = int(c.static.sum())
         if n == 0:
-            if u.gpu is not None and u.need.gpus and u.gpu.count > u.need.gpus * u.replicas:
-                return "no node it may use has enough GPUs"
             return f"no node satisfies the constraints of task group {u.group!r}"
         if u.distinct and n < u.replicas:
             return (
@@ -345,17 +395,6 @@ def _unsatisfiable_why(
         if node_units and not _scope_possible(plan, node_units, snap):
             what = "NVLink domain" if plan.scope == "nvlink_domain" else plan.scope
             return f"no single {what} could ever hold the whole gang"
-    for u in plan.units:
-        if (
-            u.gpu is not None
-            and u.need.gpus == u.gpu.count
-            and u.replicas == 1
-            and u.gpu.count > max((v.node.gpu_count for v in snap.nodes), default=0)
-        ):
-            return (
-                f"needs {u.gpu.count} GPUs on one node, "
-                "and its distributed strategy does not allow spanning nodes"
-            )
     return None
 
 

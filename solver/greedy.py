@@ -5,11 +5,12 @@ baseline CP-SAT must never be worse than. It applies the same hard constraints (
 :mod:`solver.candidates`) and the same scoring (:mod:`solver.scoring`) as the CP-SAT model.
 
 Order: priority class, numeric priority, then bigger demand first (big jobs are hardest to fit later),
-submit time, batch position. For each replica the node is chosen by, in turn: highest preference score
-(level 2), least free GPUs left after placing (best fit: keeps whole nodes and NVLink domains whole for
-big jobs, level 3), no GPUs stranded by CPU-only work, then node order. A gang is placed whole or not at
-all; a gang confined to a scope (rack, block, zone, NVLink domain) tries the fullest domain that can hold
-it first. TPU slices go to the fullest pod that has a free slice of the shape.
+submit time, job id (so the batch's order never matters). For each replica the node is chosen by, in
+turn: highest preference score (level 2), least free GPUs left after placing (best fit: keeps whole
+nodes and NVLink domains whole for big jobs, level 3), no GPUs stranded by CPU-only work, then node
+order. A gang is placed whole or not at all; a gang confined to a scope (rack, block, zone, NVLink
+domain) tries the fullest domain that can hold it first. TPU slices go to the fullest pod that has a
+free slice of the shape.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def priority_order(plans: list[JobPlan]) -> list[int]:
 
     def key(p: JobPlan) -> tuple[object, ...]:
         submit = p.job.submit_time.timestamp() if p.job.submit_time else 0.0
-        return (-p.job.priority_class.rank, -p.job.priority, -p.demand_units, submit, p.idx)
+        return (-p.job.priority_class.rank, -p.job.priority, -p.demand_units, submit, p.job.id)
 
     return [p.idx for p in sorted(plans, key=key)]
 
@@ -69,6 +70,8 @@ class State:
     labels_on: dict[int, list[tuple[dict[str, str], tuple]]] = field(default_factory=dict)
     pod_used: dict[int, set[Coord]] = field(default_factory=dict)
     slice_cache: dict[tuple[int, tuple[int, ...]], list[TpuSlice]] = field(default_factory=dict)
+    log: list[tuple[object, ...]] = field(default_factory=list)
+    anti_on: list[tuple[int, tuple]] = field(default_factory=list)
 
     @staticmethod
     def of(arrays: NodeArrays) -> State:
@@ -95,11 +98,42 @@ class State:
             ok &= self.empty
         return ok
 
+    def fits_node(self, node: int, unit: Unit) -> bool:
+        """:meth:`fits` for one node (no array work)."""
+        need, eps = unit.need, 1e-9
+        if self.closed[node] or (unit.exclusive and not self.empty[node]):
+            return False
+        if self.gpus[node] < need.gpus or (need.milli and self.milli[node] < need.milli):
+            return False
+        return (
+            self.cpu[node] >= need.cpu - eps
+            and self.mem[node] >= need.mem - eps
+            and self.storage[node] >= need.storage - eps
+            and self.shm[node] >= need.shm - eps
+        )
+
     def take(self, node: int, unit: Unit) -> tuple[tuple[int, ...], int | None]:
         """Take one replica's resources on ``node``; returns (GPU indices, fractional milli or None)."""
         need = unit.need
         v = self.snap.nodes[node]
-        if node not in self.free_idx:
+        known = node in self.free_idx
+        self.log.append(
+            (
+                "node",
+                node,
+                self.gpus[node],
+                self.milli[node],
+                self.cpu[node],
+                self.mem[node],
+                self.storage[node],
+                self.shm[node],
+                self.empty[node],
+                self.closed[node],
+                list(self.free_idx[node]) if known else None,
+                list(self.milli_idx[node]) if known else None,
+            )
+        )
+        if not known:
             self.free_idx[node] = list(v.free_gpus)
             self.milli_idx[node] = list(v.milli_free)
         free, milli = self.free_idx[node], self.milli_idx[node]
@@ -113,6 +147,8 @@ class State:
         elif need.milli:
             # Best fit among shareable GPUs: the one with the least free share that still holds it.
             options = [g for g in range(len(milli)) if milli[g] >= need.milli]
+            if not options:
+                raise ValueError(f"no GPU of node {v.name} has {need.milli} milli free")
             g = min(options, key=lambda i: (milli[i], i))
             milli[g] -= need.milli
             if g in free:
@@ -129,47 +165,46 @@ class State:
             self.closed[node] = True
         return gpus, share
 
-    def snapshot(self) -> tuple[object, ...]:
-        """Everything :meth:`take` changes, to roll back a gang that did not fit whole."""
-        return (
-            self.gpus.copy(),
-            self.milli.copy(),
-            self.cpu.copy(),
-            self.mem.copy(),
-            self.storage.copy(),
-            self.shm.copy(),
-            self.empty.copy(),
-            self.closed.copy(),
-            {k: list(v) for k, v in self.free_idx.items()},
-            {k: list(v) for k, v in self.milli_idx.items()},
-            {k: list(v) for k, v in self.labels_on.items()},
-        )
+    def mark(self) -> int:
+        """A point to roll back to (see :meth:`rollback`)."""
+        return len(self.log)
 
-    def restore(self, saved: tuple[object, ...]) -> None:
-        (
-            self.gpus,
-            self.milli,
-            self.cpu,
-            self.mem,
-            self.storage,
-            self.shm,
-            self.empty,
-            self.closed,
-            self.free_idx,
-            self.milli_idx,
-            self.labels_on,
-        ) = saved  # type: ignore[assignment]
+    def rollback(self, mark: int) -> None:
+        """Undo every change since ``mark``: how a gang that did not fit whole leaves no trace."""
+        while len(self.log) > mark:
+            entry = self.log.pop()
+            kind = entry[0]
+            if kind == "node":
+                _, n, gpus, milli, cpu, mem, sto, shm, empty, closed, free, shares = entry
+                self.gpus[n], self.milli[n], self.cpu[n], self.mem[n] = gpus, milli, cpu, mem
+                self.storage[n], self.shm[n], self.empty[n], self.closed[n] = sto, shm, empty, closed
+                if free is None:
+                    self.free_idx.pop(n, None)
+                    self.milli_idx.pop(n, None)
+                else:
+                    self.free_idx[n], self.milli_idx[n] = free, shares
+            elif kind == "labels":
+                self.labels_on[entry[1]].pop()
+            elif kind == "pod":
+                self.pod_used[entry[1]] -= entry[2]
+                self.slice_cache = {k: v for k, v in self.slice_cache.items() if k[0] != entry[1]}
+
+    def commit(self) -> None:
+        """Forget the undo log (the changes since the last commit stay)."""
+        self.log.clear()
 
 
 def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.ndarray:
     """Nodes the job may not use: running jobs matching its anti-affinity, or jobs placed in this batch
     that match it, or whose own anti-affinity matches it."""
     blocked = anti_running.copy()
-    for node, entries in state.labels_on.items():
-        for labels, anti in entries:
-            if any(holds(r, labels) for r in plan.anti) or any(holds(r, plan.labels) for r in anti):
+    if plan.anti:
+        for node, entries in state.labels_on.items():
+            if any(holds(r, labels) for labels, _ in entries for r in plan.anti):
                 blocked[node] = True
-                break
+    for node, anti in state.anti_on:
+        if not blocked[node] and any(holds(r, plan.labels) for r in anti):
+            blocked[node] = True
     return blocked
 
 
@@ -247,6 +282,7 @@ def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> 
         pidx = snap.pod_by_name[sl.pod]
         chips = sl.chips
         state.pod_used[pidx] |= set(chips)
+        state.log.append(("pod", pidx, set(chips)))
         for key in [k for k in state.slice_cache if k[0] == pidx]:
             del state.slice_cache[key]
         out.append(ReplicaAt(unit=unit, pod=pidx, chips=tuple(chips)))
@@ -270,19 +306,18 @@ def greedy(
         if i not in candidates:
             continue
         plan = plans[i]
-        saved = state.snapshot()
-        pod_saved = {k: set(v) for k, v in state.pod_used.items()}
         replicas = _place_plan(
             plan, candidates[i], prefs[i], anti_running[i], state, arrays, snap, spot_ok[i]
         )
         if replicas is None:
-            state.restore(saved)
-            state.pod_used = pod_saved
-            state.slice_cache.clear()
+            state.rollback(0)
             continue
+        state.commit()
         for r in replicas:
             if r.node is not None:
                 state.labels_on.setdefault(r.node, []).append((plan.labels, plan.anti))
+                if plan.anti:
+                    state.anti_on.append((r.node, plan.anti))
         result.placed[i] = replicas
     return result
 
@@ -327,11 +362,11 @@ def _place_plan(
             continue
         allowed = np.zeros(len(snap.nodes), dtype=bool)
         allowed[members] = True
-        saved = state.snapshot()
+        mark = state.mark()
         placed = _place_node_units(plan, node_units, state, arrays, blocked, allowed)
         if placed is not None:
             return out + placed
-        state.restore(saved)
+        state.rollback(mark)
     return None
 
 

@@ -47,9 +47,9 @@ class Policy(BaseModel):
     fragmentation: int = 1
 
     #: Model-size knobs.
-    max_classes_per_unit: int = Field(default=48, ge=1)
-    max_patterns_per_class: int = Field(default=64, ge=1)
-    max_slices_per_job: int = Field(default=96, ge=1)
+    max_classes_per_unit: int = Field(default=12, ge=1)
+    max_patterns_per_class: int = Field(default=16, ge=1)
+    max_slices_per_job: int = Field(default=48, ge=1)
     cpu_quantum: float = Field(default=1.0, gt=0)
     memory_quantum_gb: float = Field(default=8.0, gt=0)
 

@@ -79,6 +79,7 @@ class Snapshot:
     pods: tuple[PodView, ...]
     by_name: Mapping[str, int] = field(repr=False)
     pod_by_name: Mapping[str, int] = field(repr=False)
+    biggest_node_gpus: int = 0
 
     @staticmethod
     def of(cluster: Cluster) -> Snapshot:
@@ -113,4 +114,5 @@ class Snapshot:
             pods=pods,
             by_name={v.name: v.idx for v in views},
             pod_by_name={p.pod.name: p.idx for p in pods},
+            biggest_node_gpus=max((v.node.gpu_count for v in views), default=0),
         )

@@ -1,0 +1,137 @@
+"""Solver benchmarks (issue "Solver core" targets): prints figures, asserts nothing.
+
+    python benchmarks/solver_bench.py            # everything (a few minutes on 2 cores)
+    python benchmarks/solver_bench.py --quick    # hard instances and model-size table only
+
+Sections:
+
+1. Hard instances (fragmentation trap, NVLink packing, TPU slice packing, memory stranding): greedy vs
+   CP-SAT, placed priority-weighted demand and gap, against the hand-worked optimum.
+2. Model size follows node classes, not node count: the same batch on 1k / 5k / 10k identical nodes.
+3. Scenario M (1,000 nodes / 8,000 GPUs, 60 % busy, 1,000 pending): greedy time (median of 3), CP-SAT
+   with 2 s and 5 s limits (objective vs greedy, bound, gap, model size, build/solve/wall seconds).
+4. Scenario L (10,000 nodes / 80,000 GPUs, 5,000 pending): a valid decision within a 10 s limit.
+
+Every decision is re-checked by the independent checker; the violation count is printed.
+The machine is noisy: compare ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from scenarios.synthetic import hard_instances, scenario_l, scenario_m
+from solver.check import check
+from solver.engine import place
+from solver.jobs.model import GpuDemand, Job, TaskGroup
+from solver.policy import Policy
+from topology import cluster_of, dgx_h100
+
+
+def _row(*cols: object) -> str:
+    return "  ".join(f"{c!s:>14}" for c in cols)
+
+
+def hard() -> None:
+    print("\n== 1. hard instances: greedy vs CP-SAT (time limit 2 s) ==")
+    print(_row("instance", "optimum", "greedy", "cpsat", "gap(cpsat)", "status", "violations"))
+    for sc in hard_instances():
+        out = {}
+        viol = 0
+        for engine in ("greedy", "cpsat"):
+            d = place(sc.jobs, sc.cluster, Policy(engine=engine, time_limit_s=2), now=sc.now)
+            viol += len(check(d, sc.jobs, sc.cluster, now=sc.now))
+            out[engine] = d
+        g, c = out["greedy"], out["cpsat"]
+        print(
+            _row(
+                sc.name,
+                f"{sc.optimal_placed} jobs" if sc.optimal_placed else "-",
+                f"{len(g.placements)} / {g.stats.objective:.0f}",
+                f"{len(c.placements)} / {c.stats.objective:.0f}",
+                f"{c.stats.gap:.3f}" if c.stats.gap is not None else "-",
+                c.stats.status,
+                viol,
+            )
+        )
+        more = (c.stats.objective or 0) - (g.stats.objective or 0)
+        share = more / max(g.stats.objective or 1, 1)
+        print(f"{'':>16}CP-SAT places {more:.0f} more priority-weighted demand ({share:.1%})")
+
+
+def model_size() -> None:
+    print("\n== 2. model size follows classes, not nodes (same 300-job batch) ==")
+    print(_row("nodes", "classes", "variables", "constraints", "build_s", "solve_s", "status"))
+    jobs = [
+        Job(
+            id=f"j{i}", tasks=[TaskGroup(cpu_cores=8, memory_gb=64, gpu=GpuDemand(count=[1, 2, 4, 8][i % 4]))]
+        )
+        for i in range(300)
+    ]
+    for n in (1_000, 5_000, 10_000):
+        cluster = cluster_of(dgx_h100(n, nodes_per_rack=32))
+        d = place(jobs, cluster, Policy(engine="cpsat", time_limit_s=10))
+        s = d.stats
+        print(_row(n, s.node_classes, s.model_variables, s.model_constraints, s.build_s, s.solve_s, s.status))
+
+
+def scenario_m_bench() -> None:
+    print("\n== 3. scenario M: 1,000 nodes / 8,000 GPUs, 60% busy, 1,000 pending ==")
+    sc = scenario_m(0)
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        g = place(sc.jobs, sc.cluster, Policy(engine="greedy"), now=sc.now)
+        times.append(time.perf_counter() - t)
+    print(
+        f"greedy: median {statistics.median(times):.3f} s over 3 runs (build {g.stats.build_s:.3f} s), "
+        f"placed {len(g.placements)}, objective {g.stats.objective:.0f}, "
+        f"violations {len(check(g, sc.jobs, sc.cluster, now=sc.now))}"
+    )
+    for limit in (2.0, 5.0):
+        t = time.perf_counter()
+        d = place(sc.jobs, sc.cluster, Policy(engine="cpsat", time_limit_s=limit), now=sc.now)
+        wall = time.perf_counter() - t
+        s = d.stats
+        print(
+            f"cpsat limit {limit:.0f} s: wall {wall:.2f} s, engine {s.engine}, status {s.status}, "
+            f"placed {len(d.placements)}, objective {s.objective:.0f} (greedy {s.greedy_objective:.0f}, "
+            f"{'never worse' if s.objective >= s.greedy_objective else 'WORSE'}), bound {s.bound:.0f} "
+            f"({s.bound_source}), gap {s.gap:.4f}, model bound {s.model_bound}, classes {s.node_classes}, "
+            f"variables {s.model_variables}, constraints {s.model_constraints}, build {s.build_s:.2f} s, "
+            f"solve {s.solve_s:.2f} s, violations {len(check(d, sc.jobs, sc.cluster, now=sc.now))}"
+        )
+
+
+def scenario_l_bench() -> None:
+    print("\n== 4. scenario L: 10,000 nodes / 80,000 GPUs, 5,000 pending, 10 s limit ==")
+    t = time.perf_counter()
+    sc = scenario_l(0)
+    print(f"scenario built in {time.perf_counter() - t:.1f} s")
+    t = time.perf_counter()
+    d = place(sc.jobs, sc.cluster, Policy(engine="auto", time_limit_s=10), now=sc.now)
+    wall = time.perf_counter() - t
+    s = d.stats
+    viol = check(d, sc.jobs, sc.cluster, now=sc.now)
+    print(
+        f"wall {wall:.2f} s (limit 10 s), engine {s.engine}, status {s.status}, placed {len(d.placements)}, "
+        f"pending {len(d.pending)}, objective {s.objective:.0f}, bound {s.bound:.0f}, gap {s.gap:.4f}, "
+        f"build {s.build_s:.2f} s, solve {s.solve_s:.2f} s, violations {len(viol)}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    hard()
+    model_size()
+    if not args.quick:
+        scenario_m_bench()
+        scenario_l_bench()
+
+
+if __name__ == "__main__":
+    main()

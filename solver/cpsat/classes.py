@@ -1,0 +1,119 @@
+"""Symmetry classes: nodes that are interchangeable for every unit of the batch, with a count.
+
+Why: the model's size must follow the number of distinct situations, not the number of nodes. Two nodes
+are in one class when they are in the same static group (same facts and same values of every label key
+the batch mentions), have the same free amounts, the same emptiness, the same values of every gang scope
+the batch uses (rack, block, zone, NVLink domain), and the same answer to every job's anti-affinity. Then
+any unit that may use one may use the other, and a packing that fits one fits the other.
+
+Free amounts are compared exactly. When that gives more than :data:`MAX_CLASSES` classes (busy clusters
+with diverse usage), CPU and memory are rounded down to ``policy.cpu_quantum`` / ``memory_quantum_gb``
+(doubled until the classes are few) and a class's capacity is its smallest member's: still valid,
+slightly conservative.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.candidates import NodeArrays
+from solver.greedy import scope_value
+from solver.policy import Policy
+
+#: Beyond this many classes, free CPU/memory are rounded down (doubling the quantum) to merge them.
+MAX_CLASSES = 250
+
+
+@dataclass
+class NodeClass:
+    """Interchangeable nodes: ``members`` (node indices, ascending) and the capacity of each."""
+
+    idx: int
+    members: list[int]
+    gpus: int
+    cpu: float
+    mem: float
+    storage: float
+    shm: float
+    milli: tuple[int, ...]  # free share per GPU that is partly used (sorted), for fractional packing
+    cap_gpus: int
+    scopes: dict[str, str | None]
+
+    @property
+    def count(self) -> int:
+        return len(self.members)
+
+    @property
+    def rep(self) -> int:
+        return self.members[0]
+
+
+def build_classes(
+    arrays: NodeArrays,
+    relevant: np.ndarray,
+    scopes: list[str],
+    anti_masks: list[np.ndarray],
+    policy: Policy,
+) -> tuple[list[NodeClass], np.ndarray, bool]:
+    """Partition the ``relevant`` nodes into classes; returns the classes, a node -> class index map
+    (-1 for nodes outside every class), and whether free amounts were compared exactly."""
+    snap = arrays.snap
+    nodes = np.flatnonzero(relevant)
+    partial = {int(n): _partial_shares(arrays, int(n)) for n in nodes}
+
+    def key(n: int, q_cpu: float, q_mem: float) -> tuple[object, ...]:
+        cpu, mem = float(arrays.cpu[n]), float(arrays.mem[n])
+        if q_cpu:
+            cpu = float(np.floor(cpu / q_cpu))
+            mem = float(np.floor(mem / q_mem))
+        return (
+            int(arrays.group[n]),
+            int(arrays.gpus[n]),
+            partial[n],
+            cpu,
+            mem,
+            float(arrays.storage[n]),
+            float(arrays.shm[n]),
+            bool(arrays.empty[n]),
+            tuple(scope_value(snap, n, s) for s in scopes),
+            tuple(bool(m[n]) for m in anti_masks),
+        )
+
+    q_cpu, q_mem = 0.0, 0.0
+    while True:
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for n in nodes:
+            groups.setdefault(key(int(n), q_cpu, q_mem), []).append(int(n))
+        if len(groups) <= MAX_CLASSES or q_cpu >= 64:
+            break
+        q_cpu = q_cpu * 2 if q_cpu else policy.cpu_quantum
+        q_mem = q_mem * 2 if q_mem else policy.memory_quantum_gb
+    of = np.full(len(snap.nodes), -1, dtype=np.int64)
+    classes: list[NodeClass] = []
+    for members in sorted(groups.values(), key=lambda m: m[0]):
+        idx = len(classes)
+        m = np.asarray(members)
+        of[m] = idx
+        classes.append(
+            NodeClass(
+                idx=idx,
+                members=members,
+                gpus=int(arrays.gpus[m].min()),
+                cpu=float(arrays.cpu[m].min()),
+                mem=float(arrays.mem[m].min()),
+                storage=float(arrays.storage[m].min()),
+                shm=float(arrays.shm[m].min()),
+                milli=partial[members[0]],
+                cap_gpus=int(arrays.cap_gpus[members[0]]),
+                scopes={s: scope_value(snap, members[0], s) for s in scopes},
+            )
+        )
+    return classes, of, q_cpu == 0
+
+
+def _partial_shares(arrays: NodeArrays, n: int) -> tuple[int, ...]:
+    """Free milli of each partly used GPU (whole free GPUs are counted in ``gpus``), sorted."""
+    v = arrays.snap.nodes[n]
+    return tuple(sorted(m for m in v.milli_free if 0 < m < 1000))

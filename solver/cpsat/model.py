@@ -1,0 +1,691 @@
+"""Phase 6: one CP-SAT model for the whole batch, started from greedy's answer, within the deadline.
+
+Variables (see ``docs/solver.md`` for the algebra):
+
+* ``placed[p]`` — job ``p`` runs (all replicas or none: gangs are all-or-nothing);
+* ``z[c, k]`` — how many nodes of class ``c`` use packing pattern ``k`` (at most the class's count);
+* ``x[u, c]`` — how many replicas of unit ``u`` go to class ``c``; per class and item type, replicas never
+  exceed the slots the chosen patterns provide;
+* ``b[p, d]`` — gang ``p`` is confined to scope domain ``d`` (rack, block, zone, NVLink domain);
+* ``a[u, s]`` — TPU replica of unit ``u`` takes slice ``s``; slices sharing a chip exclude each other.
+
+Objective, lexicographic by successive solves: (1) maximize priority-weighted demand placed; then, with
+(1) held at the value found, (2) maximize preference score and (3) minimize GPUs left free on the nodes
+touched (best fit, so whole nodes and NVLink domains stay whole for big jobs).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from solver.assignment import Assignment, ReplicaAt
+from solver.candidates import NodeArrays, UnitCandidates
+from solver.cpsat.classes import NodeClass, build_classes
+from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for
+from solver.demand import JobPlan, Unit
+from solver.greedy import State, scope_value
+from solver.policy import Policy
+from solver.rules import all_hold, holds
+from solver.tpu_shapes import tpu_shapes
+from topology.tpu import slices_in_pod
+
+
+@dataclass
+class CpsatResult:
+    """What the CP-SAT phase hands back to the engine."""
+
+    assignment: Assignment | None
+    status: str
+    bound: float | None = None
+    build_s: float = 0.0
+    solve_s: float = 0.0
+    variables: int | None = None
+    constraints: int | None = None
+    classes: int | None = None
+    improves_secondary: bool = False
+    exact: bool = False
+
+
+@dataclass
+class _NodeUnit:
+    p: int
+    ui: int
+    unit: Unit
+    cand: UnitCandidates
+    pref: np.ndarray
+    type_idx: int = -1
+    classes: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Slice:
+    pod: int
+    chips: tuple[tuple[int, ...], ...]
+
+
+class _Deadline(Exception):
+    pass
+
+
+#: Above this many distinct per-replica demands, CPU/memory demands are rounded up to merge them.
+MAX_TYPES = 120
+
+
+def _up(value: float, quantum: float) -> float:
+    """``value`` rounded up to a multiple of ``quantum`` (unchanged when ``quantum`` is 0)."""
+    if not quantum or not value:
+        return value
+    return float(np.ceil(value / quantum - 1e-9) * quantum)
+
+
+def solve(
+    plans: list[JobPlan],
+    candidates: dict[int, list[UnitCandidates]],
+    prefs: dict[int, list[np.ndarray]],
+    anti: dict[int, np.ndarray],
+    arrays: NodeArrays,
+    spot_ok: dict[int, bool],
+    hint: Assignment,
+    policy: Policy,
+    *,
+    deadline: float,
+) -> CpsatResult:
+    """Build and solve the model; ``deadline`` is an absolute ``time.perf_counter()`` value."""
+    t0 = time.perf_counter()
+    try:
+        built = _Builder(plans, candidates, prefs, anti, arrays, spot_ok, hint, policy, deadline).build()
+    except _Deadline:
+        return CpsatResult(None, "BUILD_TIMEOUT", build_s=time.perf_counter() - t0)
+    build_s = time.perf_counter() - t0
+    return built.run(build_s)
+
+
+class _Builder:
+    def __init__(
+        self,
+        plans: list[JobPlan],
+        candidates: dict[int, list[UnitCandidates]],
+        prefs: dict[int, list[np.ndarray]],
+        anti: dict[int, np.ndarray],
+        arrays: NodeArrays,
+        spot_ok: dict[int, bool],
+        hint: Assignment,
+        policy: Policy,
+        deadline: float,
+    ):
+        self.plans, self.candidates, self.prefs, self.anti = plans, candidates, prefs, anti
+        self.arrays, self.snap, self.spot_ok, self.hint, self.policy = (
+            arrays,
+            arrays.snap,
+            spot_ok,
+            hint,
+            policy,
+        )
+        self.deadline = deadline
+        self.m = cp_model.CpModel()
+        #: Whether the model is the real problem (no rounding, no truncated candidate lists).
+        self.exact = True
+
+    def _tick(self) -> None:
+        if time.perf_counter() > self.deadline - 0.05:
+            raise _Deadline
+
+    # -- building ------------------------------------------------------------------------------------------
+    def build(self) -> _Built:
+        plans, snap = self.plans, self.snap
+        ids = sorted(self.candidates)
+        node_units: list[_NodeUnit] = []
+        tpu_units: list[tuple[int, int, Unit]] = []
+        for p in ids:
+            for ui, (u, c) in enumerate(zip(plans[p].units, self.candidates[p], strict=True)):
+                if u.tpu is None:
+                    node_units.append(_NodeUnit(p, ui, u, c, self.prefs[p][ui]))
+                else:
+                    tpu_units.append((p, ui, u))
+        relevant = np.zeros(len(snap.nodes), dtype=bool)
+        for nu in node_units:
+            relevant |= nu.cand.now
+        scopes = sorted({plans[p].scope for p in ids if plans[p].scope})
+        anti_plans = [p for p in ids if self.anti[p].any()]
+        classes, class_of, exact_classes = build_classes(
+            self.arrays, relevant, scopes, [self.anti[p] for p in anti_plans], self.policy
+        )
+        self.exact &= exact_classes
+        self._tick()
+        types, _ = self._item_types(ids, node_units)
+        self._eligible_classes(node_units, classes, class_of)
+        self._tick()
+
+        # Greedy's answer, expressed in classes and patterns: the hint, and patterns that must exist.
+        seeds: dict[int, list[Pattern]] = {}
+        z_hint: dict[tuple[int, Pattern], int] = {}
+        x_hint: dict[tuple[int, int, int], int] = {}
+        key_of = {(nu.p, nu.ui): nu for nu in node_units}
+        per_node: dict[int, dict[int, int]] = {}
+        hint_ok = True
+        for p, reps in self.hint.placed.items():
+            for r in reps:
+                if r.node is None:
+                    continue
+                ui = plans[p].units.index(r.unit)
+                nu = key_of[(p, ui)]
+                c = int(class_of[r.node])
+                if c < 0 or c not in nu.classes:
+                    hint_ok = False
+                    continue
+                counts = per_node.setdefault(r.node, {})
+                counts[nu.type_idx] = counts.get(nu.type_idx, 0) + 1
+                x_hint[(p, ui, c)] = x_hint.get((p, ui, c), 0) + 1
+        for n, counts in per_node.items():
+            c = int(class_of[n])
+            pat = tuple(sorted(counts.items()))
+            # A greedy packing is real (greedy checked every amount exactly on a real node); under rounded
+            # demands or capacities it may not "fit" the class on paper, and is kept all the same so that
+            # greedy's answer stays a solution of the model. Realization re-checks real amounts.
+            if pat not in seeds.setdefault(c, []):
+                seeds[c].append(pat)
+            z_hint[(c, pat)] = z_hint.get((c, pat), 0) + 1
+
+        # Patterns per class over the types eligible there.
+        eligible_types: dict[int, set[int]] = {}
+        for nu in node_units:
+            for c in nu.classes:
+                eligible_types.setdefault(c, set()).add(nu.type_idx)
+        patterns: dict[int, list[Pattern]] = {}
+        for c, tset in sorted(eligible_types.items()):
+            patterns[c] = patterns_for(
+                classes[c], types, sorted(tset), seeds.get(c, []), self.policy.max_patterns_per_class
+            )
+            if len(tset) > DFS_MAX_TYPES or len(patterns[c]) >= self.policy.max_patterns_per_class:
+                self.exact = False  # maximal patterns were not all enumerated
+            self._tick()
+        tpu_slices = self._tpu_slices(tpu_units)
+        self._tick()
+        return _Built(
+            self, ids, node_units, tpu_units, classes, types, patterns, tpu_slices, z_hint, x_hint, hint_ok
+        )
+
+    def _item_types(self, ids: list[int], node_units: list[_NodeUnit]) -> tuple[list[ItemType], dict]:
+        plans = self.plans
+        with_anti = [p for p in ids if plans[p].anti]
+        conflicts: dict[int, set[int]] = {}
+        for p in with_anti:
+            for q in ids:
+                if q == p:
+                    continue
+                if any(holds(r, plans[q].labels) for r in plans[p].anti):
+                    conflicts.setdefault(p, set()).add(q)
+                    conflicts.setdefault(q, set()).add(p)
+        self_anti = {p for p in with_anti if any(holds(r, plans[p].labels) for r in plans[p].anti)}
+        self.conflicts, self.self_anti = conflicts, self_anti
+        units_of: dict[int, list[_NodeUnit]] = {}
+        for nu in node_units:
+            units_of.setdefault(nu.p, []).append(nu)
+
+        def tag_of(nu: _NodeUnit) -> tuple[object, ...] | None:
+            if nu.unit.exclusive or nu.unit.distinct or nu.p in conflicts or nu.p in self_anti:
+                return ("u", nu.p, nu.ui)
+            return None
+
+        # Item types follow distinct demands; when jobs ask for many slightly different CPU/memory
+        # amounts, demands are rounded *up* (valid, slightly conservative) until types are few.
+        q_cpu, q_mem = 0.0, 0.0
+        distinct = {(nu.unit.need, tag_of(nu)) for nu in node_units}
+        while (
+            len({(n.gpus, n.milli, _up(n.cpu, q_cpu), _up(n.mem, q_mem), t) for n, t in distinct}) > MAX_TYPES
+        ):
+            q_cpu = q_cpu * 2 if q_cpu else self.policy.cpu_quantum
+            q_mem = q_mem * 2 if q_mem else self.policy.memory_quantum_gb
+            if q_cpu > 64:
+                break
+        if q_cpu:
+            self.exact = False
+        types: list[ItemType] = []
+        index: dict[tuple[object, ...], int] = {}
+        for nu in node_units:
+            tag = tag_of(nu)
+            confl: set[tuple[object, ...]] = set()
+            if tag is not None:
+                for q in conflicts.get(nu.p, ()):
+                    confl |= {("u", q, o.ui) for o in units_of.get(q, [])}
+                if nu.p in self_anti:
+                    confl |= {("u", nu.p, o.ui) for o in units_of[nu.p] if o.ui != nu.ui}
+            need = nu.unit.need
+            t = ItemType(
+                gpus=need.gpus,
+                milli=need.milli,
+                cpu=_up(need.cpu, q_cpu),
+                mem=_up(need.mem, q_mem),
+                storage=_up(need.storage, q_mem),
+                shm=_up(need.shm, q_mem),
+                tag=tag,
+                cap=1 if tag is not None and (nu.unit.distinct or nu.p in self_anti) else None,
+                exclusive=nu.unit.exclusive,
+                conflicts=frozenset(confl),
+            )
+            if not (t.gpus or t.milli or t.cpu or t.mem or t.storage or t.shm) and t.cap is None:
+                # A replica that takes nothing: any number fits, so cap it at what the batch could ask.
+                t = replace(t, cap=sum(o.unit.replicas for o in node_units))
+            key = (t.gpus, t.milli, t.cpu, t.mem, t.storage, t.shm, t.tag)
+            if key not in index:
+                index[key] = len(types)
+                types.append(t)
+            nu.type_idx = index[key]
+        return types, index
+
+    def _eligible_classes(
+        self, node_units: list[_NodeUnit], classes: list[NodeClass], class_of: np.ndarray
+    ) -> None:
+        limit = self.policy.max_classes_per_unit
+        hinted: dict[tuple[int, int], set[int]] = {}
+        for p, reps in self.hint.placed.items():
+            for r in reps:
+                if r.node is not None and class_of[r.node] >= 0:
+                    ui = self.plans[p].units.index(r.unit)
+                    hinted.setdefault((p, ui), set()).add(int(class_of[r.node]))
+        for nu in node_units:
+            ok = nu.cand.now & ~self.anti[nu.p]
+            cls = sorted({int(class_of[n]) for n in np.flatnonzero(ok) if class_of[n] >= 0})
+            if len(cls) > limit:
+                need = nu.unit.need.gpus
+
+                def rank(c: int, nu: _NodeUnit = nu, need: int = need) -> tuple[float, ...]:
+                    k = classes[c]
+                    return (-float(nu.pref[k.rep]), k.gpus - need, -k.count, c)
+
+                keep = set(sorted(cls, key=rank)[:limit]) | hinted.get((nu.p, nu.ui), set())
+                cls = sorted(keep)
+                self.exact = False
+            nu.classes = cls
+
+    def _tpu_slices(self, tpu_units: list[tuple[int, int, Unit]]) -> dict[tuple[int, int], list[_Slice]]:
+        out: dict[tuple[int, int], list[_Slice]] = {}
+        hinted: dict[tuple[int, int], list[_Slice]] = {}
+        for p, reps in self.hint.placed.items():
+            for r in reps:
+                if r.pod is not None:
+                    ui = self.plans[p].units.index(r.unit)
+                    hinted.setdefault((p, ui), []).append(_Slice(r.pod, tuple(r.chips)))
+        for p, ui, u in tpu_units:
+            assert u.tpu is not None
+            found: list[tuple[tuple[int, str], _Slice]] = []
+            for pv in self.snap.pods:
+                pod = pv.pod
+                if not pod.usable or (u.tpu.type and pod.generation != u.tpu.type):
+                    continue
+                if not self.spot_ok[p] and pod.capacity_class == "spot":
+                    continue
+                if u.rules and not all_hold(u.rules, pod.labels):
+                    continue
+                for shape in tpu_shapes(u.tpu, pod):
+                    for s in slices_in_pod(pod, shape, pv.used):
+                        found.append(((pv.free_chips, pod.name), _Slice(pv.idx, tuple(s.chips))))
+            found.sort(key=lambda f: f[0])
+            chosen = [s for _, s in found[: self.policy.max_slices_per_job]]
+            if len(found) > len(chosen):
+                self.exact = False
+            have = {(s.pod, frozenset(s.chips)) for s in chosen}
+            for s in hinted.get((p, ui), []):
+                if (s.pod, frozenset(s.chips)) not in have:
+                    chosen.append(s)
+            out[(p, ui)] = chosen
+        return out
+
+
+class _Built:
+    def __init__(
+        self,
+        b: _Builder,
+        ids: list[int],
+        node_units: list[_NodeUnit],
+        tpu_units: list[tuple[int, int, Unit]],
+        classes: list[NodeClass],
+        types: list[ItemType],
+        patterns: dict[int, list[Pattern]],
+        tpu_slices: dict[tuple[int, int], list[_Slice]],
+        z_hint: dict[tuple[int, Pattern], int],
+        x_hint: dict[tuple[int, int, int], int],
+        hint_ok: bool,
+    ):
+        self.b, self.m, self.plans, self.policy = b, b.m, b.plans, b.policy
+        self.ids, self.node_units, self.tpu_units = ids, node_units, tpu_units
+        self.classes, self.types, self.patterns, self.tpu_slices = classes, types, patterns, tpu_slices
+        m = self.m
+        self.placed = {p: m.NewBoolVar(f"placed[{p}]") for p in ids}
+        self.z: dict[tuple[int, int], cp_model.IntVar] = {}
+        for c, pats in patterns.items():
+            cnt = classes[c].count
+            zs = []
+            for k in range(len(pats)):
+                v = m.NewIntVar(0, cnt, f"z[{c},{k}]")
+                self.z[(c, k)] = v
+                zs.append(v)
+            m.Add(sum(zs) <= cnt)
+        self.x: dict[tuple[int, int, int], cp_model.IntVar] = {}
+        slots: dict[tuple[int, int], list[cp_model.IntVar]] = {}
+        for nu in node_units:
+            xs = []
+            for c in nu.classes:
+                v = m.NewIntVar(0, nu.unit.replicas, f"x[{nu.p},{nu.ui},{c}]")
+                self.x[(nu.p, nu.ui, c)] = v
+                xs.append(v)
+                slots.setdefault((c, nu.type_idx), []).append(v)
+            m.Add(sum(xs) == nu.unit.replicas * self.placed[nu.p])
+        for (c, t), xs in slots.items():
+            supply = [cnt * self.z[(c, k)] for k, pat in enumerate(patterns[c]) for ti, cnt in pat if ti == t]
+            m.Add(sum(xs) <= sum(supply))
+        # Gang scopes.
+        self.bvars: dict[tuple[int, str], cp_model.IntVar] = {}
+        by_plan: dict[int, list[_NodeUnit]] = {}
+        for nu in node_units:
+            by_plan.setdefault(nu.p, []).append(nu)
+        for p, nus in by_plan.items():
+            scope = self.plans[p].scope
+            if scope is None:
+                continue
+            domains = sorted({str(classes[c].scopes[scope]) for nu in nus for c in nu.classes})
+            bs = {d: m.NewBoolVar(f"b[{p},{d}]") for d in domains}
+            self.bvars.update({(p, d): v for d, v in bs.items()})
+            m.Add(sum(bs.values()) == self.placed[p])
+            for nu in nus:
+                for c in nu.classes:
+                    m.Add(self.x[(p, nu.ui, c)] <= nu.unit.replicas * bs[str(classes[c].scopes[scope])])
+        # TPU slices.
+        self.a: dict[tuple[int, int, int], cp_model.IntVar] = {}
+        covering: dict[tuple[int, tuple[int, ...]], list[cp_model.IntVar]] = {}
+        for p, ui, u in tpu_units:
+            vs = []
+            for s_idx, s in enumerate(tpu_slices[(p, ui)]):
+                v = m.NewBoolVar(f"a[{p},{ui},{s_idx}]")
+                self.a[(p, ui, s_idx)] = v
+                vs.append(v)
+                for chip in s.chips:
+                    covering.setdefault((s.pod, chip), []).append(v)
+            m.Add(sum(vs) == u.replicas * self.placed[p])
+        for vs in covering.values():
+            if len(vs) > 1:
+                m.AddAtMostOne(vs)
+        # Objective levels.
+        self.level1 = sum(self.plans[p].weight * self.placed[p] for p in ids)
+        self.level2 = sum(
+            int(nu.pref[classes[c].rep]) * self.x[(nu.p, nu.ui, c)] for nu in node_units for c in nu.classes
+        )
+        self.level3 = sum(
+            max(0, classes[c].gpus - sum(types[t].gpus * k for t, k in pat)) * self.z[(c, k_idx)]
+            for c, pats in patterns.items()
+            for k_idx, pat in enumerate(pats)
+        )
+        self.l3_max = sum(cl.count * max(cl.gpus, 1) for cl in classes) + 1
+        # Hint from greedy.
+        self.hint_values: dict[cp_model.IntVar, int] = {}
+        placed_hint = set(b.hint.placed)
+        for p in ids:
+            self.hint_values[self.placed[p]] = int(p in placed_hint)
+        for (c, k), v in self.z.items():
+            self.hint_values[v] = z_hint.get((c, patterns[c][k]), 0)
+        for key, v in self.x.items():
+            self.hint_values[v] = x_hint.get(key, 0)
+        for (p, d), v in self.bvars.items():
+            scope = self.plans[p].scope
+            self.hint_values[v] = (
+                int(
+                    any(
+                        self.classes[c].scopes[scope] == d
+                        for (pp, _, c), n in x_hint.items()
+                        if pp == p and n
+                    )  # type: ignore[index]
+                )
+                if p in placed_hint
+                else 0
+            )
+        hinted_slices = {
+            (p, b.plans[p].units.index(r.unit), r.pod, frozenset(r.chips))
+            for p, reps in b.hint.placed.items()
+            for r in reps
+            if r.pod is not None
+        }
+        for (p, ui, s_idx), v in self.a.items():
+            s = tpu_slices[(p, ui)][s_idx]
+            self.hint_values[v] = int((p, ui, s.pod, frozenset(s.chips)) in hinted_slices)
+        for v, val in self.hint_values.items():
+            m.AddHint(v, val)
+        self.hint_ok = hint_ok
+
+    def _solver(self, seconds: float) -> cp_model.CpSolver:
+        s = cp_model.CpSolver()
+        s.parameters.max_time_in_seconds = max(0.01, seconds)
+        s.parameters.random_seed = self.policy.seed
+        if self.policy.reproducible:
+            # One worker and a deterministic-time budget: the same input gives the same answer on any
+            # machine load; the wall-clock limit stays as a safety net.
+            s.parameters.num_workers = 1
+            s.parameters.max_deterministic_time = max(0.01, seconds)
+        else:
+            s.parameters.num_workers = self.policy.workers
+        return s
+
+    def run(self, build_s: float) -> CpsatResult:
+        m, proto = self.m, self.m.Proto()
+        stats = {
+            "variables": len(proto.variables),
+            "constraints": len(proto.constraints),
+            "classes": len(self.classes),
+        }
+        t_solve = time.perf_counter()
+        left = self.b.deadline - time.perf_counter()
+        if left <= 0.02:
+            return CpsatResult(None, "NO_TIME", build_s=build_s, **stats)
+        m.Maximize(self.level1)
+        s1 = self._solver(left * 0.7)
+        st1 = s1.Solve(m)
+        name1 = s1.StatusName(st1)
+        if st1 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return CpsatResult(None, name1, build_s=build_s, solve_s=time.perf_counter() - t_solve, **stats)
+        v1 = round(s1.ObjectiveValue())
+        bound = float(s1.BestObjectiveBound())
+        values = self._values(s1)
+        status = name1
+        # Level 2-3 under level 1 held at what was found.
+        left = self.b.deadline - time.perf_counter()
+        improves = False
+        if left > 0.05:
+            m.ClearHints()
+            for v, val in values.items():
+                m.AddHint(v, val)
+            m.Add(self.level1 >= v1)
+            secondary = self.level2 * self.l3_max - self.level3
+            m.Maximize(secondary)
+            s2 = self._solver(left)
+            st2 = s2.Solve(m)
+            if st2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                values = self._values(s2)
+                greedy_sec = self._secondary_of_hint() if self.hint_ok else None
+                improves = greedy_sec is None or s2.ObjectiveValue() > greedy_sec
+                if st1 != cp_model.OPTIMAL:
+                    status = "FEASIBLE"
+        assignment = self._realize(values)
+        return CpsatResult(
+            assignment,
+            status if assignment is not None else "REALIZE_FAILED",
+            bound=bound,
+            build_s=build_s,
+            solve_s=time.perf_counter() - t_solve,
+            improves_secondary=improves,
+            exact=self.b.exact,
+            **stats,
+        )
+
+    def _values(self, s: cp_model.CpSolver) -> dict[cp_model.IntVar, int]:
+        out = {v: int(s.Value(v)) for v in self.placed.values()}
+        out.update({v: int(s.Value(v)) for v in self.z.values()})
+        out.update({v: int(s.Value(v)) for v in self.x.values()})
+        out.update({v: int(s.Value(v)) for v in self.bvars.values()})
+        out.update({v: int(s.Value(v)) for v in self.a.values()})
+        return out
+
+    def _secondary_of_hint(self) -> int:
+        """Level 2-3 value of greedy's answer, in the same terms as the model's secondary objective."""
+        l2 = sum(
+            int(nu.pref[self.classes[c].rep]) * self.hint_values.get(self.x[(nu.p, nu.ui, c)], 0)
+            for nu in self.node_units
+            for c in nu.classes
+        )
+        l3 = sum(
+            max(0, self.classes[c].gpus - sum(self.types[t].gpus * k for t, k in pat))
+            * self.hint_values.get(self.z[(c, k_idx)], 0)
+            for c, pats in self.patterns.items()
+            for k_idx, pat in enumerate(pats)
+        )
+        return l2 * self.l3_max - l3
+
+    def _repair_order(self, nu: _NodeUnit, c: int, ordered: list[int]) -> Iterator[int]:
+        """Nodes to try for one replica: the class's members, then (repair, for rounded models) any other
+        node where the unit may run now and whose gang scope value is the one the model chose."""
+        yield from ordered
+        scope = self.plans[nu.p].scope
+        want = self.classes[c].scopes.get(scope) if scope else None
+        mask = nu.cand.now & ~self.b.anti[nu.p]
+        members = set(ordered)
+        for node in np.flatnonzero(mask):
+            n = int(node)
+            if n in members:
+                continue
+            if scope and scope_value(self.b.snap, n, scope) != want:
+                continue
+            yield n
+
+    def _realize(self, values: dict[cp_model.IntVar, int]) -> Assignment | None:
+        """Class counts back to concrete nodes and devices: first exactly as the chosen patterns say;
+        if real amounts do not fit that (a rounded model), by first-fit repair within each class."""
+        return self._realize_patterns(values) or self._realize_repair(values)
+
+    def _start(self, values: dict[cp_model.IntVar, int]) -> tuple[set[int], State, Assignment]:
+        placed = {p for p in self.ids if values[self.placed[p]]}
+        out = Assignment(engine="cpsat")
+        for p in placed:
+            out.placed[p] = []
+        return placed, State.of(self.b.arrays), out
+
+    def _finish(
+        self, values: dict[cp_model.IntVar, int], placed: set[int], out: Assignment
+    ) -> Assignment | None:
+        for (p, ui, s_idx), v in self.a.items():
+            if values[v] and p in placed:
+                s = self.tpu_slices[(p, ui)][s_idx]
+                out.placed[p].append(ReplicaAt(unit=self.plans[p].units[ui], pod=s.pod, chips=s.chips))
+        for p in placed:
+            if len(out.placed[p]) != self.plans[p].replicas:
+                return None
+        return out
+
+    def _realize_patterns(self, values: dict[cp_model.IntVar, int]) -> Assignment | None:
+        """Nodes of each class in index order take the chosen patterns in order; each pattern's slots
+        take replicas of their item type, units in order."""
+        placed, state, out = self._start(values)
+        queue: dict[tuple[int, int], list[list[object]]] = {}
+        for nu in self.node_units:
+            if nu.p in placed:
+                for c in nu.classes:
+                    n = values[self.x[(nu.p, nu.ui, c)]]
+                    if n:
+                        queue.setdefault((c, nu.type_idx), []).append([nu, n])
+        try:
+            for c, pats in sorted(self.patterns.items()):
+                members = iter(self.classes[c].members)
+                for k, pat in enumerate(pats):
+                    for _ in range(values[self.z[(c, k)]]):
+                        node = next(members)
+                        for t, cnt in sorted(pat, key=lambda tk: -self.types[tk[0]].milli):
+                            for _ in range(cnt):
+                                q = queue.get((c, t))
+                                while q and q[0][1] == 0:
+                                    q.pop(0)
+                                if not q:
+                                    break
+                                nu = q[0][0]
+                                q[0][1] -= 1  # type: ignore[operator]
+                                if not state.fits_node(node, nu.unit):  # type: ignore[attr-defined]
+                                    return None
+                                gpus, share = state.take(node, nu.unit)  # type: ignore[attr-defined]
+                                out.placed[nu.p].append(
+                                    ReplicaAt(unit=nu.unit, node=node, gpus=gpus, milli=share)
+                                )  # type: ignore[attr-defined]
+        except (StopIteration, ValueError):
+            return None
+        return self._finish(values, placed, out)
+
+    def _realize_repair(self, values: dict[cp_model.IntVar, int]) -> Assignment | None:
+        """Repair for rounded models.
+
+        Per class, replicas (largest first) go to the first member node where their real amounts fit and
+        no per-node rule is broken (distinct replicas, anti-affinity, exclusivity), members ordered as the
+        chosen patterns assign them, then the class's unused members. The patterns guarantee GPU packing;
+        this step re-checks real CPU/memory (which the model may have rounded)."""
+        plans, classes = self.plans, self.classes
+        placed, state, out = self._start(values)
+        wanted: dict[int, list[_NodeUnit]] = {}
+        for nu in self.node_units:
+            if nu.p not in placed:
+                continue
+            for c in nu.classes:
+                wanted.setdefault(c, []).extend([nu] * values[self.x[(nu.p, nu.ui, c)]])
+        on_node: dict[int, set[int]] = {}
+        unit_on: dict[int, set[tuple[int, int]]] = {}
+        conflicts, self_anti = self.b.conflicts, self.b.self_anti
+
+        def allowed(node: int, nu: _NodeUnit) -> bool:
+            if not state.fits_node(node, nu.unit):
+                return False
+            here = on_node.get(node, set())
+            if nu.unit.distinct and (nu.p, nu.ui) in unit_on.get(node, set()):
+                return False
+            if (nu.p in self_anti and nu.p in here) or here & conflicts.get(nu.p, set()):
+                return False
+            if nu.unit.exclusive and here - {nu.p}:
+                return False
+            return not any(any(u.exclusive for u in plans[q].units) for q in here - {nu.p})
+
+        def put(node: int, nu: _NodeUnit) -> None:
+            gpus, share = state.take(node, nu.unit)
+            on_node.setdefault(node, set()).add(nu.p)
+            unit_on.setdefault(node, set()).add((nu.p, nu.ui))
+            out.placed[nu.p].append(ReplicaAt(unit=nu.unit, node=node, gpus=gpus, milli=share))
+
+        # Pass 1: every class on its own members; pass 2: what did not fit, anywhere it may run (so that
+        # repairs never take a node another class was counting on).
+        left: list[tuple[int, _NodeUnit]] = []
+        orders: dict[int, list[int]] = {}
+        try:
+            for c in sorted(wanted):
+                members = classes[c].members
+                n_used = sum(values[self.z[(c, k)]] for k in range(len(self.patterns.get(c, []))))
+                orders[c] = members[:n_used] + members[n_used:]
+                reps = sorted(
+                    wanted[c],
+                    key=lambda nu: (
+                        -nu.unit.need.gpus,
+                        -nu.unit.need.milli,
+                        -nu.unit.need.cpu,
+                        -nu.unit.need.mem,
+                        nu.p,
+                    ),
+                )
+                for nu in reps:
+                    node = next((n for n in orders[c] if allowed(n, nu)), None)
+                    if node is None:
+                        left.append((c, nu))
+                    else:
+                        put(node, nu)
+            for c, nu in left:
+                node = next((n for n in self._repair_order(nu, c, orders[c]) if allowed(n, nu)), None)
+                if node is None:
+                    return None  # real amounts do not fit: greedy's answer stands
+                put(node, nu)
+        except ValueError:
+            return None
+        return self._finish(values, placed, out)

@@ -1,0 +1,263 @@
+"""Packing patterns: what one node of a class can hold at once, as counts of item types.
+
+Why patterns (Gilmore-Gomory's configurations): capacity per class as one sum would be a relaxation (three
+5-GPU replicas "fit" two 8-GPU nodes in total, but not on them). A pattern is a multiset of replicas that
+truly fits one node; the model chooses how many nodes of the class use each pattern, so packing is exact
+while the model's size follows classes and item types, not nodes.
+
+An **item type** is a per-replica demand. Replicas of different jobs with the same demand share a type,
+unless a job needs per-node rules: ``distinct`` replicas (one per node), exclusive nodes, or anti-affinity
+with other jobs of the batch; such units get a *tagged* type of their own, with a per-node cap, an
+exclusivity flag, and the tags they may not share a node with.
+
+Patterns per class: every pattern greedy used (so its answer is a valid hint), one greedy-filled pattern
+seeded by each type, then a depth-first enumeration of maximal patterns until ``limit``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from solver.cpsat.classes import NodeClass
+
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class ItemType:
+    """One per-replica demand (with per-node rules when tagged)."""
+
+    gpus: int
+    milli: int
+    cpu: float
+    mem: float
+    storage: float
+    shm: float
+    tag: tuple[object, ...] | None = None
+    cap: int | None = None
+    exclusive: bool = False
+    conflicts: frozenset[tuple[object, ...]] = field(default_factory=frozenset)
+
+    def size(self) -> tuple[float, ...]:
+        return (self.gpus, self.milli, self.cpu, self.mem)
+
+
+Pattern = tuple[tuple[int, int], ...]  # ((type index, count), ...) sorted by type index
+
+
+def fits(cls: NodeClass, types: list[ItemType], counts: dict[int, int]) -> bool:
+    """Whether ``counts`` of the item types fit one node of ``cls`` together."""
+    g = cpu = mem = sto = shm = 0.0
+    shares: list[int] = []
+    tags: set[tuple[object, ...]] = set()
+    exclusive_tag = None
+    for t_idx, k in counts.items():
+        if k <= 0:
+            continue
+        t = types[t_idx]
+        if t.cap is not None and k > t.cap:
+            return False
+        g += t.gpus * k
+        cpu += t.cpu * k
+        mem += t.mem * k
+        sto += t.storage * k
+        shm += t.shm * k
+        shares.extend([t.milli] * k if t.milli else [])
+        if t.tag is not None:
+            tags.add(t.tag)
+            if t.exclusive:
+                exclusive_tag = t.tag
+    if (
+        g > cls.gpus
+        or cpu > cls.cpu + EPS
+        or mem > cls.mem + EPS
+        or sto > cls.storage + EPS
+        or shm > cls.shm + EPS
+    ):
+        return False
+    if exclusive_tag is not None and (
+        len(tags) > 1 or any(types[i].tag is None for i in counts if counts[i])
+    ):
+        return False
+    for t_idx, k in counts.items():
+        if k and types[t_idx].conflicts & tags:
+            return False
+    if shares:
+        bins = [1000] * (cls.gpus - int(g)) + list(cls.milli)
+        for s in sorted(shares, reverse=True):  # first-fit decreasing: conservative, never wrong
+            for i, free in enumerate(bins):
+                if free >= s:
+                    bins[i] = free - s
+                    break
+            else:
+                return False
+    return True
+
+
+def _as_pattern(counts: dict[int, int]) -> Pattern:
+    return tuple(sorted((i, k) for i, k in counts.items() if k > 0))
+
+
+class Packer:
+    """One node being filled item by item, with running totals (O(1) per item but for GPU shares).
+
+    Used to generate patterns quickly; :func:`fits` stays the reference check for whole patterns.
+    """
+
+    __slots__ = (
+        "bins",
+        "counts",
+        "cpu",
+        "exclusive",
+        "gpus",
+        "mem",
+        "shm",
+        "storage",
+        "tags",
+        "types",
+        "untagged",
+    )
+
+    def __init__(self, cls: NodeClass, types: list[ItemType]):
+        self.types = types
+        self.gpus, self.cpu, self.mem, self.storage, self.shm = (
+            cls.gpus,
+            cls.cpu,
+            cls.mem,
+            cls.storage,
+            cls.shm,
+        )
+        self.bins = list(cls.milli)
+        self.counts: dict[int, int] = {}
+        self.tags: set[tuple[object, ...]] = set()
+        self.exclusive: tuple[object, ...] | None = None
+        self.untagged = 0
+
+    def add(self, i: int) -> bool:
+        """Add one item of type ``i`` if it fits (and return whether it did)."""
+        t = self.types[i]
+        k = self.counts.get(i, 0)
+        if t.cap is not None and k + 1 > t.cap:
+            return False
+        if (
+            t.gpus > self.gpus
+            or t.cpu > self.cpu + EPS
+            or t.mem > self.mem + EPS
+            or t.storage > self.storage + EPS
+            or t.shm > self.shm + EPS
+        ):
+            return False
+        if self.exclusive is not None and t.tag != self.exclusive:
+            return False
+        if t.exclusive and (self.untagged or (self.tags - {t.tag})):
+            return False
+        if t.conflicts & self.tags or (
+            t.tag is not None and any(t.tag in self.types[j].conflicts for j in self.counts)
+        ):
+            return False
+        gpus = t.gpus
+        if t.milli:
+            for b, free in enumerate(self.bins):
+                if free >= t.milli:
+                    self.bins[b] = free - t.milli
+                    break
+            else:
+                if self.gpus - gpus < 1:
+                    return False
+                gpus += 1  # open a whole GPU for shares
+                self.bins.append(1000 - t.milli)
+        self.gpus -= gpus
+        self.cpu -= t.cpu
+        self.mem -= t.mem
+        self.storage -= t.storage
+        self.shm -= t.shm
+        self.counts[i] = k + 1
+        if t.tag is None:
+            self.untagged += 1
+        else:
+            self.tags.add(t.tag)
+            if t.exclusive:
+                self.exclusive = t.tag
+        return True
+
+
+def _fill(cls: NodeClass, types: list[ItemType], order: list[int]) -> dict[int, int]:
+    packer = Packer(cls, types)
+    for i in order:
+        while packer.add(i):
+            pass
+    return packer.counts
+
+
+#: Depth-first enumeration of maximal patterns only runs when a class has at most this many item types.
+DFS_MAX_TYPES = 10
+
+
+def patterns_for(
+    cls: NodeClass, types: list[ItemType], eligible: list[int], seeds: list[Pattern], limit: int
+) -> list[Pattern]:
+    """Patterns for one class over the ``eligible`` item types: ``seeds`` first (kept even beyond
+    ``limit``), then greedy fills seeded by each type, then (for few types) a bounded depth-first
+    enumeration of maximal patterns."""
+    out: list[Pattern] = []
+    seen: set[Pattern] = set()
+
+    def add(p: Pattern) -> None:
+        if p and p not in seen:
+            seen.add(p)
+            out.append(p)
+
+    for p in seeds:
+        add(p)
+    budget = limit + len(seeds)
+    order = sorted(eligible, key=lambda i: tuple(-x for x in types[i].size()))
+    for i in order:
+        if len(out) >= budget:
+            break
+        add(_as_pattern(_fill(cls, types, [i, *[j for j in order if j != i]])))
+    if len(out) < budget and len(order) <= DFS_MAX_TYPES:
+        _dfs(cls, types, order, 0, {}, out, seen, budget)
+    return out
+
+
+def _dfs(
+    cls: NodeClass,
+    types: list[ItemType],
+    order: list[int],
+    pos: int,
+    counts: dict[int, int],
+    out: list[Pattern],
+    seen: set[Pattern],
+    budget: int,
+) -> None:
+    if len(out) >= budget:
+        return
+    if pos == len(order):
+        p = _as_pattern(counts)
+        if p and p not in seen and _maximal(cls, types, order, counts):
+            seen.add(p)
+            out.append(p)
+        return
+    i = order[pos]
+    k = 0
+    while True:
+        counts[i] = k + 1
+        if not fits(cls, types, counts):
+            break
+        k += 1
+    for c in range(k, -1, -1):
+        counts[i] = c
+        _dfs(cls, types, order, pos + 1, counts, out, seen, budget)
+        if len(out) >= budget:
+            break
+    counts.pop(i, None)
+
+
+def _maximal(cls: NodeClass, types: list[ItemType], order: list[int], counts: dict[int, int]) -> bool:
+    for i in order:
+        counts[i] = counts.get(i, 0) + 1
+        ok = fits(cls, types, counts)
+        counts[i] -= 1
+        if ok:
+            return False
+    return True
