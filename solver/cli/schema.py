@@ -1,4 +1,6 @@
-"""``placer schema {job,inventory}``: print a JSON Schema of placer's input/output documents."""
+"""``placer schema {job,inventory,queue-config,decision}``: print a JSON Schema of placer's input/output
+documents. Schemas use field aliases (``by_alias=True``), so the decision's eviction shows ``for``, the
+name backends read, rather than the Python attribute ``for_``."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ SCHEMAS: dict[str, str] = {
     "job": "solver.jobs.model:Job",
     "inventory": "topology.inventory:Inventory",
     "queue-config": "solver.jobs.queues:QueueConfig",
+    "decision": "solver.decision:Decision",
 }
 
 
@@ -27,7 +30,7 @@ def schema(name: str) -> dict[str, Any]:
     module, cls = SCHEMAS[name].split(":")
     model = getattr(importlib.import_module(module), cls)
     out: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
-    out.update(model.model_json_schema())
+    out.update(model.model_json_schema(by_alias=True))
     return out
 
 

@@ -1,0 +1,123 @@
+"""Random batches through ``place()``: whatever the jobs ask, the decision answers every job exactly once
+and the independent checker finds no violation (placement-rules.md rules 1-15), on a small mixed cluster
+with running jobs. Hypothesis shrinks any failure to a minimal batch.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solver.engine import place
+from solver.jobs.model import (
+    GpuAffinity,
+    GpuDemand,
+    Job,
+    LabelRule,
+    Placement,
+    TaskGroup,
+    TpuDemand,
+)
+from solver.policy import Policy
+from tests.solver.conftest import ENGINES, NOW, assert_valid, no_hang
+from topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference, tpu_pod
+
+CLUSTER = cluster_of(
+    dgx_h100(3, nodes_per_rack=2, labels={"net": "ib"}),
+    pcie_inference(2),
+    cpu_nodes(2, labels={"disk": "ssd"}),
+    gb200_nvl72(1),
+    tpu_pod("v5e", shape=(4, 4)),
+).with_allocations(
+    [
+        {"job": "run-a", "labels": {"app": "db"}, "replicas": [{"node": "dgx-h100-r1-1", "gpus": [0, 1, 2]}]},
+        {"job": "run-b", "replicas": [{"node": "l4-1", "gpus": [0], "gpu_milli": 400, "cpu_cores": 8}]},
+        {"job": "run-t", "replicas": [{"tpu_pod": "v5e-pod", "tpu_chips": [[0, 0], [0, 1]]}]},
+    ]
+)
+
+#: A hang found by hypothesis is re-run while shrinking: fail each run quickly.
+FUZZ_GUARD_S = 2.0
+
+RULES = st.sampled_from(
+    [
+        LabelRule(key="net", operator="In", values=["ib"]),
+        LabelRule(key="disk", operator="Exists"),
+        LabelRule(key="gpu_count", operator="Gte", values=["8"]),
+        LabelRule(key="rack", operator="NotIn", values=["rack-1"]),
+        LabelRule(key="hostname", operator="Matches", values=["*-2"]),
+    ]
+)
+ANTI = st.sampled_from(
+    [
+        LabelRule(key="app", operator="In", values=["db"]),
+        LabelRule(key="job_type", operator="In", values=["t"]),
+    ]
+)
+
+
+@st.composite
+def gpu_demand(draw: st.DrawFn) -> GpuDemand | None:
+    kind = draw(st.sampled_from(["none", "whole", "share"]))
+    if kind == "none":
+        return None
+    if kind == "share":
+        return GpuDemand(count=1, share_milli=draw(st.sampled_from([250, 500, 700])))
+    return GpuDemand(
+        count=draw(st.sampled_from([1, 2, 4, 8, 12, 16])),
+        types=draw(st.sampled_from([[], ["nvidia-h100"], ["nvidia-l4"], ["nvidia-gb200", "nvidia-h100"]])),
+        interconnect=draw(st.sampled_from(["any", "nvlink"])),
+        min_compute_capability=draw(st.sampled_from([None, "8.9", "10.0"])),
+    )
+
+
+@st.composite
+def jobs(draw: st.DrawFn, i: int) -> Job:
+    if draw(st.integers(0, 9)) == 0:
+        tasks = [
+            TaskGroup(tpu=TpuDemand(type="v5e", topology=draw(st.sampled_from([(2, 2), (2, 4), (4, 4)]))))
+        ]
+    else:
+        gpu = draw(gpu_demand())
+        count = draw(st.integers(1, 3)) if gpu is None or gpu.count <= 8 else 1
+        tasks = [
+            TaskGroup(
+                count=count,
+                cpu_cores=draw(st.sampled_from([0, 4, 32, 100])),
+                memory_gb=draw(st.sampled_from([0, 64, 512])),
+                gpu=gpu,
+                one_per_node=draw(st.booleans()),
+                exclusive=draw(st.integers(0, 5)) == 0,
+            )
+        ]
+    placement = Placement(
+        required=draw(st.lists(RULES, max_size=2)),
+        anti_affinity=draw(st.lists(ANTI, max_size=1)),
+        gpu_affinity=draw(st.sampled_from([None, None, GpuAffinity.SPREAD, GpuAffinity.DEDICATED])),
+        topology_scope=draw(st.sampled_from([None, None, "rack", "node"])),
+    )
+    return Job(
+        id=f"j{i}",
+        type=draw(st.sampled_from([None, "t"])),
+        priority_class=draw(st.sampled_from(["spot", "on-demand", "reserved"])),
+        distributed_strategy=draw(st.sampled_from([None, "none", "fsdp"])),
+        tasks=tasks,
+        placement=placement,
+    )
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> list[Job]:
+    n = draw(st.integers(1, 8))
+    return [draw(jobs(i)) for i in range(n)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@given(batch=batches())
+def test_random_batches_give_valid_decisions(engine: str, batch: list[Job]) -> None:
+    with no_hang(1.0 + FUZZ_GUARD_S):
+        decision = place(batch, CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW)
+    assert_valid(decision, batch, CLUSTER)
+    for p in decision.pending:
+        assert p.reasons and all(r.code and r.message for r in p.reasons)

@@ -1,0 +1,133 @@
+"""Why a job is pending (``solver/explain.py``: the reason codes of ``docs/decision.md``), priority between
+batch jobs, and rejected jobs. Each test builds a situation where exactly one code is right and checks
+the code, the details, and that the message names the constraint.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.jobs import check_batch, read_text
+from solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
+from tests.solver.conftest import Solve, gpus_of, nodes_of, reason_codes
+from topology import Cluster, cluster_of, dgx_h100, pcie_inference
+
+
+def gpu_job(job_id: str, gpus: int, **kw: object) -> Job:
+    return Job(id=job_id, tasks=[TaskGroup(gpu=GpuDemand(count=gpus))], **kw)  # type: ignore[arg-type]
+
+
+def half_busy_dgx() -> Cluster:
+    """One DGX H100 with GPUs 0-3 held by a running job: 4 free."""
+    return cluster_of(dgx_h100(1)).with_allocations(
+        [{"job": "running", "replicas": [{"node": "dgx-h100", "gpus": [0, 1, 2, 3]}]}]
+    )
+
+
+def test_unsatisfiable_names_the_constraint_and_counts_nodes(solve: Solve) -> None:
+    c = cluster_of(dgx_h100(2), pcie_inference(3))
+    job = Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=1, types=["nvidia-l4"], min_memory_gb=40))])
+    d = solve([job], c)
+    assert reason_codes(d, "a") == ["UNSATISFIABLE"]
+    r = d.pending[0].reasons[0]
+    # The 2 DGX fail the type check first; the 3 L4 (24 GB) fail the memory check.
+    assert r.details["eliminated"] == {"gpu_type": 2, "gpu_memory": 3}
+    assert "GPU type" in r.message and "GPU memory" in r.message
+
+
+def test_insufficient_capacity_when_running_jobs_hold_the_room(solve: Solve) -> None:
+    d = solve([gpu_job("a", 8)], half_busy_dgx())  # 8 > 4 free, 8 <= 8 on the empty node
+    assert reason_codes(d, "a") == ["INSUFFICIENT_CAPACITY"]
+    r = d.pending[0].reasons[0]
+    assert r.details["blocked"] == {"busy": 1}
+    assert "8 GPUs" in r.message and "empty cluster" in r.message
+
+
+def test_lost_to_higher_priority_names_the_winner(solve: Solve) -> None:
+    # 4 free GPUs; a reserved 4-GPU job and an on-demand 4-GPU job: the reserved one takes them.
+    d = solve([gpu_job("od", 4), gpu_job("res", 4, priority_class="reserved")], half_busy_dgx())
+    assert sorted(g for _, g in gpus_of(d, "res")) == [4, 5, 6, 7]
+    assert reason_codes(d, "od") == ["LOST_TO_HIGHER_PRIORITY"]
+    r = d.pending[0].reasons[0]
+    assert r.details["jobs"] == ["res"]
+    assert "res" in r.message
+
+
+def test_no_nvlink_domain(solve: Solve) -> None:
+    # Two DGX with 4 free each (8 free in all): an 8-GPU NVLink job fits no single domain now...
+    c = cluster_of(dgx_h100(2)).with_allocations(
+        [{"job": f"r{i}", "replicas": [{"node": f"dgx-h100-{i}", "gpus": [0, 1, 2, 3]}]} for i in (1, 2)]
+    )
+    job = Job(
+        id="nv",
+        distributed_strategy="fsdp",
+        tasks=[TaskGroup(count=2, gpu=GpuDemand(count=4, interconnect="nvlink"))],
+    )
+    d = solve([job], c)
+    # ...and its 2 replicas of 4 each fit some node now, so the blocker is the domain, not capacity.
+    assert reason_codes(d, "nv") == ["NO_NVLINK_DOMAIN"]
+    assert "NVLink domain" in d.pending[0].reasons[0].message
+
+
+@pytest.mark.parametrize("order", ["reserved-first", "reserved-last"])
+def test_reserved_wins_the_last_free_gpus_regardless_of_batch_order(solve: Solve, order: str) -> None:
+    res = gpu_job("res", 4, priority_class="reserved")
+    od = gpu_job("od", 4, priority_class="on-demand")
+    spot = gpu_job("spot", 4, priority_class="spot")
+    batch = [res, od, spot] if order == "reserved-first" else [spot, od, res]
+    d = solve(batch, half_busy_dgx())
+    assert [p.job for p in d.placements] == ["res"]
+    assert sorted(p.job for p in d.pending) == ["od", "spot"]
+
+
+def test_on_demand_beats_spot(solve: Solve) -> None:
+    d = solve([gpu_job("spot", 4, priority_class="spot"), gpu_job("od", 4)], half_busy_dgx())
+    assert [p.job for p in d.placements] == ["od"]
+    assert reason_codes(d, "spot") == ["LOST_TO_HIGHER_PRIORITY"]
+
+
+def test_numeric_priority_breaks_ties_within_a_class(solve: Solve) -> None:
+    d = solve([gpu_job("low", 4, priority=1), gpu_job("high", 4, priority=50)], half_busy_dgx())
+    assert [p.job for p in d.placements] == ["high"]
+
+
+def test_placed_job_carries_its_priority_class(solve: Solve) -> None:
+    d = solve([gpu_job("res", 1, priority_class="reserved")], cluster_of(dgx_h100(1)))
+    assert d.placement_of("res").priority_class == "reserved"  # type: ignore[union-attr]
+
+
+# -- rejected jobs ----------------------------------------------------------------------------------------
+
+
+def test_invalid_job_goes_to_rejected_with_its_errors(solve: Solve) -> None:
+    rs = read_text('[{"id": "bad", "ext_ml_gpu_count": -1}, {"id": "good", "ext_ml_gpu_count": 1}]')
+    d = solve(rs, cluster_of(dgx_h100(1)))
+    assert [r.job for r in d.rejected] == ["bad"]
+    assert d.rejected[0].errors[0]["code"] == "range"
+    assert d.rejected[0].errors[0]["path"].endswith("ext_ml_gpu_count")
+    assert nodes_of(d, "good") == ["dgx-h100"]
+
+
+def test_duplicate_ids_are_rejected_once(solve: Solve) -> None:
+    # Rule 1: every input job id appears exactly once across placements, pending and rejected — a
+    # duplicated id is rejected (which copy was meant is unknowable), in one entry.
+    d = solve([gpu_job("twin", 1), gpu_job("twin", 2)], cluster_of(dgx_h100(1)))
+    assert [r.job for r in d.rejected] == ["twin"]
+    assert d.placements == [] and d.pending == []
+    assert d.rejected[0].errors[0]["code"] == "duplicate"
+
+
+def test_duplicate_ids_from_documents_are_rejected_once(solve: Solve) -> None:
+    rs = read_text('[{"id": "twin", "ext_ml_gpu_count": 1}]') + read_text('[{"id": "twin"}]')
+    rs = check_batch(rs)
+    assert [r.ok for r in rs] == [False, False]
+    d = solve(rs, cluster_of(dgx_h100(1)))
+    assert [r.job for r in d.rejected] == ["twin"]
+
+
+def test_job_with_an_undeclared_reservation_is_rejected(solve: Solve) -> None:
+    # Rule 15: without the reservation declared, the job must not be placed.
+    job = gpu_job("held", 1, reservation=ReservationRef(id="res-42"))
+    d = solve([job], cluster_of(dgx_h100(1)))
+    assert [r.job for r in d.rejected] == ["held"]
+    assert "res-42" in d.rejected[0].errors[0]["message"]
