@@ -3,6 +3,8 @@
 The public API is re-exported here lazily (PEP 562), so that ``import solver`` or reading jobs does not
 import OR-Tools; names resolve on first use.
 
+* Deciding: ``place(jobs, cluster, policy, now=...) -> Decision`` and ``Policy`` (engine, time limit,
+  seed, weights); the independent checker is ``solver.check.check(decision, jobs, cluster)``.
 * Jobs: ``solver.jobs`` — ``read_files``, ``read_text``, ``Job``, ``ReadOptions``, ``Issue`` ...
 
 >>> import solver
@@ -18,20 +20,26 @@ from typing import Any
 
 #: Public name -> module that defines it.
 _EXPORTS: dict[str, str] = {
-    name: "solver.jobs"
-    for name in (
-        "Issue",
-        "Job",
-        "JobValidationError",
-        "QueueConfig",
-        "ReadOptions",
-        "ReadResult",
-        "check_batch",
-        "read_file",
-        "read_files",
-        "read_object",
-        "read_text",
-    )
+    "place": "solver.engine",
+    "Policy": "solver.policy",
+    "Decision": "solver.decision",
+    "Violation": "solver.checks",
+    **{
+        name: "solver.jobs"
+        for name in (
+            "Issue",
+            "Job",
+            "JobValidationError",
+            "QueueConfig",
+            "ReadOptions",
+            "ReadResult",
+            "check_batch",
+            "read_file",
+            "read_files",
+            "read_object",
+            "read_text",
+        )
+    },
 }
 
 __all__ = sorted(_EXPORTS)

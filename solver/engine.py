@@ -369,7 +369,13 @@ def _unsatisfiable_why(
     """Why the job could not run even on the empty cluster, or None when it could."""
     biggest = snap.biggest_node_gpus
     for u in plan.units:
-        if u.gpu is not None and u.tpu is None and not u.split and u.need.gpus > biggest:
+        if (
+            u.gpu is not None
+            and u.tpu is None
+            and not u.split
+            and u.need.gpus > biggest
+            and not plan.job.may_span_nodes()
+        ):
             strategy = plan.job.distributed_strategy
             name = strategy.value if strategy else "unset"
             return (
