@@ -56,12 +56,20 @@ def _count_inner_gpus(spec: NodeSpec) -> int:
     return n
 
 
+#: The GPU type importers write when the source gives no model; accepted without ``memory_gb``.
+UNKNOWN_GPU_TYPE = "unknown-gpu"
+
+
 def _gpu_facts(spec: NodeSpec, item: str, source: str, problems: list[Problem]) -> tuple | None:
     """(type, count, memory, cc, interconnect) of a node spec's GPUs, or None when it has none / is bad."""
     g = spec.gpus
     if g is None or g.count == 0:
         return None
     product = parse_gpu_product(g.type)
+    if product is None and g.type.strip().lower() == UNKNOWN_GPU_TYPE:
+        # An importer saw GPUs but not their model (Slurm ``gpu:8``, a JGF gpu vertex without ``model``):
+        # they count and can be placed on, but no type, VRAM or compute-capability request matches them.
+        return (UNKNOWN_GPU_TYPE, g.count, g.memory_gb, g.compute_capability, g.interconnect or "pcie")
     if product is None:
         if g.memory_gb is None:
             problems.append(

@@ -260,3 +260,17 @@ def test_malformed_records_name_file_item_problem(text: str, item: str, problem:
 def test_not_text() -> None:
     with pytest.raises(TopologyError, match=r"nodes.txt: document: expected scontrol show node text"):
         parse_slurm({"NodeName": "x"}, source="nodes.txt")
+
+
+def test_untyped_gres_builds_a_cluster_whose_gpus_match_no_typed_request() -> None:
+    # "Gres=gpu:8" names no model: the node has 8 GPUs of type unknown-gpu, placeable by count only.
+    from topology import build_cluster, summary
+
+    text = (
+        "NodeName=g01 Arch=x86_64 CoresPerSocket=16 CPUTot=32 RealMemory=257000 Sockets=2 "
+        "ThreadsPerCore=1 Gres=gpu:8 State=IDLE Partitions=gpu"
+    )
+    cluster = build_cluster(parse_slurm(text, source="nodes.txt"), source="nodes.txt")
+    node = cluster.node("g01")
+    assert (node.gpu_type, node.gpu_count, node.gpu_memory_gb) == ("unknown-gpu", 8, None)
+    assert summary(cluster)["gpus"] == {"unknown-gpu": 8}
