@@ -32,6 +32,8 @@ class Assignment:
 
     placed: dict[int, list[ReplicaAt]] = field(default_factory=dict)
     engine: str = "greedy"
+    #: Plans the engine did not get to before its deadline (they stay pending, NOT_CONSIDERED).
+    skipped: set[int] = field(default_factory=set)
 
     def placed_weight(self, plans: list[JobPlan]) -> int:
         return sum(plans[i].weight for i in self.placed)

@@ -125,7 +125,33 @@ class NodeArrays:
         return cached  # type: ignore[return-value]
 
     def fits(self, need: Need, *, free: bool = True) -> np.ndarray:
-        """Boolean mask of nodes where one replica of ``need`` fits (now, or on the empty node)."""
+        """Boolean mask of nodes where one replica of ``need`` fits (now, or on the empty node); cached per
+        distinct need, as batches repeat the same few shapes. Callers must not modify the mask."""
+        key = ("__fits__", need, free)
+        hit = self._static_cache.get(key)
+        if hit is None:
+            hit = self._fits(need, free)
+            self._static_cache[key] = hit  # type: ignore[assignment]
+        return hit  # type: ignore[return-value]
+
+    def scope_codes(self, scope: str) -> np.ndarray:
+        """Per node, an integer code of its value of gang scope ``scope`` (-1 when none); cached."""
+        from solver.greedy import scope_value
+
+        key = ("__scope__", scope)
+        cached = self._static_cache.get(key)
+        if cached is None:
+            ids: dict[str, int] = {}
+            vals = [scope_value(self.snap, v.idx, scope) for v in self.snap.nodes]
+            cached = np.fromiter(
+                (-1 if x is None else ids.setdefault(x, len(ids)) for x in vals),
+                dtype=np.int64,
+                count=len(vals),
+            )
+            self._static_cache[key] = cached  # type: ignore[assignment]
+        return cached  # type: ignore[return-value]
+
+    def _fits(self, need: Need, free: bool) -> np.ndarray:
         eps = 1e-9
         if free:
             gpus, cpu, mem, sto, shm = self.gpus, self.cpu, self.mem, self.storage, self.shm
@@ -273,6 +299,11 @@ def anti_affinity_mask(anti: tuple, arrays: NodeArrays) -> np.ndarray:
     out = np.zeros(len(arrays.snap.nodes), dtype=bool)
     if not anti:
         return out
+    key = ("__anti__", *(r.model_dump_json() for r in anti))
+    cached = arrays._static_cache.get(key)
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    arrays._static_cache[key] = out  # type: ignore[assignment]
     for idx, labels in arrays.running_labels():
         if any(holds(r, lab) for lab in labels for r in anti):
             out[idx] = True

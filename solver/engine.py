@@ -32,9 +32,9 @@ import numpy as np
 from solver.assignment import Assignment, objective
 from solver.candidates import NodeArrays, UnitCandidates, anti_affinity_mask, batch_keys, unit_candidates
 from solver.decision import Decision, JobPlacement, PendingJob, Reason, RejectedJob, ReplicaPlacement, Stats
-from solver.demand import JobPlan, expand
-from solver.explain import pending_reasons, unsatisfiable
-from solver.greedy import greedy, priority_order, scope_value
+from solver.demand import JobPlan, Unit, expand
+from solver.explain import not_considered, owners_of, pending_reasons, unsatisfiable
+from solver.greedy import greedy, priority_order
 from solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreference
 from solver.policy import Policy
 from solver.scoring import preference_scores
@@ -142,11 +142,20 @@ def place(
     anti: dict[int, np.ndarray] = {}
     spot_ok: dict[int, bool] = {}
     unsat: dict[int, Reason] = {}
-    for plan in plans:
+    skipped: set[int] = set()
+    # In priority order, so that if the deadline comes first, the jobs left unconsidered are the least
+    # important ones (they stay pending with NOT_CONSIDERED, for the next cycle).
+    order = priority_order(plans)
+    deadline = t0 + policy.time_limit_s - RESERVE_S - RESERVE_PER_REPLICA_S * sum(p.replicas for p in plans)
+    for k, i in enumerate(order):
+        plan = plans[i]
+        if k % 16 == 0 and time.perf_counter() > deadline:
+            skipped.update(order[k:])
+            break
         ok = plan.job.placement.spot_preference is not SpotPreference.ON_DEMAND_ONLY
         spot_ok[plan.idx] = ok
         cands = [unit_candidates(u, arrays, nvlink=plan.nvlink, spot_ok=ok) for u in plan.units]
-        why = _unsatisfiable_why(plan, cands, snap, ok)
+        why = _unsatisfiable_why(plan, cands, snap, ok, arrays)
         if why is not None:
             unsat[plan.idx] = unsatisfiable(plan, cands, why)
             continue
@@ -156,8 +165,8 @@ def place(
     build_s = time.perf_counter() - t_build
 
     # 5. greedy
-    order = priority_order(plans)
-    best = greedy(plans, candidates, prefs, anti, arrays, spot_ok, order)
+    best = greedy_best = greedy(plans, candidates, prefs, anti, arrays, spot_ok, order, deadline=deadline)
+    skipped |= {i for i in best.skipped if i not in best.placed}
     stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
     stats.greedy_objective = float(objective(best, plans))
     stats.objective = stats.greedy_objective
@@ -207,29 +216,33 @@ def place(
         stats.gap = 0.0 if stats.bound == 0 else (stats.bound - stats.objective) / stats.bound
 
     # 7. the Decision
-    _emit(decision, best, plans, snap)
-    for plan in plans:
-        if plan.idx in best.placed:
-            continue
-        if plan.idx in unsat:
-            decision.pending.append(PendingJob(job=plan.id, reasons=[unsat[plan.idx]]))
-        else:
-            decision.pending.append(
-                PendingJob(
-                    job=plan.id, reasons=pending_reasons(plan, candidates[plan.idx], best, plans, snap)
-                )
-            )
+    def answer(assignment: Assignment) -> Decision:
+        out = Decision(rejected=list(decision.rejected), pending=list(decision.pending))
+        _emit(out, assignment, plans, snap)
+        owners = owners_of(assignment, plans)
+        for plan in plans:
+            if plan.idx in assignment.placed:
+                continue
+            if plan.idx in skipped:
+                reasons = [not_considered(policy.time_limit_s)]
+            elif plan.idx in unsat:
+                reasons = [unsat[plan.idx]]
+            else:
+                reasons = pending_reasons(plan, candidates[plan.idx], assignment, plans, snap, owners)
+            out.pending.append(PendingJob(job=plan.id, reasons=reasons))
+        return out
+
+    final = answer(best)
     if policy.verify and stats.engine == "cpsat":
         from solver.check import check
 
-        violations = check(decision, [*admitted], cluster, now=now)
-        if violations:  # never trust the solver's own word: fall back to greedy
-            decision = _fallback(
-                decision, plans, candidates, prefs, anti, arrays, spot_ok, order, unsat, snap
-            )
+        violations = check(final, [*admitted], cluster, now=now)
+        if violations:  # never trust the solver's own word: greedy's answer stands
+            final = answer(greedy_best)
             stats.engine = "greedy"
             stats.status = f"CPSAT_REJECTED_BY_CHECKER: {violations[0].message}"[:300]
             stats.objective = stats.greedy_objective
+    decision = final
     decision.pending.sort(key=lambda p: p.job)
     decision.rejected = _merge_rejected(decision.rejected)
     stats.build_s = round(build_s, 6)
@@ -237,24 +250,6 @@ def place(
     stats.wall_s = round(time.perf_counter() - t0, 6)
     decision.stats = stats
     return decision
-
-
-def _fallback(decision, plans, candidates, prefs, anti, arrays, spot_ok, order, unsat, snap):  # type: ignore[no-untyped-def]
-    fresh = Decision(rejected=decision.rejected)
-    best = greedy(plans, candidates, prefs, anti, arrays, spot_ok, order)
-    _emit(fresh, best, plans, snap)
-    placed_ids = {plans[i].id for i in best.placed}
-    fresh.pending = [p for p in decision.pending if p.job not in {pl.id for pl in plans}]
-    for plan in plans:
-        if plan.id in placed_ids:
-            continue
-        reasons = (
-            [unsat[plan.idx]]
-            if plan.idx in unsat
-            else pending_reasons(plan, candidates[plan.idx], best, plans, snap)
-        )
-        fresh.pending.append(PendingJob(job=plan.id, reasons=reasons))
-    return fresh
 
 
 def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap: Snapshot) -> None:
@@ -364,7 +359,7 @@ def _max_node_gpus(job: Job, by_type: dict[str, int]) -> int:
 
 
 def _unsatisfiable_why(
-    plan: JobPlan, cands: list[UnitCandidates], snap: Snapshot, spot_ok: bool
+    plan: JobPlan, cands: list[UnitCandidates], snap: Snapshot, spot_ok: bool, arrays: NodeArrays
 ) -> str | None:
     """Why the job could not run even on the empty cluster, or None when it could."""
     biggest = snap.biggest_node_gpus
@@ -385,7 +380,7 @@ def _unsatisfiable_why(
             )
     for u, c in zip(plan.units, cands, strict=True):
         if u.tpu is not None:
-            if not _tpu_possible(u, snap, spot_ok):
+            if not _tpu_possible(u, snap, spot_ok, arrays):
                 return f"no TPU pod offers a {u.tpu.type or ''} slice of that shape"
             continue
         n = int(c.static.sum())
@@ -398,41 +393,45 @@ def _unsatisfiable_why(
             )
     if plan.scope is not None:
         node_units = [(u, c) for u, c in zip(plan.units, cands, strict=True) if u.tpu is None]
-        if node_units and not _scope_possible(plan, node_units, snap):
+        if node_units and not _scope_possible(plan, node_units, snap, arrays):
             what = "NVLink domain" if plan.scope == "nvlink_domain" else plan.scope
             return f"no single {what} could ever hold the whole gang"
     return None
 
 
-def _scope_possible(plan: JobPlan, node_units: list, snap: Snapshot) -> bool:  # type: ignore[type-arg]
+def _scope_possible(plan: JobPlan, node_units: list, snap: Snapshot, arrays: NodeArrays) -> bool:  # type: ignore[type-arg]
     assert plan.scope is not None
-    totals: dict[str, int] = {}
-    nodes_in: dict[str, int] = {}
+    codes = arrays.scope_codes(plan.scope)
     any_static = np.zeros(len(snap.nodes), dtype=bool)
     for _, c in node_units:
         any_static |= c.static
-    for n in np.flatnonzero(any_static):
-        val = scope_value(snap, int(n), plan.scope)
-        if val is not None:
-            totals[val] = totals.get(val, 0) + snap.nodes[int(n)].node.gpu_count
-            nodes_in[val] = nodes_in.get(val, 0) + 1
+    any_static &= codes >= 0
+    if not any_static.any():
+        return False
+    sel = codes[any_static]
+    gpus = np.bincount(sel, weights=arrays.cap_gpus[any_static])
+    nodes = np.bincount(sel)
     need = sum(u.replicas * u.need.gpus for u, _ in node_units)
     need_nodes = max((u.replicas for u, _ in node_units if u.distinct), default=1)
-    return any(totals[d] >= need and nodes_in[d] >= need_nodes for d in totals)
+    return bool(((gpus >= need) & (nodes >= need_nodes)).any())
 
 
-def _tpu_possible(unit: object, snap: Snapshot, spot_ok: bool) -> bool:
+def _tpu_possible(unit: Unit, snap: Snapshot, spot_ok: bool, arrays: NodeArrays) -> bool:
     from solver.rules import all_hold
 
+    assert unit.tpu is not None
     for pv in snap.pods:
         pod = pv.pod
-        if not pod.usable or (unit.tpu.type and pod.generation != unit.tpu.type):  # type: ignore[attr-defined]
+        if not pod.usable or (unit.tpu.type and pod.generation != unit.tpu.type):
             continue
         if not spot_ok and pod.capacity_class == "spot":
             continue
-        if unit.rules and not all_hold(unit.rules, pod.labels):  # type: ignore[attr-defined]
+        if unit.rules and not all_hold(unit.rules, pod.labels):
             continue
-        for shape in tpu_shapes(unit.tpu, pod):  # type: ignore[attr-defined]
-            if slices_in_pod(pod, shape, ()):
+        for shape in tpu_shapes(unit.tpu, pod):
+            key = ("__tpu_empty__", pv.idx, shape)
+            if key not in arrays._static_cache:
+                arrays._static_cache[key] = bool(slices_in_pod(pod, shape, ()))  # type: ignore[assignment]
+            if arrays._static_cache[key]:
                 return True
     return False

@@ -11,6 +11,8 @@ Slurm's "requested node configuration is not available"):
 * ``LOST_TO_HIGHER_PRIORITY`` — there was room, but jobs of this batch placed ahead of it took it
   (``details.jobs`` names them).
 * ``DEPENDENCY_UNMET``, ``NOT_BEFORE`` — not eligible yet.
+* ``NOT_CONSIDERED`` — the time limit ran out before the job's turn (lowest priority last); it stays
+  pending for the next cycle.
 """
 
 from __future__ import annotations
@@ -26,6 +28,16 @@ from solver.snapshot import Snapshot
 
 def _counts(d: dict[str, int], words: dict[str, str]) -> str:
     return "; ".join(f"{n} node{'s' if n != 1 else ''}: {words.get(k, k)}" for k, n in d.items())
+
+
+def not_considered(limit_s: float) -> Reason:
+    """The reason for jobs the deadline left unexamined."""
+    return Reason(
+        code="NOT_CONSIDERED",
+        message=f"the {limit_s:g} s time limit ran out before this job's turn (jobs are considered in "
+        "priority order); it stays pending for the next cycle — a longer time limit considers more jobs",
+        details={"time_limit_s": limit_s},
+    )
 
 
 def unsatisfiable(plan: JobPlan, cands: list[UnitCandidates], why: str) -> Reason:
@@ -48,6 +60,7 @@ def pending_reasons(
     assignment: Assignment,
     plans: list[JobPlan],
     snap: Snapshot,
+    owners: Owners | None = None,
 ) -> list[Reason]:
     """Reasons for a job that was satisfiable but not placed."""
     reasons: list[Reason] = []
@@ -93,12 +106,14 @@ def pending_reasons(
     could = np.zeros(len(snap.nodes), dtype=bool)
     for _, c in node_units:
         could |= c.now
-    takers: list[str] = []
-    for i, reps in assignment.placed.items():
-        if any(r.node is not None and could[r.node] for r in reps) or (
-            tpu_units and any(r.pod is not None for r in reps)
-        ):
-            takers.append(plans[i].id)
+    touched, owners, tpu_owners = owners if owners is not None else owners_of(assignment, plans)
+    takers_set: set[str] = set()
+    if touched.size:
+        for n in touched[could[touched]]:
+            takers_set |= owners[int(n)]
+    if tpu_units:
+        takers_set |= tpu_owners
+    takers = sorted(takers_set)
     if takers and not short:
         takers = sorted(set(takers))
         shown = ", ".join(takers[:10]) + (f" and {len(takers) - 10} more" if len(takers) > 10 else "")
@@ -117,6 +132,23 @@ def pending_reasons(
             )
         )
     return reasons
+
+
+Owners = tuple[np.ndarray, dict[int, set[str]], set[str]]
+
+
+def owners_of(assignment: Assignment, plans: list[JobPlan]) -> Owners:
+    """Nodes the assignment touches (sorted array), the job ids on each, and the jobs holding TPU slices:
+    computed once per decision and shared by every pending job's explanation."""
+    owners: dict[int, set[str]] = {}
+    tpu: set[str] = set()
+    for i, reps in assignment.placed.items():
+        for r in reps:
+            if r.node is not None:
+                owners.setdefault(r.node, set()).add(plans[i].id)
+            elif r.pod is not None:
+                tpu.add(plans[i].id)
+    return (np.array(sorted(owners), dtype=np.int64), owners, tpu)
 
 
 def _need_text(u: object) -> str:

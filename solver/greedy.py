@@ -16,6 +16,7 @@ free slice of the shape.
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +24,7 @@ import numpy as np
 from solver.assignment import Assignment, ReplicaAt
 from solver.candidates import NodeArrays, UnitCandidates
 from solver.demand import JobPlan, Unit
+from solver.jobs.model import AffinityOperator, LabelRule
 from solver.rules import holds
 from solver.snapshot import Snapshot
 from solver.tpu_shapes import tpu_shapes
@@ -71,7 +73,8 @@ class State:
     pod_used: dict[int, set[Coord]] = field(default_factory=dict)
     slice_cache: dict[tuple[int, tuple[int, ...]], list[TpuSlice]] = field(default_factory=dict)
     log: list[tuple[object, ...]] = field(default_factory=list)
-    anti_on: list[tuple[int, tuple]] = field(default_factory=list)
+    anti_groups: dict[tuple[str, ...], tuple[tuple, list[int]]] = field(default_factory=dict)
+    label_index: dict[tuple[str, str], set[int]] = field(default_factory=dict)
 
     @staticmethod
     def of(arrays: NodeArrays) -> State:
@@ -198,13 +201,21 @@ def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.n
     """Nodes the job may not use: running jobs matching its anti-affinity, or jobs placed in this batch
     that match it, or whose own anti-affinity matches it."""
     blocked = anti_running.copy()
-    if plan.anti:
+    general = [r for r in plan.anti if not (isinstance(r, LabelRule) and r.operator is AffinityOperator.IN)]
+    for r in plan.anti:
+        if r not in general:
+            for value in r.values:  # type: ignore[union-attr]
+                nodes = state.label_index.get((r.key, value))  # type: ignore[union-attr]
+                if nodes:
+                    blocked[list(nodes)] = True
+    if general:
         for node, entries in state.labels_on.items():
-            if any(holds(r, labels) for labels, _ in entries for r in plan.anti):
+            if any(holds(r, labels) for labels, _ in entries for r in general):
                 blocked[node] = True
-    for node, anti in state.anti_on:
-        if not blocked[node] and any(holds(r, plan.labels) for r in anti):
-            blocked[node] = True
+    # Placed jobs with anti-affinity, grouped by their rules: each rule set is tested once.
+    for anti, nodes in state.anti_groups.values():
+        if any(holds(r, plan.labels) for r in anti):
+            blocked[nodes] = True
     return blocked
 
 
@@ -297,12 +308,20 @@ def greedy(
     arrays: NodeArrays,
     spot_ok: dict[int, bool],
     order: list[int] | None = None,
+    *,
+    deadline: float | None = None,
 ) -> Assignment:
-    """Place the plans (those with candidates) in priority order; the rest stay pending."""
+    """Place the plans (those with candidates) in priority order; the rest stay pending. With a
+    ``deadline`` (a ``time.perf_counter()`` value), plans not reached by then are listed in
+    ``Assignment.skipped``: a valid, smaller answer rather than a missed deadline."""
     snap = arrays.snap
     state = State.of(arrays)
     result = Assignment(engine="greedy")
-    for i in order if order is not None else priority_order(plans):
+    sequence = order if order is not None else priority_order(plans)
+    for k, i in enumerate(sequence):
+        if deadline is not None and k % 16 == 0 and time.perf_counter() > deadline:
+            result.skipped = set(sequence[k:])
+            break
         if i not in candidates:
             continue
         plan = plans[i]
@@ -316,8 +335,11 @@ def greedy(
         for r in replicas:
             if r.node is not None:
                 state.labels_on.setdefault(r.node, []).append((plan.labels, plan.anti))
+                for kv in plan.labels.items():
+                    state.label_index.setdefault(kv, set()).add(r.node)
                 if plan.anti:
-                    state.anti_on.append((r.node, plan.anti))
+                    key = tuple(a.model_dump_json() for a in plan.anti)
+                    state.anti_groups.setdefault(key, (plan.anti, []))[1].append(r.node)
         result.placed[i] = replicas
     return result
 
@@ -350,11 +372,17 @@ def _place_plan(
     any_static = np.zeros(len(snap.nodes), dtype=bool)
     for _, c, _ in node_units:
         any_static |= c.static
+    codes = arrays.scope_codes(plan.scope)
+    idx = np.flatnonzero(any_static & (codes >= 0))
     domains: dict[str, list[int]] = {}
-    for n in np.flatnonzero(any_static):
-        val = scope_value(snap, int(n), plan.scope)
-        if val is not None:
-            domains.setdefault(val, []).append(int(n))
+    if idx.size:
+        order = np.argsort(codes[idx], kind="stable")
+        sorted_idx = idx[order]
+        bounds = np.flatnonzero(np.diff(codes[sorted_idx])) + 1
+        for group in np.split(sorted_idx, bounds):
+            name = scope_value(snap, int(group[0]), plan.scope)
+            assert name is not None
+            domains[name] = group.tolist()
     need_gpus = sum(u.replicas * u.need.gpus for u, _, _ in node_units)
     ranked = sorted(domains.items(), key=lambda kv: (int(state.gpus[kv[1]].sum()), kv[0]))
     for _, members in ranked:

@@ -30,8 +30,46 @@ from solver.policy import Policy
 from solver.rules import holds
 
 
+def _model_nodes(arrays: NodeArrays, model_id: str, version: str | None) -> np.ndarray:
+    """Indices of nodes with the model (that version, when given) loaded; cached per batch."""
+    key = ("__model__", model_id, version)
+    hit = arrays._static_cache.get(key)
+    if hit is None:
+        hit = np.array(
+            [
+                v.idx
+                for v in arrays.snap.nodes
+                if any(
+                    m.model_id == model_id and version in (None, m.model_version)
+                    for m in v.node.models_loaded
+                )
+            ],
+            dtype=np.int64,
+        )
+        arrays._static_cache[key] = hit  # type: ignore[assignment]
+    return hit  # type: ignore[return-value]
+
+
 def preference_scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np.ndarray:
-    """Level-2 score of placing one replica of ``unit`` on each node (int64 array)."""
+    """Level-2 score of placing one replica of ``unit`` on each node (int64 array, shared: do not modify);
+    cached per distinct combination of the inputs that matter."""
+    job = plan.job
+    key = (
+        "__pref__",
+        tuple(r.model_dump_json() for r in unit.preferred),
+        job.model.id,
+        job.model.version,
+        job.placement.data_locality,
+        job.placement.spot_preference,
+    )
+    hit = arrays._static_cache.get(key)
+    if hit is None:
+        hit = _scores(plan, unit, arrays, policy)
+        arrays._static_cache[key] = hit  # type: ignore[assignment]
+    return hit  # type: ignore[return-value]
+
+
+def _scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np.ndarray:
     snap = arrays.snap
     out = np.zeros(len(snap.nodes), dtype=np.int64)
     if unit.preferred:
@@ -44,11 +82,7 @@ def preference_scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Pol
                 out[members] += s * policy.preferred_affinity
     job = plan.job
     if job.model.id:
-        for v in snap.nodes:
-            for m in v.node.models_loaded:
-                if m.model_id == job.model.id and (job.model.version in (None, m.model_version)):
-                    out[v.idx] += policy.model_locality
-                    break
+        out[_model_nodes(arrays, job.model.id, job.model.version)] += policy.model_locality
     if job.placement.data_locality:
         uri = job.placement.data_locality
         for v in snap.nodes:

@@ -14,6 +14,7 @@ slightly conservative.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +57,7 @@ def build_classes(
     scopes: list[str],
     anti_masks: list[np.ndarray],
     policy: Policy,
+    tick: Callable[[], None] = lambda: None,
 ) -> tuple[list[NodeClass], np.ndarray, bool]:
     """Partition the ``relevant`` nodes into classes; returns the classes, a node -> class index map
     (-1 for nodes outside every class), and whether free amounts were compared exactly."""
@@ -84,7 +86,9 @@ def build_classes(
     q_cpu, q_mem = 0.0, 0.0
     while True:
         groups: dict[tuple[object, ...], list[int]] = {}
-        for n in nodes:
+        for k, n in enumerate(nodes):
+            if k % 1024 == 0:
+                tick()
             groups.setdefault(key(int(n), q_cpu, q_mem), []).append(int(n))
         if len(groups) <= MAX_CLASSES or q_cpu >= 64:
             break

@@ -153,7 +153,7 @@ class _Builder:
         scopes = sorted({plans[p].scope for p in ids if plans[p].scope})
         anti_plans = [p for p in ids if self.anti[p].any()]
         classes, class_of, exact_classes = build_classes(
-            self.arrays, relevant, scopes, [self.anti[p] for p in anti_plans], self.policy
+            self.arrays, relevant, scopes, [self.anti[p] for p in anti_plans], self.policy, self._tick
         )
         self.exact &= exact_classes
         self._tick()
@@ -288,7 +288,9 @@ class _Builder:
                 if r.node is not None and class_of[r.node] >= 0:
                     ui = self.plans[p].units.index(r.unit)
                     hinted.setdefault((p, ui), set()).add(int(class_of[r.node]))
-        for nu in node_units:
+        for k, nu in enumerate(node_units):
+            if k % 64 == 0:
+                self._tick()
             ok = nu.cand.now & ~self.anti[nu.p]
             cls = sorted({int(class_of[n]) for n in np.flatnonzero(ok) if class_of[n] >= 0})
             if len(cls) > limit:
@@ -368,7 +370,9 @@ class _Built:
             m.Add(sum(zs) <= cnt)
         self.x: dict[tuple[int, int, int], cp_model.IntVar] = {}
         slots: dict[tuple[int, int], list[cp_model.IntVar]] = {}
-        for nu in node_units:
+        for k, nu in enumerate(node_units):
+            if k % 256 == 0:
+                b._tick()
             xs = []
             for c in nu.classes:
                 v = m.NewIntVar(0, nu.unit.replicas, f"x[{nu.p},{nu.ui},{c}]")

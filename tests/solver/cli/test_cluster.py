@@ -55,11 +55,14 @@ def test_bad_content_exit_1_one_line(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def test_build_problem_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    f = tmp_path / "nodes.txt"
-    f.write_text("NodeName=g01 CPUTot=8 Gres=gpu:4\n")  # an untyped GPU: the catalog cannot fill in memory
+    # A typo'd GPU type in an inventory: the catalog cannot fill in its memory, so the cluster cannot
+    # be built; one line on stderr names the file, the item and the problem.
+    f = tmp_path / "cluster.yaml"
+    f.write_text("nodes:\n  - name: g01\n    cpu_cores: 8\n    gpus: {type: nvidia-h10, count: 4}\n")
     assert run(str(f)) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"placer cluster: {f}: nodes[0] (g01): unknown GPU type 'unknown-gpu'")
+    assert err.count("\n") == 1
+    assert err.startswith(f"placer cluster: {f}: nodes[0] (g01): unknown GPU type 'nvidia-h10'")
 
 
 def test_missing_file_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
