@@ -149,7 +149,8 @@ def place(
     deadline = t0 + policy.time_limit_s - RESERVE_S - RESERVE_PER_REPLICA_S * sum(p.replicas for p in plans)
     for k, i in enumerate(order):
         plan = plans[i]
-        if k % 16 == 0 and time.perf_counter() > deadline:
+        # The first 16 jobs are always considered: some progress beats none, and it costs milliseconds.
+        if k and k % 16 == 0 and time.perf_counter() > deadline:
             skipped.update(order[k:])
             break
         ok = plan.job.placement.spot_preference is not SpotPreference.ON_DEMAND_ONLY

@@ -319,7 +319,7 @@ def greedy(
     result = Assignment(engine="greedy")
     sequence = order if order is not None else priority_order(plans)
     for k, i in enumerate(sequence):
-        if deadline is not None and k % 16 == 0 and time.perf_counter() > deadline:
+        if deadline is not None and k and k % 16 == 0 and time.perf_counter() > deadline:
             result.skipped = set(sequence[k:])
             break
         if i not in candidates:
