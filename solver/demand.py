@@ -18,7 +18,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from solver.jobs.model import GpuAffinity, GpuDemand, Interconnect, Job, LabelRule, Rule, TpuDemand
+from solver.jobs.model import (
+    CountRange,
+    GpuAffinity,
+    GpuDemand,
+    Interconnect,
+    Job,
+    LabelRule,
+    Rule,
+    TpuDemand,
+)
 from solver.rules import holds, job_labels
 
 #: Node attributes a gang may be confined to (``Placement.topology_scope``).
@@ -53,6 +62,8 @@ class Unit:
     rules: tuple[Rule, ...]
     preferred: tuple[LabelRule, ...]
     split: bool = False
+    #: Flux count range of the replicas (``replicas`` is its minimum until greedy resolves it).
+    count_range: CountRange | None = None
 
 
 @dataclass
@@ -161,6 +172,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 rules=job_rules + tuple(g.required),
                 preferred=tuple(job.placement.preferred) + tuple(g.preferred),
                 split=split,
+                count_range=None if split else g.count_range,
             )
         )
     total_gpus = sum(u.replicas * u.need.gpus for u in units)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -345,6 +345,72 @@ def greedy(
 
 
 def _place_plan(
+    plan: JobPlan,
+    cands: list[UnitCandidates],
+    prefs: list[np.ndarray],
+    anti_running: np.ndarray,
+    state: State,
+    arrays: NodeArrays,
+    snap: Snapshot,
+    spot_ok: bool,
+) -> list[ReplicaAt] | None:
+    """Place one plan whole. A unit with a Flux count range gets the largest admissible count that fits
+    (RFC 14: "the R that contains the maximum number of the resource that is available"), found by binary
+    search over the admissible counts; the plan's unit is then replaced by the resolved one, so CP-SAT and
+    the Decision see that count."""
+    ranged = [i for i, u in enumerate(plan.units) if u.count_range is not None and u.tpu is None]
+    if not ranged:
+        return _place_fixed(plan, cands, prefs, anti_running, state, arrays, snap, spot_ok)
+    ui = ranged[0]  # one ranged unit per job is what Flux slots produce; others keep their minimum
+    unit = plan.units[ui]
+    assert unit.count_range is not None
+    cap = _replica_cap(unit, cands[ui], state, arrays)
+    values = [v for v in unit.count_range.values(max(cap, unit.replicas)) if v >= unit.count_range.min]
+    best: tuple[int, list[ReplicaAt]] | None = None
+    lo, hi = 0, len(values) - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        trial = replace(unit, replicas=values[mid])
+        units = list(plan.units)
+        units[ui] = trial
+        probe = replace(plan, units=units)
+        mark = state.mark()
+        placed = _place_fixed(probe, cands, prefs, anti_running, state, arrays, snap, spot_ok)
+        state.rollback(mark)
+        if placed is None:
+            hi = mid - 1
+        else:
+            best = (mid, placed)
+            lo = mid + 1
+    if best is None:
+        return None
+    plan.units[ui] = replace(unit, replicas=values[best[0]])
+    # Place for real (the probe was rolled back); same state, same answer.
+    return _place_fixed(plan, cands, prefs, anti_running, state, arrays, snap, spot_ok)
+
+
+def _replica_cap(unit: Unit, cand: UnitCandidates, state: State, arrays: NodeArrays) -> int:
+    """An upper bound on how many replicas of ``unit`` fit now (per node: the scarcest resource)."""
+    nodes = np.flatnonzero(cand.static & state.fits(unit))
+    if nodes.size == 0:
+        return 0
+    if unit.distinct:
+        return int(nodes.size)
+    need = unit.need
+    per = np.full(nodes.size, 1 << 20, dtype=np.int64)
+    for free, amount in (
+        (state.gpus, need.gpus),
+        (state.cpu, need.cpu),
+        (state.mem, need.mem),
+        (state.storage, need.storage),
+        (state.shm, need.shm),
+    ):
+        if amount:
+            per = np.minimum(per, np.floor(free[nodes] / amount + 1e-9).astype(np.int64))
+    return int(per.sum())
+
+
+def _place_fixed(
     plan: JobPlan,
     cands: list[UnitCandidates],
     prefs: list[np.ndarray],
