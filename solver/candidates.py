@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solver.demand import Need, Unit
+from solver.jobs.model import FluxResource
 from solver.rules import all_hold, rule_keys
 from solver.snapshot import NodeView, Snapshot
+from solver.structure import TRANSPARENT, fits_structure
 from topology import canonical_gpu_type
 
 #: Static checks in the order they are blamed, with the words a user reads.
@@ -44,6 +46,7 @@ STATIC_CHECKS: dict[str, str] = {
     "nvlink": "GPUs not on NVLink (PCIe-only node)",
     "spot": "spot capacity, and the job asks for on-demand only",
     "rules": "node selector or required affinity not satisfied",
+    "structure": "the node's sockets/cores cannot hold the Flux request's shape",
     "too_small": "node too small for one replica even when empty",
 }
 #: Checks against the current state, blamed after the static ones.
@@ -219,6 +222,7 @@ def _static_mask(
         tuple(r.model_dump_json() for r in unit.rules),
         nvlink,
         spot_ok,
+        tuple(s.model_dump_json() for s in unit.structure),
     )
     cached = arrays._static_cache.get(key)
     if cached is not None:
@@ -264,8 +268,21 @@ def _static_mask(
             mask[members] = True
         else:
             eliminated[reason] = eliminated.get(reason, 0) + len(members)
+    if unit.structure and any(t.type not in TRANSPARENT for s in unit.structure for t in _walk(s)):
+        for i in np.flatnonzero(mask):
+            inner = snap.nodes[int(i)].node.spec.inner
+            if inner and not fits_structure(inner, unit.structure):
+                mask[i] = False
+                eliminated["structure"] = eliminated.get("structure", 0) + 1
     arrays._static_cache[key] = (mask, eliminated)
     return mask, eliminated
+
+
+def _walk(r: FluxResource) -> list[FluxResource]:
+    out = [r]
+    for c in r.with_:
+        out.extend(_walk(c))
+    return out
 
 
 def unit_candidates(unit: Unit, arrays: NodeArrays, *, nvlink: bool, spot_ok: bool) -> UnitCandidates:

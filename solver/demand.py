@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from solver.jobs.model import (
     CountRange,
+    FluxResource,
     GpuAffinity,
     GpuDemand,
     Interconnect,
@@ -64,6 +65,8 @@ class Unit:
     split: bool = False
     #: Flux count range of the replicas (``replicas`` is its minimum until greedy resolves it).
     count_range: CountRange | None = None
+    #: Flux resource subtree of one replica, matched against nodes' inner trees (sockets, cores).
+    structure: tuple[FluxResource, ...] = ()
 
 
 @dataclass
@@ -173,6 +176,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 preferred=tuple(job.placement.preferred) + tuple(g.preferred),
                 split=split,
                 count_range=None if split else g.count_range,
+                structure=tuple(g.structure),
             )
         )
     total_gpus = sum(u.replicas * u.need.gpus for u in units)
