@@ -1,4 +1,4 @@
-"""A cheap, valid upper bound on the priority-weighted demand any decision could place.
+"""Valid upper bounds on the priority-weighted demand any decision could place (for the reported gap).
 
 Why: CP-SAT's own bound is the bound of *its model*, which is restricted (a few patterns per class, a few
 classes per unit, demands rounded up on busy clusters), so it is not a bound on the real problem; and under
@@ -16,6 +16,8 @@ weight-per-unit jobs bounds what any placement achieves.
 """
 
 from __future__ import annotations
+
+import math
 
 from solver.demand import JobPlan
 
@@ -37,3 +39,100 @@ def relaxation_bound(plans: list[JobPlan], capacity: dict[str, float], pool_of: 
             total += take * p.weight
             left -= take * p.demand_units
     return total
+
+
+def lp_bound(
+    plans: list[JobPlan], candidates: dict, arrays: object, *, max_terms: int = 300_000
+) -> float | None:
+    """A tighter valid bound: the LP relaxation of "each job takes its demand from node groups it may use".
+
+    Pools are the static node groups of :mod:`solver.candidates` (same GPU type, labels that matter, ...),
+    resource by resource: free whole-GPU capacity for GPU jobs, free CPU for CPU-only jobs, free chips per
+    TPU generation for TPU jobs. A job may draw only from groups its hard constraints allow (the union over
+    its units' static candidates); fractional, so it is a relaxation of every placement. Solved with GLOP;
+    ``None`` when the LP is too large or the solver fails (the caller keeps the cheaper bound).
+
+    >>> lp_bound([], {}, None) == 0.0
+    True
+    """
+    import numpy as np
+
+    if not plans or not candidates:
+        return 0.0
+    from ortools.linear_solver import pywraplp
+
+    groups = arrays.group_members  # type: ignore[attr-defined]
+    usable = np.array([arrays.snap.nodes[int(m[0])].usable for m in groups]) if groups else np.array([])  # type: ignore[attr-defined]
+    nodes = arrays.snap.nodes  # type: ignore[attr-defined]
+    # Whole free GPUs plus every partly free share: never less than what could really be used.
+    gpu_free = np.array(
+        [len(v.free_gpus) + sum(m for m in v.milli_free if 0 < m < 1000) / 1000 for v in nodes]
+    )
+    gpu_cap = [float(gpu_free[m].sum()) for m in groups]
+    cpu_cap = [float(np.maximum(arrays.cpu[m], 0).sum()) / 16.0 for m in groups]  # type: ignore[attr-defined]
+    tpu_cap: dict[str, float] = {}
+    for pv in arrays.snap.pods:  # type: ignore[attr-defined]
+        tpu_cap[pv.pod.generation] = tpu_cap.get(pv.pod.generation, 0.0) + pv.free_chips
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    if solver is None:
+        return None
+    objective = solver.Objective()
+    objective.SetMaximization()
+    gpu_rows: dict[int, object] = {}
+    # Fragmentation cuts: on a node, GPUs taken by replicas whose sizes are all multiples of g add up to a
+    # multiple of g, so at most floor(free / g) * g; summed over a group, a valid row per (group, g).
+    whole = np.array([len(v.free_gpus) for v in nodes], dtype=np.int64)
+    frag_rows: dict[tuple[int, int], object] = {}
+    cpu_rows: dict[int, object] = {}
+    tpu_rows: dict[str, object] = {}
+    terms = 0
+    for p in plans:
+        cands = candidates.get(p.idx)
+        if cands is None:
+            continue
+        y = solver.NumVar(0.0, 1.0, f"y{p.idx}")
+        objective.SetCoefficient(y, float(p.weight))
+        if p.job.total_tpu_chips:
+            gens = {u.tpu.type for u in p.units if u.tpu is not None and u.tpu.type} or set(tpu_cap)
+            link = solver.Constraint(0.0, 0.0)
+            link.SetCoefficient(y, -1.0)
+            for g in gens:
+                v = solver.NumVar(0.0, 1.0, "")
+                link.SetCoefficient(v, 1.0)
+                row = tpu_rows.setdefault(g, solver.Constraint(-solver.infinity(), tpu_cap.get(g, 0.0)))
+                row.SetCoefficient(v, float(p.demand_units))  # type: ignore[attr-defined]
+            continue
+        allowed = np.zeros(len(arrays.snap.nodes), dtype=bool)  # type: ignore[attr-defined]
+        for c in cands:
+            if c.unit.tpu is None:
+                allowed |= c.static
+        gids = sorted({int(g) for g in np.unique(arrays.group[allowed])} if allowed.any() else set())  # type: ignore[attr-defined]
+        terms += len(gids)
+        if terms > max_terms:
+            return None
+        link = solver.Constraint(0.0, 0.0)
+        link.SetCoefficient(y, -1.0)
+        gpu_job = bool(p.job.total_gpu_milli)
+        sizes = [u.need.gpus for u in p.units if u.tpu is None and u.need.gpus]
+        whole_only = gpu_job and len(sizes) == sum(1 for u in p.units if u.tpu is None)
+        step = math.gcd(*sizes) if whole_only and sizes else 0
+        ladder = [k for k in (2, 4, 8, 16, 32, 64) if step and step % k == 0]
+        for g in gids:
+            if not usable[g]:
+                continue
+            v = solver.NumVar(0.0, 1.0, "")
+            link.SetCoefficient(v, 1.0)
+            rows, caps = (gpu_rows, gpu_cap) if gpu_job else (cpu_rows, cpu_cap)
+            row = rows.setdefault(g, solver.Constraint(-solver.infinity(), caps[g]))
+            row.SetCoefficient(v, float(p.demand_units))  # type: ignore[attr-defined]
+            for k in ladder:
+                key = (g, k)
+                if key not in frag_rows:
+                    members = groups[g]
+                    frag_rows[key] = solver.Constraint(
+                        -solver.infinity(), float((whole[members] // k * k).sum())
+                    )
+                frag_rows[key].SetCoefficient(v, float(p.demand_units))  # type: ignore[attr-defined]
+    if solver.Solve() != pywraplp.Solver.OPTIMAL:
+        return None
+    return float(objective.Value())
