@@ -30,110 +30,84 @@ This package never imports ``solver``.
 {'nvidia-gb200': 72, 'nvidia-h100': 16}
 """
 
-from topology.build import build_cluster
-from topology.builders import (
-    capacity_pool,
-    cluster_of,
-    cpu_nodes,
-    dgx_h100,
-    gb200_nvl72,
-    hgx_a100,
-    merge,
-    pcie_inference,
-    tpu_pod,
-)
-from topology.catalog import (
-    GpuInfo,
-    GpuProduct,
-    TpuInfo,
-    canonical_gpu_type,
-    canonical_tpu_type,
-    format_shape,
-    gpu_info,
-    gpu_types,
-    is_offered_shape,
-    parse_gpu_product,
-    parse_shape,
-    slice_wraps,
-    tpu_accelerator_type,
-    tpu_generation_from_gke,
-    tpu_generations,
-    tpu_info,
-)
-from topology.cluster import Cluster, FreeDomain
-from topology.errors import Problem, TopologyError
-from topology.inventory import (
-    InnerVertex,
-    Inventory,
-    LoadedModel,
-    NodeGpus,
-    NodeSpec,
-    ReplicaAllocation,
-    RunningJob,
-    Taint,
-    TpuPodSpec,
-)
-from topology.inventory_file import inventory_from_document, read_inventory
-from topology.labels import DERIVED_KEYS
-from topology.model import Gpu, Node, NodeFree, NvlinkDomain, TpuHost, TpuPod
-from topology.tpu import TpuSlice, count_free_slices, free_slices, slices_in_pod
-from topology.views import free_dataframe, summary, summary_text, to_dataframe
+from __future__ import annotations
 
-__all__ = [
-    "DERIVED_KEYS",
-    "Cluster",
-    "FreeDomain",
-    "Gpu",
-    "GpuInfo",
-    "GpuProduct",
-    "InnerVertex",
-    "Inventory",
-    "LoadedModel",
-    "Node",
-    "NodeFree",
-    "NodeGpus",
-    "NodeSpec",
-    "NvlinkDomain",
-    "Problem",
-    "ReplicaAllocation",
-    "RunningJob",
-    "Taint",
-    "TopologyError",
-    "TpuHost",
-    "TpuInfo",
-    "TpuPod",
-    "TpuPodSpec",
-    "TpuSlice",
-    "build_cluster",
-    "canonical_gpu_type",
-    "canonical_tpu_type",
-    "capacity_pool",
-    "cluster_of",
-    "count_free_slices",
-    "cpu_nodes",
-    "dgx_h100",
-    "format_shape",
-    "free_dataframe",
-    "free_slices",
-    "gb200_nvl72",
-    "gpu_info",
-    "gpu_types",
-    "hgx_a100",
-    "inventory_from_document",
-    "is_offered_shape",
-    "merge",
-    "parse_gpu_product",
-    "parse_shape",
-    "pcie_inference",
-    "read_inventory",
-    "slice_wraps",
-    "slices_in_pod",
-    "summary",
-    "summary_text",
-    "to_dataframe",
-    "tpu_accelerator_type",
-    "tpu_generation_from_gke",
-    "tpu_generations",
-    "tpu_info",
-    "tpu_pod",
-]
+import importlib
+from typing import Any
+
+#: Public name -> module that defines it. Names resolve on first use (PEP 562), so that importing one
+#: small module of the package (``topology.safe_load`` from the job reader) does not import pandas and
+#: numpy through the views and builders.
+_EXPORTS: dict[str, str] = {
+    "Cluster": "topology.cluster",
+    "DERIVED_KEYS": "topology.labels",
+    "FreeDomain": "topology.cluster",
+    "Gpu": "topology.model",
+    "GpuInfo": "topology.catalog",
+    "GpuProduct": "topology.catalog",
+    "InnerVertex": "topology.inventory",
+    "Inventory": "topology.inventory",
+    "LoadedModel": "topology.inventory",
+    "Node": "topology.model",
+    "NodeFree": "topology.model",
+    "NodeGpus": "topology.inventory",
+    "NodeSpec": "topology.inventory",
+    "NvlinkDomain": "topology.model",
+    "Problem": "topology.errors",
+    "ReplicaAllocation": "topology.inventory",
+    "RunningJob": "topology.inventory",
+    "Taint": "topology.inventory",
+    "TopologyError": "topology.errors",
+    "TpuHost": "topology.model",
+    "TpuInfo": "topology.catalog",
+    "TpuPod": "topology.model",
+    "TpuPodSpec": "topology.inventory",
+    "TpuSlice": "topology.tpu",
+    "build_cluster": "topology.build",
+    "canonical_gpu_type": "topology.catalog",
+    "canonical_tpu_type": "topology.catalog",
+    "capacity_pool": "topology.builders",
+    "cluster_of": "topology.builders",
+    "count_free_slices": "topology.tpu",
+    "cpu_nodes": "topology.builders",
+    "dgx_h100": "topology.builders",
+    "format_shape": "topology.catalog",
+    "free_dataframe": "topology.views",
+    "free_slices": "topology.tpu",
+    "gb200_nvl72": "topology.builders",
+    "gpu_info": "topology.catalog",
+    "gpu_types": "topology.catalog",
+    "hgx_a100": "topology.builders",
+    "inventory_from_document": "topology.inventory_file",
+    "is_offered_shape": "topology.catalog",
+    "merge": "topology.builders",
+    "parse_gpu_product": "topology.catalog",
+    "parse_shape": "topology.catalog",
+    "pcie_inference": "topology.builders",
+    "read_inventory": "topology.inventory_file",
+    "slice_wraps": "topology.catalog",
+    "slices_in_pod": "topology.tpu",
+    "summary": "topology.views",
+    "summary_text": "topology.views",
+    "to_dataframe": "topology.views",
+    "tpu_accelerator_type": "topology.catalog",
+    "tpu_generation_from_gke": "topology.catalog",
+    "tpu_generations": "topology.catalog",
+    "tpu_info": "topology.catalog",
+    "tpu_pod": "topology.builders",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'topology' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

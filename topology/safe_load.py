@@ -1,12 +1,17 @@
-"""Safe parsing of untrusted JSON and YAML cluster descriptions, with limits.
+"""The one place untrusted JSON and YAML text becomes Python objects, under limits.
 
-Why a copy of the job parser's rules instead of an import: ``topology`` is the lower layer and must not
-import ``solver``. The rules are the same as :mod:`solver.jobs.parse`: a size cap, a nesting cap, strict
-JSON (no NaN, no duplicate keys), YAML through a safe loader that refuses object-constructing tags,
-duplicate keys and alias bombs. Every failure is a :class:`~topology.errors.TopologyError` naming the
-source.
+Why one implementation for the whole project: job files, inventories and importer inputs all come from
+outside; the rules must be the same everywhere and fixed once. The rules: a size cap, a nesting cap, strict
+JSON (no NaN/Infinity, no duplicate keys), YAML through a safe loader that refuses object-constructing
+tags, duplicate keys and alias bombs, and that turns a constructor failure (an impossible date such as
+``2001-12-99``) into a refusal rather than a traceback.
 
->>> parse_text('{"nodes": []}', source="c.json")
+:func:`load_json`, :func:`load_yaml` and :func:`load_text` raise :class:`UnsafeDocument` (a ``ValueError``);
+the layers wrap it in their own structured errors: :func:`parse_text` and friends here raise
+:class:`~topology.errors.TopologyError`, :mod:`solver.jobs.parse` raises ``JobValidationError``. This module
+lives in ``topology`` because ``topology`` is the lower layer (``solver`` may import it, never the reverse).
+
+>>> load_text('{"nodes": []}')
 {'nodes': []}
 >>> try:
 ...     parse_text("!!python/object/apply:os.system ['true']", source="evil.yaml")
@@ -24,7 +29,7 @@ import yaml
 
 from topology.errors import Problem, TopologyError
 
-#: Largest document accepted, in characters.
+#: Largest document accepted by default, in characters.
 MAX_DOCUMENT_CHARS = 16 * 1024 * 1024
 #: Deepest nesting of arrays/objects accepted.
 MAX_DEPTH = 64
@@ -32,26 +37,30 @@ MAX_DEPTH = 64
 MAX_YAML_ALIASES = 100
 
 
-def _fail(source: str, message: str) -> TopologyError:
-    return TopologyError([Problem(source or "<input>", "document", message)])
+class UnsafeDocument(ValueError):
+    """Text that is not a well-formed, bounded JSON/YAML document; the message says why."""
 
 
-def _check_depth(obj: Any, source: str) -> None:
+def _check_size(text: str, max_chars: int) -> None:
+    if len(text) > max_chars:
+        raise UnsafeDocument(f"document is {len(text)} characters; the limit is {max_chars}")
+
+
+def _check_depth(obj: Any) -> None:
     stack: list[tuple[Any, int]] = [(obj, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise _fail(source, f"document is nested deeper than {MAX_DEPTH} levels")
+            raise UnsafeDocument(f"document is nested deeper than {MAX_DEPTH} levels")
         if isinstance(node, dict):
             stack.extend((v, depth + 1) for v in node.values())
         elif isinstance(node, list):
             stack.extend((v, depth + 1) for v in node)
 
 
-def parse_json(text: str, *, source: str = "") -> Any:
+def load_json(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
     """Strict JSON: no NaN/Infinity, no duplicate keys, bounded size and depth."""
-    if len(text) > MAX_DOCUMENT_CHARS:
-        raise _fail(source, f"document is {len(text)} characters; the limit is {MAX_DOCUMENT_CHARS}")
+    _check_size(text, max_chars)
 
     def no_constants(name: str) -> Any:
         raise ValueError(f"{name} is not valid JSON")
@@ -67,12 +76,12 @@ def parse_json(text: str, *, source: str = "") -> Any:
     try:
         obj = json.loads(text, parse_constant=no_constants, object_pairs_hook=no_duplicates)
     except RecursionError:
-        raise _fail(source, f"document is nested deeper than {MAX_DEPTH} levels") from None
+        raise UnsafeDocument(f"document is nested deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError as e:
-        raise _fail(source, f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        raise UnsafeDocument(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except ValueError as e:
-        raise _fail(source, f"invalid JSON: {e}") from None
-    _check_depth(obj, source)
+        raise UnsafeDocument(f"invalid JSON: {e}") from None
+    _check_depth(obj)
     return obj
 
 
@@ -114,10 +123,9 @@ class _BoundedSafeLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def parse_yaml(text: str, *, source: str = "") -> Any:
+def load_yaml(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
     """One YAML document through a safe, bounded loader."""
-    if len(text) > MAX_DOCUMENT_CHARS:
-        raise _fail(source, f"document is {len(text)} characters; the limit is {MAX_DOCUMENT_CHARS}")
+    _check_size(text, max_chars)
     try:
         loader = _BoundedSafeLoader(text)
         try:
@@ -125,16 +133,47 @@ def parse_yaml(text: str, *, source: str = "") -> Any:
         finally:
             loader.dispose()
     except RecursionError:
-        raise _fail(source, f"document is nested deeper than {MAX_DEPTH} levels") from None
+        raise UnsafeDocument(f"document is nested deeper than {MAX_DEPTH} levels") from None
     except yaml.YAMLError as e:
-        msg = str(e).replace("\n", " ")
-        raise _fail(source, f"invalid YAML: {msg}"[:500]) from None
-    _check_depth(obj, source)
+        raise UnsafeDocument(f"invalid YAML: {str(e).replace(chr(10), ' ')}"[:500]) from None
+    except (ValueError, TypeError, OverflowError) as e:  # a constructor refused a value (2001-12-99)
+        raise UnsafeDocument(f"invalid YAML value: {e}"[:500]) from None
+    _check_depth(obj)
     return obj
 
 
-def parse_text(text: str, *, source: str = "") -> Any:
-    """JSON when the text starts with ``{`` or ``[`` (or the source ends in ``.json``), else YAML."""
-    if source.lower().endswith(".json") or text.lstrip()[:1] in ("{", "["):
-        return parse_json(text, source=source)
-    return parse_yaml(text, source=source)
+def load_text(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
+    """JSON when the text starts with ``{`` or ``[``, else YAML — by content, not by file name (YAML is a
+    superset, but strict JSON parsing gives better messages and refuses NaN)."""
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if stripped[:1] in ("{", "["):
+        return load_json(stripped, max_chars=max_chars)
+    return load_yaml(text, max_chars=max_chars)
+
+
+def _topology_error(source: str, e: UnsafeDocument) -> TopologyError:
+    return TopologyError([Problem(source or "<input>", "document", str(e))])
+
+
+def parse_json(text: str, *, source: str = "", max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
+    """:func:`load_json`, refusing with a :class:`~topology.errors.TopologyError` naming ``source``."""
+    try:
+        return load_json(text, max_chars=max_chars)
+    except UnsafeDocument as e:
+        raise _topology_error(source, e) from None
+
+
+def parse_yaml(text: str, *, source: str = "", max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
+    """:func:`load_yaml`, refusing with a :class:`~topology.errors.TopologyError` naming ``source``."""
+    try:
+        return load_yaml(text, max_chars=max_chars)
+    except UnsafeDocument as e:
+        raise _topology_error(source, e) from None
+
+
+def parse_text(text: str, *, source: str = "", max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
+    """:func:`load_text`, refusing with a :class:`~topology.errors.TopologyError` naming ``source``."""
+    try:
+        return load_text(text, max_chars=max_chars)
+    except UnsafeDocument as e:
+        raise _topology_error(source, e) from None

@@ -262,3 +262,12 @@ def test_docs_yaml_examples_build() -> None:
             build_cluster(inventory_from_document(doc, "docs/inventory.md"))
             built += 1
     assert built == 5  # GPU training, NVL72, PCIe inference, CPU/Flux, TPU fleet
+
+
+def test_impossible_date_in_an_inventory_is_a_topology_error() -> None:
+    # Regression (shared loader): a YAML timestamp the date constructor refuses must not escape.
+    from topology.errors import TopologyError
+    from topology.inventory_file import read_inventory
+
+    with pytest.raises(TopologyError, match="day is out of range"):
+        read_inventory("nodes: []\nmetadata: {built: 2001-12-99}\n", source="inv.yaml")

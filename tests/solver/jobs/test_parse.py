@@ -61,3 +61,13 @@ def test_well_formed_documents_parse() -> None:
     assert parse.parse_json('{"a": [1, 2.5, true, null]}') == {"a": [1, 2.5, True, None]}
     assert parse.parse_yaml("a: &x [1]\nb: *x\n") == {"a": [1], "b": [1]}
     assert parse.parse_xml("<Job><JobId>1</JobId></Job>").find("JobId").text == "1"  # type: ignore[union-attr]
+
+
+def test_yaml_value_a_constructor_refuses_is_malformed_not_a_traceback() -> None:
+    # Regression: "2001-12-99" looks like a YAML timestamp; the safe loader's date constructor raised
+    # ValueError, which escaped read_text as a traceback.
+    from solver.jobs.load import read_text
+
+    assert _code(parse.parse_yaml, "x: 2001-12-99") == "malformed"
+    [r] = read_text("version: 1\nresources: []\ntasks: []\nwhen: 2001-12-99\n", source="flux.yaml")
+    assert not r.ok and r.errors[0].code == "malformed" and "day is out of range" in r.errors[0].message
