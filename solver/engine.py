@@ -37,6 +37,7 @@ from solver.explain import not_considered, owners_of, pending_reasons, unsatisfi
 from solver.greedy import greedy, priority_order
 from solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreference
 from solver.policy import Policy
+from solver.preempt import escalated, victims
 from solver.scoring import preference_scores
 from solver.snapshot import Snapshot
 from solver.tpu_shapes import tpu_shapes
@@ -122,8 +123,9 @@ def place(
         else:
             eligible.append(job)
 
-    # The batch's order must not matter: plans are built in job-id order.
-    eligible.sort(key=lambda j: j.id)
+    # The batch's order must not matter: plans are built in job-id order. Jobs count at their escalated
+    # class where OJS ML §8.4 escalation applies.
+    eligible = sorted((escalated(j, now) for j in eligible), key=lambda j: j.id)
 
     # 2-3. snapshot and demand
     t_build = time.perf_counter()
@@ -166,7 +168,10 @@ def place(
     build_s = time.perf_counter() - t_build
 
     # 5. greedy
-    best = greedy_best = greedy(plans, candidates, prefs, anti, arrays, spot_ok, order, deadline=deadline)
+    evictable = victims(snap, now, policy.restart_penalty_s) if policy.preemption else []
+    best = greedy_best = greedy(
+        plans, candidates, prefs, anti, arrays, spot_ok, order, deadline=deadline, victims=evictable
+    )
     skipped |= {i for i in best.skipped if i not in best.placed}
     stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
     stats.greedy_objective = float(objective(best, plans))
@@ -211,7 +216,9 @@ def place(
             stats.deterministic = policy.reproducible
             ours = objective(best, plans)
             theirs = None if result.assignment is None else objective(result.assignment, plans)
-            if theirs is not None and (theirs > ours or (theirs == ours and result.improves_secondary)):
+            # CP-SAT's model evicts nobody: at equal placed priority it wins whenever greedy evicted.
+            better_tie = result.improves_secondary or bool(best.evictions)
+            if theirs is not None and (theirs > ours or (theirs == ours and better_tie)):
                 best = result.assignment
                 stats.engine = "cpsat"
             # CP-SAT's bound is a bound on the real problem only when its model is exact.
@@ -227,6 +234,7 @@ def place(
     def answer(assignment: Assignment) -> Decision:
         out = Decision(rejected=list(decision.rejected), pending=list(decision.pending))
         _emit(out, assignment, plans, snap)
+        _emit_evictions(out, assignment, snap, now)
         owners = owners_of(assignment, plans)
         for plan in plans:
             if plan.idx in assignment.placed:
@@ -258,6 +266,26 @@ def place(
     stats.wall_s = round(time.perf_counter() - t0, 6)
     decision.stats = stats
     return decision
+
+
+def _emit_evictions(decision: Decision, assignment: Assignment, snap: Snapshot, now: datetime) -> None:
+    from solver.decision import Eviction
+    from solver.preempt import lost_gpu_seconds
+
+    for job_id in sorted(assignment.evictions):
+        rj = snap.cluster.running_job(job_id)
+        decision.preemptions.append(
+            Eviction(
+                job=job_id,
+                for_=sorted(set(assignment.evictions[job_id])),
+                grace_period_s=rj.grace_period_s,
+                checkpoint=rj.checkpoint_on_preempt,
+                expected_work_lost_gpu_s=round(lost_gpu_seconds(rj, now), 3),
+                nodes=sorted(
+                    {r.node for r in rj.replicas if r.node} | {r.tpu_pod for r in rj.replicas if r.tpu_pod}
+                ),
+            )
+        )
 
 
 def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap: Snapshot) -> None:

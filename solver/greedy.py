@@ -25,6 +25,7 @@ from solver.assignment import Assignment, ReplicaAt
 from solver.candidates import NodeArrays, UnitCandidates
 from solver.demand import JobPlan, Unit
 from solver.jobs.model import AffinityOperator, LabelRule
+from solver.preempt import Victim
 from solver.rules import holds
 from solver.snapshot import Snapshot
 from solver.tpu_shapes import tpu_shapes
@@ -75,6 +76,11 @@ class State:
     log: list[tuple[object, ...]] = field(default_factory=list)
     anti_groups: dict[tuple[str, ...], tuple[tuple, list[int]]] = field(default_factory=dict)
     label_index: dict[tuple[str, str], set[int]] = field(default_factory=dict)
+    taken: dict[int, int] = field(default_factory=dict)
+    running_left: dict[int, int] = field(default_factory=dict)
+    evicted: set[str] = field(default_factory=set)
+    #: Per node, a cost to avoid (eviction cost of using it), the first key of node choice when set.
+    penalty: np.ndarray | None = None
 
     @staticmethod
     def of(arrays: NodeArrays) -> State:
@@ -119,26 +125,8 @@ class State:
         """Take one replica's resources on ``node``; returns (GPU indices, fractional milli or None)."""
         need = unit.need
         v = self.snap.nodes[node]
-        known = node in self.free_idx
-        self.log.append(
-            (
-                "node",
-                node,
-                self.gpus[node],
-                self.milli[node],
-                self.cpu[node],
-                self.mem[node],
-                self.storage[node],
-                self.shm[node],
-                self.empty[node],
-                self.closed[node],
-                list(self.free_idx[node]) if known else None,
-                list(self.milli_idx[node]) if known else None,
-            )
-        )
-        if not known:
-            self.free_idx[node] = list(v.free_gpus)
-            self.milli_idx[node] = list(v.milli_free)
+        self._remember(node)
+        self.taken[node] = self.taken.get(node, 0) + 1
         free, milli = self.free_idx[node], self.milli_idx[node]
         gpus: tuple[int, ...] = ()
         share = None
@@ -168,6 +156,74 @@ class State:
             self.closed[node] = True
         return gpus, share
 
+    def _remember(self, node: int) -> None:
+        """Log a node's amounts before a change (for :meth:`rollback`) and load its GPU lists."""
+        v = self.snap.nodes[node]
+        known = node in self.free_idx
+        self.log.append(
+            (
+                "node",
+                node,
+                self.gpus[node],
+                self.milli[node],
+                self.cpu[node],
+                self.mem[node],
+                self.storage[node],
+                self.shm[node],
+                self.empty[node],
+                self.closed[node],
+                list(self.free_idx[node]) if known else None,
+                list(self.milli_idx[node]) if known else None,
+                self.taken.get(node, 0),
+                self.running_left.get(node, len(v.running)),
+            )
+        )
+        if not known:
+            self.free_idx[node] = list(v.free_gpus)
+            self.milli_idx[node] = list(v.milli_free)
+
+    def evict(self, victim: Victim) -> None:
+        """Give back everything a running job holds, on every node and pod (gangs are evicted whole)."""
+        snap = self.snap
+        for r in victim.job.replicas:
+            if r.node is not None and r.node in snap.by_name:
+                n = snap.by_name[r.node]
+                self._remember(n)
+                free, milli = self.free_idx[n], self.milli_idx[n]
+                for g in r.gpus:
+                    milli[g] = min(1000, milli[g] + (r.gpu_milli if r.gpu_milli is not None else 1000))
+                    if milli[g] == 1000 and g not in free:
+                        free.append(g)
+                free.sort()
+                self.gpus[n] = len(free)
+                self.milli[n] = max(milli, default=0)
+                self.cpu[n] += r.cpu_cores
+                self.mem[n] += r.memory_gb
+                self.storage[n] += r.storage_gb
+                self.shm[n] += r.shm_gb
+                left = self.running_left.get(n, len(snap.nodes[n].running)) - 1
+                self.running_left[n] = left
+                self.empty[n] = left <= 0 and not self.taken.get(n, 0)
+            elif r.tpu_pod is not None and r.tpu_pod in snap.pod_by_name:
+                pidx = snap.pod_by_name[r.tpu_pod]
+                chips = {tuple(c) for c in r.tpu_chips}
+                self.pod_used[pidx] -= chips
+                self.log.append(("podfree", pidx, chips))
+                self.slice_cache = {k: s for k, s in self.slice_cache.items() if k[0] != pidx}
+        self.evicted.add(victim.id)
+        self.log.append(("evicted", victim.id))
+
+    def note(self, plan: JobPlan, replicas: list[ReplicaAt]) -> None:
+        """Record a committed placement for the anti-affinity checks of later jobs."""
+        for r in replicas:
+            if r.node is not None:
+                self.labels_on.setdefault(r.node, []).append((plan.labels, plan.anti))
+                for kv in plan.labels.items():
+                    self.label_index.setdefault(kv, set()).add(r.node)
+                if plan.anti:
+                    key = tuple(a.model_dump_json() for a in plan.anti)
+                    self.anti_groups.setdefault(key, (plan.anti, []))[1].append(r.node)
+
     def mark(self) -> int:
         """A point to roll back to (see :meth:`rollback`)."""
         return len(self.log)
@@ -178,7 +234,9 @@ class State:
             entry = self.log.pop()
             kind = entry[0]
             if kind == "node":
-                _, n, gpus, milli, cpu, mem, sto, shm, empty, closed, free, shares = entry
+                _, n, gpus, milli, cpu, mem, sto, shm, empty, closed, free, shares, taken, left = entry
+                self.taken[n] = taken
+                self.running_left[n] = left
                 self.gpus[n], self.milli[n], self.cpu[n], self.mem[n] = gpus, milli, cpu, mem
                 self.storage[n], self.shm[n], self.empty[n], self.closed[n] = sto, shm, empty, closed
                 if free is None:
@@ -191,6 +249,11 @@ class State:
             elif kind == "pod":
                 self.pod_used[entry[1]] -= entry[2]
                 self.slice_cache = {k: v for k, v in self.slice_cache.items() if k[0] != entry[1]}
+            elif kind == "podfree":
+                self.pod_used[entry[1]] |= entry[2]
+                self.slice_cache = {k: v for k, v in self.slice_cache.items() if k[0] != entry[1]}
+            elif kind == "evicted":
+                self.evicted.discard(entry[1])
 
     def commit(self) -> None:
         """Forget the undo log (the changes since the last commit stay)."""
@@ -226,11 +289,14 @@ def _frag(state: State, arrays: NodeArrays, unit: Unit) -> np.ndarray:
     return arrays.cap_gpus * 100
 
 
-def _choose(mask: np.ndarray, pref: np.ndarray, frag: np.ndarray) -> int | None:
+def _choose(
+    mask: np.ndarray, pref: np.ndarray, frag: np.ndarray, penalty: np.ndarray | None = None
+) -> int | None:
     idx = np.flatnonzero(mask)
     if idx.size == 0:
         return None
-    order = np.lexsort((idx, frag[idx], -pref[idx]))
+    keys = (idx, frag[idx], -pref[idx]) if penalty is None else (idx, frag[idx], -pref[idx], penalty[idx])
+    order = np.lexsort(keys)
     return int(idx[order[0]])
 
 
@@ -254,7 +320,7 @@ def _place_node_units(
             avoid = used_by_job if self_anti else used_by_unit if unit.distinct else set()
             if avoid:
                 mask[list(avoid)] = False
-            node = _choose(mask, pref, _frag(state, arrays, unit))
+            node = _choose(mask, pref, _frag(state, arrays, unit), state.penalty)
             if node is None:
                 return None
             gpus, share = state.take(node, unit)
@@ -310,6 +376,7 @@ def greedy(
     order: list[int] | None = None,
     *,
     deadline: float | None = None,
+    victims: list[Victim] | None = None,
 ) -> Assignment:
     """Place the plans (those with candidates) in priority order; the rest stay pending. With a
     ``deadline`` (a ``time.perf_counter()`` value), plans not reached by then are listed in
@@ -332,15 +399,18 @@ def greedy(
             state.rollback(0)
             continue
         state.commit()
-        for r in replicas:
-            if r.node is not None:
-                state.labels_on.setdefault(r.node, []).append((plan.labels, plan.anti))
-                for kv in plan.labels.items():
-                    state.label_index.setdefault(kv, set()).add(r.node)
-                if plan.anti:
-                    key = tuple(a.model_dump_json() for a in plan.anti)
-                    state.anti_groups.setdefault(key, (plan.anti, []))[1].append(r.node)
+        state.note(plan, replicas)
         result.placed[i] = replicas
+    if victims and not result.skipped:
+        from solver.greedy_preemption import preemption_pass
+
+        def place_plan(plan: JobPlan) -> list[ReplicaAt] | None:
+            i = plan.idx
+            return _place_plan(
+                plan, candidates[i], prefs[i], anti_running[i], state, arrays, snap, spot_ok[i]
+            )
+
+        preemption_pass(plans, sequence, candidates, place_plan, state, result, victims, deadline=deadline)
     return result
 
 

@@ -43,6 +43,12 @@ class Policy(BaseModel):
     data_locality: int = 50
     spot_preference: int = 30
 
+    #: Preemption: GPU-seconds charged per GPU (or TPU chip, or 16 cores) of an evicted job on top of the
+    #: work it loses, for restarting it (scheduling, image pull, model load). 300 s per GPU by default.
+    restart_penalty_s: float = Field(default=300.0, ge=0)
+    #: Whether running jobs may be evicted at all.
+    preemption: bool = True
+
     #: Level 3: cost of opening an untouched node for a job that leaves part of it unused, per GPU left.
     fragmentation: int = 1
 

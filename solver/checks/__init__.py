@@ -48,6 +48,7 @@ from solver.checks.devices import check_devices
 from solver.checks.gang import check_gang
 from solver.checks.nodes import check_accelerator, check_nodes
 from solver.checks.nvlink import check_nvlink
+from solver.checks.preemption import check_preemption
 from solver.checks.spread import check_distinct, check_exclusive, check_scope
 from solver.checks.timing import check_timing
 from solver.checks.tpu import check_tpu
@@ -96,4 +97,5 @@ def check(
         for rep in placement.replicas:
             out.extend(check_tpu(ctx, job, rep, taken))
         out.extend(check_timing(ctx, job))
+    out.extend(check_preemption(ctx, cluster))
     return out

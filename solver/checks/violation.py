@@ -19,6 +19,9 @@ from typing import Any
 RULES: dict[str, str] = {
     "accounting": "1. every input job exactly once across placements, pending and rejected",
     "eviction": "1. an eviction names a job that is running on the cluster",
+    "eviction-forbidden": "16. only preemptible, non-reserved running jobs are evicted",
+    "eviction-priority": "16. an eviction is for placed jobs of strictly higher priority",
+    "eviction-unused": "16. a job the eviction is for runs where the evicted job ran",
     "gang": "2. each task group placed whole: replica count, GPUs per replica, resources",
     "node-unknown": "3. the replica's node exists",
     "node-unusable": "3. the node is schedulable and ready",

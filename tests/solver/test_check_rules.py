@@ -315,7 +315,14 @@ def test_memory_over_commit_between_placements() -> None:
 
 
 def test_eviction_frees_capacity() -> None:
-    busy = C.allocate({"job": "spot", "replicas": [{"node": D1, "gpus": list(range(8)), "cpu_cores": 200}]})
+    # A spot job evicted for an on-demand one (rule 16 allows it); its capacity is then free.
+    busy = C.allocate(
+        {
+            "job": "spot",
+            "priority_class": "spot",
+            "replicas": [{"node": D1, "gpus": list(range(8)), "cpu_cores": 200}],
+        }
+    )
     j = gpu_job("j", 8, cpu=100)
     d = Decision(
         placements=[place("j", rep(D1, list(range(8)), cpu_cores=100))],
@@ -382,14 +389,28 @@ APART = LabelRule(key="app", operator="In", values=["web"])
 
 
 def test_anti_affinity_with_a_running_job() -> None:
-    busy = C.allocate({"job": "web-0", "labels": {"app": "web"}, "replicas": [{"node": D1, "gpus": [0]}]})
+    busy = C.allocate(
+        {
+            "job": "web-0",
+            "priority_class": "spot",
+            "labels": {"app": "web"},
+            "replicas": [{"node": D1, "gpus": [0]}],
+        }
+    )
     j = gpu_job("j", 1, placement=Placement(anti_affinity=[APART]))
     assert run(decision(place("j", rep(D1, [1]))), [j], busy) == [("anti-affinity", "j", D1)]
     assert run(decision(place("j", rep(D2, [1]))), [j], busy) == []
 
 
 def test_anti_affinity_ignores_an_evicted_job() -> None:
-    busy = C.allocate({"job": "web-0", "labels": {"app": "web"}, "replicas": [{"node": D1, "gpus": [0]}]})
+    busy = C.allocate(
+        {
+            "job": "web-0",
+            "priority_class": "spot",
+            "labels": {"app": "web"},
+            "replicas": [{"node": D1, "gpus": [0]}],
+        }
+    )
     j = gpu_job("j", 1, placement=Placement(anti_affinity=[APART]))
     d = Decision(placements=[place("j", rep(D1, [1]))], preemptions=[Eviction(job="web-0", for_=["j"])])
     assert run(d, [j], busy) == []

@@ -1,0 +1,133 @@
+"""Running jobs as eviction candidates: who may be preempted, for whom, and what it costs.
+
+Rules (OJS ML resources §8.1-8.2, §14.2; ML extensions §7):
+
+* Priority is the class order ``reserved`` > ``on-demand`` > ``spot``, refined by numeric priority.
+* A running job is preemptible when it says so; when it does not, only ``spot`` is. ``reserved`` jobs are
+  never evicted.
+* An eviction is allowed only for work of *strictly* higher priority.
+* Its cost is the work thrown away: the GPU-seconds since the job's last committed checkpoint (since its
+  start when it has none; none when it checkpoints on preempt), plus a restart penalty per GPU
+  (``Policy.restart_penalty_s``). TPU chips count as GPUs here, and 16 CPU cores as one.
+* Gangs are evicted whole: an eviction frees every replica of the job, on every node.
+
+>>> from datetime import UTC, datetime, timedelta
+>>> from topology import RunningJob
+>>> now = datetime(2026, 1, 1, tzinfo=UTC)
+>>> rj = RunningJob(job="sweep", priority_class="spot", started_at=now - timedelta(hours=1),
+...                 replicas=[{"node": "n1", "gpus": [0, 1]}])
+>>> lost_gpu_seconds(rj, now)
+7200.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from solver.jobs.model import Job, PriorityClass
+from solver.snapshot import Snapshot
+from topology import RunningJob
+
+#: Numeric priorities are clamped to this magnitude when folded into one sortable rank.
+_PRIORITY_SPAN = 1_000_000
+
+
+def rank(priority_class: str, priority: int) -> int:
+    """One integer that orders jobs: class first, numeric priority within the class."""
+    clamped = max(-_PRIORITY_SPAN + 1, min(_PRIORITY_SPAN - 1, priority))
+    return PriorityClass(priority_class).rank * 2 * _PRIORITY_SPAN + clamped
+
+
+def job_rank(job: Job) -> int:
+    return rank(job.priority_class.value, job.priority)
+
+
+def escalated(job: Job, now: datetime) -> Job:
+    """The job as it counts now: a ``spot`` job with priority escalation that has waited longer than
+    ``ext_ml_escalation_after_s`` counts as its target class (OJS ML §8.4); others unchanged."""
+    esc = job.escalation
+    if (
+        esc.enabled
+        and esc.target_class is not None
+        and job.priority_class is PriorityClass.SPOT
+        and job.submit_time is not None
+        and (now - job.submit_time).total_seconds() > esc.after_s
+    ):
+        return job.model_copy(update={"priority_class": esc.target_class})
+    return job
+
+
+def is_preemptible(rj: RunningJob) -> bool:
+    """Explicit flag, else the class default (only spot); reserved never."""
+    if rj.priority_class == "reserved":
+        return False
+    if rj.preemptible is not None:
+        return rj.preemptible
+    return rj.priority_class == "spot"
+
+
+def held_units(rj: RunningJob) -> float:
+    """GPU-equivalents a running job holds: whole GPUs, shares, TPU chips, or CPU cores / 16."""
+    units = 0.0
+    for r in rj.replicas:
+        if r.gpu_milli is not None:
+            units += r.gpu_milli / 1000
+        elif r.gpus:
+            units += len(r.gpus)
+        elif r.tpu_chips:
+            units += len(r.tpu_chips)
+        else:
+            units += r.cpu_cores / 16.0
+    return units
+
+
+def lost_gpu_seconds(rj: RunningJob, now: datetime) -> float:
+    """Work thrown away by evicting ``rj`` now (before the restart penalty)."""
+    if rj.checkpoint_on_preempt:
+        return 0.0
+    since = rj.last_checkpoint_at or rj.started_at
+    if since is None:
+        return 0.0
+    return max(0.0, (now - since).total_seconds()) * held_units(rj)
+
+
+@dataclass(frozen=True)
+class Victim:
+    """A running job that may be evicted: its rank, cost, and where it sits (node / pod indices)."""
+
+    job: RunningJob
+    rank: int
+    cost: float
+    lost_gpu_s: float
+    nodes: tuple[int, ...]
+    pods: tuple[int, ...]
+
+    @property
+    def id(self) -> str:
+        return self.job.job
+
+
+def victims(snap: Snapshot, now: datetime, restart_penalty_s: float) -> list[Victim]:
+    """Every preemptible running job, cheapest first (then by id, for determinism)."""
+    out: list[Victim] = []
+    for rj in snap.cluster.running_jobs():
+        if not is_preemptible(rj):
+            continue
+        lost = lost_gpu_seconds(rj, now)
+        nodes = tuple(sorted({snap.by_name[r.node] for r in rj.replicas if r.node in snap.by_name}))
+        pods = tuple(
+            sorted({snap.pod_by_name[r.tpu_pod] for r in rj.replicas if r.tpu_pod in snap.pod_by_name})
+        )
+        out.append(
+            Victim(
+                job=rj,
+                rank=rank(rj.priority_class, rj.priority),
+                cost=lost + restart_penalty_s * held_units(rj),
+                lost_gpu_s=lost,
+                nodes=nodes,
+                pods=pods,
+            )
+        )
+    out.sort(key=lambda v: (v.cost, v.id))
+    return out

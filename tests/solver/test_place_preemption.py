@@ -1,0 +1,137 @@
+"""Preemption (OJS ML resources §8, §14.2; ML extensions §7): who may be evicted, for whom, at what cost.
+
+Costs are worked out by hand: lost work = GPUs x seconds since the last checkpoint (since start when none;
+zero when the job checkpoints on preempt), plus the restart penalty (Policy default 300 s per GPU).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from solver.jobs.model import Escalation, GpuDemand, Job, TaskGroup
+from tests.solver.conftest import NOW, Solve, nodes_of, pending_reason
+from topology import cluster_of, dgx_h100
+
+
+def _running(job: str, node: str, cls: str = "spot", hours: float = 1.0, **kw: object) -> dict[str, object]:
+    return {
+        "job": job,
+        "priority_class": cls,
+        "started_at": NOW - timedelta(hours=hours),
+        "replicas": [{"node": node, "gpus": list(range(8))}],
+        **kw,
+    }
+
+
+def _gpu_job(job_id: str, cls: str, gpus: int = 8, **kw: object) -> Job:
+    return Job(id=job_id, priority_class=cls, tasks=[TaskGroup(gpu=GpuDemand(count=gpus))], **kw)  # type: ignore[arg-type]
+
+
+def test_eviction_only_for_strictly_higher_priority(solve: Solve) -> None:
+    c = cluster_of(dgx_h100(1, name="solo")).with_allocations([_running("old-spot", "solo")])
+    # A spot job may not evict a spot job: it waits.
+    d = solve([_gpu_job("new-spot", "spot")], c)
+    assert d.preemptions == [] and pending_reason(d, "new-spot") is not None
+    # An on-demand job may: the spot job is evicted for it.
+    d = solve([_gpu_job("svc", "on-demand")], c)
+    assert [e.job for e in d.preemptions] == ["old-spot"] and d.preemptions[0].for_ == ["svc"]
+    assert nodes_of(d, "svc") == ["solo"]
+
+
+def test_numeric_priority_refines_the_class(solve: Solve) -> None:
+    c = cluster_of(dgx_h100(1, name="solo")).with_allocations([_running("low", "solo", priority=1)])
+    d = solve([_gpu_job("same", "spot", priority=1)], c)
+    assert d.preemptions == []
+    d = solve([_gpu_job("higher", "spot", priority=2)], c)
+    assert [e.job for e in d.preemptions] == ["low"]
+
+
+def test_the_victim_losing_least_work_is_chosen(solve: Solve) -> None:
+    # a: 8 GPUs x 2 h since start = 57,600 GPU-s; b: checkpointed 10 min ago = 4,800 GPU-s;
+    # c: checkpoints on preempt = 0. Penalty 2,400 each. The reserved 8-GPU job evicts c.
+    c = cluster_of(dgx_h100(3)).with_allocations(
+        [
+            _running("a", "dgx-h100-1", hours=2),
+            _running("b", "dgx-h100-2", hours=2, last_checkpoint_at=NOW - timedelta(minutes=10)),
+            _running("c", "dgx-h100-3", hours=2, checkpoint_on_preempt=True),
+        ]
+    )
+    d = solve([_gpu_job("train", "reserved")], c)
+    assert [e.job for e in d.preemptions] == ["c"]
+    assert d.preemptions[0].expected_work_lost_gpu_s == 0.0 and d.preemptions[0].checkpoint is True
+    # Without c, b is cheaper than a.
+    c2 = cluster_of(dgx_h100(2)).with_allocations(
+        [
+            _running("a", "dgx-h100-1", hours=2),
+            _running("b", "dgx-h100-2", hours=2, last_checkpoint_at=NOW - timedelta(minutes=10)),
+        ]
+    )
+    d = solve([_gpu_job("train", "reserved")], c2)
+    assert [e.job for e in d.preemptions] == ["b"]
+    assert d.preemptions[0].expected_work_lost_gpu_s == 8 * 600
+
+
+def test_reserved_and_non_preemptible_jobs_are_never_evicted(solve: Solve) -> None:
+    c = cluster_of(dgx_h100(2)).with_allocations(
+        [
+            _running("res", "dgx-h100-1", cls="reserved", preemptible=True),
+            _running("od", "dgx-h100-2", cls="on-demand"),
+        ]
+    )
+    d = solve([_gpu_job("top", "reserved", priority=100)], c)
+    assert d.preemptions == [] and pending_reason(d, "top") is not None
+    # The same on-demand job declared preemptible may be evicted by a reserved one.
+    c = cluster_of(dgx_h100(1, name="solo")).with_allocations(
+        [_running("od", "solo", cls="on-demand", preemptible=True)]
+    )
+    d = solve([_gpu_job("top", "reserved")], c)
+    assert [e.job for e in d.preemptions] == ["od"]
+
+
+def test_gangs_are_evicted_whole(solve: Solve) -> None:
+    # A 2-node spot gang holds both DGX nodes; one 8-GPU reserved job evicts the whole gang.
+    gang = {
+        "job": "gang",
+        "priority_class": "spot",
+        "started_at": NOW - timedelta(hours=1),
+        "replicas": [
+            {"node": "dgx-h100-1", "gpus": list(range(8))},
+            {"node": "dgx-h100-2", "gpus": list(range(8))},
+        ],
+    }
+    c = cluster_of(dgx_h100(2)).with_allocations([gang])
+    d = solve([_gpu_job("train", "reserved")], c)
+    [e] = d.preemptions
+    assert e.job == "gang" and e.nodes == ["dgx-h100-1", "dgx-h100-2"]
+    assert e.expected_work_lost_gpu_s == 16 * 3600  # both replicas' work is lost
+
+
+def test_directives_grace_checkpoint_and_not_a_failure(solve: Solve) -> None:
+    c = cluster_of(dgx_h100(1, name="solo")).with_allocations(
+        [_running("s", "solo", grace_period_s=90, checkpoint_on_preempt=True)]
+    )
+    d = solve([_gpu_job("svc", "on-demand")], c)
+    [e] = d.preemptions
+    assert (e.grace_period_s, e.checkpoint, e.event, e.counts_as_failure) == (90, True, "preemption", False)
+    assert d.to_json()["preemptions"][0]["for"] == ["svc"]
+
+
+def test_escalated_spot_job_counts_as_its_target_class(solve: Solve) -> None:
+    c = cluster_of(dgx_h100(1, name="solo")).with_allocations([_running("old-spot", "solo")])
+    waited = _gpu_job(
+        "patient",
+        "spot",
+        submit_time=NOW - timedelta(hours=2),
+        escalation=Escalation(enabled=True, after_s=3600, target_class="on-demand"),
+    )
+    d = solve([waited], c)
+    assert [e.job for e in d.preemptions] == ["old-spot"]
+    fresh = waited.model_copy(update={"submit_time": NOW - timedelta(minutes=5)})
+    d = solve([fresh], c)
+    assert d.preemptions == []
+
+
+def test_no_eviction_when_free_capacity_suffices(solve: Solve) -> None:
+    c = cluster_of(dgx_h100(2)).with_allocations([_running("s", "dgx-h100-1")])
+    d = solve([_gpu_job("svc", "on-demand")], c)
+    assert d.preemptions == [] and nodes_of(d, "svc") == ["dgx-h100-2"]
