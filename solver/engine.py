@@ -204,6 +204,7 @@ def place(
                 best,
                 policy,
                 deadline=t0 + policy.time_limit_s - reserve,
+                victims=evictable,
             )
             build_s += result.build_s
             solve_s = result.solve_s
@@ -216,8 +217,11 @@ def place(
             stats.deterministic = policy.reproducible
             ours = objective(best, plans)
             theirs = None if result.assignment is None else objective(result.assignment, plans)
-            # CP-SAT's model evicts nobody: at equal placed priority it wins whenever greedy evicted.
-            better_tie = result.improves_secondary or bool(best.evictions)
+            # Lexicographic: placed priority, then less work thrown away by evictions, then preferences.
+            ours_cost = sum(v.cost for v in evictable if v.id in best.evictions)
+            cheaper = result.eviction_cost < ours_cost - 1e-6
+            same_cost = abs(result.eviction_cost - ours_cost) <= 1e-6
+            better_tie = cheaper or (same_cost and result.improves_secondary)
             if theirs is not None and (theirs > ours or (theirs == ours and better_tie)):
                 best = result.assignment
                 stats.engine = "cpsat"

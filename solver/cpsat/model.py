@@ -30,6 +30,7 @@ from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for
 from solver.demand import JobPlan, Unit
 from solver.greedy import State, scope_value
 from solver.policy import Policy
+from solver.preempt import Victim, job_rank
 from solver.rules import all_hold, holds
 from solver.tpu_shapes import tpu_shapes
 from topology.tpu import slices_in_pod
@@ -49,6 +50,7 @@ class CpsatResult:
     classes: int | None = None
     improves_secondary: bool = False
     exact: bool = False
+    eviction_cost: float = 0.0
 
 
 @dataclass
@@ -60,6 +62,7 @@ class _NodeUnit:
     pref: np.ndarray
     type_idx: int = -1
     classes: list[int] = field(default_factory=list)
+    direct: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -94,11 +97,15 @@ def solve(
     policy: Policy,
     *,
     deadline: float,
+    victims: list[Victim] | None = None,
 ) -> CpsatResult:
-    """Build and solve the model; ``deadline`` is an absolute ``time.perf_counter()`` value."""
+    """Build and solve the model; ``deadline`` is an absolute ``time.perf_counter()`` value. ``victims``
+    are running jobs the model may evict (strictly lower priority only; :mod:`solver.preempt`)."""
     t0 = time.perf_counter()
     try:
-        built = _Builder(plans, candidates, prefs, anti, arrays, spot_ok, hint, policy, deadline).build()
+        built = _Builder(
+            plans, candidates, prefs, anti, arrays, spot_ok, hint, policy, deadline, victims or []
+        ).build()
     except _Deadline:
         return CpsatResult(None, "BUILD_TIMEOUT", build_s=time.perf_counter() - t0)
     build_s = time.perf_counter() - t0
@@ -117,8 +124,16 @@ class _Builder:
         hint: Assignment,
         policy: Policy,
         deadline: float,
+        victims: list[Victim],
     ):
         self.plans, self.candidates, self.prefs, self.anti = plans, candidates, prefs, anti
+        top = max((job_rank(plans[p].job) for p in candidates), default=None)
+        # Only jobs some plan outranks can be evicted; only their nodes are modelled one by one.
+        self.victims = [v for v in victims if top is not None and v.rank < top and v.nodes]
+        self.direct: dict[int, list[Victim]] = {}
+        for v in self.victims:
+            for n in v.nodes:
+                self.direct.setdefault(n, []).append(v)
         self.arrays, self.snap, self.spot_ok, self.hint, self.policy = (
             arrays,
             arrays.snap,
@@ -130,6 +145,7 @@ class _Builder:
         self.m = cp_model.CpModel()
         #: Whether the model is the real problem (no rounding, no truncated candidate lists).
         self.exact = True
+        self.y_hint: dict[tuple[int, int, int], int] = {}
 
     def _tick(self) -> None:
         if time.perf_counter() > self.deadline - 0.05:
@@ -150,6 +166,8 @@ class _Builder:
         relevant = np.zeros(len(snap.nodes), dtype=bool)
         for nu in node_units:
             relevant |= nu.cand.now
+        for n in self.direct:
+            relevant[n] = False  # nodes with eviction candidates are modelled one by one
         scopes = sorted({plans[p].scope for p in ids if plans[p].scope})
         anti_plans = [p for p in ids if self.anti[p].any()]
         classes, class_of, exact_classes = build_classes(
@@ -158,6 +176,7 @@ class _Builder:
         self.exact &= exact_classes
         self._tick()
         types, _ = self._item_types(ids, node_units)
+        self._direct_nodes(node_units)
         self._eligible_classes(node_units, classes, class_of)
         self._tick()
 
@@ -175,6 +194,10 @@ class _Builder:
                 ui = plans[p].units.index(r.unit)
                 nu = key_of[(p, ui)]
                 c = int(class_of[r.node])
+                if r.node in nu.direct:
+                    key = (p, ui, r.node)
+                    self.y_hint[key] = self.y_hint.get(key, 0) + 1
+                    continue
                 if c < 0 or c not in nu.classes:
                     hint_ok = False
                     continue
@@ -305,6 +328,35 @@ class _Builder:
                 self.exact = False
             nu.classes = cls
 
+    def _direct_nodes(self, node_units: list[_NodeUnit]) -> None:
+        """For each unit, the nodes with eviction candidates it may use: statically possible, not
+        anti-affinity-blocked, big enough once lower-priority victims leave (or free enough now); units with
+        per-node rules other than one-per-node stay off them. Best first (cheapest evictions), capped."""
+        if not self.direct:
+            return
+        hinted: dict[tuple[int, int], set[int]] = {}
+        for p, reps in self.hint.placed.items():
+            for r in reps:
+                if r.node is not None and r.node in self.direct:
+                    hinted.setdefault((p, self.plans[p].units.index(r.unit)), set()).add(r.node)
+        limit = self.policy.max_classes_per_unit
+        for nu in node_units:
+            u = nu.unit
+            if u.exclusive or u.need.milli or nu.p in self.conflicts:
+                continue
+            mine = job_rank(self.plans[nu.p].job)
+            options: list[tuple[float, int]] = []
+            for n, vs in self.direct.items():
+                if not nu.cand.static[n] or self.anti[nu.p][n]:
+                    continue
+                below = [v for v in vs if v.rank < mine]
+                if not below and not nu.cand.now[n]:
+                    continue
+                options.append((sum(v.cost for v in below), n))
+            options.sort()
+            keep = {n for _, n in options[:limit]} | hinted.get((nu.p, nu.ui), set())
+            nu.direct = sorted(keep)
+
     def _tpu_slices(self, tpu_units: list[tuple[int, int, Unit]]) -> dict[tuple[int, int], list[_Slice]]:
         out: dict[tuple[int, int], list[_Slice]] = {}
         hinted: dict[tuple[int, int], list[_Slice]] = {}
@@ -369,6 +421,7 @@ class _Built:
                 zs.append(v)
             m.Add(sum(zs) <= cnt)
         self.x: dict[tuple[int, int, int], cp_model.IntVar] = {}
+        self.y: dict[tuple[int, int, int], cp_model.IntVar] = {}
         slots: dict[tuple[int, int], list[cp_model.IntVar]] = {}
         for k, nu in enumerate(node_units):
             if k % 256 == 0:
@@ -379,6 +432,11 @@ class _Built:
                 self.x[(nu.p, nu.ui, c)] = v
                 xs.append(v)
                 slots.setdefault((c, nu.type_idx), []).append(v)
+            cap = 1 if (nu.unit.distinct or nu.p in b.self_anti) else nu.unit.replicas
+            for n in nu.direct:
+                v = m.NewIntVar(0, cap, f"y[{nu.p},{nu.ui},{n}]")
+                self.y[(nu.p, nu.ui, n)] = v
+                xs.append(v)
             m.Add(sum(xs) == nu.unit.replicas * self.placed[nu.p])
         for (c, t), xs in slots.items():
             supply = [cnt * self.z[(c, k)] for k, pat in enumerate(patterns[c]) for ti, cnt in pat if ti == t]
@@ -392,11 +450,17 @@ class _Built:
             scope = self.plans[p].scope
             if scope is None:
                 continue
-            domains = sorted({str(classes[c].scopes[scope]) for nu in nus for c in nu.classes})
+            snap = b.snap
+            domains = sorted(
+                {str(classes[c].scopes[scope]) for nu in nus for c in nu.classes}
+                | {str(scope_value(snap, n, scope)) for nu in nus for n in nu.direct}
+            )
             bs = {d: m.NewBoolVar(f"b[{p},{d}]") for d in domains}
             self.bvars.update({(p, d): v for d, v in bs.items()})
             m.Add(sum(bs.values()) == self.placed[p])
             for nu in nus:
+                for n in nu.direct:
+                    m.Add(self.y[(p, nu.ui, n)] <= nu.unit.replicas * bs[str(scope_value(snap, n, scope))])
                 for c in nu.classes:
                     m.Add(self.x[(p, nu.ui, c)] <= nu.unit.replicas * bs[str(classes[c].scopes[scope])])
         # TPU slices.
@@ -414,6 +478,7 @@ class _Built:
         for vs in covering.values():
             if len(vs) > 1:
                 m.AddAtMostOne(vs)
+        self._evictions(node_units)
         # Objective levels.
         self.level1 = sum(self.plans[p].weight * self.placed[p] for p in ids)
         self.level2 = sum(
@@ -456,9 +521,77 @@ class _Built:
         for (p, ui, s_idx), v in self.a.items():
             s = tpu_slices[(p, ui)][s_idx]
             self.hint_values[v] = int((p, ui, s.pod, frozenset(s.chips)) in hinted_slices)
+        for key, v in self.y.items():
+            self.hint_values[v] = b.y_hint.get(key, 0)
+        for vid, v in self.e.items():
+            self.hint_values[v] = int(vid in b.hint.evictions)
         for v, val in self.hint_values.items():
             m.AddHint(v, val)
         self.hint_ok = hint_ok
+
+    def _evictions(self, node_units: list[_NodeUnit]) -> None:
+        """Eviction variables and the capacity of nodes modelled one by one.
+
+        On a node with eviction candidates, for every priority level L of the units that may go there, the
+        units of priority <= L use at most the free amount plus what victims of priority < L free: capacity a
+        victim frees is usable only by strictly higher-priority work. A victim is evicted only if such work
+        lands on one of its nodes (gangs: every node it holds is freed at once).
+        """
+        b, m = self.b, self.m
+        self.e: dict[str, cp_model.IntVar] = {}
+        self.level_cost: cp_model.LinearExprT = 0
+        if not self.y:
+            return
+        on_node: dict[int, list[_NodeUnit]] = {}
+        for nu in node_units:
+            for n in nu.direct:
+                on_node.setdefault(n, []).append(nu)
+        used = {v.id: v for n in on_node for v in b.direct[n]}
+        self.e = {vid: m.NewBoolVar(f"e[{vid}]") for vid in sorted(used)}
+        arrays = b.arrays
+        snap = b.snap
+        for n, nus in sorted(on_node.items()):
+            free = (arrays.gpus[n], arrays.cpu[n], arrays.mem[n], arrays.storage[n], arrays.shm[n])
+            held = {v.id: _held_on(v, snap.nodes[n].name) for v in b.direct[n]}
+            ranks = sorted({job_rank(self.plans[nu.p].job) for nu in nus})
+            for level in ranks:
+                group = [nu for nu in nus if job_rank(self.plans[nu.p].job) <= level]
+                freed = [v for v in b.direct[n] if v.rank < level]
+                for r in range(5):
+                    demand = [
+                        _need_vec(nu.unit)[r] * self.y[(nu.p, nu.ui, n)]
+                        for nu in group
+                        if _need_vec(nu.unit)[r]
+                    ]
+                    if not demand:
+                        continue
+                    scale = 1 if r == 0 else 1000  # fractional cores/GB: thousandths, rounded safely
+                    cap = int(np.floor(float(free[r]) * scale + 1e-6)) if np.isfinite(free[r]) else None
+                    if cap is None:
+                        continue
+                    lhs = sum(
+                        int(np.ceil(_need_vec(nu.unit)[r] * scale - 1e-6)) * self.y[(nu.p, nu.ui, n)]
+                        for nu in group
+                        if _need_vec(nu.unit)[r]
+                    )
+                    gain = sum(int(np.floor(held[v.id][r] * scale + 1e-6)) * self.e[v.id] for v in freed)
+                    m.Add(lhs <= cap + gain)
+            # Self-anti-affinity: one replica of such a job per node, over its units.
+            for p in {nu.p for nu in nus if nu.p in b.self_anti}:
+                m.Add(sum(self.y[(nu.p, nu.ui, n)] for nu in nus if nu.p == p) <= 1)
+        for vid, ev in self.e.items():
+            v = used[vid]
+            helpers = [
+                self.y[(nu.p, nu.ui, n)]
+                for n in v.nodes
+                for nu in on_node.get(n, [])
+                if job_rank(self.plans[nu.p].job) > v.rank
+            ]
+            if helpers:
+                m.Add(ev <= sum(helpers))
+            else:
+                m.Add(ev == 0)
+        self.level_cost = sum(round(used[vid].cost) * ev for vid, ev in self.e.items())
 
     def _solver(self, seconds: float) -> cp_model.CpSolver:
         s = cp_model.CpSolver()
@@ -494,14 +627,28 @@ class _Built:
         bound = float(s1.BestObjectiveBound())
         values = self._values(s1)
         status = name1
-        # Level 2-3 under level 1 held at what was found.
+        m.Add(self.level1 >= v1)
+        # Eviction cost (work thrown away), minimized under level 1 held at what was found.
+        left = self.b.deadline - time.perf_counter()
+        if self.e and left > 0.05:
+            m.ClearHints()
+            for v, val in values.items():
+                m.AddHint(v, val)
+            m.Minimize(self.level_cost)
+            sc = self._solver(left * 0.6)
+            stc = sc.Solve(m)
+            if stc in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                values = self._values(sc)
+                m.Add(self.level_cost <= round(sc.ObjectiveValue()))
+                if stc != cp_model.OPTIMAL:
+                    status = "FEASIBLE"
+        # Level 2-3 under the levels above held at what was found.
         left = self.b.deadline - time.perf_counter()
         improves = False
         if left > 0.05:
             m.ClearHints()
             for v, val in values.items():
                 m.AddHint(v, val)
-            m.Add(self.level1 >= v1)
             secondary = self.level2 * self.l3_max - self.level3
             m.Maximize(secondary)
             s2 = self._solver(left)
@@ -521,6 +668,7 @@ class _Built:
             solve_s=time.perf_counter() - t_solve,
             improves_secondary=improves,
             exact=self.b.exact,
+            eviction_cost=sum(v.cost for v in self.b.victims if v.id in self.e and values[self.e[v.id]]),
             **stats,
         )
 
@@ -530,6 +678,8 @@ class _Built:
         out.update({v: int(s.Value(v)) for v in self.x.values()})
         out.update({v: int(s.Value(v)) for v in self.bvars.values()})
         out.update({v: int(s.Value(v)) for v in self.a.values()})
+        out.update({v: int(s.Value(v)) for v in self.y.values()})
+        out.update({v: int(s.Value(v)) for v in self.e.values()})
         return out
 
     def _secondary_of_hint(self) -> int:
@@ -573,11 +723,37 @@ class _Built:
         out = Assignment(engine="cpsat")
         for p in placed:
             out.placed[p] = []
-        return placed, State.of(self.b.arrays), out
+        state = State.of(self.b.arrays)
+        for v in self.b.victims:
+            if v.id in self.e and values[self.e[v.id]]:
+                state.evict(v)
+        return placed, state, out
 
     def _finish(
-        self, values: dict[cp_model.IntVar, int], placed: set[int], out: Assignment
+        self, values: dict[cp_model.IntVar, int], placed: set[int], out: Assignment, state: State
     ) -> Assignment | None:
+        # Nodes modelled one by one: higher-priority units first, then record whom each eviction served.
+        for (p, ui, n), v in sorted(
+            self.y.items(), key=lambda kv: (-job_rank(self.plans[kv[0][0]].job), kv[0])
+        ):
+            unit = self.plans[p].units[ui]
+            for _ in range(values[v] if p in placed else 0):
+                if not state.fits_node(n, unit):
+                    return None
+                gpus, share = state.take(n, unit)
+                out.placed[p].append(ReplicaAt(unit=unit, node=n, gpus=gpus, milli=share))
+        for victim in self.b.victims:
+            if victim.id in self.e and values[self.e[victim.id]]:
+                out.evictions[victim.id] = sorted(
+                    {
+                        self.plans[p].id
+                        for (p, _, n), v in self.y.items()
+                        if p in placed
+                        and values[v]
+                        and n in victim.nodes
+                        and job_rank(self.plans[p].job) > victim.rank
+                    }
+                )
         for (p, ui, s_idx), v in self.a.items():
             if values[v] and p in placed:
                 s = self.tpu_slices[(p, ui)][s_idx]
@@ -621,7 +797,7 @@ class _Built:
                                 )  # type: ignore[attr-defined]
         except (StopIteration, ValueError):
             return None
-        return self._finish(values, placed, out)
+        return self._finish(values, placed, out, state)
 
     def _realize_repair(self, values: dict[cp_model.IntVar, int]) -> Assignment | None:
         """Repair for rounded models.
@@ -692,4 +868,23 @@ class _Built:
                 put(node, nu)
         except ValueError:
             return None
-        return self._finish(values, placed, out)
+        return self._finish(values, placed, out, state)
+
+
+def _need_vec(unit: Unit) -> tuple[float, float, float, float, float]:
+    n = unit.need
+    return (n.gpus, n.cpu, n.mem, n.storage, n.shm)
+
+
+def _held_on(v: Victim, node: str) -> tuple[float, float, float, float, float]:
+    """What a victim holds on one node: whole GPUs (shares count nothing: a shared GPU frees no whole GPU
+    unless every share leaves, which this conservative count ignores), cores, GB of memory/storage/shm."""
+    out = [0.0, 0.0, 0.0, 0.0, 0.0]
+    for r in v.job.replicas:
+        if r.node == node:
+            out[0] += 0 if r.gpu_milli is not None else len(r.gpus)
+            out[1] += r.cpu_cores
+            out[2] += r.memory_gb
+            out[3] += r.storage_gb
+            out[4] += r.shm_gb
+    return (out[0], out[1], out[2], out[3], out[4])

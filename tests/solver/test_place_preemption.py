@@ -135,3 +135,36 @@ def test_no_eviction_when_free_capacity_suffices(solve: Solve) -> None:
     c = cluster_of(dgx_h100(2)).with_allocations([_running("s", "dgx-h100-1")])
     d = solve([_gpu_job("svc", "on-demand")], c)
     assert d.preemptions == [] and nodes_of(d, "svc") == ["dgx-h100-2"]
+
+
+def test_cpsat_finds_the_cheaper_eviction_greedy_misses() -> None:
+    # node 1: 4 free GPUs + cheap spot "x" (4 GPUs, checkpoints on preempt: 0 lost + 1,200 penalty);
+    # node 2: 4 free GPUs + costly spot "y" (4 GPUs x 10 h = 144,000 GPU-s lost + 1,200).
+    # Batch: reserved "big" (8 GPUs on one node) and on-demand "mid" (4 GPUs).
+    # Greedy puts "mid" on node 1 first (a tie, node order), so "big" must evict the costly "y".
+    # The optimum puts "mid" on node 2 and evicts the cheap "x" for "big": CP-SAT must find it.
+    from solver.engine import place
+    from solver.policy import Policy
+    from tests.solver.conftest import assert_valid
+
+    c = cluster_of(dgx_h100(2)).with_allocations(
+        [
+            {
+                **_running("x", "dgx-h100-1", checkpoint_on_preempt=True),
+                "replicas": [{"node": "dgx-h100-1", "gpus": [0, 1, 2, 3]}],
+            },
+            {
+                **_running("y", "dgx-h100-2", hours=10),
+                "replicas": [{"node": "dgx-h100-2", "gpus": [0, 1, 2, 3]}],
+            },
+        ]
+    )
+    jobs = [_gpu_job("big", "reserved"), _gpu_job("mid", "on-demand", gpus=4)]
+    greedy = place(jobs, c, Policy(engine="greedy"), now=NOW)
+    assert_valid(greedy, jobs, c)
+    assert [e.job for e in greedy.preemptions] == ["y"]  # the trap, so this test keeps meaning something
+    d = place(jobs, c, Policy(engine="cpsat", time_limit_s=5, reproducible=True), now=NOW)
+    assert_valid(d, jobs, c)
+    assert len(d.placements) == 2
+    assert [e.job for e in d.preemptions] == ["x"] and d.preemptions[0].for_ == ["big"]
+    assert d.stats.engine == "cpsat"
