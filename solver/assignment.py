@@ -34,6 +34,8 @@ class Assignment:
     engine: str = "greedy"
     #: Plans the engine did not get to before its deadline (they stay pending, NOT_CONSIDERED).
     skipped: set[int] = field(default_factory=set)
+    #: Plans that fit but would take their queue over its GPU budget (pending, QUEUE_BUDGET).
+    over_budget: set[int] = field(default_factory=set)
     #: Running jobs evicted, each with the ids of the jobs it makes room for.
     evictions: dict[str, list[str]] = field(default_factory=dict)
 

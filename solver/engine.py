@@ -24,18 +24,20 @@ time counts against the limit and CP-SAT gets what is left, minus a reserve for 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
 
 from solver.assignment import Assignment, objective
+from solver.budgets import Budgets, remaining_room
 from solver.candidates import NodeArrays, UnitCandidates, anti_affinity_mask, batch_keys, unit_candidates
 from solver.decision import Decision, JobPlacement, PendingJob, Reason, RejectedJob, ReplicaPlacement, Stats
 from solver.demand import JobPlan, Unit, expand
-from solver.explain import not_considered, owners_of, pending_reasons, unsatisfiable
+from solver.explain import not_considered, owners_of, pending_reasons, queue_budget, unsatisfiable
 from solver.greedy import greedy, priority_order
 from solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreference
+from solver.jobs.queues import QueueConfig
 from solver.policy import Policy
 from solver.preempt import escalated, victims
 from solver.scoring import preference_scores
@@ -56,9 +58,14 @@ def place(
     policy: Policy | None = None,
     *,
     now: datetime | None = None,
+    queues: Mapping[str, QueueConfig] | None = None,
 ) -> Decision:
-    """Decide where the batch runs. Pure: the same inputs and ``policy.seed`` give the same decision
-    (with ``policy.reproducible``, also under a wall-clock limit; see ``docs/solver.md``)."""
+    """Decide where the batch runs. Pure: the same inputs and ``policy.seed`` give the same decision (with
+    ``policy.reproducible``, also under a wall-clock limit; see ``docs/solver.md``).
+
+    ``queues`` (OJS §10 configurations by queue name) bring GPU budgets: a job that would take its queue
+    over ``max_total_gpus`` or ``max_concurrent_gpu_jobs`` (running jobs included) stays pending with
+    ``QUEUE_BUDGET``."""
     t0 = time.perf_counter()
     policy = policy or Policy()
     now = now or datetime.now(UTC)
@@ -169,8 +176,18 @@ def place(
 
     # 5. greedy
     evictable = victims(snap, now, policy.restart_penalty_s) if policy.preemption else []
+    budgets = Budgets.of(queues or {}, cluster.running_jobs())
     best = greedy_best = greedy(
-        plans, candidates, prefs, anti, arrays, spot_ok, order, deadline=deadline, victims=evictable
+        plans,
+        candidates,
+        prefs,
+        anti,
+        arrays,
+        spot_ok,
+        order,
+        deadline=deadline,
+        victims=evictable,
+        budgets=budgets,
     )
     skipped |= {i for i in best.skipped if i not in best.placed}
     stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
@@ -205,6 +222,7 @@ def place(
                 policy,
                 deadline=t0 + policy.time_limit_s - reserve,
                 victims=evictable,
+                budgets=budgets,
             )
             build_s += result.build_s
             solve_s = result.solve_s
@@ -247,6 +265,8 @@ def place(
                 reasons = [not_considered(policy.time_limit_s)]
             elif plan.idx in unsat:
                 reasons = [unsat[plan.idx]]
+            elif plan.idx in assignment.over_budget or _over_budget(plan, assignment, budgets, plans):
+                reasons = [queue_budget(plan, assignment, budgets, plans)]
             else:
                 reasons = pending_reasons(plan, candidates[plan.idx], assignment, plans, snap, owners)
             out.pending.append(PendingJob(job=plan.id, reasons=reasons))
@@ -256,7 +276,7 @@ def place(
     if policy.verify and stats.engine == "cpsat":
         from solver.check import check
 
-        violations = check(final, [*admitted], cluster, now=now)
+        violations = check(final, [*admitted], cluster, now=now, queues=queues)
         if violations:  # never trust the solver's own word: greedy's answer stands
             final = answer(greedy_best)
             stats.engine = "greedy"
@@ -330,6 +350,15 @@ def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap
         decision.placements.append(
             JobPlacement(job=plan.id, replicas=reps, priority_class=plan.job.priority_class.value)
         )
+
+
+def _over_budget(plan: JobPlan, assignment: Assignment, budgets: Budgets, plans: list[JobPlan]) -> bool:
+    """Whether the job would take its queue over budget given what this answer placed and evicted."""
+    if not budgets.active or not plan.job.total_gpu_milli:
+        return False
+    room_gpus, room_jobs = remaining_room(plan.job.queue, assignment, budgets, plans)
+    gpus = plan.job.total_gpu_milli / 1000
+    return (room_gpus is not None and gpus > room_gpus + 1e-9) or (room_jobs is not None and room_jobs < 1)
 
 
 def _merge_rejected(rejected: list[RejectedJob]) -> list[RejectedJob]:

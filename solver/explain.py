@@ -11,6 +11,8 @@ Slurm's "requested node configuration is not available"):
 * ``LOST_TO_HIGHER_PRIORITY`` — there was room, but jobs of this batch placed ahead of it took it
   (``details.jobs`` names them).
 * ``DEPENDENCY_UNMET``, ``NOT_BEFORE`` — not eligible yet.
+* ``QUEUE_BUDGET`` — the job fits, but its queue's GPU budget (``max_total_gpus``,
+  ``max_concurrent_gpu_jobs``, OJS ML §10.3) does not; ``details`` say how much more budget it needs.
 * ``NOT_CONSIDERED`` — the time limit ran out before the job's turn (lowest priority last); it stays
   pending for the next cycle.
 """
@@ -28,6 +30,35 @@ from solver.snapshot import Snapshot
 
 def _counts(d: dict[str, int], words: dict[str, str]) -> str:
     return "; ".join(f"{n} node{'s' if n != 1 else ''}: {words.get(k, k)}" for k, n in d.items())
+
+
+def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: list[JobPlan]) -> Reason:
+    """``QUEUE_BUDGET``: the job fits the cluster but not its queue's GPU budget (OJS ML §10.3); the message
+    says what budget change would let it run."""
+    from solver.budgets import remaining_room
+
+    queue = plan.job.queue
+    room_gpus, _ = remaining_room(queue, assignment, budgets, plans)  # type: ignore[arg-type]
+    need = plan.job.total_gpu_milli / 1000
+    parts = []
+    details: dict[str, object] = {"queue": queue, "gpus": need}
+    if room_gpus is not None and need > room_gpus + 1e-9:
+        more = need - max(room_gpus, 0.0)
+        parts.append(
+            f"it needs {need:g} GPUs and the queue has {max(room_gpus, 0.0):g} left of max_total_gpus"
+        )
+        details["more_gpus"] = more
+        change = f"fits if queue {queue!r}'s budget allowed {more:g} more GPUs"
+    else:
+        parts.append("the queue is at max_concurrent_gpu_jobs")
+        details["more_jobs"] = 1
+        change = f"fits if queue {queue!r} allowed one more concurrent GPU job"
+    return Reason(
+        code="QUEUE_BUDGET",
+        message=f"queue {queue!r} is over its GPU budget: {'; '.join(parts)} — {change} "
+        "(it waits; it is not rejected)",
+        details=details,
+    )
 
 
 def not_considered(limit_s: float) -> Reason:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from solver.assignment import Assignment, ReplicaAt
+from solver.budgets import Budgets
 from solver.candidates import NodeArrays, UnitCandidates
 from solver.demand import JobPlan, Unit
 from solver.jobs.model import AffinityOperator, LabelRule
@@ -79,6 +80,8 @@ class State:
     taken: dict[int, int] = field(default_factory=dict)
     running_left: dict[int, int] = field(default_factory=dict)
     evicted: set[str] = field(default_factory=set)
+    #: GPUs and GPU jobs this decision added per queue (committed placements only).
+    queue_use: dict[str, tuple[float, int]] = field(default_factory=dict)
     #: Per node, a cost to avoid (eviction cost of using it), the first key of node choice when set.
     penalty: np.ndarray | None = None
 
@@ -260,6 +263,33 @@ class State:
         self.log.clear()
 
 
+def _gpus_of(replicas: list[ReplicaAt]) -> float:
+    return sum(r.unit.need.gpus + r.unit.need.milli / 1000 for r in replicas if r.node is not None)
+
+
+def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None) -> bool:
+    """Whether placing ``replicas`` keeps the job's queue within its GPU budget (OJS ML §10.3)."""
+    if budgets is None or not budgets.active:
+        return True
+    gpus = _gpus_of(replicas)
+    if gpus <= 0:
+        return True
+    queue = plan.job.queue
+    room_gpus, room_jobs = budgets.room(queue, state.evicted)
+    added_gpus, added_jobs = state.queue_use.get(queue or "", (0.0, 0))
+    if room_gpus is not None and added_gpus + gpus > room_gpus + 1e-9:
+        return False
+    return room_jobs is None or added_jobs + 1 <= room_jobs
+
+
+def charge_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State) -> None:
+    """Count a committed placement against its queue's budget."""
+    gpus = _gpus_of(replicas)
+    if gpus > 0 and plan.job.queue is not None:
+        g, j = state.queue_use.get(plan.job.queue, (0.0, 0))
+        state.queue_use[plan.job.queue] = (g + gpus, j + 1)
+
+
 def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.ndarray:
     """Nodes the job may not use: running jobs matching its anti-affinity, or jobs placed in this batch
     that match it, or whose own anti-affinity matches it."""
@@ -377,6 +407,7 @@ def greedy(
     *,
     deadline: float | None = None,
     victims: list[Victim] | None = None,
+    budgets: Budgets | None = None,
 ) -> Assignment:
     """Place the plans (those with candidates) in priority order; the rest stay pending. With a
     ``deadline`` (a ``time.perf_counter()`` value), plans not reached by then are listed in
@@ -395,11 +426,15 @@ def greedy(
         replicas = _place_plan(
             plan, candidates[i], prefs[i], anti_running[i], state, arrays, snap, spot_ok[i]
         )
+        if replicas is not None and not within_budget(plan, replicas, state, budgets):
+            result.over_budget.add(i)
+            replicas = None
         if replicas is None:
             state.rollback(0)
             continue
         state.commit()
         state.note(plan, replicas)
+        charge_budget(plan, replicas, state)
         result.placed[i] = replicas
     if victims and not result.skipped:
         from solver.greedy_preemption import preemption_pass
@@ -410,7 +445,17 @@ def greedy(
                 plan, candidates[i], prefs[i], anti_running[i], state, arrays, snap, spot_ok[i]
             )
 
-        preemption_pass(plans, sequence, candidates, place_plan, state, result, victims, deadline=deadline)
+        preemption_pass(
+            plans,
+            sequence,
+            candidates,
+            place_plan,
+            state,
+            result,
+            victims,
+            deadline=deadline,
+            budgets=budgets,
+        )
     return result
 
 

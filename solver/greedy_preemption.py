@@ -21,8 +21,9 @@ from collections.abc import Callable
 import numpy as np
 
 from solver.assignment import Assignment, ReplicaAt
+from solver.budgets import Budgets
 from solver.demand import JobPlan
-from solver.greedy import State
+from solver.greedy import State, charge_budget, within_budget
 from solver.preempt import Victim, job_rank
 
 
@@ -36,6 +37,7 @@ def preemption_pass(
     victims: list[Victim],
     *,
     deadline: float | None = None,
+    budgets: Budgets | None = None,
 ) -> None:
     """Extend ``result`` (greedy's first-pass answer) with placements that need evictions, in place."""
     if not victims:
@@ -44,7 +46,7 @@ def preemption_pass(
     for k, i in enumerate(order):
         if deadline is not None and k and k % 8 == 0 and time.perf_counter() > deadline:
             return
-        if i in result.placed or i not in candidates:
+        if i in result.placed or i not in candidates or i in result.over_budget:
             continue
         plan = plans[i]
         mine = job_rank(plan.job)
@@ -79,10 +81,15 @@ def preemption_pass(
             state.evict(v)
         placed = place_plan(plan)
         state.penalty = None
+        if placed is not None and not within_budget(plan, placed, state, budgets):
+            result.over_budget.add(i)
+            placed = None
         if placed is None:
             state.rollback(mark)
             continue
         state.commit()
+        result.over_budget.discard(i)
+        charge_budget(plan, placed, state)
         result.placed[i] = placed
         for v in needed:
             result.evictions.setdefault(v.id, []).append(plan.id)

@@ -37,12 +37,13 @@ Cost: O(replicas + chips + nodes touched); nothing loops over the cluster's node
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from solver.checks.accounting import check_accounting
 from solver.checks.affinity import check_anti_affinity, check_node_rules
+from solver.checks.budgets import check_budgets
 from solver.checks.context import build_context
 from solver.checks.devices import check_devices
 from solver.checks.gang import check_gang
@@ -55,6 +56,7 @@ from solver.checks.tpu import check_tpu
 from solver.checks.violation import RULES, Violation
 from solver.decision import Decision
 from solver.jobs.model import Job
+from solver.jobs.queues import QueueConfig
 from topology import Cluster
 
 __all__ = ["RULES", "Violation", "check"]
@@ -68,6 +70,7 @@ def check(
     now: datetime | None = None,
     reservations: Iterable[Any] | None = None,
     rejected_ids: Collection[str] = (),
+    queues: Mapping[str, QueueConfig] | None = None,
 ) -> list[Violation]:
     """Every rule the decision breaks (empty when it is valid), in rule order, then decision order.
 
@@ -98,4 +101,5 @@ def check(
             out.extend(check_tpu(ctx, job, rep, taken))
         out.extend(check_timing(ctx, job))
     out.extend(check_preemption(ctx, cluster))
+    out.extend(check_budgets(decision, ctx.jobs.values(), cluster, queues or {}))
     return out

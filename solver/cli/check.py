@@ -28,6 +28,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--decision", required=True, metavar="FILE", help="the decision JSON")
     p.add_argument("--running", metavar="FILE", help="JSON list of running jobs (envelopes + node/gpus)")
     p.add_argument("--reservation", action="append", default=[], metavar="ID", help="a declared reservation")
+    p.add_argument("--queue-config", metavar="FILE", help="OJS §10 queue configuration (GPU budgets)")
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
     p.add_argument("--json", action="store_true", help="print the violations as one JSON list")
     p.set_defaults(run=run)
@@ -66,8 +67,16 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot open cluster {args.cluster}: {e.strerror or e}")
     except TopologyError as e:
         return _fail(f"cluster {args.cluster} is invalid:\n{e}")
+    from solver.cli.validate import load_options
+
     try:
-        results = read_files(args.jobs)
+        options = load_options(args.queue_config)
+    except OSError as e:
+        return _fail(f"cannot open queue config {args.queue_config}: {e.strerror or e}")
+    except JobValidationError as e:
+        return _fail(f"queue config {args.queue_config} is invalid: {e}")
+    try:
+        results = read_files(args.jobs, options=options)
     except OSError as e:
         return _fail(f"cannot open jobs file {getattr(e, 'filename', '') or ''}: {e.strerror or e}")
     try:
@@ -94,7 +103,15 @@ def run(args: argparse.Namespace) -> int:
     for r in results:
         if not r.ok and r.id == r.source:  # a whole document failed: it names no job to account for
             print(f"{_NAME}: warning: {r.source} holds no readable job: {r.errors[0]}", file=sys.stderr)
-    violations = check(decision, jobs, cluster, now=now, reservations=args.reservation, rejected_ids=refused)
+    violations = check(
+        decision,
+        jobs,
+        cluster,
+        now=now,
+        reservations=args.reservation,
+        rejected_ids=refused,
+        queues=options.queues,
+    )
     if args.json:
         print(json.dumps([v.to_json() for v in violations], indent=2))
     else:

@@ -84,6 +84,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cluster", required=True, metavar="FILE", help="cluster description (any format)")
     p.add_argument("--jobs", required=True, nargs="+", metavar="FILE", help="job files (OJS, Flux, SSS)")
     p.add_argument("--running", metavar="FILE", help="JSON list of running jobs (envelopes + node/gpus)")
+    p.add_argument(
+        "--queue-config",
+        metavar="FILE",
+        help="OJS §10 queue configuration: ml_defaults, ml_limits and GPU budgets (as placer validate)",
+    )
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
     p.add_argument(
         "--time-limit",
@@ -134,8 +139,16 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"cannot open cluster {args.cluster}: {e.strerror or e}")
     except TopologyError as e:
         return _bad_content(f"cluster {args.cluster} cannot be read: {_shown(list(e.problems))}")
+    from solver.cli.validate import load_options
+
     try:
-        results = read_files(args.jobs)
+        options = load_options(args.queue_config)
+    except OSError as e:
+        return _usage(f"cannot open queue config {args.queue_config}: {e.strerror or e}")
+    except JobValidationError as e:
+        return _bad_content(f"queue config {args.queue_config} is invalid: {_shown(list(e.issues))}")
+    try:
+        results = read_files(args.jobs, options=options)
     except OSError as e:
         return _usage(f"cannot open jobs file {e.filename or ''}: {e.strerror or e}")
     unreadable = [r for r in results if not r.ok and r.id == r.source]
@@ -157,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
             return _bad_content(f"running jobs do not fit the cluster: {_shown(list(e.problems))}")
     policy = Policy(engine=args.engine, time_limit_s=args.time_limit, seed=args.seed)
     try:
-        decision = place(results, cluster, policy, now=now)
+        decision = place(results, cluster, policy, now=now, queues=options.queues)
     except ModuleNotFoundError as e:
         if not (e.name or "").startswith("solver.cpsat"):
             raise

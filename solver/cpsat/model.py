@@ -24,6 +24,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.assignment import Assignment, ReplicaAt
+from solver.budgets import Budgets
 from solver.candidates import NodeArrays, UnitCandidates
 from solver.cpsat.classes import NodeClass, build_classes
 from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for
@@ -98,13 +99,14 @@ def solve(
     *,
     deadline: float,
     victims: list[Victim] | None = None,
+    budgets: Budgets | None = None,
 ) -> CpsatResult:
     """Build and solve the model; ``deadline`` is an absolute ``time.perf_counter()`` value. ``victims``
     are running jobs the model may evict (strictly lower priority only; :mod:`solver.preempt`)."""
     t0 = time.perf_counter()
     try:
         built = _Builder(
-            plans, candidates, prefs, anti, arrays, spot_ok, hint, policy, deadline, victims or []
+            plans, candidates, prefs, anti, arrays, spot_ok, hint, policy, deadline, victims or [], budgets
         ).build()
     except _Deadline:
         return CpsatResult(None, "BUILD_TIMEOUT", build_s=time.perf_counter() - t0)
@@ -125,7 +127,9 @@ class _Builder:
         policy: Policy,
         deadline: float,
         victims: list[Victim],
+        budgets: Budgets | None = None,
     ):
+        self.budgets = budgets
         self.plans, self.candidates, self.prefs, self.anti = plans, candidates, prefs, anti
         top = max((job_rank(plans[p].job) for p in candidates), default=None)
         # Only jobs some plan outranks can be evicted; only their nodes are modelled one by one.
@@ -479,6 +483,7 @@ class _Built:
             if len(vs) > 1:
                 m.AddAtMostOne(vs)
         self._evictions(node_units)
+        self._budgets()
         # Objective levels.
         self.level1 = sum(self.plans[p].weight * self.placed[p] for p in ids)
         self.level2 = sum(
@@ -592,6 +597,44 @@ class _Built:
             else:
                 m.Add(ev == 0)
         self.level_cost = sum(round(used[vid].cost) * ev for vid, ev in self.e.items())
+
+    def _budgets(self) -> None:
+        """Queue GPU budgets (OJS ML §10.3): a queue's placed GPUs (in thousandths) and GPU jobs stay within
+        what its running jobs leave, plus what evictions of its own running jobs give back."""
+        budgets = self.b.budgets
+        if budgets is None or not budgets.active:
+            return
+        by_queue: dict[str, list[int]] = {}
+        for p in self.ids:
+            q = self.plans[p].job.queue
+            if q is not None and (q in budgets.max_gpus or q in budgets.max_jobs):
+                by_queue.setdefault(q, []).append(p)
+        for q, ps in by_queue.items():
+            milli = {
+                p: sum(
+                    u.replicas * (u.need.gpus * 1000 + u.need.milli)
+                    for u in self.plans[p].units
+                    if u.tpu is None
+                )
+                for p in ps
+            }
+            gpu_ps = [p for p in ps if milli[p] > 0]
+            if not gpu_ps:
+                continue
+            room_gpus, room_jobs = budgets.room(q)
+            back = [
+                (vid, budgets.running[vid][1]) for vid in self.e if budgets.running.get(vid, ("", 0))[0] == q
+            ]
+            if room_gpus is not None:
+                self.m.Add(
+                    sum(milli[p] * self.placed[p] for p in gpu_ps)
+                    <= int(np.floor(room_gpus * 1000 + 1e-6))
+                    + sum(round(g * 1000) * self.e[vid] for vid, g in back)
+                )
+            if room_jobs is not None:
+                self.m.Add(
+                    sum(self.placed[p] for p in gpu_ps) <= room_jobs + sum(self.e[vid] for vid, _ in back)
+                )
 
     def _solver(self, seconds: float) -> cp_model.CpSolver:
         s = cp_model.CpSolver()
