@@ -10,7 +10,7 @@ jobs; MUST queue them").
 >>> q = {"train": QueueConfig.model_validate(cfg)}
 >>> b = Budgets.of(q, running=[])
 >>> b.room("train"), b.room("other")
-((16, None), (None, None))
+((16.0, None), (None, None))
 """
 
 from __future__ import annotations
