@@ -40,6 +40,7 @@ from solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreferen
 from solver.jobs.queues import QueueConfig
 from solver.policy import Policy
 from solver.preempt import escalated, victims
+from solver.reservations import Reservation
 from solver.scoring import preference_scores
 from solver.snapshot import Snapshot
 from solver.tpu_shapes import tpu_shapes
@@ -59,13 +60,38 @@ def place(
     *,
     now: datetime | None = None,
     queues: Mapping[str, QueueConfig] | None = None,
+    reservations: Sequence[Reservation] | None = None,
 ) -> Decision:
     """Decide where the batch runs. Pure: the same inputs and ``policy.seed`` give the same decision (with
     ``policy.reproducible``, also under a wall-clock limit; see ``docs/solver.md``).
 
     ``queues`` (OJS §10 configurations by queue name) bring GPU budgets: a job that would take its queue
     over ``max_total_gpus`` or ``max_concurrent_gpu_jobs`` (running jobs included) stays pending with
-    ``QUEUE_BUDGET``."""
+    ``QUEUE_BUDGET``. ``reservations`` declare held capacity (:mod:`solver.reservations`): jobs naming one
+    run only inside it, other jobs never use it while it is held; a job naming an unknown reservation is
+    rejected."""
+    policy = policy or Policy()
+    now = now or datetime.now(UTC)
+    if reservations:
+        from solver.reservation_phases import place_with_reservations
+
+        return place_with_reservations(
+            jobs, cluster, policy, now=now, queues=queues, reservations=reservations
+        )
+    return decide(jobs, cluster, policy, now=now, queues=queues)
+
+
+def decide(
+    jobs: Sequence[Job | ReadResult],
+    cluster: Cluster,
+    policy: Policy | None = None,
+    *,
+    now: datetime | None = None,
+    queues: Mapping[str, QueueConfig] | None = None,
+    reserved_ok: frozenset[str] = frozenset(),
+) -> Decision:
+    """The core of :func:`place`, without reservations: jobs naming a reservation outside ``reserved_ok``
+    are rejected (it does not exist for this call)."""
     t0 = time.perf_counter()
     policy = policy or Policy()
     now = now or datetime.now(UTC)
@@ -103,7 +129,7 @@ def place(
                     ],
                 )
             )
-        elif job.reservation is not None:
+        elif job.reservation is not None and job.reservation.id not in reserved_ok:
             decision.rejected.append(
                 RejectedJob(
                     job=job.id,

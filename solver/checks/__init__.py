@@ -50,6 +50,7 @@ from solver.checks.gang import check_gang
 from solver.checks.nodes import check_accelerator, check_nodes
 from solver.checks.nvlink import check_nvlink
 from solver.checks.preemption import check_preemption
+from solver.checks.reservations import check_reservations
 from solver.checks.spread import check_distinct, check_exclusive, check_scope
 from solver.checks.timing import check_timing
 from solver.checks.tpu import check_tpu
@@ -102,4 +103,5 @@ def check(
         out.extend(check_timing(ctx, job))
     out.extend(check_preemption(ctx, cluster))
     out.extend(check_budgets(decision, ctx.jobs.values(), cluster, queues or {}))
+    out.extend(check_reservations(decision, ctx.jobs, ctx.cluster, list(reservations or ()), ctx.now))
     return out

@@ -167,7 +167,7 @@ def build_context(
     after = cluster.release(*sorted(evicted)) if evicted else cluster
     ids: set[str] = set()
     for r in reservations or ():
-        rid = r if isinstance(r, str) else getattr(r, "reservation", None)
+        rid = r if isinstance(r, str) else getattr(r, "reservation", None) or getattr(r, "id", None)
         if isinstance(rid, str):
             ids.add(rid)
     ctx = Context(

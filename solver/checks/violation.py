@@ -51,7 +51,8 @@ RULES: dict[str, str] = {
     "tpu-hosts": "13. a multi-host TPU slice consists of whole hosts",
     "dependency": "14. no job placed while a dependency is unmet",
     "not-before": "14. no job placed before its not_before time",
-    "reservation": "15. a job with a reservation is placed only under a declared reservation",
+    "reservation": "15. a job with a reservation is placed only under a declared reservation, inside it; "
+    "others leave its capacity free",
 }
 
 

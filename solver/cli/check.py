@@ -28,6 +28,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--decision", required=True, metavar="FILE", help="the decision JSON")
     p.add_argument("--running", metavar="FILE", help="JSON list of running jobs (envelopes + node/gpus)")
     p.add_argument("--reservation", action="append", default=[], metavar="ID", help="a declared reservation")
+    p.add_argument("--reservations", metavar="FILE", help="the reservations file placer place was given")
     p.add_argument("--queue-config", metavar="FILE", help="OJS §10 queue configuration (GPU budgets)")
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
     p.add_argument("--json", action="store_true", help="print the violations as one JSON list")
@@ -103,12 +104,23 @@ def run(args: argparse.Namespace) -> int:
     for r in results:
         if not r.ok and r.id == r.source:  # a whole document failed: it names no job to account for
             print(f"{_NAME}: warning: {r.source} holds no readable job: {r.errors[0]}", file=sys.stderr)
+    declared: list[object] = list(args.reservation)
+    if args.reservations:
+        from solver.reservations import load_reservations
+
+        try:
+            with open(args.reservations, encoding="utf-8-sig") as fh:
+                declared += load_reservations(fh.read(), source=args.reservations)
+        except OSError as e:
+            return _fail(f"cannot open reservations {args.reservations}: {e.strerror or e}")
+        except JobValidationError as e:
+            return _fail(f"reservations {args.reservations} are invalid: {e}")
     violations = check(
         decision,
         jobs,
         cluster,
         now=now,
-        reservations=args.reservation,
+        reservations=declared,
         rejected_ids=refused,
         queues=options.queues,
     )

@@ -89,6 +89,11 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="OJS §10 queue configuration: ml_defaults, ml_limits and GPU budgets (as placer validate)",
     )
+    p.add_argument(
+        "--reservations",
+        metavar="FILE",
+        help='JSON/YAML list of {"id", "nodes": [...] or "gpus": {node: count}, "start", "end", "timeout_s"}',
+    )
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
     p.add_argument(
         "--time-limit",
@@ -168,9 +173,20 @@ def run(args: argparse.Namespace) -> int:
             return _bad_content(f"running jobs are invalid: {_shown(list(e.issues))}")
         except TopologyError as e:
             return _bad_content(f"running jobs do not fit the cluster: {_shown(list(e.problems))}")
+    reservations = None
+    if args.reservations:
+        from solver.reservations import load_reservations
+
+        try:
+            with open(args.reservations, encoding="utf-8-sig") as fh:
+                reservations = load_reservations(fh.read(), source=args.reservations)
+        except OSError as e:
+            return _usage(f"cannot open reservations {args.reservations}: {e.strerror or e}")
+        except JobValidationError as e:
+            return _bad_content(f"reservations {args.reservations} are invalid: {_shown(list(e.issues))}")
     policy = Policy(engine=args.engine, time_limit_s=args.time_limit, seed=args.seed)
     try:
-        decision = place(results, cluster, policy, now=now, queues=options.queues)
+        decision = place(results, cluster, policy, now=now, queues=options.queues, reservations=reservations)
     except ModuleNotFoundError as e:
         if not (e.name or "").startswith("solver.cpsat"):
             raise

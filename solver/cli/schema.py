@@ -1,6 +1,6 @@
-"""``placer schema {job,inventory,queue-config,decision}``: print a JSON Schema of placer's input/output
-documents. Schemas use field aliases (``by_alias=True``), so the decision's eviction shows ``for``, the
-name backends read, rather than the Python attribute ``for_``."""
+"""``placer schema NAME``: print the JSON Schema of one of placer's input/output documents (job,
+inventory, queue-config, decision, reservations). Schemas use field aliases (``by_alias=True``), so the
+decision's eviction shows ``for``, the name backends read, rather than the Python attribute ``for_``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ SCHEMAS: dict[str, str] = {
     "inventory": "topology.inventory:Inventory",
     "queue-config": "solver.jobs.queues:QueueConfig",
     "decision": "solver.decision:Decision",
+    "reservations": "list:solver.reservations:Reservation",
 }
 
 
@@ -27,10 +28,17 @@ def schema(name: str) -> dict[str, Any]:
     """The JSON Schema of document ``name`` (see :data:`SCHEMAS`)."""
     import importlib
 
-    module, cls = SCHEMAS[name].split(":")
+    target = SCHEMAS[name]
+    is_list = target.startswith("list:")
+    module, cls = target.removeprefix("list:").split(":")
     model = getattr(importlib.import_module(module), cls)
     out: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
-    out.update(model.model_json_schema(by_alias=True))
+    if is_list:  # a file of several documents (reservations): a JSON array of them
+        from pydantic import TypeAdapter
+
+        out.update(TypeAdapter(list[model]).json_schema(by_alias=True))  # type: ignore[valid-type]
+    else:
+        out.update(model.model_json_schema(by_alias=True))
     return out
 
 

@@ -1,0 +1,255 @@
+"""Placing a batch when the cluster declares reservations: two calls of the same pure core.
+
+Phase A, per active reservation with member jobs: the members are placed on a view of the cluster where
+only the reserved capacity is open to them (a ``hostname`` rule keeps them on the reserved nodes; the
+non-reserved free GPUs of those nodes are held by a blocker). Phase B: every other job is placed on a view
+where phase A's placements run and the rest of each reservation is held. The merged Decision lists every
+placement, and each reservation's hold in ``reservations``. Decide first (phases), act second (merge).
+
+A member job the reservation can never hold (it needs more GPUs than reserved, or a node shape the
+reserved nodes lack) is rejected, as OJS ML §8.3 asks; a member of a reservation that is not active now
+(not started, ended, released after ``timeout_s``) waits with ``RESERVATION_INACTIVE``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from solver.decision import Decision, Hold, PendingJob, Reason, RejectedJob, ReplicaPlacement, Stats
+from solver.jobs.model import Job, LabelRule, ReadResult
+from solver.jobs.queues import QueueConfig
+from solver.policy import Policy
+from solver.reservations import Reservation
+from topology import Cluster, RunningJob
+
+
+def _held_gpus(cluster: Cluster, r: Reservation) -> dict[str, list[int]]:
+    """GPU indices a reservation holds now, per node: the lowest free ones (whole nodes: all free)."""
+    out: dict[str, list[int]] = {}
+    for node in r.node_names:
+        if not cluster.has_node(node):
+            continue
+        free = list(cluster.free_gpus(node))
+        out[node] = free if r.nodes else free[: r.gpus[node]]
+    return out
+
+
+def _blocker(job: str, cluster: Cluster, hold: Mapping[str, list[int]], *, whole: bool) -> RunningJob | None:
+    """A pseudo running job holding ``hold`` GPUs per node (and, for whole nodes, their free CPU and
+    memory), so that a phase's view has that capacity taken."""
+    replicas = []
+    for node, gpus in sorted(hold.items()):
+        free = cluster.free(node)
+        rep: dict[str, object] = {"node": node, "gpus": gpus}
+        if whole:
+            rep.update(
+                cpu_cores=max(0.0, free.cpu_cores),
+                memory_gb=max(0.0, free.memory_gb),
+                storage_gb=max(0.0, free.storage_gb),
+                shm_gb=max(0.0, free.shm_gb or 0.0),
+            )
+        if gpus or whole:
+            replicas.append(rep)
+    if not replicas:
+        return None
+    return RunningJob.model_validate(
+        {"job": job, "priority_class": "reserved", "preemptible": False, "replicas": replicas}
+    )
+
+
+def place_with_reservations(
+    jobs: Sequence[Job | ReadResult],
+    cluster: Cluster,
+    policy: Policy,
+    *,
+    now: datetime,
+    queues: Mapping[str, QueueConfig] | None,
+    reservations: Sequence[Reservation],
+) -> Decision:
+    from solver.engine import decide
+
+    t0 = time.perf_counter()
+    by_id = {r.id: r for r in reservations}
+    members: dict[str, list[Job]] = {}
+    others: list[Job | ReadResult] = []
+    for item in jobs:
+        job = item.job if isinstance(item, ReadResult) else item
+        if job is not None and job.reservation is not None and job.reservation.id in by_id:
+            members.setdefault(job.reservation.id, []).append(job)
+        else:
+            others.append(item)
+
+    out = Decision()
+    view_b_jobs: list[RunningJob] = []
+    phase_stats: list[Stats] = []
+    n_phases = 1 + sum(1 for rid in members if by_id[rid].state(now, 0) == "active")
+    for r in reservations:
+        state = r.state(now, 0)
+        if state != "active":
+            for job in members.get(r.id, []):
+                out.pending.append(PendingJob(job=job.id, reasons=[_inactive(r, state)]))
+            continue
+        hold = _held_gpus(cluster, r)
+        out.reservations.append(
+            Hold(
+                kind="reservation",
+                reservation=r.id,
+                start=r.start,
+                end=r.end,
+                replicas=[ReplicaPlacement(node=n, gpus=g) for n, g in sorted(hold.items())],
+            )
+        )
+        used: dict[str, set[int]] = {}
+        if members.get(r.id):
+            # Phase A: members see only the reserved capacity.
+            outside = {
+                n: [g for g in cluster.free_gpus(n) if g not in hold.get(n, [])]
+                for n in r.node_names
+                if cluster.has_node(n)
+            }
+            blocker = (
+                None if r.nodes else _blocker(f"reservation-outside:{r.id}", cluster, outside, whole=False)
+            )
+            view_a = cluster.with_allocations([blocker]) if blocker else cluster
+            confined = [_confine(j, r) for j in members[r.id]]
+            budget = max(0.05, (policy.time_limit_s - (time.perf_counter() - t0)) / n_phases)
+            n_phases -= 1
+            da = decide(
+                confined,
+                view_a,
+                policy.model_copy(update={"time_limit_s": budget}),
+                now=now,
+                queues=queues,
+                reserved_ok=frozenset({r.id}),
+            )
+            phase_stats.append(da.stats)
+            total = [g for gs in hold.values() for g in gs]
+            for job in members[r.id]:
+                if job.total_gpus > len(total):
+                    da.pending = [p for p in da.pending if p.job != job.id]
+                    out.rejected.append(
+                        _cannot_hold(
+                            job, r, f"it needs {job.total_gpus} GPUs; the reservation holds {len(total)}"
+                        )
+                    )
+            for p in list(da.pending):
+                if p.reasons and p.reasons[0].code == "UNSATISFIABLE":
+                    da.pending.remove(p)
+                    out.rejected.append(
+                        RejectedJob(
+                            job=p.job,
+                            errors=[
+                                {
+                                    "code": "reservation",
+                                    "path": "reservation.id",
+                                    "message": f"reservation {r.id!r} cannot hold it: {p.reasons[0].message}",
+                                }
+                            ],
+                        )
+                    )
+            out.placements.extend(da.placements)
+            out.pending.extend(da.pending)
+            out.rejected.extend(da.rejected)
+            out.preemptions.extend(da.preemptions)
+            for p in da.placements:
+                job = next(j for j in members[r.id] if j.id == p.job)
+                reps = [
+                    rep.model_dump(
+                        include={
+                            "node",
+                            "gpus",
+                            "gpu_milli",
+                            "cpu_cores",
+                            "memory_gb",
+                            "storage_gb",
+                            "shm_gb",
+                        }
+                    )
+                    for rep in p.replicas
+                    if rep.tpu_pod is None
+                ]
+                if reps:
+                    view_b_jobs.append(
+                        RunningJob.model_validate(
+                            {
+                                "job": p.job,
+                                "queue": job.queue,
+                                "priority_class": job.priority_class.value,
+                                "preemptible": False,
+                                "replicas": reps,
+                            }
+                        )
+                    )
+                for rep in p.replicas:
+                    used.setdefault(rep.node, set()).update(rep.gpus)
+        rest = {n: [g for g in gs if g not in used.get(n, set())] for n, gs in hold.items()}
+        blocker = _blocker(f"reservation:{r.id}", cluster, rest, whole=bool(r.nodes))
+        if blocker is not None:
+            view_b_jobs.append(blocker)
+
+    # Phase B: everyone else, with the reservations held and their members' placements running.
+    base = cluster.release(*sorted({e.job for e in out.preemptions})) if out.preemptions else cluster
+    view_b = base.with_allocations(view_b_jobs) if view_b_jobs else base
+    budget = max(0.05, policy.time_limit_s - (time.perf_counter() - t0))
+    db = decide(others, view_b, policy.model_copy(update={"time_limit_s": budget}), now=now, queues=queues)
+    out.placements.extend(db.placements)
+    out.pending.extend(db.pending)
+    out.rejected.extend(db.rejected)
+    out.preemptions.extend(e for e in db.preemptions if not e.job.startswith("reservation"))
+    out.placements.sort(key=lambda p: p.job)
+    out.pending.sort(key=lambda p: p.job)
+    out.rejected.sort(key=lambda r: r.job)
+    out.preemptions.sort(key=lambda e: e.job)
+    out.stats = _merge_stats([*phase_stats, db.stats], time.perf_counter() - t0)
+    return out
+
+
+def _confine(job: Job, r: Reservation) -> Job:
+    rule = LabelRule(key="hostname", operator="In", values=r.node_names)
+    placement = job.placement.model_copy(update={"required": [*job.placement.required, rule]})
+    return job.model_copy(update={"placement": placement})
+
+
+def _inactive(r: Reservation, state: str) -> Reason:
+    words = {
+        "not_started": f"starts at {r.start.isoformat() if r.start else '?'}",
+        "ended": f"ended at {r.end.isoformat() if r.end else '?'}",
+        "released": f"was released: nothing ran in it for {r.timeout_s} s after its start",
+    }
+    return Reason(
+        code="RESERVATION_INACTIVE",
+        message=f"its reservation {r.id!r} is not held now: it {words.get(state, state)}",
+        details={"reservation": r.id, "state": state},
+    )
+
+
+def _cannot_hold(job: Job, r: Reservation, why: str) -> RejectedJob:
+    return RejectedJob(
+        job=job.id,
+        errors=[
+            {
+                "code": "reservation",
+                "path": "reservation.id",
+                "message": f"reservation {r.id!r} cannot hold it: {why}",
+            }
+        ],
+    )
+
+
+def _merge_stats(parts: list[Stats], wall: float) -> Stats:
+    last = parts[-1]
+    objective = sum(s.objective or 0.0 for s in parts)
+    bound = sum((s.bound if s.bound is not None else (s.objective or 0.0)) for s in parts)
+    return last.model_copy(
+        update={
+            "objective": objective,
+            "bound": bound,
+            "gap": 0.0 if bound == 0 else (bound - objective) / bound,
+            "greedy_objective": sum(s.greedy_objective or 0.0 for s in parts),
+            "build_s": round(sum(s.build_s for s in parts), 6),
+            "solve_s": round(sum(s.solve_s for s in parts), 6),
+            "wall_s": round(wall, 6),
+        }
+    )
