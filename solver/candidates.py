@@ -137,6 +137,18 @@ class NodeArrays:
             self._static_cache[key] = hit  # type: ignore[assignment]
         return hit  # type: ignore[return-value]
 
+    def nvlink_nodes(self) -> np.ndarray:
+        """1 for nodes whose GPUs sit in an NVLink domain, else 0 (int64; cached)."""
+        hit = self._static_cache.get("__nvlink__")
+        if hit is None:
+            hit = np.fromiter(
+                (1 if v.node.nvlink_domain is not None else 0 for v in self.snap.nodes),
+                dtype=np.int64,
+                count=len(self.snap.nodes),
+            )
+            self._static_cache["__nvlink__"] = hit  # type: ignore[assignment]
+        return hit  # type: ignore[return-value]
+
     def scope_codes(self, scope: str) -> np.ndarray:
         """Per node, an integer code of its value of gang scope ``scope`` (-1 when none); cached."""
         from solver.greedy import scope_value

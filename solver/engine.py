@@ -200,6 +200,12 @@ def decide(
         anti[plan.idx] = anti_affinity_mask(plan.anti, arrays)
     build_s = time.perf_counter() - t_build
 
+    # Greedy's order: priority first, then the most constrained jobs (fewest nodes they could ever use).
+    flexibility = {
+        i: min((int(c.static.sum()) for c in cands if c.unit.tpu is None), default=0)
+        for i, cands in candidates.items()
+    }
+    order = priority_order(plans, flexibility)
     # 5. greedy
     evictable = victims(snap, now, policy.restart_penalty_s) if policy.preemption else []
     budgets = Budgets.of(queues or {}, cluster.running_jobs())

@@ -25,6 +25,7 @@ from solver.assignment import Assignment, ReplicaAt
 from solver.budgets import Budgets
 from solver.candidates import NodeArrays, UnitCandidates
 from solver.demand import JobPlan, Unit
+from solver.greedy_preemption import place_with_evictions
 from solver.jobs.model import AffinityOperator, LabelRule
 from solver.preempt import Victim
 from solver.rules import holds
@@ -46,12 +47,22 @@ def scope_value(snap: Snapshot, node: int, scope: str) -> str | None:
     }.get(scope)
 
 
-def priority_order(plans: list[JobPlan]) -> list[int]:
-    """Plan indices in the order greedy places them."""
+def priority_order(plans: list[JobPlan], flexibility: dict[int, int] | None = None) -> list[int]:
+    """Plan indices in the order greedy places them: priority class, numeric priority, then — with
+    ``flexibility`` (how many nodes a job could ever use) — the most constrained first (a job that only
+    NVLink nodes can hold goes before one any node can), then bigger demand, submit time and id."""
+    flex = flexibility or {}
 
     def key(p: JobPlan) -> tuple[object, ...]:
         submit = p.job.submit_time.timestamp() if p.job.submit_time else 0.0
-        return (-p.job.priority_class.rank, -p.job.priority, -p.demand_units, submit, p.job.id)
+        return (
+            -p.job.priority_class.rank,
+            -p.job.priority,
+            flex.get(p.idx, 0),
+            -p.demand_units,
+            submit,
+            p.job.id,
+        )
 
     return [p.idx for p in sorted(plans, key=key)]
 
@@ -312,10 +323,17 @@ def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.n
     return blocked
 
 
-def _frag(state: State, arrays: NodeArrays, unit: Unit) -> np.ndarray:
-    """Level-3 key per node: GPUs left free after one replica (best fit); CPU-only work avoids GPU nodes."""
+#: Fragmentation key added for placing work that does not need NVLink on an NVLink node (in GPUs left).
+NVLINK_WASTE = 100
+
+
+def _frag(state: State, arrays: NodeArrays, unit: Unit, nvlink: bool) -> np.ndarray:
+    """Level-3 key per node: GPUs left free after one replica (best fit); work that does not need NVLink
+    avoids NVLink nodes (they are what NVLink jobs can use; keep them whole for big jobs); CPU-only work
+    avoids GPU nodes."""
     if unit.need.gpus or unit.need.milli:
-        return state.gpus - unit.need.gpus
+        left = state.gpus - unit.need.gpus
+        return left if nvlink else left + NVLINK_WASTE * arrays.nvlink_nodes()
     return arrays.cap_gpus * 100
 
 
@@ -350,7 +368,7 @@ def _place_node_units(
             avoid = used_by_job if self_anti else used_by_unit if unit.distinct else set()
             if avoid:
                 mask[list(avoid)] = False
-            node = _choose(mask, pref, _frag(state, arrays, unit), state.penalty)
+            node = _choose(mask, pref, _frag(state, arrays, unit, plan.nvlink), state.penalty)
             if node is None:
                 return None
             gpus, share = state.take(node, unit)
@@ -416,6 +434,11 @@ def greedy(
     state = State.of(arrays)
     result = Assignment(engine="greedy")
     sequence = order if order is not None else priority_order(plans)
+
+    def place_plan(plan: JobPlan) -> list[ReplicaAt] | None:
+        i = plan.idx
+        return _place_plan(plan, candidates[i], prefs[i], anti_running[i], state, arrays, snap, spot_ok[i])
+
     for k, i in enumerate(sequence):
         if deadline is not None and k and k % 16 == 0 and time.perf_counter() > deadline:
             result.skipped = set(sequence[k:])
@@ -423,9 +446,13 @@ def greedy(
         if i not in candidates:
             continue
         plan = plans[i]
-        replicas = _place_plan(
-            plan, candidates[i], prefs[i], anti_running[i], state, arrays, snap, spot_ok[i]
-        )
+        replicas = place_plan(plan)
+        needed: list[Victim] = []
+        if replicas is None and victims:
+            state.rollback(0)
+            tried = place_with_evictions(plan, candidates[i], place_plan, state, victims)
+            if tried is not None:
+                replicas, needed = tried
         if replicas is not None and not within_budget(plan, replicas, state, budgets):
             result.over_budget.add(i)
             replicas = None
@@ -436,26 +463,8 @@ def greedy(
         state.note(plan, replicas)
         charge_budget(plan, replicas, state)
         result.placed[i] = replicas
-    if victims and not result.skipped:
-        from solver.greedy_preemption import preemption_pass
-
-        def place_plan(plan: JobPlan) -> list[ReplicaAt] | None:
-            i = plan.idx
-            return _place_plan(
-                plan, candidates[i], prefs[i], anti_running[i], state, arrays, snap, spot_ok[i]
-            )
-
-        preemption_pass(
-            plans,
-            sequence,
-            candidates,
-            place_plan,
-            state,
-            result,
-            victims,
-            deadline=deadline,
-            budgets=budgets,
-        )
+        for v in needed:
+            result.evictions.setdefault(v.id, []).append(plan.id)
     return result
 
 

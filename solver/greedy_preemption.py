@@ -1,6 +1,8 @@
-"""Greedy's second pass: place what still waits by evicting cheaper, strictly lower-priority running jobs.
+"""Greedy's evictions: place a job that does not fit by evicting cheaper, strictly lower-priority jobs.
 
-The pass follows Kueue's "snapshot and simulate": for each pending job, in priority order,
+Greedy calls this for each job, in priority order, right after the job failed to fit in free capacity —
+as kube-scheduler's DefaultPreemption does — so that lower-priority jobs never take room a higher-priority
+job would then have to evict for. It follows Kueue's "snapshot and simulate":
 
 1. tentatively evict every preemptible running job of strictly lower priority that sits on a node (or TPU
    pod) the job could use, and try to place the job, choosing nodes by eviction cost first (a node that
@@ -15,85 +17,71 @@ or not preemptible (:mod:`solver.preempt`).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from solver.assignment import Assignment, ReplicaAt
-from solver.budgets import Budgets
+from solver.assignment import ReplicaAt
 from solver.demand import JobPlan
-from solver.greedy import State, charge_budget, within_budget
 from solver.preempt import Victim, job_rank
 
+if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
+    from solver.greedy import State
 
-def preemption_pass(
-    plans: list[JobPlan],
-    order: list[int],
-    candidates: dict,
+
+def place_with_evictions(
+    plan: JobPlan,
+    cands: list,
     place_plan: Callable[[JobPlan], list[ReplicaAt] | None],
     state: State,
-    result: Assignment,
     victims: list[Victim],
-    *,
-    deadline: float | None = None,
-    budgets: Budgets | None = None,
-) -> None:
-    """Extend ``result`` (greedy's first-pass answer) with placements that need evictions, in place."""
-    if not victims:
-        return
+) -> tuple[list[ReplicaAt], list[Victim]] | None:
+    """Try to place ``plan`` by evicting strictly lower-priority victims; on success the evictions and the
+    placement are applied to ``state`` (not committed) and returned, on failure nothing changes."""
     n_nodes = len(state.snap.nodes)
-    for k, i in enumerate(order):
-        if deadline is not None and k and k % 8 == 0 and time.perf_counter() > deadline:
-            return
-        if i in result.placed or i not in candidates or i in result.over_budget:
-            continue
-        plan = plans[i]
-        mine = job_rank(plan.job)
-        could = np.zeros(n_nodes, dtype=bool)
-        for c in candidates[i]:
-            could |= c.static
-        wants_tpu = plan.is_tpu
-        eligible = [
-            v
-            for v in victims
-            if v.id not in state.evicted
-            and v.rank < mine
-            and (any(could[n] for n in v.nodes) or (wants_tpu and v.pods))
-        ]
-        if not eligible:
-            continue
-        penalty = np.zeros(n_nodes, dtype=np.float64)
-        for v in eligible:
-            for n in v.nodes:
-                penalty[n] += v.cost
-        mark = state.mark()
-        for v in eligible:
+    mine = job_rank(plan.job)
+    could = np.zeros(n_nodes, dtype=bool)
+    for c in cands:
+        could |= c.static
+    wants_tpu = plan.is_tpu
+    eligible = [
+        v
+        for v in victims
+        if v.id not in state.evicted
+        and v.rank < mine
+        and (any(could[n] for n in v.nodes) or (wants_tpu and v.pods))
+    ]
+    if not eligible:
+        return None
+    penalty = np.zeros(n_nodes, dtype=np.float64)
+    for v in eligible:
+        for n in v.nodes:
+            penalty[n] += v.cost
+    mark = state.mark()
+    for v in eligible:
+        state.evict(v)
+    state.penalty = penalty
+    trial = place_plan(plan)
+    state.rollback(mark)
+    if trial is None:
+        state.penalty = None
+        return None
+    needed = _needed(trial, eligible, state, plan)
+    # Place again with only the needed victims gone, steered to the trial's nodes (any other node costs
+    # more than every eviction together); if that still fails, evict every candidate on those nodes.
+    used = {r.node for r in trial if r.node is not None}
+    steer = penalty + (penalty.sum() + 1.0) * ~np.isin(np.arange(n_nodes), list(used))
+    for attempt in (needed, [v for v in eligible if any(n in used for n in v.nodes) or v in needed]):
+        for v in attempt:
             state.evict(v)
-        state.penalty = penalty
-        trial = place_plan(plan)
-        state.rollback(mark)
-        if trial is None:
-            state.penalty = None
-            continue
-        needed = _needed(trial, eligible, state, plan)
-        for v in needed:
-            state.evict(v)
+        state.penalty = steer
         placed = place_plan(plan)
         state.penalty = None
-        if placed is not None and not within_budget(plan, placed, state, budgets):
-            result.over_budget.add(i)
-            placed = None
-        if placed is None:
-            state.rollback(mark)
-            continue
-        state.commit()
-        result.over_budget.discard(i)
-        charge_budget(plan, placed, state)
-        result.placed[i] = placed
-        for v in needed:
-            result.evictions.setdefault(v.id, []).append(plan.id)
-        state.note(plan, placed)
+        if placed is not None:
+            return placed, sorted(attempt, key=lambda v: v.id)
+        state.rollback(mark)
+    return None
 
 
 def _needed(trial: list[ReplicaAt], eligible: list[Victim], state: State, plan: JobPlan) -> list[Victim]:

@@ -636,9 +636,13 @@ class _Built:
                     sum(self.placed[p] for p in gpu_ps) <= room_jobs + sum(self.e[vid] for vid, _ in back)
                 )
 
-    def _solver(self, seconds: float) -> cp_model.CpSolver:
+    def _solver(self, seconds: float, *, presolve: bool = True) -> cp_model.CpSolver:
         s = cp_model.CpSolver()
         s.parameters.max_time_in_seconds = max(0.01, seconds)
+        if not presolve:
+            # Later lexicographic stages re-solve the same model with one more constraint and a full hint;
+            # presolving it again is what overruns the time limit on big models, and gains little.
+            s.parameters.cp_model_presolve = False
         s.parameters.random_seed = self.policy.seed
         if self.policy.reproducible:
             # One worker and a deterministic-time budget: the same input gives the same answer on any
@@ -678,7 +682,7 @@ class _Built:
             for v, val in values.items():
                 m.AddHint(v, val)
             m.Minimize(self.level_cost)
-            sc = self._solver(left * 0.6)
+            sc = self._solver(left * 0.6, presolve=False)
             stc = sc.Solve(m)
             if stc in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 values = self._values(sc)
@@ -694,7 +698,7 @@ class _Built:
                 m.AddHint(v, val)
             secondary = self.level2 * self.l3_max - self.level3
             m.Maximize(secondary)
-            s2 = self._solver(left)
+            s2 = self._solver(left, presolve=False)
             st2 = s2.Solve(m)
             if st2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 values = self._values(s2)
@@ -785,16 +789,18 @@ class _Built:
                     return None
                 gpus, share = state.take(n, unit)
                 out.placed[p].append(ReplicaAt(unit=unit, node=n, gpus=gpus, milli=share))
+        on_node: dict[int, set[int]] = {}
+        for (p, _, n), v in self.y.items():
+            if p in placed and values[v]:
+                on_node.setdefault(n, set()).add(p)
         for victim in self.b.victims:
             if victim.id in self.e and values[self.e[victim.id]]:
                 out.evictions[victim.id] = sorted(
                     {
                         self.plans[p].id
-                        for (p, _, n), v in self.y.items()
-                        if p in placed
-                        and values[v]
-                        and n in victim.nodes
-                        and job_rank(self.plans[p].job) > victim.rank
+                        for n in victim.nodes
+                        for p in on_node.get(n, ())
+                        if job_rank(self.plans[p].job) > victim.rank
                     }
                 )
         for (p, ui, s_idx), v in self.a.items():

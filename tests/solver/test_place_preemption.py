@@ -137,34 +137,36 @@ def test_no_eviction_when_free_capacity_suffices(solve: Solve) -> None:
     assert d.preemptions == [] and nodes_of(d, "svc") == ["dgx-h100-2"]
 
 
-def test_cpsat_finds_the_cheaper_eviction_greedy_misses() -> None:
-    # node 1: 4 free GPUs + cheap spot "x" (4 GPUs, checkpoints on preempt: 0 lost + 1,200 penalty);
-    # node 2: 4 free GPUs + costly spot "y" (4 GPUs x 10 h = 144,000 GPU-s lost + 1,200).
-    # Batch: reserved "big" (8 GPUs on one node) and on-demand "mid" (4 GPUs).
-    # Greedy puts "mid" on node 1 first (a tie, node order), so "big" must evict the costly "y".
-    # The optimum puts "mid" on node 2 and evicts the cheap "x" for "big": CP-SAT must find it.
+def test_cpsat_finds_the_cheaper_evictions_greedy_misses() -> None:
+    # Three full DGX nodes held by spot jobs: x on node 1 checkpoints on preempt (cost 0 + 2,400 penalty),
+    # y on node 2 checkpointed 10 min ago (8 x 600 + 2,400 = 7,200), z on node 3 never (8 x 36,000 + 2,400).
+    # Reserved "a" may use nodes 1-2, on-demand "b" nodes 1 or 3. Greedy places "a" first on its cheapest
+    # victim x, so "b" must evict z: 2,400 + 290,400. The optimum puts "a" on node 2 (y) and "b" on node 1
+    # (x): 7,200 + 2,400. Both place everything; CP-SAT must find the cheaper evictions.
     from solver.engine import place
+    from solver.jobs.model import LabelRule, Placement
     from solver.policy import Policy
     from tests.solver.conftest import assert_valid
 
-    c = cluster_of(dgx_h100(2)).with_allocations(
+    c = cluster_of(dgx_h100(3)).with_allocations(
         [
-            {
-                **_running("x", "dgx-h100-1", checkpoint_on_preempt=True),
-                "replicas": [{"node": "dgx-h100-1", "gpus": [0, 1, 2, 3]}],
-            },
-            {
-                **_running("y", "dgx-h100-2", hours=10),
-                "replicas": [{"node": "dgx-h100-2", "gpus": [0, 1, 2, 3]}],
-            },
+            _running("x", "dgx-h100-1", hours=10, checkpoint_on_preempt=True),
+            _running("y", "dgx-h100-2", hours=10, last_checkpoint_at=NOW - timedelta(minutes=10)),
+            _running("z", "dgx-h100-3", hours=10),
         ]
     )
-    jobs = [_gpu_job("big", "reserved"), _gpu_job("mid", "on-demand", gpus=4)]
+
+    def on(*nodes: str) -> Placement:
+        return Placement(required=[LabelRule(key="hostname", operator="In", values=list(nodes))])
+
+    jobs = [
+        _gpu_job("a", "reserved", placement=on("dgx-h100-1", "dgx-h100-2")),
+        _gpu_job("b", "on-demand", placement=on("dgx-h100-1", "dgx-h100-3")),
+    ]
     greedy = place(jobs, c, Policy(engine="greedy"), now=NOW)
     assert_valid(greedy, jobs, c)
-    assert [e.job for e in greedy.preemptions] == ["y"]  # the trap, so this test keeps meaning something
+    assert sorted(e.job for e in greedy.preemptions) == ["x", "z"]  # the trap, so this test keeps meaning
     d = place(jobs, c, Policy(engine="cpsat", time_limit_s=5, reproducible=True), now=NOW)
     assert_valid(d, jobs, c)
-    assert len(d.placements) == 2
-    assert [e.job for e in d.preemptions] == ["x"] and d.preemptions[0].for_ == ["big"]
-    assert d.stats.engine == "cpsat"
+    assert len(d.placements) == 2 and d.stats.engine == "cpsat"
+    assert {e.job: e.for_ for e in d.preemptions} == {"x": ["b"], "y": ["a"]}
