@@ -106,6 +106,8 @@ class Stats(_Out):
     wall_s: float = 0.0
     greedy_objective: float | None = None
     bound_source: str | None = None
+    #: Dollars per hour of the capacity this decision's placements take (``solver/prices.py``).
+    cost_per_hour: float | None = None
     model_bound: float | None = None
     model_exact: bool | None = None
     model_variables: int | None = None

@@ -40,6 +40,7 @@ from solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreferen
 from solver.jobs.queues import QueueConfig
 from solver.policy import Policy
 from solver.preempt import escalated, victims
+from solver.prices import PriceCatalog, price_decision
 from solver.reservations import Reservation
 from solver.scoring import preference_scores
 from solver.snapshot import Snapshot
@@ -61,6 +62,7 @@ def place(
     now: datetime | None = None,
     queues: Mapping[str, QueueConfig] | None = None,
     reservations: Sequence[Reservation] | None = None,
+    prices: PriceCatalog | None = None,
 ) -> Decision:
     """Decide where the batch runs. Pure: the same inputs and ``policy.seed`` give the same decision (with
     ``policy.reproducible``, also under a wall-clock limit; see ``docs/solver.md``).
@@ -69,16 +71,20 @@ def place(
     over ``max_total_gpus`` or ``max_concurrent_gpu_jobs`` (running jobs included) stays pending with
     ``QUEUE_BUDGET``. ``reservations`` declare held capacity (:mod:`solver.reservations`): jobs naming one
     run only inside it, other jobs never use it while it is held; a job naming an unknown reservation is
-    rejected."""
+    rejected. ``prices`` (default: :meth:`PriceCatalog.default`) price each placement
+    (``cost_per_hour``) and the decision (``stats.cost_per_hour``)."""
     policy = policy or Policy()
     now = now or datetime.now(UTC)
     if reservations:
         from solver.reservation_phases import place_with_reservations
 
-        return place_with_reservations(
+        decision = place_with_reservations(
             jobs, cluster, policy, now=now, queues=queues, reservations=reservations
         )
-    return decide(jobs, cluster, policy, now=now, queues=queues)
+    else:
+        decision = decide(jobs, cluster, policy, now=now, queues=queues)
+    decision.stats.cost_per_hour = price_decision(decision, cluster, prices or PriceCatalog.default())
+    return decision
 
 
 def decide(

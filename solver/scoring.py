@@ -25,7 +25,7 @@ import numpy as np
 
 from solver.candidates import NodeArrays
 from solver.demand import JobPlan, Unit
-from solver.jobs.model import SpotPreference
+from solver.jobs.model import PriorityClass, SpotPreference
 from solver.policy import Policy
 from solver.rules import holds
 
@@ -61,6 +61,7 @@ def preference_scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Pol
         job.model.version,
         job.placement.data_locality,
         job.placement.spot_preference,
+        job.priority_class,
     )
     hit = arrays._static_cache.get(key)
     if hit is None:
@@ -89,7 +90,9 @@ def _scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np
             prefixes = v.node.labels.get("data_locality")
             if prefixes and any(uri.startswith(p.strip()) for p in prefixes.split(",") if p.strip()):
                 out[v.idx] += policy.data_locality
-    if job.placement.spot_preference is SpotPreference.SPOT_PREFERRED:
+    # Spot-tolerant work (spot_preferred, or a spot job) is steered to cheap spot capacity.
+    spot_tolerant = job.placement.spot_preference is SpotPreference.SPOT_PREFERRED
+    if spot_tolerant or job.priority_class is PriorityClass.SPOT:
         for members in arrays.group_members:
             if snap.nodes[int(members[0])].node.capacity_class == "spot":
                 out[members] += policy.spot_preference

@@ -94,6 +94,11 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help='JSON/YAML list of {"id", "nodes": [...] or "gpus": {node: count}, "start", "end", "timeout_s"}',
     )
+    p.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="$ per GPU-hour / TPU chip-hour / core-hour by capacity class, over the defaults",
+    )
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
     p.add_argument(
         "--time-limit",
@@ -184,9 +189,22 @@ def run(args: argparse.Namespace) -> int:
             return _usage(f"cannot open reservations {args.reservations}: {e.strerror or e}")
         except JobValidationError as e:
             return _bad_content(f"reservations {args.reservations} are invalid: {_shown(list(e.issues))}")
+    prices = None
+    if args.prices:
+        from solver.prices import load_prices
+
+        try:
+            with open(args.prices, encoding="utf-8-sig") as fh:
+                prices = load_prices(fh.read(), source=args.prices)
+        except OSError as e:
+            return _usage(f"cannot open prices {args.prices}: {e.strerror or e}")
+        except JobValidationError as e:
+            return _bad_content(f"prices {args.prices} are invalid: {_shown(list(e.issues))}")
     policy = Policy(engine=args.engine, time_limit_s=args.time_limit, seed=args.seed)
     try:
-        decision = place(results, cluster, policy, now=now, queues=options.queues, reservations=reservations)
+        decision = place(
+            results, cluster, policy, now=now, queues=options.queues, reservations=reservations, prices=prices
+        )
     except ModuleNotFoundError as e:
         if not (e.name or "").startswith("solver.cpsat"):
             raise
