@@ -41,8 +41,37 @@ def relaxation_bound(plans: list[JobPlan], capacity: dict[str, float], pool_of: 
     return total
 
 
+def evictable(arrays: object, victims: list) -> tuple[object, object, object, dict[str, float]]:
+    """Per node, what every preemptible running job holds (whole GPUs, shares in GPUs, cores), and per
+    TPU generation its chips: capacity a decision may free, which a valid bound must count as available."""
+    import numpy as np
+
+    snap = arrays.snap  # type: ignore[attr-defined]
+    n = len(snap.nodes)
+    whole, shares, cpu = np.zeros(n), np.zeros(n), np.zeros(n)
+    chips: dict[str, float] = {}
+    for v in victims:
+        for r in v.job.replicas:
+            if r.node is not None and r.node in snap.by_name:
+                i = snap.by_name[r.node]
+                if r.gpu_milli is not None:
+                    shares[i] += r.gpu_milli / 1000
+                else:
+                    whole[i] += len(r.gpus)
+                cpu[i] += r.cpu_cores
+            elif r.tpu_pod is not None and r.tpu_pod in snap.pod_by_name:
+                gen = snap.pods[snap.pod_by_name[r.tpu_pod]].pod.generation
+                chips[gen] = chips.get(gen, 0.0) + len(r.tpu_chips)
+    return whole, shares, cpu, chips
+
+
 def lp_bound(
-    plans: list[JobPlan], candidates: dict, arrays: object, *, max_terms: int = 300_000
+    plans: list[JobPlan],
+    candidates: dict,
+    arrays: object,
+    *,
+    victims: list | None = None,
+    max_terms: int = 300_000,
 ) -> float | None:
     """A tighter valid bound: the LP relaxation of "each job takes its demand from node groups it may use".
 
@@ -65,12 +94,17 @@ def lp_bound(
     usable = np.array([arrays.snap.nodes[int(m[0])].usable for m in groups]) if groups else np.array([])  # type: ignore[attr-defined]
     nodes = arrays.snap.nodes  # type: ignore[attr-defined]
     # Whole free GPUs plus every partly free share: never less than what could really be used.
-    gpu_free = np.array(
-        [len(v.free_gpus) + sum(m for m in v.milli_free if 0 < m < 1000) / 1000 for v in nodes]
-    )
+    # ... and whatever evictions could free (preemptible running jobs), or the bound would not be one.
+    ev_whole, ev_shares, ev_cpu, ev_chips = evictable(arrays, victims or [])
+    gpu_free = (
+        np.array([len(v.free_gpus) + sum(m for m in v.milli_free if 0 < m < 1000) / 1000 for v in nodes])
+        + ev_whole
+        + ev_shares
+    )  # type: ignore[operator]
     gpu_cap = [float(gpu_free[m].sum()) for m in groups]
-    cpu_cap = [float(np.maximum(arrays.cpu[m], 0).sum()) / 16.0 for m in groups]  # type: ignore[attr-defined]
-    tpu_cap: dict[str, float] = {}
+    cpu_free = np.maximum(arrays.cpu, 0) + ev_cpu  # type: ignore[attr-defined]
+    cpu_cap = [float(cpu_free[m].sum()) / 16.0 for m in groups]
+    tpu_cap: dict[str, float] = dict(ev_chips)
     for pv in arrays.snap.pods:  # type: ignore[attr-defined]
         tpu_cap[pv.pod.generation] = tpu_cap.get(pv.pod.generation, 0.0) + pv.free_chips
     solver = pywraplp.Solver.CreateSolver("GLOP")
@@ -81,7 +115,7 @@ def lp_bound(
     gpu_rows: dict[int, object] = {}
     # Fragmentation cuts: on a node, GPUs taken by replicas whose sizes are all multiples of g add up to a
     # multiple of g, so at most floor(free / g) * g; summed over a group, a valid row per (group, g).
-    whole = np.array([len(v.free_gpus) for v in nodes], dtype=np.int64)
+    whole = (np.array([len(v.free_gpus) for v in nodes]) + ev_whole).astype(np.int64)  # type: ignore[operator]
     frag_rows: dict[tuple[int, int], object] = {}
     cpu_rows: dict[int, object] = {}
     tpu_rows: dict[str, object] = {}

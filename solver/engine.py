@@ -231,13 +231,13 @@ def decide(
     stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
     stats.greedy_objective = float(objective(best, plans))
     stats.objective = stats.greedy_objective
-    stats.bound = _relaxation(plans, candidates, snap)
+    stats.bound = _relaxation(plans, candidates, arrays, evictable)
     stats.bound_source = "relaxation"
     # The LP bound costs ~0.1 s on 1,000 nodes: worth it when CP-SAT will run, not on the greedy fast path.
     if policy.engine != "greedy" and policy.time_limit_s - (time.perf_counter() - t0) > 0.3:
         from solver.bound import lp_bound
 
-        lp = lp_bound(plans, candidates, arrays)
+        lp = lp_bound(plans, candidates, arrays, victims=evictable)
         if lp is not None and lp < stats.bound:
             stats.bound, stats.bound_source = lp, "lp"
 
@@ -408,18 +408,27 @@ def _merge_rejected(rejected: list[RejectedJob]) -> list[RejectedJob]:
     return [RejectedJob(job=j, errors=e) for j, e in sorted(merged.items())]
 
 
-def _relaxation(plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]], snap: Snapshot) -> float:
-    from solver.bound import relaxation_bound
+def _relaxation(
+    plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]], arrays: NodeArrays, victims: list
+) -> float:
+    from solver.bound import evictable, relaxation_bound
 
+    snap = arrays.snap
+    ev_whole, ev_shares, ev_cpu, ev_chips = evictable(arrays, victims)
     pool_of: dict[int, str] = {}
     for p in plans:
         if p.idx in candidates:
             pool_of[p.idx] = "gpu" if p.job.total_gpu_milli else "tpu" if p.job.total_tpu_chips else "cpu"
     gpu = sum(
-        len(v.free_gpus) + sum(m for m in v.milli_free if 0 < m < 1000) / 1000 for v in snap.nodes if v.usable
+        len(v.free_gpus)
+        + sum(m for m in v.milli_free if 0 < m < 1000) / 1000
+        + ev_whole[v.idx]
+        + ev_shares[v.idx]
+        for v in snap.nodes
+        if v.usable
     )
-    cpu = sum(max(0.0, v.free_cpu) for v in snap.nodes if v.usable) / 16.0
-    tpu = float(sum(p.free_chips for p in snap.pods))
+    cpu = sum(max(0.0, v.free_cpu) + ev_cpu[v.idx] for v in snap.nodes if v.usable) / 16.0
+    tpu = float(sum(p.free_chips for p in snap.pods)) + sum(ev_chips.values())
     return relaxation_bound(plans, {"gpu": gpu, "cpu": cpu, "tpu": tpu}, pool_of)
 
 

@@ -440,7 +440,9 @@ def greedy(
         return _place_plan(plan, candidates[i], prefs[i], anti_running[i], state, arrays, snap, spot_ok[i])
 
     for k, i in enumerate(sequence):
-        if deadline is not None and k and k % 16 == 0 and time.perf_counter() > deadline:
+        # With evictions each job may cost milliseconds: look at the clock every job, not every 16.
+        every = 1 if victims else 16
+        if deadline is not None and k >= 16 and k % every == 0 and time.perf_counter() > deadline:
             result.skipped = set(sequence[k:])
             break
         if i not in candidates:

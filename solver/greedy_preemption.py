@@ -30,6 +30,10 @@ if TYPE_CHECKING:  # greedy imports this module; State is only needed for annota
     from solver.greedy import State
 
 
+#: At most this many eviction candidates are simulated for one job.
+MAX_VICTIMS_PER_JOB = 256
+
+
 def place_with_evictions(
     plan: JobPlan,
     cands: list,
@@ -54,6 +58,17 @@ def place_with_evictions(
     ]
     if not eligible:
         return None
+    # Bounded effort: the cheapest victims first, enough of them to free several times what the job needs
+    # (the rest are too costly to matter, and simulating them all is what makes big clusters slow).
+    need = max(1.0, plan.job.total_gpu_milli / 1000 + plan.job.total_tpu_chips)
+    eligible.sort(key=lambda v: (v.cost, v.id))
+    budget, kept = 4 * need + 8, []
+    for v in eligible:
+        kept.append(v)
+        budget -= sum(len(r.gpus) + len(r.tpu_chips) for r in v.job.replicas) or 1
+        if budget <= 0 or len(kept) >= MAX_VICTIMS_PER_JOB:
+            break
+    eligible = kept
     penalty = np.zeros(n_nodes, dtype=np.float64)
     for v in eligible:
         for n in v.nodes:

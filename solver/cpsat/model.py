@@ -334,32 +334,47 @@ class _Builder:
 
     def _direct_nodes(self, node_units: list[_NodeUnit]) -> None:
         """For each unit, the nodes with eviction candidates it may use: statically possible, not
-        anti-affinity-blocked, big enough once lower-priority victims leave (or free enough now); units with
-        per-node rules other than one-per-node stay off them. Best first (cheapest evictions), capped."""
+        anti-affinity-blocked, and either free enough now or holding victims of lower priority; units with
+        per-node rules other than one-per-node stay off them. Cheapest evictions first, capped at
+        ``Policy.max_classes_per_unit`` (plus the nodes greedy used); vectorized per priority level."""
         if not self.direct:
             return
+        if any(v.pods for v in self.victims):
+            self.exact = False  # TPU evictions are greedy's only
+        n_nodes = len(self.snap.nodes)
+        direct = np.zeros(n_nodes, dtype=bool)
+        direct[list(self.direct)] = True
         hinted: dict[tuple[int, int], set[int]] = {}
         for p, reps in self.hint.placed.items():
             for r in reps:
                 if r.node is not None and r.node in self.direct:
                     hinted.setdefault((p, self.plans[p].units.index(r.unit)), set()).add(r.node)
+        # Per distinct job priority: the cost of victims below it on each node, and whether any is below.
+        below_cost: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         limit = self.policy.max_classes_per_unit
-        for nu in node_units:
+        for k, nu in enumerate(node_units):
+            if k % 64 == 0:
+                self._tick()
             u = nu.unit
             if u.exclusive or u.need.milli or nu.p in self.conflicts:
                 continue
             mine = job_rank(self.plans[nu.p].job)
-            options: list[tuple[float, int]] = []
-            for n, vs in self.direct.items():
-                if not nu.cand.static[n] or self.anti[nu.p][n]:
-                    continue
-                below = [v for v in vs if v.rank < mine]
-                if not below and not nu.cand.now[n]:
-                    continue
-                options.append((sum(v.cost for v in below), n))
-            options.sort()
-            keep = {n for _, n in options[:limit]} | hinted.get((nu.p, nu.ui), set())
-            nu.direct = sorted(keep)
+            if mine not in below_cost:
+                cost = np.zeros(n_nodes)
+                some = np.zeros(n_nodes, dtype=bool)
+                for v in self.victims:
+                    if v.rank < mine:
+                        for n in v.nodes:
+                            cost[n] += v.cost
+                            some[n] = True
+                below_cost[mine] = (cost, some)
+            cost, some = below_cost[mine]
+            ok = direct & nu.cand.static & ~self.anti[nu.p] & (some | nu.cand.now)
+            idx = np.flatnonzero(ok)
+            if idx.size > limit:
+                self.exact = False
+                idx = idx[np.argsort(cost[idx], kind="stable")[:limit]]
+            nu.direct = sorted(set(idx.tolist()) | hinted.get((nu.p, nu.ui), set()))
 
     def _tpu_slices(self, tpu_units: list[tuple[int, int, Unit]]) -> dict[tuple[int, int], list[_Slice]]:
         out: dict[tuple[int, int], list[_Slice]] = {}
@@ -426,6 +441,7 @@ class _Built:
             m.Add(sum(zs) <= cnt)
         self.x: dict[tuple[int, int, int], cp_model.IntVar] = {}
         self.y: dict[tuple[int, int, int], cp_model.IntVar] = {}
+        self.y_ub: dict[tuple[int, int, int], int] = {}
         slots: dict[tuple[int, int], list[cp_model.IntVar]] = {}
         for k, nu in enumerate(node_units):
             if k % 256 == 0:
@@ -440,6 +456,7 @@ class _Built:
             for n in nu.direct:
                 v = m.NewIntVar(0, cap, f"y[{nu.p},{nu.ui},{n}]")
                 self.y[(nu.p, nu.ui, n)] = v
+                self.y_ub[(nu.p, nu.ui, n)] = cap
                 xs.append(v)
             m.Add(sum(xs) == nu.unit.replicas * self.placed[nu.p])
         for (c, t), xs in slots.items():
@@ -555,32 +572,38 @@ class _Built:
         self.e = {vid: m.NewBoolVar(f"e[{vid}]") for vid in sorted(used)}
         arrays = b.arrays
         snap = b.snap
-        for n, nus in sorted(on_node.items()):
+        for k, (n, nus) in enumerate(sorted(on_node.items())):
+            if k % 32 == 0:
+                b._tick()
             free = (arrays.gpus[n], arrays.cpu[n], arrays.mem[n], arrays.storage[n], arrays.shm[n])
             held = {v.id: _held_on(v, snap.nodes[n].name) for v in b.direct[n]}
-            ranks = sorted({job_rank(self.plans[nu.p].job) for nu in nus})
-            for level in ranks:
-                group = [nu for nu in nus if job_rank(self.plans[nu.p].job) <= level]
+            rows = []
+            for nu in nus:
+                y = self.y[(nu.p, nu.ui, n)]
+                rows.append(
+                    (job_rank(self.plans[nu.p].job), _need_vec(nu.unit), y, self.y_ub[(nu.p, nu.ui, n)])
+                )
+            # Levels that free the same victims need only their highest row (it contains the others).
+            levels = sorted({rk for rk, _, _, _ in rows})
+            top_of: dict[frozenset[str], int] = {}
+            for level in levels:
+                top_of[frozenset(v.id for v in b.direct[n] if v.rank < level)] = level
+            for level in sorted(top_of.values()):
+                group = [(need, y, ub) for rk, need, y, ub in rows if rk <= level]
                 freed = [v for v in b.direct[n] if v.rank < level]
                 for r in range(5):
-                    demand = [
-                        _need_vec(nu.unit)[r] * self.y[(nu.p, nu.ui, n)]
-                        for nu in group
-                        if _need_vec(nu.unit)[r]
-                    ]
-                    if not demand:
+                    if not np.isfinite(free[r]):
                         continue
+                    worst = sum(need[r] * ub for need, _, ub in group)
+                    if worst <= free[r] + 1e-9:
+                        continue  # cannot bind: even every replica there fits the free amount
                     scale = 1 if r == 0 else 1000  # fractional cores/GB: thousandths, rounded safely
-                    cap = int(np.floor(float(free[r]) * scale + 1e-6)) if np.isfinite(free[r]) else None
-                    if cap is None:
-                        continue
-                    lhs = sum(
-                        int(np.ceil(_need_vec(nu.unit)[r] * scale - 1e-6)) * self.y[(nu.p, nu.ui, n)]
-                        for nu in group
-                        if _need_vec(nu.unit)[r]
+                    terms = [(y, int(np.ceil(need[r] * scale - 1e-6))) for need, y, _ in group if need[r]]
+                    terms += [(self.e[v.id], -int(np.floor(held[v.id][r] * scale + 1e-6))) for v in freed]
+                    cap = int(np.floor(float(free[r]) * scale + 1e-6))
+                    m.Add(
+                        cp_model.LinearExpr.WeightedSum([t[0] for t in terms], [t[1] for t in terms]) <= cap
                     )
-                    gain = sum(int(np.floor(held[v.id][r] * scale + 1e-6)) * self.e[v.id] for v in freed)
-                    m.Add(lhs <= cap + gain)
             # Self-anti-affinity: one replica of such a job per node, over its units.
             for p in {nu.p for nu in nus if nu.p in b.self_anti}:
                 m.Add(sum(self.y[(nu.p, nu.ui, n)] for nu in nus if nu.p == p) <= 1)
