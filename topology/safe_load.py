@@ -35,6 +35,12 @@ MAX_DOCUMENT_CHARS = 16 * 1024 * 1024
 MAX_DEPTH = 64
 #: Most YAML aliases accepted in one document ("billion laughs" guard).
 MAX_YAML_ALIASES = 100
+#: Most values a document may expand to once aliases are followed (a second alias-bomb guard: 81 aliases
+#: nine levels deep already expand to hundreds of millions).
+MAX_EXPANDED_NODES = 2_000_000
+#: Largest YAML document accepted, in characters: the safe loader is pure Python (a few seconds per
+#: megabyte), so YAML gets a tighter cap than JSON, whatever a caller allows for JSON.
+MAX_YAML_CHARS = 8 * 1024 * 1024
 
 
 class UnsafeDocument(ValueError):
@@ -46,16 +52,32 @@ def _check_size(text: str, max_chars: int) -> None:
         raise UnsafeDocument(f"document is {len(text)} characters; the limit is {max_chars}")
 
 
-def _check_depth(obj: Any) -> None:
-    stack: list[tuple[Any, int]] = [(obj, 1)]
+def _check_depth(obj: Any, max_expanded: int | None = None) -> None:
+    """Refuse documents nested deeper than :data:`MAX_DEPTH` or whose *expanded* size (YAML aliases repeat
+    a shared subtree) exceeds :data:`MAX_EXPANDED_NODES`. Each container is visited once and its height
+    and expanded size memoized by identity, so an alias bomb is measured in linear time, not expanded."""
+    memo: dict[int, tuple[int, int]] = {}  # id -> (height, expanded size)
+    stack: list[tuple[Any, bool]] = [(obj, False)]
     while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        node, done = stack.pop()
+        if not isinstance(node, dict | list) or (id(node) in memo and not done):
+            continue
+        children = [
+            v for v in (node.values() if isinstance(node, dict) else node) if isinstance(v, dict | list)
+        ]
+        if not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in memo)
+            continue
+        height = 1 + max((memo[id(c)][0] for c in children), default=0)
+        size = 1 + len(node) + sum(memo[id(c)][1] for c in children)
+        if height > MAX_DEPTH:
             raise UnsafeDocument(f"document is nested deeper than {MAX_DEPTH} levels")
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
+        if max_expanded is not None and size > max_expanded:
+            raise UnsafeDocument(
+                f"document expands to more than {max_expanded} values (repeated aliases?); refused"
+            )
+        memo[id(node)] = (height, size)
 
 
 def load_json(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
@@ -124,8 +146,8 @@ class _BoundedSafeLoader(yaml.SafeLoader):
 
 
 def load_yaml(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
-    """One YAML document through a safe, bounded loader."""
-    _check_size(text, max_chars)
+    """One YAML document through a safe, bounded loader (at most :data:`MAX_YAML_CHARS` characters)."""
+    _check_size(text, min(max_chars, MAX_YAML_CHARS))
     try:
         loader = _BoundedSafeLoader(text)
         try:
@@ -138,7 +160,7 @@ def load_yaml(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
         raise UnsafeDocument(f"invalid YAML: {str(e).replace(chr(10), ' ')}"[:500]) from None
     except (ValueError, TypeError, OverflowError) as e:  # a constructor refused a value (2001-12-99)
         raise UnsafeDocument(f"invalid YAML value: {e}"[:500]) from None
-    _check_depth(obj)
+    _check_depth(obj, MAX_EXPANDED_NODES)  # only YAML can repeat a subtree (aliases)
     return obj
 
 

@@ -14,11 +14,12 @@ The rules, in order (the first failing rule is reported):
    secret (``token``, ``password``, ``signature``, ``X-Amz-Credential``, ...);
 4. no ``..`` path segment, also after percent-decoding (up to three rounds, so ``%252e%252e`` and
    ``a%2f..%2fb`` are caught); backslashes count as segment separators;
-5. ``file://`` only as ``file:///absolute/path`` (empty or ``localhost`` host), never below system
+5. no host that is a cloud metadata service, loopback or link-local address (SSRF, OJS ML §15.2);
+6. ``file://`` only as ``file:///absolute/path`` (empty or ``localhost`` host), normalized, never below system
    directories (``/etc``, ``/proc``, ``/sys``, ``/dev``, ``/boot``, ``/root``, ``/run``, ``/var/run``):
    the "no arbitrary file system access" of extensions §12.1;
-6. a trailing slash when the caller requires one (checkpoint storage, §9.4);
-7. when ``allowed_prefixes`` is non-empty, the URI starts with one of them (§15.3, extensions §12.1).
+7. a trailing slash when the caller requires one (checkpoint storage, §9.4);
+8. when ``allowed_prefixes`` is non-empty, the URI starts with one of them (§15.3, extensions §12.1).
 
 >>> check_uri("s3://checkpoints/run-1/", schemes={"s3"}, require_trailing_slash=True) is None
 True
@@ -28,6 +29,8 @@ True
 
 from __future__ import annotations
 
+import ipaddress
+import posixpath
 import re
 from collections.abc import Iterable
 from urllib.parse import unquote, urlsplit
@@ -55,6 +58,29 @@ _SECRET_PARAMS = re.compile(
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _BAD_CHARS = re.compile(r"[\x00-\x20\x7f]")
+
+
+#: Host names of cloud instance-metadata services (SSRF targets, OJS ML §15.2).
+METADATA_HOSTS = frozenset({"metadata", "metadata.google.internal", "metadata.goog", "instance-data"})
+#: AWS's IPv6 instance-metadata block.
+_IMDS_V6 = ipaddress.ip_network("fd00:ec2::/32")
+
+
+def _internal_host(host: str) -> str | None:
+    """Why ``host`` is refused as an SSRF target (OJS ML §15.2: "MUST be validated to prevent … SSRF"):
+    cloud metadata services by name, and loopback, link-local (169.254.0.0/16, fe80::/10, where metadata
+    services live) and unspecified addresses. Private ranges stay allowed: on-premises HDFS and MLflow live
+    there."""
+    name = host.strip("[]").lower().rstrip(".")
+    if name in METADATA_HOSTS or name == "localhost":
+        return f"host {host!r} is a metadata or local service, refused (SSRF, OJS ML §15.2)"
+    try:
+        ip = ipaddress.ip_address(name)
+    except ValueError:
+        return None
+    if ip.is_loopback or ip.is_link_local or ip.is_unspecified or ip in _IMDS_V6:
+        return f"host {host!r} is a loopback, link-local or metadata address, refused (SSRF, OJS ML §15.2)"
+    return None
 
 
 def _decoded_forms(text: str) -> list[str]:
@@ -127,12 +153,17 @@ def check_uri(
     if scheme == "file":
         if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
             return "file:// URIs must be absolute (file:///path)"
-        decoded = _decoded_forms(parts.path)[-1].rstrip("/") + "/"
+        # Compare the path as the file system would resolve it: decoded, "." and "//" collapsed.
+        decoded = posixpath.normpath("/" + _decoded_forms(parts.path)[-1].lstrip("/")).rstrip("/") + "/"
         for root in FORBIDDEN_FILE_ROOTS:
             if decoded.startswith(root + "/"):
                 return f"file:// URIs must not point into the system directory {root}"
     elif not parts.netloc:
         return "must name a bucket, container or host after scheme://"
+    else:
+        problem = _internal_host(parts.hostname or "")
+        if problem:
+            return problem
     if require_trailing_slash and not uri.endswith("/"):
         return 'must end with "/" (a directory prefix, OJS ML §9.4)'
     prefixes = tuple(allowed_prefixes)
