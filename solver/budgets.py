@@ -45,6 +45,8 @@ class Budgets:
     @staticmethod
     def of(queues: Mapping[str, QueueConfig], running: Iterable[RunningJob]) -> Budgets:
         b = Budgets()
+        if not queues:
+            return b  # no budgets: nothing to count (10,000 running jobs would cost a tenth of a second)
         for name, qc in queues.items():
             lim = qc.config.ml_limits
             if lim.max_total_gpus is not None:

@@ -123,7 +123,10 @@ class NodeArrays:
         """``(node index, labels of the jobs running there)`` for nodes where something runs."""
         cached = self._static_cache.get("__running_labels__")
         if cached is None:
-            cached = [(v.idx, v.running_labels) for v in self.snap.nodes if v.running_labels]
+            snap = self.snap
+            cached = [
+                (v.idx, tuple(snap.running_labels(j) for j in v.running)) for v in snap.nodes if v.running
+            ]
             self._static_cache["__running_labels__"] = cached  # type: ignore[assignment]
         return cached  # type: ignore[return-value]
 

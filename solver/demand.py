@@ -98,14 +98,17 @@ class JobPlan:
 
 
 def _selector_rules(job: Job) -> tuple[Rule, ...]:
+    """The node selector as ``In`` rules plus the required rules, each once (readers already turn
+    selectors into required rules)."""
+    if not job.placement.node_selector:
+        return tuple(job.placement.required)
     sel = tuple(
         LabelRule(key=k, operator="In", values=[v]) for k, v in sorted(job.placement.node_selector.items())
     )
-    # Readers already turn selectors into ``required`` rules; keep each rule once.
-    seen: set[str] = set()
+    seen: set[object] = set()
     out: list[Rule] = []
     for r in (*sel, *job.placement.required):
-        key = r.model_dump_json()
+        key = (r.key, r.operator, tuple(r.values)) if isinstance(r, LabelRule) else r.model_dump_json()
         if key not in seen:
             seen.add(key)
             out.append(r)

@@ -30,7 +30,7 @@ from solver.jobs.model import AffinityOperator, LabelRule
 from solver.preempt import Victim
 from solver.rules import holds
 from solver.snapshot import Snapshot
-from solver.tpu_shapes import tpu_shapes
+from solver.tpu_shapes import host_chips, tpu_shapes
 from topology.model import Coord
 from topology.tpu import TpuSlice, slices_in_pod
 
@@ -278,6 +278,16 @@ def _gpus_of(replicas: list[ReplicaAt]) -> float:
     return sum(r.unit.need.gpus + r.unit.need.milli / 1000 for r in replicas if r.node is not None)
 
 
+def node_count_ok(plan: JobPlan, replicas: list[ReplicaAt]) -> bool:
+    """Whether the number of distinct nodes the replicas use is one the job's ``node_count`` allows (Flux
+    and SSS node counts; placement rule 11)."""
+    rng = plan.job.placement.node_count
+    if rng is None:
+        return True
+    used = len({r.node for r in replicas if r.node is not None})
+    return used in rng.values(used)
+
+
 def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None) -> bool:
     """Whether placing ``replicas`` keeps the job's queue within its GPU budget (OJS ML §10.3)."""
     if budgets is None or not budgets.active:
@@ -398,6 +408,8 @@ def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> 
                 if key not in state.slice_cache:
                     state.slice_cache[key] = slices_in_pod(pod, shape, used)
                 fitting = state.slice_cache[key]
+                if unit.exclusive:  # dedicated: whole hosts nobody else uses
+                    fitting = [s for s in fitting if not host_chips(pod, s.chips) & used]
                 if fitting and (best is None or (free, pod.name) < best[0]):
                     best = ((free, pod.name), fitting[0])
                     break
@@ -406,8 +418,10 @@ def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> 
         sl = best[1]
         pidx = snap.pod_by_name[sl.pod]
         chips = sl.chips
-        state.pod_used[pidx] |= set(chips)
-        state.log.append(("pod", pidx, set(chips)))
+        taken = set(host_chips(snap.pods[pidx].pod, chips)) if unit.exclusive else set(chips)
+        taken -= state.pod_used[pidx]
+        state.pod_used[pidx] |= taken
+        state.log.append(("pod", pidx, taken))
         for key in [k for k in state.slice_cache if k[0] == pidx]:
             del state.slice_cache[key]
         out.append(ReplicaAt(unit=unit, pod=pidx, chips=tuple(chips)))
@@ -455,6 +469,8 @@ def greedy(
             tried = place_with_evictions(plan, candidates[i], place_plan, state, victims)
             if tried is not None:
                 replicas, needed = tried
+        if replicas is not None and not node_count_ok(plan, replicas):
+            replicas = None
         if replicas is not None and not within_budget(plan, replicas, state, budgets):
             result.over_budget.add(i)
             replicas = None

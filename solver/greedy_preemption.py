@@ -58,17 +58,7 @@ def place_with_evictions(
     ]
     if not eligible:
         return None
-    # Bounded effort: the cheapest victims first, enough of them to free several times what the job needs
-    # (the rest are too costly to matter, and simulating them all is what makes big clusters slow).
-    need = max(1.0, plan.job.total_gpu_milli / 1000 + plan.job.total_tpu_chips)
-    eligible.sort(key=lambda v: (v.cost, v.id))
-    budget, kept = 4 * need + 8, []
-    for v in eligible:
-        kept.append(v)
-        budget -= sum(len(r.gpus) + len(r.tpu_chips) for r in v.job.replicas) or 1
-        if budget <= 0 or len(kept) >= MAX_VICTIMS_PER_JOB:
-            break
-    eligible = kept
+    eligible = _useful(plan, could, eligible, state)
     penalty = np.zeros(n_nodes, dtype=np.float64)
     for v in eligible:
         for n in v.nodes:
@@ -97,6 +87,34 @@ def place_with_evictions(
             return placed, sorted(attempt, key=lambda v: v.id)
         state.rollback(mark)
     return None
+
+
+def _useful(plan: JobPlan, could: np.ndarray, eligible: list[Victim], state: State) -> list[Victim]:
+    """Bounded effort: the victims on the nodes where evicting can make room for a replica (free plus
+    evictable GPUs reach the biggest replica's need), cheapest nodes first, enough nodes for the whole gang
+    with room to choose; simulating every candidate is what makes big clusters slow."""
+    if len(eligible) <= MAX_VICTIMS_PER_JOB // 4 or plan.is_tpu:
+        return eligible
+    on: dict[int, list[Victim]] = {}
+    for v in eligible:
+        for n in v.nodes:
+            if could[n]:
+                on.setdefault(n, []).append(v)
+    biggest = max((u.need.gpus for u in plan.units if u.tpu is None), default=0)
+    scored = []
+    for n, vs in on.items():
+        freed = sum(len(r.gpus) for v in vs for r in v.job.replicas if r.node == state.snap.nodes[n].name)
+        if state.gpus[n] + freed >= biggest:
+            scored.append((sum(v.cost for v in vs), n))
+    scored.sort()
+    want = 2 * plan.replicas + 4
+    kept: dict[str, Victim] = {}
+    for _, n in scored[:want]:
+        for v in on[n]:
+            kept.setdefault(v.id, v)
+        if len(kept) >= MAX_VICTIMS_PER_JOB:
+            break
+    return sorted(kept.values(), key=lambda v: (v.cost, v.id))
 
 
 def _needed(trial: list[ReplicaAt], eligible: list[Victim], state: State, plan: JobPlan) -> list[Victim]:

@@ -54,3 +54,35 @@ def tpu_shapes(demand: TpuDemand, pod: TpuPod) -> list[tuple[int, ...]]:
         return []
     fixed = tuple(sorted(pod.shape)) if pod.fixed_slice else None
     return list(_shapes_for(pod.generation, len(pod.shape), chips, fixed))
+
+
+@lru_cache(maxsize=256)
+def _hosts_by_shape(shape: tuple[int, ...], host_shape: tuple[int, ...], name: str) -> dict[int, frozenset]:
+    from itertools import product
+
+    grid = tuple(s // h for s, h in zip(shape, host_shape, strict=True))
+    out: dict[int, frozenset] = {}
+    for i, cell in enumerate(product(*(range(g) for g in grid))):
+        origin = tuple(c * h for c, h in zip(cell, host_shape, strict=True))
+        out[i] = frozenset(
+            tuple(o + d for o, d in zip(origin, delta, strict=True))
+            for delta in product(*(range(h) for h in host_shape))
+        )
+    return out
+
+
+def host_chips(
+    pod: TpuPod, chips: tuple[tuple[int, ...], ...] | list[tuple[int, ...]]
+) -> frozenset[tuple[int, ...]]:
+    """Every chip of the hosts that ``chips`` touch: what an exclusive (dedicated) TPU job owns.
+
+    >>> from topology import cluster_of, tpu_pod
+    >>> pod = cluster_of(tpu_pod("v5e", shape=(4, 4))).tpu_pods()[0]
+    >>> len(host_chips(pod, [(0, 0)]))
+    4
+    """
+    hosts = _hosts_by_shape(tuple(pod.shape), tuple(pod.host_shape), pod.name)
+    out: set[tuple[int, ...]] = set()
+    for c in chips:
+        out |= hosts[pod.host_index(tuple(c))]
+    return frozenset(out)

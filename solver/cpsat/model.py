@@ -29,11 +29,11 @@ from solver.candidates import NodeArrays, UnitCandidates
 from solver.cpsat.classes import NodeClass, build_classes
 from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for
 from solver.demand import JobPlan, Unit
-from solver.greedy import State, scope_value
+from solver.greedy import State, node_count_ok, scope_value
 from solver.policy import Policy
 from solver.preempt import Victim, job_rank
 from solver.rules import all_hold, holds
-from solver.tpu_shapes import tpu_shapes
+from solver.tpu_shapes import host_chips, tpu_shapes
 from topology.tpu import slices_in_pod
 
 
@@ -397,6 +397,8 @@ class _Builder:
                     continue
                 for shape in tpu_shapes(u.tpu, pod):
                     for s in slices_in_pod(pod, shape, pv.used):
+                        if u.exclusive and host_chips(pod, s.chips) & pv.used:
+                            continue  # dedicated: whole hosts nobody else uses
                         found.append(((pv.free_chips, pod.name), _Slice(pv.idx, tuple(s.chips))))
             found.sort(key=lambda f: f[0])
             chosen = [s for _, s in found[: self.policy.max_slices_per_job]]
@@ -493,7 +495,9 @@ class _Built:
                 v = m.NewBoolVar(f"a[{p},{ui},{s_idx}]")
                 self.a[(p, ui, s_idx)] = v
                 vs.append(v)
-                for chip in s.chips:
+                # A dedicated slice owns its hosts whole: it excludes every slice touching them.
+                owned = host_chips(b.snap.pods[s.pod].pod, s.chips) if u.exclusive else s.chips
+                for chip in owned:
                     covering.setdefault((s.pod, chip), []).append(v)
             m.Add(sum(vs) == u.replicas * self.placed[p])
         for vs in covering.values():
@@ -831,7 +835,9 @@ class _Built:
                 s = self.tpu_slices[(p, ui)][s_idx]
                 out.placed[p].append(ReplicaAt(unit=self.plans[p].units[ui], pod=s.pod, chips=s.chips))
         for p in placed:
-            if len(out.placed[p]) != self.plans[p].replicas:
+            if len(out.placed[p]) != self.plans[p].replicas or not node_count_ok(
+                self.plans[p], out.placed[p]
+            ):
                 return None
         return out
 
