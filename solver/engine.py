@@ -35,6 +35,7 @@ from solver.candidates import NodeArrays, UnitCandidates, anti_affinity_mask, ba
 from solver.decision import Decision, JobPlacement, PendingJob, Reason, RejectedJob, ReplicaPlacement, Stats
 from solver.demand import JobPlan, Unit, expand
 from solver.explain import not_considered, owners_of, pending_reasons, queue_budget, unsatisfiable
+from solver.gc_pause import paused_gc
 from solver.greedy import greedy, priority_order
 from solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreference
 from solver.jobs.queues import QueueConfig
@@ -75,15 +76,16 @@ def place(
     (``cost_per_hour``) and the decision (``stats.cost_per_hour``)."""
     policy = policy or Policy()
     now = now or datetime.now(UTC)
-    if reservations:
-        from solver.reservation_phases import place_with_reservations
+    with paused_gc():  # a full collection over a big snapshot would eat the deadline (solver/gc_pause.py)
+        if reservations:
+            from solver.reservation_phases import place_with_reservations
 
-        decision = place_with_reservations(
-            jobs, cluster, policy, now=now, queues=queues, reservations=reservations
-        )
-    else:
-        decision = decide(jobs, cluster, policy, now=now, queues=queues)
-    decision.stats.cost_per_hour = price_decision(decision, cluster, prices or PriceCatalog.default())
+            decision = place_with_reservations(
+                jobs, cluster, policy, now=now, queues=queues, reservations=reservations
+            )
+        else:
+            decision = decide(jobs, cluster, policy, now=now, queues=queues)
+        decision.stats.cost_per_hour = price_decision(decision, cluster, prices or PriceCatalog.default())
     return decision
 
 
@@ -152,7 +154,9 @@ def decide(
             admitted.append(job)
 
     # 1. eligibility
-    batch_ids = {j.id for j in admitted}
+    # Every id the batch names counts: a dependency on a job rejected here (duplicate, unknown
+    # reservation, invalid) is unmet too — that job will not run.
+    batch_ids = {j.id for j in valid} | {r.job for r in decision.rejected}
     running_ids = {r.job for r in cluster.running_jobs()}
     eligible: list[Job] = []
     for job in admitted:
@@ -507,6 +511,13 @@ def _unsatisfiable_why(
                 f"task group {u.group!r} needs {u.replicas} distinct nodes; "
                 f"only {n} could ever hold one replica"
             )
+    node_count = plan.job.placement.node_count
+    if node_count is not None:
+        least = max((u.replicas for u in plan.units if u.distinct and u.tpu is None), default=1)
+        allowed = node_count.values(max(least, 1) + 10_000)
+        if not any(v >= least for v in allowed) and least > 0:
+            most = max(allowed, default=0)
+            return f"its replicas need {least} distinct nodes and its node count allows at most {most}"
     if plan.scope is not None:
         node_units = [(u, c) for u, c in zip(plan.units, cands, strict=True) if u.tpu is None]
         if node_units and not _scope_possible(plan, node_units, snap, arrays):

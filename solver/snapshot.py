@@ -40,7 +40,6 @@ class NodeView:
     free_gpus: tuple[int, ...]
     milli_free: tuple[int, ...]
     running: tuple[str, ...]
-    running_labels: tuple[Mapping[str, str], ...]
 
     @property
     def name(self) -> str:
@@ -80,15 +79,29 @@ class Snapshot:
     by_name: Mapping[str, int] = field(repr=False)
     pod_by_name: Mapping[str, int] = field(repr=False)
     biggest_node_gpus: int = 0
+    _labels: dict[str, Mapping[str, str]] = field(default_factory=dict, repr=False, compare=False)
+
+    def running_labels(self, job_id: str) -> Mapping[str, str]:
+        """Labels of a running job for anti-affinity (``solver.rules.job_labels``), computed on first use:
+        only batches with anti-affinity rules read them."""
+        hit = self._labels.get(job_id)
+        if hit is None:
+            hit = self._labels[job_id] = job_labels(self.cluster.running_job(job_id))
+        return hit
 
     @staticmethod
     def of(cluster: Cluster) -> Snapshot:
-        running = {j.job: j for j in cluster.running_jobs()}
-        labels_of = {jid: job_labels(j) for jid, j in running.items()}
+        """The view of ``cluster``: one pass over its nodes, nothing per GPU unless shares are held."""
         views: list[NodeView] = []
         for i, n in enumerate(cluster.nodes):
             u = cluster.usage(n.name)
-            milli = tuple(1000 - u.gpu_milli_used(g) for g in range(n.gpu_count))
+            if u.gpus:
+                left = [1000] * n.gpu_count
+                for g, shares in u.gpus.items():
+                    left[g] -= sum(m for _, m in shares)
+                milli = tuple(left)
+            else:
+                milli = (1000,) * n.gpu_count
             views.append(
                 NodeView(
                     idx=i,
@@ -102,7 +115,6 @@ class Snapshot:
                     free_gpus=tuple(g for g in range(n.gpu_count) if milli[g] == 1000),
                     milli_free=milli,
                     running=u.jobs,
-                    running_labels=tuple(labels_of[j] for j in u.jobs if j in labels_of),
                 )
             )
         pods = tuple(

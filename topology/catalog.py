@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -236,6 +236,7 @@ def parse_gpu_product(name: str) -> GpuProduct | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def canonical_gpu_type(name: str) -> str | None:
     """The catalog id (``nvidia-h100``) for any common spelling of a GPU, or ``None`` when unknown.
 
