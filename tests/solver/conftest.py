@@ -11,15 +11,15 @@ a job of the batch is not answered exactly once.
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 
 import pytest
 
 from solver.decision import Decision
 from solver.jobs.model import Job, ReadResult
+from tests.support import alarm_after
 from topology import Cluster
 
 #: The engines every engine-sensitive test runs on (``-k greedy`` selects one).
@@ -67,21 +67,11 @@ def assert_valid(
 HANG_GUARD_S = 10.0
 
 
-@contextmanager
-def no_hang(seconds: float) -> Iterator[None]:
+def no_hang(seconds: float) -> AbstractContextManager[None]:
     """Raise ``TimeoutError`` in the block after ``seconds`` of wall time (a solver stuck in a Python loop
     then fails its test with a traceback showing where, instead of hanging the whole suite)."""
-
-    def _raise(signum: int, frame: object) -> None:
-        raise TimeoutError(f"place() still running after {seconds:g} s: the deadline guarantee is broken")
-
-    previous = signal.signal(signal.SIGALRM, _raise)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    message = f"place() still running after {seconds:g} s: the deadline guarantee is broken"
+    return alarm_after(seconds, message)
 
 
 @pytest.fixture(params=ENGINES)

@@ -10,6 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support import containers
 from topology.errors import TopologyError
 from topology.importers import parse_jgf, parse_kubernetes, parse_ojs_workers, parse_slurm
 from topology.inventory import Inventory
@@ -41,23 +42,13 @@ json_values = st.recursive(
 )
 
 
-def _containers(doc: Any) -> list[Any]:
-    out, stack = [], [doc]
-    while stack:
-        cur = stack.pop()
-        if isinstance(cur, dict | list):
-            out.append(cur)
-            stack.extend(cur.values() if isinstance(cur, dict) else cur)
-    return out
-
-
 @st.composite
 def mutated(draw: st.DrawFn, base: Any) -> Any:
     """The base document with 1-4 random places replaced by random values or deleted."""
     doc = copy.deepcopy(base)
     for _ in range(draw(st.integers(1, 4))):
-        containers = _containers(doc)
-        target = containers[draw(st.integers(0, len(containers) - 1))]
+        places = containers(doc)
+        target = places[draw(st.integers(0, len(places) - 1))]
         if not target:
             continue
         keys = list(target) if isinstance(target, dict) else list(range(len(target)))

@@ -1,0 +1,106 @@
+"""Deadline guarantee: scenarios S, M and L under short limits return in time with a valid, non-empty answer.
+
+``docs/solver.md`` "Deadline": "The whole call, model building included, returns within
+``policy.time_limit_s`` plus a small overhead ... the tests assert wall time <= limit + 0.5 s". This is the
+matrix that holds placer to it: sizes up to scenario L (10,000 GPU nodes, 5,000 pending jobs) x limits of
+0.2 s and 1 s x both engine settings (``greedy``, and ``auto``, which runs CP-SAT when time is left). Each
+cell is measured with ``time.perf_counter`` around :func:`solver.engine.place`, its decision re-checked by
+the independent checker, and must place at least one job (every scenario has placeable work: S places
+dozens of jobs with greedy in milliseconds).
+
+L is built once per module (~3 s). Nothing is marked slow or skipped: a cell that misses the bound is a
+finding. :data:`MATRIX` and :func:`measure` are reused by ``benchmarks/reliability_numbers.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from scenarios.synthetic import Scenario, scenario_l, scenario_m, scenario_s
+from solver.check import check
+from solver.decision import Decision
+from solver.engine import place
+from solver.policy import Policy
+from tests.solver.conftest import HANG_GUARD_S, no_hang
+
+#: The documented overhead beyond the time limit (docs/solver.md, "Deadline").
+OVERHEAD_S = 0.5
+SIZES = ("s", "m", "l")
+LIMITS = (0.2, 1.0)
+ENGINES = ("greedy", "auto")
+MATRIX = [(size, limit, engine) for size in SIZES for limit in LIMITS for engine in ENGINES]
+_BUILDERS = {"s": scenario_s, "m": scenario_m, "l": scenario_l}
+
+
+@functools.cache
+def scenario(size: str) -> Scenario:
+    """Scenario ``size`` with seed 0, built once per process (L takes seconds)."""
+    return _BUILDERS[size](0)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured call: wall seconds, how far past the limit, the decision, what the checker found."""
+
+    size: str
+    limit: float
+    engine: str
+    wall_s: float
+    decision: Decision
+    violations: tuple[str, ...]
+
+    @property
+    def overshoot_s(self) -> float:
+        return self.wall_s - self.limit
+
+
+def measure(size: str, limit: float, engine: str) -> Cell:
+    """Time one ``place`` call on scenario ``size`` and check its decision."""
+    sc = scenario(size)
+    jobs = list(sc.jobs)
+    policy = Policy(engine=engine, time_limit_s=limit)  # type: ignore[arg-type]
+    with no_hang(limit + HANG_GUARD_S):
+        t0 = time.perf_counter()
+        decision = place(jobs, sc.cluster, policy, now=sc.now)
+        wall = time.perf_counter() - t0
+    violations = tuple(str(v) for v in check(decision, jobs, sc.cluster, now=sc.now))
+    return Cell(size, limit, engine, wall, decision, violations)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm() -> None:
+    """Build the scenarios and import the solver's lazily imported parts before any cell is timed: a
+    service calls ``place`` many times, and a first-call import would be measured as solver time."""
+    for size in SIZES:
+        scenario(size)
+    place(list(scenario("s").jobs)[:3], scenario("s").cluster, Policy(engine="auto", time_limit_s=0.5))
+
+
+@pytest.mark.parametrize(("size", "limit", "engine"), MATRIX, ids=[f"{s}-{t:g}s-{e}" for s, t, e in MATRIX])
+def test_deadline_is_met_with_a_valid_nonempty_decision(size: str, limit: float, engine: str) -> None:
+    cell = measure(size, limit, engine)
+    assert cell.wall_s <= limit + OVERHEAD_S, (
+        f"scenario {size} with time_limit_s={limit}: place() took {cell.wall_s:.3f} s, "
+        f"{cell.overshoot_s:.3f} s past the limit (documented overhead {OVERHEAD_S} s)"
+    )
+    assert cell.violations == (), "\n".join(cell.violations)
+    assert cell.decision.placements, f"scenario {size} at {limit} s placed nothing"
+    answered = len(cell.decision.placements) + len(cell.decision.pending) + len(cell.decision.rejected)
+    assert answered == len(scenario(size).jobs)
+
+
+def test_scenarios_have_the_documented_sizes() -> None:
+    # The matrix is only evidence if L really is the big one: scenarios-synthetic.md / standard.py table.
+    assert (len(scenario("s").cluster.nodes), len(scenario("s").jobs)) == (40, 60)
+    assert (sum(1 for n in scenario("m").cluster.nodes if n.gpu_count), len(scenario("m").jobs)) == (
+        1000,
+        1000,
+    )
+    assert (sum(1 for n in scenario("l").cluster.nodes if n.gpu_count), len(scenario("l").jobs)) == (
+        10000,
+        5000,
+    )
