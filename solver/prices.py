@@ -10,9 +10,24 @@ for CPU-only nodes, its cores) priced by the catalog for its capacity class. A r
 its node: its GPUs over the node's GPUs (fractional shares count their fraction), or, for CPU-only work, its
 cores over the node's cores. TPU replicas cost their chips.
 
+One pricing function, :func:`replica_units` (over :func:`node_share_units` / :func:`pod_share_units`),
+prices every replica: a placement of the decision, a running job's allocation, a replica the greedy engine
+is about to place, a CP-SAT coefficient, and the checker's re-count of dollar budgets. It answers in
+integer hundredths of a cent per hour (:data:`UNITS_PER_DOLLAR`), the precision ``cost_per_hour`` is
+reported in, so that engines, budgets and checker add up the very same integers and never disagree over
+a rounding.
+
+Dollar budgets: a queue's ``ml_limits.max_cost_per_hour`` (queue configuration) and a tenant's
+``budgets.tenants.<name>`` in the prices file (:class:`CostBudgets`): the running jobs' spend (not
+evicted) plus the decision's placements stay within them; over budget means pending, never rejected.
+
 >>> cat = PriceCatalog.default()
 >>> [cat.gpu_hour("nvidia-h100", c) for c in ("spot", "reserved", "on-demand")]
 [4.9, 7.8, 12.29]
+>>> from topology import cluster_of, dgx_h100
+>>> node = cluster_of(dgx_h100(1)).node("dgx-h100")
+>>> node_share_units(node, 2, None, 16, cat)  # two of its eight H100s: 2 x $12.29 in 1/100 cents
+245800
 """
 
 from __future__ import annotations
@@ -20,17 +35,32 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib.resources import files
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from solver.decision import Decision
 from solver.jobs.errors import JobValidationError, issue
-from topology import Cluster, Node
+from topology import Cluster, Node, TpuPod
 
 CLASSES = ("on-demand", "spot", "reserved")
 
+#: Money units per dollar: prices and budgets are added up as integer hundredths of a cent per hour.
+UNITS_PER_DOLLAR = 10_000
+
 ClassPrices = dict[str, float]
+
+
+class CostBudgets(BaseModel):
+    """Dollar-per-hour limits that are not a queue's: per tenant (``Job.tenant``, ``RunningJob.tenant``).
+
+    Why in the prices file: a tenant spans queues, and OJS queue configurations have no place for it; the
+    prices file is the one money document a run is given (queue limits stay in the queue configuration,
+    ``ml_limits.max_cost_per_hour``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tenants: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
 
 
 class PriceCatalog(BaseModel):
@@ -42,6 +72,8 @@ class PriceCatalog(BaseModel):
     tpu: dict[str, ClassPrices] = Field(default_factory=dict)
     cpu_core: ClassPrices = Field(default_factory=dict)
     unknown_gpu: ClassPrices = Field(default_factory=dict)
+    #: Dollar budgets that travel with the prices (tenant limits, $/h).
+    budgets: CostBudgets = Field(default_factory=CostBudgets)
 
     @staticmethod
     def default() -> PriceCatalog:
@@ -61,6 +93,7 @@ class PriceCatalog(BaseModel):
             tpu=merge(self.tpu, override.tpu),
             cpu_core={**self.cpu_core, **override.cpu_core},
             unknown_gpu={**self.unknown_gpu, **override.unknown_gpu},
+            budgets=CostBudgets(tenants={**self.budgets.tenants, **override.budgets.tenants}),
         )
 
     def gpu_hour(self, gpu_type: str | None, capacity_class: str) -> float:
@@ -106,7 +139,14 @@ def load_prices(obj_or_text: Any, *, source: str = "prices") -> PriceCatalog:
         override = PriceCatalog.model_validate(obj)
     except ValidationError as e:
         raise JobValidationError(
-            [issue("type", ".".join(str(p) for p in err["loc"]) or source, err["msg"]) for err in e.errors()]
+            [
+                issue(
+                    "range" if err["type"] == "greater_than_equal" else "type",
+                    ".".join(str(p) for p in err["loc"]) or source,
+                    err["msg"],
+                )
+                for err in e.errors()
+            ]
         ) from None
     bad = [
         (f"{section}.{name}.{cls}", v)
@@ -125,25 +165,65 @@ def load_prices(obj_or_text: Any, *, source: str = "prices") -> PriceCatalog:
     return PriceCatalog.default().merged(override)
 
 
+def load_prices_file(path: str) -> PriceCatalog:
+    """:func:`load_prices` over a UTF-8 JSON or YAML file: what ``--prices FILE`` reads for ``placer place``
+    and ``placer check`` alike (``OSError`` when it cannot be read)."""
+    with open(path, encoding="utf-8-sig") as fh:
+        return load_prices(fh.read(), source=path)
+
+
+def to_units(dollars: float) -> int:
+    """Dollars per hour as integer money units (hundredths of a cent), rounded half to even."""
+    return round(dollars * UNITS_PER_DOLLAR)
+
+
+def node_share_units(
+    node: Node, gpus: int, gpu_milli: int | None, cpu_cores: float, prices: PriceCatalog
+) -> int:
+    """What a replica holding ``gpus`` GPUs (or one ``gpu_milli`` share) and ``cpu_cores`` cores of
+    ``node`` costs per hour, in money units: its share of the node's price (GPUs over the node's GPUs;
+    CPU-only work: cores over the node's cores)."""
+    hour = prices.node_hour(node)
+    if node.gpu_count and (gpus or gpu_milli):
+        share = gpu_milli / 1000 if gpu_milli is not None else gpus
+        return to_units(hour * share / node.gpu_count)
+    if node.cpu_cores:
+        return to_units(hour * cpu_cores / node.cpu_cores)
+    return 0
+
+
+def pod_share_units(pod: TpuPod, chips: int, prices: PriceCatalog) -> int:
+    """What ``chips`` TPU chips of ``pod`` cost per hour, in money units (catalog price per chip)."""
+    return to_units(chips * prices.tpu_chip_hour(pod.generation, pod.capacity_class))
+
+
+def replica_units(cluster: Cluster, replica: Any, prices: PriceCatalog) -> int:
+    """The one pricing function: a replica of a placement (:class:`~solver.decision.ReplicaPlacement`) or
+    of a running job's allocation (``topology.ReplicaAllocation``) — both carry ``node``, ``gpus``,
+    ``gpu_milli``, ``tpu_pod``, ``tpu_chips`` and ``cpu_cores`` — in money units per hour; 0 on a node or
+    pod the cluster does not have (the checker reports those)."""
+    if replica.tpu_pod is not None:
+        try:
+            pod = cluster.tpu_pod(replica.tpu_pod)
+        except KeyError:
+            return 0
+        return pod_share_units(pod, len(replica.tpu_chips), prices)
+    if replica.node is None or not cluster.has_node(replica.node):
+        return 0
+    node = cluster.node(replica.node)
+    return node_share_units(node, len(replica.gpus), replica.gpu_milli, replica.cpu_cores, prices)
+
+
+def running_units(cluster: Cluster, job: Any, prices: PriceCatalog) -> int:
+    """A running job's spend per hour (``topology.RunningJob``), priced from its allocation."""
+    return sum(replica_units(cluster, r, prices) for r in job.replicas)
+
+
 def price_decision(decision: Decision, cluster: Cluster, prices: PriceCatalog) -> float:
     """Fill each placement's ``cost_per_hour`` (its replicas' share of their nodes) and return the total."""
-    total = 0.0
+    total = 0
     for p in decision.placements:
-        cost = 0.0
-        for r in p.replicas:
-            if r.tpu_pod is not None:
-                pod = cluster.tpu_pod(r.tpu_pod)
-                cost += len(r.tpu_chips) * prices.tpu_chip_hour(pod.generation, pod.capacity_class)
-                continue
-            if not cluster.has_node(r.node):
-                continue
-            node = cluster.node(r.node)
-            hour = prices.node_hour(node)
-            if node.gpu_count and (r.gpus or r.gpu_milli):
-                share = (r.gpu_milli / 1000) if r.gpu_milli is not None else len(r.gpus)
-                cost += hour * share / node.gpu_count
-            elif node.cpu_cores:
-                cost += hour * r.cpu_cores / node.cpu_cores
-        p.cost_per_hour = round(cost, 4)
-        total += cost
-    return round(total, 4)
+        units = sum(replica_units(cluster, r, prices) for r in p.replicas)
+        p.cost_per_hour = units / UNITS_PER_DOLLAR
+        total += units
+    return total / UNITS_PER_DOLLAR

@@ -2,8 +2,9 @@
 
 Why independent: the checker is the project's "never trust the solver's own word". It shares no code
 with the solver beyond the input types (``solver.jobs.model``, ``solver.decision``, the ``topology``
-public API): label rules, box tests, device accounting are all written again here, so one bug cannot
-hide in both. Each rule family of ``docs/placement-rules.md`` is one module:
+public API) and the definition of a replica's price (``solver.prices.replica_units``, for budgets):
+label rules, box tests, device accounting are all written again here, so one bug cannot hide in both.
+Each rule family of ``docs/placement-rules.md`` is one module:
 
 ==================  ==========================================================================
 module              rules
@@ -17,6 +18,7 @@ module              rules
 ``spread``          10 exclusivity; 11 distinct nodes, node count; 12 topology scope
 ``tpu``             13 TPU pods, chips, contiguity, hosts
 ``timing``          14 dependencies, not_before; 15 reservations
+``budgets``         17 queue GPU budgets; queue and tenant dollar budgets
 ==================  ==========================================================================
 
 Cost: O(replicas + chips + nodes touched); nothing loops over the cluster's nodes or GPUs.
@@ -58,6 +60,7 @@ from solver.checks.violation import RULES, Violation
 from solver.decision import Decision
 from solver.jobs.model import Job
 from solver.jobs.queues import QueueConfig
+from solver.prices import PriceCatalog
 from topology import Cluster
 
 __all__ = ["RULES", "Violation", "check"]
@@ -72,6 +75,7 @@ def check(
     reservations: Iterable[Any] | None = None,
     rejected_ids: Collection[str] = (),
     queues: Mapping[str, QueueConfig] | None = None,
+    prices: PriceCatalog | None = None,
 ) -> list[Violation]:
     """Every rule the decision breaks (empty when it is valid), in rule order, then decision order.
 
@@ -79,6 +83,8 @@ def check(
     (default: the current UTC time) is compared with ``not_before``. ``reservations``: the reservation
     ids (or holds) the input declares; without them no job with a reservation may be placed.
     ``rejected_ids``: ids of jobs the readers refused, which must appear in ``decision.rejected``.
+    ``queues`` (GPU and dollar budgets) and ``prices`` (the catalog dollar budgets are counted with, and
+    tenant budgets; default: the default catalog) bring rule 17.
     """
     ctx = build_context(decision, jobs, cluster, now=now, reservations=reservations)
     out: list[Violation] = list(check_accounting(ctx, rejected_ids))
@@ -102,6 +108,6 @@ def check(
             out.extend(check_tpu(ctx, job, rep, taken))
         out.extend(check_timing(ctx, job))
     out.extend(check_preemption(ctx, cluster))
-    out.extend(check_budgets(decision, ctx.jobs.values(), cluster, queues or {}))
+    out.extend(check_budgets(decision, ctx.jobs.values(), cluster, queues or {}, prices))
     out.extend(check_reservations(decision, ctx.jobs, ctx.cluster, list(reservations or ()), ctx.now))
     return out

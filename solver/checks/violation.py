@@ -23,6 +23,8 @@ RULES: dict[str, str] = {
     "eviction-priority": "16. an eviction is for placed jobs of strictly higher priority",
     "eviction-unused": "16. a job the eviction is for runs where the evicted job ran",
     "queue-budget": "17. each queue stays within max_total_gpus and max_concurrent_gpu_jobs",
+    "cost-budget": "17. each queue and tenant stays within its dollars per hour (max_cost_per_hour, "
+    "budgets.tenants)",
     "gang": "2. each task group placed whole: replica count, GPUs per replica, resources",
     "node-unknown": "3. the replica's node exists",
     "node-unusable": "3. the node is schedulable and ready",

@@ -4,7 +4,10 @@ Checks a decision against the placement rules (``docs/placement-rules.md``) with
 :func:`solver.check.check`. Prints one violation per line (``[rule] job J on NODE: message``), or with
 ``--json`` one JSON list of ``{rule, job, node, message}``. Jobs the readers refuse must appear in the
 decision's ``rejected``. ``--running``: a JSON list of running jobs (job envelopes plus ``node``/``gpus``
-or ``replicas``, see :mod:`solver.running`), added to what the cluster file already runs.
+or ``replicas``, see :mod:`solver.running`), added to what the cluster file already runs. ``--queue-config``
+and ``--prices`` bring the budgets of rule 17: queue GPU budgets, queue dollar budgets
+(``ml_limits.max_cost_per_hour``) and tenant dollar budgets (``budgets.tenants`` of the prices file),
+counted with the prices the decision was made with.
 
 Exit 0 when there is no violation, 1 when there is any, 2 for a usage error, a file that cannot be opened
 or an input that cannot be read (cluster, decision, running jobs), since then nothing can be checked.
@@ -29,7 +32,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--running", metavar="FILE", help="JSON list of running jobs (envelopes + node/gpus)")
     p.add_argument("--reservation", action="append", default=[], metavar="ID", help="a declared reservation")
     p.add_argument("--reservations", metavar="FILE", help="the reservations file placer place was given")
-    p.add_argument("--queue-config", metavar="FILE", help="OJS §10 queue configuration (GPU budgets)")
+    p.add_argument(
+        "--queue-config", metavar="FILE", help="OJS §10 queue configuration (GPU and dollar budgets)"
+    )
+    p.add_argument("--prices", metavar="FILE", help="the prices file placer place was given (tenant budgets)")
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
     p.add_argument("--json", action="store_true", help="print the violations as one JSON list")
     p.set_defaults(run=run)
@@ -115,6 +121,16 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"cannot open reservations {args.reservations}: {e.strerror or e}")
         except JobValidationError as e:
             return _fail(f"reservations {args.reservations} are invalid: {e}")
+    prices = None
+    if args.prices:
+        from solver.prices import load_prices_file
+
+        try:
+            prices = load_prices_file(args.prices)
+        except OSError as e:
+            return _fail(f"cannot open prices {args.prices}: {e.strerror or e}")
+        except JobValidationError as e:
+            return _fail(f"prices {args.prices} are invalid: {e}")
     violations = check(
         decision,
         jobs,
@@ -123,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         reservations=declared,
         rejected_ids=refused,
         queues=options.queues,
+        prices=prices,
     )
     if args.json:
         print(json.dumps([v.to_json() for v in violations], indent=2))

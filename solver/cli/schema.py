@@ -1,6 +1,6 @@
 """``placer schema NAME``: print the JSON Schema of one of placer's input/output documents (job,
-inventory, queue-config, decision, reservations). Schemas use field aliases (``by_alias=True``), so the
-decision's eviction shows ``for``, the name backends read, rather than the Python attribute ``for_``."""
+inventory, queue-config, decision, reservations, prices). Schemas use field aliases (``by_alias=True``), so
+the decision's eviction shows ``for``, the name backends read, rather than the Python attribute ``for_``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ SCHEMAS: dict[str, str] = {
     "queue-config": "solver.jobs.queues:QueueConfig",
     "decision": "solver.decision:Decision",
     "reservations": "list:solver.reservations:Reservation",
+    "prices": "solver.prices:PriceCatalog",
 }
 
 

@@ -12,8 +12,8 @@ What is checked, with the issue code:
   ``max_memory_gb`` (host memory over the gang: replicas x per-replica memory), ``max_timeout_seconds``
   (the job's duration, when it has one), ``allowed_gpu_types`` (every GPU type the job names; a job naming
   none is not refused - it names nothing outside the list), ``allowed_priority_classes``. The §10.3 budget
-  fields (``max_concurrent_gpu_jobs``, ``max_total_gpus``) are NOT checked: over-budget jobs wait, they
-  are never rejected.
+  fields (``max_concurrent_gpu_jobs``, ``max_total_gpus``) and placer's dollar budget
+  (``max_cost_per_hour``) are NOT checked: over-budget jobs wait, they are never rejected.
 * ``limit`` - the configured upper bounds of ``ReadOptions`` for every job (§15.1: "a malicious client
   requesting 1000 GPUs MUST be rejected"): GPUs, TPU chips, host memory, replicas, timeout.
 * ``denied`` - a node-selector key, or a key of a required or preferred node-affinity rule, on

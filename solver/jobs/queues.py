@@ -31,7 +31,7 @@ from solver.jobs.errors import Issue, JobValidationError, issue
 
 
 class MlLimits(BaseModel):
-    """§10.2 ``ml_limits`` (and §10.3 budget fields, which are not rejections)."""
+    """§10.2 ``ml_limits`` (and §10.3 budget fields and the dollar budget, which are not rejections)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -43,6 +43,9 @@ class MlLimits(BaseModel):
     allowed_priority_classes: list[str] | None = None
     max_concurrent_gpu_jobs: int | None = Field(default=None, ge=0)
     max_total_gpus: int | None = Field(default=None, ge=0)
+    #: placer extension (not OJS): dollars per hour the queue's active jobs may cost, running and placed,
+    #: priced like ``cost_per_hour`` (``solver.prices``). A budget like §10.3's: over it a job waits.
+    max_cost_per_hour: float | None = Field(default=None, ge=0)
 
 
 class QueueSettings(BaseModel):
