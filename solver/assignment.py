@@ -34,8 +34,13 @@ class Assignment:
     engine: str = "greedy"
     #: Plans the engine did not get to before its deadline (they stay pending, NOT_CONSIDERED).
     skipped: set[int] = field(default_factory=set)
-    #: Plans that fit but would take their queue over its GPU budget (pending, QUEUE_BUDGET).
+    #: Plans that fit but would take their queue over its GPU budget (pending, QUEUE_BUDGET), or their
+    #: queue or tenant over a dollar budget (pending, COST_BUDGET).
     over_budget: set[int] = field(default_factory=set)
+    #: For those of them over a dollar budget: what the placement tried cost and what the queue and the
+    #: tenant had left at that point, evictions tried for it included (money units per hour; None where
+    #: there is no dollar budget) — what the explanation quotes.
+    over_budget_cost: dict[int, tuple[int, int | None, int | None]] = field(default_factory=dict)
     #: Running jobs evicted, each with the ids of the jobs it makes room for.
     evictions: dict[str, list[str]] = field(default_factory=dict)
 

@@ -1,9 +1,17 @@
-"""Queue GPU budgets (OJS ML resources §10.3): how much room each queue has left in this decision.
+"""Queue GPU budgets (OJS ML resources §10.3) and dollar budgets: how much room each queue (and tenant)
+has left in this decision.
 
 ``max_total_gpus`` bounds the GPUs held by a queue's active jobs, ``max_concurrent_gpu_jobs`` the number of
 its active GPU jobs; active means running (and not evicted by this decision) or placed by it. A job over
 budget is never rejected: it stays pending with ``QUEUE_BUDGET`` (§10.3: "MUST NOT reject budget-exceeded
 jobs; MUST queue them").
+
+Dollar budgets (placer's, not OJS): a queue's ``ml_limits.max_cost_per_hour`` and a tenant's
+``budgets.tenants`` of the prices file bound the dollars per hour of the active jobs of that queue or
+tenant — GPU, TPU and CPU work alike — each replica priced by :func:`solver.prices.replica_units` (running
+jobs from their allocation). Amounts are integer money units (hundredths of a cent), as the CP-SAT model
+and the checker count them, so the three never disagree over a rounding. Over budget also means pending
+(``COST_BUDGET``).
 
 >>> from solver.jobs.queues import QueueConfig
 >>> cfg = {"queue": "train", "config": {"ml_limits": {"max_total_gpus": 16}}}
@@ -17,9 +25,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from solver.jobs.model import Job
 from solver.jobs.queues import QueueConfig
-from topology import RunningJob
+from solver.prices import PriceCatalog, running_units, to_units
+from topology import Cluster, RunningJob
+
+if TYPE_CHECKING:
+    from solver.cost import Pricing
 
 
 def running_gpus(rj: RunningJob) -> float:
@@ -41,31 +55,89 @@ class Budgets:
     used_jobs: dict[str, int] = field(default_factory=dict)
     #: Running jobs' (queue, GPUs) by id, so that evictions give budget back.
     running: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: Dollar budgets in money units per hour, by queue and by tenant, and what running jobs spend.
+    max_cost: dict[str, int] = field(default_factory=dict)
+    tenant_max_cost: dict[str, int] = field(default_factory=dict)
+    used_cost: dict[str, int] = field(default_factory=dict)
+    tenant_used_cost: dict[str, int] = field(default_factory=dict)
+    #: Running jobs' (queue, tenant, money units) by id, for those under a dollar budget.
+    running_cost: dict[str, tuple[str | None, str | None, int]] = field(default_factory=dict)
 
     @staticmethod
-    def of(queues: Mapping[str, QueueConfig], running: Iterable[RunningJob]) -> Budgets:
+    def of(
+        queues: Mapping[str, QueueConfig],
+        running: Iterable[RunningJob],
+        *,
+        cluster: Cluster | None = None,
+        prices: PriceCatalog | None = None,
+    ) -> Budgets:
+        """The budgets of ``queues`` (and of the tenants ``prices.budgets`` names) and what ``running``
+        jobs use of them; dollar budgets need the ``cluster`` to price running jobs' allocations."""
         b = Budgets()
-        if not queues:
-            return b  # no budgets: nothing to count (10,000 running jobs would cost a tenth of a second)
         for name, qc in queues.items():
             lim = qc.config.ml_limits
             if lim.max_total_gpus is not None:
                 b.max_gpus[name] = float(lim.max_total_gpus)
             if lim.max_concurrent_gpu_jobs is not None:
                 b.max_jobs[name] = lim.max_concurrent_gpu_jobs
+            if lim.max_cost_per_hour is not None:
+                b.max_cost[name] = to_units(lim.max_cost_per_hour)
+        if prices is not None:
+            b.tenant_max_cost = {t: to_units(v) for t, v in prices.budgets.tenants.items()}
+        if not b.active:
+            return b  # no budgets: nothing to count (10,000 running jobs would cost a tenth of a second)
         for rj in running:
             gpus = running_gpus(rj)
-            if rj.queue is None or gpus <= 0:
+            if rj.queue is not None and gpus > 0:
+                b.running[rj.job] = (rj.queue, gpus)
+                b.used_gpus[rj.queue] = b.used_gpus.get(rj.queue, 0.0) + gpus
+                b.used_jobs[rj.queue] = b.used_jobs.get(rj.queue, 0) + 1
+            if cluster is None or prices is None or not b.costs(rj.queue, rj.tenant):
                 continue
-            b.running[rj.job] = (rj.queue, gpus)
-            b.used_gpus[rj.queue] = b.used_gpus.get(rj.queue, 0.0) + gpus
-            b.used_jobs[rj.queue] = b.used_jobs.get(rj.queue, 0) + 1
+            units = running_units(cluster, rj, prices)
+            b.running_cost[rj.job] = (rj.queue, rj.tenant, units)
+            if rj.queue in b.max_cost:
+                b.used_cost[rj.queue] = b.used_cost.get(rj.queue, 0) + units
+            if rj.tenant in b.tenant_max_cost:
+                b.tenant_used_cost[rj.tenant] = b.tenant_used_cost.get(rj.tenant, 0) + units
         return b
 
     @property
     def active(self) -> bool:
-        """Whether any queue has a budget at all."""
-        return bool(self.max_gpus or self.max_jobs)
+        """Whether any queue (or tenant) has a budget at all."""
+        return bool(self.max_gpus or self.max_jobs or self.max_cost or self.tenant_max_cost)
+
+    @property
+    def money(self) -> bool:
+        """Whether any dollar budget is set (only then are placements priced for budgets)."""
+        return bool(self.max_cost or self.tenant_max_cost)
+
+    def costs(self, queue: str | None, tenant: str | None) -> bool:
+        """Whether a job of this queue and tenant is under a dollar budget."""
+        return (queue is not None and queue in self.max_cost) or (
+            tenant is not None and tenant in self.tenant_max_cost
+        )
+
+    def cost_room(
+        self, queue: str | None, tenant: str | None, evicted: Iterable[str] = ()
+    ) -> tuple[int | None, int | None]:
+        """Money units per hour the queue and the tenant may still add (None where there is no dollar
+        budget); evicted running jobs give their spend back."""
+        q_room = None
+        if queue is not None and queue in self.max_cost:
+            q_room = self.max_cost[queue] - self.used_cost.get(queue, 0)
+        t_room = None
+        if tenant is not None and tenant in self.tenant_max_cost:
+            t_room = self.tenant_max_cost[tenant] - self.tenant_used_cost.get(tenant, 0)
+        if q_room is None and t_room is None:
+            return (None, None)
+        for job in evicted:
+            rq, rt, units = self.running_cost.get(job, (None, None, 0))
+            if q_room is not None and rq == queue:
+                q_room += units
+            if t_room is not None and rt == tenant:
+                t_room += units
+        return (q_room, t_room)
 
     def room(self, queue: str | None, evicted: Iterable[str] = ()) -> tuple[float | None, int | None]:
         """(GPUs, GPU jobs) the queue may still add, or None where it has no limit; evicted running jobs
@@ -105,3 +177,25 @@ def remaining_room(
         if room_jobs is not None:
             room_jobs -= 1
     return room_gpus, room_jobs
+
+
+def remaining_cost_room(
+    job: Job, assignment: object, budgets: Budgets, plans: list, pricing: Pricing
+) -> tuple[int | None, int | None]:
+    """Money units per hour the job's queue and tenant have left after an answer (None where there is no
+    dollar budget): their limits, minus running jobs (not evicted), minus what the answer placed there."""
+    q_room, t_room = budgets.cost_room(job.queue, job.tenant, getattr(assignment, "evictions", {}))
+    if q_room is None and t_room is None:
+        return (None, None)
+    for i, reps in getattr(assignment, "placed", {}).items():
+        other = plans[i].job
+        in_queue = q_room is not None and other.queue == job.queue
+        in_tenant = t_room is not None and other.tenant == job.tenant
+        if not (in_queue or in_tenant):
+            continue
+        units = pricing.replicas(reps)
+        if in_queue:
+            q_room -= units  # type: ignore[operator]
+        if in_tenant:
+            t_room -= units  # type: ignore[operator]
+    return (q_room, t_room)

@@ -30,11 +30,19 @@ from datetime import UTC, datetime
 import numpy as np
 
 from solver.assignment import Assignment, objective
-from solver.budgets import Budgets, remaining_room
+from solver.budgets import Budgets, remaining_cost_room, remaining_room
 from solver.candidates import NodeArrays, UnitCandidates, anti_affinity_mask, batch_keys, unit_candidates
+from solver.cost import Pricing
 from solver.decision import Decision, JobPlacement, PendingJob, Reason, RejectedJob, ReplicaPlacement, Stats
 from solver.demand import JobPlan, Unit, expand
-from solver.explain import not_considered, owners_of, pending_reasons, queue_budget, unsatisfiable
+from solver.explain import (
+    cost_budget,
+    not_considered,
+    owners_of,
+    pending_reasons,
+    queue_budget,
+    unsatisfiable,
+)
 from solver.gc_pause import paused_gc
 from solver.greedy import greedy, priority_order
 from solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreference
@@ -75,6 +83,8 @@ def place(
     rejected. ``prices`` (default: :meth:`PriceCatalog.default`) price each placement
     (``cost_per_hour``) and the decision (``stats.cost_per_hour``)."""
     policy = policy or Policy()
+    if prices is not None:  # prices and dollar budgets reach every core decision with the policy
+        policy = policy.model_copy(update={"prices": prices})
     now = now or datetime.now(UTC)
     with paused_gc():  # a full collection over a big snapshot would eat the deadline (solver/gc_pause.py)
         if reservations:
@@ -99,7 +109,8 @@ def decide(
     reserved_ok: frozenset[str] = frozenset(),
 ) -> Decision:
     """The core of :func:`place`, without reservations: jobs naming a reservation outside ``reserved_ok``
-    are rejected (it does not exist for this call)."""
+    are rejected (it does not exist for this call). ``policy.prices`` (default catalog when None) prices
+    the cost term and the dollar budgets of ``queues`` and of the tenants it names."""
     t0 = time.perf_counter()
     policy = policy or Policy()
     now = now or datetime.now(UTC)
@@ -173,6 +184,8 @@ def decide(
     # 2-3. snapshot and demand
     t_build = time.perf_counter()
     snap = Snapshot.of(cluster)
+    prices = policy.prices or PriceCatalog.default()
+    pricing = Pricing(snap, prices)
     max_gpus = _max_gpus_by_type(snap)
     plans: list[JobPlan] = []
     for i, job in enumerate(eligible):
@@ -218,7 +231,7 @@ def decide(
     order = priority_order(plans, flexibility)
     # 5. greedy
     evictable = victims(snap, now, policy.restart_penalty_s) if policy.preemption else []
-    budgets = Budgets.of(queues or {}, cluster.running_jobs())
+    budgets = Budgets.of(queues or {}, cluster.running_jobs(), cluster=cluster, prices=prices)
     best = greedy_best = greedy(
         plans,
         candidates,
@@ -230,6 +243,7 @@ def decide(
         deadline=deadline,
         victims=evictable,
         budgets=budgets,
+        pricing=pricing,
     )
     skipped |= {i for i in best.skipped if i not in best.placed}
     stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
@@ -265,6 +279,7 @@ def decide(
                 deadline=t0 + policy.time_limit_s - reserve,
                 victims=evictable,
                 budgets=budgets,
+                pricing=pricing,
             )
             build_s += result.build_s
             solve_s = result.solve_s
@@ -277,7 +292,8 @@ def decide(
             stats.deterministic = policy.reproducible
             ours = objective(best, plans)
             theirs = None if result.assignment is None else objective(result.assignment, plans)
-            # Lexicographic: placed priority, then less work thrown away by evictions, then preferences.
+            # Lexicographic: placed priority, then less work thrown away by evictions, then preferences,
+            # dollars per hour and fragmentation (``improves_secondary``).
             ours_cost = sum(v.cost for v in evictable if v.id in best.evictions)
             cheaper = result.eviction_cost < ours_cost - 1e-6
             same_cost = abs(result.eviction_cost - ours_cost) <= 1e-6
@@ -307,10 +323,11 @@ def decide(
                 reasons = [not_considered(policy.time_limit_s)]
             elif plan.idx in unsat:
                 reasons = [unsat[plan.idx]]
-            elif plan.idx in assignment.over_budget or _over_budget(plan, assignment, budgets, plans):
-                reasons = [queue_budget(plan, assignment, budgets, plans)]
             else:
-                reasons = pending_reasons(plan, candidates[plan.idx], assignment, plans, snap, owners)
+                reasons = _budget_reasons(plan, assignment, budgets, plans, pricing, candidates[plan.idx])
+                reasons = reasons or pending_reasons(
+                    plan, candidates[plan.idx], assignment, plans, snap, owners
+                )
             out.pending.append(PendingJob(job=plan.id, reasons=reasons))
         return out
 
@@ -318,7 +335,7 @@ def decide(
     if policy.verify and stats.engine == "cpsat":
         from solver.check import check
 
-        violations = check(final, [*admitted], cluster, now=now, queues=queues)
+        violations = check(final, [*admitted], cluster, now=now, queues=queues, prices=prices)
         if violations:  # never trust the solver's own word: greedy's answer stands
             final = answer(greedy_best)
             stats.engine = "greedy"
@@ -395,12 +412,47 @@ def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap
 
 
 def _over_budget(plan: JobPlan, assignment: Assignment, budgets: Budgets, plans: list[JobPlan]) -> bool:
-    """Whether the job would take its queue over budget given what this answer placed and evicted."""
+    """Whether the job would take its queue over its GPU budget given what this answer placed and
+    evicted."""
     if not budgets.active or not plan.job.total_gpu_milli:
         return False
     room_gpus, room_jobs = remaining_room(plan.job.queue, assignment, budgets, plans)
     gpus = plan.job.total_gpu_milli / 1000
     return (room_gpus is not None and gpus > room_gpus + 1e-9) or (room_jobs is not None and room_jobs < 1)
+
+
+def _budget_reasons(
+    plan: JobPlan,
+    assignment: Assignment,
+    budgets: Budgets,
+    plans: list[JobPlan],
+    pricing: Pricing,
+    cands: list[UnitCandidates],
+) -> list[Reason]:
+    """The budgets a pending job would break given this answer: its queue's GPU budget (``QUEUE_BUDGET``),
+    its queue's and its tenant's dollar budgets (``COST_BUDGET``: where greedy tried to put it and what was
+    left then, else at its cheapest against what this answer leaves). Empty when none is in the way."""
+    if not budgets.active:
+        return []
+    out: list[Reason] = []
+    gpu_only = not budgets.money and plan.idx in assignment.over_budget and plan.job.total_gpu_milli > 0
+    if gpu_only or _over_budget(plan, assignment, budgets, plans):
+        out.append(queue_budget(plan, assignment, budgets, plans))
+    job = plan.job
+    if budgets.costs(job.queue, job.tenant):
+        tried = assignment.over_budget_cost.get(plan.idx)
+        if tried is not None:
+            cost, q_room, t_room = tried
+        else:
+            cost = pricing.cheapest(plan, cands)
+            q_room, t_room = remaining_cost_room(job, assignment, budgets, plans, pricing)
+        if cost > 0 and q_room is not None and cost > q_room:
+            assert job.queue is not None
+            out.append(cost_budget("queue", job.queue, budgets.max_cost[job.queue], q_room, cost))
+        if cost > 0 and t_room is not None and cost > t_room:
+            assert job.tenant is not None
+            out.append(cost_budget("tenant", job.tenant, budgets.tenant_max_cost[job.tenant], t_room, cost))
+    return out
 
 
 def _merge_rejected(rejected: list[RejectedJob]) -> list[RejectedJob]:

@@ -13,6 +13,9 @@ Slurm's "requested node configuration is not available"):
 * ``DEPENDENCY_UNMET``, ``NOT_BEFORE`` — not eligible yet.
 * ``QUEUE_BUDGET`` — the job fits, but its queue's GPU budget (``max_total_gpus``,
   ``max_concurrent_gpu_jobs``, OJS ML §10.3) does not; ``details`` say how much more budget it needs.
+* ``COST_BUDGET`` — the job fits, but its queue's (``max_cost_per_hour``) or tenant's (prices file
+  ``budgets.tenants``) dollars per hour do not; ``details`` say how many more dollars per hour would let
+  it run.
 * ``NOT_CONSIDERED`` — the time limit ran out before the job's turn (lowest priority last); it stays
   pending for the next cycle.
 """
@@ -58,6 +61,33 @@ def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: 
         message=f"queue {queue!r} is over its GPU budget: {'; '.join(parts)} — {change} "
         "(it waits; it is not rejected)",
         details=details,
+    )
+
+
+def cost_budget(kind: str, name: str, limit: int, left: int, cost: int) -> Reason:
+    """``COST_BUDGET``: the job (costing ``cost`` money units per hour where it would run) does not fit
+    what the ``kind`` (``queue`` or ``tenant``) ``name`` has ``left`` of its ``limit``; the message says
+    how many more dollars per hour would let it run."""
+    from solver.prices import UNITS_PER_DOLLAR
+
+    def usd(units: int) -> float:
+        return units / UNITS_PER_DOLLAR
+
+    more = cost - max(left, 0)
+    what = "max_cost_per_hour" if kind == "queue" else "budgets.tenants"
+    return Reason(
+        code="COST_BUDGET",
+        message=f"{kind} {name!r} is over its dollar budget: the job costs ${usd(cost):g}/h and the {kind} "
+        f"has ${usd(max(left, 0)):g}/h left of its ${usd(limit):g}/h ({what}; running jobs and this "
+        f"decision's placements count) — fits if {kind} {name!r}'s budget allowed ${usd(more):g}/h more "
+        "(it waits; it is not rejected)",
+        details={
+            kind: name,
+            "max_cost_per_hour": usd(limit),
+            "left_per_hour": usd(max(left, 0)),
+            "cost_per_hour": usd(cost),
+            "more_cost_per_hour": usd(more),
+        },
     )
 
 

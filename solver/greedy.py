@@ -6,11 +6,13 @@ baseline CP-SAT must never be worse than. It applies the same hard constraints (
 
 Order: priority class, numeric priority, then bigger demand first (big jobs are hardest to fit later),
 submit time, job id (so the batch's order never matters). For each replica the node is chosen by, in
-turn: highest preference score (level 2), least free GPUs left after placing (best fit: keeps whole
-nodes and NVLink domains whole for big jobs, level 3), no GPUs stranded by CPU-only work, then node
-order. A gang is placed whole or not at all; a gang confined to a scope (rack, block, zone, NVLink
-domain) tries the fullest domain that can hold it first. TPU slices go to the fullest pod that has a
-free slice of the shape.
+turn: highest preference score (level 2), lowest price of the replica there (the cost term: cheaper
+capacity — spot, reserved, a cheaper GPU type — wins ties of preference), least free GPUs left after
+placing (best fit: keeps whole nodes and NVLink domains whole for big jobs, level 3), no GPUs stranded by
+CPU-only work, then node order. A gang is placed whole or not at all; a gang confined to a scope (rack,
+block, zone, NVLink domain) tries the fullest domain that can hold it first. TPU slices go to the
+cheapest, then fullest pod that has a free slice of the shape. Budgets (queue GPU budgets, queue and
+tenant dollar budgets) are checked on the placement found; a job over one stays pending.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 from solver.assignment import Assignment, ReplicaAt
 from solver.budgets import Budgets
 from solver.candidates import NodeArrays, UnitCandidates
+from solver.cost import Pricing
 from solver.demand import JobPlan, Unit
 from solver.greedy_preemption import place_with_evictions
 from solver.jobs.model import AffinityOperator, LabelRule
@@ -93,6 +96,11 @@ class State:
     evicted: set[str] = field(default_factory=set)
     #: GPUs and GPU jobs this decision added per queue (committed placements only).
     queue_use: dict[str, tuple[float, int]] = field(default_factory=dict)
+    #: Money units per hour this decision added per queue and per tenant (committed placements only).
+    cost_use: dict[str, int] = field(default_factory=dict)
+    tenant_cost_use: dict[str, int] = field(default_factory=dict)
+    #: Prices of replicas: the cost key of node choice and the dollar budgets (None: no cost term).
+    pricing: Pricing | None = None
     #: Per node, a cost to avoid (eviction cost of using it), the first key of node choice when set.
     penalty: np.ndarray | None = None
 
@@ -289,26 +297,63 @@ def node_count_ok(plan: JobPlan, replicas: list[ReplicaAt]) -> bool:
 
 
 def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None) -> bool:
-    """Whether placing ``replicas`` keeps the job's queue within its GPU budget (OJS ML §10.3)."""
+    """Whether placing ``replicas`` keeps the job's queue within its GPU budget (OJS ML §10.3) and its
+    queue and tenant within their dollar budgets (priced where the replicas are, as the checker will)."""
     if budgets is None or not budgets.active:
         return True
-    gpus = _gpus_of(replicas)
-    if gpus <= 0:
-        return True
     queue = plan.job.queue
-    room_gpus, room_jobs = budgets.room(queue, state.evicted)
-    added_gpus, added_jobs = state.queue_use.get(queue or "", (0.0, 0))
-    if room_gpus is not None and added_gpus + gpus > room_gpus + 1e-9:
-        return False
-    return room_jobs is None or added_jobs + 1 <= room_jobs
+    gpus = _gpus_of(replicas)
+    if gpus > 0:
+        room_gpus, room_jobs = budgets.room(queue, state.evicted)
+        added_gpus, added_jobs = state.queue_use.get(queue or "", (0.0, 0))
+        if room_gpus is not None and added_gpus + gpus > room_gpus + 1e-9:
+            return False
+        if room_jobs is not None and added_jobs + 1 > room_jobs:
+            return False
+    units = _budget_cost(plan, replicas, state, budgets)
+    if not units:
+        return True  # not under a dollar budget, or adds nothing to it
+    q_left, t_left = _cost_left(plan, state, budgets)
+    return (q_left is None or units <= q_left) and (t_left is None or units <= t_left)
 
 
-def charge_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State) -> None:
-    """Count a committed placement against its queue's budget."""
+def _budget_cost(
+    plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None
+) -> int | None:
+    """Money units per hour of ``replicas`` when the job is under a dollar budget, else None."""
+    if budgets is None or state.pricing is None or not budgets.costs(plan.job.queue, plan.job.tenant):
+        return None
+    return state.pricing.replicas(replicas)
+
+
+def _cost_left(plan: JobPlan, state: State, budgets: Budgets | None) -> tuple[int | None, int | None]:
+    """Money units per hour the job's queue and tenant have left now (evictions tried for it included);
+    None where there is no dollar budget."""
+    if budgets is None:
+        return (None, None)
+    queue, tenant = plan.job.queue, plan.job.tenant
+    q_room, t_room = budgets.cost_room(queue, tenant, state.evicted)
+    if q_room is not None:
+        q_room -= state.cost_use.get(queue or "", 0)
+    if t_room is not None:
+        t_room -= state.tenant_cost_use.get(tenant or "", 0)
+    return (q_room, t_room)
+
+
+def charge_budget(
+    plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None = None
+) -> None:
+    """Count a committed placement against its queue's GPU budget and its queue's and tenant's dollar
+    budgets."""
     gpus = _gpus_of(replicas)
     if gpus > 0 and plan.job.queue is not None:
         g, j = state.queue_use.get(plan.job.queue, (0.0, 0))
         state.queue_use[plan.job.queue] = (g + gpus, j + 1)
+    units = _budget_cost(plan, replicas, state, budgets)
+    if units is not None:
+        queue, tenant = plan.job.queue or "", plan.job.tenant or ""
+        state.cost_use[queue] = state.cost_use.get(queue, 0) + units
+        state.tenant_cost_use[tenant] = state.tenant_cost_use.get(tenant, 0) + units
 
 
 def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.ndarray:
@@ -348,13 +393,24 @@ def _frag(state: State, arrays: NodeArrays, unit: Unit, nvlink: bool) -> np.ndar
 
 
 def _choose(
-    mask: np.ndarray, pref: np.ndarray, frag: np.ndarray, penalty: np.ndarray | None = None
+    mask: np.ndarray,
+    pref: np.ndarray,
+    frag: np.ndarray,
+    penalty: np.ndarray | None = None,
+    cost: np.ndarray | None = None,
 ) -> int | None:
+    """The node for one replica: least penalty (eviction cost) when set, then highest preference, then
+    lowest price (when priced), then best fit, then node order."""
     idx = np.flatnonzero(mask)
     if idx.size == 0:
         return None
-    keys = (idx, frag[idx], -pref[idx]) if penalty is None else (idx, frag[idx], -pref[idx], penalty[idx])
-    order = np.lexsort(keys)
+    keys: list[np.ndarray] = [idx, frag[idx]]
+    if cost is not None:
+        keys.append(cost[idx])
+    keys.append(-pref[idx])
+    if penalty is not None:
+        keys.append(penalty[idx])
+    order = np.lexsort(keys)  # the last key is the primary one
     return int(idx[order[0]])
 
 
@@ -378,7 +434,8 @@ def _place_node_units(
             avoid = used_by_job if self_anti else used_by_unit if unit.distinct else set()
             if avoid:
                 mask[list(avoid)] = False
-            node = _choose(mask, pref, _frag(state, arrays, unit, plan.nvlink), state.penalty)
+            cost = None if state.pricing is None else state.pricing.node_costs(unit.need)
+            node = _choose(mask, pref, _frag(state, arrays, unit, plan.nvlink), state.penalty, cost)
             if node is None:
                 return None
             gpus, share = state.take(node, unit)
@@ -392,7 +449,7 @@ def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> 
     assert unit.tpu is not None
     out: list[ReplicaAt] = []
     for _ in range(unit.replicas):
-        best: tuple[tuple[int, str], TpuSlice] | None = None
+        best: tuple[tuple[int, int, str], TpuSlice] | None = None
         for pv in snap.pods:
             pod = pv.pod
             if not pod.usable or (unit.tpu.type and pod.generation != unit.tpu.type):
@@ -410,8 +467,12 @@ def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> 
                 fitting = state.slice_cache[key]
                 if unit.exclusive:  # dedicated: whole hosts nobody else uses
                     fitting = [s for s in fitting if not host_chips(pod, s.chips) & used]
-                if fitting and (best is None or (free, pod.name) < best[0]):
-                    best = ((free, pod.name), fitting[0])
+                if fitting:
+                    price = (
+                        0 if state.pricing is None else state.pricing.on_pod(pv.idx, len(fitting[0].chips))
+                    )
+                    if best is None or (price, free, pod.name) < best[0]:
+                        best = ((price, free, pod.name), fitting[0])
                     break
         if best is None:
             return None
@@ -440,12 +501,15 @@ def greedy(
     deadline: float | None = None,
     victims: list[Victim] | None = None,
     budgets: Budgets | None = None,
+    pricing: Pricing | None = None,
 ) -> Assignment:
     """Place the plans (those with candidates) in priority order; the rest stay pending. With a
     ``deadline`` (a ``time.perf_counter()`` value), plans not reached by then are listed in
-    ``Assignment.skipped``: a valid, smaller answer rather than a missed deadline."""
+    ``Assignment.skipped``: a valid, smaller answer rather than a missed deadline. ``pricing`` adds the
+    cost key to node choice and prices dollar budgets."""
     snap = arrays.snap
     state = State.of(arrays)
+    state.pricing = pricing
     result = Assignment(engine="greedy")
     sequence = order if order is not None else priority_order(plans)
 
@@ -473,13 +537,16 @@ def greedy(
             replicas = None
         if replicas is not None and not within_budget(plan, replicas, state, budgets):
             result.over_budget.add(i)
+            tried = _budget_cost(plan, replicas, state, budgets)
+            if tried:
+                result.over_budget_cost[i] = (tried, *_cost_left(plan, state, budgets))
             replicas = None
         if replicas is None:
             state.rollback(0)
             continue
         state.commit()
         state.note(plan, replicas)
-        charge_budget(plan, replicas, state)
+        charge_budget(plan, replicas, state, budgets)
         result.placed[i] = replicas
         for v in needed:
             result.evictions.setdefault(v.id, []).append(plan.id)

@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from solver.prices import PriceCatalog
+
 
 class Policy(BaseModel):
     """Engine choice, limits and scoring weights."""
@@ -48,6 +50,12 @@ class Policy(BaseModel):
     restart_penalty_s: float = Field(default=300.0, ge=0)
     #: Whether running jobs may be evicted at all.
     preemption: bool = True
+
+    #: Prices and dollar budgets (:mod:`solver.prices`): what the cost term of the objective minimizes and
+    #: what dollar budgets count; None means the default catalog. It lives on the policy so that every
+    #: core decision of one call (reservation phases, planning) prices and budgets alike;
+    #: ``place(prices=...)`` sets it.
+    prices: PriceCatalog | None = None
 
     #: Level 3: cost of opening an untouched node for a job that leaves part of it unused, per GPU left.
     fragmentation: int = 1

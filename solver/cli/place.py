@@ -87,7 +87,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--queue-config",
         metavar="FILE",
-        help="OJS §10 queue configuration: ml_defaults, ml_limits and GPU budgets (as placer validate)",
+        help="OJS §10 queue configuration: ml_defaults, ml_limits, GPU and dollar budgets "
+        "(as placer validate)",
     )
     p.add_argument(
         "--reservations",
@@ -97,7 +98,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--prices",
         metavar="FILE",
-        help="$ per GPU-hour / TPU chip-hour / core-hour by capacity class, over the defaults",
+        help="$ per GPU-hour / TPU chip-hour / core-hour by capacity class, over the defaults; "
+        "tenant dollar budgets (budgets.tenants)",
     )
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
     p.add_argument(
@@ -191,11 +193,10 @@ def run(args: argparse.Namespace) -> int:
             return _bad_content(f"reservations {args.reservations} are invalid: {_shown(list(e.issues))}")
     prices = None
     if args.prices:
-        from solver.prices import load_prices
+        from solver.prices import load_prices_file
 
         try:
-            with open(args.prices, encoding="utf-8-sig") as fh:
-                prices = load_prices(fh.read(), source=args.prices)
+            prices = load_prices_file(args.prices)
         except OSError as e:
             return _usage(f"cannot open prices {args.prices}: {e.strerror or e}")
         except JobValidationError as e:

@@ -3,8 +3,9 @@
 Why: the model's size must follow the number of distinct situations, not the number of nodes. Two nodes
 are in one class when they are in the same static group (same facts and same values of every label key
 the batch mentions), have the same free amounts, the same emptiness, the same values of every gang scope
-the batch uses (rack, block, zone, NVLink domain), and the same answer to every job's anti-affinity. Then
-any unit that may use one may use the other, and a packing that fits one fits the other.
+the batch uses (rack, block, zone, NVLink domain), the same answer to every job's anti-affinity, and the
+same price for any replica (price per hour, GPU count, cores). Then any unit that may use one may use the
+other, a packing that fits one fits the other, and costs the same there.
 
 Free amounts are compared exactly. When that gives more than :data:`MAX_CLASSES` classes (busy clusters
 with diverse usage), CPU and memory are rounded down to ``policy.cpu_quantum`` / ``memory_quantum_gb``
@@ -58,9 +59,11 @@ def build_classes(
     anti_masks: list[np.ndarray],
     policy: Policy,
     tick: Callable[[], None] = lambda: None,
+    price_codes: np.ndarray | None = None,
 ) -> tuple[list[NodeClass], np.ndarray, bool]:
     """Partition the ``relevant`` nodes into classes; returns the classes, a node -> class index map
-    (-1 for nodes outside every class), and whether free amounts were compared exactly."""
+    (-1 for nodes outside every class), and whether free amounts were compared exactly. ``price_codes``
+    (per node, equal for equally priced nodes) keeps nodes of different prices apart."""
     snap = arrays.snap
     nodes = np.flatnonzero(relevant)
     partial = {int(n): _partial_shares(arrays, int(n)) for n in nodes}
@@ -81,6 +84,7 @@ def build_classes(
             bool(arrays.empty[n]),
             tuple(scope_value(snap, n, s) for s in scopes),
             tuple(bool(m[n]) for m in anti_masks),
+            -1 if price_codes is None else int(price_codes[n]),
         )
 
     q_cpu, q_mem = 0.0, 0.0

@@ -10,8 +10,14 @@ Variables (see ``docs/solver.md`` for the algebra):
 * ``a[u, s]`` — TPU replica of unit ``u`` takes slice ``s``; slices sharing a chip exclude each other.
 
 Objective, lexicographic by successive solves: (1) maximize priority-weighted demand placed; then, with
-(1) held at the value found, (2) maximize preference score and (3) minimize GPUs left free on the nodes
-touched (best fit, so whole nodes and NVLink domains stay whole for big jobs).
+(1) held at the value found, minimize the eviction cost; then (2) maximize preference score and (3)
+minimize GPUs left free on the nodes touched (best fit, so whole nodes and NVLink domains stay whole for
+big jobs); then, when some unit's options differ in price, with (2) held, minimize the decision's dollars
+per hour (the cost term: integer money units per replica, :mod:`solver.cost`) and then (3) again.
+
+Budgets are constraints: a queue's GPUs (thousandths) and GPU jobs (OJS ML §10.3), and a queue's or
+tenant's dollars per hour (money units: each replica variable weighted by what one replica costs in that
+class, on that node, or on that TPU slice), running jobs included and evictions giving back.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from ortools.sat.python import cp_model
 from solver.assignment import Assignment, ReplicaAt
 from solver.budgets import Budgets
 from solver.candidates import NodeArrays, UnitCandidates
+from solver.cost import Pricing
 from solver.cpsat.classes import NodeClass, build_classes
 from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for
 from solver.demand import JobPlan, Unit
@@ -100,13 +107,26 @@ def solve(
     deadline: float,
     victims: list[Victim] | None = None,
     budgets: Budgets | None = None,
+    pricing: Pricing | None = None,
 ) -> CpsatResult:
     """Build and solve the model; ``deadline`` is an absolute ``time.perf_counter()`` value. ``victims``
-    are running jobs the model may evict (strictly lower priority only; :mod:`solver.preempt`)."""
+    are running jobs the model may evict (strictly lower priority only; :mod:`solver.preempt`).
+    ``pricing`` brings the cost term and dollar budgets."""
     t0 = time.perf_counter()
     try:
         built = _Builder(
-            plans, candidates, prefs, anti, arrays, spot_ok, hint, policy, deadline, victims or [], budgets
+            plans,
+            candidates,
+            prefs,
+            anti,
+            arrays,
+            spot_ok,
+            hint,
+            policy,
+            deadline,
+            victims or [],
+            budgets,
+            pricing,
         ).build()
     except _Deadline:
         return CpsatResult(None, "BUILD_TIMEOUT", build_s=time.perf_counter() - t0)
@@ -128,8 +148,9 @@ class _Builder:
         deadline: float,
         victims: list[Victim],
         budgets: Budgets | None = None,
+        pricing: Pricing | None = None,
     ):
-        self.budgets = budgets
+        self.budgets, self.pricing = budgets, pricing
         self.plans, self.candidates, self.prefs, self.anti = plans, candidates, prefs, anti
         top = max((job_rank(plans[p].job) for p in candidates), default=None)
         # Only jobs some plan outranks can be evicted; only their nodes are modelled one by one.
@@ -175,7 +196,13 @@ class _Builder:
         scopes = sorted({plans[p].scope for p in ids if plans[p].scope})
         anti_plans = [p for p in ids if self.anti[p].any()]
         classes, class_of, exact_classes = build_classes(
-            self.arrays, relevant, scopes, [self.anti[p] for p in anti_plans], self.policy, self._tick
+            self.arrays,
+            relevant,
+            scopes,
+            [self.anti[p] for p in anti_plans],
+            self.policy,
+            self._tick,
+            price_codes=None if self.pricing is None else self.pricing.price_codes(),
         )
         self.exact &= exact_classes
         self._tick()
@@ -325,7 +352,8 @@ class _Builder:
 
                 def rank(c: int, nu: _NodeUnit = nu, need: int = need) -> tuple[float, ...]:
                     k = classes[c]
-                    return (-float(nu.pref[k.rep]), k.gpus - need, -k.count, c)
+                    price = 0 if self.pricing is None else self.pricing.on_node(k.rep, nu.unit.need)
+                    return (-float(nu.pref[k.rep]), price, k.gpus - need, -k.count, c)
 
                 keep = set(sorted(cls, key=rank)[:limit]) | hinted.get((nu.p, nu.ui), set())
                 cls = sorted(keep)
@@ -386,7 +414,7 @@ class _Builder:
                     hinted.setdefault((p, ui), []).append(_Slice(r.pod, tuple(r.chips)))
         for p, ui, u in tpu_units:
             assert u.tpu is not None
-            found: list[tuple[tuple[int, str], _Slice]] = []
+            found: list[tuple[tuple[int, int, str], _Slice]] = []
             for pv in self.snap.pods:
                 pod = pv.pod
                 if not pod.usable or (u.tpu.type and pod.generation != u.tpu.type):
@@ -399,7 +427,8 @@ class _Builder:
                     for s in slices_in_pod(pod, shape, pv.used):
                         if u.exclusive and host_chips(pod, s.chips) & pv.used:
                             continue  # dedicated: whole hosts nobody else uses
-                        found.append(((pv.free_chips, pod.name), _Slice(pv.idx, tuple(s.chips))))
+                        price = 0 if self.pricing is None else self.pricing.on_pod(pv.idx, len(s.chips))
+                        found.append(((price, pv.free_chips, pod.name), _Slice(pv.idx, tuple(s.chips))))
             found.sort(key=lambda f: f[0])
             chosen = [s for _, s in found[: self.policy.max_slices_per_job]]
             if len(found) > len(chosen):
@@ -504,17 +533,22 @@ class _Built:
             if len(vs) > 1:
                 m.AddAtMostOne(vs)
         self._evictions(node_units)
+        self._money_terms()
         self._budgets()
-        # Objective levels.
+        self._money_budgets()
+        # Objective levels, each a list of (variable, coefficient) so that any answer can be scored.
         self.level1 = sum(self.plans[p].weight * self.placed[p] for p in ids)
-        self.level2 = sum(
-            int(nu.pref[classes[c].rep]) * self.x[(nu.p, nu.ui, c)] for nu in node_units for c in nu.classes
-        )
-        self.level3 = sum(
-            max(0, classes[c].gpus - sum(types[t].gpus * k for t, k in pat)) * self.z[(c, k_idx)]
+        self.l2_terms = [
+            (self.x[(nu.p, nu.ui, c)], int(nu.pref[classes[c].rep])) for nu in node_units for c in nu.classes
+        ]
+        self.l3_terms = [
+            (self.z[(c, k_idx)], max(0, classes[c].gpus - sum(types[t].gpus * k for t, k in pat)))
             for c, pats in patterns.items()
             for k_idx, pat in enumerate(pats)
-        )
+        ]
+        self.level2 = _weighted(self.l2_terms)
+        self.level3 = _weighted(self.l3_terms)
+        self.level_money = _weighted(self.money_all)
         self.l3_max = sum(cl.count * max(cl.gpus, 1) for cl in classes) + 1
         # Hint from greedy.
         self.hint_values: dict[cp_model.IntVar, int] = {}
@@ -625,6 +659,65 @@ class _Built:
                 m.Add(ev == 0)
         self.level_cost = sum(round(used[vid].cost) * ev for vid, ev in self.e.items())
 
+    def _money_terms(self) -> None:
+        """Per plan, (variable, money units per hour of one replica there) for every replica variable: a
+        class (priced on its representative: a class's nodes cost the same), a node modelled one by one,
+        a TPU slice. ``money_varies``: whether any unit's options differ in price (else the cost term
+        cannot change anything and its solve is skipped)."""
+        self.money: dict[int, list[tuple[cp_model.IntVar, int]]] = {}
+        self.money_all: list[tuple[cp_model.IntVar, int]] = []
+        self.money_varies = False
+        #: An upper bound on the money term (every replica variable at its most expensive option).
+        self.money_max = 0
+        pricing = self.b.pricing
+        if pricing is None:
+            return
+        for nu in self.node_units:
+            terms = [
+                (self.x[(nu.p, nu.ui, c)], pricing.on_node(self.classes[c].rep, nu.unit.need))
+                for c in nu.classes
+            ]
+            terms += [(self.y[(nu.p, nu.ui, n)], pricing.on_node(n, nu.unit.need)) for n in nu.direct]
+            self.money.setdefault(nu.p, []).extend(terms)
+            self.money_varies |= len({k for _, k in terms}) > 1
+            self.money_max += nu.unit.replicas * max((k for _, k in terms), default=0)
+        for p, ui, u in self.tpu_units:
+            terms = [
+                (self.a[(p, ui, s_idx)], pricing.on_pod(s.pod, len(s.chips)))
+                for s_idx, s in enumerate(self.tpu_slices[(p, ui)])
+            ]
+            self.money.setdefault(p, []).extend(terms)
+            self.money_varies |= len({k for _, k in terms}) > 1
+            self.money_max += u.replicas * max((k for _, k in terms), default=0)
+        self.money_all = [t for p in sorted(self.money) for t in self.money[p]]
+
+    def _money_budgets(self) -> None:
+        """Dollar budgets: per queue (``max_cost_per_hour``) and per tenant, the money units per hour of the
+        replicas placed stay within what running jobs leave, plus what evictions of their jobs give back."""
+        budgets = self.b.budgets
+        if budgets is None or not budgets.money or not self.money:
+            return
+        groups: dict[tuple[str, str], list[int]] = {}
+        for p in self.ids:
+            job = self.plans[p].job
+            if job.queue is not None and job.queue in budgets.max_cost:
+                groups.setdefault(("queue", job.queue), []).append(p)
+            if job.tenant is not None and job.tenant in budgets.tenant_max_cost:
+                groups.setdefault(("tenant", job.tenant), []).append(p)
+        for (kind, name), ps in sorted(groups.items()):
+            terms = [t for p in ps for t in self.money.get(p, [])]
+            if not terms:
+                continue
+            at = 0 if kind == "queue" else 1
+            room = budgets.cost_room(*((name, None) if kind == "queue" else (None, name)))[at]
+            assert room is not None
+            back = [
+                (self.e[vid], units)
+                for vid, (q, t, units) in budgets.running_cost.items()
+                if vid in self.e and (q if kind == "queue" else t) == name and units
+            ]
+            self._within(_weighted(terms), room, _weighted(back))
+
     def _budgets(self) -> None:
         """Queue GPU budgets (OJS ML §10.3): a queue's placed GPUs (in thousandths) and GPU jobs stay within
         what its running jobs leave, plus what evictions of its own running jobs give back."""
@@ -653,15 +746,26 @@ class _Built:
                 (vid, budgets.running[vid][1]) for vid in self.e if budgets.running.get(vid, ("", 0))[0] == q
             ]
             if room_gpus is not None:
-                self.m.Add(
-                    sum(milli[p] * self.placed[p] for p in gpu_ps)
-                    <= int(np.floor(room_gpus * 1000 + 1e-6))
-                    + sum(round(g * 1000) * self.e[vid] for vid, g in back)
+                self._within(
+                    sum(milli[p] * self.placed[p] for p in gpu_ps),
+                    int(np.floor(room_gpus * 1000 + 1e-6)),
+                    sum(round(g * 1000) * self.e[vid] for vid, g in back),
                 )
             if room_jobs is not None:
-                self.m.Add(
-                    sum(self.placed[p] for p in gpu_ps) <= room_jobs + sum(self.e[vid] for vid, _ in back)
+                self._within(
+                    sum(self.placed[p] for p in gpu_ps), room_jobs, sum(self.e[vid] for vid, _ in back)
                 )
+
+    def _within(self, used: cp_model.LinearExprT, room: int, back: cp_model.LinearExprT) -> None:
+        """``used <= room + back`` (a budget's room left by running jobs, plus what evictions give back);
+        when running jobs alone are over it (``room < 0``), adding nothing stays allowed: the model must
+        not become infeasible over a budget this decision did not break."""
+        if room >= 0:
+            self.m.Add(used <= room + back)
+            return
+        adds = self.m.NewBoolVar("adds")
+        self.m.Add(used <= room + back).OnlyEnforceIf(adds)
+        self.m.Add(used == 0).OnlyEnforceIf(adds.Not())
 
     def _solver(self, seconds: float, *, presolve: bool = True) -> cp_model.CpSolver:
         s = cp_model.CpSolver()
@@ -725,14 +829,16 @@ class _Built:
                 m.AddHint(v, val)
             secondary = self.level2 * self.l3_max - self.level3
             m.Maximize(secondary)
-            s2 = self._solver(left, presolve=False)
+            # When the cost term has a solve of its own, this one leaves it half of the time.
+            s2 = self._solver(left * 0.5 if self.money_varies else left, presolve=False)
             st2 = s2.Solve(m)
             if st2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 values = self._values(s2)
-                greedy_sec = self._secondary_of_hint() if self.hint_ok else None
-                improves = greedy_sec is None or s2.ObjectiveValue() > greedy_sec
                 if st1 != cp_model.OPTIMAL:
                     status = "FEASIBLE"
+                values = self._cheapest(values)
+                greedy = self._secondary(self.hint_values) if self.hint_ok else None
+                improves = greedy is None or self._secondary(values) > greedy
         assignment = self._realize(values)
         return CpsatResult(
             assignment,
@@ -756,28 +862,49 @@ class _Built:
         out.update({v: int(s.Value(v)) for v in self.e.values()})
         return out
 
-    def _secondary_of_hint(self) -> int:
-        """Level 2-3 value of greedy's answer, in the same terms as the model's secondary objective."""
-        l2 = sum(
-            int(nu.pref[self.classes[c].rep]) * self.hint_values.get(self.x[(nu.p, nu.ui, c)], 0)
-            for nu in self.node_units
-            for c in nu.classes
+    def _cheapest(self, values: dict[cp_model.IntVar, int]) -> dict[cp_model.IntVar, int]:
+        """The cost term: with preferences (level 2) held at what ``values`` reach, minimize the dollars per
+        hour of the decision, then fragmentation. Skipped when no unit's options differ in price or no
+        time is left (``values`` stand)."""
+        left = self.b.deadline - time.perf_counter()
+        if not self.money_varies or left <= 0.05:
+            return values
+        m = self.m
+        if self.l2_terms:
+            m.Add(self.level2 >= _value(self.l2_terms, values))
+        m.ClearHints()
+        for v, val in values.items():
+            m.AddHint(v, val)
+        # Money first, fragmentation second; both fit exactly in a double (CP-SAT reports objectives as
+        # doubles) unless the batch is huge, and then money alone is minimized.
+        if (self.money_max + 1) * self.l3_max < 2**52:
+            m.Minimize(self.level_money * self.l3_max + self.level3)
+        else:
+            m.Minimize(self.level_money)
+        s = self._solver(left, presolve=False)
+        st = s.Solve(m)
+        return self._values(s) if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) else values
+
+    def _secondary(self, values: dict[cp_model.IntVar, int]) -> tuple[int, int, int]:
+        """Levels 2, cost and 3 of an answer (model values, or greedy's hint), as a tuple that is larger
+        for the better answer: more preference, then fewer dollars, then less fragmentation."""
+        return (
+            _value(self.l2_terms, values),
+            -_value(self.money_all, values),
+            -_value(self.l3_terms, values),
         )
-        l3 = sum(
-            max(0, self.classes[c].gpus - sum(self.types[t].gpus * k for t, k in pat))
-            * self.hint_values.get(self.z[(c, k_idx)], 0)
-            for c, pats in self.patterns.items()
-            for k_idx, pat in enumerate(pats)
-        )
-        return l2 * self.l3_max - l3
 
     def _repair_order(self, nu: _NodeUnit, c: int, ordered: list[int]) -> Iterator[int]:
         """Nodes to try for one replica: the class's members, then (repair, for rounded models) any other
-        node where the unit may run now and whose gang scope value is the one the model chose."""
+        node where the unit may run now, whose gang scope value is the one the model chose and whose price
+        is the class's (so that the decision costs what the model counted, budgets included)."""
         yield from ordered
         scope = self.plans[nu.p].scope
         want = self.classes[c].scopes.get(scope) if scope else None
         mask = nu.cand.now & ~self.b.anti[nu.p]
+        if self.b.pricing is not None:
+            codes = self.b.pricing.price_codes()
+            mask = mask & (codes == codes[self.classes[c].rep])
         members = set(ordered)
         for node in np.flatnonzero(mask):
             n = int(node)
@@ -947,6 +1074,18 @@ class _Built:
         except ValueError:
             return None
         return self._finish(values, placed, out, state)
+
+
+def _weighted(terms: list[tuple[cp_model.IntVar, int]]) -> cp_model.LinearExprT:
+    """``sum(coefficient * variable)`` of ``(variable, coefficient)`` terms (0 when there are none)."""
+    if not terms:
+        return 0
+    return cp_model.LinearExpr.WeightedSum([v for v, _ in terms], [k for _, k in terms])
+
+
+def _value(terms: list[tuple[cp_model.IntVar, int]], values: dict[cp_model.IntVar, int]) -> int:
+    """The value of ``sum(coefficient * variable)`` under ``values`` (absent variables count 0)."""
+    return sum(k * values.get(v, 0) for v, k in terms)
 
 
 def _need_vec(unit: Unit) -> tuple[float, float, float, float, float]:

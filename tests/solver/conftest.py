@@ -6,14 +6,18 @@ Why a fixture and not a helper each test calls: no placement test may forget the
 :func:`solver.check.check` finds any violation of ``docs/placement-rules.md`` in the decision, or when
 a job of the batch is not answered exactly once.
 
+``queues`` (OJS §10 configurations: GPU and dollar budgets) and ``prices`` (catalog and tenant budgets)
+go to both ``place`` and the checker, so that budgets are checked by rule 17 on every decision.
+
 ``NOW`` is the fixed decision time of every test (``not_before`` and dependencies are compared with it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -21,6 +25,10 @@ from solver.decision import Decision
 from solver.jobs.model import Job, ReadResult
 from tests.support import alarm_after
 from topology import Cluster
+
+if TYPE_CHECKING:
+    from solver.jobs.queues import QueueConfig
+    from solver.prices import PriceCatalog
 
 #: The engines every engine-sensitive test runs on (``-k greedy`` selects one).
 ENGINES = ("greedy", "cpsat")
@@ -46,13 +54,19 @@ def batch_jobs(items: Sequence[Job | ReadResult]) -> tuple[list[Job], list[str]]
 
 
 def assert_valid(
-    decision: Decision, items: Sequence[Job | ReadResult], cluster: Cluster, now: datetime = NOW
+    decision: Decision,
+    items: Sequence[Job | ReadResult],
+    cluster: Cluster,
+    now: datetime = NOW,
+    *,
+    queues: Mapping[str, QueueConfig] | None = None,
+    prices: PriceCatalog | None = None,
 ) -> None:
-    """Fail with every violation the independent checker finds (rules 1-15)."""
+    """Fail with every violation the independent checker finds (rules 1-17)."""
     from solver.check import check
 
     jobs, refused = batch_jobs(items)
-    violations = check(decision, jobs, cluster, now=now, rejected_ids=refused)
+    violations = check(decision, jobs, cluster, now=now, rejected_ids=refused, queues=queues, prices=prices)
     assert violations == [], "checker found violations:\n" + "\n".join(str(v) for v in violations)
     answered = (
         [p.job for p in decision.placements]
@@ -82,7 +96,8 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def solve(engine: str) -> Solve:
-    """``solve(jobs, cluster, *, now=NOW, time_limit_s=2.0, seed=0) -> Decision``, checked."""
+    """``solve(jobs, cluster, *, now=NOW, time_limit_s=2.0, seed=0, queues=None, prices=None) -> Decision``,
+    checked."""
     from solver.engine import place
     from solver.policy import Policy
 
@@ -93,11 +108,13 @@ def solve(engine: str) -> Solve:
         now: datetime = NOW,
         time_limit_s: float = 2.0,
         seed: int = 0,
+        queues: Mapping[str, QueueConfig] | None = None,
+        prices: PriceCatalog | None = None,
     ) -> Decision:
         policy = Policy(engine=engine, time_limit_s=time_limit_s, seed=seed)
         with no_hang(time_limit_s + HANG_GUARD_S):
-            decision = place(list(jobs), cluster, policy, now=now)
-        assert_valid(decision, jobs, cluster, now)
+            decision = place(list(jobs), cluster, policy, now=now, queues=queues, prices=prices)
+        assert_valid(decision, jobs, cluster, now, queues=queues, prices=prices)
         return decision
 
     return run
