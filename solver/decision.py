@@ -11,6 +11,7 @@ added, never renamed. ``placer schema decision`` prints the JSON Schema.
 * ``pending``: ``{"job", "reasons": [{"code", "message", "details"}]}`` — every job not placed, and why.
 * ``rejected``: ``{"job", "errors"}`` — jobs that broke the specification.
 * ``stats``: ``{"engine", "status", "objective", "bound", "gap", "build_s", "solve_s", "wall_s"}``.
+* ``now``: the decision time.
 
 >>> d = Decision(preemptions=[Eviction(job="spot-1", for_=["train-1"])])
 >>> d.to_json()["preemptions"][0]["for"]
@@ -23,6 +24,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from topology import RunningJob
 
 Engine = Literal["cpsat", "greedy"]
 
@@ -126,6 +129,9 @@ class Decision(_Out):
     pending: list[PendingJob] = Field(default_factory=list)
     rejected: list[RejectedJob] = Field(default_factory=list)
     stats: Stats = Field(default_factory=Stats)
+    #: The decision time (``place(now=...)``, ``--now``): plans and dependencies are relative to it, so
+    #: the checker re-checks a recorded decision at its own time.
+    now: datetime | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The Decision JSON (aliases applied: ``for`` rather than ``for_``)."""
@@ -136,3 +142,30 @@ class Decision(_Out):
             if p.job == job:
                 return p
         return None
+
+
+def as_running(name: str, replicas: list[ReplicaPlacement]) -> RunningJob:
+    """The capacity ``replicas`` take, as a running job the topology can account (``with_allocations``
+    raises on double-booked GPUs or chips and over-committed nodes). Planning, the checker's plan rule and
+    the simulator all turn placements into allocations this one way.
+
+    >>> as_running("j", [ReplicaPlacement(node="n1", gpus=[0, 1], cpu_cores=4)]).replicas[0].gpus
+    [0, 1]
+    """
+    reps: list[dict[str, object]] = []
+    for r in replicas:
+        if r.tpu_pod is not None:
+            reps.append({"tpu_pod": r.tpu_pod, "tpu_chips": r.tpu_chips})
+        else:
+            reps.append(
+                {
+                    "node": r.node,
+                    "gpus": r.gpus,
+                    "gpu_milli": r.gpu_milli,
+                    "cpu_cores": r.cpu_cores,
+                    "memory_gb": r.memory_gb,
+                    "storage_gb": r.storage_gb,
+                    "shm_gb": r.shm_gb,
+                }
+            )
+    return RunningJob.model_validate({"job": name, "preemptible": False, "replicas": reps})

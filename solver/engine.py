@@ -82,21 +82,48 @@ def place(
     run only inside it, other jobs never use it while it is held; a job naming an unknown reservation is
     rejected. ``prices`` (default: :meth:`PriceCatalog.default`) price each placement
     (``cost_per_hour``) and the decision (``stats.cost_per_hour``)."""
+    t0 = time.perf_counter()
     policy = policy or Policy()
     if prices is not None:  # prices and dollar budgets reach every core decision with the policy
         policy = policy.model_copy(update={"prices": prices})
     now = now or datetime.now(UTC)
-    with paused_gc():  # a full collection over a big snapshot would eat the deadline (solver/gc_pause.py)
+
+    def core(batch: Sequence[Job | ReadResult], limit_s: float) -> Decision:
+        within = policy.model_copy(update={"time_limit_s": limit_s})
         if reservations:
             from solver.reservation_phases import place_with_reservations
 
-            decision = place_with_reservations(
-                jobs, cluster, policy, now=now, queues=queues, reservations=reservations
+            return place_with_reservations(
+                batch, cluster, within, now=now, queues=queues, reservations=reservations
             )
+        return decide(batch, cluster, within, now=now, queues=queues)
+
+    with paused_gc():  # a full collection over a big snapshot would eat the deadline (solver/gc_pause.py)
+        if policy.plan and _may_plan(jobs, cluster):
+            from solver.planning import with_plans
+
+            decision = with_plans(core, jobs, cluster, policy, now=now)
         else:
-            decision = decide(jobs, cluster, policy, now=now, queues=queues)
+            decision = core(jobs, policy.time_limit_s)
+        decision.now = now
+        # What would change the outcome, in the time left (solver/what_if.py).
+        from solver.planning import jobs_by_id
+        from solver.what_if import add_preemptible_hints
+
+        deadline = t0 + policy.time_limit_s
+        add_preemptible_hints(decision, jobs_by_id(jobs, now), cluster, policy, deadline=deadline)
         decision.stats.cost_per_hour = price_decision(decision, cluster, prices or PriceCatalog.default())
     return decision
+
+
+def _may_plan(jobs: Sequence[Job | ReadResult], cluster: Cluster) -> bool:
+    """Whether any plan could exist: something on the timeline ends, or some job waits for a time or a
+    workflow step. Without any, planning is skipped and the core decision gets the whole time limit."""
+    for item in jobs:
+        job = item.job if isinstance(item, ReadResult) else item
+        if job is not None and (job.duration_s is not None or job.not_before is not None or job.dependencies):
+            return True
+    return any(r.expected_end is not None for r in cluster.running_jobs())
 
 
 def decide(
@@ -493,7 +520,9 @@ def _ineligible(job: Job, batch: set[str], running: set[str], now: datetime) -> 
         if dep.job in batch:
             return Reason(
                 code="DEPENDENCY_UNMET",
-                message=f"waits for job {dep.job!r} ({dep.condition.value}), which is pending in this batch",
+                message=(
+                    f"waits for job {dep.job!r} ({dep.condition.value}) of this batch, which has not run yet"
+                ),
                 details={"job": dep.job, "condition": dep.condition.value},
             )
         if dep.job in running and dep.condition is not DependencyCondition.START:

@@ -51,6 +51,14 @@ class Policy(BaseModel):
     #: Whether running jobs may be evicted at all.
     preemption: bool = True
 
+    #: Time planning (conservative backfill, ``solver/planning.py``): plan starts for waiting jobs, and
+    #: keep lower-priority work off capacity planned for higher-priority work. The share of the time
+    #: limit kept for it (at most ``plan_max_s``) is taken only when the batch or the running jobs carry
+    #: times (durations, expected ends, ``not_before``, dependencies).
+    plan: bool = True
+    plan_share: float = Field(default=0.25, ge=0, lt=1)
+    plan_max_s: float = Field(default=2.0, ge=0)
+
     #: Prices and dollar budgets (:mod:`solver.prices`): what the cost term of the objective minimizes and
     #: what dollar budgets count; None means the default catalog. It lives on the policy so that every
     #: core decision of one call (reservation phases, planning) prices and budgets alike;

@@ -19,6 +19,7 @@ module              rules
 ``tpu``             13 TPU pods, chips, contiguity, hosts
 ``timing``          14 dependencies, not_before; 15 reservations
 ``budgets``         17 queue GPU budgets; queue and tenant dollar budgets
+``plans``           18 planned starts (conservative backfill)
 ==================  ==========================================================================
 
 Cost: O(replicas + chips + nodes touched); nothing loops over the cluster's nodes or GPUs.
@@ -51,6 +52,7 @@ from solver.checks.devices import check_devices
 from solver.checks.gang import check_gang
 from solver.checks.nodes import check_accelerator, check_nodes
 from solver.checks.nvlink import check_nvlink
+from solver.checks.plans import check_plans
 from solver.checks.preemption import check_preemption
 from solver.checks.reservations import check_reservations
 from solver.checks.spread import check_distinct, check_exclusive, check_scope
@@ -80,12 +82,14 @@ def check(
     """Every rule the decision breaks (empty when it is valid), in rule order, then decision order.
 
     ``cluster`` carries the running jobs; ``decision.preemptions`` release theirs first. ``now``
-    (default: the current UTC time) is compared with ``not_before``. ``reservations``: the reservation
-    ids (or holds) the input declares; without them no job with a reservation may be placed.
+    (default: ``decision.now``, else the current UTC time) is compared with ``not_before`` and plans.
+    ``reservations``: the reservation ids (or holds) the input declares; without them no job with a
+    reservation may be placed.
     ``rejected_ids``: ids of jobs the readers refused, which must appear in ``decision.rejected``.
     ``queues`` (GPU and dollar budgets) and ``prices`` (the catalog dollar budgets are counted with, and
     tenant budgets; default: the default catalog) bring rule 17.
     """
+    now = now or decision.now  # a recorded decision is checked at its own time
     ctx = build_context(decision, jobs, cluster, now=now, reservations=reservations)
     out: list[Violation] = list(check_accounting(ctx, rejected_ids))
     for placement, job in ctx.placed:
@@ -110,4 +114,5 @@ def check(
     out.extend(check_preemption(ctx, cluster))
     out.extend(check_budgets(decision, ctx.jobs.values(), cluster, queues or {}, prices))
     out.extend(check_reservations(decision, ctx.jobs, ctx.cluster, list(reservations or ()), ctx.now))
+    out.extend(check_plans(decision, ctx.jobs, cluster, ctx.now))
     return out

@@ -53,6 +53,10 @@ RULES: dict[str, str] = {
     "tpu-hosts": "13. a multi-host TPU slice consists of whole hosts",
     "dependency": "14. no job placed while a dependency is unmet",
     "not-before": "14. no job placed before its not_before time",
+    "plan-job": "18. a plan is held once, for a pending job of the batch",
+    "plan-time": "18. a plan starts after now, not before not_before, once its dependencies are met",
+    "plan-placement": "18. the held resources are a valid placement of the job",
+    "plan-capacity": "18. at each planned start, running work, placements and plans fit together",
     "reservation": "15. a job with a reservation is placed only under a declared reservation, inside it; "
     "others leave its capacity free",
 }

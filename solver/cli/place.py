@@ -111,6 +111,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--engine", default="auto", choices=["auto", "cpsat", "greedy"], help="default: auto")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (default: 0)")
+    p.add_argument(
+        "--no-plan",
+        action="store_true",
+        help="decide only what starts now: no planned starts, no backfill rule (docs/solver.md)",
+    )
     p.add_argument("--json", action="store_true", help="print the Decision JSON")
     p.set_defaults(run=run)
 
@@ -201,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
             return _usage(f"cannot open prices {args.prices}: {e.strerror or e}")
         except JobValidationError as e:
             return _bad_content(f"prices {args.prices} are invalid: {_shown(list(e.issues))}")
-    policy = Policy(engine=args.engine, time_limit_s=args.time_limit, seed=args.seed)
+    policy = Policy(engine=args.engine, time_limit_s=args.time_limit, seed=args.seed, plan=not args.no_plan)
     try:
         decision = place(
             results, cluster, policy, now=now, queues=options.queues, reservations=reservations, prices=prices
@@ -252,12 +257,22 @@ def decision_table(decision: Any) -> str:
         for p in decision.pending:
             first = p.reasons[0] if p.reasons else None
             lines.append(f"  {p.job}: {first.code}: {first.message}" if first else f"  {p.job}")
+            lines.extend(f"    {r.code}: {r.message}" for r in p.reasons[1:] if r.code == "PLANNED_START")
     if decision.rejected:
         lines.append("")
         lines.append(f"rejected ({len(decision.rejected)}):")
         for r in decision.rejected:
             e = r.errors[0] if r.errors else {}
             lines.append(f"  {r.job}: {e.get('path', '')}: {e.get('message', '')} [{e.get('code', '')}]")
+    holds = [h for h in decision.reservations if h.kind != "reservation"]
+    if holds:
+        lines.append("")
+        lines.append(f"planned ({len(holds)}):")
+        for h in holds:
+            nodes = ",".join(dict.fromkeys(r.node for r in h.replicas))
+            until = h.end.isoformat() if h.end else "open end"
+            start = h.start.isoformat() if h.start else "?"
+            lines.append(f"  {h.job}: {h.kind} {start} .. {until} on {nodes} ({_gpu_text(h.replicas)} GPUs)")
     if decision.preemptions:
         lines.append("")
         lines.append(f"preemptions ({len(decision.preemptions)}):")

@@ -96,8 +96,9 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def solve(engine: str) -> Solve:
-    """``solve(jobs, cluster, *, now=NOW, time_limit_s=2.0, seed=0, queues=None, prices=None) -> Decision``,
-    checked."""
+    """``solve(jobs, cluster, *, now=NOW, time_limit_s=2.0, seed=0, queues=None, prices=None,
+    reproducible=False) -> Decision``, checked. ``reproducible`` is ``Policy.reproducible``: CP-SAT's
+    answers are machine-independent only with it (``docs/solver.md``, *Determinism*)."""
     from solver.engine import place
     from solver.policy import Policy
 
@@ -110,8 +111,9 @@ def solve(engine: str) -> Solve:
         seed: int = 0,
         queues: Mapping[str, QueueConfig] | None = None,
         prices: PriceCatalog | None = None,
+        reproducible: bool = False,
     ) -> Decision:
-        policy = Policy(engine=engine, time_limit_s=time_limit_s, seed=seed)
+        policy = Policy(engine=engine, time_limit_s=time_limit_s, seed=seed, reproducible=reproducible)
         with no_hang(time_limit_s + HANG_GUARD_S):
             decision = place(list(jobs), cluster, policy, now=now, queues=queues, prices=prices)
         assert_valid(decision, jobs, cluster, now, queues=queues, prices=prices)

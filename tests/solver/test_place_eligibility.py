@@ -49,19 +49,36 @@ def test_not_before_in_the_future_must_not_place(solve: Solve) -> None:
     later = NOW + timedelta(minutes=5)
     d = solve([job("early", 1, not_before=later)], cluster_of(dgx_h100(2)))
     assert d.placement_of("early") is None
-    assert reason_codes(d, "early") == ["NOT_BEFORE"]
+    assert reason_codes(d, "early") == ["NOT_BEFORE", "PLANNED_START"]
     r = d.pending[0].reasons[0]
     assert r.details["not_before"] == later.isoformat()
     assert later.isoformat() in r.message
+    # Nothing else competes: the plan starts exactly at not_before (conservative backfill, phase 9).
+    [hold] = d.reservations
+    assert (hold.job, hold.kind, hold.start) == ("early", "plan", later)
 
 
 def test_not_before_job_leaves_its_room_to_others(solve: Solve) -> None:
     c = cluster_of(dgx_h100(1))
-    d = solve(
-        [job("early", 8, priority_class="reserved", not_before=NOW + timedelta(hours=1)), job("now", 8)], c
-    )
+    # "now" ends (30 min) before "early" may start (1 h): backfilling it delays nothing.
+    early = job("early", 8, priority_class="reserved", not_before=NOW + timedelta(hours=1))
+    d = solve([early, job("now", 8, duration_s=1800)], c)
     assert nodes_of(d, "now") == ["dgx-h100"]
-    assert reason_codes(d, "early") == ["NOT_BEFORE"]
+    assert reason_codes(d, "early")[0] == "NOT_BEFORE"
+    assert [(h.job, h.start) for h in d.reservations] == [("early", NOW + timedelta(hours=1))]
+
+
+def test_not_before_plan_is_not_delayed_by_a_longer_lower_priority_job(solve: Solve) -> None:
+    # The same, but "now" runs 2 h (or for an unknown time): started now, it would still hold the node's
+    # 8 GPUs when "early" (reserved, higher priority) is planned to start. Conservative backfill refuses.
+    c = cluster_of(dgx_h100(1))
+    early = job("early", 8, priority_class="reserved", not_before=NOW + timedelta(hours=1))
+    for now_job in (job("now", 8, duration_s=7200), job("now", 8)):
+        d = solve([early, now_job], c)
+        assert d.placement_of("now") is None
+        assert reason_codes(d, "now") == ["BACKFILL_WOULD_DELAY"]
+        assert d.pending[[p.job for p in d.pending].index("now")].reasons[0].details["job"] == "early"
+        assert [(h.job, h.start) for h in d.reservations] == [("early", NOW + timedelta(hours=1))]
 
 
 # -- dependencies ----------------------------------------------------------------------------------------
@@ -106,5 +123,12 @@ def test_workflow_example_chain(solve: Solve) -> None:
     assert [r.id for r in rs] == ["finetune-prep", "finetune-train"]
     d = solve(rs, cluster_of(cpu_nodes(1), dgx_h100(1)))
     assert d.placement_of("finetune-prep") is not None
-    assert reason_codes(d, "finetune-train") == ["DEPENDENCY_UNMET"]
+    assert reason_codes(d, "finetune-train") == ["DEPENDENCY_UNMET", "PLANNED_START"]
     assert d.pending[0].reasons[0].details["job"] == "finetune-prep"
+    # The next step's capacity is held from the end of the current one: prep runs 1800 s.
+    [hold] = d.reservations
+    assert (hold.job, hold.kind, hold.start) == ("finetune-train", "workflow", NOW + timedelta(seconds=1800))
+    assert hold.end == hold.start + timedelta(seconds=7200)
+    assert (
+        sorted(hold.replicas[0].gpus) == sorted(hold.replicas[0].gpus[:2]) and len(hold.replicas[0].gpus) == 2
+    )

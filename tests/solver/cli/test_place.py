@@ -24,6 +24,8 @@ from solver.decision import Decision
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
 H100 = str(EXAMPLES / "clusters" / "h100-training.yaml")
+#: The decision time of the documented example (docs/decision.md).
+DOC_NOW = "2026-01-01T00:00:00Z"
 ALL_JOBS = [str(p) for p in sorted((EXAMPLES / "jobs").iterdir())]
 EXAMPLE_IDS = {
     "train-llama-70b",
@@ -91,10 +93,12 @@ def test_example_decision_passes_the_checker(capsys: pytest.CaptureFixture[str])
     from solver.jobs import read_files
     from topology.load import load_cluster
 
-    rc, out = run_json(capsys, "--cluster", H100, "--jobs", *ALL_JOBS, "--engine", "greedy")
+    # The checker is given the decision's own time: plans (rule 18) are relative to it.
+    rc, out = run_json(capsys, "--cluster", H100, "--jobs", *ALL_JOBS, "--engine", "greedy", "--now", DOC_NOW)
     assert rc == 0
     jobs = [r.job for r in read_files(ALL_JOBS) if r.job is not None]
-    assert check(Decision.model_validate(out), jobs, load_cluster(H100)) == []
+    now = place_cli.parse_rfc3339(DOC_NOW)
+    assert check(Decision.model_validate(out), jobs, load_cluster(H100), now=now) == []
 
 
 def test_example_batch_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -329,6 +333,7 @@ def test_decision_schema_uses_the_fixed_names() -> None:
         "pending",
         "rejected",
         "stats",
+        "now",
     }
     eviction = s["$defs"]["Eviction"]["properties"]
     assert "for" in eviction and "for_" not in eviction
@@ -382,7 +387,9 @@ def test_doc_example_is_what_placer_place_prints(capsys: pytest.CaptureFixture[s
     text = DOC.read_text()
     block = text.split("```json\n", 1)[1].split("\n```", 1)[0]
     documented = json.loads(block)
-    rc, fresh = run_json(capsys, "--cluster", H100, "--jobs", *ALL_JOBS, "--engine", "greedy")
+    rc, fresh = run_json(
+        capsys, "--cluster", H100, "--jobs", *ALL_JOBS, "--engine", "greedy", "--now", DOC_NOW
+    )
     assert rc == 0
     for d in (documented, fresh):
         for key in ("build_s", "solve_s", "wall_s"):

@@ -1,0 +1,351 @@
+"""Phase 9: planned starts for jobs that cannot start now, and the conservative-backfill rule.
+
+Why: a big gang that waits for GPUs to free up would otherwise wait forever behind a stream of small jobs
+that keep taking whatever frees up first. Slurm and Flux answer this with *conservative backfill*, and so
+does placer: every job that cannot start now gets a planned start time and the exact resources held for
+it then (a :class:`~solver.decision.Hold` of kind ``plan``, or ``workflow`` when it waits for a workflow
+step), computed in priority order on the cluster's timeline; work of lower priority may start now only
+where it does not delay any of those planned starts.
+
+The timeline knows when things end: running jobs at their ``expected_end``, jobs placed now and planned
+jobs after their expected duration (``ext_ml_timeout_seconds``, Flux ``duration``, SSS ``WallDuration``).
+Without one, a job is assumed to run forever (it never frees anything, and a plan without a duration
+holds its resources for good).
+
+How (decide first, act second):
+
+1. :func:`plan_holds` takes the jobs left pending for lack of capacity (or waiting on a workflow step or
+   ``not_before``), highest priority first, and finds for each the earliest time ``T > now`` when it fits
+   for its whole duration: on the cluster as it will be at ``T`` (running jobs that have ended by then
+   released; jobs placed now of at least its priority, and earlier plans alive in the window, held).
+   The fit test is the engine itself (greedy, one job), so every placement rule holds for plans too.
+   Jobs placed now of *lower* priority are ignored: a plan is where the job would go if they had not
+   been started, which is what "do not delay" means.
+2. :func:`settle` walks the plans in time order and, at each planned start, adds everything alive then
+   (running jobs, placements, plans) by priority; a placement of lower priority that no longer fits is a
+   *conflict*: it would delay the plan.
+3. The caller (:func:`solver.engine.place`) decides once more with conflicting jobs kept off held nodes,
+   re-plans, and finally moves any remaining conflict to pending with ``BACKFILL_WOULD_DELAY``.
+
+>>> from solver.jobs.model import Job
+>>> rank_of(Job(id="a", priority=5)) > rank_of(Job(id="b"))
+True
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from solver.decision import Decision, Hold, JobPlacement, Reason, ReplicaPlacement, as_running
+from solver.jobs.model import DependencyCondition, Job, LabelRule
+from solver.preempt import job_rank
+from topology import Cluster, RunningJob, TopologyError
+
+#: Pending reasons that planning answers: the job is waiting for capacity, a workflow step or a time.
+PLANNABLE = frozenset(
+    {
+        "INSUFFICIENT_CAPACITY",
+        "NO_NVLINK_DOMAIN",
+        "NO_TPU_SLICE",
+        "LOST_TO_HIGHER_PRIORITY",
+        "DEPENDENCY_UNMET",
+        "NOT_BEFORE",
+        "BACKFILL_WOULD_DELAY",
+    }
+)
+#: Candidate start times tried per job (the earliest ones): bounds the cost on a long timeline.
+MAX_TIMES = 64
+
+Rank = int
+
+
+def rank_of(job: Job) -> Rank:
+    """Priority as conservative backfill compares it: class (OJS ML §8.1), then numeric priority — the
+    same order as preemption's (:func:`solver.preempt.job_rank`)."""
+    return job_rank(job)
+
+
+def ends(start: datetime, duration_s: float | None) -> datetime | None:
+    """When a job started at ``start`` is expected to end (None: never, as far as placer knows)."""
+    return None if duration_s is None else start + timedelta(seconds=duration_s)
+
+
+@dataclass(eq=False)
+class Busy:
+    """Something that holds capacity over ``[start, end)``: a placement made now or a plan.
+
+    ``alloc`` (the replicas as a running job the topology accounts) is built on first use: most of the
+    thousands of placements of a big decision are never looked at by planning."""
+
+    job: str
+    replicas: list[ReplicaPlacement]
+    start: datetime
+    end: datetime | None
+    rank: Rank
+    kind: str  # "placed" or "hold"
+    _alloc: RunningJob | None = field(default=None, repr=False)
+
+    @property
+    def alloc(self) -> RunningJob:
+        if self._alloc is None:
+            self._alloc = as_running(f"{self.kind}:{self.job}", self.replicas)
+        return self._alloc
+
+    @property
+    def locations(self) -> set[str]:
+        """Nodes and TPU pods it touches (what "the same place" means for a conflict)."""
+        return {f"pod:{r.tpu_pod}" if r.tpu_pod else r.node for r in self.replicas}
+
+    def alive(self, t0: datetime, t1: datetime | None) -> bool:
+        """Whether it holds anything during ``[t0, t1)`` (``t1`` None: forever)."""
+        return (t1 is None or self.start < t1) and (self.end is None or self.end > t0)
+
+
+@dataclass
+class Timeline:
+    """The cluster over time: running jobs until their expected end, placements and plans as :class:`Busy`."""
+
+    cluster: Cluster  # running jobs not evicted by the decision
+    now: datetime
+    busy: list[Busy] = field(default_factory=list)
+    _released: dict[datetime, Cluster] = field(default_factory=dict)
+
+    def running_end(self, job: str) -> datetime | None:
+        return self.cluster.running_job(job).expected_end
+
+    def base_at(self, t: datetime) -> Cluster:
+        """The cluster at ``t`` with only the running jobs still running then."""
+        if t not in self._released:
+            gone = [
+                r.job
+                for r in self.cluster.running_jobs()
+                if r.expected_end is not None and r.expected_end <= t
+            ]
+            self._released[t] = self.cluster.release(*gone) if gone else self.cluster
+        return self._released[t]
+
+    def view(self, t0: datetime, t1: datetime | None, *, at_least: Rank | None = None) -> Cluster:
+        """The cluster a job running over ``[t0, t1)`` sees: running jobs alive at ``t0`` (those alive
+        later are alive at ``t0`` too, nothing running starts later), and every placement or plan alive
+        in the window (placements of rank below ``at_least`` left out)."""
+        held = [
+            b.alloc
+            for b in self.busy
+            if b.alive(t0, t1) and (at_least is None or b.kind == "hold" or b.rank >= at_least)
+        ]
+        base = self.base_at(t0)
+        return base.with_allocations(held) if held else base
+
+    def event_times(self, after: datetime) -> list[datetime]:
+        """Times after ``after`` when something is expected to end (where a fit can first appear)."""
+        out = {r.expected_end for r in self.cluster.running_jobs() if r.expected_end is not None}
+        out |= {b.end for b in self.busy if b.end is not None}
+        return sorted(t for t in out if t > after)[:MAX_TIMES]
+
+    def ending_at(self, t: datetime) -> list[str]:
+        """Ids of running jobs and placements expected to end exactly at ``t`` (what a plan waits for)."""
+        out = [r.job for r in self.cluster.running_jobs() if r.expected_end == t]
+        out += [b.job for b in self.busy if b.end == t and b.kind == "placed"]
+        return sorted(out)
+
+
+Fit = Callable[[Job, Cluster, datetime], JobPlacement | None]
+
+
+def earliest_start(
+    job: Job, not_before: datetime, line: Timeline, fit: Fit, deadline: float = float("inf")
+) -> tuple[datetime, JobPlacement] | None:
+    """The earliest ``T >= not_before``, ``T > now``, at which ``job`` fits for its whole duration, and
+    where; None when no candidate time works (or the job's duration is unknown and nothing ever frees)."""
+    times = (
+        sorted({not_before} | set(line.event_times(not_before)))
+        if not_before > line.now
+        else line.event_times(line.now)
+    )
+    rank = rank_of(job)
+    for t in times:
+        if time.perf_counter() > deadline:
+            return None
+        try:
+            view = line.view(t, ends(t, job.duration_s), at_least=rank)
+        except TopologyError:
+            continue  # the timeline itself does not fit at t (cannot happen for a settled timeline)
+        where = fit(job, view, t)
+        if where is not None:
+            return t, where
+    return None
+
+
+def dependency_floor(
+    job: Job, line: Timeline, holds: Mapping[str, Busy], placed: Mapping[str, Busy], batch: Iterable[str]
+) -> tuple[datetime, bool] | None:
+    """The earliest time the job's dependencies allow, and whether any dependency set it (a workflow
+    step); None when a dependency's time is unknown (it has no plan yet, or no expected end)."""
+    floor = max(line.now, job.not_before or line.now)
+    workflow = False
+    in_batch = set(batch)
+    running = {r.job for r in line.cluster.running_jobs()}
+    for dep in job.dependencies:
+        if dep.condition is DependencyCondition.FAILURE:
+            return None  # whether the other job fails cannot be planned
+        if dep.job in running:
+            if dep.condition is DependencyCondition.START:
+                continue
+            t = line.running_end(dep.job)
+        elif dep.job in placed or dep.job in holds:
+            b = placed.get(dep.job) or holds[dep.job]
+            t = b.start if dep.condition is DependencyCondition.START else b.end
+        elif dep.job in in_batch:
+            return None  # waits for a job without a plan
+        else:
+            continue  # not running and not pending: it already ran
+        if t is None:
+            return None
+        workflow = True
+        floor = max(floor, t)
+    return floor, workflow
+
+
+@dataclass
+class Plans:
+    """What planning found: holds per job id and the reason text to add to each planned job."""
+
+    holds: dict[str, Busy] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    after: dict[str, list[str]] = field(default_factory=dict)
+    placements: dict[str, JobPlacement] = field(default_factory=dict)
+
+
+def plan_holds(
+    decision: Decision,
+    jobs: Mapping[str, Job],
+    line: Timeline,
+    fit: Fit,
+    *,
+    deadline: float,
+    closed_nodes: Callable[[Job, datetime, datetime | None], list[str]] = lambda j, a, b: [],
+    batch_ids: Iterable[str] = (),
+) -> Plans:
+    """Plans for the decision's plannable pending jobs, highest priority first (ties: submit time, id),
+    until ``deadline`` (``time.perf_counter()``); a job whose dependency has no plan yet waits for the
+    next sweep. ``closed_nodes(job, t0, t1)``: nodes the job may not use in a window (held reservations).
+    ``batch_ids``: every job of the batch: a dependency on one that has no plan (it cannot run, or
+    waits for something else) leaves the dependent without a plan too."""
+    out = Plans()
+    placed = {b.job: b for b in line.busy if b.kind == "placed"}
+    waiting = [
+        jobs[p.job]
+        for p in decision.pending
+        if p.job in jobs and p.reasons and all(r.code in PLANNABLE for r in p.reasons)
+    ]
+    waiting.sort(key=lambda j: (-rank_of(j), j.submit_time or line.now, j.id))
+    batch = set(batch_ids) | {j.id for j in waiting}
+    for _ in range(3):  # sweeps: a workflow step is planned once the step it waits for has a plan
+        progress = False
+        for job in waiting:
+            if job.id in out.holds or time.perf_counter() > deadline:
+                continue
+            floor = dependency_floor(job, line, out.holds, placed, batch)
+            if floor is None:
+                continue
+            t_min, workflow = floor
+            probe = job.model_copy(update={"dependencies": [], "not_before": None})
+            closed = closed_nodes(job, t_min, None)
+            if closed:
+                rule = LabelRule(key="hostname", operator="NotIn", values=closed)
+                probe = probe.model_copy(
+                    update={
+                        "placement": probe.placement.model_copy(
+                            update={"required": [*probe.placement.required, rule]}
+                        )
+                    }
+                )
+            found = earliest_start(probe, t_min, line, fit, deadline)
+            if found is None:
+                continue
+            t, where = found
+            busy = Busy(
+                job.id,
+                list(where.replicas),
+                t,
+                ends(t, job.duration_s),
+                rank_of(job),
+                "hold",
+            )
+            line.busy.append(busy)
+            out.holds[job.id] = busy
+            out.kinds[job.id] = "workflow" if workflow else "plan"
+            out.after[job.id] = line.ending_at(t)
+            out.placements[job.id] = where
+            progress = True
+        if not progress:
+            break
+    return out
+
+
+def settle(line: Timeline) -> tuple[set[str], set[str]]:
+    """Walk the planned starts in time order, adding everything alive at each by priority; return the
+    placements that do not fit (conflicts: they would delay a plan) and the plans that do not (dropped).
+
+    Why only at planned starts: jobs start only now (where the decision is already feasible) or at a
+    planned start, so capacity use peaks there. Removing items never breaks an earlier point, so one pass
+    in time order settles the whole timeline.
+    """
+    conflicts: set[str] = set()
+    dropped: set[str] = set()
+    for t in sorted({b.start for b in line.busy if b.kind == "hold"}):
+        out = conflicts | dropped
+        alive = [b for b in line.busy if b.alive(t, None) and b.start <= t and b.job not in out]
+        # Only what shares a node or TPU pod with a plan alive at t can conflict: placements alone were
+        # feasible together now, and fewer jobs run at t than now. Those are added in one step.
+        held = {loc for b in alive if b.kind == "hold" for loc in b.locations}
+        calm = [b.alloc for b in alive if b.kind == "placed" and not (b.locations & held)]
+        view = line.base_at(t)
+        view = view.with_allocations(calm) if calm else view
+        # The rest by priority; at equal priority a placement (already running) before a plan.
+        contested = [b for b in alive if b.kind == "hold" or b.locations & held]
+        contested.sort(key=lambda b: (-b.rank, b.kind != "placed", b.job))
+        for b in contested:
+            try:
+                view = view.with_allocations([b.alloc])
+            except TopologyError:
+                (conflicts if b.kind == "placed" else dropped).add(b.job)
+    line.busy = [b for b in line.busy if b.job not in conflicts | dropped]
+    return conflicts, dropped
+
+
+def planned_reason(job: str, busy: Busy, after: Sequence[str]) -> Reason:
+    """What would change the outcome: the job fits at its planned start, after these jobs end."""
+    nodes = sorted({r.tpu_pod or r.node for r in busy.replicas})
+    when = busy.start.isoformat()
+    if after:
+        names = ", ".join(after[:5]) + (f" and {len(after) - 5} more" if len(after) > 5 else "")
+        message = (
+            f"fits after {names} end{'s' if len(after) == 1 else ''} at {when}; capacity is held for it then"
+        )
+    else:
+        message = f"planned to start at {when}; capacity is held for it then"
+    return Reason(
+        code="PLANNED_START",
+        message=message,
+        details={"start": when, "after": list(after), "nodes": nodes},
+    )
+
+
+def backfill_reason(job: str, hold_job: str, hold: Busy) -> Reason:
+    """A job that fits now only where a job of higher priority is planned, and would still run then."""
+    return Reason(
+        code="BACKFILL_WOULD_DELAY",
+        message=(
+            f"fits now only on capacity held for {hold_job!r} from {hold.start.isoformat()}, and would still "
+            "be running then (conservative backfill: lower-priority work must not delay a planned start)"
+        ),
+        details={"job": hold_job, "start": hold.start.isoformat()},
+    )
+
+
+def hold_of(job: str, busy: Busy, kind: str, placement: JobPlacement) -> Hold:
+    return Hold(job=job, start=busy.start, end=busy.end, replicas=list(placement.replicas), kind=kind)  # type: ignore[arg-type]

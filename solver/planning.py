@@ -1,0 +1,259 @@
+"""Phase 9 driver: decide now, plan the rest, and keep lower-priority work off planned capacity.
+
+:func:`with_plans` wraps the core decision (``decide`` or the reservation phases) and
+:mod:`solver.backfill`:
+
+1. decide now with most of the time limit (``Policy.plan_share`` is kept for planning);
+2. plan every waiting job (:func:`solver.backfill.plan_holds`) and settle the timeline
+   (:func:`solver.backfill.settle`); when a job started now would delay a plan of higher priority,
+3. decide once more with each job of lower priority kept off the nodes held for plans it would overlap
+   (a ``hostname NotIn`` rule: the whole node, which is conservative when a plan holds part of it), and
+4. re-plan; any conflict left is moved to pending with ``BACKFILL_WOULD_DELAY`` (and an eviction made only
+   for it is withdrawn), then plans are made again until nothing conflicts.
+
+Every step only removes work or adds plans, so the result is valid at each planned start; the checker
+verifies it (rule 18, :mod:`solver.checks.plans`). Planning stops at the deadline: jobs without a plan
+then are simply not protected in this cycle.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from solver.backfill import (
+    PLANNABLE,
+    Busy,
+    Fit,
+    Plans,
+    Timeline,
+    backfill_reason,
+    ends,
+    hold_of,
+    plan_holds,
+    planned_reason,
+    rank_of,
+    settle,
+)
+from solver.decision import Decision, JobPlacement, PendingJob
+from solver.jobs.model import Job, LabelRule, ReadResult
+from solver.policy import Policy
+from solver.preempt import escalated
+from topology import Cluster
+
+Core = Callable[[Sequence[Job | ReadResult], float], Decision]
+
+
+def with_plans(
+    core: Core, items: Sequence[Job | ReadResult], cluster: Cluster, policy: Policy, *, now: datetime
+) -> Decision:
+    """The core decision with plans (``Hold`` kind ``plan``/``workflow`` in ``reservations``) and the
+    conservative-backfill rule applied; see the module docstring."""
+    t0 = time.perf_counter()
+    limit = policy.time_limit_s
+    reserve = min(limit * policy.plan_share, policy.plan_max_s)
+    decision = core(items, max(0.05, limit - reserve))
+    jobs = jobs_by_id(items, now)
+    if not any(_plannable(p, jobs) for p in decision.pending):
+        return decision
+    deadline = t0 + limit - 0.02
+    if time.perf_counter() > deadline - 0.01:
+        return decision  # no time left to plan: the core decision stands, unprotected this cycle
+
+    def fit(job: Job, view: Cluster, t: datetime) -> JobPlacement | None:
+        from solver.engine import decide
+
+        left = deadline - time.perf_counter()
+        probe = policy.model_copy(
+            update={"engine": "greedy", "time_limit_s": max(0.05, left), "preemption": False, "verify": False}
+        )
+        d = decide([job], view, probe, now=t)
+        return d.placements[0] if d.placements else None
+
+    plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline)
+    left = deadline - time.perf_counter()
+    if conflicts and left > 0.1:
+        # 3. once more, lower-priority jobs kept off the nodes held for plans they would overlap.
+        restricted = [_keep_off(item, jobs, plans, now) for item in items]
+        first = decision
+        decision = core(restricted, max(0.05, left * 0.5))
+        _blame_backfill(decision, first, conflicts, plans, jobs)
+        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline)
+    for _ in range(4):  # 4. anything still in the way waits; plan again on what is left
+        if not conflicts:
+            break
+        decision = _withdraw(decision, conflicts, plans, jobs)
+        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline)
+    if conflicts:  # out of rounds: the safe answer is to start none of them
+        decision = _withdraw(decision, conflicts, plans, jobs)
+        plans = Plans()
+    _attach(decision, plans)
+    decision.stats.wall_s = round(time.perf_counter() - t0, 6)
+    return decision
+
+
+def jobs_by_id(items: Sequence[Job | ReadResult], now: datetime) -> dict[str, Job]:
+    """The batch's jobs by id, as they count now (escalated, OJS ML §8.4)."""
+    out: dict[str, Job] = {}
+    for item in items:
+        job = item.job if isinstance(item, ReadResult) else item
+        if job is not None:
+            out[job.id] = escalated(job, now)
+    return out
+
+
+def _plannable(p: PendingJob, jobs: dict[str, Job]) -> bool:
+    job = jobs.get(p.job)
+    return (
+        job is not None
+        and job.reservation is None
+        and bool(p.reasons)
+        and all(r.code in PLANNABLE for r in p.reasons)
+    )
+
+
+def _timeline(decision: Decision, jobs: dict[str, Job], cluster: Cluster, now: datetime) -> Timeline:
+    evicted = sorted({e.job for e in decision.preemptions})
+    base = cluster.release(*evicted) if evicted else cluster
+    line = Timeline(base, now)
+    for p in decision.placements:
+        job = jobs[p.job]
+        line.busy.append(
+            Busy(
+                p.job,
+                list(p.replicas),
+                now,
+                ends(now, job.duration_s),
+                rank_of(job),
+                "placed",
+            )
+        )
+    return line
+
+
+def _plan(
+    decision: Decision,
+    jobs: dict[str, Job],
+    cluster: Cluster,
+    now: datetime,
+    fit: Fit,
+    deadline: float,
+) -> tuple[Plans, set[str]]:
+    line = _timeline(decision, jobs, cluster, now)
+    held = _reservation_nodes(decision, now)
+    plannable = {p.job: jobs[p.job] for p in decision.pending if _plannable(p, jobs)}
+    plans = plan_holds(
+        decision,
+        plannable,
+        line,
+        fit,
+        deadline=deadline,
+        closed_nodes=held,
+        batch_ids=set(jobs) | {r.job for r in decision.rejected},
+    )
+    conflicts, dropped = settle(line)
+    for job in dropped:
+        for d in (plans.holds, plans.kinds, plans.after, plans.placements):
+            d.pop(job, None)
+    return plans, conflicts
+
+
+def _reservation_nodes(
+    decision: Decision, now: datetime
+) -> Callable[[Job, datetime, datetime | None], list[str]]:
+    """Nodes of declared reservations, closed to plans of other jobs while the reservation is held."""
+    holds = [h for h in decision.reservations if h.kind == "reservation"]
+
+    def closed(job: Job, t0: datetime, t1: datetime | None) -> list[str]:
+        return sorted({r.node for h in holds if h.end is None or h.end > t0 for r in h.replicas})
+
+    return closed
+
+
+def _keep_off(item: Job | ReadResult, jobs: dict[str, Job], plans: Plans, now: datetime) -> Job | ReadResult:
+    """The job with a rule keeping it off nodes held for higher-priority plans it would overlap."""
+    job = item.job if isinstance(item, ReadResult) else item
+    if job is None or job.id in plans.holds:
+        return item
+    mine = rank_of(jobs[job.id])
+    end = ends(now, job.duration_s)
+    nodes = sorted(
+        {
+            r.node
+            for h in plans.holds.values()
+            if h.rank > mine and (end is None or end > h.start)
+            for r in h.replicas
+            if r.tpu_pod is None
+        }
+    )
+    if not nodes:
+        return item
+    rule = LabelRule(key="hostname", operator="NotIn", values=nodes)
+    placement = job.placement.model_copy(update={"required": [*job.placement.required, rule]})
+    return job.model_copy(update={"placement": placement})
+
+
+def _withdraw(decision: Decision, conflicts: set[str], plans: Plans, jobs: dict[str, Job]) -> Decision:
+    """The decision without the conflicting placements: each waits with ``BACKFILL_WOULD_DELAY`` naming
+    the plan it would delay; an eviction made only for withdrawn jobs is withdrawn too."""
+    out = decision.model_copy(deep=True)
+    out.placements = [p for p in out.placements if p.job not in conflicts]
+    for job_id in sorted(conflicts):
+        holder, hold = _delayed_by(decision.placement_of(job_id), jobs[job_id], plans)
+        reasons = [backfill_reason(job_id, holder, hold)] if hold is not None else []
+        out.pending.append(PendingJob(job=job_id, reasons=reasons or [_generic_backfill()]))
+    kept = []
+    for e in out.preemptions:
+        e.for_ = [j for j in e.for_ if j not in conflicts]
+        if e.for_:
+            kept.append(e)
+    out.preemptions = kept
+    out.pending.sort(key=lambda p: p.job)
+    return out
+
+
+def _blame_backfill(
+    decision: Decision, first: Decision, conflicts: set[str], plans: Plans, jobs: dict[str, Job]
+) -> None:
+    """A job that started in the first decision and waits in the second waits because of the plan it
+    would delay, whatever the second decision (which saw it kept off held nodes) says. A job waiting in
+    both keeps the first decision's reasons: the keep-off rule is placer's, not the job's constraint."""
+    before = {p.job: p.reasons for p in first.pending}
+    for p in decision.pending:
+        if p.job in before:
+            p.reasons = [r.model_copy() for r in before[p.job]]
+        elif p.job in conflicts:
+            holder, hold = _delayed_by(first.placement_of(p.job), jobs[p.job], plans)
+            p.reasons = [backfill_reason(p.job, holder, hold) if hold is not None else _generic_backfill()]
+
+
+def _delayed_by(placement: JobPlacement | None, job: Job, plans: Plans) -> tuple[str, Busy | None]:
+    nodes = {f"pod:{r.tpu_pod}" if r.tpu_pod else r.node for r in placement.replicas} if placement else set()
+    mine = rank_of(job)
+    best: tuple[str, Busy | None] = ("", None)
+    for holder, h in sorted(plans.holds.items(), key=lambda kv: (kv[1].start, kv[0])):
+        where = h.locations
+        if h.rank > mine and where & nodes:
+            return holder, h
+    return best
+
+
+def _generic_backfill():  # type: ignore[no-untyped-def]
+    from solver.decision import Reason
+
+    return Reason(
+        code="BACKFILL_WOULD_DELAY",
+        message="starting now would delay the planned start of higher-priority work",
+        details={},
+    )
+
+
+def _attach(decision: Decision, plans: Plans) -> None:
+    """Plans into ``decision.reservations`` and a ``PLANNED_START`` reason on each planned job."""
+    for job_id in sorted(plans.holds):
+        busy = plans.holds[job_id]
+        decision.reservations.append(hold_of(job_id, busy, plans.kinds[job_id], plans.placements[job_id]))
+        for p in decision.pending:
+            if p.job == job_id:
+                p.reasons.append(planned_reason(job_id, busy, plans.after.get(job_id, [])))

@@ -1,0 +1,113 @@
+"""What would change the outcome: "fits if these running jobs were preemptible".
+
+A pending job's reason says why it waits; a backend (or the person reading it) also wants to know the
+smallest change that would let it run now. Three are cheap to compute, each in the module that knows it:
+
+* "fits if queue Q's budget allowed 8 more GPUs" — :func:`solver.explain.queue_budget`;
+* "fits after job X ends at T" — the plan's ``PLANNED_START`` reason (:func:`solver.backfill.planned_reason`);
+* "fits if 2 running jobs of lower priority were preemptible" — here: the job is placed (greedy, one job)
+  on the cluster as this decision leaves it, minus the running jobs of lower priority that nothing may
+  evict today (their ``preemptible`` flag is false, or they are ``on-demand`` without one; ``reserved``
+  jobs are never candidates, OJS ML §8.2). When it fits, the reason names the jobs under its placement.
+
+Only the highest-priority waiting jobs are examined (at most :data:`MAX_JOBS`), and only in the time the
+decision has left: the hint is a courtesy, never a cause of a missed deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from solver.decision import Decision, Reason, as_running
+from solver.jobs.model import Job
+from solver.policy import Policy
+from solver.preempt import is_preemptible, job_rank, rank
+from topology import Cluster, RunningJob
+
+#: Waiting for capacity: the reasons a preemptibility change can answer.
+CAPACITY = frozenset({"INSUFFICIENT_CAPACITY", "NO_NVLINK_DOMAIN", "NO_TPU_SLICE", "LOST_TO_HIGHER_PRIORITY"})
+#: Pending jobs examined per decision, highest priority first.
+MAX_JOBS = 8
+
+
+def shielded(cluster: Cluster, below: int, evicted: set[str]) -> list[RunningJob]:
+    """Running jobs of priority below ``below`` that nothing may evict today (and that are not reserved)."""
+    return [
+        rj
+        for rj in cluster.running_jobs()
+        if rj.job not in evicted
+        and rj.priority_class != "reserved"
+        and not is_preemptible(rj)
+        and rank(rj.priority_class, rj.priority) < below
+    ]
+
+
+def add_preemptible_hints(
+    decision: Decision, jobs: Mapping[str, Job], cluster: Cluster, policy: Policy, *, deadline: float
+) -> None:
+    """Append a ``FITS_IF_PREEMPTIBLE`` reason to waiting jobs that would fit if some running jobs of
+    lower priority were preemptible (see the module docstring). Stops at ``deadline``
+    (``time.perf_counter()``)."""
+    from solver.engine import decide
+
+    evicted = {e.job for e in decision.preemptions}
+    waiting = [
+        p
+        for p in decision.pending
+        if p.job in jobs and p.reasons and p.reasons[0].code in CAPACITY and jobs[p.job].reservation is None
+    ]
+    waiting.sort(key=lambda p: (-job_rank(jobs[p.job]), p.job))
+    base: Cluster | None = None
+    for p in waiting[:MAX_JOBS]:
+        if time.perf_counter() > deadline - 0.02:
+            return
+        job = jobs[p.job]
+        candidates = shielded(cluster, job_rank(job), evicted)
+        if not candidates:
+            continue
+        if base is None:  # the cluster as the decision leaves it: evictions gone, placements running
+            after = cluster.release(*sorted(evicted)) if evicted else cluster
+            placed = [as_running(f"placed:{q.job}", q.replicas) for q in decision.placements]
+            base = after.with_allocations(placed) if placed else after
+        view = base.release(*[rj.job for rj in candidates])
+        probe = job.model_copy(update={"dependencies": [], "not_before": None})
+        left = max(0.05, deadline - time.perf_counter())
+        quick = policy.model_copy(
+            update={"engine": "greedy", "time_limit_s": left, "preemption": False, "verify": False}
+        )
+        fit = decide([probe], view, quick, now=decision.now).placements
+        if not fit:
+            continue
+        needed = sorted(rj.job for rj in candidates if _under(rj, fit[0].replicas))
+        if needed:
+            p.reasons.append(_reason(needed))
+
+
+def _under(rj: RunningJob, replicas: list) -> bool:  # type: ignore[type-arg]
+    """Whether the running job holds something the placement uses: a GPU or TPU chip, or (CPU work)
+    a node it shares."""
+    for mine in rj.replicas:
+        for r in replicas:
+            if r.tpu_pod is not None:
+                same = r.tpu_pod == mine.tpu_pod
+                if same and {tuple(c) for c in r.tpu_chips} & {tuple(c) for c in mine.tpu_chips}:
+                    return True
+                continue
+            shares = not r.gpus or not mine.gpus or bool(set(r.gpus) & set(mine.gpus))
+            if r.node == mine.node and shares:
+                return True
+    return False
+
+
+def _reason(needed: list[str]) -> Reason:
+    names = ", ".join(needed[:5]) + (f" and {len(needed) - 5} more" if len(needed) > 5 else "")
+    n = len(needed)
+    return Reason(
+        code="FITS_IF_PREEMPTIBLE",
+        message=(
+            f"fits now if {n} running job{'s' if n > 1 else ''} of lower priority "
+            f"{'were' if n > 1 else 'was'} preemptible: {names}"
+        ),
+        details={"jobs": needed},
+    )
