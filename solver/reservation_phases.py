@@ -176,6 +176,7 @@ def place_with_reservations(
                             {
                                 "job": p.job,
                                 "queue": job.queue,
+                                "tenant": job.tenant,
                                 "priority_class": job.priority_class.value,
                                 "preemptible": False,
                                 "replicas": reps,
