@@ -34,6 +34,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -169,14 +170,26 @@ def earliest_start(
     for t in times:
         if time.perf_counter() > deadline:
             return None
+        end = ends(t, job.duration_s)
         try:
-            view = line.view(t, ends(t, job.duration_s), at_least=rank)
+            view = line.view(t, end, at_least=rank)
         except TopologyError:
             continue  # the timeline itself does not fit at t (cannot happen for a settled timeline)
         where = fit(job, view, t)
-        if where is not None:
-            return t, where
+        if where is None:
+            continue
+        # It fits at t if lower-priority work started now made way. Where it fits beside that work too,
+        # take that placement: the same start, and nothing started now has to wait for it.
+        if _lower_placed(line, rank, t, end):
+            # (TopologyError: earlier plans already displace some of that work: keep the first placement.)
+            with contextlib.suppress(TopologyError):
+                where = fit(job, line.view(t, end), t) or where
+        return t, where
     return None
+
+
+def _lower_placed(line: Timeline, rank: Rank, t0: datetime, t1: datetime | None) -> bool:
+    return any(b.kind == "placed" and b.rank < rank and b.alive(t0, t1) for b in line.busy)
 
 
 def dependency_floor(
@@ -217,6 +230,12 @@ class Plans:
     kinds: dict[str, str] = field(default_factory=dict)
     after: dict[str, list[str]] = field(default_factory=dict)
     placements: dict[str, JobPlacement] = field(default_factory=dict)
+    #: Declared reservations that start later, held from their start (``reservation:<id>``).
+    future: dict[str, Busy] = field(default_factory=dict)
+
+    def blocking(self) -> list[Busy]:
+        """Everything work started now must not run into: plans and reservations to come."""
+        return [*self.holds.values(), *self.future.values()]
 
 
 def plan_holds(
@@ -335,15 +354,26 @@ def planned_reason(job: str, busy: Busy, after: Sequence[str]) -> Reason:
     )
 
 
+def _holder(name: str) -> str:
+    if name.startswith("reservation:"):
+        return f"reservation {name.removeprefix('reservation:')!r}"
+    return f"job {name!r}"
+
+
 def backfill_reason(job: str, hold_job: str, hold: Busy) -> Reason:
     """A job that fits now only where a job of higher priority is planned, and would still run then."""
     return Reason(
         code="BACKFILL_WOULD_DELAY",
         message=(
-            f"fits now only on capacity held for {hold_job!r} from {hold.start.isoformat()}, and would still "
-            "be running then (conservative backfill: lower-priority work must not delay a planned start)"
+            f"fits now only on capacity held for {_holder(hold_job)} from {hold.start.isoformat()}, and "
+            "would still be running then (conservative backfill: lower-priority work must not delay a "
+            "planned start)"
         ),
-        details={"job": hold_job, "start": hold.start.isoformat()},
+        details=(
+            {"reservation": hold_job.removeprefix("reservation:"), "start": hold.start.isoformat()}
+            if hold_job.startswith("reservation:")
+            else {"job": hold_job, "start": hold.start.isoformat()}
+        ),
     )
 
 

@@ -99,10 +99,10 @@ def place(
         return decide(batch, cluster, within, now=now, queues=queues)
 
     with paused_gc():  # a full collection over a big snapshot would eat the deadline (solver/gc_pause.py)
-        if policy.plan and _may_plan(jobs, cluster):
+        if policy.plan and _may_plan(jobs, cluster, reservations or (), now):
             from solver.planning import with_plans
 
-            decision = with_plans(core, jobs, cluster, policy, now=now)
+            decision = with_plans(core, jobs, cluster, policy, now=now, reservations=reservations or ())
         else:
             decision = core(jobs, policy.time_limit_s)
         decision.now = now
@@ -116,9 +116,14 @@ def place(
     return decision
 
 
-def _may_plan(jobs: Sequence[Job | ReadResult], cluster: Cluster) -> bool:
-    """Whether any plan could exist: something on the timeline ends, or some job waits for a time or a
-    workflow step. Without any, planning is skipped and the core decision gets the whole time limit."""
+def _may_plan(
+    jobs: Sequence[Job | ReadResult], cluster: Cluster, reservations: Sequence[Reservation], now: datetime
+) -> bool:
+    """Whether any plan could exist: something on the timeline ends, some job waits for a time or a
+    workflow step, or a reservation starts later (work started now must not run into it). Without any,
+    planning is skipped and the core decision gets the whole time limit."""
+    if any(r.start is not None and r.start > now for r in reservations):
+        return True
     for item in jobs:
         job = item.job if isinstance(item, ReadResult) else item
         if job is not None and (job.duration_s is not None or job.not_before is not None or job.dependencies):

@@ -36,17 +36,24 @@ from solver.backfill import (
     rank_of,
     settle,
 )
-from solver.decision import Decision, JobPlacement, PendingJob
+from solver.decision import Decision, JobPlacement, PendingJob, ReplicaPlacement
 from solver.jobs.model import Job, LabelRule, ReadResult
 from solver.policy import Policy
 from solver.preempt import escalated
+from solver.reservations import Reservation
 from topology import Cluster
 
 Core = Callable[[Sequence[Job | ReadResult], float], Decision]
 
 
 def with_plans(
-    core: Core, items: Sequence[Job | ReadResult], cluster: Cluster, policy: Policy, *, now: datetime
+    core: Core,
+    items: Sequence[Job | ReadResult],
+    cluster: Cluster,
+    policy: Policy,
+    *,
+    now: datetime,
+    reservations: Sequence[Reservation] = (),
 ) -> Decision:
     """The core decision with plans (``Hold`` kind ``plan``/``workflow`` in ``reservations``) and the
     conservative-backfill rule applied; see the module docstring."""
@@ -55,7 +62,8 @@ def with_plans(
     reserve = min(limit * policy.plan_share, policy.plan_max_s)
     decision = core(items, max(0.05, limit - reserve))
     jobs = jobs_by_id(items, now)
-    if not any(_plannable(p, jobs) for p in decision.pending):
+    later = any(r.start is not None and r.start > now for r in reservations)
+    if not later and not any(_plannable(p, jobs) for p in decision.pending):
         return decision
     deadline = t0 + limit - 0.02
     if time.perf_counter() > deadline - 0.01:
@@ -71,20 +79,20 @@ def with_plans(
         d = decide([job], view, probe, now=t)
         return d.placements[0] if d.placements else None
 
-    plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline)
+    plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations)
     left = deadline - time.perf_counter()
     if conflicts and left > 0.1:
         # 3. once more, lower-priority jobs kept off the nodes held for plans they would overlap.
-        restricted = [_keep_off(item, jobs, plans, now) for item in items]
+        restricted = [_keep_off(item, jobs, plans, now, cluster) for item in items]
         first = decision
         decision = core(restricted, max(0.05, left * 0.5))
         _blame_backfill(decision, first, conflicts, plans, jobs)
-        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline)
+        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations)
     for _ in range(4):  # 4. anything still in the way waits; plan again on what is left
         if not conflicts:
             break
         decision = _withdraw(decision, conflicts, plans, jobs)
-        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline)
+        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations)
     if conflicts:  # out of rounds: the safe answer is to start none of them
         decision = _withdraw(decision, conflicts, plans, jobs)
         plans = Plans()
@@ -139,8 +147,11 @@ def _plan(
     now: datetime,
     fit: Fit,
     deadline: float,
+    reservations: Sequence[Reservation] = (),
 ) -> tuple[Plans, set[str]]:
     line = _timeline(decision, jobs, cluster, now)
+    future = _future_reservations(line, reservations)
+    line.busy.extend(future.values())
     held = _reservation_nodes(decision, now)
     plannable = {p.job: jobs[p.job] for p in decision.pending if _plannable(p, jobs)}
     plans = plan_holds(
@@ -152,11 +163,55 @@ def _plan(
         closed_nodes=held,
         batch_ids=set(jobs) | {r.job for r in decision.rejected},
     )
+    plans.future = future
     conflicts, dropped = settle(line)
     for job in dropped:
+        future.pop(job, None)
         for d in (plans.holds, plans.kinds, plans.after, plans.placements):
             d.pop(job, None)
     return plans, conflicts
+
+
+#: Reservations outrank every job: nothing started now may run into one that starts later.
+RESERVATION_RANK = 10**12
+
+
+def _future_reservations(line: Timeline, reservations: Sequence[Reservation]) -> dict[str, Busy]:
+    """Reservations that start later, as holds from their start: the GPUs (whole nodes: all their free
+    capacity) they will hold, among those free of running work then. Work started now that would still
+    run at a reservation's start is lower-priority work delaying it, which backfill forbids."""
+    out: dict[str, Busy] = {}
+    for r in reservations:
+        if r.start is None or r.start <= line.now or (r.end is not None and r.end <= r.start):
+            continue
+        at = line.base_at(r.start)
+        replicas = []
+        for node in r.node_names:
+            if not at.has_node(node):
+                continue
+            free = list(at.free_gpus(node))
+            if r.nodes:
+                f = at.free(node)
+                replicas.append(
+                    ReplicaPlacement(
+                        node=node, gpus=free, cpu_cores=max(0.0, f.cpu_cores), memory_gb=max(0.0, f.memory_gb)
+                    )
+                )
+            else:
+                # Which GPUs a count reservation will take is open: prefer those no placement still holds.
+                busy = {
+                    g
+                    for b in line.busy
+                    if b.kind == "placed" and b.alive(r.start, None)
+                    for x in b.replicas
+                    if x.node == node
+                    for g in x.gpus
+                }
+                free.sort(key=lambda g: (g in busy, g))
+                replicas.append(ReplicaPlacement(node=node, gpus=sorted(free[: r.gpus[node]])))
+        name = f"reservation:{r.id}"
+        out[name] = Busy(name, replicas, r.start, r.end, RESERVATION_RANK, "hold")
+    return out
 
 
 def _reservation_nodes(
@@ -171,21 +226,29 @@ def _reservation_nodes(
     return closed
 
 
-def _keep_off(item: Job | ReadResult, jobs: dict[str, Job], plans: Plans, now: datetime) -> Job | ReadResult:
-    """The job with a rule keeping it off nodes held for higher-priority plans it would overlap."""
+def _keep_off(
+    item: Job | ReadResult, jobs: dict[str, Job], plans: Plans, now: datetime, cluster: Cluster
+) -> Job | ReadResult:
+    """The job with a rule keeping it off nodes held for higher-priority plans (or later reservations)
+    it would still be running at, where the GPUs free now outside the hold are too few for one of its
+    replicas. Where enough stay free beside the hold, the node stays open: the final settle catches
+    the rare case of several such jobs stacking up there."""
     job = item.job if isinstance(item, ReadResult) else item
     if job is None or job.id in plans.holds:
         return item
     mine = rank_of(jobs[job.id])
     end = ends(now, job.duration_s)
+    need = max((g.gpu.count for g in job.tasks if g.gpu is not None), default=0)
+    held: dict[str, set[int]] = {}
+    for h in plans.blocking():
+        if h.rank > mine and (end is None or end > h.start):
+            for r in h.replicas:
+                if r.tpu_pod is None:
+                    held.setdefault(r.node, set()).update(r.gpus)
     nodes = sorted(
-        {
-            r.node
-            for h in plans.holds.values()
-            if h.rank > mine and (end is None or end > h.start)
-            for r in h.replicas
-            if r.tpu_pod is None
-        }
+        n
+        for n, gpus in held.items()
+        if not cluster.has_node(n) or len(set(cluster.free_gpus(n)) - gpus) < max(need, 1)
     )
     if not nodes:
         return item
@@ -232,7 +295,8 @@ def _delayed_by(placement: JobPlacement | None, job: Job, plans: Plans) -> tuple
     nodes = {f"pod:{r.tpu_pod}" if r.tpu_pod else r.node for r in placement.replicas} if placement else set()
     mine = rank_of(job)
     best: tuple[str, Busy | None] = ("", None)
-    for holder, h in sorted(plans.holds.items(), key=lambda kv: (kv[1].start, kv[0])):
+    for h in sorted(plans.blocking(), key=lambda b: (b.start, b.job)):
+        holder = h.job
         where = h.locations
         if h.rank > mine and where & nodes:
             return holder, h

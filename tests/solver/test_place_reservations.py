@@ -17,9 +17,10 @@ from tests.solver.conftest import NOW, assert_valid, pending_reason
 from topology import cluster_of, dgx_h100
 
 
-def _job(job_id: str, gpus: int, reservation: str | None = None) -> Job:
+def _job(job_id: str, gpus: int, reservation: str | None = None, hours: float | None = None) -> Job:
     ref = ReservationRef(id=reservation) if reservation else None
-    return Job(id=job_id, reservation=ref, tasks=[TaskGroup(gpu=GpuDemand(count=gpus))])
+    duration = None if hours is None else hours * 3600
+    return Job(id=job_id, reservation=ref, tasks=[TaskGroup(gpu=GpuDemand(count=gpus))], duration_s=duration)
 
 
 def _run(engine: str, jobs: list[Job], cluster, reservations: list[Reservation]):  # type: ignore[no-untyped-def]
@@ -98,12 +99,30 @@ def test_unknown_reservation_is_rejected(engine: str) -> None:
 def test_inactive_reservation_makes_members_wait_and_frees_its_capacity(
     engine: str, res: Reservation, state: str
 ) -> None:
+    # "other" runs 30 minutes: it ends before a reservation that starts in an hour.
     c = cluster_of(dgx_h100(1))
-    d = _run(engine, [_job("member", 4, "r"), _job("other", 8)], c, [res])
+    d = _run(engine, [_job("member", 4, "r"), _job("other", 8, hours=0.5)], c, [res])
     reason = pending_reason(d, "member") or ""
     assert reason.startswith("RESERVATION_INACTIVE") and d.pending[0].reasons[0].details["state"] == state
-    assert d.placement_of("other") is not None  # nothing is held: the whole node is open
+    assert d.placement_of("other") is not None  # nothing is held now: the whole node is open
     assert d.reservations == []
+
+
+@pytest.mark.parametrize("hours", [2.0, None])
+def test_work_that_would_run_into_a_reservation_that_starts_later_waits(
+    engine: str, hours: float | None
+) -> None:
+    # The reservation holds 4 GPUs from +1 h. An 8-GPU job of 2 h (or of unknown length) started now would
+    # still hold them then: conservative backfill keeps it waiting, naming the reservation. A 6-GPU... no:
+    # a 4-GPU job fits beside the reservation's GPUs and may start.
+    c = cluster_of(dgx_h100(1))
+    res = Reservation(id="r", gpus={"dgx-h100": 4}, start=NOW + timedelta(hours=1))
+    d = _run(engine, [_job("big", 8, hours=hours), _job("small", 4, hours=hours)], c, [res])
+    assert d.placement_of("big") is None
+    [why] = [p.reasons for p in d.pending if p.job == "big"]
+    assert why[0].code == "BACKFILL_WOULD_DELAY" and why[0].details["reservation"] == "r"
+    small = d.placement_of("small")
+    assert small is not None and len(small.replicas[0].gpus) == 4
 
 
 def test_checker_catches_a_non_member_on_reserved_gpus() -> None:
