@@ -87,12 +87,12 @@ def with_plans(
         first = decision
         decision = core(restricted, max(0.05, left * 0.5))
         _blame_backfill(decision, first, conflicts, plans, jobs)
-        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations)
+        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations, plans)
     for _ in range(4):  # 4. anything still in the way waits; plan again on what is left
         if not conflicts:
             break
         decision = _withdraw(decision, conflicts, plans, jobs)
-        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations)
+        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations, plans)
     if conflicts:  # out of rounds: the safe answer is to start none of them
         decision = _withdraw(decision, conflicts, plans, jobs)
         plans = Plans()
@@ -148,6 +148,7 @@ def _plan(
     fit: Fit,
     deadline: float,
     reservations: Sequence[Reservation] = (),
+    prior: Plans | None = None,
 ) -> tuple[Plans, set[str]]:
     line = _timeline(decision, jobs, cluster, now)
     future = _future_reservations(line, reservations)
@@ -162,6 +163,7 @@ def _plan(
         deadline=deadline,
         closed_nodes=held,
         batch_ids=set(jobs) | {r.job for r in decision.rejected},
+        prior=prior,
     )
     plans.future = future
     conflicts, dropped = settle(line)
