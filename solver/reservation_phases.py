@@ -186,7 +186,10 @@ def place_with_reservations(
                 for rep in p.replicas:
                     used.setdefault(rep.node, set()).update(rep.gpus)
         rest = {n: [g for g in gs if g not in used.get(n, set())] for n, gs in hold.items()}
-        blocker = _blocker(f"reservation:{r.id}", cluster, rest, whole=bool(r.nodes))
+        # A whole-node hold takes the CPU and memory its members left, not what was free before them.
+        members_here = [j for j in view_b_jobs if j.job in {m.id for m in members.get(r.id, [])}]
+        basis = cluster.with_allocations(members_here) if r.nodes and members_here else cluster
+        blocker = _blocker(f"reservation:{r.id}", basis, rest, whole=bool(r.nodes))
         if blocker is not None:
             view_b_jobs.append(blocker)
 

@@ -157,3 +157,16 @@ def test_no_reservations_means_unknown(engine: str) -> None:
     d = place([_job("m", 1, "nightly")], cluster_of(dgx_h100(1)), Policy(engine=engine), now=NOW)
     assert_valid(d, [_job("m", 1, "nightly")], cluster_of(dgx_h100(1)))
     assert [r.job for r in d.rejected] == ["m"]
+
+
+def test_whole_node_member_with_cpu_leaves_the_rest_held(engine: str) -> None:
+    # A member taking 4 GPUs and 16 cores of a whole reserved node: the hold keeps the other 4 GPUs and
+    # the 224 - 16 = 208 cores left (it used to claim all 224 again, and place() failed on the overlap).
+    c = cluster_of(dgx_h100(2))
+    member = Job(
+        id="m", reservation=ReservationRef(id="r"), tasks=[TaskGroup(cpu_cores=16, gpu=GpuDemand(count=4))]
+    )
+    other = Job(id="o", tasks=[TaskGroup(cpu_cores=16, gpu=GpuDemand(count=4))])
+    d = _run(engine, [member, other], c, [Reservation(id="r", nodes=["dgx-h100-1"])])
+    assert [r.node for r in d.placement_of("m").replicas] == ["dgx-h100-1"]  # type: ignore[union-attr]
+    assert [r.node for r in d.placement_of("o").replicas] == ["dgx-h100-2"]  # type: ignore[union-attr]
