@@ -125,14 +125,14 @@ def place_with_reservations(
                 reserved_ok=frozenset({r.id}),
             )
             phase_stats.append(da.stats)
-            total = [g for gs in hold.values() for g in gs]
+            # Too small is judged on what the reservation declares, not on what is free now: a member
+            # that fits once the members running in it end waits (INSUFFICIENT_CAPACITY).
+            size = _declared_gpus(cluster, r)
             for job in members[r.id]:
-                if job.total_gpus > len(total):
+                if job.total_gpus > size:
                     da.pending = [p for p in da.pending if p.job != job.id]
                     out.rejected.append(
-                        _cannot_hold(
-                            job, r, f"it needs {job.total_gpus} GPUs; the reservation holds {len(total)}"
-                        )
+                        _cannot_hold(job, r, f"it needs {job.total_gpus} GPUs; the reservation holds {size}")
                     )
             for p in list(da.pending):
                 if p.reasons and p.reasons[0].code == "UNSATISFIABLE":
@@ -208,6 +208,13 @@ def place_with_reservations(
     out.preemptions.sort(key=lambda e: e.job)
     out.stats = _merge_stats([*phase_stats, db.stats], time.perf_counter() - t0)
     return out
+
+
+def _declared_gpus(cluster: Cluster, r: Reservation) -> int:
+    """GPUs the reservation holds when nothing runs in it: its counts, or its whole nodes' GPUs."""
+    if r.gpus:
+        return sum(r.gpus.values())
+    return sum(cluster.node(n).gpu_count for n in r.node_names if cluster.has_node(n))
 
 
 def _confine(job: Job, r: Reservation) -> Job:

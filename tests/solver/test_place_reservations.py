@@ -170,3 +170,14 @@ def test_whole_node_member_with_cpu_leaves_the_rest_held(engine: str) -> None:
     d = _run(engine, [member, other], c, [Reservation(id="r", nodes=["dgx-h100-1"])])
     assert [r.node for r in d.placement_of("m").replicas] == ["dgx-h100-1"]  # type: ignore[union-attr]
     assert [r.node for r in d.placement_of("o").replicas] == ["dgx-h100-2"]  # type: ignore[union-attr]
+
+
+def test_member_waits_while_another_member_fills_the_reservation(engine: str) -> None:
+    # The reserved node is busy with an earlier member; a second member of the same size waits for it,
+    # it is not rejected as too big (the reservation holds 8 GPUs, 0 of them free now).
+    c = cluster_of(dgx_h100(2)).allocate(
+        {"job": "first", "replicas": [{"node": "dgx-h100-2", "gpus": list(range(8))}]}
+    )
+    d = _run(engine, [_job("second", 8, "team")], c, [Reservation(id="team", nodes=["dgx-h100-2"])])
+    assert d.rejected == [] and d.placement_of("second") is None
+    assert (pending_reason(d, "second") or "").startswith("INSUFFICIENT_CAPACITY")
