@@ -59,7 +59,8 @@ def with_plans(
     conservative-backfill rule applied; see the module docstring."""
     t0 = time.perf_counter()
     limit = policy.time_limit_s
-    reserve = min(limit * policy.plan_share, policy.plan_max_s)
+    # Under a short limit what starts now comes first: planning gets only what the decision leaves.
+    reserve = min(limit * policy.plan_share, policy.plan_max_s) if limit >= policy.plan_min_limit_s else 0.0
     decision = core(items, max(0.05, limit - reserve))
     jobs = jobs_by_id(items, now)
     later = any(r.start is not None and r.start > now for r in reservations)

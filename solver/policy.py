@@ -54,10 +54,12 @@ class Policy(BaseModel):
     #: Time planning (conservative backfill, ``solver/planning.py``): plan starts for waiting jobs, and
     #: keep lower-priority work off capacity planned for higher-priority work. The share of the time
     #: limit kept for it (at most ``plan_max_s``) is taken only when the batch or the running jobs carry
-    #: times (durations, expected ends, ``not_before``, dependencies).
+    #: times (durations, expected ends, ``not_before``, dependencies) and the limit is at least
+    #: ``plan_min_limit_s``; under a shorter limit the decision now gets all of it and planning the rest.
     plan: bool = True
     plan_share: float = Field(default=0.25, ge=0, lt=1)
     plan_max_s: float = Field(default=2.0, ge=0)
+    plan_min_limit_s: float = Field(default=2.0, ge=0)
 
     #: Prices and dollar budgets (:mod:`solver.prices`): what the cost term of the objective minimizes and
     #: what dollar budgets count; None means the default catalog. It lives on the policy so that every
