@@ -16,6 +16,7 @@ SCHEMAS: dict[str, str] = {
     "decision": "solver.decision:Decision",
     "reservations": "list:solver.reservations:Reservation",
     "prices": "solver.prices:PriceCatalog",
+    "scenario": "scenarios.spec:ScenarioSpec",
 }
 
 

@@ -1,0 +1,112 @@
+"""From a scenario file to what the simulator runs: cluster, jobs, policy, prices, failures, reservations.
+
+Why a separate step from reading the file: the file is validated on its own (:mod:`scenarios.load`); this
+step builds the things it names — which may fail too (an unknown builder argument, a trace loader that is
+not there, a reservation on a node the cluster lacks) — and reports those failures the same way, as a
+:class:`~scenarios.load.ScenarioError` naming the field.
+
+>>> from scenarios.load import load_scenario_text
+>>> spec = load_scenario_text('''
+... name: tiny
+... horizon: 1h
+... cluster: {builders: [{dgx_h100: {count: 1}}]}
+... workload: {jobs: [{id: a, ext_ml_gpu_count: 8, ext_ml_timeout_seconds: 600}]}
+... ''')
+>>> inputs = prepare(spec, base=None)
+>>> inputs.end - inputs.start, [j.id for j in inputs.jobs], inputs.policy.engine
+(datetime.timedelta(seconds=3600), ['a'], 'greedy')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from scenarios.inputs.cluster import build
+from scenarios.inputs.failures import NodeFailure, failures_of
+from scenarios.inputs.reservations import reservations_of
+from scenarios.inputs.workload import jobs_of
+from scenarios.load import ScenarioError, fail, issues_of, resolve
+from scenarios.spec import PolicySpec, ScenarioSpec
+from solver.jobs.errors import Issue, JobValidationError
+from solver.jobs.model import Job
+from solver.policy import Policy
+from solver.prices import PriceCatalog, load_prices, load_prices_file
+from solver.reservations import Reservation
+from topology import Cluster, RunningJob
+
+__all__ = ["NodeFailure", "SimInputs", "policy_of", "prepare", "prices_of"]
+
+
+@dataclass(frozen=True)
+class SimInputs:
+    """Everything one simulation run needs, built and checked."""
+
+    name: str
+    seed: int
+    start: datetime
+    end: datetime
+    interval_s: float
+    cluster: Cluster
+    jobs: list[Job]
+    policy: Policy
+    prices: PriceCatalog
+    failures: list[NodeFailure] = field(default_factory=list)
+    reservations: list[Reservation] = field(default_factory=list)
+    background: list[RunningJob] = field(default_factory=list)
+
+
+def policy_of(spec: PolicySpec, seed: int) -> Policy:
+    """The solver policy of a scenario (``weights`` are further :class:`Policy` fields)."""
+    try:
+        return Policy(
+            engine=spec.engine,
+            time_limit_s=spec.time_limit_s,
+            seed=seed,
+            plan=spec.plan,
+            preemption=spec.preemption,
+            reproducible=spec.reproducible,
+            **spec.weights,
+        )
+    except ValidationError as e:
+        raise ScenarioError(issues_of(e, "policy.weights")) from None
+
+
+def prices_of(value: str | dict | None, base: Path | None) -> PriceCatalog:
+    """The default catalog, with a prices file (a path) or inline prices (a mapping) on top."""
+    if value is None:
+        return PriceCatalog.default()
+    try:
+        if isinstance(value, str):
+            return load_prices_file(str(resolve(value, base)))
+        return load_prices(value)
+    except OSError as e:
+        raise fail("required", "prices", f"cannot open {value}: {e.strerror or e}") from None
+    except JobValidationError as e:
+        raise ScenarioError(
+            [Issue(code=i.code, path=f"prices.{i.path}".rstrip("."), message=i.message) for i in e.issues]
+        ) from None
+
+
+def prepare(spec: ScenarioSpec, base: Path | None, *, seed: int | None = None) -> SimInputs:
+    """Build every input of ``spec``; ``seed`` (default: the scenario's) drives the workload, failures and
+    the solver. ``base``: the folder relative paths in the scenario start from."""
+    seed = spec.seed if seed is None else seed
+    cluster, background = build(spec.cluster, base)
+    return SimInputs(
+        name=spec.name,
+        seed=seed,
+        start=spec.start,
+        end=spec.start + timedelta(seconds=spec.horizon),
+        interval_s=spec.interval,
+        cluster=cluster,
+        jobs=jobs_of(spec.workload, spec.start, spec.horizon, seed=seed, base=base),
+        policy=policy_of(spec.policy, seed),
+        prices=prices_of(spec.prices, base),
+        failures=failures_of(spec.failures, cluster, spec.start, spec.horizon, seed),
+        reservations=reservations_of(spec.reservations, cluster, spec.start),
+        background=background,
+    )

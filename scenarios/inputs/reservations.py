@@ -1,0 +1,62 @@
+"""A scenario's reservations as :class:`solver.reservations.Reservation`, times made absolute.
+
+Why a conversion step: in a scenario, "the nightly reservation starts 2 hours in" reads better as
+``start: 2h`` than as a timestamp; ``place()`` wants timestamps. Nodes must exist in the cluster.
+
+>>> from datetime import UTC, datetime
+>>> from scenarios.spec import ReservationSpec
+>>> from topology import cluster_of, dgx_h100
+>>> t0 = datetime(2026, 1, 1, tzinfo=UTC)
+>>> r = reservations_of([ReservationSpec(id="n", gpus={"dgx-h100-1": 4}, start="2h", end="4h")],
+...                     cluster_of(dgx_h100(2)), t0)[0]
+>>> r.start.hour, r.end.hour, r.timeout_s
+(2, 4, None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from pydantic import ValidationError
+
+from scenarios.load import ScenarioError, fail, issues_of
+from scenarios.spec import ReservationSpec
+from scenarios.units import instant
+from solver.reservations import Reservation
+from topology import Cluster
+
+
+def reservations_of(specs: Sequence[ReservationSpec], cluster: Cluster, start: datetime) -> list[Reservation]:
+    """Each reservation, validated as ``placer place --reservations`` would (ids unique, nodes known)."""
+    out: list[Reservation] = []
+    seen: set[str] = set()
+    for i, r in enumerate(specs):
+        path = f"reservations[{i}]"
+        if r.id in seen:
+            raise fail("duplicate", f"{path}.id", f"reservation id {r.id!r} appears twice")
+        seen.add(r.id)
+        times = {}
+        for key in ("start", "end"):
+            value = getattr(r, key)
+            try:
+                times[key] = None if value is None else instant(value, start)
+            except ValueError as e:
+                raise fail("type", f"{path}.{key}", str(e)) from None
+        for key, nodes in (("nodes", r.nodes), ("gpus", list(r.gpus))):
+            for node in nodes:
+                if not cluster.has_node(node):
+                    raise fail("enum", f"{path}.{key}", f"no node named {node!r} in the cluster")
+        try:
+            out.append(
+                Reservation(
+                    id=r.id,
+                    nodes=r.nodes,
+                    gpus=r.gpus,
+                    timeout_s=None if r.timeout is None else int(r.timeout),
+                    **times,
+                )
+            )
+        except ValidationError as e:
+            raise ScenarioError(issues_of(e, path)) from None
+    return out
