@@ -101,7 +101,7 @@ def _one(item: Any, path: str, issues: list[Issue]) -> RunningJob | None:
     if replicas is None:
         return None
     try:
-        return _running(job, replicas, started)
+        return running_job(job, replicas, started)
     except ValidationError as e:
         for err in e.errors():
             where = ".".join(str(p) for p in err["loc"])
@@ -263,7 +263,10 @@ def _allocations(g: TaskGroup, entries: list[dict[str, Any]]) -> list[ReplicaAll
     return out
 
 
-def _running(job: Job, replicas: list[ReplicaAllocation], started: datetime | None) -> RunningJob:
+def running_job(job: Job, replicas: list[ReplicaAllocation], started: datetime | None) -> RunningJob:
+    """``job`` running on ``replicas`` since ``started``, with what preemption and anti-affinity read: its
+    class, preemptibility, grace period, checkpoint flags, labels, and ``expected_end`` from its duration
+    (the simulator turns placements into running jobs with it too)."""
     labels = dict(job.labels)
     if job.type:
         labels.setdefault("job_type", job.type)

@@ -1,0 +1,85 @@
+"""A placement becomes a running job: the decision's replicas as a :class:`~topology.RunningJob`
+allocation, with the facts preemption needs (class, preemptibility, grace period, checkpoint times).
+
+Why the job is escalated first: a ``spot`` job placed after waiting past its escalation time runs at its
+target class (OJS ML §8.4), and whether it may be evicted follows that class — as ``place()`` ranked it.
+
+>>> from datetime import UTC, datetime
+>>> from solver.decision import JobPlacement, ReplicaPlacement
+>>> from solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> job = Job(id="a", priority_class="spot", tasks=[TaskGroup(gpu=GpuDemand(count=2))], labels={"app": "x"})
+>>> p = JobPlacement(job="a", replicas=[ReplicaPlacement(node="n1", gpus=[0, 1], cpu_cores=4)])
+>>> t = datetime(2026, 1, 1, tzinfo=UTC)
+>>> rj = running_of(job, p, start=t, remaining_s=None, now=t)
+>>> rj.priority_class, rj.preemptible, rj.replicas[0].gpus, sorted(footprint(rj))
+('spot', True, [0, 1], [('node', 'n1')])
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from solver.decision import JobPlacement
+from solver.jobs.model import Job
+from solver.preempt import escalated
+from solver.running import running_job
+from topology import ReplicaAllocation, RunningJob
+
+#: What a job physically occupies, for "does this start have to wait for that draining job": whole nodes
+#: (GPU and CPU replicas share a node's cores and memory) and single TPU chips.
+Key = tuple
+
+
+def running_of(
+    job: Job, placement: JobPlacement, *, start: datetime, remaining_s: float | None, now: datetime
+) -> RunningJob:
+    """The allocation of ``placement`` for ``job``, starting at ``start`` with ``remaining_s`` seconds of
+    work left (None: no known end), ranked as ``place()`` ranked it at ``now``."""
+    replicas = [
+        ReplicaAllocation(
+            node=None if r.tpu_pod else r.node,
+            gpus=r.gpus,
+            gpu_milli=r.gpu_milli,
+            tpu_pod=r.tpu_pod,
+            tpu_chips=r.tpu_chips,
+            cpu_cores=r.cpu_cores,
+            memory_gb=r.memory_gb,
+            storage_gb=r.storage_gb,
+            shm_gb=r.shm_gb,
+        )
+        for r in placement.replicas
+    ]
+    as_ranked = escalated(job, now).model_copy(update={"duration_s": remaining_s, "last_checkpoint": None})
+    return running_job(as_ranked, replicas, start)
+
+
+def footprint(rj: RunningJob | JobPlacement) -> set[Key]:
+    """Nodes and TPU chips an allocation or a placement occupies (see :data:`Key`)."""
+    out: set[Key] = set()
+    for r in rj.replicas:
+        if r.tpu_pod is not None:
+            out.update(("chip", r.tpu_pod, tuple(c)) for c in r.tpu_chips)
+        elif r.node is not None:
+            out.add(("node", r.node))
+    return out
+
+
+def gpus_of(rj: RunningJob) -> float:
+    """GPUs ``rj`` holds (fractional shares as fractions).
+
+    >>> gpus_of(RunningJob(job="s", replicas=[{"node": "n", "gpus": [3], "gpu_milli": 250}]))
+    0.25
+    """
+    return sum(
+        (r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus)) for r in rj.replicas if r.gpus
+    )
+
+
+def chips_of(rj: RunningJob) -> int:
+    """TPU chips ``rj`` holds."""
+    return sum(len(r.tpu_chips) for r in rj.replicas)
+
+
+def nodes_text(rj: RunningJob) -> str:
+    """Its nodes (TPU pods), sorted, comma-separated: one column of the attempts table."""
+    return ",".join(sorted({r.node or r.tpu_pod or "" for r in rj.replicas}))

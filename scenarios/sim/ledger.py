@@ -1,0 +1,89 @@
+"""The ledger: the cluster as ``place()`` sees it at each scheduling interval — who holds what, and which
+nodes are down.
+
+Why a ledger and not the physical state: an evicted job keeps its GPUs for its grace period, yet the job
+it was evicted for is already promised those GPUs. The ledger records the promise (the victim released,
+the new job allocated at the decision), so the next decision never hands the same GPUs out twice and the
+checker can verify it; the physical delay is the simulator's business (the new job starts when the
+grace period ends; see ``scenarios/sim/loop.py``).
+
+A failed node is a node with ``ready: false``: the cluster is rebuilt from the inventory with that node
+expanded out of its template (clusters without failures are built once; each set of down nodes once).
+
+>>> from topology import cluster_of, dgx_h100, RunningJob
+>>> led = Ledger(cluster_of(dgx_h100(2)))
+>>> led.allocate([RunningJob(job="a", replicas=[{"node": "dgx-h100-1", "gpus": [0, 1]}])])
+>>> led.set_down("dgx-h100-2", True)
+>>> led.cluster.node("dgx-h100-2").usable, len(led.cluster.free_gpus("dgx-h100-1"))
+(False, 6)
+>>> led.release(["a"]); len(led.cluster.running_jobs())
+0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from topology import Cluster, RunningJob
+from topology.build import build_cluster
+from topology.inventory import Inventory, NodeSpec
+
+
+class Ledger:
+    """The current cluster snapshot and the running allocations it holds (by job id)."""
+
+    def __init__(self, empty: Cluster):
+        self._base = empty.without_allocations()
+        self._structures: dict[frozenset[str], Cluster] = {frozenset(): self._base}
+        self.down: frozenset[str] = frozenset()
+        self.jobs: dict[str, RunningJob] = {}
+        self.cluster = self._base
+
+    def allocate(self, jobs: Iterable[RunningJob]) -> None:
+        """Add allocations, all or none (``TopologyError`` on any conflict: a bug in whoever decided)."""
+        jobs = list(jobs)
+        if not jobs:
+            return
+        self.cluster = self.cluster.with_allocations(jobs)
+        for rj in jobs:
+            self.jobs[rj.job] = rj
+
+    def release(self, ids: Iterable[str]) -> None:
+        ids = [i for i in ids if i in self.jobs]
+        if not ids:
+            return
+        self.cluster = self.cluster.release(*ids)
+        for i in ids:
+            del self.jobs[i]
+
+    def replace(self, jobs: Iterable[RunningJob]) -> None:
+        """Swap allocations for updated copies (new ``last_checkpoint_at``), same resources."""
+        jobs = list(jobs)
+        self.release(rj.job for rj in jobs)
+        self.allocate(jobs)
+
+    def set_down(self, node: str, down: bool) -> None:
+        """Mark ``node`` failed (``ready: false``) or repaired, keeping every allocation elsewhere."""
+        new = self.down | {node} if down else self.down - {node}
+        if new == self.down:
+            return
+        self.down = new
+        if new not in self._structures:
+            self._structures[new] = _with_down(self._base, new)
+        self.cluster = self._structures[new].with_allocations(self.jobs.values())
+
+
+def _with_down(base: Cluster, down: frozenset[str]) -> Cluster:
+    """``base`` rebuilt with the nodes in ``down`` not ready (templates holding them expanded)."""
+    inv = base.to_inventory()
+    nodes: list[NodeSpec] = []
+    for spec in inv.nodes:
+        if spec.count == 1:
+            nodes.append(spec.model_copy(update={"ready": False}) if spec.name in down else spec)
+            continue
+        expanded = list(Inventory(nodes=[spec]).expanded_nodes())
+        if not any(n.name in down for n in expanded):
+            nodes.append(spec)
+            continue
+        nodes.extend(n.model_copy(update={"ready": False}) if n.name in down else n for n in expanded)
+    return build_cluster(inv.model_copy(update={"nodes": nodes, "running": []}), source=base.source)
