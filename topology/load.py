@@ -138,16 +138,46 @@ def load_inventory(
         format = detect_cluster_format(text, source=source)
     if pods is not None and format != "kubernetes":
         raise _fail(str(pods), "document", f"--pods goes with a Kubernetes node list, not with {format}")
-    if format == "inventory":
-        return inventory_from_document(parse_text(text, source=source), source)
+    pods_text = None if pods is None else read_text(pods)
+    return inventory_from_input(
+        text, format, pods=pods_text, source=source, pods_source=None if pods is None else str(pods)
+    )
+
+
+def inventory_from_input(
+    text_or_obj: Any,
+    format: str = "auto",
+    *,
+    pods: Any = None,
+    source: str = "",
+    pods_source: str | None = None,
+) -> Inventory:
+    """A cluster description already in memory (text, or a parsed JSON document) -> Inventory: what
+    :func:`load_inventory` does after reading the file, for callers that never had a file (the HTTP
+    service gets clusters in request bodies). ``pods``: a Kubernetes pod list (text or parsed).
+
+    >>> inv = inventory_from_input({"nodes": [{"name": "a", "gpus": {"type": "nvidia-l4", "count": 2}}]})
+    >>> inv.nodes[0].gpus.count
+    2
+    >>> inventory_from_input("NodeName=g01 CPUTot=64 State=IDLE", source="body").nodes[0].name
+    'g01'
+    """
+    if format != "auto" and format not in FORMATS:
+        raise _fail(source, "document", f"unknown format {format!r}; use auto, {', '.join(FORMATS)}")
+    if format == "auto":
+        format = detect_cluster_format(text_or_obj, source=source)
+    if pods is not None and format != "kubernetes":
+        raise _fail(pods_source or "pods", "document", f"pods go with a Kubernetes node list, not {format}")
     if format == "slurm":
-        return IMPORTERS["slurm"](text, source=source)
-    obj = parse_text(text, source=source)
+        if not isinstance(text_or_obj, str):
+            raise _fail(source, "document", "scontrol show node output is text, not a JSON document")
+        return IMPORTERS["slurm"](text_or_obj, source=source)
+    obj = parse_text(text_or_obj, source=source) if isinstance(text_or_obj, str) else text_or_obj
+    if format == "inventory":
+        return inventory_from_document(obj, source)
     if format == "kubernetes":
-        pods_obj = None
-        if pods is not None:
-            pods_obj = parse_text(read_text(pods), source=str(pods))
-        return IMPORTERS["kubernetes"](obj, pods_obj, source=source, pods_source=str(pods) if pods else None)
+        pods_obj = parse_text(pods, source=pods_source or "pods") if isinstance(pods, str) else pods
+        return IMPORTERS["kubernetes"](obj, pods_obj, source=source, pods_source=pods_source)
     return IMPORTERS[format](obj, source=source)
 
 

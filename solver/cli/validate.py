@@ -63,18 +63,29 @@ def run(args: argparse.Namespace) -> int:
 
     for r in results:
         if args.json:
-            out = {
-                "id": r.id,
-                "ok": r.ok,
-                "source": r.source,
-                "errors": [i.model_dump() for i in r.errors],
-                "warnings": [i.model_dump() for i in r.warnings],
-                "job": None if r.job is None else r.job.model_dump(mode="json", exclude={"envelope"}),
-            }
-            print(json.dumps(out, sort_keys=True))
+            print(json.dumps(result_json(r), sort_keys=True))
         else:
             print(_human(r))
     return 0 if all(r.ok for r in results) else 1
+
+
+def result_json(r: Any) -> dict[str, Any]:
+    """One read result as ``--json`` prints it (and the HTTP service answers it): ``id``, ``ok``,
+    ``source``, ``errors`` and ``warnings`` (each ``code``, ``path``, ``message``), the normalized ``job``.
+
+    >>> from solver.jobs import read_object
+    >>> out = result_json(read_object({"id": "a", "ext_ml_gpu_count": -1})[0])
+    >>> out["ok"], [(e["code"], e["path"]) for e in out["errors"]]
+    (False, [('range', 'ext_ml_gpu_count')])
+    """
+    return {
+        "id": r.id,
+        "ok": r.ok,
+        "source": r.source,
+        "errors": [i.model_dump() for i in r.errors],
+        "warnings": [i.model_dump() for i in r.warnings],
+        "job": None if r.job is None else r.job.model_dump(mode="json", exclude={"envelope"}),
+    }
 
 
 def _human(r: Any) -> str:
