@@ -1,0 +1,123 @@
+"""placer's own engines in the fill: each batch of arrivals decided by ``place()``, honestly.
+
+Why through ``place()`` and not a shortcut: the point is to measure placer as a backend would run it.
+Each batch of ``batch`` arrivals becomes placer jobs (:func:`~scenarios.traces.alibaba.pod_to_job`); the
+cluster is the openb cluster with every earlier placement running on it (``Cluster.with_allocations``);
+``place()`` decides with ``engine`` (``greedy`` or ``cpsat``), and its placements — down to GPU indices and
+shares — are applied to the fill state as they are. A job ``place()`` leaves pending has failed and is
+never retried, like a baseline's unplaceable pod.
+
+The policy is placer's default with what the experiment needs switched off: no preemption (pods never
+leave), no time planning (pods have no durations) and no prices (every GPU model costs the same here, so
+cost does not steer placement; ``PriceCatalog()`` is empty).
+
+>>> from scenarios.traces.alibaba import OpenbNode, OpenbPod
+>>> from scenarios.fill.run import run_fill
+>>> r = run_fill([OpenbNode("n", 16000, 65536, 2, "P100")], [OpenbPod("w", 2000, 1024, 1, 1000)],
+...              load=1.0, seed=0, policy="greedy", batch=2)
+>>> r.final_alloc(), r.failed
+(100.0, 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+
+from scenarios.fill.state import FillState
+from scenarios.fill.tables import PodTable
+from scenarios.traces.alibaba import OpenbNode, OpenbPod, nodes_to_cluster, pod_to_job
+from solver.decision import Decision
+from solver.jobs.model import Job
+from topology import Cluster
+from topology.inventory import ReplicaAllocation, RunningJob
+
+#: The decision time of every batch (the fill has no clock; a constant keeps runs reproducible).
+NOW = datetime(2023, 7, 10, tzinfo=UTC)
+
+
+def arrival_id(k: int) -> str:
+    """The job id of arrival ``k`` (a pod sampled several times arrives as several jobs).
+
+    >>> arrival_id(7)
+    'a7'
+    """
+    return f"a{k}"
+
+
+def arrival_jobs(pods: Sequence[OpenbPod], order: np.ndarray, ks: Sequence[int]) -> list[Job]:
+    """The placer jobs of arrivals ``ks`` (pod ``order[k]`` named :func:`arrival_id` ``(k)``)."""
+    templates: dict[int, Job] = {}
+    out = []
+    for k in ks:
+        i = int(order[k])
+        base = templates.get(i)
+        if base is None:
+            base = templates[i] = pod_to_job(pods[i])
+        out.append(base.model_copy(update={"id": arrival_id(k)}))
+    return out
+
+
+def place_batches(
+    nodes: Sequence[OpenbNode],
+    pods: Sequence[OpenbPod],
+    table: PodTable,
+    order: np.ndarray,
+    state: FillState,
+    *,
+    engine: str,
+    batch: int,
+    seed: int,
+    time_limit_s: float,
+) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """Decide the arrivals ``batch`` at a time with ``place()``; returns, per arrival, its node index (-1:
+    failed) and GPU indices, after applying every placement to ``state``."""
+    from solver import Policy, place
+    from solver.prices import PriceCatalog
+
+    policy = Policy(engine=engine, time_limit_s=time_limit_s, seed=seed, preemption=False, plan=False)  # type: ignore[arg-type]
+    cluster: Cluster = nodes_to_cluster(nodes)
+    index = {name: n for n, name in enumerate(state.nodes.names)}
+    where = np.full(len(order), -1, dtype=np.int64)
+    gpus: list[tuple[int, ...]] = [()] * len(order)
+    for start in range(0, len(order), batch):
+        ks = list(range(start, min(start + batch, len(order))))
+        decision = place(arrival_jobs(pods, order, ks), cluster, policy, now=NOW, prices=PriceCatalog())
+        cluster = cluster.with_allocations(_apply(decision, order, state, table, index, where, gpus))
+    return where, gpus
+
+
+def _apply(
+    decision: Decision,
+    order: np.ndarray,
+    state: FillState,
+    table: PodTable,
+    index: dict[str, int],
+    where: np.ndarray,
+    gpus: list[tuple[int, ...]],
+) -> list[RunningJob]:
+    """Apply a batch's placements to the fill state; the running jobs they become."""
+    running = []
+    for p in decision.placements:
+        k = int(p.job[1:])
+        (rep,) = p.replicas  # an openb pod is one replica on one node
+        node = index[rep.node]
+        gpus[k] = state.take(node, table, int(order[k]), tuple(rep.gpus))
+        where[k] = node
+        running.append(
+            RunningJob(
+                job=p.job,
+                replicas=[
+                    ReplicaAllocation(
+                        node=rep.node,
+                        gpus=rep.gpus,
+                        gpu_milli=rep.gpu_milli,
+                        cpu_cores=rep.cpu_cores,
+                        memory_gb=rep.memory_gb,
+                    )
+                ],
+            )
+        )
+    return running
