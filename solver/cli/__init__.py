@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 #: Subcommand modules, in help order. Each defines ``add_parser(subparsers)`` and ``run(args) -> int``.
-COMMANDS: tuple[str, ...] = ("validate", "place", "check", "cluster", "schema", "simulate", "serve")
+COMMANDS: tuple[str, ...] = ("validate", "place", "check", "cluster", "schema", "simulate", "serve", "fill")
 
 
 def build_parser() -> argparse.ArgumentParser:
