@@ -56,6 +56,7 @@ def add_parser(sub: Any) -> None:
         "--max-queued", type=int, metavar="N", help="requests waiting beyond --workers (default: 32)"
     )
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--no-access-log", action="store_true", help="do not log one line per request")
     p.set_defaults(run=run)
 
 
@@ -101,5 +102,12 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, RuntimeError, sqlite3.Error) as e:
         print(f"{_NAME}: cannot open the state {args.state}: {e}", file=sys.stderr)
         return 1
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=10)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=not args.no_access_log,
+        timeout_graceful_shutdown=10,
+    )
     return 0

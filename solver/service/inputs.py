@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from solver.jobs import JobValidationError, ReadOptions, ReadResult, check_batch, read_object
+from solver.jobs import Job, JobValidationError, ReadOptions, ReadResult, check_batch, read_object
 from solver.jobs.queues import QueueConfig
 from solver.policy import Policy
 from solver.prices import PriceCatalog
 from solver.reservations import Reservation
-from solver.service.bodies import ClusterFields, PlacementInputs
+from solver.service.bodies import ClusterFields, PlacementInputs, PlacementRequest
 from solver.service.errors import issues, issues_of_topology, unprocessable
 from solver.service.limits import Limits
 from topology import Cluster, TopologyError
@@ -47,6 +47,16 @@ class Inputs:
     queues: Mapping[str, QueueConfig] = field(default_factory=dict)
     reservations: list[Reservation] | None = None
     prices: PriceCatalog | None = None
+
+    @property
+    def valid_jobs(self) -> list[Job]:
+        """The jobs the readers accepted (what the checker checks placements against)."""
+        return [r.job for r in self.jobs if r.ok and r.job is not None]
+
+    @property
+    def rejected_ids(self) -> list[str]:
+        """Ids of the jobs the readers refused (each must be in the decision's ``rejected``)."""
+        return [r.id for r in self.jobs if not r.ok]
 
 
 def cluster_of(body: ClusterFields, limits: Limits) -> Cluster:
@@ -187,3 +197,21 @@ def _prefixed(field_name: str, e: JobValidationError) -> list[dict[str, str]]:
             path = field_name + (path if path.startswith("[") else f".{path}" if path else "")
         out.append({**entry, "path": path})
     return out
+
+
+def inputs_of(
+    body: Mapping[str, Any], cluster: Cluster | None = None, limits: Limits | None = None
+) -> Inputs:
+    """A placement body (as sent, a dict) read into engine inputs without HTTP: the body of
+    ``POST /v1/placements``, or with ``cluster`` that of a stored cluster's placements. The tests and the
+    load benchmark re-check the service's decisions with it; a program can place without a server.
+
+    >>> ins = inputs_of({"cluster": "nodes: [{name: n1}]", "jobs": [[{"id": "a"}, {"id": "a"}]]})
+    >>> ins.valid_jobs, ins.rejected_ids
+    ([], ['a', 'a'])
+    """
+    limits = limits or Limits(max_time_limit_s=float("inf"))
+    if cluster is None:
+        req = PlacementRequest.model_validate(body)
+        return placement_inputs(req, cluster_of(req, limits), limits)
+    return placement_inputs(PlacementInputs.model_validate(body), cluster, limits)

@@ -23,9 +23,7 @@ import pytest
 
 from solver.check import check
 from solver.decision import Decision
-from solver.service.bodies import PlacementInputs, PlacementRequest
-from solver.service.inputs import cluster_of, placement_inputs
-from solver.service.limits import Limits
+from solver.service.inputs import inputs_of
 from topology import Cluster
 
 REPO = Path(__file__).resolve().parents[3]
@@ -125,19 +123,13 @@ def checked(decision_json: dict[str, Any], body: dict[str, Any], cluster: Cluste
     """Fail unless the decision passes the independent checker for the body's inputs (``cluster``: the
     stored cluster a stateful placement ran on; default: the body's own)."""
     decision = Decision.model_validate(decision_json)
-    lim = Limits(max_time_limit_s=60)
-    if cluster is None:
-        req: PlacementInputs = PlacementRequest.model_validate(body)
-        cluster = cluster_of(req, lim)  # type: ignore[arg-type]
-    else:
-        req = PlacementInputs.model_validate(body)
-    ins = placement_inputs(req, cluster, lim)
+    ins = inputs_of(body, cluster)
     violations = check(
         decision,
-        [r.job for r in ins.jobs if r.ok and r.job is not None],
+        ins.valid_jobs,
         ins.cluster,
         reservations=ins.reservations,
-        rejected_ids=[r.id for r in ins.jobs if not r.ok],
+        rejected_ids=ins.rejected_ids,
         queues=ins.queues,
         prices=ins.prices,
     )

@@ -23,14 +23,13 @@ from tests.solver.service.conftest import (
     H100,
     JOB_FILES,
     NOW,
+    REPO,
     Server,
     checked,
     example_body,
     without_timings,
 )
 from tests.topology.test_importers_ojs import SPEC_V03_AD
-
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
 
 def conforms(doc: dict[str, Any], answer: httpx.Response, path: str, method: str = "post") -> None:
@@ -640,3 +639,15 @@ def test_metrics_count_requests_engines_gaps_and_jobs(http: httpx.Client) -> Non
     assert delta('placer_jobs_total{outcome="placed"}') == len(decision["placements"])
     assert delta('placer_jobs_total{outcome="pending"}') == len(decision["pending"])
     assert "placer_clusters_stored" in after and "placer_http_requests_in_flight" in after
+
+
+def test_the_readme_example_places_the_shipped_batch(
+    server: Server, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = (REPO / "README.md").read_text()
+    found = re.search(r"## HTTP service.*?```python\n(.*?)```", readme, re.S)
+    assert found, "README lost its HTTP service example"
+    monkeypatch.chdir(REPO)
+    exec(compile(found.group(1).replace("http://127.0.0.1:8080", server.url), "README.md", "exec"), {})
+    engine, _, jobs = capsys.readouterr().out.strip().partition(" ")
+    assert engine in ("greedy", "cpsat") and "'train-llama-70b'" in jobs and "'t5-xxl-tpu'" not in jobs
