@@ -402,6 +402,20 @@ MISTAKES: list[tuple[str, str, Any, int, str, str | None]] = [
         "too_large",
         "cluster",
     ),
+    (  # a Flux R idset: 30,000 nodes from 150 bytes (the importer caps expansion at 100,000)
+        "POST",
+        "/v1/placements",
+        {
+            "cluster": {
+                "version": 1,
+                "execution": {"R_lite": [{"rank": "0-29999", "children": {"core": "0-3"}}]},
+            },
+            "jobs": [],
+        },
+        413,
+        "too_large",
+        "cluster",
+    ),
     (
         "POST",
         "/v1/placements",
