@@ -101,6 +101,8 @@ class Simulator:
         self.jobs: dict[str, SimJob] = {}
         self.pending: dict[str, SimJob] = {}
         self.draining: dict[str, tuple[float, set[Key]]] = {}
+        self.holding: dict[str, SimJob] = {}  # jobs with an allocation: starting, running, draining
+        self.done = 0
         self.down_count: Counter[str] = Counter()
         self.decisions = 0
         self.verified = 0
@@ -143,7 +145,7 @@ class Simulator:
         sj = SimJob(job, submit_s=0.0, background=True, phase="running", units=held_units(rj))
         rj = rj.model_copy(update={"started_at": rj.started_at or self.clock.start})
         self.ledger.allocate([rj])
-        sj.allocation = rj
+        self._hold(sj, rj)
         sj.first_start_s = 0.0
         sj.attempts.append(Attempt(1, 0.0, 0.0, sj.units, self._price(rj), rj.priority_class, nodes_text(rj)))
         self.jobs[rj.job] = sj
@@ -225,8 +227,9 @@ class Simulator:
         sj.done_s = sj.work_s if not sj.background else sj.done_s
         sj.phase = "done"
         sj.end_s = t
+        self.done += 1
         self.ledger.release([sj.id])
-        sj.allocation = None
+        self._drop(sj)
         self.rec.event(t, "finish", sj.id, f"attempt {att.n}")
 
     def _release_event(self, ev: Event) -> None:
@@ -240,7 +243,7 @@ class Simulator:
         att.release_s = t
         att.grace_s = t - (att.stop_s if att.stop_s is not None else t)
         self.draining.pop(sj.id, None)
-        sj.allocation = None
+        self._drop(sj)
         self.rec.event(t, "release", sj.id, f"after {att.grace_s:g} s of grace")
         if sj.background:
             sj.phase = "evicted"
@@ -268,7 +271,7 @@ class Simulator:
             att.useful_s, att.lost_s = saved, (t - att.start_s) - saved
             sj.done_s += saved
             sj.failures += 1
-            sj.allocation = None
+            self._drop(sj)
             self.ledger.release([job_id])
             self.rec.event(t, "fail", job_id, f"node {node} failed; {att.lost_s:g} s of work lost")
             if sj.background:
@@ -293,12 +296,20 @@ class Simulator:
         what, rid = ev.data
         self.rec.event(ev.time, what, None, rid)
 
+    def _hold(self, sj: SimJob, rj: RunningJob) -> None:
+        sj.allocation = rj
+        self.holding[sj.id] = sj
+
+    def _drop(self, sj: SimJob) -> None:
+        sj.allocation = None
+        self.holding.pop(sj.id, None)
+
     def _cancel(self, t: float, sj: SimJob, event: str, why: str) -> None:
         """A placed job that has not started yet loses its placement (nothing ran, nothing is lost)."""
         att = sj.attempts[-1]
         att.start_s = att.stop_s = att.release_s = t
         att.outcome = "cancelled"
-        sj.allocation = None
+        self._drop(sj)
         self.ledger.release([sj.id])
         self.rec.event(t, event, sj.id, why)
         self._requeue(t, sj)
@@ -330,7 +341,7 @@ class Simulator:
         """Running allocations carry their last periodic checkpoint, so that ``place()`` charges an
         eviction the work it really loses."""
         changed = []
-        for sj in self.jobs.values():
+        for sj in self.holding.values():
             if sj.phase != "running" or sj.allocation is None or sj.background:
                 continue
             att = sj.attempts[-1]
@@ -483,7 +494,7 @@ class Simulator:
             raise SimulationError(f"the decision at t={t:g} s does not fit the cluster: {e}") from None
         for sj, rj, start in planned:
             del self.pending[sj.id]
-            sj.allocation = rj
+            self._hold(sj, rj)
             sj.pending_reason = None
             sj.escalated = sj.escalated or escalated(sj.job, now).priority_class != sj.job.priority_class
             att = Attempt(
@@ -504,7 +515,7 @@ class Simulator:
 
     def _sample(self, t: float, d: Decision | None) -> None:
         cluster = self.ledger.cluster
-        by_phase: Counter[str] = Counter(sj.phase for sj in self.jobs.values())
+        by_phase: Counter[str] = Counter(sj.phase for sj in self.holding.values())
         total = down = 0
         for n in cluster.nodes:
             if n.gpu_count:
@@ -514,7 +525,7 @@ class Simulator:
                     down += n.gpu_count
         busy = draining = starting = overlap = cost = 0.0
         chips_busy = 0
-        for sj in self.jobs.values():
+        for sj in self.holding.values():
             if sj.allocation is None:
                 continue
             g = gpus_of(sj.allocation)
@@ -534,11 +545,11 @@ class Simulator:
         row = {
             "time": self.clock.at(t),
             "t_s": t,
-            "pending": by_phase["pending"],
+            "pending": len(self.pending),
             "starting": by_phase["starting"],
             "running": by_phase["running"],
             "draining": by_phase["draining"],
-            "done": by_phase["done"],
+            "done": self.done,
             "gpus_total": total,
             "gpus_down": down,
             "gpus_busy": busy,

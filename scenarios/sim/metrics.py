@@ -152,9 +152,11 @@ def fragmentation(r: SimResult) -> dict[str, float]:
 
 def pending_reasons(r: SimResult) -> pd.DataFrame:
     """Jobs waiting per first reason code, one row per interval (0 where a code has none)."""
+    times = pd.Index(r.intervals["time"] if not r.intervals.empty else [], name="time")
     if r.reasons.empty:
-        return pd.DataFrame()
-    return r.reasons.pivot_table(index="time", columns="code", values="jobs", aggfunc="sum", fill_value=0)
+        return pd.DataFrame(index=times)
+    table = r.reasons.pivot_table(index="time", columns="code", values="jobs", aggfunc="sum", fill_value=0)
+    return table.reindex(times, fill_value=0)
 
 
 def summary(r: SimResult) -> dict[str, Any]:

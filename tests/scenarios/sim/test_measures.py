@@ -121,6 +121,9 @@ def test_metrics_of_the_preemption_timeline(preempted) -> None:  # type: ignore[
     at = u.set_index(r.intervals["t_s"])
     assert at.loc[1500.0, "gpus_allocated"] == 8 and at.loc[1500.0, "gpus_busy"] == 0
     assert at.loc[1560.0, "utilization"] == 0.0 and at.loc[1680.0, "utilization"] == 1.0
+    # Spot waits from its requeue at 1620 until prod ends at 2820: one waiting job per interval in between.
+    waiting = metrics.pending_reasons(r).sum(axis=1).set_axis(r.intervals["t_s"])
+    assert waiting.loc[1620.0:2760.0].tolist() == [1] * 20 and waiting.loc[:1560.0].sum() == 0
 
 
 def test_tables_are_written_and_read_back(preempted, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
