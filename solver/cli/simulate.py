@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     from scenarios.sim.output import write
 
     path = Path(args.scenario)
+    if args.plots and not args.out:
+        return _fail(2, "--plots writes into the --out folder: give --out DIR")
     try:
         spec = load_scenario(path)
         spec = with_overrides(

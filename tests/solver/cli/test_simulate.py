@@ -86,6 +86,8 @@ def test_bad_override_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
 def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", str(tmp_path / "none.yaml")]) == 2
     assert "cannot open" in capsys.readouterr().err
+    assert main(["simulate", GB200, "--plots"]) == 2
+    assert "give --out DIR" in capsys.readouterr().err
 
 
 def test_registered_with_the_other_subcommands() -> None:
