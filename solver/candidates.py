@@ -209,7 +209,7 @@ def batch_keys(units: Iterable[Unit], scopes: Iterable[str | None] = ()) -> set[
             keys |= rule_keys(r)
         for p in u.preferred:
             keys.add(p.key)
-    keys |= {s for s in scopes if s and s not in ("node", "nvlink_domain")}
+    keys |= {p for s in scopes if s for p in s.split("+") if p not in ("node", "nvlink_domain")}
     return keys
 
 

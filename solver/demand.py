@@ -190,8 +190,9 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
     multi = sum(u.replicas for u in units if u.tpu is None) > 1
     if nvlink and multi and scope != "node":
         # All GPUs of the gang inside one NVLink domain (OJS ML §3.2). A domain lies within a node (HGX)
-        # or is a rack (NVL72), so it is at least as strict as rack/block/zone; only "node" is stricter.
-        scope = "nvlink_domain"
+        # or is a rack (NVL72); the job's own rack/block/zone scope still holds on top of it (a node
+        # without that attribute breaks it, rule 12), hence the composite scope.
+        scope = "nvlink_domain" if scope in (None, "nvlink_domain") else f"nvlink_domain+{scope}"
     demand = (
         job.total_gpu_milli / 1000
         or job.total_tpu_chips

@@ -607,7 +607,9 @@ def _unsatisfiable_why(
     if plan.scope is not None:
         node_units = [(u, c) for u, c in zip(plan.units, cands, strict=True) if u.tpu is None]
         if node_units and not _scope_possible(plan, node_units, snap, arrays):
-            what = "NVLink domain" if plan.scope == "nvlink_domain" else plan.scope
+            what = {"nvlink_domain": "NVLink domain"}.get(
+                plan.scope, plan.scope.replace("nvlink_domain+", "NVLink domain and ")
+            )
             return f"no single {what} could ever hold the whole gang"
     return None
 

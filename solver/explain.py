@@ -154,7 +154,7 @@ def pending_reasons(
                 details={"blocked": blocked, "group": u.group},
             )
         )
-    if plan.nvlink and plan.scope == "nvlink_domain" and not short:
+    if plan.nvlink and (plan.scope or "").startswith("nvlink_domain") and not short:
         gpus = sum(u.replicas * u.need.gpus for u, _ in node_units)
         reasons.append(
             Reason(

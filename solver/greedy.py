@@ -39,7 +39,12 @@ from topology.tpu import TpuSlice, slices_in_pod
 
 
 def scope_value(snap: Snapshot, node: int, scope: str) -> str | None:
-    """The value of a gang scope for a node (its rack, block, zone, NVLink domain, or name)."""
+    """The value of a gang scope for a node (its rack, block, zone, NVLink domain, or name). A composite
+    scope ``"nvlink_domain+zone"`` (an NVLink gang that also asked for a zone) is both values, or None
+    when the node lacks either: it then holds no multi-node part of such a gang (rule 12)."""
+    if "+" in scope:
+        parts = [scope_value(snap, node, s) for s in scope.split("+")]
+        return None if any(v is None for v in parts) else "+".join(parts)  # type: ignore[arg-type]
     n = snap.nodes[node].node
     return {
         "node": n.name,

@@ -109,3 +109,17 @@ def test_no_nvlink_domain_reason_when_gb200_racks_are_fragmented(solve: Solve) -
     reason = d.pending[0].reasons[0]
     assert reason.details["gpus"] == 16
     assert "16 GPUs" in reason.message and "NVLink domain" in reason.message
+
+
+def test_an_nvlink_gang_keeps_its_zone_scope_inside_the_domain(solve: Solve) -> None:
+    # A 16-GPU NVLink gang spans 4 trays of one NVL72 rack. It also asks for one zone (rule 12): with no
+    # zone known on the trays it must not span them (found by the nightly property run); with one zone
+    # given, it runs inside the rack as before.
+    from solver.jobs.model import Placement
+
+    gang = nvlink_job("gang", 16).model_copy(update={"placement": Placement(topology_scope="zone")})
+    d = solve([gang], cluster_of(gb200_nvl72(1)))
+    assert d.placement_of("gang") is None
+    assert reason_codes(d, "gang") == ["UNSATISFIABLE"]
+    d = solve([gang], cluster_of(gb200_nvl72(1, zones=["us-east-1a"])))
+    assert len(domains(cluster_of(gb200_nvl72(1)), [(n, 0) for n in nodes_of(d, "gang")])) == 1
