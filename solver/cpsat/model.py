@@ -252,10 +252,17 @@ class _Builder:
                 eligible_types.setdefault(c, set()).add(nu.type_idx)
         patterns: dict[int, list[Pattern]] = {}
         for c, tset in sorted(eligible_types.items()):
+            complete = [True]
             patterns[c] = patterns_for(
-                classes[c], types, sorted(tset), seeds.get(c, []), self.policy.max_patterns_per_class
+                classes[c],
+                types,
+                sorted(tset),
+                seeds.get(c, []),
+                self.policy.max_patterns_per_class,
+                complete,
             )
-            if len(tset) > DFS_MAX_TYPES or len(patterns[c]) >= self.policy.max_patterns_per_class:
+            limit_hit = len(patterns[c]) >= self.policy.max_patterns_per_class
+            if len(tset) > DFS_MAX_TYPES or limit_hit or not complete[0]:
                 self.exact = False  # maximal patterns were not all enumerated
             self._tick()
         tpu_slices = self._tpu_slices(tpu_units)

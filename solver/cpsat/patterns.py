@@ -191,14 +191,23 @@ def _fill(cls: NodeClass, types: list[ItemType], order: list[int]) -> dict[int, 
 
 #: Depth-first enumeration of maximal patterns only runs when a class has at most this many item types.
 DFS_MAX_TYPES = 10
+#: Nodes of the depth-first search visited per class at most: the count of each type can be large (many
+#: small items fit a big node), so the search tree is bounded by size, not only by patterns found.
+DFS_MAX_VISITS = 20_000
 
 
 def patterns_for(
-    cls: NodeClass, types: list[ItemType], eligible: list[int], seeds: list[Pattern], limit: int
+    cls: NodeClass,
+    types: list[ItemType],
+    eligible: list[int],
+    seeds: list[Pattern],
+    limit: int,
+    complete: list[bool] | None = None,
 ) -> list[Pattern]:
     """Patterns for one class over the ``eligible`` item types: ``seeds`` first (kept even beyond
     ``limit``), then greedy fills seeded by each type, then (for few types) a bounded depth-first
-    enumeration of maximal patterns."""
+    enumeration of maximal patterns. ``complete`` (a one-element list) is set to False when that
+    enumeration stopped at its visit bound (:data:`DFS_MAX_VISITS`) before the pattern limit."""
     out: list[Pattern] = []
     seen: set[Pattern] = set()
 
@@ -216,7 +225,10 @@ def patterns_for(
             break
         add(_as_pattern(_fill(cls, types, [i, *[j for j in order if j != i]])))
     if len(out) < budget and len(order) <= DFS_MAX_TYPES:
-        _dfs(cls, types, order, 0, {}, out, seen, budget)
+        visits = [DFS_MAX_VISITS]
+        _dfs(cls, types, order, 0, {}, out, seen, budget, visits)
+        if complete is not None and visits[0] < 0:
+            complete[0] = False
     return out
 
 
@@ -229,8 +241,10 @@ def _dfs(
     out: list[Pattern],
     seen: set[Pattern],
     budget: int,
+    visits: list[int],
 ) -> None:
-    if len(out) >= budget:
+    visits[0] -= 1
+    if len(out) >= budget or visits[0] < 0:
         return
     if pos == len(order):
         p = _as_pattern(counts)
@@ -247,8 +261,8 @@ def _dfs(
         k += 1
     for c in range(k, -1, -1):
         counts[i] = c
-        _dfs(cls, types, order, pos + 1, counts, out, seen, budget)
-        if len(out) >= budget:
+        _dfs(cls, types, order, pos + 1, counts, out, seen, budget, visits)
+        if len(out) >= budget or visits[0] < 0:
             break
     counts.pop(i, None)
 
