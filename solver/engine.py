@@ -276,6 +276,7 @@ def decide(
         victims=evictable,
         budgets=budgets,
         pricing=pricing,
+        scorer=policy.scorer,
     )
     skipped |= {i for i in best.skipped if i not in best.placed}
     stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)

@@ -13,6 +13,9 @@ CPU-only work, then node order. A gang is placed whole or not at all; a gang con
 block, zone, NVLink domain) tries the fullest domain that can hold it first. TPU slices go to the
 cheapest, then fullest pod that has a free slice of the shape. Budgets (queue GPU budgets, queue and
 tenant dollar budgets) are checked on the placement found; a job over one stays pending.
+
+With a baseline scorer (``Policy.scorer``, :mod:`solver.scorers`) the node of each replica is chosen by
+that scorer's key instead (after the eviction cost, when evicting), everything else as above.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from solver.greedy_preemption import place_with_evictions
 from solver.jobs.model import AffinityOperator, LabelRule
 from solver.preempt import Victim
 from solver.rules import holds
+from solver.scorers import Context as ScorerContext
 from solver.snapshot import Snapshot
 from solver.tpu_shapes import host_chips, tpu_shapes
 from topology.model import Coord
@@ -108,6 +112,10 @@ class State:
     pricing: Pricing | None = None
     #: Per node, a cost to avoid (eviction cost of using it), the first key of node choice when set.
     penalty: np.ndarray | None = None
+    #: A baseline scorer choosing nodes instead of placer's keys (None: placer's own).
+    scorer: ScorerContext | None = None
+    #: Nodes whose amounts changed since the scorer last looked (it keeps per-GPU amounts in step).
+    changed: set[int] = field(default_factory=set)
 
     @staticmethod
     def of(arrays: NodeArrays) -> State:
@@ -148,8 +156,9 @@ class State:
             and self.shm[node] >= need.shm - eps
         )
 
-    def take(self, node: int, unit: Unit) -> tuple[tuple[int, ...], int | None]:
-        """Take one replica's resources on ``node``; returns (GPU indices, fractional milli or None)."""
+    def take(self, node: int, unit: Unit, share_gpu: int | None = None) -> tuple[tuple[int, ...], int | None]:
+        """Take one replica's resources on ``node``; returns (GPU indices, fractional milli or None). A
+        fractional share goes to ``share_gpu`` when given, else to the best-fitting GPU."""
         need = unit.need
         v = self.snap.nodes[node]
         self._remember(node)
@@ -167,7 +176,9 @@ class State:
             options = [g for g in range(len(milli)) if milli[g] >= need.milli]
             if not options:
                 raise ValueError(f"no GPU of node {v.name} has {need.milli} milli free")
-            g = min(options, key=lambda i: (milli[i], i))
+            g = min(options, key=lambda i: (milli[i], i)) if share_gpu is None else share_gpu
+            if g not in options:
+                raise ValueError(f"GPU {g} of node {v.name} has no {need.milli} milli free")
             milli[g] -= need.milli
             if g in free:
                 free.remove(g)
@@ -187,6 +198,7 @@ class State:
         """Log a node's amounts before a change (for :meth:`rollback`) and load its GPU lists."""
         v = self.snap.nodes[node]
         known = node in self.free_idx
+        self.changed.add(node)
         self.log.append(
             (
                 "node",
@@ -262,6 +274,7 @@ class State:
             kind = entry[0]
             if kind == "node":
                 _, n, gpus, milli, cpu, mem, sto, shm, empty, closed, free, shares, taken, left = entry
+                self.changed.add(n)
                 self.taken[n] = taken
                 self.running_left[n] = left
                 self.gpus[n], self.milli[n], self.cpu[n], self.mem[n] = gpus, milli, cpu, mem
@@ -419,6 +432,19 @@ def _choose(
     return int(idx[order[0]])
 
 
+def _choose_baseline(mask: np.ndarray, state: State, unit: Unit) -> int | None:
+    """The node for one replica by a baseline scorer: least penalty (eviction cost) when set, then the
+    scorer's key, then node order."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return None
+    assert state.scorer is not None
+    keys: list[np.ndarray] = [idx, state.scorer.key(state, unit, idx)]
+    if state.penalty is not None:
+        keys.append(state.penalty[idx])
+    return int(idx[np.lexsort(keys)[0]])
+
+
 def _place_node_units(
     plan: JobPlan,
     units: list[tuple[Unit, UnitCandidates, np.ndarray]],
@@ -439,11 +465,17 @@ def _place_node_units(
             avoid = used_by_job if self_anti else used_by_unit if unit.distinct else set()
             if avoid:
                 mask[list(avoid)] = False
-            cost = None if state.pricing is None else state.pricing.node_costs(unit.need)
-            node = _choose(mask, pref, _frag(state, arrays, unit, plan.nvlink), state.penalty, cost)
+            share_gpu = None
+            if state.scorer is not None:
+                node = _choose_baseline(mask, state, unit)
+                if node is not None:
+                    share_gpu = state.scorer.share_gpu(state, node, unit)
+            else:
+                cost = None if state.pricing is None else state.pricing.node_costs(unit.need)
+                node = _choose(mask, pref, _frag(state, arrays, unit, plan.nvlink), state.penalty, cost)
             if node is None:
                 return None
-            gpus, share = state.take(node, unit)
+            gpus, share = state.take(node, unit, share_gpu)
             used_by_unit.add(node)
             used_by_job.add(node)
             out.append(ReplicaAt(unit=unit, node=node, gpus=gpus, milli=share))
@@ -507,14 +539,18 @@ def greedy(
     victims: list[Victim] | None = None,
     budgets: Budgets | None = None,
     pricing: Pricing | None = None,
+    scorer: str = "placer",
 ) -> Assignment:
     """Place the plans (those with candidates) in priority order; the rest stay pending. With a
     ``deadline`` (a ``time.perf_counter()`` value), plans not reached by then are listed in
     ``Assignment.skipped``: a valid, smaller answer rather than a missed deadline. ``pricing`` adds the
-    cost key to node choice and prices dollar budgets."""
+    cost key to node choice and prices dollar budgets. ``scorer``: ``placer`` (greedy's own keys) or a
+    baseline of :mod:`solver.scorers`."""
     snap = arrays.snap
     state = State.of(arrays)
     state.pricing = pricing
+    if scorer != "placer":
+        state.scorer = ScorerContext.of(scorer, plans, candidates, arrays)
     result = Assignment(engine="greedy")
     sequence = order if order is not None else priority_order(plans)
 

@@ -5,17 +5,41 @@ preferences (preferred affinity, model and data locality, spot preference), then
 CP-SAT engine does this by successive solves; greedy by the order of its sort keys. The weights below
 shape each level, they never trade one level against another.
 
+Baseline scorers (``scorer``, :mod:`solver.scorers`) replace greedy's node choice by a textbook rule —
+first fit, best fit, Kubernetes' LeastAllocated/MostAllocated, FGD — so that a study can compare placer
+with them in one run. They are greedy-only: ``engine: auto`` with a baseline means greedy, ``cpsat`` is
+an error.
+
 >>> Policy().job_weight("reserved", 0, 8) > Policy().job_weight("on-demand", 0, 8)
 True
+>>> Policy(scorer="fgd").engine, engine_fields("best-fit"), engine_fields("cpsat")
+('greedy', {'engine': 'greedy', 'scorer': 'best-fit'}, {'engine': 'cpsat'})
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from solver.prices import PriceCatalog
+
+#: Greedy's node choice: ``placer`` (its own scoring, the default) or a baseline (:mod:`solver.scorers`).
+Scorer = Literal["placer", "first-fit", "best-fit", "least-allocated", "most-allocated", "fgd"]
+#: The baseline scorers, in help order.
+BASELINES: tuple[str, ...] = get_args(Scorer)[1:]
+#: Placer's own engines.
+ENGINES: tuple[str, ...] = ("auto", "cpsat", "greedy")
+
+
+def engine_fields(name: str) -> dict[str, str]:
+    """The :class:`Policy` fields an engine name of the command line or a scenario file stands for: a
+    baseline scorer's name is greedy with that scorer; ``ValueError`` for an unknown name."""
+    if name in BASELINES:
+        return {"engine": "greedy", "scorer": name}
+    if name in ENGINES:
+        return {"engine": name}
+    raise ValueError(f"unknown engine {name!r} (known: {', '.join(ENGINES + BASELINES)})")
 
 
 class Policy(BaseModel):
@@ -24,6 +48,8 @@ class Policy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     engine: Literal["auto", "cpsat", "greedy"] = "auto"
+    #: Greedy's node choice for each replica: ``placer`` or a baseline scorer (greedy only).
+    scorer: Scorer = "placer"
     time_limit_s: float = Field(default=5.0, gt=0)
     seed: int = 0
     workers: int = Field(default=2, ge=1, le=64)
@@ -76,6 +102,22 @@ class Policy(BaseModel):
     max_slices_per_job: int = Field(default=48, ge=1)
     cpu_quantum: float = Field(default=1.0, gt=0)
     memory_quantum_gb: float = Field(default=8.0, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _baseline_is_greedy(cls, data: Any) -> Any:
+        """A baseline scorer runs in greedy: ``auto`` (the default) then means greedy; ``cpsat`` is refused
+        (CP-SAT optimizes placer's own objective, a baseline's node rule has no place in it)."""
+        if not isinstance(data, dict) or data.get("scorer") not in BASELINES:
+            return data
+        engine = data.get("engine", "auto")
+        if engine == "auto":
+            return {**data, "engine": "greedy"}
+        if engine == "cpsat":
+            raise ValueError(
+                f"scorer {data['scorer']!r} is a greedy baseline: use engine greedy (or auto), not cpsat"
+            )
+        return data
 
     def job_weight(self, priority_class: str, priority: int, demand_units: float) -> int:
         """Integer weight of placing a job: class weight, nudged by numeric priority, times demand.

@@ -1,0 +1,304 @@
+"""Baseline node scorers for greedy: how textbook schedulers would choose the node for one replica.
+
+Why they exist: a study of placer must compare like with like — the same batches, the same hard
+constraints, the same simulator — and change only the rule that picks a node. Each scorer below is that
+rule, written from its published definition, as a key per candidate node (lower is better; ties go to
+the lowest node index). Greedy calls it instead of its own keys (:func:`solver.greedy._choose`) when
+``Policy.scorer`` names it (``engine: fgd`` in a scenario, ``placer simulate --engine fgd``).
+
+What a baseline keeps: the candidates (every hard constraint: labels, GPU type, anti-affinity, gang
+scopes, exclusivity, budgets, node counts), greedy's job order, its whole-gang placement, the fullest-first
+order of a scoped gang's domains, its evictions (least eviction cost stays the first key when a job only
+fits by evicting) and TPU slice choice — so every decision still passes :func:`solver.check.check`.
+What it drops (that is what makes it a baseline): placer's soft preferences (affinity, model and data
+locality, spot preference), the cost term, keeping NVLink nodes for NVLink work and GPU nodes for GPU work.
+
+====================  ==================================================================================
+name                  key of a node (lower wins), after placing the replica there
+====================  ==================================================================================
+``first-fit``         its index: the first node, in cluster order, where the replica fits
+``best-fit``          free CPU / largest node's CPU + free GPU / largest node's GPUs, weighted 1/2 each
+``least-allocated``   Kubernetes ``NodeResourcesFit`` ``LeastAllocated`` (spread): minus the mean over
+                      CPU, memory and GPUs (those the node has) of free / allocatable
+``most-allocated``    Kubernetes ``MostAllocated`` (pack): that same mean, so the fullest node wins
+``fgd``               fragmentation gradient descent (Weng et al., ATC '23): the growth of the node's
+                      expected GPU fragmentation against the batch's target workload (:func:`fragmentation`)
+====================  ==================================================================================
+
+GPUs count in milli (a whole GPU is 1000), so fractional shares weigh what they take. Kubernetes' scores
+are integers 0-100 and kube-scheduler picks at random among equal ones; these keys are exact and ties go
+to node order, so a run is reproducible. Kubernetes skips a resource the node has none of (a CPU node's
+GPUs); so do these.
+
+>>> from topology import cluster_of, dgx_h100
+>>> from solver.engine import place
+>>> from solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from solver.policy import Policy
+>>> busy = {"job": "r", "replicas": [{"node": "dgx-h100-2", "gpus": [0, 1, 2, 3, 4]}]}
+>>> cluster = cluster_of(dgx_h100(2)).allocate(busy)
+>>> one = Job(id="one", tasks=[TaskGroup(gpu=GpuDemand(count=1))])
+>>> eight = Job(id="eight", priority_class="spot", tasks=[TaskGroup(gpu=GpuDemand(count=8))])
+>>> for name in SCORERS:  # "one" is placed first (higher priority): does it leave room for "eight"?
+...     d = place([one, eight], cluster, Policy(scorer=name))
+...     print(f"{name:16}", {p.job: p.replicas[0].node for p in d.placements})
+first-fit        {'one': 'dgx-h100-1'}
+best-fit         {'eight': 'dgx-h100-1', 'one': 'dgx-h100-2'}
+least-allocated  {'one': 'dgx-h100-1'}
+most-allocated   {'eight': 'dgx-h100-1', 'one': 'dgx-h100-2'}
+fgd              {'eight': 'dgx-h100-1', 'one': 'dgx-h100-2'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from solver.candidates import NodeArrays, UnitCandidates
+from solver.demand import JobPlan, Unit
+
+if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
+    from solver.greedy import State
+
+#: Milli per whole GPU.
+MILLI = 1000
+#: FGD increases closer than this (milli-GPUs) are ties: float sums must not decide between equal nodes.
+FGD_DECIMALS = 6
+
+
+@dataclass(frozen=True, eq=False)
+class Targets:
+    """FGD's target workload: per task shape ``m`` its probability ``p``, CPU cores, milli per GPU (0 for
+    CPU-only), GPU count, and ``access[n, m]``: whether shape ``m`` may use node ``n`` at all."""
+
+    p: np.ndarray
+    cpu: np.ndarray
+    milli: np.ndarray
+    num: np.ndarray
+    access: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.p.size)
+
+
+def target_workload(plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]], n: int) -> Targets:
+    """The batch as FGD's target workload: each node unit of a job that has candidates is a task shape
+    (its replica's CPU, GPUs and GPU share) that may use the nodes its hard constraints allow; shapes alike
+    in all of that are one, weighted by their replicas. CPU-only units are shapes too (their free GPUs are
+    fragments, as in the FGD artifact); TPU units are not (they use no node)."""
+    weight: dict[tuple[float, int, int, bytes], float] = {}
+    masks: dict[bytes, np.ndarray] = {}
+    for plan in plans:
+        cands = candidates.get(plan.idx)
+        if cands is None:
+            continue
+        for unit, cand in zip(plan.units, cands, strict=True):
+            if unit.tpu is not None or unit.replicas <= 0:
+                continue
+            need = unit.need
+            num, milli = (need.gpus, MILLI) if need.gpus else ((1, need.milli) if need.milli else (0, 0))
+            mask = np.packbits(cand.static).tobytes()
+            masks.setdefault(mask, cand.static)
+            key = (float(need.cpu), milli, num, mask)
+            weight[key] = weight.get(key, 0.0) + unit.replicas
+    keys = sorted(weight, key=lambda k: (k[:3], k[3]))
+    w = np.array([weight[k] for k in keys], dtype=np.float64)
+    return Targets(
+        p=w / w.sum() if w.size else w,
+        cpu=np.array([k[0] for k in keys], dtype=np.float64),
+        milli=np.array([k[1] for k in keys], dtype=np.int64),
+        num=np.array([k[2] for k in keys], dtype=np.int64),
+        access=np.stack([masks[k[3]] for k in keys], axis=1) if keys else np.zeros((n, 0), dtype=bool),
+    )
+
+
+def fragmentation(cpu: np.ndarray, gpu: np.ndarray, access: np.ndarray, t: Targets) -> np.ndarray:
+    """FGD's expected GPU fragment (milli-GPUs) of ``K`` node states: free CPU cores ``cpu[K]``, free milli
+    per GPU ``gpu[K, G]`` (0 for GPUs a node lacks), ``access[K, M]``.
+
+    The fragment for task shape ``m`` is every free GPU milli when ``m`` cannot run on the node at all (it
+    needs no GPU, may not use the node, lacks CPU, or fewer than its GPU count of GPUs have its share
+    free), else the free milli of the GPUs too full for ``m``; the node's fragmentation is its
+    expectation over the target workload (the definition of ``scenarios/fill/policies/fgd.py``, on
+    greedy's amounts).
+
+    >>> t = Targets(p=np.array([0.5, 0.5]), cpu=np.array([4.0, 1.0]), milli=np.array([1000, 500]),
+    ...             num=np.array([1, 1]), access=np.ones((1, 2), dtype=bool))
+    >>> fragmentation(np.array([8.0]), np.array([[1000, 300]]), np.ones((1, 2), dtype=bool), t).tolist()
+    [300.0]
+    """
+    total = gpu.sum(axis=1).astype(np.float64)
+    if t.size == 0:
+        return np.zeros(len(cpu))
+    levels, col = np.unique(t.milli, return_inverse=True)
+    g = gpu[:, :, None]
+    fits = (g >= levels[None, None, :]).sum(axis=1)[:, col]  # GPUs with m's share free, (K, M)
+    below = (g * (g < levels[None, None, :])).sum(axis=1)[:, col].astype(np.float64)  # too-full GPUs' milli
+    ok = access & (cpu[:, None] + 1e-9 >= t.cpu[None, :]) & (fits >= t.num[None, :]) & (t.num[None, :] > 0)
+    return np.where(ok, below, total[:, None]) @ t.p
+
+
+@dataclass(eq=False)
+class Context:
+    """A scorer for one greedy call: its key function, the cluster's normalizers, FGD's target workload,
+    and the free milli of every GPU (``free[n, g]``), kept in step with greedy's state through
+    ``State.changed``."""
+
+    name: str
+    arrays: NodeArrays
+    fn: ScoreFn
+    targets: Targets | None = None
+    free: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+
+    @staticmethod
+    def of(
+        name: str, plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]], arrays: NodeArrays
+    ) -> Context:
+        """The scorer called ``name``; ``KeyError`` naming the known ones otherwise."""
+        if name not in SCORERS:
+            raise KeyError(f"unknown scorer {name!r} (known: {', '.join(SCORERS)})")
+        n = len(arrays.snap.nodes)
+        width = max(1, int(arrays.cap_gpus.max(initial=0)))
+        free = np.zeros((n, width), dtype=np.int64)
+        for v in arrays.snap.nodes:
+            free[v.idx, : len(v.milli_free)] = v.milli_free
+        targets = target_workload(plans, candidates, n) if name == "fgd" else None
+        return Context(name=name, arrays=arrays, fn=SCORERS[name], targets=targets, free=free)
+
+    @property
+    def max_cpu(self) -> float:
+        return max(1e-9, float(self.arrays.cap_cpu.max(initial=0.0)))
+
+    @property
+    def max_gpu_milli(self) -> float:
+        return max(1.0, float(self.arrays.cap_gpus.max(initial=0)) * MILLI)
+
+    def gpus(self, state: State, idx: np.ndarray) -> np.ndarray:
+        """Free milli per GPU of the nodes ``idx`` now (rows of :attr:`free`, refreshed where greedy
+        changed a node since the last look)."""
+        if state.changed:
+            for n in state.changed:
+                row = state.milli_idx.get(n)
+                shares = state.snap.nodes[n].milli_free if row is None else row
+                self.free[n] = 0
+                self.free[n, : len(shares)] = shares
+            state.changed.clear()
+        return self.free[idx]
+
+    def key(self, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
+        """Per node of ``idx`` (candidates where one replica of ``unit`` fits), the scorer's key."""
+        return self.fn(self, state, unit, idx)
+
+    def share_gpu(self, state: State, node: int, unit: Unit) -> int | None:
+        """The GPU of ``node`` a fractional share goes to: FGD's choice for ``fgd``, else None (greedy's
+        best fit among the GPUs, as for placer)."""
+        if self.name != "fgd" or unit.need.gpus or not unit.need.milli:
+            return None
+        _, gpu = _fgd_deltas(self, state, unit, np.array([node]))
+        return int(gpu[0])
+
+
+#: A scorer: (context, greedy's state, the unit, candidate node indices) -> key per candidate.
+ScoreFn = Callable[[Context, "State", Unit, np.ndarray], np.ndarray]
+
+
+def _milli_of(unit: Unit) -> int:
+    """GPU milli one replica takes."""
+    return unit.need.gpus * MILLI + unit.need.milli
+
+
+def first_fit(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
+    """The node's index: the first node in cluster order that fits wins — the simplest rule, and what a
+    scheduler without scoring does."""
+    return idx.astype(np.float64)
+
+
+def best_fit(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
+    """CPU and GPU left free after placing, each over the largest node's capacity, half and half: the
+    tightest fit wins (the FGD paper's Best-fit baseline), so big holes stay for big jobs."""
+    cpu = (state.cpu[idx] - unit.need.cpu) / ctx.max_cpu
+    gpu = (ctx.gpus(state, idx).sum(axis=1) - _milli_of(unit)) / ctx.max_gpu_milli
+    return 0.5 * cpu + 0.5 * gpu
+
+
+def free_fraction(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
+    """Kubernetes ``NodeResourcesFit`` scoring, before its integer rounding: the mean, over CPU, memory and
+    GPUs, of what is free after placing over what the node has (a resource the node has none of is
+    skipped, as Kubernetes skips zero allocatable)."""
+    a, need = ctx.arrays, unit.need
+    parts = [
+        (state.cpu[idx] - need.cpu, a.cap_cpu[idx]),
+        (state.mem[idx] - need.mem, a.cap_mem[idx]),
+        (ctx.gpus(state, idx).sum(axis=1) - _milli_of(unit), a.cap_gpus[idx] * float(MILLI)),
+    ]
+    total = np.zeros(idx.size)
+    count = np.zeros(idx.size)
+    for left, cap in parts:
+        has = cap > 0
+        total += np.where(has, left / np.where(has, cap, 1.0), 0.0)
+        count += has
+    return total / np.maximum(count, 1)
+
+
+def least_allocated(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
+    """Kubernetes ``LeastAllocated`` (kube-scheduler's default): the node left with the largest free
+    fraction wins — spreading, which keeps every node's headroom but fragments GPUs."""
+    return -free_fraction(ctx, state, unit, idx)
+
+
+def most_allocated(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
+    """Kubernetes ``MostAllocated`` (bin packing): the node left with the smallest free fraction wins."""
+    return free_fraction(ctx, state, unit, idx)
+
+
+def _fgd_deltas(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """FGD's fragmentation increase of placing one replica of ``unit`` on each node of ``idx``, and for a
+    share the GPU that gives it (the lowest-indexed best; -1 otherwise)."""
+    t = ctx.targets
+    assert t is not None
+    gpu = ctx.gpus(state, idx)
+    acc = t.access[idx]
+    now = fragmentation(state.cpu[idx], gpu, acc, t)
+    cpu = state.cpu[idx] - unit.need.cpu
+    need = unit.need
+    choice = np.full(idx.size, -1, dtype=np.int64)
+    if need.milli and not need.gpus:  # a share: try each GPU it fits on, keep the best
+        width = gpu.shape[1]
+        after = np.repeat(gpu[:, None, :], width, axis=1)
+        diag = np.arange(width)
+        after[:, diag, diag] -= need.milli
+        f = fragmentation(
+            np.repeat(cpu, width), after.reshape(-1, width), np.repeat(acc, width, axis=0), t
+        ).reshape(-1, width)
+        delta = np.round(f - now[:, None], FGD_DECIMALS)
+        delta = np.where(gpu >= need.milli, delta, np.inf)
+        choice = delta.argmin(axis=1)
+        return delta[np.arange(idx.size), choice], choice
+    after = gpu.copy()
+    if need.gpus:  # greedy takes the lowest-indexed whole free GPUs
+        whole = after == MILLI
+        after[whole & (np.cumsum(whole, axis=1) <= need.gpus)] = 0
+    return np.round(fragmentation(cpu, after, acc, t) - now, FGD_DECIMALS), choice
+
+
+def fgd(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
+    """Fragmentation gradient descent (Weng et al., "Beware of Fragmentation", USENIX ATC '23): the node
+    whose expected GPU fragmentation against the batch's target workload (:func:`target_workload`) grows
+    least — so a 1-GPU task goes to a partly used node rather than breaking a whole one an 8-GPU task of
+    the batch could use. Exact increases (the artifact's 0-100 score quantization is not applied)."""
+    return _fgd_deltas(ctx, state, unit, idx)[0]
+
+
+#: name -> scorer (the baselines of ``Policy.scorer``; ``placer`` is greedy's own scoring, not here).
+SCORERS: dict[str, ScoreFn] = {
+    "first-fit": first_fit,
+    "best-fit": best_fit,
+    "least-allocated": least_allocated,
+    "most-allocated": most_allocated,
+    "fgd": fgd,
+}
+
+__all__ = ["SCORERS", "Context", "Targets", "fragmentation", "target_workload"]
