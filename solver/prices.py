@@ -113,6 +113,12 @@ class PriceCatalog(BaseModel):
         table = self.cpu_core
         return node.cpu_cores * table.get(node.capacity_class, table.get("on-demand", 0.0))
 
+    def pod_hour(self, pod: TpuPod) -> float:
+        """The TPU pod's own price, else its chips at catalog prices (what a whole pod costs per hour)."""
+        if pod.price_per_hour is not None:
+            return pod.price_per_hour
+        return pod.chips * self.tpu_chip_hour(pod.generation, pod.capacity_class)
+
 
 @lru_cache(maxsize=1)
 def _default() -> PriceCatalog:

@@ -36,10 +36,18 @@ class NodeFailure:
 
 
 def failures_of(
-    spec: FailuresSpec | None, cluster: Cluster, start: datetime, horizon_s: float, seed: int
+    spec: FailuresSpec | None,
+    cluster: Cluster,
+    start: datetime,
+    horizon_s: float,
+    seed: int,
+    *,
+    stream: str = "failures",
 ) -> list[NodeFailure]:
     """Every failure inside the horizon, sorted by time then node. Unknown nodes and patterns that match
-    no node are scenario errors (``failures.events[i].node``, ``failures.random.nodes``)."""
+    no node are scenario errors (``failures.events[i].node``, ``failures.random.nodes``). ``stream``
+    names the random stream (``"{seed}:{stream}"``): another stream draws failures independent of the
+    scenario's own (the cost studies' spot reclaims, ``scenarios/cost/reclaims.py``)."""
     if spec is None:
         return []
     end = start + timedelta(seconds=horizon_s)
@@ -59,7 +67,7 @@ def failures_of(
         names = [n.name for n in cluster.nodes if any(fnmatch.fnmatchcase(n.name, p) for p in r.nodes)]
         if not names:
             raise fail("enum", "failures.random.nodes", f"no node matches {r.nodes}")
-        rng = random.Random(f"{seed}:failures")
+        rng = random.Random(f"{seed}:{stream}")
         for name in names:
             t = rng.expovariate(1.0 / r.mtbf)
             while t < horizon_s:

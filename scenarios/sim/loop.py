@@ -592,12 +592,7 @@ class Simulator:
     def _meta(self) -> dict[str, object]:
         c = self.inp.cluster
         prices = self.inp.prices
-        fleet = sum(prices.node_hour(n) for n in c.nodes) + sum(
-            p.price_per_hour
-            if p.price_per_hour is not None
-            else p.chips * prices.tpu_chip_hour(p.generation, p.capacity_class)
-            for p in c.tpu_pods()
-        )
+        fleet = sum(prices.node_hour(n) for n in c.nodes) + sum(prices.pod_hour(p) for p in c.tpu_pods())
         return {
             "name": self.inp.name,
             "seed": self.inp.seed,
