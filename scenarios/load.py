@@ -98,7 +98,7 @@ def issues_of(error: ValidationError, prefix: str = "") -> list[Issue]:
     ...     PolicySpec.model_validate({"engine": "fast"})
     ... except ValidationError as e:
     ...     print(issues_of(e, "policy")[0])
-    policy.engine: Input should be 'auto', 'cpsat' or 'greedy' [enum]
+    policy.engine: Input should be 'auto', 'cpsat', 'greedy', ... or 'fgd' [enum]
     """
     by_path: dict[str, Issue] = {}
     for err in error.errors(include_url=False):

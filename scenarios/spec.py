@@ -34,6 +34,7 @@ from pydantic_core import PydanticCustomError
 
 from scenarios.units import DURATION_JSON, Duration
 from solver.jobs.model import DistributedStrategy, PriorityClass, SpotPreference
+from solver.policy import BASELINES
 from topology.catalog import parse_shape
 
 #: Default start of a scenario's clock: fixed, so that a scenario gives the same run on any day.
@@ -376,12 +377,22 @@ class ClusterSpec(_Spec):
         return self
 
 
-class PolicySpec(_Spec):
-    """The solver policy at every scheduling interval. ``weights``: any other field of
-    :class:`solver.policy.Policy` (``restart_penalty_s``, ``class_weight``, ...). ``reproducible`` (on by
-    default) makes CP-SAT answer the same whatever the machine's load, so a seed fixes the whole run."""
+#: What ``policy.engine`` may name: placer's engines, and the baseline scorers of :mod:`solver.scorers`
+#: (each is greedy choosing nodes by that scorer: ``engine: fgd``).
+EngineName = Literal[
+    "auto", "cpsat", "greedy", "first-fit", "best-fit", "least-allocated", "most-allocated", "fgd"
+]
 
-    engine: Literal["auto", "cpsat", "greedy"] = "greedy"
+
+class PolicySpec(_Spec):
+    """The solver policy at every scheduling interval. ``engine``: placer's ``greedy`` (the default here),
+    ``cpsat`` or ``auto``, or a baseline to compare with — ``first-fit``, ``best-fit``, ``least-allocated``,
+    ``most-allocated``, ``fgd`` (greedy with that node scorer, :mod:`solver.scorers`). ``weights``: any
+    other field of :class:`solver.policy.Policy` (``restart_penalty_s``, ``class_weight``, ...).
+    ``reproducible`` (on by default) makes CP-SAT answer the same whatever the machine's load, so a seed
+    fixes the whole run."""
+
+    engine: EngineName = "greedy"
     time_limit_s: float = Field(default=1.0, gt=0, le=600)
     plan: bool = True
     preemption: bool = True
@@ -397,6 +408,8 @@ class PolicySpec(_Spec):
             raise _bad(
                 "conflict", f"set {', '.join(clash)} directly under policy (or the scenario's seed/prices)"
             )
+        if "scorer" in v:
+            raise _bad("conflict", f"choose a baseline scorer as policy.engine ({', '.join(BASELINES)})")
         return v
 
 

@@ -119,6 +119,11 @@ class Policy(BaseModel):
             )
         return data
 
+    @property
+    def engine_name(self) -> str:
+        """The engine as a scenario or ``--engine`` names it: a baseline scorer's name, else ``engine``."""
+        return self.engine if self.scorer == "placer" else self.scorer
+
     def job_weight(self, priority_class: str, priority: int, demand_units: float) -> int:
         """Integer weight of placing a job: class weight, nudged by numeric priority, times demand.
 

@@ -33,7 +33,7 @@ from scenarios.load import ScenarioError, fail, issues_of, resolve
 from scenarios.spec import PolicySpec, ScenarioSpec
 from solver.jobs.errors import Issue, JobValidationError
 from solver.jobs.model import Job
-from solver.policy import Policy
+from solver.policy import Policy, engine_fields
 from solver.prices import PriceCatalog, load_prices, load_prices_file
 from solver.reservations import Reservation
 from topology import Cluster, RunningJob
@@ -63,7 +63,7 @@ def policy_of(spec: PolicySpec, seed: int) -> Policy:
     """The solver policy of a scenario (``weights`` are further :class:`Policy` fields)."""
     try:
         return Policy(
-            engine=spec.engine,
+            **engine_fields(spec.engine),  # type: ignore[arg-type]
             time_limit_s=spec.time_limit_s,
             seed=seed,
             plan=spec.plan,

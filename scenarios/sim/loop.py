@@ -603,7 +603,7 @@ class Simulator:
             "gpus": sum(n.gpu_count for n in c.nodes),
             "tpu_chips": sum(p.chips for p in c.tpu_pods()),
             "fleet_cost_per_hour": fleet,
-            "engine": self.inp.policy.engine,
+            "engine": self.inp.policy.engine_name,
             "time_limit_s": self.inp.policy.time_limit_s,
             "node_failures": sum(1 for e in self.rec.events if e["event"] == "node_down"),
             "decisions": self.decisions,

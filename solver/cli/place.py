@@ -1,5 +1,5 @@
 """``placer place --cluster FILE --jobs FILE... [--running FILE] [--now TIME] [--time-limit S]
-[--engine auto|cpsat|greedy] [--seed N] [--json]``: decide where a batch of jobs runs.
+[--engine auto|cpsat|greedy|BASELINE] [--seed N] [--json]``: decide where a batch of jobs runs.
 
 The cluster file may be in any format ``placer cluster`` reads (auto-detected); job files in any job format
 (OJS, Flux jobspec, SSS XML). Jobs the readers refuse are not dropped: they go to the decision's
@@ -9,7 +9,9 @@ The cluster file may be in any format ``placer cluster`` reads (auto-detected); 
 ``not_before`` and dependencies are compared with; default: the current time.
 
 Output: a table (per placed job: engine, nodes, GPUs, TPU chips; per pending job: its first reason;
-rejected jobs; one stats line), or with ``--json`` the Decision JSON (``docs/decision.md``).
+rejected jobs; one stats line), or with ``--json`` the Decision JSON (``docs/decision.md``). ``--engine``
+also takes a baseline scorer (``first-fit``, ``best-fit``, ``least-allocated``, ``most-allocated``,
+``fgd``: greedy choosing nodes by that rule, :mod:`solver.scorers`) to see what it would decide.
 
 Exit codes: 0 a decision was made (pending jobs included), 1 the cluster, a job file or the running-jobs
 file was opened but its content cannot be read (not parseable, not a cluster), 2 a usage error (bad
@@ -40,6 +42,18 @@ _NAME = "placer place"
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 #: Most problems printed for an unreadable file before "... and N more".
 MAX_PRINTED = 20
+#: ``--engine`` values: placer's engines, then the baseline scorers (``solver.policy.ENGINES`` and
+#: ``BASELINES``; spelled out so that ``placer --help`` need not import pydantic).
+ENGINE_CHOICES = (
+    "auto",
+    "cpsat",
+    "greedy",
+    "first-fit",
+    "best-fit",
+    "least-allocated",
+    "most-allocated",
+    "fgd",
+)
 
 
 def parse_rfc3339(text: str) -> datetime:
@@ -109,7 +123,12 @@ def add_parser(sub: Any) -> None:
         metavar="S",
         help="seconds the solver may use, greedy included (default: 5)",
     )
-    p.add_argument("--engine", default="auto", choices=["auto", "cpsat", "greedy"], help="default: auto")
+    p.add_argument(
+        "--engine",
+        default="auto",
+        choices=ENGINE_CHOICES,
+        help="default: auto; a baseline (first-fit ... fgd) is greedy with that node scorer",
+    )
     p.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (default: 0)")
     p.add_argument(
         "--no-plan",
@@ -139,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     """Read everything, place, print; the exit code says what went wrong (see the module docstring)."""
     from solver.engine import place
     from solver.jobs import JobValidationError, read_files
-    from solver.policy import Policy
+    from solver.policy import Policy, engine_fields
     from solver.running import running_from_envelopes
     from topology import TopologyError
     from topology.load import load_cluster
@@ -206,7 +225,12 @@ def run(args: argparse.Namespace) -> int:
             return _usage(f"cannot open prices {args.prices}: {e.strerror or e}")
         except JobValidationError as e:
             return _bad_content(f"prices {args.prices} are invalid: {_shown(list(e.issues))}")
-    policy = Policy(engine=args.engine, time_limit_s=args.time_limit, seed=args.seed, plan=not args.no_plan)
+    policy = Policy(
+        **engine_fields(args.engine),  # type: ignore[arg-type]
+        time_limit_s=args.time_limit,
+        seed=args.seed,
+        plan=not args.no_plan,
+    )
     try:
         decision = place(
             results, cluster, policy, now=now, queues=options.queues, reservations=reservations, prices=prices

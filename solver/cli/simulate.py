@@ -4,7 +4,8 @@ discrete-event simulator and report what happened.
 The scenario file names a cluster, a workload, a policy, prices, a scheduling interval and a horizon
 (``docs/simulator.md``; ``placer schema scenario``). Every scheduling interval calls ``solver.place()``;
 ``--verify`` re-checks each decision with the independent checker before it is applied. Options override
-the file for quick what-ifs (``--no-preemption``, ``--engine cpsat``, ``--horizon 6h``).
+the file for quick what-ifs (``--no-preemption``, ``--engine cpsat``, ``--horizon 6h``); ``--engine`` also
+takes a baseline scorer (``--engine fgd``, ``docs/simulator.md``) so one scenario runs under each.
 
 Output: a short summary on stdout (or ``--json``: the summary as JSON); with ``--out DIR`` the tables —
 ``events``, ``jobs``, ``attempts``, ``intervals``, ``reasons`` — as parquet (CSV without pyarrow, or with
@@ -29,6 +30,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from solver.cli.place import ENGINE_CHOICES
 
 _NAME = "placer simulate"
 
@@ -56,7 +59,7 @@ def add_parser(sub: Any) -> None:
     over = p.add_argument_group("overrides of the scenario file")
     over.add_argument("--horizon", metavar="DURATION", help="e.g. 6h, 2d")
     over.add_argument("--interval", metavar="DURATION", help="scheduling interval, e.g. 30s, 5m")
-    over.add_argument("--engine", choices=("auto", "cpsat", "greedy"))
+    over.add_argument("--engine", choices=ENGINE_CHOICES, help="placer's, or a baseline (first-fit ... fgd)")
     over.add_argument("--time-limit", type=float, metavar="S", dest="time_limit_s")
     over.add_argument("--plan", dest="plan", action="store_true", default=None, help="time planning on")
     over.add_argument("--no-plan", dest="plan", action="store_false", help="time planning off")
