@@ -142,16 +142,35 @@ def fragmentation(cpu: np.ndarray, gpu: np.ndarray, access: np.ndarray, t: Targe
 
 
 @dataclass(eq=False)
+class _Deltas:
+    """FGD's increase and share GPU per node for one replica shape, valid while the node's version is
+    ``ver`` (a placement changes one node: only its row is computed again)."""
+
+    delta: np.ndarray
+    gpu: np.ndarray
+    ver: np.ndarray
+
+    @staticmethod
+    def of(n: int) -> _Deltas:
+        return _Deltas(np.zeros(n), np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+
+
+@dataclass(eq=False)
 class Context:
     """A scorer for one greedy call: its key function, the cluster's normalizers, FGD's target workload,
     and the free milli of every GPU (``free[n, g]``), kept in step with greedy's state through
-    ``State.changed``."""
+    ``State.changed`` (``version[n]`` counts the changes seen on node ``n``, for FGD's caches)."""
 
     name: str
     arrays: NodeArrays
     fn: ScoreFn
     targets: Targets | None = None
     free: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    version: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: FGD: the node's fragmentation now (valid at ``now_ver``), and increases per replica shape.
+    now: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    now_ver: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    deltas: dict[tuple[float, int, int], _Deltas] = field(default_factory=dict)
 
     @staticmethod
     def of(
@@ -166,7 +185,16 @@ class Context:
         for v in arrays.snap.nodes:
             free[v.idx, : len(v.milli_free)] = v.milli_free
         targets = target_workload(plans, candidates, n) if name == "fgd" else None
-        return Context(name=name, arrays=arrays, fn=SCORERS[name], targets=targets, free=free)
+        return Context(
+            name=name,
+            arrays=arrays,
+            fn=SCORERS[name],
+            targets=targets,
+            free=free,
+            version=np.zeros(n, dtype=np.int64),
+            now=np.zeros(n),
+            now_ver=np.full(n, -1, dtype=np.int64),
+        )
 
     @property
     def max_cpu(self) -> float:
@@ -185,6 +213,7 @@ class Context:
                 shares = state.snap.nodes[n].milli_free if row is None else row
                 self.free[n] = 0
                 self.free[n, : len(shares)] = shares
+                self.version[n] += 1
             state.changed.clear()
         return self.free[idx]
 
@@ -256,12 +285,28 @@ def most_allocated(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> n
 
 def _fgd_deltas(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """FGD's fragmentation increase of placing one replica of ``unit`` on each node of ``idx``, and for a
-    share the GPU that gives it (the lowest-indexed best; -1 otherwise)."""
+    share the GPU that gives it (the lowest-indexed best; -1 otherwise). Cached per replica shape and
+    node until greedy changes the node."""
+    ctx.gpus(state, idx[:0])  # bring the versions up to date
+    need = unit.need
+    cache = ctx.deltas.setdefault((float(need.cpu), need.gpus, need.milli), _Deltas.of(len(ctx.version)))
+    stale = idx[cache.ver[idx] != ctx.version[idx]]
+    if stale.size:
+        cache.delta[stale], cache.gpu[stale] = _fgd_compute(ctx, state, unit, stale)
+        cache.ver[stale] = ctx.version[stale]
+    return cache.delta[idx], cache.gpu[idx]
+
+
+def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     t = ctx.targets
     assert t is not None
     gpu = ctx.gpus(state, idx)
     acc = t.access[idx]
-    now = fragmentation(state.cpu[idx], gpu, acc, t)
+    old = idx[ctx.now_ver[idx] != ctx.version[idx]]
+    if old.size:
+        ctx.now[old] = fragmentation(state.cpu[old], ctx.free[old], t.access[old], t)
+        ctx.now_ver[old] = ctx.version[old]
+    now = ctx.now[idx]
     cpu = state.cpu[idx] - unit.need.cpu
     need = unit.need
     choice = np.full(idx.size, -1, dtype=np.int64)
