@@ -206,6 +206,9 @@ def runs(
     names = [d.name for d in designs]
     if len(set(names)) != len(names):
         raise ValueError(f"design names must be unique: {names}")
+    unknown = sorted(set(deadlines or {}) - set(PRIORITY_CLASSES))
+    if unknown:
+        raise ValueError(f"deadlines are per priority class ({', '.join(PRIORITY_CLASSES)}), not {unknown}")
     spec, base = _workload(workload, base)
     spec = with_overrides(spec, horizon=horizon, interval=interval)
     dl = {

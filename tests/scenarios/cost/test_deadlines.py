@@ -70,3 +70,8 @@ def test_a_deadline_is_a_slack_or_a_mapping() -> None:
     assert Deadline.model_validate({"stretch": 3}).allowed_s(600) == 1800
     with pytest.raises(ValueError):
         Deadline.model_validate({"stretch": 0.5})
+
+
+def test_deadlines_are_per_priority_class() -> None:
+    with pytest.raises(ValueError, match="per priority class"):
+        runs([Design.of("one", 1)], workload(*JOBS), deadlines={"ondemand": "5m"})
