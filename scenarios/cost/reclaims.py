@@ -6,8 +6,9 @@ keep their work up to their last periodic checkpoint and are requeued — so the
 new, and the cheap spot price is weighed against real lost work and real waits. Reclaims are drawn like
 the scenario's random failures (``failures.random``: per spot node, exponential time to the next reclaim
 with mean ``mtbf``; the node — or its replacement — is back ``replace_after`` later), but from their own
-random stream (``"{seed}:spot-reclaims"``): the same seed reclaims the same spot nodes at the same times
-whatever else the scenario fails, and a design without spot nodes draws nothing.
+random stream (``"{seed}:spot-reclaims"``), node after node: with one seed, the first spot node of every
+design is reclaimed at the same times (the second likewise, ...) whatever else the scenario fails, so
+designs are compared on the same bad luck; a design without spot nodes draws nothing.
 
 Not modelled: the warning a provider gives (two minutes on AWS, 30 seconds on Google Cloud) — jobs keep
 only their periodic checkpoints, as on a failure — and reclaims of spot TPU pods.
