@@ -77,7 +77,15 @@ def place_batches(
     from solver import Policy, place
     from solver.prices import PriceCatalog
 
-    policy = Policy(engine=engine, time_limit_s=time_limit_s, seed=seed, preemption=False, plan=False)  # type: ignore[arg-type]
+    engine, _, scorer = engine.partition("-")  # "greedy-fgd": greedy with the fgd scorer
+    policy = Policy(
+        engine=engine,  # type: ignore[arg-type]
+        scorer=scorer or "placer",  # type: ignore[arg-type]
+        time_limit_s=time_limit_s,
+        seed=seed,
+        preemption=False,
+        plan=False,
+    )
     cluster: Cluster = nodes_to_cluster(nodes)
     index = {name: n for n, name in enumerate(state.nodes.names)}
     where = np.full(len(order), -1, dtype=np.int64)

@@ -29,8 +29,10 @@ from scenarios.fill.state import FillState
 from scenarios.fill.tables import NodeTable, PodTable
 from scenarios.traces.alibaba import OpenbNode, OpenbPod
 
-#: Policies that are placer's own engines, run through ``place()`` in batches.
-ENGINES: tuple[str, ...] = ("greedy", "cpsat")
+#: Policies that are placer's own engines, run through ``place()`` in batches: ``greedy`` and ``cpsat``
+#: as a backend runs them, and ``greedy-fgd``, greedy with the FGD baseline scorer (:mod:`solver.scorers`,
+#: whose target workload is the batch) — FGD's node choice inside ``place()``.
+ENGINES: tuple[str, ...] = ("greedy", "cpsat", "greedy-fgd")
 
 
 def run_fill(

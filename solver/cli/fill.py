@@ -4,7 +4,8 @@
 The FGD paper's cluster-fill experiment on an Alibaba "openb" node list and pod list: pods are sampled
 (with replacement, seeded) until their GPU request is ``--load`` x the cluster's GPU capacity, arrive in
 that order, never leave, and are placed as they arrive — one at a time by a baseline policy or FGD, or
-``--batch`` at a time by placer's own ``greedy`` / ``cpsat`` through ``place()``. It prints the share of
+``--batch`` at a time by placer's own engines through ``place()`` (``greedy``, ``cpsat``, and
+``greedy-fgd``: greedy with the FGD baseline scorer). It prints the share of
 GPU capacity allocated at 50/80/90/100/110/120/130 % arrived load, next to an upper bound no placement of
 the arrived pods can beat (``scenarios/fill/bound.py``). ``--verify`` re-checks every placement with the
 independent checker. Method and results: ``docs/fill.md``.
@@ -43,10 +44,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--pods", required=True, metavar="PODS.csv", help="openb pod list (name, cpu_milli, ...)")
     p.add_argument("--load", type=float, default=1.3, help="arrive until GPU requests reach LOAD x capacity")
     p.add_argument("--seed", type=int, default=42, help="sampling and tie-break seed (default 42)")
-    p.add_argument("--policy", default="fgd", help="fgd (default), a baseline, placer-frag, greedy or cpsat")
-    p.add_argument("--batch", type=int, default=1, help="arrivals per place() call (greedy, cpsat)")
+    p.add_argument("--policy", default="fgd", help="fgd (default), a baseline, placer-frag, or an engine")
+    p.add_argument("--batch", type=int, default=1, help="arrivals per place() call (engines)")
     p.add_argument("--sampling", default="sample", choices=("sample", "artifact"), help="how pods are drawn")
-    p.add_argument("--time-limit", type=float, default=2.0, help="seconds per place() call (greedy, cpsat)")
+    p.add_argument("--time-limit", type=float, default=2.0, help="seconds per place() call (engines)")
     p.add_argument("--verify", action="store_true", help="re-check every placement with placer's checker")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(run=run)

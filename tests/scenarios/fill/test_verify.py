@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 
 from scenarios.fill.policies import POLICIES
-from scenarios.fill.run import run_fill
+from scenarios.fill.run import ENGINES, run_fill
 from scenarios.fill.verify import verify
 from scenarios.traces import openb_dir
 from scenarios.traces.alibaba import OpenbNode, OpenbPod, parse_nodes, parse_pods
@@ -40,7 +40,7 @@ def test_baselines_pass_the_checker(policy: str) -> None:
     assert verify(NODES, PODS, r) == []
 
 
-@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_engines_pass_the_checker(engine: str) -> None:
     r = run_fill(NODES, PODS, policy=engine, seed=7, load=1.3, batch=6, time_limit_s=1.0)
     assert (r.node >= 0).sum() > 0

@@ -1,0 +1,154 @@
+"""The FGD cluster-fill experiment on every openb trace present, next to the paper's published figures.
+
+    python benchmarks/fill_bench.py                          # all traces, seeds 42-44, every policy
+    python benchmarks/fill_bench.py --traces default --seeds 42,43,44,45,46,47,48,49,50,51
+    python benchmarks/fill_bench.py --no-engines             # baselines and FGD only (minutes)
+
+For each trace (``../shared/traces/alibaba-gpu-v2023/openb_pod_list_*.csv`` on the 1,213-node GPU node
+list) and policy: the GPU allocation percent at 50/80/90/100/110/120/130 % arrived load (mean over the
+seeds), its standard deviation at 130 %, the paper's figure at 130 % (``fgd-paper-results.csv``, mean over
+the artifact's seeds 42-51) where the policy is one of the paper's, and wall seconds per run. Then the
+upper bound (``scenarios/fill/bound.py``) at 100 % and 130 % arrived load, and a summary per trace. With
+``--verify`` every run is re-checked by placer's independent checker (a few seconds more per run).
+
+placer's engines run through ``place()`` in batches of ``--engine-batch`` arrivals with
+``--engine-time-limit`` seconds per call. Prints figures, asserts nothing; skips with a message where the
+traces are absent. The machine is noisy: compare within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+
+from scenarios.fill.bound import bounds_at
+from scenarios.fill.policies import POLICIES
+from scenarios.fill.result import LOAD_POINTS
+from scenarios.fill.run import ENGINES, run_fill
+from scenarios.fill.tables import NodeTable, PodTable
+from scenarios.traces import openb_dir, traces_dir
+from scenarios.traces.alibaba import read_nodes, read_pods
+
+#: Our policy name -> the paper's (``sc_policy`` of fgd-paper-results.csv).
+PAPER_NAMES = {
+    "random": "01-Random",
+    "dot-product": "02-DotProd",
+    "gpu-clustering": "03-GpuClustering",
+    "gpu-packing": "04-GpuPacking",
+    "best-fit": "05-BestFit",
+    "fgd": "06-FGD",
+}
+
+
+def paper_results() -> dict[tuple[str, str], dict[str, str]]:
+    """(workload, sc_policy) -> the row of fgd-paper-results.csv (empty when absent)."""
+    path = traces_dir() / "fgd-paper-results.csv"
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as f:
+        return {(r["workload"], r["sc_policy"]): r for r in csv.DictReader(f)}
+
+
+def _cell(v: float | None, width: int = 7) -> str:
+    return f"{'-' if v is None else f'{v:.2f}':>{width}}"
+
+
+def bench_trace(trace: str, args: argparse.Namespace, paper: dict[tuple[str, str], dict[str, str]]) -> dict:
+    nodes = read_nodes(openb_dir() / "openb_node_list_gpu_node.csv")
+    pods = read_pods(openb_dir() / f"openb_pod_list_{trace}.csv")
+    node_table, pod_table = NodeTable.of(nodes), PodTable.of(pods)
+    gpus = int(node_table.gpus.sum())
+    print(f"\n== {trace}: {len(pods)} pods in the trace, {len(nodes)} nodes, {gpus} GPUs ==")
+    head = "".join(f"{x:>7}" for x in LOAD_POINTS)
+    print(f"{'policy':<16}{head}  {'std130':>6}  {'paper130':>8}  {'s/run':>6}  {'fails':>5}")
+    summary: dict[str, float | None] = {}
+    bounds: list[dict[int, float]] = []
+    for policy in args.policies:
+        runs, walls = [], []
+        for seed in args.seeds:
+            batch = args.engine_batch if policy in ENGINES else 1
+            t0 = time.perf_counter()
+            r = run_fill(
+                nodes,
+                pods,
+                load=args.load,
+                seed=seed,
+                policy=policy,
+                batch=batch,
+                time_limit_s=args.engine_time_limit,
+            )
+            walls.append(time.perf_counter() - t0)
+            if args.verify:
+                from scenarios.fill.verify import verify
+
+                bad = verify(nodes, pods, r)
+                if bad:
+                    print(f"  VIOLATIONS in {policy} seed {seed}: {bad[:3]}")
+            runs.append(r)
+            if len(bounds) < len(args.seeds):
+                bounds.append(bounds_at(node_table, pod_table, r.order, r.arrived, (100, 130)))
+        allocs = [r.alloc_at() for r in runs]
+        mean = {x: statistics.fmean(a[x] for a in allocs if a[x] is not None) for x in LOAD_POINTS}
+        std = statistics.pstdev(a[130] for a in allocs if a[130] is not None) if len(runs) > 1 else 0.0
+        row = paper.get((f"openb_pod_list_{trace}", PAPER_NAMES.get(policy, "")))
+        paper130 = float(row["alloc_at_130"]) if row else None
+        summary[policy] = mean[130]
+        cells = "".join(_cell(mean[x]) for x in LOAD_POINTS)
+        fails = statistics.fmean(r.failed for r in runs)
+        wall = statistics.fmean(walls)
+        print(f"{policy:<16}{cells}  {std:6.2f}  {_cell(paper130, 8)}  {wall:6.1f}  {fails:5.0f}", flush=True)
+    b100 = statistics.fmean(b[100] for b in bounds)
+    b130 = statistics.fmean(b[130] for b in bounds)
+    print(f"{'bound':<16}{'':>21}{b100:7.2f}{'':>14}{b130:7.2f}")
+    summary["bound@100"], summary["bound@130"] = b100, b130
+    fgd_paper = paper.get((f"openb_pod_list_{trace}", "06-FGD"))
+    summary["paper-fgd"] = float(fgd_paper["alloc_at_130"]) if fgd_paper else None
+    return summary
+
+
+def main() -> None:
+    known = [p.stem.removeprefix("openb_pod_list_") for p in sorted(openb_dir().glob("openb_pod_list_*.csv"))]
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--traces", default=",".join(known), help="comma-separated (default: all present)")
+    parser.add_argument("--seeds", default="42,43,44", help="comma-separated seeds (default 42,43,44)")
+    parser.add_argument("--policies", default=",".join([*POLICIES, *ENGINES]), help="comma-separated")
+    parser.add_argument("--no-engines", action="store_true", help="leave out placer's engines")
+    parser.add_argument("--engine-batch", type=int, default=100, help="arrivals per place() call (100)")
+    parser.add_argument("--engine-time-limit", type=float, default=1.0, help="seconds per place() call (1)")
+    parser.add_argument("--load", type=float, default=1.3)
+    parser.add_argument("--verify", action="store_true", help="re-check every run with placer's checker")
+    args = parser.parse_args()
+    if not known:
+        print(f"fill_bench: no openb traces at {openb_dir()}; set PLACER_SHARED to the shared/ folder")
+        return
+    args.seeds = [int(s) for s in args.seeds.split(",")]
+    args.policies = [p for p in args.policies.split(",") if not (args.no_engines and p in ENGINES)]
+    unknown = [p for p in args.policies if p not in POLICIES and p not in ENGINES]
+    if unknown:
+        sys.exit(f"fill_bench: unknown policies {unknown}")
+    paper = paper_results()
+    print(f"load {args.load}, seeds {args.seeds}; paper figures: {'present' if paper else 'absent'}")
+    table = {t: bench_trace(t, args, paper) for t in args.traces.split(",")}
+    shown = ("fgd", "placer-frag", "best-fit", "greedy", "greedy-fgd", "cpsat")
+    cols = [p for p in shown if p in args.policies]
+    print("\n== summary: allocation % at 130 % arrived load (mean over seeds) ==")
+    print(
+        f"{'trace':<12}{'paper FGD':>10}"
+        + "".join(f"{c:>12}" for c in cols)
+        + f"{'bound@100':>11}{'bound@130':>11}"
+    )
+    for trace, s in table.items():
+        print(
+            f"{trace:<12}{_cell(s['paper-fgd'], 10)}"
+            + "".join(_cell(s.get(c), 12) for c in cols)
+            + f"{s['bound@100']:11.2f}{s['bound@130']:11.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
