@@ -130,7 +130,8 @@ def test_the_design_table_pools_the_seeds(study: Study) -> None:
 
 
 def test_frontier_and_plots(study: Study) -> None:
-    matplotlib = pytest.importorskip("matplotlib")
+    import matplotlib
+
     matplotlib.use("Agg")
     t = pd.DataFrame(
         {"cost_usd": [100.0, 80.0, 120.0, 90.0], "deadlines_met_share": [0.9, 0.5, 0.95, 0.9]},

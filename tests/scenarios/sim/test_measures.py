@@ -127,7 +127,8 @@ def test_metrics_of_the_preemption_timeline(preempted) -> None:  # type: ignore[
 
 
 def test_tables_are_written_and_read_back(preempted, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    pytest.importorskip("pyarrow")
+    import pyarrow  # noqa: F401  (the test extra installs it: parquet is tested for real)
+
     paths = write(preempted, tmp_path / "pq", fmt="parquet", summary={"name": "t"})
     assert sorted(p.name for p in paths) == sorted(
         [f"{t}.parquet" for t in ("events", "jobs", "attempts", "intervals", "reasons")] + ["summary.json"]
@@ -139,7 +140,6 @@ def test_tables_are_written_and_read_back(preempted, tmp_path: Path) -> None:  #
 
 
 def test_plots_are_written(preempted, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    pytest.importorskip("matplotlib")
     from scenarios.sim.plots import save_all
 
     paths = save_all(preempted, tmp_path)
