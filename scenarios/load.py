@@ -18,13 +18,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from scenarios.spec import ScenarioSpec
 from solver.jobs.errors import ISSUE_CODES, Issue
 from topology.safe_load import UnsafeDocument, load_text
+
+M = TypeVar("M", bound=BaseModel)
 
 #: Largest scenario file read, in characters (a scenario is a page of YAML, not a data set).
 MAX_SCENARIO_CHARS = 4 * 1024 * 1024
@@ -90,7 +92,7 @@ def _path(loc: Sequence[Any]) -> str:
     return out.lstrip(".")
 
 
-def issues_of(error: ValidationError, prefix: str = "") -> list[Issue]:
+def issues_of(error: ValidationError, prefix: str = "", *, root: str = "scenario") -> list[Issue]:
     """pydantic's errors as issues, one per path (union members' messages joined with "or").
 
     >>> from scenarios.spec import PolicySpec
@@ -111,36 +113,62 @@ def issues_of(error: ValidationError, prefix: str = "") -> list[Issue]:
             if message not in old.message:
                 by_path[path] = Issue(code=old.code, path=path, message=f"{old.message}, or {message}")
             continue
-        by_path[path] = Issue(code=code, path=path or "scenario", message=message)
+        by_path[path] = Issue(code=code, path=path or root, message=message)
     return list(by_path.values())
+
+
+def parse_document(
+    text: str,
+    model: type[M],
+    *,
+    source: str,
+    what: str = "scenario",
+    error: type[ScenarioError] = ScenarioError,
+) -> M:
+    """A ``model`` document (the scenario, a sweep) from YAML or JSON text; ``error`` (a
+    :class:`ScenarioError`) of issues for anything wrong, the document's root named ``what``."""
+    try:
+        doc = load_text(text, max_chars=MAX_SCENARIO_CHARS)
+    except UnsafeDocument as e:
+        raise error([Issue(code="malformed", path=what, message=str(e))], source) from None
+    if not isinstance(doc, dict):
+        message = f"a {what} is a mapping, got {type(doc).__name__}"
+        raise error([Issue(code="malformed", path=what, message=message)], source)
+    try:
+        return model.model_validate(doc)
+    except ValidationError as e:
+        raise error(issues_of(e, root=what), source) from None
+
+
+def read_document(
+    path: str | os.PathLike[str], *, what: str = "scenario", error: type[ScenarioError] = ScenarioError
+) -> str:
+    """The text of a document file: ``OSError`` when it cannot be opened; ``error`` when it is too large
+    or not UTF-8."""
+    p = Path(path)
+    data = p.read_bytes()
+    if len(data) > MAX_SCENARIO_CHARS:
+        raise error(
+            [Issue(code="limit", path=what, message=f"file is larger than {MAX_SCENARIO_CHARS} bytes")],
+            str(p),
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise error(
+            [Issue(code="malformed", path=what, message=f"not UTF-8 text (byte {e.start})")], str(p)
+        ) from None
 
 
 def load_scenario_text(text: str, *, source: str = "scenario") -> ScenarioSpec:
     """A scenario from YAML or JSON text; :class:`ScenarioError` for anything wrong."""
-    try:
-        doc = load_text(text, max_chars=MAX_SCENARIO_CHARS)
-    except UnsafeDocument as e:
-        raise fail("malformed", "scenario", str(e), source) from None
-    if not isinstance(doc, dict):
-        raise fail("malformed", "scenario", f"a scenario is a mapping, got {type(doc).__name__}", source)
-    try:
-        return ScenarioSpec.model_validate(doc)
-    except ValidationError as e:
-        raise ScenarioError(issues_of(e), source) from None
+    return parse_document(text, ScenarioSpec, source=source)
 
 
 def load_scenario(path: str | os.PathLike[str]) -> ScenarioSpec:
     """A scenario from a file. ``OSError`` when the file cannot be opened (a usage error for the CLI);
     :class:`ScenarioError` for content that is not a valid scenario (including non-UTF-8 bytes)."""
-    p = Path(path)
-    data = p.read_bytes()
-    if len(data) > MAX_SCENARIO_CHARS:
-        raise fail("limit", "scenario", f"file is larger than {MAX_SCENARIO_CHARS} bytes", str(p))
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise fail("malformed", "scenario", f"not UTF-8 text (byte {e.start})", str(p)) from None
-    return load_scenario_text(text, source=str(p))
+    return load_scenario_text(read_document(path), source=str(Path(path)))
 
 
 def resolve(path: str, base: Path | None) -> Path:

@@ -26,8 +26,8 @@ class _Null:
 
 
 @contextmanager
-def bar(total: int, *, enabled: bool = True, desc: str = "simulate") -> Iterator[Bar]:
-    """A bar of ``total`` steps on stderr (``enabled=False``, or no bar library: a no-op bar)."""
+def bar(total: int, *, enabled: bool = True, desc: str = "simulate", unit: str = "interval") -> Iterator[Bar]:
+    """A bar of ``total`` steps (``unit``s) on stderr (``enabled=False``, or no bar library: a no-op bar)."""
     if not enabled:
         yield _Null()
         return
@@ -36,9 +36,7 @@ def bar(total: int, *, enabled: bool = True, desc: str = "simulate") -> Iterator
     except ImportError:
         tqdm = None
     if tqdm is not None:
-        with tqdm(
-            total=total, desc=desc, unit="interval", file=sys.stderr, leave=False, dynamic_ncols=True
-        ) as t:
+        with tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True) as t:
             yield t
         return
     try:
