@@ -17,6 +17,7 @@ SCHEMAS: dict[str, str] = {
     "reservations": "list:solver.reservations:Reservation",
     "prices": "solver.prices:PriceCatalog",
     "scenario": "scenarios.spec:ScenarioSpec",
+    "sweep": "scenarios.sweep.spec:SweepSpec",
 }
 
 
