@@ -15,7 +15,17 @@ import sys
 from collections.abc import Sequence
 
 #: Subcommand modules, in help order. Each defines ``add_parser(subparsers)`` and ``run(args) -> int``.
-COMMANDS: tuple[str, ...] = ("validate", "place", "check", "cluster", "schema", "simulate", "serve", "fill")
+COMMANDS: tuple[str, ...] = (
+    "validate",
+    "place",
+    "check",
+    "cluster",
+    "schema",
+    "simulate",
+    "sweep",
+    "serve",
+    "fill",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
