@@ -6,8 +6,6 @@ exception would cost the whole sweep or a confusing remote traceback; a failure 
 that machine, a decision that breaks a rule under ``verify``) becomes an ``error`` row with the error's
 type and message, and the other cells go on.
 
->>> from scenarios.sim.record import SimResult
-from scenarios.sweep.grid import Cell
 >>> bad = Cell(index=0, sweep="s", scenario="x", file="x.yaml", variant="base", policy="p", seed=0,
 ...            spec={"name": "x", "horizon": "1h", "cluster": {"file": "gone.json"},
 ...                  "workload": {"jobs": []}}, base=".")
