@@ -110,7 +110,8 @@ def _ray(
         if address is not None:
             ray.init(address=address, **quiet)
         else:
-            ray.init(num_cpus=parallel or cores(), include_dashboard=False, **quiet)
+            # "local": a new instance of our own, even when another one runs on this machine
+            ray.init(address="local", num_cpus=parallel or cores(), include_dashboard=False, **quiet)
         started_here = True
     try:
         task = ray.remote(num_cpus=1)(run_cell)

@@ -37,7 +37,9 @@ workload: {jobs: []}
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
     """One local Ray for the module; the sweep uses it (and leaves it running) when it is already up."""
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    ray.init(
+        address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING"
+    )
     yield
     ray.shutdown()
 
