@@ -85,7 +85,8 @@ def _processes(cells: Sequence[Cell], parallel: int, on_row: OnRow) -> list[dict
     context = multiprocessing.get_context("spawn")
     rows = []
     started = time.time()
-    with ProcessPoolExecutor(max_workers=max(1, min(parallel, len(cells))), mp_context=context) as pool:
+    pool = ProcessPoolExecutor(max_workers=max(1, min(parallel, len(cells))), mp_context=context)
+    try:
         futures = {pool.submit(run_cell, cell): cell for cell in cells}
         for future in as_completed(futures):
             try:
@@ -94,6 +95,12 @@ def _processes(cells: Sequence[Cell], parallel: int, on_row: OnRow) -> list[dict
                 row = _lost(futures[future], e, started)
             rows.append(row)
             on_row(row)
+    except BaseException:  # Ctrl-C: stop the workers and drop the queued cells rather than wait for them
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     return rows
 
 
@@ -119,7 +126,8 @@ def _ray(
         rows = []
         started = time.time()
         while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
+            # Whatever finished in the next half second: one call per batch, not one per cell.
+            done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0.5)
             for ref in done:
                 cell = pending.pop(ref)
                 try:

@@ -151,7 +151,10 @@ def _run(args: argparse.Namespace, sweep: Any, cells: list[Any], backend: str) -
     }
     written = []
     if args.out:
-        written = write(results, grid_doc(cells, **run_facts), args.out, fmt=args.format)
+        try:
+            written = write(results, grid_doc(cells, **run_facts), args.out, fmt=args.format)
+        except OSError as e:
+            return _fail(2, f"cannot write into {args.out}: {e.strerror or e}")
     if args.json:
         print(json.dumps({**run_facts, "rows": records(results)}, indent=2, sort_keys=True))
     else:
