@@ -322,7 +322,10 @@ def decide(
             stats.model_variables = result.variables
             stats.model_constraints = result.constraints
             stats.node_classes = result.classes
-            stats.deterministic = policy.reproducible
+            # Reproducible unless the wall clock, not the deterministic budget, cut the model short.
+            stats.deterministic = (
+                policy.reproducible and result.deterministic and result.status != "BUILD_TIMEOUT"
+            )
             ours = objective(best, plans)
             theirs = None if result.assignment is None else objective(result.assignment, plans)
             # Lexicographic: placed priority, then less work thrown away by evictions, then preferences,

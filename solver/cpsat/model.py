@@ -59,6 +59,9 @@ class CpsatResult:
     improves_secondary: bool = False
     exact: bool = False
     eviction_cost: float = 0.0
+    #: Under ``Policy.reproducible``: False when the wall clock, not the deterministic budget, stopped a
+    #: solve (an overloaded machine), so the answer may differ from a run on an idle one.
+    deterministic: bool = True
 
 
 @dataclass
@@ -82,6 +85,10 @@ class _Slice:
 class _Deadline(Exception):
     pass
 
+
+#: Under ``Policy.reproducible`` the solve stages share this fraction of the time limit, counted in
+#: CP-SAT's deterministic time (about a second of work each on a typical core) instead of wall seconds.
+DET_SHARE = 0.5
 
 #: Above this many distinct per-replica demands, CPU/memory demands are rounded up to merge them.
 MAX_TYPES = 120
@@ -774,9 +781,35 @@ class _Built:
         self.m.Add(used <= room + back).OnlyEnforceIf(adds)
         self.m.Add(used == 0).OnlyEnforceIf(adds.Not())
 
+    def _left(self) -> float:
+        """What the next solve may spend: wall seconds to the deadline, or, under ``Policy.reproducible``,
+        the deterministic budget left (:meth:`_spend`). A reproducible run that finds its budget left but
+        the wall clock gone says so (``deterministic`` false) instead of answering differently unnoticed."""
+        wall = self.b.deadline - time.perf_counter()
+        if self.det_left is None:
+            return wall
+        if wall <= 0.05 < self.det_left:
+            self.deterministic = False
+            return wall
+        return self.det_left
+
+    def _spend(self, s: cp_model.CpSolver, status: int) -> None:
+        """Charge a finished solve to the deterministic budget; note when the wall clock stopped it."""
+        if self.det_left is None:
+            return
+        r = s.ResponseProto()
+        self.det_left = max(0.0, self.det_left - r.deterministic_time)
+        done = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+        if not done and r.deterministic_time < 0.95 * s.parameters.max_deterministic_time:
+            self.deterministic = False  # stopped by max_time_in_seconds, the wall-clock safety net
+
     def _solver(self, seconds: float, *, presolve: bool = True) -> cp_model.CpSolver:
+        """A solver for one stage of ``seconds`` (wall seconds, or deterministic ones when reproducible:
+        then the wall clock to the deadline is only a safety net, so the same input gives the same answer
+        whatever the machine's load, as long as the deadline is not reached)."""
         s = cp_model.CpSolver()
-        s.parameters.max_time_in_seconds = max(0.01, seconds)
+        wall = self.b.deadline - time.perf_counter()
+        s.parameters.max_time_in_seconds = max(0.01, wall if self.det_left is not None else seconds)
         if not presolve:
             # Later lexicographic stages re-solve the same model with one more constraint and a full hint;
             # presolving it again is what overruns the time limit on big models, and gains little.
@@ -799,12 +832,17 @@ class _Built:
             "classes": len(self.classes),
         }
         t_solve = time.perf_counter()
-        left = self.b.deadline - time.perf_counter()
-        if left <= 0.02:
+        # Reproducible runs budget the stages in deterministic time, a fixed share of the time limit
+        # (never the wall time left after building, which depends on the machine's load).
+        self.det_left = self.policy.time_limit_s * DET_SHARE if self.policy.reproducible else None
+        self.deterministic = True
+        left = self._left()
+        if left <= 0.02 or self.b.deadline - time.perf_counter() <= 0.02:
             return CpsatResult(None, "NO_TIME", build_s=build_s, **stats)
         m.Maximize(self.level1)
         s1 = self._solver(left * 0.7)
         st1 = s1.Solve(m)
+        self._spend(s1, st1)
         name1 = s1.StatusName(st1)
         if st1 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return CpsatResult(None, name1, build_s=build_s, solve_s=time.perf_counter() - t_solve, **stats)
@@ -814,7 +852,7 @@ class _Built:
         status = name1
         m.Add(self.level1 >= v1)
         # Eviction cost (work thrown away), minimized under level 1 held at what was found.
-        left = self.b.deadline - time.perf_counter()
+        left = self._left()
         if self.e and left > 0.05:
             m.ClearHints()
             for v, val in values.items():
@@ -822,13 +860,14 @@ class _Built:
             m.Minimize(self.level_cost)
             sc = self._solver(left * 0.6, presolve=False)
             stc = sc.Solve(m)
+            self._spend(sc, stc)
             if stc in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 values = self._values(sc)
                 m.Add(self.level_cost <= round(sc.ObjectiveValue()))
                 if stc != cp_model.OPTIMAL:
                     status = "FEASIBLE"
         # Level 2-3 under the levels above held at what was found.
-        left = self.b.deadline - time.perf_counter()
+        left = self._left()
         improves = False
         if left > 0.05:
             m.ClearHints()
@@ -839,6 +878,7 @@ class _Built:
             # When the cost term has a solve of its own, this one leaves it half of the time.
             s2 = self._solver(left * 0.5 if self.money_varies else left, presolve=False)
             st2 = s2.Solve(m)
+            self._spend(s2, st2)
             if st2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 values = self._values(s2)
                 if st1 != cp_model.OPTIMAL:
@@ -856,6 +896,7 @@ class _Built:
             improves_secondary=improves,
             exact=self.b.exact,
             eviction_cost=sum(v.cost for v in self.b.victims if v.id in self.e and values[self.e[v.id]]),
+            deterministic=self.deterministic,
             **stats,
         )
 
@@ -873,7 +914,7 @@ class _Built:
         """The cost term: with preferences (level 2) held at what ``values`` reach, minimize the dollars per
         hour of the decision, then fragmentation. Skipped when no unit's options differ in price or no
         time is left (``values`` stand)."""
-        left = self.b.deadline - time.perf_counter()
+        left = self._left()
         if not self.money_varies or left <= 0.05:
             return values
         m = self.m
@@ -890,6 +931,7 @@ class _Built:
             m.Minimize(self.level_money)
         s = self._solver(left, presolve=False)
         st = s.Solve(m)
+        self._spend(s, st)
         return self._values(s) if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) else values
 
     def _secondary(self, values: dict[cp_model.IntVar, int]) -> tuple[int, int, int]:

@@ -16,7 +16,7 @@ import pytest
 
 from solver.jobs import read_files
 from solver.jobs.model import GpuDemand, Job, ReadResult, TaskGroup, TpuDemand
-from tests.solver.conftest import Solve, without_timing
+from tests.solver.conftest import NOW, Solve, without_timing
 from topology import cluster_of, cpu_nodes, dgx_h100, pcie_inference, tpu_pod
 from topology.load import load_cluster
 
@@ -83,3 +83,48 @@ def test_equal_jobs_tie_break_does_not_depend_on_batch_position(solve: Solve) ->
     ab, ba = solve([a, b], c, reproducible=True), solve([b, a], c, reproducible=True)
     assert [p.job for p in ab.placements] == [p.job for p in ba.placements]
     assert without_timing(ab) == without_timing(ba)
+
+
+def test_a_reproducible_answer_does_not_depend_on_how_long_building_took(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Under load the model takes longer to build. A reproducible run budgets its solve stages in
+    # deterministic time, a fixed share of the limit, so a slow build must not change the answer.
+    import time
+
+    from solver.cpsat import model
+    from solver.engine import place
+    from solver.policy import Policy
+
+    policy = Policy(engine="cpsat", time_limit_s=4.0, reproducible=True)
+    first = place(contended_batch(), CONTENDED, policy, now=NOW)
+    build = model._Builder.build
+
+    def slow_build(self: model._Builder) -> object:
+        time.sleep(0.8)
+        return build(self)
+
+    monkeypatch.setattr(model._Builder, "build", slow_build)
+    second = place(contended_batch(), CONTENDED, policy, now=NOW)
+    assert first.stats.status == second.stats.status == "OPTIMAL"  # the model ran both times
+    assert first.stats.deterministic and second.stats.deterministic
+    assert without_timing(first) == without_timing(second)
+
+
+def test_a_reproducible_run_cut_by_the_wall_clock_says_it_is_not_deterministic(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # When the machine is so slow that the deadline arrives before the deterministic budget is spent, the
+    # answer may differ from an idle machine's: the decision must say so rather than claim reproducibility.
+    import time
+
+    from solver.cpsat import model
+    from solver.engine import place
+    from solver.policy import Policy
+
+    build = model._Builder.build
+
+    def build_past_the_deadline(self: model._Builder) -> object:
+        time.sleep(max(0.0, self.deadline - time.perf_counter()))
+        return build(self)
+
+    monkeypatch.setattr(model._Builder, "build", build_past_the_deadline)
+    d = place(contended_batch(), CONTENDED, Policy(engine="cpsat", time_limit_s=2.0, reproducible=True))
+    assert d.placements, "greedy's answer still stands"
+    assert d.stats.deterministic is False
