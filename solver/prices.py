@@ -131,12 +131,9 @@ def load_prices(obj_or_text: Any, *, source: str = "prices") -> PriceCatalog:
     """The default catalog with a user's prices (same shape, any subset) on top; ``JobValidationError``
     naming the field for anything malformed."""
     if isinstance(obj_or_text, str):
-        from solver.jobs.parse import parse_json, parse_yaml
+        from solver.jobs.parse import parse_json_or_yaml
 
-        text = obj_or_text
-        obj = (
-            parse_json(text, source=source) if text.lstrip()[:1] in "{[" else parse_yaml(text, source=source)
-        )
+        obj = parse_json_or_yaml(obj_or_text, source=source)
     else:
         obj = obj_or_text
     if isinstance(obj, dict):

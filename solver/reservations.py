@@ -77,12 +77,9 @@ def load_reservations(obj_or_text: Any, *, source: str = "reservations") -> list
     """Reservations from a parsed list or its JSON/YAML text; ``JobValidationError`` (code ``malformed`` /
     ``type``, path ``[i].field``) for anything wrong, and for duplicate ids."""
     if isinstance(obj_or_text, str):
-        from solver.jobs.parse import parse_json, parse_yaml
+        from solver.jobs.parse import parse_json_or_yaml
 
-        text = obj_or_text
-        obj = (
-            parse_json(text, source=source) if text.lstrip()[:1] in "{[" else parse_yaml(text, source=source)
-        )
+        obj = parse_json_or_yaml(obj_or_text, source=source)
     else:
         obj = obj_or_text
     try:

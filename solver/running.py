@@ -79,7 +79,7 @@ def _one(item: Any, path: str, issues: list[Issue]) -> RunningJob | None:
     before = len(issues)
     envelope = {k: v for k, v in item.items() if k not in PLACEMENT_KEYS}
     f = Fields(item, path, issues)
-    started = _timestamp(f, "started_at")
+    started = f.timestamp("started_at", naive="range")
     entries = _entries(f)
     results = read_object(envelope, source=path)
     if len(results) != 1:
@@ -107,21 +107,6 @@ def _one(item: Any, path: str, issues: list[Issue]) -> RunningJob | None:
             where = ".".join(str(p) for p in err["loc"])
             issues.append(issue("range", join(path, where) if where else path, err["msg"]))
         return None
-
-
-def _timestamp(f: Fields, key: str) -> datetime | None:
-    text = f.string(key)
-    if text is None:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        f.fail("type", key, f"must be an RFC 3339 timestamp, got {text!r}"[:200])
-        return None
-    if value.tzinfo is None:
-        f.fail("range", key, "must carry a UTC offset (RFC 3339), e.g. 2025-01-01T00:00:00Z")
-        return None
-    return value
 
 
 def _entries(f: Fields) -> list[dict[str, Any]] | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from solver.jobs.errors import JobValidationError, issue
 from solver.jobs.formats import FORMATS
-from solver.jobs.parse import parse_json, parse_yaml
+from solver.jobs.parse import parse_json_or_yaml
 
 
 def detect_object(obj: Any, *, source: str = "") -> str:
@@ -51,10 +51,6 @@ def parse_document(text: str, *, source: str = "", fmt: str = "auto") -> tuple[s
     stripped = text.lstrip("\ufeff \t\r\n")
     if fmt == "sss" or (fmt == "auto" and stripped.startswith("<")):
         return "sss", text
-    doc = (
-        parse_json(text, source=source)
-        if stripped.startswith(("{", "["))
-        else parse_yaml(text, source=source)
-    )
+    doc = parse_json_or_yaml(text, source=source)
     # A forced format skips detection: its reader reports what does not fit.
     return (detect_object(doc, source=source) if fmt == "auto" else fmt), doc

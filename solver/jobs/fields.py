@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -149,6 +150,31 @@ class Fields:
             self.fail("type", key, f"must be a boolean, got {type_name(v)} {v!r}"[:200])
             return None
         return v
+
+    def timestamp(self, key: str, *, naive: str = "type") -> datetime | None:
+        """An RFC 3339 timestamp, in UTC. One without a UTC offset is refused with code ``naive`` (the
+        running-jobs file calls that a ``range`` problem: well-typed, but not an instant).
+
+        >>> f = Fields({"t": "2026-01-01T02:00:00+02:00", "u": "2026-01-01T00:00:00"})
+        >>> f.timestamp("t").isoformat(), f.timestamp("u"), [i.code for i in f.issues]
+        ('2026-01-01T00:00:00+00:00', None, ['type'])
+        """
+        text = self.string(key)
+        if text is None:
+            return None
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            self.fail("type", key, f"must be an RFC 3339 timestamp, got {text!r}"[:200])
+            return None
+        if value.tzinfo is None:
+            self.fail(
+                naive,
+                key,
+                f"must carry a UTC offset (RFC 3339), e.g. 2025-01-01T00:00:00Z, got {text!r}"[:200],
+            )
+            return None
+        return value.astimezone(UTC)
 
     def enum(self, key: str, enum: type[E], *, required: bool = False) -> E | None:
         v = self.string(key, required=required)

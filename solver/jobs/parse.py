@@ -51,6 +51,19 @@ def parse_yaml(text: str, *, source: str = "") -> Any:
         raise _malformed(source, str(e)) from None
 
 
+def parse_json_or_yaml(text: str, *, source: str = "") -> Any:
+    """JSON when the text opens like JSON (``{`` or ``[`` after a BOM and white space), else YAML; both
+    parsed as strictly as :func:`parse_json` and :func:`parse_yaml`. For documents a user may write in
+    either (queue configs, reservations, prices).
+
+    >>> parse_json_or_yaml('{"a": 1}'), parse_json_or_yaml("a: 1")
+    ({'a': 1}, {'a': 1})
+    """
+    if text.lstrip("\ufeff \t\r\n").startswith(("{", "[")):
+        return parse_json(text, source=source)
+    return parse_yaml(text, source=source)
+
+
 def parse_xml(text: str, *, source: str = "") -> Element:
     """Parse XML with DTDs, entity declarations and external references refused (XXE, billion laughs)."""
     if len(text) > MAX_DOCUMENT_CHARS:

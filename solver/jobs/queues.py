@@ -159,11 +159,9 @@ def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueCon
     [('type', 'config.ml_limits.max_gpu_count')]
     """
     if isinstance(obj_or_text, str):
-        from solver.jobs.parse import parse_json, parse_yaml
+        from solver.jobs.parse import parse_json_or_yaml
 
-        text = obj_or_text.lstrip("\ufeff \t\r\n")
-        parse = parse_json if text.startswith(("{", "[")) else parse_yaml
-        obj_or_text = parse(obj_or_text, source=source)
+        obj_or_text = parse_json_or_yaml(obj_or_text, source=source)
     single = isinstance(obj_or_text, Mapping)
     items = [obj_or_text] if single else obj_or_text
     if not isinstance(items, list):

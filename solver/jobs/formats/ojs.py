@@ -37,7 +37,6 @@ untouched in ``Job.unknown``, nested ones under their dotted path; the whole inp
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -162,21 +161,6 @@ def _rewrite(path: str, origin: Mapping[str, str]) -> str:
     return path
 
 
-def _timestamp(f: Fields, key: str) -> datetime | None:
-    text = f.string(key)
-    if text is None:
-        return None
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        f.fail("type", key, f"must be an RFC 3339 timestamp, got {text!r}"[:200])
-        return None
-    if value.tzinfo is None:
-        f.fail("type", key, f"must carry a time zone offset (RFC 3339), got {text!r}"[:200])
-        return None
-    return value.astimezone(UTC)
-
-
 def _last_checkpoint(meta: Fields) -> LastCheckpoint | None:
     """§9.2 / v0.1.0 §4.4 ``meta.last_checkpoint``: every field optional, each strictly typed."""
     f = meta.sub("last_checkpoint")
@@ -190,7 +174,7 @@ def _last_checkpoint(meta: Fields) -> LastCheckpoint | None:
         "loss": f.number("loss"),
         "metrics": f.mapping("metrics"),
         "storage_key": f.string("storage_key"),
-        "created_at": _timestamp(f, "created_at"),
+        "created_at": f.timestamp("created_at"),
     }
     if len(f.issues) > start:
         return None
@@ -239,9 +223,9 @@ def read_envelope(
     meta_map = f.mapping("meta") or {}
     meta = Fields(meta_map, "meta", f.issues)
     priority = f.integer("priority")
-    submit = _timestamp(f, "enqueued_at")
-    created = _timestamp(f, "created_at")
-    not_before = _timestamp(f, "scheduled_at")
+    submit = f.timestamp("enqueued_at")
+    created = f.timestamp("created_at")
+    not_before = f.timestamp("scheduled_at")
     standard_timeout = _duration(f)
 
     # v0.1 meta + v0.3 flat + queue defaults, parsed as one v0.3 view
