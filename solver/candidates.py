@@ -34,7 +34,7 @@ from solver.jobs.model import FluxResource
 from solver.rules import all_hold, rule_keys
 from solver.snapshot import NodeView, Snapshot
 from solver.structure import TRANSPARENT, fits_structure
-from topology import canonical_gpu_type
+from topology import TpuPod, canonical_gpu_type
 
 #: Static checks in the order they are blamed, with the words a user reads.
 STATIC_CHECKS: dict[str, str] = {
@@ -340,3 +340,15 @@ def anti_affinity_mask(anti: tuple, arrays: NodeArrays) -> np.ndarray:
         if any(holds(r, lab) for lab in labels for r in anti):
             out[idx] = True
     return out
+
+
+def pod_admits(unit: Unit, pod: TpuPod, spot_ok: bool) -> bool:
+    """Whether a TPU unit may take chips of ``pod`` at all: the pod is usable, of the requested
+    generation, not spot when the job may not run on spot, and its labels satisfy the unit's rules.
+    Which slices of it are free is the engines' business; this is the hard part they share."""
+    assert unit.tpu is not None
+    if not pod.usable or (unit.tpu.type and pod.generation != unit.tpu.type):
+        return False
+    if not spot_ok and pod.capacity_class == "spot":
+        return False
+    return not unit.rules or all_hold(unit.rules, pod.labels)

@@ -31,7 +31,14 @@ import numpy as np
 
 from solver.assignment import Assignment, objective
 from solver.budgets import Budgets, remaining_cost_room, remaining_room
-from solver.candidates import NodeArrays, UnitCandidates, anti_affinity_mask, batch_keys, unit_candidates
+from solver.candidates import (
+    NodeArrays,
+    UnitCandidates,
+    anti_affinity_mask,
+    batch_keys,
+    pod_admits,
+    unit_candidates,
+)
 from solver.cost import Pricing
 from solver.decision import Decision, JobPlacement, PendingJob, Reason, RejectedJob, ReplicaPlacement, Stats
 from solver.demand import JobPlan, Unit, expand
@@ -636,16 +643,10 @@ def _scope_possible(plan: JobPlan, node_units: list, snap: Snapshot, arrays: Nod
 
 
 def _tpu_possible(unit: Unit, snap: Snapshot, spot_ok: bool, arrays: NodeArrays) -> bool:
-    from solver.rules import all_hold
-
     assert unit.tpu is not None
     for pv in snap.pods:
         pod = pv.pod
-        if not pod.usable or (unit.tpu.type and pod.generation != unit.tpu.type):
-            continue
-        if not spot_ok and pod.capacity_class == "spot":
-            continue
-        if unit.rules and not all_hold(unit.rules, pod.labels):
+        if not pod_admits(unit, pod, spot_ok):
             continue
         for shape in tpu_shapes(unit.tpu, pod):
             key = ("__tpu_empty__", pv.idx, shape)

@@ -28,7 +28,7 @@ import numpy as np
 
 from solver.assignment import Assignment, ReplicaAt
 from solver.budgets import Budgets
-from solver.candidates import NodeArrays, UnitCandidates
+from solver.candidates import NodeArrays, UnitCandidates, pod_admits
 from solver.cost import Pricing
 from solver.demand import JobPlan, Unit
 from solver.greedy_preemption import place_with_evictions
@@ -489,11 +489,7 @@ def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> 
         best: tuple[tuple[int, int, str], TpuSlice] | None = None
         for pv in snap.pods:
             pod = pv.pod
-            if not pod.usable or (unit.tpu.type and pod.generation != unit.tpu.type):
-                continue
-            if not spot_ok and pod.capacity_class == "spot":
-                continue
-            if unit.rules and not all(holds(r, pod.labels) for r in unit.rules):
+            if not pod_admits(unit, pod, spot_ok):
                 continue
             used = state.pod_used[pv.idx]
             free = pod.chips - len(used)

@@ -31,7 +31,7 @@ from ortools.sat.python import cp_model
 
 from solver.assignment import Assignment, ReplicaAt
 from solver.budgets import Budgets
-from solver.candidates import NodeArrays, UnitCandidates
+from solver.candidates import NodeArrays, UnitCandidates, pod_admits
 from solver.cost import Pricing
 from solver.cpsat.classes import NodeClass, build_classes
 from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for
@@ -39,7 +39,7 @@ from solver.demand import JobPlan, Unit
 from solver.greedy import State, node_count_ok, scope_value
 from solver.policy import Policy
 from solver.preempt import Victim, job_rank
-from solver.rules import all_hold, holds
+from solver.rules import holds
 from solver.tpu_shapes import host_chips, tpu_shapes
 from topology.tpu import slices_in_pod
 
@@ -431,11 +431,7 @@ class _Builder:
             found: list[tuple[tuple[int, int, str], _Slice]] = []
             for pv in self.snap.pods:
                 pod = pv.pod
-                if not pod.usable or (u.tpu.type and pod.generation != u.tpu.type):
-                    continue
-                if not self.spot_ok[p] and pod.capacity_class == "spot":
-                    continue
-                if u.rules and not all_hold(u.rules, pod.labels):
+                if not pod_admits(u, pod, self.spot_ok[p]):
                     continue
                 for shape in tpu_shapes(u.tpu, pod):
                     for s in slices_in_pod(pod, shape, pv.used):
