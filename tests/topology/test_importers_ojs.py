@@ -95,6 +95,23 @@ def test_v01_label_list() -> None:
     assert n.labels["spot"] == "true" and n.labels["gpu_count"] == "4"
 
 
+def test_product_name_keeps_memory_and_form() -> None:
+    # Both ad forms: the product string says 40 GB and PCIe, which the canonical type alone would lose.
+    ad = {"worker_id": "w", "capabilities": {"gpu": {"type": "NVIDIA-A100-PCIE-40GB", "count": 2}}}
+    (n,) = parse_ojs_workers(ad, source="ad.json").nodes
+    assert n.gpus is not None
+    assert (n.gpus.type, n.gpus.memory_gb, n.gpus.interconnect) == ("nvidia-a100", 40, "pcie")
+    labelled = {"worker_id": "w", "labels": ["gpu:NVIDIA-A100-PCIE-40GB", "gpu_count:2"]}
+    (m,) = parse_ojs_workers(labelled, source="ad.json").nodes
+    assert m.gpus is not None
+    assert (m.gpus.type, m.gpus.count, m.gpus.memory_gb, m.gpus.interconnect) == (
+        "nvidia-a100",
+        2,
+        40,
+        "pcie",
+    )
+
+
 def test_v01_fetch_capabilities() -> None:
     (n,) = parse_ojs_workers(SPEC_V01_FETCH, source="fetch.json").nodes
     assert n.gpus is not None

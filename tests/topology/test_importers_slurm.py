@@ -183,6 +183,18 @@ def test_untyped_gpus_are_unknown_gpu() -> None:
     assert n.gpus is not None and (n.gpus.type, n.gpus.count) == ("unknown-gpu", 8)
 
 
+def test_pcie_gres_name_keeps_memory_and_form() -> None:
+    # "a100_pcie_40gb" is the 40 GB PCIe card, not the catalog's default 80 GB NVLink A100
+    (n,) = parse_slurm("NodeName=n CPUTot=8 Gres=gpu:a100_pcie_40gb:2", source="s").nodes
+    assert n.gpus is not None
+    assert (n.gpus.type, n.gpus.count, n.gpus.memory_gb, n.gpus.interconnect) == (
+        "nvidia-a100",
+        2,
+        40,
+        "pcie",
+    )
+
+
 def test_non_gpu_gres_become_labels() -> None:
     (n,) = parse_slurm("NodeName=n CPUTot=8 Gres=gpu:a100:2,nic:2", source="s").nodes
     assert n.labels["gres/nic"] == "2"

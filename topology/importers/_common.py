@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from topology.catalog import canonical_gpu_type
+from topology.catalog import canonical_gpu_type, gpu_info, parse_gpu_product
 from topology.errors import Problem, TopologyError
 
 T = TypeVar("T", bound=BaseModel)
@@ -199,6 +199,51 @@ def gpu_type(name: str) -> str:
     except Exception:  # a catalog bug must not turn a bad name into a traceback
         found = None
     return found or name
+
+
+#: How far below a nominal VRAM size a measured one may be and still mean that size: NVML (and so GPU
+#: Feature Discovery's ``nvidia.com/gpu.memory``) reports usable memory, a little under the size on the box
+#: (an 80 GB H100 reports 81,559 MiB = 79.6 GiB, a 24 GB L4 22.5 GiB).
+MEASURED_VRAM_SLACK = 0.10
+
+
+def gpu_fields(name: str, measured_memory_gb: float | None = None) -> dict[str, Any]:
+    """``type``, and the ``memory_gb`` / ``interconnect`` that a GPU product string and a measurement say.
+
+    Why importers call this and not :func:`gpu_type` alone: the product string carries facts that the
+    canonical type loses (``NVIDIA-A100-PCIE-40GB`` is a 40 GB PCIe card, not the catalog's default 80 GB
+    NVLink A100), and a measured VRAM is slightly under the marketed size that jobs ask for
+    (``ext_ml_gpu_memory_gb: 80``). A measurement within :data:`MEASURED_VRAM_SLACK` below a size the
+    catalog (or the product string) knows for this GPU is taken as that size; any other measurement is
+    kept as measured. Keys the source does not say are left out, so the catalog fills them at build time.
+
+    >>> gpu_fields("NVIDIA-A100-PCIE-40GB")
+    {'type': 'nvidia-a100', 'memory_gb': 40.0, 'interconnect': 'pcie'}
+    >>> gpu_fields("NVIDIA-H100-80GB-HBM3", measured_memory_gb=81559 / 1024)
+    {'type': 'nvidia-h100', 'memory_gb': 80.0}
+    >>> gpu_fields("NVIDIA-H100-NVL", measured_memory_gb=95830 / 1024)["memory_gb"]  # not a catalog size
+    93.584
+    >>> gpu_fields("acme-x1", measured_memory_gb=32.0)
+    {'type': 'acme-x1', 'memory_gb': 32.0}
+    """
+    product = parse_gpu_product(name) if name.strip() else None
+    if product is None:
+        out: dict[str, Any] = {"type": gpu_type(name)}
+        if measured_memory_gb is not None:
+            out["memory_gb"] = round(measured_memory_gb, 3)
+        return out
+    out = {"type": product.type}
+    sizes = (
+        (product.memory_gb,) if product.memory_gb is not None else gpu_info(product.type).memory_options_gb
+    )
+    if measured_memory_gb is not None:
+        nominal = [s for s in sizes if s * (1 - MEASURED_VRAM_SLACK) <= measured_memory_gb <= s * 1.01]
+        out["memory_gb"] = min(nominal) if nominal else round(measured_memory_gb, 3)
+    elif product.memory_gb is not None:
+        out["memory_gb"] = product.memory_gb
+    if product.form == "pcie":
+        out["interconnect"] = "pcie"
+    return out
 
 
 def join_item(prefix: str, index: int, name: str | None) -> str:

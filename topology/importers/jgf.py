@@ -44,7 +44,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from topology.importers._common import UNKNOWN_GPU, Problems, gpu_type, join_item, short
+from topology.importers._common import UNKNOWN_GPU, Problems, gpu_fields, join_item, short
 from topology.importers.text import parse_text
 from topology.inventory import InnerVertex, Inventory, NodeSpec
 
@@ -340,7 +340,7 @@ def _node(v: _Vertex, problems: Problems) -> NodeSpec | None:
     }
     if gpus:
         model = next(iter(models))
-        data["gpus"] = {"type": gpu_type(model) if model else UNKNOWN_GPU, "count": gpus}
+        data["gpus"] = {**(gpu_fields(model) if model else {"type": UNKNOWN_GPU}), "count": gpus}
     return problems.model(NodeSpec, data, v.item)
 
 

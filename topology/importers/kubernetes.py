@@ -8,8 +8,11 @@ needs, in labels written by NVIDIA GPU Feature Discovery (GFD), GKE and the clou
   ``ephemeral-storage`` as Kubernetes quantities (:mod:`topology.importers.quantity`), memory and storage in
   GB of 2**30 bytes; GPUs from ``nvidia.com/gpu``. With GPU time-slicing (``nvidia.com/gpu.replicas`` > 1)
   the allocatable count is inflated, so the physical ``nvidia.com/gpu.count`` label is used instead.
-* **GPU facts** from GFD labels: ``nvidia.com/gpu.product`` (through the catalog; ``unknown-gpu`` when
-  absent), ``nvidia.com/gpu.memory`` (MiB), ``nvidia.com/gpu.compute.major``/``.minor``, and
+* **GPU facts** from GFD labels: ``nvidia.com/gpu.product`` (through the catalog, keeping what the
+  product string says of memory and PCIe; GKE's ``cloud.google.com/gke-accelerator`` when GFD is not
+  installed; ``unknown-gpu`` when neither is there), ``nvidia.com/gpu.memory`` (MiB, usable memory: read as
+  the nominal size it is just under, see :func:`~topology.importers._common.gpu_fields`),
+  ``nvidia.com/gpu.compute.major``/``.minor``, and
   ``nvidia.com/gpu.clique`` (GB200 NVL72 / multi-node NVLink): the clique id is the node's
   ``nvlink_domain`` and its interconnect ``nvlink``.
 * **Topology**: ``topology.kubernetes.io/zone``/``region``; GCE ``cloud.google.com/gce-topology-block`` ->
@@ -60,7 +63,7 @@ from itertools import product
 from typing import Any
 
 from topology.catalog import parse_shape, tpu_generation_from_gke, tpu_info
-from topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_type, join_item, short
+from topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, join_item, short
 from topology.importers.quantity import parse_quantity
 from topology.importers.text import parse_text
 from topology.inventory import Inventory, NodeSpec, ReplicaAllocation, RunningJob, TpuPodSpec
@@ -76,6 +79,7 @@ L_MAJOR = "nvidia.com/gpu.compute.major"
 L_MINOR = "nvidia.com/gpu.compute.minor"
 L_CLIQUE = "nvidia.com/gpu.clique"
 L_REPLICAS = "nvidia.com/gpu.replicas"
+L_GKE_GPU = "cloud.google.com/gke-accelerator"
 L_TPU_ACCEL = "cloud.google.com/gke-tpu-accelerator"
 L_TPU_TOPOLOGY = "cloud.google.com/gke-tpu-topology"
 L_NODEPOOL = "cloud.google.com/gke-nodepool"
@@ -359,13 +363,15 @@ def _gpus(labels: dict[str, str], allocatable: int, item: str, problems: Problem
     physical = _label_int(labels, L_COUNT, item, problems)
     if replicas is not None and replicas > 1 and physical is not None:
         count = physical  # time-slicing advertises count x replicas; placer schedules whole GPUs
-    if count == 0 and L_PRODUCT not in labels:
+    product = labels.get(L_PRODUCT) or labels.get(L_GKE_GPU)
+    if count == 0 and product is None:
         return None
-    gpu: dict[str, Any] = {"type": gpu_type(labels[L_PRODUCT]) if L_PRODUCT in labels else UNKNOWN_GPU}
-    gpu["count"] = count
     memory_mib = _label_int(labels, L_MEMORY, item, problems)
-    if memory_mib:
-        gpu["memory_gb"] = round(memory_mib / 1024, 3)
+    measured = memory_mib / 1024 if memory_mib else None
+    gpu: dict[str, Any] = gpu_fields(product, measured) if product else {"type": UNKNOWN_GPU}
+    if not product and measured is not None:
+        gpu["memory_gb"] = round(measured, 3)
+    gpu["count"] = count
     major = _label_int(labels, L_MAJOR, item, problems)
     minor = _label_int(labels, L_MINOR, item, problems)
     if major is not None and minor is not None:

@@ -38,7 +38,7 @@ import re
 from typing import Any
 
 from topology.catalog import canonical_tpu_type, parse_shape
-from topology.importers._common import Problems, gpu_type, join_item, short
+from topology.importers._common import Problems, gpu_fields, join_item, short
 from topology.importers.text import parse_text
 from topology.inventory import Inventory, LoadedModel, NodeSpec, TpuPodSpec
 
@@ -218,7 +218,7 @@ def _label_list(raw: list[Any], item: str, problems: Problems, node: dict[str, A
         else:
             node[key] = number
     if "gpu" in labels:
-        gpu["type"] = gpu_type(labels["gpu"])
+        gpu.update(gpu_fields(labels["gpu"], gpu.get("memory_gb")))
         gpu.setdefault("count", 1)  # §3.2: a GPU with no count means one
     elif gpu:
         problems.add(item, "labels give gpu_count/gpu_memory_gb but no 'gpu:<type>' label")
@@ -248,9 +248,7 @@ def _gpus(gpu: dict[str, Any], item: str, problems: Problems) -> dict[str, Any] 
     interconnect = problems.string(gpu, "interconnect", where)
     if name is None or count is None:
         return None
-    out = {"type": gpu_type(name), "count": count}
-    if memory is not None:
-        out["memory_gb"] = memory
+    out = {**gpu_fields(name, memory), "count": count}
     if capability is not None:
         if not re.fullmatch(r"\d+\.\d+", capability):
             problems.add(where, f"compute_capability {capability!r} is not 'major.minor'")

@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_type, short
+from topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, short
 from topology.inventory import InnerVertex, Inventory, NodeSpec, RunningJob
 
 FORMAT = "slurm"
@@ -414,7 +414,10 @@ def _node(
         return None
 
     gpu_count = sum(g.count for g in gpu_entries)
-    gpu_name = gpu_type(gpu_entries[0].type) if gpu_entries and gpu_entries[0].type else UNKNOWN_GPU
+    gpu_facts = (
+        gpu_fields(gpu_entries[0].type) if gpu_entries and gpu_entries[0].type else {"type": UNKNOWN_GPU}
+    )
+    gpu_name = gpu_facts["type"]
     partitions = [p for p in record.get("Partitions", "").split(",") if p.strip() not in _NULL]
     if partitions:
         labels["partition"] = partitions[0]
@@ -439,7 +442,7 @@ def _node(
         "inner": _inner(sockets, cores_per_socket, threads, gpu_entries, gpu_name),
     }
     if gpu_count:
-        data["gpus"] = {"type": gpu_name, "count": gpu_count}
+        data["gpus"] = {**gpu_facts, "count": gpu_count}
     node = problems.model(NodeSpec, data, item)
     if node is None:
         return None
