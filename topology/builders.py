@@ -5,15 +5,16 @@ written to YAML, inspected or concatenated; :func:`cluster_of` merges any number
 cluster, so ``cluster_of(dgx_h100(32, nodes_per_rack=4), pcie_inference(8, capacity_class="spot"))`` is a
 whole cluster in one line.
 
-Layout arguments (every node builder): ``nodes_per_rack`` cuts the nodes into racks (``rack-01``, ...),
-``racks_per_block`` groups racks into blocks, ``zones`` (a list of names) spreads the racks over zones in
-contiguous chunks. Without ``nodes_per_rack`` the nodes are one ``count`` template (a 10,000-node part is
-one entry). Node names are ``{name}-{i}`` or, with racks, ``{name}-r{rack}-{i}`` (numbers zero-padded).
-Prices stay ``None`` unless given.
+Layout arguments (every node builder): ``nodes_per_rack`` cuts the nodes into racks (``{name}-rack-01``,
+...), ``racks_per_block`` groups racks into blocks (``{name}-block-1``, ...), ``zones`` (a list of names)
+spreads the racks over zones in contiguous chunks. Rack and block names start with the part's name, so
+parts never share a rack by accident. Without ``nodes_per_rack`` the nodes are one ``count`` template
+(a 10,000-node part is one entry). Node names are ``{name}-{i}`` or, with racks, ``{name}-r{rack}-{i}``
+(numbers zero-padded). Prices stay ``None`` unless given.
 
 >>> c = cluster_of(dgx_h100(4, nodes_per_rack=2), cpu_nodes(2))
 >>> len(c.nodes), sum(n.gpu_count for n in c.nodes), sorted({n.rack for n in c.nodes if n.rack})
-(6, 32, ['rack-1', 'rack-2'])
+(6, 32, ['dgx-h100-rack-1', 'dgx-h100-rack-2'])
 """
 
 from __future__ import annotations
@@ -85,7 +86,9 @@ def _layout(
         count = min(nodes_per_rack, n - r * nodes_per_rack)
         zone = zones[r // per_zone] if zones else None
         in_zone = r % per_zone
-        block = f"block-{in_zone // racks_per_block + 1}" if racks_per_block else None
+        # Rack and block names carry the part's name: two parts laid out by different builders (a DGX
+        # part and an NVL72 part) must not share a ``rack-1`` vertex just because both count from one.
+        block = f"{name}-block-{in_zone // racks_per_block + 1}" if racks_per_block else None
         spec = dict(base)
         if rack_domain:
             spec["gpus"] = spec["gpus"].model_copy(update={"nvlink_domain": f"{name}-r{r + 1:0{rw}d}"})
@@ -95,7 +98,7 @@ def _layout(
                 count=count,
                 zone=zone,
                 block=block,
-                rack=f"rack-{r + 1}",
+                rack=f"{name}-rack-{r + 1:0{rw}d}",
                 **spec,
             )
         )

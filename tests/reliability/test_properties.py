@@ -196,7 +196,7 @@ LEAF_RULES = [
     LabelRule(key="disk", operator="Exists"),
     LabelRule(key="tier", operator="DoesNotExist"),
     LabelRule(key="gpu_count", operator="Gte", values=["4"]),
-    LabelRule(key="rack", operator="NotIn", values=["rack-1"]),
+    LabelRule(key="rack", operator="NotIn", values=["dgx-h100-rack-1"]),
     LabelRule(key="hostname", operator="Matches", values=["*-1"]),
     LabelRule(key="capacity_class", operator="In", values=["spot"]),
     LabelRule(key="compute_capability", operator="Gt", values=["8.0"]),

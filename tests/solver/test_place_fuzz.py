@@ -45,7 +45,7 @@ RULES = st.sampled_from(
         LabelRule(key="net", operator="In", values=["ib"]),
         LabelRule(key="disk", operator="Exists"),
         LabelRule(key="gpu_count", operator="Gte", values=["8"]),
-        LabelRule(key="rack", operator="NotIn", values=["rack-1"]),
+        LabelRule(key="rack", operator="NotIn", values=["dgx-h100-rack-1"]),
         LabelRule(key="hostname", operator="Matches", values=["*-2"]),
     ]
 )

@@ -78,6 +78,19 @@ def test_cpu_nodes() -> None:
     assert "gpu_type" not in c.nodes[0].labels
 
 
+def test_parts_never_share_a_rack() -> None:
+    # The README's own example: a DGX part cut into racks of 4 and two NVL72 racks. Both builders count
+    # their racks from 1; the racks must still be distinct: 16/4 = 4 DGX racks + 2 NVL72 racks = 6.
+    c = cluster_of(dgx_h100(16, nodes_per_rack=4), gb200_nvl72(2))
+    by_rack: dict[str | None, int] = {}
+    for n in c.nodes:
+        by_rack[n.rack] = by_rack.get(n.rack, 0) + 1
+    assert len(by_rack) == 6
+    assert sorted(by_rack.values()) == [4, 4, 4, 4, 18, 18]
+    rack_vertices = [v for v, d in c.graph.nodes(data=True) if d.get("type") == "rack"]
+    assert len(rack_vertices) == 6
+
+
 def test_rack_block_zone_layout() -> None:
     c = cluster_of(
         dgx_h100(20, nodes_per_rack=4, racks_per_block=2, zones=["us-central1-a", "us-central1-b"])
@@ -88,11 +101,11 @@ def test_rack_block_zone_layout() -> None:
     zone_a = [n for n in c.nodes if n.zone == "us-central1-a"]
     zone_b = [n for n in c.nodes if n.zone == "us-central1-b"]
     assert (len(zone_a), len(zone_b)) == (12, 8)  # 3 racks x 4, 2 racks x 4
-    # zone a: racks 1,2 -> block-1, rack 3 -> block-2
+    # zone a: racks 1,2 -> block-1, rack 3 -> block-2 (names carry the part's name, dgx-h100)
     assert sorted({(n.rack, n.block) for n in zone_a}) == [
-        ("rack-1", "block-1"),
-        ("rack-2", "block-1"),
-        ("rack-3", "block-2"),
+        ("dgx-h100-rack-1", "dgx-h100-block-1"),
+        ("dgx-h100-rack-2", "dgx-h100-block-1"),
+        ("dgx-h100-rack-3", "dgx-h100-block-2"),
     ]
     assert c.nodes[0].region == "us-central1"
     assert c.nodes[0].labels["region"] == "us-central1"
