@@ -72,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "cpu_nodes": "topology.builders",
     "dgx_h100": "topology.builders",
     "format_shape": "topology.catalog",
+    "free_by": "topology.views",
     "free_dataframe": "topology.views",
     "free_slices": "topology.tpu",
     "gb200_nvl72": "topology.builders",

@@ -150,6 +150,38 @@ def free_dataframe(cluster: Cluster) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows, columns=_FREE_COLUMNS)
 
 
+#: Levels :func:`free_by` can group by: the location tree and the node facts people slice capacity by.
+FREE_BY_LEVELS = ("zone", "region", "block", "rack", "nvlink_domain", "gpu_type", "capacity_class")
+
+
+def free_by(cluster: Cluster, level: str) -> pd.DataFrame:
+    """Capacity and free capacity summed per zone, region, block, rack, NVLink domain, GPU type or capacity
+    class: "what is free at any level" in one call, for notebooks and capacity questions.
+
+    Only usable nodes (schedulable, ready) count, as only they can take work; nodes without a value at
+    ``level`` (no rack given, say) are grouped under ``"-"``.
+
+    >>> from topology.builders import cluster_of, dgx_h100
+    >>> c = cluster_of(dgx_h100(4, nodes_per_rack=2))
+    >>> c = c.allocate({"job": "j", "replicas": [{"node": c.nodes[0].name, "gpus": [0, 1, 2]}]})
+    >>> free_by(c, "rack")[["nodes", "gpu_count", "free_gpus"]].to_dict("index")
+    {'dgx-h100-rack-1': {'nodes': 2, 'gpu_count': 16, 'free_gpus': 13}, \
+'dgx-h100-rack-2': {'nodes': 2, 'gpu_count': 16, 'free_gpus': 16}}
+    """
+    if level not in FREE_BY_LEVELS:
+        raise ValueError(f"level must be one of {', '.join(FREE_BY_LEVELS)}, got {level!r}")
+    free = free_dataframe(cluster)
+    where = to_dataframe(cluster)[["name", level]] if level != "gpu_type" else None
+    if where is not None:
+        free = free.merge(where, on="name", how="left")
+    free = free[free["usable"]].copy()
+    free[level] = free[level].fillna("-")
+    sums = [c for c in _FREE_COLUMNS if c not in ("name", "usable", "gpu_type", "jobs")]
+    out = free.groupby(level, sort=True)[sums].sum()
+    out.insert(0, "nodes", free.groupby(level, sort=True).size())
+    return out
+
+
 def summary(cluster: Cluster) -> dict[str, Any]:
     """Counts of the snapshot as a JSON-ready dict.
 

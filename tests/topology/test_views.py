@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from topology import (
     Cluster,
+    build_cluster,
     cluster_of,
     dgx_h100,
+    free_by,
     free_dataframe,
     gb200_nvl72,
     pcie_inference,
@@ -63,3 +67,28 @@ def test_dataframes() -> None:
     assert free.loc["dgx-h100-1", "free_gpu_milli"] == 5000
     assert free.loc["dgx-h100-1", "jobs"] == 1
     assert free.loc["l4-1", "free_gpus"] == 4
+
+
+def test_free_by_zone_and_capacity_class() -> None:
+    # zone-a: 2 DGX racks of 1 node (16 GPUs); zone-b: 2 PCIe spot nodes (4 L4 each) of which
+    # one is cordoned. 3 GPUs busy on the first DGX node.
+    c = cluster_of(
+        dgx_h100(2, nodes_per_rack=1, zones=["zone-a"]),
+        pcie_inference(2, gpus_per_node=4, nodes_per_rack=1, zones=["zone-b"], capacity_class="spot"),
+    )
+    inv = c.to_inventory()
+    cordoned = c.nodes[-1].name
+    nodes = [n.model_copy(update={"schedulable": False}) if n.name == cordoned else n for n in inv.nodes]
+    c = build_cluster(inv.model_copy(update={"nodes": nodes}))
+    c = c.allocate({"job": "j", "replicas": [{"node": c.nodes[0].name, "gpus": [0, 1, 2]}]})
+    by_zone = free_by(c, "zone")
+    assert by_zone.loc["zone-a", "nodes"] == 2
+    assert (by_zone.loc["zone-a", "gpu_count"], by_zone.loc["zone-a", "free_gpus"]) == (16, 13)
+    # the cordoned node takes no work, so only one PCIe node counts
+    assert by_zone.loc["zone-b", "nodes"] == 1
+    assert by_zone.loc["zone-b", "free_gpus"] == 4
+    by_class = free_by(c, "capacity_class")
+    assert by_class.loc["spot", "free_gpus"] == 4
+    assert by_class.loc["on-demand", "free_gpus"] == 13
+    with pytest.raises(ValueError, match="level must be one of"):
+        free_by(c, "socket")
