@@ -52,6 +52,7 @@ PLANNABLE = frozenset(
         "NO_NVLINK_DOMAIN",
         "NO_TPU_SLICE",
         "LOST_TO_HIGHER_PRIORITY",
+        "OUTWEIGHED_IN_BATCH",
         "DEPENDENCY_UNMET",
         "NOT_BEFORE",
         "BACKFILL_WOULD_DELAY",

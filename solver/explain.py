@@ -8,8 +8,11 @@ Slurm's "requested node configuration is not available"):
 * ``INSUFFICIENT_CAPACITY`` — fits the empty cluster but not the current one (``details.blocked``).
 * ``NO_NVLINK_DOMAIN`` — no NVLink domain has enough free GPUs of the right type together.
 * ``NO_TPU_SLICE`` — no free contiguous TPU slice of the shape.
-* ``LOST_TO_HIGHER_PRIORITY`` — there was room, but jobs of this batch placed ahead of it took it
-  (``details.jobs`` names them).
+* ``LOST_TO_HIGHER_PRIORITY`` — there was room, but jobs of this batch that rank at least as high
+  (class, then numeric priority) took it (``details.jobs`` names them).
+* ``OUTWEIGHED_IN_BATCH`` — there was room, but only lower-ranked jobs of this batch use it: together they
+  place more priority-weighted demand than this job would (CP-SAT's first objective level), e.g. two
+  4-GPU jobs of priority 0 over one 7-GPU job of priority 10 on one 8-GPU node.
 * ``DEPENDENCY_UNMET``, ``NOT_BEFORE`` — not eligible yet.
 * ``QUEUE_BUDGET`` — the job fits, but its queue's GPU budget (``max_total_gpus``,
   ``max_concurrent_gpu_jobs``, OJS ML §10.3) does not; ``details`` say how much more budget it needs.
@@ -28,6 +31,7 @@ from solver.assignment import Assignment
 from solver.candidates import DYNAMIC_CHECKS, STATIC_CHECKS, UnitCandidates
 from solver.decision import Reason
 from solver.demand import JobPlan
+from solver.preempt import job_rank
 from solver.snapshot import Snapshot
 
 
@@ -174,17 +178,36 @@ def pending_reasons(
             takers_set |= owners[int(n)]
     if tpu_units:
         takers_set |= tpu_owners
-    takers = sorted(takers_set)
-    if takers and not short:
-        takers = sorted(set(takers))
-        shown = ", ".join(takers[:10]) + (f" and {len(takers) - 10} more" if len(takers) > 10 else "")
-        reasons.append(
-            Reason(
-                code="LOST_TO_HIGHER_PRIORITY",
-                message=f"there was room, but jobs of this batch ranked ahead of it took it: {shown}",
-                details={"jobs": takers},
+    if takers_set and not short:
+        # Only jobs that rank at least as high may be called "higher priority". Lower-ranked takers mean
+        # the model chose them together over this job because together they place more priority-weighted
+        # demand (objective level 1); saying "lost to higher priority" would then be false.
+        mine = job_rank(plan.job)
+        rank_of = {p.id: job_rank(p.job) for p in plans if p.id in takers_set}
+        ahead = sorted(t for t in takers_set if rank_of.get(t, mine) >= mine)
+        behind = sorted(t for t in takers_set if rank_of.get(t, mine) < mine)
+        if ahead:
+            reasons.append(
+                Reason(
+                    code="LOST_TO_HIGHER_PRIORITY",
+                    message=(
+                        f"there was room, but jobs of this batch ranked ahead of it took it: {_few(ahead)}"
+                    ),
+                    details={"jobs": ahead},
+                )
             )
-        )
+        else:
+            reasons.append(
+                Reason(
+                    code="OUTWEIGHED_IN_BATCH",
+                    message=(
+                        f"there was room, but lower-priority jobs of this batch use it: {_few(behind)}; "
+                        "together they place more priority-weighted demand than this job would, and "
+                        "placing the most priority-weighted demand comes first"
+                    ),
+                    details={"jobs": behind},
+                )
+            )
     if not reasons:
         reasons.append(
             Reason(
@@ -196,6 +219,11 @@ def pending_reasons(
 
 
 Owners = tuple[np.ndarray, dict[int, set[str]], set[str]]
+
+
+def _few(jobs: list[str]) -> str:
+    """At most ten job ids, and how many more."""
+    return ", ".join(jobs[:10]) + (f" and {len(jobs) - 10} more" if len(jobs) > 10 else "")
 
 
 def owners_of(assignment: Assignment, plans: list[JobPlan]) -> Owners:

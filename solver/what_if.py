@@ -27,7 +27,15 @@ from solver.preempt import is_preemptible, job_rank, rank
 from topology import Cluster, RunningJob
 
 #: Waiting for capacity: the reasons a preemptibility change can answer.
-CAPACITY = frozenset({"INSUFFICIENT_CAPACITY", "NO_NVLINK_DOMAIN", "NO_TPU_SLICE", "LOST_TO_HIGHER_PRIORITY"})
+CAPACITY = frozenset(
+    {
+        "INSUFFICIENT_CAPACITY",
+        "NO_NVLINK_DOMAIN",
+        "NO_TPU_SLICE",
+        "LOST_TO_HIGHER_PRIORITY",
+        "OUTWEIGHED_IN_BATCH",
+    }
+)
 #: Pending jobs examined per decision, highest priority first.
 MAX_JOBS = 8
 

@@ -53,6 +53,26 @@ def test_lost_to_higher_priority_names_the_winner(solve: Solve) -> None:
     assert "res" in r.message
 
 
+def test_lower_priority_takers_are_never_called_higher_priority(solve: Solve) -> None:
+    # One empty 8-GPU node: "big" (7 GPUs, priority 10) or "lo-a" + "lo-b" (4 GPUs each, priority 0).
+    # Whichever the engine picks, a reason may call only jobs ranked at least as high "higher priority".
+    jobs = [gpu_job("big", 7, priority=10), gpu_job("lo-a", 4), gpu_job("lo-b", 4)]
+    d = solve(jobs, cluster_of(dgx_h100(1)))
+    placed = sorted(p.job for p in d.placements)
+    if placed == ["big"]:
+        # lo-a and lo-b each lost to a job of higher priority: "big"
+        assert reason_codes(d, "lo-a") == ["LOST_TO_HIGHER_PRIORITY"]
+        assert d.pending[0].reasons[0].details["jobs"] == ["big"]
+    else:
+        # 4 + 4 = 8 GPUs of priority 0 outweigh 7 of priority 10 under the policy's weights: "big" waits,
+        # and the reason names the two lower-priority jobs without calling them higher priority.
+        assert placed == ["lo-a", "lo-b"]
+        assert reason_codes(d, "big") == ["OUTWEIGHED_IN_BATCH"]
+        r = d.pending[0].reasons[0]
+        assert r.details["jobs"] == ["lo-a", "lo-b"]
+        assert "lower-priority" in r.message
+
+
 def test_no_nvlink_domain(solve: Solve) -> None:
     # Two DGX with 4 free each (8 free in all): an 8-GPU NVLink job fits no single domain now...
     c = cluster_of(dgx_h100(2)).with_allocations(
