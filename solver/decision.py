@@ -31,7 +31,11 @@ Engine = Literal["cpsat", "greedy"]
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # Every field is always written (``to_json`` dumps defaults too), so the published schema of the
+    # Decision JSON marks every field required: backends can rely on the names being there.
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, json_schema_serialization_defaults_required=True
+    )
 
 
 class ReplicaPlacement(_Out):

@@ -21,6 +21,10 @@ SCHEMAS: dict[str, str] = {
 }
 
 
+#: Documents placer writes rather than reads.
+OUTPUTS = frozenset({"decision"})
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of a placer document")
     p.add_argument("name", choices=sorted(SCHEMAS))
@@ -41,7 +45,10 @@ def schema(name: str) -> dict[str, Any]:
 
         out.update(TypeAdapter(list[model]).json_schema(by_alias=True))  # type: ignore[valid-type]
     else:
-        out.update(model.model_json_schema(by_alias=True))
+        # Output documents are described as placer writes them (every field present); inputs as placer
+        # reads them (fields with defaults optional).
+        mode = "serialization" if name in OUTPUTS else "validation"
+        out.update(model.model_json_schema(by_alias=True, mode=mode))
     return out
 
 

@@ -337,6 +337,19 @@ def test_decision_schema_uses_the_fixed_names() -> None:
     }
     eviction = s["$defs"]["Eviction"]["properties"]
     assert "for" in eviction and "for_" not in eviction
+    # The names the solver issue fixes are required, so a backend validating with the schema can rely on
+    # them (placer writes every field).
+    assert {"placements", "preemptions", "reservations", "pending", "rejected", "stats"} <= set(s["required"])
+    defs = s["$defs"]
+    assert {"node", "gpus", "tpu_chips", "cpu_cores", "memory_gb"} <= set(
+        defs["ReplicaPlacement"]["required"]
+    )
+    assert {"job", "for", "grace_period_s", "checkpoint"} <= set(defs["Eviction"]["required"])
+    assert {"job", "reasons"} <= set(defs["PendingJob"]["required"])
+    assert {"code", "message"} <= set(defs["Reason"]["required"])
+    assert {"job", "errors"} <= set(defs["RejectedJob"]["required"])
+    stats = {"engine", "status", "objective", "bound", "gap", "build_s", "solve_s", "wall_s"}
+    assert stats <= set(defs["Stats"]["required"])
 
 
 def test_example_decision_validates_against_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
