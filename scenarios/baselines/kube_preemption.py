@@ -26,6 +26,7 @@ from datetime import datetime
 
 from solver.decision import Decision, Eviction, JobPlacement, PendingJob, Reason, ReplicaPlacement
 from solver.jobs.model import Job
+from solver.preempt import lost_gpu_seconds
 from topology import Cluster, RunningJob
 
 _CLASS = {"spot": 0, "on-demand": 1, "reserved": 2}
@@ -154,6 +155,8 @@ def kube_preemption(jobs: list[Job], cluster: Cluster, now: datetime) -> Decisio
                 for_=users or sorted(set(for_)),
                 grace_period_s=rj.grace_period_s,
                 checkpoint=rj.checkpoint_on_preempt,
+                # kube does not weigh lost work, but the decision reports it, accounted as placer does
+                expected_work_lost_gpu_s=lost_gpu_seconds(rj, now),
                 nodes=sorted({r.node for r in rj.replicas if r.node}),
             )
         )
