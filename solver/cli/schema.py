@@ -13,6 +13,7 @@ SCHEMAS: dict[str, str] = {
     "job": "solver.jobs.model:Job",
     "inventory": "topology.inventory:Inventory",
     "queue-config": "solver.jobs.queues:QueueConfig",
+    "limits": "solver.jobs.options:ReadLimits",
     "decision": "solver.decision:Decision",
     "reservations": "list:solver.reservations:Reservation",
     "prices": "solver.prices:PriceCatalog",

@@ -1,9 +1,13 @@
-"""``placer validate FILE... [--format auto|ojs|flux|sss] [--queue-config FILE] [--json]``.
+"""``placer validate FILE... [--format auto|ojs|flux|sss] [--queue-config FILE] [--limits FILE] [--json]``.
 
 Prints, per job, the normalized job or its errors. With ``--json``: one JSON object per job per line, with
 ``id``, ``ok``, ``errors`` (each ``code``, ``path``, ``message``), ``warnings``, ``source`` and ``job``.
-Exit 0 when every job is valid, 1 when any is invalid (malformed content included), 2 for a usage error or a
-file that cannot be opened.
+Exit 0 when every job is valid, 1 when any is invalid (malformed content included, and a queue config or
+limits file that is itself invalid), 2 for a usage error or a file that cannot be opened.
+
+``--limits FILE`` sets the administrative bounds and lists of :class:`solver.jobs.options.ReadLimits`
+(upper bounds per job, selector deny-list, URI schemes and prefixes, model allow-list, SSS default
+``awarenessPolicy``); ``placer place`` takes the same option.
 """
 
 from __future__ import annotations
@@ -21,8 +25,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--queue-config", metavar="FILE", help="OJS §10 queue configuration (ml_defaults/ml_limits)"
     )
+    add_limits_argument(p)
     p.add_argument("--json", action="store_true", help="one JSON object per job per line")
     p.set_defaults(run=run)
+
+
+def add_limits_argument(p: argparse.ArgumentParser) -> None:
+    """``--limits FILE``, shared by ``validate`` and ``place`` so both apply the same administrative rules."""
+    p.add_argument(
+        "--limits",
+        metavar="FILE",
+        help="JSON/YAML object overriding per-job upper bounds, selector deny-list, URI schemes/prefixes, "
+        "model allow-list, SSS default awarenessPolicy (keys and defaults: README)",
+    )
 
 
 def load_options(queue_config: str | None) -> Any:
@@ -38,6 +53,16 @@ def load_options(queue_config: str | None) -> Any:
     return ReadOptions(queues=load_queue_configs(text, source=queue_config))
 
 
+def with_limits(options: Any, limits: str | None) -> Any:
+    """``options`` with a ``--limits`` file applied; raises ``OSError`` (unreadable file) or
+    JobValidationError (bad content), like :func:`load_options`."""
+    if not limits:
+        return options
+    from solver.jobs.options import load_read_limits_file
+
+    return load_read_limits_file(limits).apply(options)
+
+
 def run(args: argparse.Namespace) -> int:
     from solver.jobs.errors import JobValidationError
     from solver.jobs.load import check_batch, read_file
@@ -50,6 +75,15 @@ def run(args: argparse.Namespace) -> int:
     except JobValidationError as e:
         for i in e.issues:
             print(f"placer validate: queue config {i}", file=sys.stderr)
+        return 1
+    try:
+        options = with_limits(options, args.limits)
+    except OSError as e:
+        print(f"placer validate: cannot open limits file: {e}", file=sys.stderr)
+        return 2
+    except JobValidationError as e:
+        for i in e.issues:
+            print(f"placer validate: limits file {args.limits}: {i}", file=sys.stderr)
         return 1
 
     results = []
@@ -84,7 +118,9 @@ def result_json(r: Any) -> dict[str, Any]:
         "source": r.source,
         "errors": [i.model_dump() for i in r.errors],
         "warnings": [i.model_dump() for i in r.warnings],
-        "job": None if r.job is None else r.job.model_dump(mode="json", exclude={"envelope"}),
+        # by_alias: the printed job must validate against ``placer schema job``, which uses the aliases
+        # (a Flux resource's ``with``, not the Python attribute ``with_``).
+        "job": None if r.job is None else r.job.model_dump(mode="json", by_alias=True, exclude={"envelope"}),
     }
 
 
@@ -93,7 +129,9 @@ def _human(r: Any) -> str:
     if r.ok and r.job is not None:
         j = r.job
         lines.append(f"OK    {r.id}  ({j.source_format}, from {r.source})")
-        body = j.model_dump(mode="json", exclude_defaults=True, exclude={"envelope", "id", "source_format"})
+        body = j.model_dump(
+            mode="json", by_alias=True, exclude_defaults=True, exclude={"envelope", "id", "source_format"}
+        )
         for line in json.dumps(body, indent=2, sort_keys=True).splitlines():
             lines.append("      " + line)
     else:

@@ -6,6 +6,7 @@ Public API::
     read_file / read_text / read_object                                # one document
     check_batch(results)                                               # duplicate ids, dependency cycles
     ReadOptions, QueueConfig                                           # queue defaults/limits, upper bounds
+    ReadLimits                                                         # upper bounds and lists from a file
     Job and its parts (TaskGroup, GpuDemand, TpuDemand, Placement, ...), ReadResult
     Issue, JobValidationError, ISSUE_CODES                             # structured errors
 
@@ -48,7 +49,7 @@ from solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
-from solver.jobs.options import ReadOptions
+from solver.jobs.options import ReadLimits, ReadOptions
 from solver.jobs.queues import MlLimits, QueueConfig
 
 __all__ = [
@@ -81,6 +82,7 @@ __all__ = [
     "PreemptionPolicy",
     "PriorityClass",
     "QueueConfig",
+    "ReadLimits",
     "ReadOptions",
     "ReadResult",
     "ReservationRef",

@@ -1,12 +1,16 @@
 """Recognize which job format a document is in, and parse it once.
 
 Rules, in order: text starting with ``<`` is SSS XML; a mapping with ``version``, ``resources`` and
-``tasks`` is a Flux jobspec (RFC 14/25; JSON or YAML); any other JSON/YAML mapping or list is OJS (flat
+``tasks`` is a Flux jobspec (RFC 14/25; JSON or YAML); so is a mapping with ``version`` and ``resources``
+but no ``ext_ml*`` key (a jobspec missing ``tasks``: the Flux reader then names the missing key, where the
+OJS reader could only say "not an envelope"); any other JSON/YAML mapping or list is OJS (flat
 ``ext_ml_*`` envelope, v0.1.0 ``meta`` form, a workflow, or a list of envelopes).
 
 >>> parse_document('{"type": "ml.train", "ext_ml_gpu_count": 2}')[0]
 'ojs'
 >>> parse_document("version: 1\\nresources: []\\ntasks: []\\n")[0]
+'flux'
+>>> detect_object({"version": 1, "resources": [], "attributes": {}})
 'flux'
 """
 
@@ -25,6 +29,10 @@ def detect_object(obj: Any, *, source: str = "") -> str:
         return "sss"
     if isinstance(obj, dict):
         if {"version", "resources", "tasks"} <= obj.keys():
+            return "flux"
+        if {"version", "resources"} <= obj.keys() and not any(
+            isinstance(k, str) and k.startswith("ext_ml") for k in obj
+        ):
             return "flux"
         return "ojs"
     if isinstance(obj, list):

@@ -65,3 +65,21 @@ def issue(code: str, path: str, message: str) -> Issue:
     if code not in ISSUE_CODES:
         raise KeyError(f"unknown issue code {code!r}")
     return Issue(code=code, path=path, message=message)
+
+
+def prefixed(prefix: str, path: str) -> str:
+    """``path`` (relative to one envelope) located inside its document by ``prefix`` (``[1]``, ``steps[0]``).
+
+    >>> prefixed("[1]", "ext_ml_gpu_count"), prefixed("[1]", "[0]"), prefixed("", "id"), prefixed("[2]", "")
+    ('[1].ext_ml_gpu_count', '[1][0]', 'id', '[2]')
+    """
+    if not prefix:
+        return path
+    if not path:
+        return prefix
+    return prefix + path if path.startswith("[") else f"{prefix}.{path}"
+
+
+def located(prefix: str, issues: Iterable[Issue]) -> list[Issue]:
+    """``issues`` with every path prefixed by ``prefix`` (see :func:`prefixed`)."""
+    return [Issue(code=i.code, path=prefixed(prefix, i.path), message=i.message) for i in issues]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from solver.jobs.detect import detect_object, parse_document
-from solver.jobs.errors import Issue, JobValidationError, issue
+from solver.jobs.errors import Issue, JobValidationError, issue, located
 from solver.jobs.formats import reader
 from solver.jobs.model import ReadResult
 from solver.jobs.options import ReadOptions
@@ -43,7 +43,8 @@ def _guard(result: ReadResult, options: ReadOptions) -> ReadResult:
         return result
     from solver.jobs.guards import check_job
 
-    problems = check_job(result.job, options)
+    # Guard paths are relative to the job's envelope; locate them in the document as the reader's are.
+    problems = located(result.path, check_job(result.job, options))
     if not problems:
         return result
     return result.model_copy(update={"ok": False, "job": None, "errors": [*result.errors, *problems]})
@@ -128,6 +129,7 @@ def check_batch(results: Sequence[ReadResult]) -> list[ReadResult]:
             errs.append(
                 issue("dependency", "dependencies", f"job {r.job.id!r} is part of a dependency cycle")
             )
+        errs = located(r.path, errs)
         out.append(
             r if not errs else r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, *errs]})
         )

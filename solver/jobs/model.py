@@ -584,6 +584,11 @@ class ReadResult(BaseModel):
 
     ``warnings`` are for things that did not stop the job (SSS ``awarenessPolicy="Warn"``, ignored
     attributes). A document with several jobs (OJS workflow, SSS JobGroup) gives several results.
+
+    ``path`` is where the job's envelope sits in its document (``[1]`` for the second envelope of a list,
+    ``steps[0]`` in a workflow; empty for a document that is the job). The reader's own issues already
+    carry it; the format-agnostic guards and batch checks run later on the normalized job and prefix their
+    issues with it, so every issue of one job locates it the same way.
     """
 
     id: str
@@ -592,3 +597,4 @@ class ReadResult(BaseModel):
     errors: list[Issue] = Field(default_factory=list)
     warnings: list[Issue] = Field(default_factory=list)
     source: str | None = None
+    path: str = ""

@@ -4,17 +4,32 @@ Why one object: the CLI, the HTTP service and the simulator all read jobs; they 
 queue configuration, upper bounds and deny-lists, so these travel together rather than as loose keyword
 arguments.
 
+The administrative part (upper bounds, selector deny-list, URI schemes and prefixes, model allow-list, the
+SSS default ``awarenessPolicy``) can also come from a file, ``placer validate|place --limits FILE``: a
+JSON/YAML object with any of the :class:`ReadLimits` keys, the others keeping their defaults. Lists
+*replace* the default lists (so an operator can also shorten them); ``allowed_model_ids: null`` means no
+allow-list. A wrong type, an unknown key, a negative bound or a malformed scheme refuses the whole file.
+
 >>> ReadOptions().max_gpus_per_job
 512
+>>> opts = load_read_limits('{"max_gpus_per_job": 64, "sss_awareness": "Warn"}').apply(ReadOptions())
+>>> opts.max_gpus_per_job, opts.sss_awareness, opts.max_tpu_chips_per_job
+(64, 'Warn', 9216)
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
 
-from solver.jobs.queues import QueueConfig
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from solver.jobs.errors import JobValidationError, issue
+from solver.jobs.queues import QueueConfig, pydantic_issues
 
 #: Administrative label keys a job producer may not select on (OJS ML §15.4 names these two).
 DEFAULT_DENIED_SELECTOR_KEYS: frozenset[str] = frozenset({"cost_center", "security_zone"})
@@ -48,3 +63,91 @@ class ReadOptions:
     allowed_model_ids: frozenset[str] | None = None
     sss_awareness: str = "Reject"
     now: datetime | None = None
+
+
+_DEFAULTS = ReadOptions()
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
+
+
+class ReadLimits(BaseModel):
+    """The administrative settings of :class:`ReadOptions` as an operator writes them in a ``--limits`` file.
+
+    Defaults are those of :class:`ReadOptions`; only the keys present in a file change anything
+    (:meth:`apply`). Why a file and not flags: the lists (deny-list, schemes, prefixes, models) are long and
+    site-specific, and one file can be shared by ``validate``, ``place`` and a deployment's config.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    max_gpus_per_job: int = Field(default=_DEFAULTS.max_gpus_per_job, ge=0)
+    max_tpu_chips_per_job: int = Field(default=_DEFAULTS.max_tpu_chips_per_job, ge=0)
+    max_memory_gb_per_job: float = Field(default=_DEFAULTS.max_memory_gb_per_job, ge=0)
+    max_replicas_per_job: int = Field(default=_DEFAULTS.max_replicas_per_job, ge=0)
+    max_timeout_seconds: int = Field(default=_DEFAULTS.max_timeout_seconds, ge=0)
+    denied_selector_keys: list[str] = Field(default_factory=lambda: sorted(DEFAULT_DENIED_SELECTOR_KEYS))
+    checkpoint_uri_schemes: list[str] = Field(default_factory=lambda: sorted(CHECKPOINT_URI_SCHEMES))
+    artifact_uri_schemes: list[str] = Field(default_factory=lambda: sorted(ARTIFACT_URI_SCHEMES))
+    allowed_uri_prefixes: list[str] = Field(default_factory=list)
+    allowed_model_ids: list[str] | None = None
+    sss_awareness: Literal["Reject", "Warn", "Ignore"] = "Reject"
+
+    @field_validator("checkpoint_uri_schemes", "artifact_uri_schemes")
+    @classmethod
+    def _schemes(cls, value: list[str]) -> list[str]:
+        """Schemes compare case-insensitively (RFC 3986 §3.1): kept lower case, refused when malformed."""
+        out = [v.lower() for v in value]
+        bad = [v for v in out if not _SCHEME.match(v)]
+        if bad:
+            raise ValueError(f"{bad[0][:40]!r} is not a URI scheme (a letter, then letters, digits, + . -)")
+        return out
+
+    @field_validator("denied_selector_keys", "allowed_uri_prefixes", "allowed_model_ids")
+    @classmethod
+    def _non_empty(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and any(not v.strip() for v in value):
+            raise ValueError("entries must be non-empty strings")
+        return value
+
+    def apply(self, options: ReadOptions) -> ReadOptions:
+        """``options`` with the settings this file sets (and only those) replaced."""
+        changes: dict[str, Any] = {}
+        for name in self.model_fields_set:
+            value = getattr(self, name)
+            if name == "allowed_uri_prefixes":
+                value = tuple(value)
+            elif isinstance(value, list):
+                value = frozenset(value)
+            changes[name] = value
+        return replace(options, **changes)
+
+
+def load_read_limits(obj_or_text: Any, source: str = "") -> ReadLimits:
+    """A :class:`ReadLimits` from its JSON/YAML text or parsed object; raises
+    :class:`~solver.jobs.errors.JobValidationError` (every issue at once) for a bad file.
+
+    >>> try:
+    ...     load_read_limits({"max_gpus_per_job": "8", "colour": 1})
+    ... except JobValidationError as e:
+    ...     [(i.code, i.path) for i in e.issues]
+    [('type', 'max_gpus_per_job'), ('malformed', 'colour')]
+    """
+    if isinstance(obj_or_text, str):
+        from solver.jobs.parse import parse_json_or_yaml
+
+        obj_or_text = parse_json_or_yaml(obj_or_text, source=source)
+    if not isinstance(obj_or_text, Mapping):
+        raise JobValidationError([issue("type", source or "<limits>", "a limits file must be an object")])
+    try:
+        return ReadLimits.model_validate(obj_or_text)
+    except ValidationError as e:
+        raise JobValidationError(pydantic_issues(e, "")) from None
+
+
+def load_read_limits_file(path: str | Path) -> ReadLimits:
+    """:func:`load_read_limits` over a UTF-8 JSON or YAML file (``OSError`` when it cannot be read)."""
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise JobValidationError([issue("malformed", str(p), f"not UTF-8 text: {e.reason}")]) from None
+    return load_read_limits(text, source=str(p))

@@ -76,10 +76,12 @@ _PYDANTIC_CODES = {
     "greater_than": "range",
     "less_than_equal": "range",
     "string_too_short": "range",
+    "literal_error": "enum",
 }
 
 
-def _pydantic_issues(e: ValidationError, prefix: str) -> list[Issue]:
+def pydantic_issues(e: ValidationError, prefix: str) -> list[Issue]:
+    """pydantic's errors as issues with dotted/indexed paths under ``prefix`` (also used for limits files)."""
     out: list[Issue] = []
     for err in e.errors():
         path = prefix
@@ -181,7 +183,7 @@ def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueCon
         try:
             qc = QueueConfig.model_validate(item)
         except ValidationError as e:
-            problems += _pydantic_issues(e, prefix)
+            problems += pydantic_issues(e, prefix)
             continue
         settings = f"{prefix}.config" if prefix else "config"
         problems += _check_lists(qc.config.ml_limits, f"{settings}.ml_limits")

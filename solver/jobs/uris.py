@@ -9,7 +9,8 @@ no credentials in envelopes) all land here, and every format's guard uses the sa
 The rules, in order (the first failing rule is reported):
 
 1. a string without whitespace or control characters, at most :data:`MAX_URI_CHARS` characters;
-2. ``scheme://...`` with a scheme from the allowed set (lower case);
+2. ``scheme://...`` with a scheme from the allowed set, compared case-insensitively (RFC 3986 §3.1:
+   ``S3://`` is ``s3://``);
 3. no credentials: no ``user@``/``user:password@`` part and no query parameter whose name looks like a
    secret (``token``, ``password``, ``signature``, ``X-Amz-Credential``, ...);
 4. no ``..`` path segment, also after percent-decoding (up to three rounds, so ``%252e%252e`` and
@@ -18,8 +19,11 @@ The rules, in order (the first failing rule is reported):
 6. ``file://`` only as ``file:///absolute/path`` (empty or ``localhost`` host), normalized, never below system
    directories (``/etc``, ``/proc``, ``/sys``, ``/dev``, ``/boot``, ``/root``, ``/run``, ``/var/run``):
    the "no arbitrary file system access" of extensions §12.1;
-7. a trailing slash when the caller requires one (checkpoint storage, §9.4);
-8. when ``allowed_prefixes`` is non-empty, the URI starts with one of them (§15.3, extensions §12.1).
+7. no ``#fragment``: a fragment is never sent to the storage service (RFC 3986 §3.5), so it names no
+   object, and after it "ends with a slash" would be about the fragment, not the location;
+8. a trailing slash when the caller requires one (checkpoint storage, §9.4);
+9. when ``allowed_prefixes`` is non-empty, the URI starts with one of them (§15.3, extensions §12.1); the
+   scheme of both is compared case-insensitively, the rest exactly.
 
 >>> check_uri("s3://checkpoints/run-1/", schemes={"s3"}, require_trailing_slash=True) is None
 True
@@ -126,6 +130,10 @@ def check_uri(
     'must end with "/" (a directory prefix, OJS ML §9.4)'
     >>> check_uri("s3://key:secret@bucket/m/", schemes={"s3"})
     'must not embed credentials (user@ or user:password@); use IAM roles or workload identity'
+    >>> check_uri("S3://b/x/", schemes={"s3"}, require_trailing_slash=True) is None
+    True
+    >>> check_uri("s3://b/x/#frag", schemes={"s3"}, require_trailing_slash=True)
+    'must not contain a #fragment (it is not part of the storage location, RFC 3986 §3.5)'
     """
     if not isinstance(uri, str):
         return "must be a string"
@@ -137,7 +145,7 @@ def check_uri(
     m = _SCHEME.match(uri)
     if m is None or not uri[m.end() :].startswith("//"):
         return f"must be an absolute URI scheme://...; allowed schemes: {', '.join(sorted(allowed))}"
-    scheme = m.group(1)
+    scheme = m.group(1).lower()
     if scheme not in allowed:
         return f"scheme {scheme!r} is not allowed; allowed schemes: {', '.join(sorted(allowed))}"
     try:
@@ -164,9 +172,18 @@ def check_uri(
         problem = _internal_host(parts.hostname or "")
         if problem:
             return problem
+    if "#" in uri:
+        return "must not contain a #fragment (it is not part of the storage location, RFC 3986 §3.5)"
     if require_trailing_slash and not uri.endswith("/"):
         return 'must end with "/" (a directory prefix, OJS ML §9.4)'
     prefixes = tuple(allowed_prefixes)
-    if prefixes and not uri.startswith(prefixes):
+    if prefixes and not _scheme_lowered(uri).startswith(tuple(_scheme_lowered(p) for p in prefixes)):
         return "is outside the allowed storage prefixes: " + ", ".join(prefixes)
     return None
+
+
+def _scheme_lowered(uri: str) -> str:
+    """``uri`` with its scheme in lower case (the only part RFC 3986 makes case-insensitive for all
+    schemes; hosts are too, but bucket names are not for every store, so the rest is compared as is)."""
+    m = _SCHEME.match(uri)
+    return uri if m is None else m.group(1).lower() + uri[m.end(1) :]

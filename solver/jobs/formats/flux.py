@@ -19,6 +19,14 @@ The document: an object with ``version`` (integer), ``resources``, ``tasks`` and
 beyond these four are kept in ``Job.unknown`` (with an ``unsupported`` warning); the whole document is
 ``Job.envelope``.
 
+``version: 1`` is ambiguous between the RFCs: RFC 25 defines version 1 as its restricted language, yet
+RFC 14 presents ``spec_14/example2.yaml`` ("running one task on each of four nodes", ``slot > node``) as a
+canonical jobspec with ``version: 1``, and the canonical schema accepts any integer version. So a
+``version: 1`` document that breaks an RFC 25 rule but meets every RFC 14 rule is read as canonical
+(``"flux-rfc14"``), each RFC 25 rule it breaks kept as a warning (same code and path, the message saying
+"not a version 1 jobspec (RFC 25)"), instead of refusing a jobspec an RFC itself shows. A ``version: 1``
+document that is invalid under both gets the RFC 25 errors (the version it claims).
+
 Job id: Flux assigns job ids at submission, so a jobspec has none. The id is
 ``attributes.system.job.name`` when the jobspec names itself (so RFC 26 ``after*`` dependencies between
 the jobspecs of one batch can refer to each other by name; two jobspecs with one name are then a batch
@@ -29,12 +37,15 @@ Accelerator: ``gpu`` when any slot asks for a GPU, else ``cpu``.
 How the RFC example files fare (tests read them from ``shared/specs/flux-examples`` and check each
 verdict against the ``schema.json`` beside it):
 
-* accepted: every spec_14 use case (1.1-1.8, 2.1-2.9) and ``example1``; every spec_25 file; every
-  spec_26 dependency list (through :func:`~solver.jobs.formats.flux_dependencies.read_dependencies`);
-* rejected: ``spec_14/example2.yaml``. It says ``version: 1`` but its graph is ``slot > node``, which is not
-  one of RFC 25's four V1 graphs and lacks the ``core`` RFC 25 requires (issues ``unsupported`` at
-  ``resources[0].with[0]`` and ``required`` at ``resources[0].with``). The spec_14 schema accepts it
-  (the canonical schema allows any version); the spec_25 schema rejects it, as this reader does.
+* accepted: every spec_14 use case (1.1-1.8, 2.1-2.9), ``example1`` and ``example2``; every spec_25
+  file; every spec_26 dependency list (through
+  :func:`~solver.jobs.formats.flux_dependencies.read_dependencies`; given to ``placer validate`` alone, a
+  dependency list is refused as "not a job", which it is not);
+* ``spec_14/example2.yaml`` is accepted as canonical (``"flux-rfc14"``) with two warnings: it says
+  ``version: 1`` but its graph is ``slot > node``, which is not one of RFC 25's four V1 graphs and lacks
+  the ``core`` RFC 25 requires (``unsupported`` at ``resources[0].with[0]``, ``required`` at
+  ``resources[0].with``). The spec_14 schema beside it accepts it; the spec_25 schema does not;
+* rejected: none.
 
 Where the reader and the schemas differ on purpose (RFC text stricter or more precise than a schema):
 a slot without ``with`` edges, ``max < min``, ``*``/``^`` with operand 1, ``^`` with min 1, an empty
@@ -134,10 +145,19 @@ def _metadata(
     return meta
 
 
-def _build(doc: Mapping[str, Any], source: str, errors: list[Issue], warnings: list[Issue]) -> Job | None:
+def _build(
+    doc: Mapping[str, Any],
+    source: str,
+    errors: list[Issue],
+    warnings: list[Issue],
+    *,
+    canonical: bool = False,
+) -> Job | None:
+    """The job of ``doc``, or None with ``errors`` filled; ``canonical`` applies the RFC 14 rules even to a
+    ``version: 1`` document (the fallback of :func:`read`)."""
     f = Fields(doc, "", errors)
     version = f.integer("version", required=True)
-    v1 = version == 1
+    v1 = version == 1 and not canonical
     plan = _resources(doc, v1, errors, warnings)
     if "attributes" not in doc:
         errors.append(issue("required", "attributes", "is required (it may be null)"))
@@ -197,13 +217,34 @@ def read(doc: Any, *, source: str, options: ReadOptions) -> list[ReadResult]:
     rid = _job_name(doc) or fallback
     errors: list[Issue] = []
     warnings: list[Issue] = []
-    try:
-        job = _build(doc, source, errors, warnings)
-    except ValidationError as e:  # a model rule this reader failed to pre-check: still an issue, not a crash
-        errors.append(
-            issue("malformed", source or "<input>", f"jobspec does not fit the job model: {e}"[:500])
-        )
-        job = None
+    job = _attempt(doc, source, errors, warnings, canonical=False)
+    if job is None and doc.get("version") == 1 and type(doc.get("version")) is int:
+        # Not RFC 25 valid: maybe a canonical jobspec saying version 1, as RFC 14's own example2 does.
+        canonical_warnings: list[Issue] = []
+        canonical_job = _attempt(doc, source, [], canonical_warnings, canonical=True)
+        if canonical_job is not None:
+            not_v1 = [
+                issue(
+                    i.code,
+                    i.path,
+                    f"not a version 1 jobspec (RFC 25): {i.message}; read under the RFC 14 canonical rules",
+                )
+                for i in errors
+            ]
+            job, errors, warnings = canonical_job, [], [*not_v1, *canonical_warnings]
     if job is None:
         return [ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source)]
     return [ReadResult(id=job.id, ok=True, job=job, warnings=warnings, source=source)]
+
+
+def _attempt(
+    doc: Mapping[str, Any], source: str, errors: list[Issue], warnings: list[Issue], *, canonical: bool
+) -> Job | None:
+    """:func:`_build`, with a model rule the reader failed to pre-check turned into an issue, not a crash."""
+    try:
+        return _build(doc, source, errors, warnings, canonical=canonical)
+    except ValidationError as e:
+        errors.append(
+            issue("malformed", source or "<input>", f"jobspec does not fit the job model: {e}"[:500])
+        )
+        return None

@@ -274,6 +274,23 @@ def v1(*resources: dict[str, Any], tasks: Any = None, system: Any = None) -> dic
     return jobspec(*resources, version=1, tasks=tasks, system=system)
 
 
+#: How the warnings of a version 1 document read under the canonical rules begin (see the flux module).
+NOT_V1 = "not a version 1 jobspec (RFC 25): "
+
+
+def v1_breaks(doc: dict[str, Any]) -> tuple[str, list[tuple[str, str]]]:
+    """The RFC 25 rules a ``version: 1`` document breaks, and what became of it: ``"canonical"`` (a valid
+    RFC 14 jobspec: read as ``flux-rfc14``, each broken rule a warning) or ``"rejected"`` (invalid under
+    both, the RFC 25 errors). The verdict must agree with the same document under a canonical version."""
+    r = run(doc)
+    canonical_ok = run({**doc, "version": 2}).ok
+    if not r.ok:
+        assert not canonical_ok
+        return "rejected", [(i.code, i.path) for i in r.errors]
+    assert canonical_ok and r.job is not None and r.job.source_format == "flux-rfc14"
+    return "canonical", [(i.code, i.path) for i in r.warnings if i.message.startswith(NOT_V1)]
+
+
 @pytest.mark.parametrize(
     "resources",
     [
@@ -286,15 +303,18 @@ def v1(*resources: dict[str, Any], tasks: Any = None, system: Any = None) -> dic
     ],
 )
 def test_v1_valid_graphs(resources: list[dict[str, Any]]) -> None:
-    assert ok(v1(*resources)).source_format == "flux-rfc25"
+    r = run(v1(*resources))
+    assert r.job is not None and r.job.source_format == "flux-rfc25"
+    assert not [w for w in r.warnings if w.message.startswith(NOT_V1)]
 
 
 @pytest.mark.parametrize(
-    ("resources", "expected"),
+    ("resources", "verdict", "expected"),
     [
-        ([slot(1, core(1)), slot(1, core(1), label="b")], [("range", "resources")]),
+        ([slot(1, core(1)), slot(1, core(1), label="b")], "canonical", [("range", "resources")]),
         (
             [{"type": "cluster", "count": 1, "with": [slot(1, core(1))]}],
+            "canonical",
             [
                 ("enum", "resources[0].type"),
                 ("unsupported", "resources[0].type"),
@@ -302,6 +322,7 @@ def test_v1_valid_graphs(resources: list[dict[str, Any]]) -> None:
         ),
         (
             [slot(1, {"type": "socket", "count": 1, "with": [core(1)]})],
+            "canonical",
             [
                 ("enum", "resources[0].with[0].type"),
                 ("unsupported", "resources[0].with[0]"),
@@ -309,20 +330,35 @@ def test_v1_valid_graphs(resources: list[dict[str, Any]]) -> None:
                 ("unsupported", "resources[0].with[0].with[0]"),
             ],
         ),
-        ([slot(1, core({"min": 1}))], [("type", "resources[0].with[0].count")]),
-        ([slot("4", core(1))], [("type", "resources[0].count")]),
-        ([slot(1, core(1, exclusive=True))], [("unsupported", "resources[0].with[0].exclusive")]),
-        ([slot(1, core(1, id="0-3"))], [("unsupported", "resources[0].with[0].id")]),
-        ([node(2)], [("required", "resources[0].with")]),
-        ([node(2, core(1))], [("unsupported", "resources[0].with[0]")]),
-        ([node(2, slot(1, core(1)), slot(1, core(1), label="b"))], [("unsupported", "resources[0].with[1]")]),
-        ([slot(1, core(1), core(1))], [("unsupported", "resources[0].with[1]")]),
-        ([slot(1, {"type": "gpu", "count": 1})], [("required", "resources[0].with")]),
-        ([slot(1, node(1))], [("unsupported", "resources[0].with[0]"), ("required", "resources[0].with")]),
+        ([slot(1, core({"min": 1}))], "canonical", [("type", "resources[0].with[0].count")]),
+        ([slot("4", core(1))], "canonical", [("type", "resources[0].count")]),
+        (
+            [slot(1, core(1, exclusive=True))],
+            "canonical",
+            [("unsupported", "resources[0].with[0].exclusive")],
+        ),
+        ([slot(1, core(1, id="0-3"))], "canonical", [("unsupported", "resources[0].with[0].id")]),
+        # no task slot at all: not a canonical jobspec either (RFC 14 needs a slot), so rejected
+        ([node(2)], "rejected", [("required", "resources[0].with")]),
+        ([node(2, core(1))], "rejected", [("unsupported", "resources[0].with[0]")]),
+        (
+            [node(2, slot(1, core(1)), slot(1, core(1), label="b"))],
+            "canonical",
+            [("unsupported", "resources[0].with[1]")],
+        ),
+        ([slot(1, core(1), core(1))], "canonical", [("unsupported", "resources[0].with[1]")]),
+        ([slot(1, {"type": "gpu", "count": 1})], "canonical", [("required", "resources[0].with")]),
+        (
+            [slot(1, node(1))],
+            "canonical",
+            [("unsupported", "resources[0].with[0]"), ("required", "resources[0].with")],
+        ),
     ],
 )
-def test_v1_invalid_graphs(resources: list[dict[str, Any]], expected: list[tuple[str, str]]) -> None:
-    assert errors(v1(*resources)) == expected
+def test_v1_invalid_graphs(
+    resources: list[dict[str, Any]], verdict: str, expected: list[tuple[str, str]]
+) -> None:
+    assert v1_breaks(v1(*resources)) == (verdict, expected)
 
 
 @pytest.mark.parametrize(
@@ -338,7 +374,8 @@ def test_v1_invalid_graphs(resources: list[dict[str, Any]], expected: list[tuple
     ],
 )
 def test_v1_task_rules(tasks: list[Any], expected: list[tuple[str, str]]) -> None:
-    assert errors(v1(node(2, slot(1, core(1))), tasks=tasks)) == expected
+    # each is a valid canonical task list: read as RFC 14, the RFC 25 rule kept as a warning
+    assert v1_breaks(v1(node(2, slot(1, core(1))), tasks=tasks)) == ("canonical", expected)
 
 
 def test_v1_command_may_be_a_string() -> None:
@@ -347,9 +384,26 @@ def test_v1_command_may_be_a_string() -> None:
 
 
 def test_v1_duration_is_required() -> None:
-    assert errors(v1(slot(1, core(1)), system={})) == [("required", "attributes.system.duration")]
-    assert errors({**v1(slot(1, core(1))), "attributes": {}}) == [("required", "attributes.system")]
-    assert errors({**v1(slot(1, core(1))), "attributes": None}) == [("required", "attributes.system")]
+    # RFC 14 makes duration optional, so these are canonical jobspecs; RFC 25's rule is a warning
+    assert v1_breaks(v1(slot(1, core(1)), system={})) == (
+        "canonical",
+        [("required", "attributes.system.duration")],
+    )
+    assert v1_breaks({**v1(slot(1, core(1))), "attributes": {}}) == (
+        "canonical",
+        [("required", "attributes.system")],
+    )
+    assert v1_breaks({**v1(slot(1, core(1))), "attributes": None}) == (
+        "canonical",
+        [("required", "attributes.system")],
+    )
+
+
+def test_v1_document_invalid_under_both_rfcs_gets_the_rfc25_errors() -> None:
+    """The canonical fallback never hides a broken document: a zero count is wrong under RFC 14 too."""
+    r = run(v1(slot(0, core(1))))
+    assert not r.ok and [(i.code, i.path) for i in r.errors] == [("range", "resources[0].count")]
+    assert not [w for w in r.warnings if w.message.startswith(NOT_V1)]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -636,18 +690,40 @@ def test_fixtures_against_the_schemas(specs_dir: Path) -> None:
         jobspec(slot(1, core(1, colour="x"))),
         jobspec(slot(1, core(1)), tasks=[task({"per_slot": 0})]),
         jobspec(slot(1, core(1)), system={"duration": -1}),
+        v1(slot(0, core(1))),
+        v1(slot(1, core(1)), tasks=[task({"per_slot": 0})]),
+    ],
+)
+def test_rejections_agree_with_the_schemas(specs_dir: Path, doc: dict[str, Any]) -> None:
+    """Hand-written invalid documents: the schemas beside the RFCs reject them too (so the schema checks in
+    test_flux_examples are not vacuous). A version 1 document is refused only when it is neither an RFC 25
+    nor an RFC 14 jobspec."""
+    base = specs_dir / "flux-examples"
+    names = ("spec_25", "spec_14") if doc["version"] == 1 else ("spec_14",)
+    for name in names:
+        schema = json.loads((base / name / "schema.json").read_text())
+        assert not jsonschema.Draft7Validator(schema).is_valid(doc), name
+    assert not run(doc).ok
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
         v1(slot(1, {"type": "socket", "count": 1})),
         v1(node(1, slot(1, core(1))), tasks=[task({"per_slot": 2})]),
     ],
 )
-def test_rejections_agree_with_the_schemas(specs_dir: Path, doc: dict[str, Any]) -> None:
-    """Hand-written invalid documents: the schema beside the RFC rejects them too (so the schema checks in
-    test_flux_examples are not vacuous)."""
+def test_v1_documents_valid_only_as_canonical_agree_with_the_schemas(
+    specs_dir: Path, doc: dict[str, Any]
+) -> None:
+    """RFC 25's schema refuses them and RFC 14's accepts them: read as canonical, with the RFC 25 rules
+    they break as warnings."""
     base = specs_dir / "flux-examples"
-    name = "spec_25" if doc["version"] == 1 else "spec_14"
-    schema = json.loads((base / name / "schema.json").read_text())
-    assert not jsonschema.Draft7Validator(schema).is_valid(doc)
-    assert not run(doc).ok
+    v25 = jsonschema.Draft7Validator(json.loads((base / "spec_25" / "schema.json").read_text()))
+    v14 = jsonschema.Draft7Validator(json.loads((base / "spec_14" / "schema.json").read_text()))
+    assert not v25.is_valid(doc) and v14.is_valid(doc)
+    verdict, broken = v1_breaks(doc)
+    assert verdict == "canonical" and broken
 
 
 def test_through_the_text_pipeline_and_batch_checks() -> None:

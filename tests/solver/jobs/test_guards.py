@@ -207,7 +207,29 @@ def test_last_checkpoint_storage_key_is_checked() -> None:
 def test_check_uri_directly() -> None:
     assert check_uri("file:///data/models/v1.0/", schemes={"file"}) is None
     assert check_uri("file:///proc/self/environ", schemes={"file"}) is not None
-    assert check_uri("S3://b/", schemes={"s3"}) is not None  # schemes are lowercase
+    assert check_uri("s3://b/" + "a" * 5000, schemes={"s3"}) is not None
+
+
+def test_uri_scheme_is_case_insensitive() -> None:
+    """RFC 3986 §3.1: "schemes are case-insensitive"; ``S3://`` is the s3 scheme, also for the prefix
+    allow-list, while the rest of the URI is compared as written."""
+    assert errors({"ext_ml_checkpoint_storage_uri": "S3://b/x/"}) == []
+    assert errors({"ext_ml_model_registry_uri": "Hf://meta-llama/Llama-3.1-8B"}) == []
+    assert check_uri("S3://b/x/", schemes={"s3"}, allowed_prefixes=("s3://b/",)) is None
+    assert check_uri("s3://b/x/", schemes={"s3"}, allowed_prefixes=("S3://b/",)) is None
+    assert check_uri("S3://B/x/", schemes={"s3"}, allowed_prefixes=("s3://b/",)) is not None
+    assert check_uri("FTP://b/x/", schemes={"s3"}) == "scheme 'ftp' is not allowed; allowed schemes: s3"
+
+
+def test_uri_fragment_gets_its_own_message() -> None:
+    """``s3://b/x/#frag`` does end the location with "/": the refusal names the fragment, not the slash."""
+    for uri in ("s3://b/x/#frag", "s3://b/x/#"):
+        message = check_uri(uri, schemes={"s3"}, require_trailing_slash=True)
+        assert message is not None and "#fragment" in message and "end with" not in message
+    assert errors({"ext_ml_checkpoint_storage_uri": "s3://b/x/#frag"}) == [
+        ("uri", "ext_ml_checkpoint_storage_uri")
+    ]
+    assert errors({"ext_ml_model_registry_uri": "s3://models/m#v2"}) == [("uri", "ext_ml_model_registry_uri")]
     assert check_uri("s3://b/" + "a" * 5000, schemes={"s3"}) is not None
 
 

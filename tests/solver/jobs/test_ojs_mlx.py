@@ -115,6 +115,29 @@ def test_preemption_policy_contradicting_preemptible_is_a_conflict() -> None:
     ).is_preemptible
 
 
+def test_preemption_policy_sets_the_eviction_directives() -> None:
+    # save_and_retry: save in the grace period (checkpoint on), grace stays the OJS ML §8.2 default of 30 s
+    saved = ok({"ext_ml_priority_class": "spot", "ext_mlx_scheduling_preemption_policy": "save_and_retry"})
+    assert (saved.preemption.checkpoint_on_preempt, saved.preemption.grace_period_s) == (True, 30)
+    # immediate: no grace, no save
+    now = ok({"ext_ml_priority_class": "spot", "ext_mlx_scheduling_preemption_policy": "immediate"})
+    assert (now.preemption.checkpoint_on_preempt, now.preemption.grace_period_s) == (False, 0)
+    # an explicit grace period is the job's own and wins
+    explicit = ok(
+        {"ext_mlx_scheduling_preemption_policy": "immediate", "ext_ml_preemption_grace_period_s": 10}
+    )
+    assert explicit.preemption.grace_period_s == 10
+
+
+@pytest.mark.parametrize(
+    ("policy", "checkpoint"),
+    [("save_and_retry", False), ("immediate", True)],
+)
+def test_preemption_policy_contradicting_checkpoint_is_a_conflict(policy: str, checkpoint: bool) -> None:
+    env = {"ext_mlx_scheduling_preemption_policy": policy, "ext_ml_checkpoint_on_preempt": checkpoint}
+    assert codes(env) == [("conflict", "ext_mlx_scheduling_preemption_policy")]
+
+
 def test_hyperparameters_preserved_exactly() -> None:
     hp = {"learning_rate": 2e-5, "batch_size": 32, "nested": {"a": [1, "x", None]}, "weird": "1e-3"}
     assert ok({"ext_mlx_training_hyperparameters": hp}).metadata["ext_mlx_training_hyperparameters"] == hp

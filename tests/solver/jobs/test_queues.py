@@ -142,5 +142,6 @@ def test_defaults_do_not_override_v01_meta_values() -> None:
 def test_fixture_batch_with_limits() -> None:
     rs = read_file(FIXTURES / "ojs" / "batch.json", options=options())
     assert [(r.id, r.ok) for r in rs] == [("inf-1", True), ("inf-2", False), ("prep-1", True)]
-    assert [(e.code, e.path) for e in rs[1].errors] == [("limit", "ext_ml_gpu_count")]
+    # the limit error locates the envelope in the list, like reader errors do
+    assert [(e.code, e.path) for e in rs[1].errors] == [("limit", "[1].ext_ml_gpu_count")]
     assert rs[0].job.total_gpus == 1 and rs[2].job.total_gpus == 0

@@ -183,6 +183,9 @@ def test_validate_answers_200_for_valid_jobs_and_422_with_each_jobs_errors(
     ok = http.post("/v1/jobs:validate", json={"jobs": example_body()["jobs"]})
     assert ok.status_code == 200 and ok.json()["valid"] is True and len(ok.json()["jobs"]) == 10
     conforms(openapi, ok, "/v1/jobs:validate")
+    # jobs use the field aliases of ``placer schema job``: a Flux resource's ``with``, never ``with_``
+    [mpi] = [j["job"] for j in ok.json()["jobs"] if j["id"] == "mpi-train"]
+    assert '"with"' in json.dumps(mpi) and '"with_"' not in json.dumps(mpi)
     # OJS ML resources §10.2: a job over its queue's ml_limits MUST be rejected with 422.
     queues = {"queue": "gpu-inference", "config": {"ml_limits": {"max_gpu_count": 4}}}
     jobs = [
@@ -198,9 +201,9 @@ def test_validate_answers_200_for_valid_jobs_and_422_with_each_jobs_errors(
     err = bad.json()["error"]
     assert err["code"] == "invalid_jobs" and err["message"].startswith("2 of 3 jobs")
     by_job = {e["job"]: (e["code"], e["path"]) for e in err["errors"]}
-    # Reader errors locate the envelope in its document; guard errors (limits) name the job's field.
+    # Reader errors and guard errors (limits) alike locate the envelope in its document.
     assert by_job == {
-        "greedy": ("limit", "jobs[1].ext_ml_gpu_count"),
+        "greedy": ("limit", "jobs[1][0].ext_ml_gpu_count"),
         "negative": ("range", "jobs[1][1].ext_ml_gpu_count"),
     }
     assert [(j["id"], j["ok"]) for j in bad.json()["jobs"]] == [
