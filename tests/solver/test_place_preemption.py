@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from solver.jobs.model import Escalation, GpuDemand, Job, TaskGroup
+from solver.running import running_from_envelopes
 from tests.solver.conftest import NOW, Solve, nodes_of, pending_reason
 from topology import cluster_of, dgx_h100
 
@@ -170,3 +171,42 @@ def test_cpsat_finds_the_cheaper_evictions_greedy_misses() -> None:
     assert_valid(d, jobs, c)
     assert len(d.placements) == 2 and d.stats.engine == "cpsat"
     assert {e.job: e.for_ for e in d.preemptions} == {"x": ["b"], "y": ["a"]}
+
+
+def test_preemption_policy_of_running_envelopes(solve: Solve) -> None:
+    # ML extensions §7 on three running 8-GPU spot jobs, each 2 h since start, no checkpoint:
+    # "never" is not evicted; "save_and_retry" checkpoints on preempt, so it loses 0 GPU-s (+ penalty);
+    # "immediate" loses 8 x 7,200 = 57,600 GPU-s. One on-demand 8-GPU job must evict exactly one of them:
+    # the save_and_retry job, with checkpoint on and the §8.2 default grace of 30 s.
+    def env(job_id: str, policy: str, node: str) -> dict[str, object]:
+        return {
+            "id": job_id,
+            "type": "ml.train",
+            "queue": "default",
+            "args": [],
+            "ext_ml_gpu_count": 8,
+            "ext_ml_priority_class": "spot",
+            "ext_mlx_scheduling_preemption_policy": policy,
+            "node": node,
+            "gpus": list(range(8)),
+            "started_at": (NOW - timedelta(hours=2)).isoformat(),
+        }
+
+    running = running_from_envelopes(
+        [
+            env("never", "never", "dgx-h100-1"),
+            env("now", "immediate", "dgx-h100-2"),
+            env("save", "save_and_retry", "dgx-h100-3"),
+        ],
+        "running.json",
+    )
+    c = cluster_of(dgx_h100(3)).with_allocations(running)
+    d = solve([_gpu_job("svc", "on-demand")], c)
+    [e] = d.preemptions
+    assert (e.job, e.checkpoint, e.grace_period_s, e.expected_work_lost_gpu_s) == ("save", True, 30, 0)
+    # Two on-demand jobs need two victims: "never" is still protected, "immediate" goes with no grace.
+    d = solve([_gpu_job("svc", "on-demand"), _gpu_job("svc2", "on-demand")], c)
+    by_job = {e.job: e for e in d.preemptions}
+    assert sorted(by_job) == ["now", "save"]
+    assert (by_job["now"].checkpoint, by_job["now"].grace_period_s) == (False, 0)
+    assert by_job["now"].expected_work_lost_gpu_s == 57_600

@@ -7,6 +7,15 @@ jobs). Documents that are OJS but not jobs (a §10 queue configuration, a §11 /
 advertisement or FETCH request, a bare §9.2 ``last_checkpoint`` block) get one ``format`` issue saying
 what they are instead of being read as empty CPU jobs.
 
+An envelope must look like one: an OJS job envelope (§13, v0.1 §2.1, extensions §10) is an object whose
+core attributes have their core types (``id``, ``type`` and ``queue`` strings, ``args`` an array,
+``meta`` an object) or which carries ``ext_ml*`` attributes. So a JSON Schema document (``$schema``, or
+``definitions``/``$defs``/``properties`` as an object with a schema ``type`` like ``object`` or none; the
+Flux ``schema.json`` files have a string ``type`` too), Flux RFC 26 dependency objects (``scheme`` and
+``value``, nothing beyond ``type``/``scope``) and an object whose only core-looking key has the wrong type
+(``{"type": 5}``) are not jobs; an empty list holds no job and is refused too (a file meant to carry jobs
+that carries none is a mistake worth an exit code 1, not a silent success).
+
 One envelope is read in this order:
 
 1. core OJS fields: ``id`` (else the synthesized ``<source>#<index>``), ``type`` (a warning when absent:
@@ -41,7 +50,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from solver.jobs.errors import Issue, issue
+from solver.jobs.errors import Issue, issue, located, prefixed
 from solver.jobs.fields import Fields, type_name
 from solver.jobs.formats.ojs_mlx import parse_mlx
 from solver.jobs.formats.ojs_v01 import V01_META_KEYS, merge_forms, translate_meta
@@ -54,9 +63,54 @@ from solver.jobs.options import ReadOptions
 #: read into the same model, so one name).
 SOURCE_FORMAT = "ojs-ml-v0.3"
 
-Kind = Literal["envelope", "workflow", "batch", "queue_config", "worker", "checkpoint_metadata", "unknown"]
+Kind = Literal[
+    "envelope",
+    "workflow",
+    "batch",
+    "empty",
+    "queue_config",
+    "worker",
+    "checkpoint_metadata",
+    "json_schema",
+    "flux_dependencies",
+    "unknown",
+]
 
-_CORE = ("id", "type", "queue", "args", "meta")
+#: OJS core envelope attributes and the Python types they must have for an object to pass as an envelope.
+_CORE: dict[str, type | tuple[type, ...]] = {
+    "id": str,
+    "type": str,
+    "queue": str,
+    "args": list,
+    "meta": Mapping,
+}
+#: Keys of a JSON Schema document's top level (draft-04 to 2020-12) that an envelope would not carry, and
+#: the schema ``type`` names (an envelope's ``type`` is a job type like ``ml.train``).
+_SCHEMA_KEYS = ("$defs", "definitions", "properties")
+_SCHEMA_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+
+
+def _is_json_schema(obj: Mapping[Any, Any], has_ext_ml: bool) -> bool:
+    """``$schema``, or (without ``ext_ml*`` keys) a schema keyword holding an object and a ``type`` that is
+    absent, a schema type name or a list of them."""
+    if "$schema" in obj:
+        return True
+    if has_ext_ml or not any(isinstance(obj.get(k), Mapping) for k in _SCHEMA_KEYS):
+        return False
+    kind = obj.get("type")
+    names = kind if isinstance(kind, list) else [kind]
+    return kind is None or all(isinstance(n, str) and n in _SCHEMA_TYPES for n in names)
+
+
+#: The keys of a Flux RFC 26 dependency object (``type``/``scope``/``scheme``/``value``): a string ``type``
+#: would otherwise pass it as an OJS envelope (the ``spec_26`` example files are lists of them).
+_FLUX_DEPENDENCY_KEYS = frozenset({"type", "scope", "scheme", "value"})
+
+
+def _is_flux_dependency(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and {"scheme", "value"} <= obj.keys() <= _FLUX_DEPENDENCY_KEYS
+
+
 _META_CONSUMED = V01_META_KEYS | {"last_checkpoint", "tenant", "project", "user"}
 
 
@@ -78,11 +132,24 @@ def classify(obj: Any) -> Kind:
     ('worker', 'checkpoint_metadata')
     >>> classify({"queue": "q", "config": {"ml_limits": {}}}), classify([{"type": "a"}]), classify({})
     ('queue_config', 'batch', 'unknown')
+    >>> classify({"$schema": "x", "type": "object", "properties": {}}), classify({"type": 5}), classify([])
+    ('json_schema', 'unknown', 'empty')
+    >>> classify([{"type": "in", "scope": "user", "scheme": "string", "value": "foo"}])
+    'flux_dependencies'
     """
     if isinstance(obj, list):
-        return "queue_config" if obj and all(_is_queue_config(o) for o in obj) else "batch"
+        if not obj:
+            return "empty"
+        if all(_is_queue_config(o) for o in obj):
+            return "queue_config"
+        return "flux_dependencies" if all(_is_flux_dependency(o) for o in obj) else "batch"
     if not isinstance(obj, Mapping):
         return "unknown"
+    has_ext_ml = any(isinstance(k, str) and k.startswith("ext_ml") for k in obj)
+    if _is_json_schema(obj, has_ext_ml):
+        return "json_schema"
+    if _is_flux_dependency(obj):
+        return "flux_dependencies"
     if "workflow_type" in obj:
         return "workflow"
     if _is_queue_config(obj):
@@ -91,7 +158,7 @@ def classify(obj: Any) -> Kind:
         return "worker"
     if set(obj) == {"last_checkpoint"}:
         return "checkpoint_metadata"
-    if any(k in obj for k in _CORE) or any(isinstance(k, str) and k.startswith("ext_ml") for k in obj):
+    if has_ext_ml or any(k in obj and isinstance(obj[k], t) for k, t in _CORE.items()):
         return "envelope"
     return "unknown"
 
@@ -100,7 +167,16 @@ _NOT_JOBS = {
     "queue_config": "an OJS queue configuration (§10), not a job; load it with solver.jobs.queues",
     "worker": "an OJS worker capability advertisement or FETCH request, not a job",
     "checkpoint_metadata": "OJS checkpoint metadata (§9.2), not a job; it belongs in a job's meta",
-    "unknown": "not an OJS job envelope, workflow or list of envelopes",
+    "json_schema": "a JSON Schema document ($schema / definitions / properties), not a job",
+    "empty": "an empty list: the document holds no job",
+    "flux_dependencies": (
+        "Flux RFC 26 dependencies (type/scope/scheme/value), not a job; they belong in a jobspec's "
+        "attributes.system.dependencies"
+    ),
+    "unknown": (
+        "not an OJS job envelope, workflow or list of envelopes: an envelope needs a string type, id or "
+        "queue, an array args, an object meta, or ext_ml_* attributes"
+    ),
 }
 
 
@@ -136,21 +212,15 @@ def read(doc: Any, *, source: str, options: ReadOptions) -> list[ReadResult]:
     return [_failed(source, source, [issue("format", source or "<input>", _NOT_JOBS[kind])])]
 
 
-def _failed(job_id: str, source: str, errors: list[Issue], warnings: list[Issue] | None = None) -> ReadResult:
-    return ReadResult(id=job_id, ok=False, errors=errors, warnings=warnings or [], source=source)
+def _failed(
+    job_id: str, source: str, errors: list[Issue], warnings: list[Issue] | None = None, path: str = ""
+) -> ReadResult:
+    return ReadResult(id=job_id, ok=False, errors=errors, warnings=warnings or [], source=source, path=path)
 
 
 # ---------------------------------------------------------------------------------------------------
 # One envelope
 # ---------------------------------------------------------------------------------------------------
-
-
-def _prefixed(prefix: str, path: str) -> str:
-    if not prefix:
-        return path
-    if not path:
-        return prefix
-    return prefix + path if path.startswith("[") else f"{prefix}.{path}"
 
 
 def _rewrite(path: str, origin: Mapping[str, str]) -> str:
@@ -159,6 +229,42 @@ def _rewrite(path: str, origin: Mapping[str, str]) -> str:
         if path == key or path.startswith((key + ".", key + "[")):
             return real + path[len(key) :]
     return path
+
+
+def _policy_defaults(policy: PreemptionPolicy, attrs: dict[str, Any], issues: list[Issue]) -> dict[str, Any]:
+    """What ``ext_mlx_scheduling_preemption_policy`` (ML extensions §7) says of an eviction, where the job's
+    own ``ext_ml_*`` preemption attributes (OJS ML §8.2) are silent.
+
+    ``save_and_retry``: save a checkpoint in the grace period, then retry, so ``checkpoint_on_preempt``
+    defaults to true. ``immediate``: stop at once without saving, so the grace period defaults to 0 (the
+    §8.2 default of 30 s is a default, not a floor). An explicit attribute that says the opposite
+    (``immediate`` with ``ext_ml_checkpoint_on_preempt: true``, ``save_and_retry`` with ``false``) is a
+    conflict, as ``never`` with ``ext_ml_preemptible: true`` is.
+    """
+    checkpoint = attrs.get("ext_ml_checkpoint_on_preempt")
+    out: dict[str, Any] = {}
+    if policy is PreemptionPolicy.SAVE_AND_RETRY:
+        if checkpoint is False:
+            issues.append(
+                issue(
+                    "conflict",
+                    "ext_mlx_scheduling_preemption_policy",
+                    "save_and_retry contradicts ext_ml_checkpoint_on_preempt false",
+                )
+            )
+        out["checkpoint_on_preempt"] = True
+    elif policy is PreemptionPolicy.IMMEDIATE:
+        if checkpoint is True:
+            issues.append(
+                issue(
+                    "conflict",
+                    "ext_mlx_scheduling_preemption_policy",
+                    "immediate contradicts ext_ml_checkpoint_on_preempt true",
+                )
+            )
+        if "ext_ml_preemption_grace_period_s" not in attrs:
+            out["grace_period_s"] = 0
+    return out
 
 
 def _last_checkpoint(meta: Fields) -> LastCheckpoint | None:
@@ -209,7 +315,10 @@ def read_envelope(
     """
     if not isinstance(env, Mapping):
         return _failed(
-            fallback_id, source, [issue("type", path or source, f"must be an object, got {type_name(env)}")]
+            fallback_id,
+            source,
+            [issue("type", path or source, f"must be an object, got {type_name(env)}")],
+            path=path,
         )
     warnings: list[Issue] = []
     unknown: dict[str, Any] = {}
@@ -275,7 +384,12 @@ def read_envelope(
                     f"{mlx.preemption_policy.value} contradicts ext_ml_preemptible false",
                 )
             )
-        preemption = preemption.model_copy(update={"policy": mlx.preemption_policy})
+        preemption = preemption.model_copy(
+            update={
+                "policy": mlx.preemption_policy,
+                **_policy_defaults(mlx.preemption_policy, merged, issues),
+            }
+        )
 
     for k, v in env.items():
         if k not in f.read and k not in mf.read:
@@ -284,8 +398,9 @@ def read_envelope(
         return _failed(
             job_id,
             source,
-            [Issue(code=i.code, path=_prefixed(path, i.path), message=i.message) for i in issues],
-            [Issue(code=i.code, path=_prefixed(path, i.path), message=i.message) for i in warnings],
+            located(path, issues),
+            located(path, warnings),
+            path,
         )
 
     placement = attrs.pop("placement")
@@ -330,14 +445,15 @@ def read_envelope(
         )
     except ValidationError as e:
         errors = [
-            issue("range", _prefixed(path, ".".join(str(p) for p in err["loc"]) or "<job>"), err["msg"][:300])
+            issue("range", prefixed(path, ".".join(str(p) for p in err["loc"]) or "<job>"), err["msg"][:300])
             for err in e.errors()
         ]
-        return _failed(job_id, source, errors, warnings)
+        return _failed(job_id, source, errors, located(path, warnings), path)
     return ReadResult(
         id=job_id,
         ok=True,
         job=job,
-        warnings=[Issue(code=i.code, path=_prefixed(path, i.path), message=i.message) for i in warnings],
+        warnings=located(path, warnings),
         source=source,
+        path=path,
     )
