@@ -145,9 +145,6 @@ def load_read_limits(obj_or_text: Any, source: str = "") -> ReadLimits:
 
 def load_read_limits_file(path: str | Path) -> ReadLimits:
     """:func:`load_read_limits` over a UTF-8 JSON or YAML file (``OSError`` when it cannot be read)."""
-    p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise JobValidationError([issue("malformed", str(p), f"not UTF-8 text: {e.reason}")]) from None
-    return load_read_limits(text, source=str(p))
+    from solver.jobs.parse import read_utf8_file
+
+    return load_read_limits(read_utf8_file(path), source=str(path))

@@ -17,6 +17,7 @@ entities and external references forbidden. Anything wrong becomes a ``malformed
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import Element
 
@@ -32,6 +33,16 @@ MAX_DOCUMENT_CHARS = 16 * 1024 * 1024
 
 def _malformed(source: str, message: str) -> JobValidationError:
     return JobValidationError([issue("malformed", source or "<input>", message)])
+
+
+def read_utf8_file(path: str | Path) -> str:
+    """A configuration file's text: UTF-8 (a BOM is accepted), else a ``malformed`` issue naming the file.
+    ``OSError`` when it cannot be opened, so CLIs can tell a usage error (exit 2) from bad content (1)."""
+    p = Path(path)
+    try:
+        return p.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise JobValidationError([issue("malformed", str(p), f"not UTF-8 text: {e.reason}")]) from None
 
 
 def parse_json(text: str, *, source: str = "") -> Any:

@@ -208,9 +208,6 @@ def load_queue_config_file(path: str | Path) -> dict[str, QueueConfig]:
     4
     >>> os.unlink(fh.name)
     """
-    p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise JobValidationError([issue("malformed", str(p), f"not UTF-8 text: {e.reason}")]) from None
-    return load_queue_configs(text, source=str(p))
+    from solver.jobs.parse import read_utf8_file
+
+    return load_queue_configs(read_utf8_file(path), source=str(path))
