@@ -33,7 +33,7 @@ from solver.demand import Need, Unit
 from solver.jobs.model import FluxResource
 from solver.rules import all_hold, rule_keys
 from solver.snapshot import NodeView, Snapshot
-from solver.structure import TRANSPARENT, fits_structure
+from solver.structure import TRANSPARENT, compile_shape, fits_empty, match, may_shape
 from topology import TpuPod, canonical_gpu_type
 
 #: Static checks in the order they are blamed, with the words a user reads.
@@ -54,6 +54,7 @@ DYNAMIC_CHECKS: dict[str, str] = {
     "exclusive": "job needs whole nodes and something already runs there",
     "anti_affinity": "a running job there matches the job's anti-affinity",
     "busy": "not enough free capacity now",
+    "sockets": "the node's sockets, with what runs there now, cannot hold the Flux request's shape",
 }
 
 
@@ -284,9 +285,15 @@ def _static_mask(
         else:
             eliminated[reason] = eliminated.get(reason, 0) + len(members)
     if unit.structure and any(t.type not in TRANSPARENT for s in unit.structure for t in _walk(s)):
+        empty_fit: dict[tuple[object, ...], bool] = {}  # per tree shape: nodes alike answer alike
         for i in np.flatnonzero(mask):
-            inner = snap.nodes[int(i)].node.spec.inner
-            if inner and not fits_structure(inner, unit.structure):
+            tree = snap.tree(int(i))
+            if tree is None:
+                continue
+            ok = empty_fit.get(tree.signature)
+            if ok is None:
+                ok = empty_fit[tree.signature] = fits_empty(tree, unit.structure)
+            if not ok:
                 mask[i] = False
                 eliminated["structure"] = eliminated.get("structure", 0) + 1
     arrays._static_cache[key] = (mask, eliminated)
@@ -321,7 +328,37 @@ def unit_candidates(unit: Unit, arrays: NodeArrays, *, nvlink: bool, spot_ok: bo
     if bad.any():
         blocked["busy"] = int(bad.sum())
     now &= fits
+    if unit.structure and not unit.need.milli and may_shape(unit.structure):
+        bad = now & _socket_blocked(unit, arrays)
+        if bad.any():
+            blocked["sockets"] = int(bad.sum())
+        now &= ~bad
     return UnitCandidates(unit=unit, static=static, now=now, eliminated=eliminated, blocked=blocked)
+
+
+def _socket_blocked(unit: Unit, arrays: NodeArrays) -> np.ndarray:
+    """Nodes whose inner tree cannot hold the unit's Flux shape beside the GPUs running jobs hold (their
+    cores are not tied to sockets: the totals judge them). Cached per request; nodes of one tree shape
+    with the same GPUs free answer alike and are matched once."""
+    key = ("__sockets__", *(r.model_dump_json() for r in unit.structure))
+    hit = arrays._static_cache.get(key)
+    if hit is not None:
+        return hit  # type: ignore[return-value]
+    snap = arrays.snap
+    out = np.zeros(len(snap.nodes), dtype=bool)
+    seen: dict[tuple[object, ...], bool] = {}
+    for v in snap.nodes:
+        tree = snap.tree(v.idx)
+        if tree is None:
+            continue
+        sig = (tree.signature, v.free_gpus)
+        ok = seen.get(sig)
+        if ok is None:
+            shape = compile_shape(unit.structure, tree)
+            ok = seen[sig] = not shape.groups or match(tree, [shape], v.free_gpus) is not None
+        out[v.idx] = not ok
+    arrays._static_cache[key] = out  # type: ignore[assignment]
+    return out
 
 
 def anti_affinity_mask(anti: tuple, arrays: NodeArrays) -> np.ndarray:

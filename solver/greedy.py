@@ -37,6 +37,7 @@ from solver.preempt import Victim
 from solver.rules import holds
 from solver.scorers import Context as ScorerContext
 from solver.snapshot import Snapshot
+from solver.structure import Claim, InnerTree, Shape, compile_shape, match, may_shape
 from solver.tpu_shapes import host_chips, tpu_shapes
 from topology.model import Coord
 from topology.tpu import TpuSlice, slices_in_pod
@@ -116,6 +117,16 @@ class State:
     scorer: ScorerContext | None = None
     #: Nodes whose amounts changed since the scorer last looked (it keeps per-GPU amounts in step).
     changed: set[int] = field(default_factory=set)
+    #: Per node with an inner tree, the replicas with a Flux shape this decision placed there, with their
+    #: GPUs: a new one is matched together with them (:mod:`solver.structure`; their cores may move).
+    shaped_on: dict[int, list[tuple[Shape, tuple[int, ...]]]] = field(default_factory=dict)
+    #: Compiled shapes per (unit structure, tree), keeping both alive so that their ids stay theirs.
+    _shapes: dict[tuple[int, int], tuple[object, object, Shape | None]] = field(default_factory=dict)
+    #: Per node, the Flux requests (by :meth:`shape_key` and GPUs per replica) known not to fit it as it is
+    #: now; forgotten
+    #: whenever the node changes, so greedy does not match a full node again and again.
+    no_shape: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
+    _shape_keys: dict[int, tuple[object, str]] = field(default_factory=dict)
 
     @staticmethod
     def of(arrays: NodeArrays) -> State:
@@ -142,8 +153,9 @@ class State:
             ok &= self.empty
         return ok
 
-    def fits_node(self, node: int, unit: Unit) -> bool:
-        """:meth:`fits` for one node (no array work)."""
+    def fits_node(self, node: int, unit: Unit, *, shape: bool = True) -> bool:
+        """:meth:`fits` for one node (no array work), and — unless ``shape`` is False (the caller holds a
+        claim for it) — the unit's Flux shape on the node's inner tree as it is now (:meth:`fits_shape`)."""
         need, eps = unit.need, 1e-9
         if self.closed[node] or (unit.exclusive and not self.empty[node]):
             return False
@@ -154,19 +166,84 @@ class State:
             and self.mem[node] >= need.mem - eps
             and self.storage[node] >= need.storage - eps
             and self.shm[node] >= need.shm - eps
+            and (not shape or self.fits_shape(node, unit))
         )
 
-    def take(self, node: int, unit: Unit, share_gpu: int | None = None) -> tuple[tuple[int, ...], int | None]:
+    def shape_of(self, node: int, unit: Unit) -> tuple[InnerTree, Shape] | None:
+        """The unit's Flux shape on the node's inner tree, when it has one there that names groups
+        (sockets...); None when only the node's totals matter (no tree, no shape, GPU shares)."""
+        if not unit.structure or unit.need.milli or not may_shape(unit.structure):
+            return None
+        tree = self.snap.tree(node)
+        if tree is None:
+            return None
+        key = (id(unit.structure), id(tree))
+        hit = self._shapes.get(key)
+        if hit is None:
+            shape = compile_shape(unit.structure, tree)
+            hit = self._shapes[key] = (unit.structure, tree, shape if shape.groups else None)
+        return None if hit[2] is None else (tree, hit[2])
+
+    def shape_key(self, unit: Unit) -> str:
+        """The unit's Flux request as text: equal requests of different jobs fail on a node alike."""
+        hit = self._shape_keys.get(id(unit.structure))
+        if hit is None:
+            text = "[" + ",".join(r.model_dump_json() for r in unit.structure) + "]"
+            hit = self._shape_keys[id(unit.structure)] = (unit.structure, text)
+        return hit[1]
+
+    def claim_shape(self, node: int, unit: Unit) -> Claim | None:
+        """What one replica of a shaped unit would take on ``node`` now (None: its shape does not fit
+        what this decision and running jobs left there). Only for units :meth:`shape_of` gives a shape."""
+        sh = self.shape_of(node, unit)
+        assert sh is not None
+        tree, shape = sh
+        key = (self.shape_key(unit), unit.need.gpus)
+        if key in self.no_shape.get(node, ()):
+            return None
+        free = self.free_idx[node] if node in self.free_idx else self.snap.nodes[node].free_gpus
+        placed = self.shaped_on.get(node, [])
+        found = match(tree, [*(s for s, _ in placed), shape], free, [*(g for _, g in placed), None])
+        if found is None or len(found[-1].gpus) > unit.need.gpus:
+            self.no_shape.setdefault(node, set()).add(key)
+            return None
+        return found[-1]
+
+    def fits_shape(self, node: int, unit: Unit) -> bool:
+        """Whether the unit's Flux shape (if any) fits the node's inner tree as it is now."""
+        return self.shape_of(node, unit) is None or self.claim_shape(node, unit) is not None
+
+    def take(
+        self, node: int, unit: Unit, share_gpu: int | None = None, claim: Claim | None = None
+    ) -> tuple[tuple[int, ...], int | None]:
         """Take one replica's resources on ``node``; returns (GPU indices, fractional milli or None). A
-        fractional share goes to ``share_gpu`` when given, else to the best-fitting GPU."""
+        fractional share goes to ``share_gpu`` when given, else to the best-fitting GPU. A unit with a
+        Flux shape there takes what ``claim`` says (a joint match of several replicas), else what
+        :meth:`claim_shape` finds now; its GPUs come from the sockets the match chose, and it is recorded
+        in ``shaped_on`` with them. Raises ValueError when the shape does not fit."""
         need = unit.need
         v = self.snap.nodes[node]
+        sh = self.shape_of(node, unit)
+        if sh is not None and claim is None:
+            claim = self.claim_shape(node, unit)
+            if claim is None:
+                raise ValueError(f"the Flux shape of job {unit.job_id} does not fit node {v.name} now")
+        if sh is not None and claim is not None:
+            free_now = self.free_idx.get(node, v.free_gpus)
+            if len(claim.gpus) > need.gpus or any(g not in free_now for g in claim.gpus):
+                raise ValueError(f"GPUs {claim.gpus} for job {unit.job_id} are not free on node {v.name}")
         self._remember(node)
         self.taken[node] = self.taken.get(node, 0) + 1
         free, milli = self.free_idx[node], self.milli_idx[node]
         gpus: tuple[int, ...] = ()
         share = None
-        if need.gpus:
+        if need.gpus and sh is not None and claim is not None:
+            rest = [g for g in free if g not in claim.gpus][: need.gpus - len(claim.gpus)]
+            gpus = tuple(sorted([*claim.gpus, *rest]))
+            for g in gpus:
+                free.remove(g)
+                milli[g] = 0
+        elif need.gpus:
             gpus = tuple(free[: need.gpus])
             del free[: need.gpus]
             for g in gpus:
@@ -192,6 +269,8 @@ class State:
         self.empty[node] = False
         if unit.exclusive:
             self.closed[node] = True
+        if sh is not None:
+            self.shaped_on.setdefault(node, []).append((sh[1], gpus))
         return gpus, share
 
     def _remember(self, node: int) -> None:
@@ -199,6 +278,7 @@ class State:
         v = self.snap.nodes[node]
         known = node in self.free_idx
         self.changed.add(node)
+        self.no_shape.pop(node, None)
         self.log.append(
             (
                 "node",
@@ -215,6 +295,7 @@ class State:
                 list(self.milli_idx[node]) if known else None,
                 self.taken.get(node, 0),
                 self.running_left.get(node, len(v.running)),
+                list(self.shaped_on[node]) if node in self.shaped_on else None,
             )
         )
         if not known:
@@ -273,8 +354,15 @@ class State:
             entry = self.log.pop()
             kind = entry[0]
             if kind == "node":
-                _, n, gpus, milli, cpu, mem, sto, shm, empty, closed, free, shares, taken, left = entry
+                _, n, gpus, milli, cpu, mem, sto, shm, empty, closed, free, shares, taken, left, shaped = (
+                    entry
+                )
                 self.changed.add(n)
+                self.no_shape.pop(n, None)
+                if shaped is None:
+                    self.shaped_on.pop(n, None)
+                else:
+                    self.shaped_on[n] = shaped
                 self.taken[n] = taken
                 self.running_left[n] = left
                 self.gpus[n], self.milli[n], self.cpu[n], self.mem[n] = gpus, milli, cpu, mem
@@ -465,17 +553,36 @@ def _place_node_units(
             avoid = used_by_job if self_anti else used_by_unit if unit.distinct else set()
             if avoid:
                 mask[list(avoid)] = False
+            if unit.structure and state.no_shape:
+                key = (state.shape_key(unit), unit.need.gpus)
+                known_bad = [n for n, keys in state.no_shape.items() if key in keys]
+                if known_bad:
+                    mask[known_bad] = False
             share_gpu = None
+            claim = None
+            cost = (
+                None
+                if state.pricing is None or state.scorer is not None
+                else state.pricing.node_costs(unit.need)
+            )
+            while True:
+                if state.scorer is not None:
+                    node = _choose_baseline(mask, state, unit)
+                else:
+                    node = _choose(mask, pref, _frag(state, arrays, unit, plan.nvlink), state.penalty, cost)
+                if node is None:
+                    return None
+                # The totals fit; a Flux shape must also fit the node's sockets as this decision left them
+                # (checked on the chosen node only, and the next best tried if not: few nodes fail it).
+                if state.shape_of(node, unit) is None:
+                    break
+                claim = state.claim_shape(node, unit)
+                if claim is not None:
+                    break
+                mask[node] = False
             if state.scorer is not None:
-                node = _choose_baseline(mask, state, unit)
-                if node is not None:
-                    share_gpu = state.scorer.share_gpu(state, node, unit)
-            else:
-                cost = None if state.pricing is None else state.pricing.node_costs(unit.need)
-                node = _choose(mask, pref, _frag(state, arrays, unit, plan.nvlink), state.penalty, cost)
-            if node is None:
-                return None
-            gpus, share = state.take(node, unit, share_gpu)
+                share_gpu = state.scorer.share_gpu(state, node, unit)
+            gpus, share = state.take(node, unit, share_gpu, claim)
             used_by_unit.add(node)
             used_by_job.add(node)
             out.append(ReplicaAt(unit=unit, node=node, gpus=gpus, milli=share))

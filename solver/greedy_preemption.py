@@ -25,6 +25,7 @@ import numpy as np
 from solver.assignment import ReplicaAt
 from solver.demand import JobPlan
 from solver.preempt import Victim, job_rank
+from solver.structure import match
 
 if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
     from solver.greedy import State
@@ -176,6 +177,23 @@ def _fits_with(
                 return False
             if any(r.unit.exclusive for r in reps) and not state.empty[n]:
                 return False
+            if not _shapes_fit(n, reps, state):
+                return False
         return all(not chips & state.pod_used[p] for p, chips in used_chips.items())
     finally:
         state.rollback(mark)
+
+
+def _shapes_fit(node: int, reps: list[ReplicaAt], state: State) -> bool:
+    """Whether the trial's replicas with a Flux shape on ``node`` fit its sockets together, given the GPUs
+    free after the evictions tried (totals alone would drop a victim whose GPU the shape needs, and the
+    second placement would then evict every victim on the node)."""
+    shaped = [sh for sh in (state.shape_of(node, r.unit) for r in reps) if sh is not None]
+    if not shaped:
+        return True
+    tree = shaped[0][0]
+    free = state.free_idx.get(node, state.snap.nodes[node].free_gpus)
+    placed = state.shaped_on.get(node, [])
+    shapes = [*(s for s, _ in placed), *(shape for _, shape in shaped)]
+    held = [*(g for _, g in placed), *(None for _ in shaped)]
+    return match(tree, shapes, free, held) is not None

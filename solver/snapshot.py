@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from solver.rules import job_labels
+from solver.structure import InnerTree
 from topology import Cluster, Node, TpuPod
 from topology.model import Coord
 
@@ -80,6 +81,17 @@ class Snapshot:
     pod_by_name: Mapping[str, int] = field(repr=False)
     biggest_node_gpus: int = 0
     _labels: dict[str, Mapping[str, str]] = field(default_factory=dict, repr=False, compare=False)
+    _trees: dict[int, InnerTree | None] = field(default_factory=dict, repr=False, compare=False)
+    _tree_kinds: dict[tuple[object, ...], InnerTree] = field(default_factory=dict, repr=False, compare=False)
+
+    def tree(self, idx: int) -> InnerTree | None:
+        """Node ``idx``'s inner tree flattened for Flux shape matching (None when it describes none),
+        built on first use: only batches with Flux shapes read them. Nodes whose trees have the same shape
+        share one object, so that what is derived from it (compiled requests, lookups) is computed once."""
+        if idx not in self._trees:
+            tree = InnerTree.of(self.nodes[idx].node.spec.inner)
+            self._trees[idx] = None if tree is None else self._tree_kinds.setdefault(tree.signature, tree)
+        return self._trees[idx]
 
     def running_labels(self, job_id: str) -> Mapping[str, str]:
         """Labels of a running job for anti-affinity (``solver.rules.job_labels``), computed on first use:

@@ -4,7 +4,8 @@ Why: the model's size must follow the number of distinct situations, not the num
 are in one class when they are in the same static group (same facts and same values of every label key
 the batch mentions), have the same free amounts, the same emptiness, the same values of every gang scope
 the batch uses (rack, block, zone, NVLink domain), the same answer to every job's anti-affinity, and the
-same price for any replica (price per hour, GPU count, cores). Then any unit that may use one may use the
+same price for any replica (price per hour, GPU count, cores), and — when the batch has Flux shapes
+(sockets...) — the same inner tree with the same GPUs free. Then any unit that may use one may use the
 other, a packing that fits one fits the other, and costs the same there.
 
 Free amounts are compared exactly. When that gives more than :data:`MAX_CLASSES` classes (busy clusters
@@ -16,13 +17,14 @@ slightly conservative.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from solver.candidates import NodeArrays
 from solver.greedy import scope_value
 from solver.policy import Policy
+from solver.structure import InnerTree
 
 #: Beyond this many classes, free CPU/memory are rounded down (doubling the quantum) to merge them.
 MAX_CLASSES = 250
@@ -42,6 +44,11 @@ class NodeClass:
     milli: tuple[int, ...]  # free share per GPU that is partly used (sorted), for fractional packing
     cap_gpus: int
     scopes: dict[str, str | None]
+    #: The members' inner tree and whole free GPUs, when the batch has Flux shapes to match on it.
+    tree: InnerTree | None = None
+    free_gpus: tuple[int, ...] = ()
+    #: Whether a multiset of shaped item types fits the tree together (see ``patterns.shape_fits``).
+    shape_memo: dict[tuple[tuple[int, int], ...], bool] = field(default_factory=dict, repr=False)
 
     @property
     def count(self) -> int:
@@ -60,10 +67,13 @@ def build_classes(
     policy: Policy,
     tick: Callable[[], None] = lambda: None,
     price_codes: np.ndarray | None = None,
+    shape_codes: np.ndarray | None = None,
 ) -> tuple[list[NodeClass], np.ndarray, bool]:
     """Partition the ``relevant`` nodes into classes; returns the classes, a node -> class index map
     (-1 for nodes outside every class), and whether free amounts were compared exactly. ``price_codes``
-    (per node, equal for equally priced nodes) keeps nodes of different prices apart."""
+    (per node, equal for equally priced nodes) keeps nodes of different prices apart; ``shape_codes``
+    (equal for the same inner tree with the same GPUs free) nodes whose sockets differ, and gives each
+    class its tree."""
     snap = arrays.snap
     nodes = np.flatnonzero(relevant)
     partial = {int(n): _partial_shares(arrays, int(n)) for n in nodes}
@@ -85,6 +95,7 @@ def build_classes(
             tuple(scope_value(snap, n, s) for s in scopes),
             tuple(bool(m[n]) for m in anti_masks),
             -1 if price_codes is None else int(price_codes[n]),
+            -1 if shape_codes is None else int(shape_codes[n]),
         )
 
     q_cpu, q_mem = 0.0, 0.0
@@ -116,6 +127,8 @@ def build_classes(
                 milli=partial[members[0]],
                 cap_gpus=int(arrays.cap_gpus[members[0]]),
                 scopes={s: scope_value(snap, members[0], s) for s in scopes},
+                tree=None if shape_codes is None or shape_codes[members[0]] < 0 else snap.tree(members[0]),
+                free_gpus=snap.nodes[members[0]].free_gpus,
             )
         )
     return classes, of, q_cpu == 0

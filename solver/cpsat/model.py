@@ -34,12 +34,13 @@ from solver.budgets import Budgets
 from solver.candidates import NodeArrays, UnitCandidates, pod_admits
 from solver.cost import Pricing
 from solver.cpsat.classes import NodeClass, build_classes
-from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for
+from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for, shape_claims
 from solver.demand import JobPlan, Unit
 from solver.greedy import State, node_count_ok, scope_value
 from solver.policy import Policy
 from solver.preempt import Victim, job_rank
 from solver.rules import holds
+from solver.structure import may_shape
 from solver.tpu_shapes import host_chips, tpu_shapes
 from topology.tpu import slices_in_pod
 
@@ -210,6 +211,7 @@ class _Builder:
             self.policy,
             self._tick,
             price_codes=None if self.pricing is None else self.pricing.price_codes(),
+            shape_codes=self._shape_codes(node_units, relevant),
         )
         self.exact &= exact_classes
         self._tick()
@@ -278,6 +280,23 @@ class _Builder:
             self, ids, node_units, tpu_units, classes, types, patterns, tpu_slices, z_hint, x_hint, hint_ok
         )
 
+    def _shape_codes(self, node_units: list[_NodeUnit], relevant: np.ndarray) -> np.ndarray | None:
+        """When some unit has a Flux shape (sockets...): per node, a code equal for nodes with the same
+        inner tree and the same GPUs free (-1: no tree), so that a class's nodes match shapes alike and
+        patterns can be checked on one of them. None when no unit has a shape."""
+        if not any(_shaped(nu.unit) for nu in node_units):
+            return None
+        snap = self.snap
+        codes = np.full(len(snap.nodes), -1, dtype=np.int64)
+        ids: dict[tuple[object, ...], int] = {}
+        for k, n in enumerate(np.flatnonzero(relevant)):
+            if k % 1024 == 0:
+                self._tick()
+            tree = snap.tree(int(n))
+            if tree is not None:
+                codes[n] = ids.setdefault((tree.signature, snap.nodes[int(n)].free_gpus), len(ids))
+        return codes
+
     def _item_types(self, ids: list[int], node_units: list[_NodeUnit]) -> tuple[list[ItemType], dict]:
         plans = self.plans
         with_anti = [p for p in ids if plans[p].anti]
@@ -294,6 +313,18 @@ class _Builder:
         units_of: dict[int, list[_NodeUnit]] = {}
         for nu in node_units:
             units_of.setdefault(nu.p, []).append(nu)
+
+        shape_keys: dict[int, tuple[object, str | None]] = {}
+
+        def shape_key(unit: Unit) -> str | None:
+            # Replicas with different Flux shapes never share an item type (patterns check shapes).
+            if not _shaped(unit):
+                return None
+            hit = shape_keys.get(id(unit.structure))
+            if hit is None:
+                key = "[" + ",".join(r.model_dump_json() for r in unit.structure) + "]"
+                hit = shape_keys[id(unit.structure)] = (unit.structure, key)
+            return hit[1]
 
         def tag_of(nu: _NodeUnit) -> tuple[object, ...] | None:
             if nu.unit.exclusive or nu.unit.distinct or nu.p in conflicts or nu.p in self_anti:
@@ -335,11 +366,13 @@ class _Builder:
                 cap=1 if tag is not None and (nu.unit.distinct or nu.p in self_anti) else None,
                 exclusive=nu.unit.exclusive,
                 conflicts=frozenset(confl),
+                shape_key=shape_key(nu.unit),
+                structure=nu.unit.structure if _shaped(nu.unit) else (),
             )
             if not (t.gpus or t.milli or t.cpu or t.mem or t.storage or t.shm) and t.cap is None:
                 # A replica that takes nothing: any number fits, so cap it at what the batch could ask.
                 t = replace(t, cap=sum(o.unit.replicas for o in node_units))
-            key = (t.gpus, t.milli, t.cpu, t.mem, t.storage, t.shm, t.tag)
+            key = (t.gpus, t.milli, t.cpu, t.mem, t.storage, t.shm, t.tag, t.shape_key)
             if key not in index:
                 index[key] = len(types)
                 types.append(t)
@@ -394,12 +427,17 @@ class _Builder:
         # Per distinct job priority: the cost of victims below it on each node, and whether any is below.
         below_cost: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         limit = self.policy.max_classes_per_unit
+        trees: np.ndarray | None = None
         for k, nu in enumerate(node_units):
             if k % 64 == 0:
                 self._tick()
             u = nu.unit
             if u.exclusive or u.need.milli or nu.p in self.conflicts:
                 continue
+            if _shaped(u) and trees is None:
+                trees = np.zeros(n_nodes, dtype=bool)
+                for n in self.direct:
+                    trees[n] = self.snap.tree(n) is not None
             mine = job_rank(self.plans[nu.p].job)
             if mine not in below_cost:
                 cost = np.zeros(n_nodes)
@@ -412,6 +450,10 @@ class _Builder:
                 below_cost[mine] = (cost, some)
             cost, some = below_cost[mine]
             ok = direct & nu.cand.static & ~self.anti[nu.p] & (some | nu.cand.now)
+            if _shaped(u) and trees is not None:
+                # Per-node capacity rows know no sockets: Flux shapes stay off inner-tree nodes that are
+                # modelled one by one (greedy's own evictions for them are socket-aware).
+                ok &= ~trees
             idx = np.flatnonzero(ok)
             if idx.size > limit:
                 self.exact = False
@@ -1030,7 +1072,13 @@ class _Built:
                 for k, pat in enumerate(pats):
                     for _ in range(values[self.z[(c, k)]]):
                         node = next(members)
-                        for t, cnt in sorted(pat, key=lambda tk: -self.types[tk[0]].milli):
+                        # Flux shapes first, with the GPUs and sockets one joint match of the pattern's
+                        # shaped replicas gives (the pattern was checked with that same match).
+                        claims = shape_claims(self.classes[c], self.types, pat)
+                        if claims is None:
+                            return None
+                        order = sorted(pat, key=lambda tk: (tk[0] not in claims, -self.types[tk[0]].milli))
+                        for t, cnt in order:
                             for _ in range(cnt):
                                 q = queue.get((c, t))
                                 while q and q[0][1] == 0:
@@ -1039,9 +1087,11 @@ class _Built:
                                     break
                                 nu = q[0][0]
                                 q[0][1] -= 1  # type: ignore[operator]
-                                if not state.fits_node(node, nu.unit):  # type: ignore[attr-defined]
+                                claim = claims[t].pop(0) if t in claims else None
+                                unit = nu.unit  # type: ignore[attr-defined]
+                                if not state.fits_node(node, unit, shape=claim is None):
                                     return None
-                                gpus, share = state.take(node, nu.unit)  # type: ignore[attr-defined]
+                                gpus, share = state.take(node, unit, claim=claim)
                                 out.placed[nu.p].append(
                                     ReplicaAt(unit=nu.unit, node=node, gpus=gpus, milli=share)
                                 )  # type: ignore[attr-defined]
@@ -1119,6 +1169,11 @@ class _Built:
         except ValueError:
             return None
         return self._finish(values, placed, out, state)
+
+
+def _shaped(unit: Unit) -> bool:
+    """Whether the unit's Flux request names sockets or other inner vertices (whole GPUs only)."""
+    return bool(unit.structure) and not unit.need.milli and may_shape(unit.structure)
 
 
 def _weighted(terms: list[tuple[cp_model.IntVar, int]]) -> cp_model.LinearExprT:

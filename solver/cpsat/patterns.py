@@ -12,6 +12,13 @@ exclusivity flag, and the tags they may not share a node with.
 
 Patterns per class: every pattern greedy used (so its answer is a valid hint), one greedy-filled pattern
 seeded by each type, then a depth-first enumeration of maximal patterns until ``limit``.
+
+**Flux shapes.** Replicas whose Flux request names sockets (or other inner vertices) get item types of
+their own (``ItemType.structure``). On a class whose nodes describe an inner tree, a pattern holding such
+items fits only when all of them match the tree *together* (:func:`shape_fits`: one joint search of
+:func:`solver.structure.match` over the class's free GPUs, cores bound per socket): two "socket with 3
+cores" replicas fit a node of 2 x 4 cores, three do not. Realization takes the GPUs that joint match
+chose (:func:`shape_claims`), so the model's packings are exact for shapes too.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from solver.cpsat.classes import NodeClass
+from solver.jobs.model import FluxResource
+from solver.structure import Claim, compile_shape, match
 
 EPS = 1e-9
 
@@ -37,12 +46,59 @@ class ItemType:
     cap: int | None = None
     exclusive: bool = False
     conflicts: frozenset[tuple[object, ...]] = field(default_factory=frozenset)
+    #: A Flux request naming sockets (or other inner vertices): matched on classes with an inner tree.
+    #: Types differ by ``shape_key`` (the request as JSON); the request itself is carried along.
+    shape_key: str | None = None
+    structure: tuple[FluxResource, ...] = field(default=(), compare=False, hash=False)
 
     def size(self) -> tuple[float, ...]:
         return (self.gpus, self.milli, self.cpu, self.mem)
 
 
 Pattern = tuple[tuple[int, int], ...]  # ((type index, count), ...) sorted by type index
+
+
+def shape_claims(cls: NodeClass, types: list[ItemType], counts: Pattern) -> dict[int, list[Claim]] | None:
+    """For one node of ``cls`` holding ``counts`` of the item types: per shaped type, one claim per
+    replica (GPU indices, cores per socket) from a joint match of all of them on the class's tree as it
+    is free now; None when they do not fit together. Types without a shape, or whose request names nothing
+    the tree describes, get no claim (their totals are all that matter)."""
+    if cls.tree is None:
+        return {}
+    shapes = []
+    owners: list[int] = []
+    for i, k in counts:
+        if k <= 0 or types[i].shape_key is None:
+            continue
+        shape = compile_shape(types[i].structure, cls.tree)
+        if shape.groups:
+            shapes.extend([shape] * k)
+            owners.extend([i] * k)
+    if not shapes:
+        return {}
+    found = match(cls.tree, shapes, cls.free_gpus)
+    if found is None:
+        return None
+    out: dict[int, list[Claim]] = {}
+    for i, c in zip(owners, found, strict=True):
+        if len(c.gpus) > types[i].gpus:
+            return None  # the request names more GPUs than its task group holds
+        out.setdefault(i, []).append(c)
+    return out
+
+
+def shape_fits(cls: NodeClass, types: list[ItemType], counts: dict[int, int]) -> bool:
+    """Whether the shaped items among ``counts`` fit one node of ``cls`` together (memoized per class:
+    the depth-first enumeration asks the same multisets again and again)."""
+    if cls.tree is None:
+        return True
+    key = tuple(sorted((i, k) for i, k in counts.items() if k > 0 and types[i].shape_key is not None))
+    if not key:
+        return True
+    hit = cls.shape_memo.get(key)
+    if hit is None:
+        hit = cls.shape_memo[key] = shape_claims(cls, types, key) is not None
+    return hit
 
 
 def fits(cls: NodeClass, types: list[ItemType], counts: dict[int, int]) -> bool:
@@ -91,7 +147,7 @@ def fits(cls: NodeClass, types: list[ItemType], counts: dict[int, int]) -> bool:
                     break
             else:
                 return False
-    return True
+    return shape_fits(cls, types, counts)
 
 
 def _as_pattern(counts: dict[int, int]) -> Pattern:
@@ -106,6 +162,7 @@ class Packer:
 
     __slots__ = (
         "bins",
+        "cls",
         "counts",
         "cpu",
         "exclusive",
@@ -119,6 +176,7 @@ class Packer:
     )
 
     def __init__(self, cls: NodeClass, types: list[ItemType]):
+        self.cls = cls
         self.types = types
         self.gpus, self.cpu, self.mem, self.storage, self.shm = (
             cls.gpus,
@@ -154,6 +212,9 @@ class Packer:
         if t.conflicts & self.tags or (
             t.tag is not None and any(t.tag in self.types[j].conflicts for j in self.counts)
         ):
+            return False
+        shaped = t.shape_key is not None and self.cls.tree is not None
+        if shaped and not shape_fits(self.cls, self.types, {**self.counts, i: k + 1}):
             return False
         gpus = t.gpus
         if t.milli:
