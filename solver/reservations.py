@@ -3,8 +3,19 @@
 A reservation holds whole nodes (``nodes``) or a number of GPUs on given nodes (``gpus: {node: count}``)
 from ``start`` to ``end``. While it is held, only jobs naming it (``ext_ml_reservation_id``) may use that
 capacity, and they may use nothing else (§8.3: "MUST NOT dispatch the job to a worker outside the reserved
-capacity pool"). ``timeout_s``: when the reservation has run nothing for that long after its start, its
-capacity is released (a job naming it then waits, ``RESERVATION_INACTIVE``).
+capacity pool"). ``timeout_s``: when none of its members runs in it and more than that has passed since its
+start, its unused capacity is released (a job naming it then waits, ``RESERVATION_INACTIVE``).
+
+*Who is a member running in it* (:func:`running_members`): a running job whose own envelope names the
+reservation (``ext_ml_reservation_id``, :attr:`topology.RunningJob.reservation`) and that holds something
+on one of its nodes. Why not "any job on the reserved capacity": §8.3 ties a job to a reservation only by
+that id, and a job that merely sits on a reserved node (it started before the reservation, or evictions
+left it there) is not using the reservation; counting it would keep an abandoned reservation held forever.
+Placer is stateless, so "in use" is judged on what runs now: a member that ran and ended earlier does not
+keep the reservation held.
+
+Every node a reservation names must exist in the cluster and a GPU count may not exceed the node's GPUs
+(:func:`check_against`): a typo would otherwise hold nothing, silently.
 
 The file form (``placer place --reservations FILE``) is a JSON/YAML list of these objects;
 ``placer schema reservations`` prints its JSON Schema.
@@ -16,12 +27,16 @@ The file form (``placer place --reservations FILE``) is a JSON/YAML list of thes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from solver.jobs.errors import JobValidationError, issue
+
+if TYPE_CHECKING:
+    from topology import Cluster
 
 State = Literal["active", "not_started", "ended", "released"]
 
@@ -58,7 +73,8 @@ class Reservation(BaseModel):
         return sorted(self.nodes or self.gpus)
 
     def state(self, now: datetime, running_members: int) -> State:
-        """``active`` while held; else why not."""
+        """``active`` while held; else why not. ``running_members``: how many of its members run in it now
+        (:func:`running_members`); while any does, ``timeout_s`` does not release it."""
         if self.start is not None and now < self.start:
             return "not_started"
         if self.end is not None and now >= self.end:
@@ -73,9 +89,66 @@ class Reservation(BaseModel):
 _LIST = TypeAdapter(list[Reservation])
 
 
-def load_reservations(obj_or_text: Any, *, source: str = "reservations") -> list[Reservation]:
+def running_members(r: Reservation, cluster: Cluster) -> int:
+    """How many running jobs of ``cluster`` are members of ``r`` running in it: they name it
+    (``RunningJob.reservation``) and hold something on one of its nodes (see the module docstring).
+
+    >>> from topology import cluster_of, dgx_h100
+    >>> c = cluster_of(dgx_h100(2)).allocate(
+    ...     {"job": "m", "reservation": "r", "replicas": [{"node": "dgx-h100-1", "gpus": [0]}]})
+    >>> running_members(Reservation(id="r", nodes=["dgx-h100-1"]), c)
+    1
+    >>> running_members(Reservation(id="r", nodes=["dgx-h100-2"]), c)
+    0
+    """
+    ids = {j for node in r.node_names if cluster.has_node(node) for j in cluster.usage(node).jobs}
+    return sum(1 for j in ids if cluster.running_job(j).reservation == r.id)
+
+
+def check_against(reservations: Sequence[Reservation], cluster: Cluster) -> None:
+    """Raise :class:`JobValidationError` (path ``[i].nodes[k]`` / ``[i].gpus.<node>``) when a reservation
+    names a node the cluster lacks, or reserves more GPUs of a node than it has. Why an error and not a
+    no-op: such a reservation would hold nothing, and its members would be rejected as "too big" for it, a
+    misleading answer to a typo."""
+    problems = []
+    for i, r in enumerate(reservations):
+        for k, node in enumerate(r.nodes):
+            if not cluster.has_node(node):
+                problems.append(
+                    issue(
+                        "enum",
+                        f"[{i}].nodes[{k}]",
+                        f"reservation {r.id!r}: node {node!r} is not in the cluster",
+                    )
+                )
+        for node, count in r.gpus.items():
+            if not cluster.has_node(node):
+                problems.append(
+                    issue(
+                        "enum",
+                        f"[{i}].gpus.{node}",
+                        f"reservation {r.id!r}: node {node!r} is not in the cluster",
+                    )
+                )
+            elif count > cluster.node(node).gpu_count:
+                problems.append(
+                    issue(
+                        "range",
+                        f"[{i}].gpus.{node}",
+                        f"reservation {r.id!r} reserves {count} GPUs of {node!r}, which has "
+                        f"{cluster.node(node).gpu_count}",
+                    )
+                )
+    if problems:
+        raise JobValidationError(problems)
+
+
+def load_reservations(
+    obj_or_text: Any, *, source: str = "reservations", cluster: Cluster | None = None
+) -> list[Reservation]:
     """Reservations from a parsed list or its JSON/YAML text; ``JobValidationError`` (code ``malformed`` /
-    ``type``, path ``[i].field``) for anything wrong, and for duplicate ids."""
+    ``type``, path ``[i].field``) for anything wrong, and for duplicate ids. With ``cluster``, also the
+    checks of :func:`check_against` (unknown nodes, too many GPUs)."""
     if isinstance(obj_or_text, str):
         from solver.jobs.parse import parse_json_or_yaml
 
@@ -102,6 +175,8 @@ def load_reservations(obj_or_text: Any, *, source: str = "reservations") -> list
                 [issue("duplicate", f"[{i}].id", f"reservation id {r.id!r} appears twice")]
             )
         seen.add(r.id)
+    if cluster is not None:
+        check_against(out, cluster)
     return out
 
 

@@ -176,6 +176,9 @@ class RunningJob(_Strict):
     started_at: datetime | None = None
     expected_end: datetime | None = None
     last_checkpoint_at: datetime | None = None
+    #: The reservation it runs under (OJS ML §8.3 ``ext_ml_reservation_id``): while it runs there, a
+    #: reservation with ``timeout_s`` is in use and stays held.
+    reservation: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     replicas: list[ReplicaAllocation] = Field(min_length=1)
 

@@ -23,12 +23,14 @@ from pydantic import ValidationError
 from scenarios.load import ScenarioError, fail, issues_of
 from scenarios.spec import ReservationSpec
 from scenarios.units import instant
-from solver.reservations import Reservation
+from solver.jobs.errors import JobValidationError
+from solver.reservations import Reservation, check_against
 from topology import Cluster
 
 
 def reservations_of(specs: Sequence[ReservationSpec], cluster: Cluster, start: datetime) -> list[Reservation]:
-    """Each reservation, validated as ``placer place --reservations`` would (ids unique, nodes known)."""
+    """Each reservation, validated as ``placer place --reservations`` would (ids unique, nodes known, no
+    more GPUs reserved on a node than it has)."""
     out: list[Reservation] = []
     seen: set[str] = set()
     for i, r in enumerate(specs):
@@ -43,10 +45,6 @@ def reservations_of(specs: Sequence[ReservationSpec], cluster: Cluster, start: d
                 times[key] = None if value is None else instant(value, start)
             except ValueError as e:
                 raise fail("type", f"{path}.{key}", str(e)) from None
-        for key, nodes in (("nodes", r.nodes), ("gpus", list(r.gpus))):
-            for node in nodes:
-                if not cluster.has_node(node):
-                    raise fail("enum", f"{path}.{key}", f"no node named {node!r} in the cluster")
         try:
             out.append(
                 Reservation(
@@ -59,4 +57,10 @@ def reservations_of(specs: Sequence[ReservationSpec], cluster: Cluster, start: d
             )
         except ValidationError as e:
             raise ScenarioError(issues_of(e, path)) from None
+    try:
+        check_against(out, cluster)  # the same rule as place(): known nodes, no more GPUs than they have
+    except JobValidationError as e:
+        raise ScenarioError(
+            [i.model_copy(update={"path": f"reservations{i.path}"}) for i in e.issues]
+        ) from None
     return out

@@ -17,9 +17,12 @@ module              rules
 ``affinity``        8 node selector and required rules; 9 anti-affinity
 ``spread``          10 exclusivity; 11 distinct nodes, node count; 12 topology scope
 ``tpu``             13 TPU pods, chips, contiguity, hosts
-``timing``          14 dependencies, not_before; 15 reservations
+``timing``          14 dependencies, not_before; 15 reservations are declared
+``reservations``    15 reservation isolation, window end, later reservations (backfill)
+``preemption``      16 who may be evicted, for whom; eviction directives
 ``budgets``         17 queue GPU budgets; queue and tenant dollar budgets
 ``plans``           18 planned starts (conservative backfill)
+``shape``           19 Flux shapes inside a node (sockets with their cores and GPUs)
 ==================  ==========================================================================
 
 Cost: O(replicas + chips + nodes touched); nothing loops over the cluster's nodes or GPUs.
@@ -53,8 +56,9 @@ from solver.checks.gang import check_gang
 from solver.checks.nodes import check_accelerator, check_nodes
 from solver.checks.nvlink import check_nvlink
 from solver.checks.plans import check_plans
-from solver.checks.preemption import check_preemption
+from solver.checks.preemption import check_directives, check_preemption
 from solver.checks.reservations import check_reservations
+from solver.checks.shape import check_shapes
 from solver.checks.spread import check_distinct, check_exclusive, check_scope
 from solver.checks.timing import check_timing
 from solver.checks.tpu import check_tpu
@@ -99,6 +103,7 @@ def check(
             out.extend(check_nodes(ctx, job, rep))
             out.extend(check_accelerator(ctx, job, rep))
     out.extend(check_devices(ctx))
+    out.extend(check_shapes(ctx))
     taken: dict[tuple[str, tuple[int, ...]], str] = {}
     for placement, job in ctx.placed:
         out.extend(check_nvlink(ctx, job, placement))
@@ -112,7 +117,10 @@ def check(
             out.extend(check_tpu(ctx, job, rep, taken))
         out.extend(check_timing(ctx, job))
     out.extend(check_preemption(ctx, cluster))
+    out.extend(check_directives(ctx, cluster))
     out.extend(check_budgets(decision, ctx.jobs.values(), cluster, queues or {}, prices))
-    out.extend(check_reservations(decision, ctx.jobs, ctx.cluster, list(reservations or ()), ctx.now))
+    out.extend(
+        check_reservations(decision, ctx.jobs, ctx.cluster, list(reservations or ()), ctx.now, before=cluster)
+    )
     out.extend(check_plans(decision, ctx.jobs, cluster, ctx.now))
     return out

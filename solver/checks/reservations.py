@@ -1,8 +1,20 @@
 """Rule 15b, reservation isolation (OJS ML resources §8.3), for declared reservations
-(:class:`solver.reservations.Reservation`, an input type): a job naming a reservation runs only on its
-nodes and, for a GPU-count reservation, on at most that many GPUs of each node; other jobs never use a
-whole-node reservation's nodes, and leave a GPU-count reservation's GPUs free (on each such node they take
-at most the free GPUs minus the reserved count).
+(:class:`solver.reservations.Reservation`, an input type):
+
+* a job naming a reservation is placed only while the reservation is held, runs only on its nodes and, for
+  a GPU-count reservation, on at most that many GPUs of each node; with a known duration it ends by the
+  reservation's ``end`` (the capacity is guaranteed only until then);
+* other jobs never use a held whole-node reservation's nodes, and leave a held GPU-count reservation's GPUs
+  free (on each such node they take at most the free GPUs minus the reserved count);
+* work started now by other jobs does not run into a reservation that starts later
+  (``reservation-backfill``): on a whole reserved node, a non-member placed now must end by the
+  reservation's start; on a GPU-count node, the GPUs still held at the start by running work and by
+  non-members placed now must leave the reserved count free. A job without a duration runs forever.
+
+*Held* is re-derived here from the inputs: started, not ended, and — with ``timeout_s`` — either within
+``timeout_s`` of its start or in use: a running job whose envelope names the reservation
+(``RunningJob.reservation``) holds something on one of its nodes. A job merely sitting on a reserved node
+does not keep the reservation held (OJS ML §8.3 ties jobs to a reservation only by its id).
 
 >>> from solver.decision import Decision
 >>> from topology import cluster_of, cpu_nodes
@@ -14,7 +26,7 @@ at most the free GPUs minus the reserved count).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from solver.checks.violation import Violation
@@ -23,32 +35,77 @@ from solver.jobs.model import Job
 from topology import Cluster
 
 
-def _held(r: Any, now: datetime) -> bool:
-    """Whether a reservation holds its capacity at ``now`` (re-derived here: started, not ended, not
-    released by ``timeout_s`` after its start)."""
+def _in_use(r: Any, before: Cluster | None) -> bool:
+    """Whether a member of ``r`` runs in it: it names ``r`` and holds something on one of its nodes."""
+    if before is None:
+        return False
+    return any(
+        before.running_job(j).reservation == r.id
+        for node in r.node_names
+        if before.has_node(node)
+        for j in before.usage(node).jobs
+    )
+
+
+def _held(r: Any, now: datetime, before: Cluster | None) -> bool:
+    """Whether a reservation holds its capacity at ``now`` (see the module docstring)."""
     if r.start is not None and now < r.start:
         return False
     if r.end is not None and now >= r.end:
         return False
-    return not (r.timeout_s is not None and (now - (r.start or now)).total_seconds() > r.timeout_s)
+    if r.timeout_s is None or (now - (r.start or now)).total_seconds() <= r.timeout_s:
+        return True
+    return _in_use(r, before)
+
+
+def _ends(job: Job | None, now: datetime) -> datetime | None:
+    """When a job placed now ends: ``now`` plus its duration; None (never) without one."""
+    if job is None or job.duration_s is None:
+        return None
+    return now + timedelta(seconds=job.duration_s)
 
 
 def check_reservations(
-    decision: Decision, jobs: Mapping[str, Job], cluster: Cluster, reservations: Sequence[Any], now: datetime
+    decision: Decision,
+    jobs: Mapping[str, Job],
+    cluster: Cluster,
+    reservations: Sequence[Any],
+    now: datetime,
+    before: Cluster | None = None,
 ) -> Iterator[Violation]:
-    """``reservation`` violations; ``cluster`` is the cluster after the decision's evictions. Members of a
-    reservation that is not held may not be placed at all; only held reservations keep others out."""
-    declared = {r.id: r for r in reservations if hasattr(r, "node_names") and _held(r, now)}
+    """``reservation`` and ``reservation-backfill`` violations; ``cluster`` is the cluster after the
+    decision's evictions, ``before`` the cluster as given (whose running members keep a reservation with
+    ``timeout_s`` held). Members of a reservation that is not held may not be placed at all; only held
+    reservations keep others out now, and reservations that start later keep out work still running
+    then."""
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    known = [r for r in reservations if hasattr(r, "node_names")]
+    declared = {r.id: r for r in known if _held(r, now, before)}
+    later = [r for r in known if r.start is not None and r.start > now]
     for p in decision.placements:
         job = jobs.get(p.job)
         rid = job.reservation.id if job is not None and job.reservation is not None else None
-        r = next((x for x in reservations if getattr(x, "id", None) == rid), None) if rid else None
-        if r is not None and hasattr(r, "node_names") and r.id not in declared:
+        r = next((x for x in known if x.id == rid), None) if rid else None
+        if r is None:
+            continue
+        if r.id not in declared:
             yield Violation("reservation", p.job, f"its reservation {r.id!r} is not held now")
-    if not declared:
+            continue
+        end = _ends(job, now)
+        if r.end is not None and end is not None and end > r.end:
+            yield Violation(
+                "reservation",
+                p.job,
+                f"started now it runs until {end.isoformat()}, past the end of its reservation {r.id!r} "
+                f"({r.end.isoformat()})",
+            )
+    if not declared and not later:
         return
     member_gpus: dict[tuple[str, str], int] = {}
     other_gpus: dict[str, int] = {}
+    # node -> [(job, its reservation, GPU indices, end)] of every placement, for reservations that start later
+    placed_on: dict[str, list[tuple[str, str | None, set[int], datetime | None]]] = {}
     for p in decision.placements:
         job = jobs.get(p.job)
         rid = job.reservation.id if job is not None and job.reservation is not None else None
@@ -57,22 +114,23 @@ def check_reservations(
             if rep.tpu_pod is not None:
                 continue
             n = len(rep.gpus)
+            placed_on.setdefault(rep.node, []).append((p.job, rid, set(rep.gpus), _ends(job, now)))
             if r is not None:
                 if rep.node not in r.node_names:
                     yield Violation(
                         "reservation", p.job, f"it runs outside its reservation {r.id!r}", rep.node
                     )
                 member_gpus[(r.id, rep.node)] = member_gpus.get((r.id, rep.node), 0) + n
-            else:
-                other_gpus[rep.node] = other_gpus.get(rep.node, 0) + n
-                for held in declared.values():
-                    if held.nodes and rep.node in held.nodes:
-                        yield Violation(
-                            "reservation",
-                            p.job,
-                            f"it uses node {rep.node} held whole by reservation {held.id!r}",
-                            rep.node,
-                        )
+                continue
+            other_gpus[rep.node] = other_gpus.get(rep.node, 0) + n
+            for held in declared.values():
+                if held.nodes and rep.node in held.nodes:
+                    yield Violation(
+                        "reservation",
+                        p.job,
+                        f"it uses node {rep.node} held whole by reservation {held.id!r}",
+                        rep.node,
+                    )
     for r in declared.values():
         for node, count in r.gpus.items():
             used = member_gpus.get((r.id, node), 0)
@@ -92,3 +150,52 @@ def check_reservations(
                     f"leaving fewer than the {count} it reserves",
                     node,
                 )
+    for r in later:
+        yield from _backfill(r, placed_on, cluster)
+
+
+def _backfill(
+    r: Any,
+    placed_on: Mapping[str, list[tuple[str, str | None, set[int], datetime | None]]],
+    cluster: Cluster,
+) -> Iterator[Violation]:
+    """Jobs placed now, not members of ``r`` (a reservation starting later), that would still run at its
+    start on its nodes. A GPU-count violation is the reservation's (several jobs may share it)."""
+    start: datetime = r.start
+    for node in r.node_names:
+        alive = [
+            (j, gpus)
+            for j, rid, gpus, end in placed_on.get(node, ())
+            if rid != r.id and (end is None or end > start)
+        ]
+        if not alive:
+            continue
+        if r.nodes:
+            for j, _ in alive:
+                yield Violation(
+                    "reservation-backfill",
+                    j,
+                    f"it would still run at {start.isoformat()}, when reservation {r.id!r} takes node {node} "
+                    "whole (a job without a duration runs forever)",
+                    node,
+                )
+            continue
+        if not cluster.has_node(node):
+            continue
+        count = r.gpus[node]
+        busy: set[int] = set()
+        for job_id in cluster.usage(node).jobs:  # running work still there at the start
+            rj = cluster.running_job(job_id)
+            if rj.expected_end is None or rj.expected_end > start:
+                busy.update(g for rep in rj.replicas if rep.node == node for g in rep.gpus)
+        placed = set().union(*(g for _, g in alive)) - busy
+        free_then = cluster.node(node).gpu_count - len(busy)
+        if free_then - len(placed) < count:
+            yield Violation(
+                "reservation-backfill",
+                r.id,
+                f"at {start.isoformat()} it needs {count} GPUs of {node}; running work and jobs placed now "
+                f"({', '.join(sorted({j for j, _ in alive}))}) still hold {len(busy) + len(placed)} of its "
+                f"{cluster.node(node).gpu_count} then (a job without a duration runs forever)",
+                node,
+            )

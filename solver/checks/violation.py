@@ -22,6 +22,11 @@ RULES: dict[str, str] = {
     "eviction-forbidden": "16. only preemptible, non-reserved running jobs are evicted",
     "eviction-priority": "16. an eviction is for placed jobs of strictly higher priority",
     "eviction-unused": "16. a job the eviction is for runs where the evicted job ran",
+    "eviction-grace": "16. an eviction's grace_period_s is the evicted job's own (default 30)",
+    "eviction-checkpoint": "16. an eviction's checkpoint directive is the job's checkpoint-on-preempt flag",
+    "eviction-nodes": "16. an eviction lists exactly the nodes and TPU pods the evicted job holds",
+    "eviction-failure": "16. an eviction never counts as a failure (counts_as_failure false)",
+    "eviction-work-lost": "16. expected_work_lost_gpu_s is the GPU-seconds since the job's last checkpoint",
     "queue-budget": "17. each queue stays within max_total_gpus and max_concurrent_gpu_jobs",
     "cost-budget": "17. each queue and tenant stays within its dollars per hour (max_cost_per_hour, "
     "budgets.tenants)",
@@ -37,6 +42,8 @@ RULES: dict[str, str] = {
     "gpu-double-booked": "5. a GPU held whole is held by nobody else",
     "gpu-share": "5. fractional shares of one GPU sum to at most 1000 milli",
     "capacity": "6. cpu, memory, storage and shm of a node are not over-committed",
+    "structure": "19. a Flux job's sockets (with their cores and GPUs) fit the node's inner tree, with every "
+    "other shaped job there",
     "nvlink": "7. an nvlink job's GPUs all lie in one NVLink domain",
     "node-selector": "8. node selector pairs match the node's labels exactly",
     "label-rule": "8. required affinity rules hold on the node's labels",
@@ -59,6 +66,8 @@ RULES: dict[str, str] = {
     "plan-capacity": "18. at each planned start, running work, placements and plans fit together",
     "reservation": "15. a job with a reservation is placed only under a declared reservation, inside it; "
     "others leave its capacity free",
+    "reservation-backfill": "15. work started now by other jobs ends before a reservation that starts later "
+    "needs its capacity",
 }
 
 

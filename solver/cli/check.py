@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             with open(args.reservations, encoding="utf-8-sig") as fh:
-                declared += load_reservations(fh.read(), source=args.reservations)
+                declared += load_reservations(fh.read(), source=args.reservations, cluster=cluster)
         except OSError as e:
             return _fail(f"cannot open reservations {args.reservations}: {e.strerror or e}")
         except JobValidationError as e:

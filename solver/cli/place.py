@@ -6,7 +6,8 @@ The cluster file may be in any format ``placer cluster`` reads (auto-detected); 
 ``rejected`` with their errors. ``--running`` is a JSON list of running jobs (job envelopes plus
 ``node``/``gpus`` or ``replicas``, see :mod:`solver.running`) added to what the cluster file already runs.
 ``--now`` (RFC 3339 with an offset, e.g. ``2025-06-01T12:00:00Z``) is the decision time that
-``not_before`` and dependencies are compared with; default: the current time.
+``not_before`` and dependencies are compared with; default: the current time. ``--queue-config`` and
+``--limits`` read jobs under the same queue configuration and administrative limits as ``placer validate``.
 
 Output: a table (per placed job: engine, nodes, GPUs, TPU chips; per pending job: its first reason;
 rejected jobs; one stats line), or with ``--json`` the Decision JSON (``docs/decision.md``). ``--engine``
@@ -104,6 +105,9 @@ def add_parser(sub: Any) -> None:
         help="OJS §10 queue configuration: ml_defaults, ml_limits, GPU and dollar budgets "
         "(as placer validate)",
     )
+    from solver.cli.validate import add_limits_argument
+
+    add_limits_argument(p)
     p.add_argument(
         "--reservations",
         metavar="FILE",
@@ -175,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"cannot open cluster {args.cluster}: {e.strerror or e}")
     except TopologyError as e:
         return _bad_content(f"cluster {args.cluster} cannot be read: {_shown(list(e.problems))}")
-    from solver.cli.validate import load_options
+    from solver.cli.validate import load_options, with_limits
 
     try:
         options = load_options(args.queue_config)
@@ -183,6 +187,12 @@ def run(args: argparse.Namespace) -> int:
         return _usage(f"cannot open queue config {args.queue_config}: {e.strerror or e}")
     except JobValidationError as e:
         return _bad_content(f"queue config {args.queue_config} is invalid: {_shown(list(e.issues))}")
+    try:
+        options = with_limits(options, args.limits)
+    except OSError as e:
+        return _usage(f"cannot open limits file {args.limits}: {e.strerror or e}")
+    except JobValidationError as e:
+        return _bad_content(f"limits file {args.limits} is invalid: {_shown(list(e.issues))}")
     try:
         results = read_files(args.jobs, options=options)
     except OSError as e:
@@ -210,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             with open(args.reservations, encoding="utf-8-sig") as fh:
-                reservations = load_reservations(fh.read(), source=args.reservations)
+                reservations = load_reservations(fh.read(), source=args.reservations, cluster=cluster)
         except OSError as e:
             return _usage(f"cannot open reservations {args.reservations}: {e.strerror or e}")
         except JobValidationError as e:

@@ -163,7 +163,7 @@ def placement_inputs(body: PlacementInputs, cluster: Cluster, limits: Limits) ->
         from solver.reservations import load_reservations
 
         try:
-            reservations = load_reservations(body.reservations, source="reservations")
+            reservations = load_reservations(body.reservations, source="reservations", cluster=cluster)
         except JobValidationError as e:
             raise unprocessable(
                 "invalid_reservations", "reservations are invalid", _prefixed("reservations", e)

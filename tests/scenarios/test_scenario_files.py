@@ -103,7 +103,9 @@ def _issues(text: str) -> list[tuple[str, str]]:
         (_with(prices="{gpu: {nvidia-h100: {spot: -1}}}"), "prices.gpu.nvidia-h100.spot", "range"),
         (_with(failures="{events: [{node: dgx-9, at: 1h}]}"), "failures.events[0].node", "enum"),
         (_with(failures="{random: {mtbf: 1d, nodes: [tpu-*]}}"), "failures.random.nodes", "enum"),
-        (_with(reservations="[{id: r, nodes: [dgx-9]}]"), "reservations[0].nodes", "enum"),
+        (_with(reservations="[{id: r, nodes: [dgx-9]}]"), "reservations[0].nodes[0]", "enum"),
+        # a DGX H100 has 8 GPUs: 9 cannot be reserved on one
+        (_with(reservations="[{id: r, gpus: {dgx-h100-1: 9}}]"), "reservations[0].gpus.dgx-h100-1", "range"),
         (_with(reservations="[{id: r, nodes: [dgx-h100-1], start: 2h, end: 1h}]"), "reservations[0]", "type"),
     ],
 )

@@ -100,3 +100,13 @@ def test_unopenable_and_invalid_inputs_exit_2(tmp_path: Path, capsys: pytest.Cap
 
 def test_now_must_be_a_timestamp(tmp_path: Path) -> None:
     assert _run(tmp_path, GOOD, "--now", "soon") == 2
+
+
+def test_reservation_on_an_unknown_node_is_invalid_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The cluster has dgx-1 and dgx-2: a reservation of dgx-9 would hold nothing, so it is refused.
+    (tmp_path / "res.json").write_text(json.dumps([{"id": "r", "nodes": ["dgx-9"]}]))
+    assert _run(tmp_path, GOOD, "--reservations", str(tmp_path / "res.json")) == 2
+    err = capsys.readouterr().err
+    assert "reservations" in err and "dgx-9" in err and "not in the cluster" in err

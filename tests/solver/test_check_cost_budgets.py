@@ -78,7 +78,8 @@ def test_an_evicted_job_no_longer_counts() -> None:
     )
     jobs = [_job("a", 8)]
     placed = _on("a", "dgx-h100", list(range(8)))
-    evict = Eviction(job="old", for_=["a"], nodes=["dgx-h100"])
+    # It ran 8 GPUs for an hour without a checkpoint: 8 x 3600 = 28,800 GPU-s are lost.
+    evict = Eviction(job="old", for_=["a"], nodes=["dgx-h100"], expected_work_lost_gpu_s=28800)
     assert (
         _rules(
             Decision(placements=[placed], preemptions=[evict]), jobs, c, queues=_queue(max_cost_per_hour=100)

@@ -1,4 +1,6 @@
-"""Checker rule 16 (preemption), on hand-built decisions: the checker, not the solver, is under test."""
+"""Checker rule 16 (preemption), on hand-built decisions: the checker, not the solver, is under test.
+Who may be evicted and for whom, and the directives a backend acts on (grace period, checkpoint, nodes,
+counts_as_failure, work lost), each recomputed by the checker from the running job as given."""
 
 from __future__ import annotations
 
@@ -23,10 +25,16 @@ def _cluster(cls: str = "spot", **kw: object):  # type: ignore[no-untyped-def]
     return cluster_of(dgx_h100(2)).with_allocations([run])
 
 
-def _decision(node: str = "dgx-h100-1", for_: list[str] | None = None) -> Decision:
+#: The victim's directives when it runs 8 GPUs on dgx-h100-1 since an hour: 8 x 3600 = 28,800 GPU-s lost.
+LEGAL = {"nodes": ["dgx-h100-1"], "expected_work_lost_gpu_s": 28800.0}
+
+
+def _decision(node: str = "dgx-h100-1", for_: list[str] | None = None, **directives: object) -> Decision:
     return Decision(
         placements=[JobPlacement(job="new", replicas=[ReplicaPlacement(node=node, gpus=list(range(8)))])],
-        preemptions=[Eviction(job="victim", for_=["new"] if for_ is None else for_)],
+        preemptions=[
+            Eviction(job="victim", for_=["new"] if for_ is None else for_, **{**LEGAL, **directives})  # type: ignore[arg-type]
+        ],
     )
 
 
@@ -67,3 +75,56 @@ def test_eviction_for_a_job_not_placed_or_for_nobody_is_refused() -> None:
 def test_eviction_whose_room_nobody_uses_is_refused() -> None:
     # "new" runs on dgx-h100-2, which was free anyway: evicting the job on dgx-h100-1 helped nobody.
     assert "eviction-unused" in _rules(_decision(node="dgx-h100-2"), _job("on-demand"), _cluster())
+
+
+# -- directives -------------------------------------------------------------------------------------------
+
+
+def test_each_tampered_directive_is_its_own_violation() -> None:
+    job, c = _job("on-demand"), _cluster()
+    assert _rules(_decision(grace_period_s=0), job, c) == ["eviction-grace"]
+    assert _rules(_decision(checkpoint=True), job, c) == ["eviction-checkpoint"]
+    assert _rules(_decision(counts_as_failure=True), job, c) == ["eviction-failure"]
+    assert _rules(_decision(expected_work_lost_gpu_s=0.0), job, c) == ["eviction-work-lost"]
+    # A node it does not hold is as wrong as one left out.
+    assert _rules(_decision(nodes=["dgx-h100-1", "dgx-h100-2"]), job, c) == ["eviction-nodes"]
+
+
+def test_grace_and_checkpoint_follow_the_jobs_own_settings() -> None:
+    # The job asks 120 s and checkpoints on preempt: then nothing is lost, and the defaults are wrong.
+    c = _cluster(grace_period_s=120, checkpoint_on_preempt=True)
+    own = _decision(grace_period_s=120, checkpoint=True, expected_work_lost_gpu_s=0.0)
+    assert _rules(own, _job("on-demand"), c) == []
+    defaults = _decision(expected_work_lost_gpu_s=0.0)
+    assert _rules(defaults, _job("on-demand"), c) == ["eviction-grace", "eviction-checkpoint"]
+
+
+def test_work_lost_counts_from_the_last_checkpoint_with_a_rounding_tolerance() -> None:
+    # Checkpointed 10 minutes ago: 8 GPUs x 600 s = 4,800 GPU-s; the decision rounds to 3 decimals.
+    c = _cluster(last_checkpoint_at=NOW - timedelta(minutes=10))
+    assert _rules(_decision(expected_work_lost_gpu_s=4800.004), _job("on-demand"), c) == []
+    assert _rules(_decision(expected_work_lost_gpu_s=4800.5), _job("on-demand"), c) == ["eviction-work-lost"]
+    # Started 1 h ago without a checkpoint (28,800) is not what a checkpointed job loses.
+    assert _rules(_decision(), _job("on-demand"), c) == ["eviction-work-lost"]
+
+
+def test_a_gang_eviction_lists_every_node_of_the_gang() -> None:
+    # A 16-GPU gang on both nodes, checkpointed at 01:50, evicted at 02:00 (the audit's d_tamper case):
+    # 16 GPUs x 600 s = 9,600 GPU-s.
+    gang = {
+        "job": "victim",
+        "priority_class": "spot",
+        "started_at": NOW,
+        "last_checkpoint_at": NOW + timedelta(hours=1, minutes=50),
+        "replicas": [
+            {"node": "dgx-h100-1", "gpus": list(range(8))},
+            {"node": "dgx-h100-2", "gpus": list(range(8))},
+        ],
+    }
+    c = cluster_of(dgx_h100(2)).with_allocations([gang])
+    at = NOW + timedelta(hours=2)
+    ok = _decision(nodes=["dgx-h100-1", "dgx-h100-2"], expected_work_lost_gpu_s=9600.0)
+    assert [v.rule for v in check(ok, [_job("on-demand")], c, now=at)] == []
+    dropped = _decision(nodes=["dgx-h100-1"], expected_work_lost_gpu_s=9600.0)
+    [v] = check(dropped, [_job("on-demand")], c, now=at)
+    assert v.rule == "eviction-nodes" and "leaves out dgx-h100-2" in v.message

@@ -326,7 +326,8 @@ def test_eviction_frees_capacity() -> None:
     j = gpu_job("j", 8, cpu=100)
     d = Decision(
         placements=[place("j", rep(D1, list(range(8)), cpu_cores=100))],
-        preemptions=[Eviction(job="spot", for_=["j"])],
+        # No started_at: no work is known to be lost.
+        preemptions=[Eviction(job="spot", for_=["j"], nodes=[D1])],
     )
     assert run(d, [j], busy) == []
     d.preemptions.clear()
@@ -412,7 +413,8 @@ def test_anti_affinity_ignores_an_evicted_job() -> None:
         }
     )
     j = gpu_job("j", 1, placement=Placement(anti_affinity=[APART]))
-    d = Decision(placements=[place("j", rep(D1, [1]))], preemptions=[Eviction(job="web-0", for_=["j"])])
+    evict = Eviction(job="web-0", for_=["j"], nodes=[D1])
+    d = Decision(placements=[place("j", rep(D1, [1]))], preemptions=[evict])
     assert run(d, [j], busy) == []
 
 

@@ -1,6 +1,7 @@
-"""Reservations (OJS ML resources §8.3): members run only inside, others never use held capacity, unknown
-or too-small reservations reject, inactive ones make members wait. Every decision is checked, rule 15
-included (isolation)."""
+"""Reservations (OJS ML resources §8.3): members run only inside, others never use held capacity (not even
+by evicting what runs there), unknown or too-small reservations reject, inactive ones make members wait, a
+running member keeps a reservation with a timeout held. Every decision is checked, rule 15 included
+(isolation)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from solver.engine import place
 from solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
 from solver.policy import Policy
 from solver.reservations import Reservation, load_reservations
-from tests.solver.conftest import NOW, assert_valid, pending_reason
+from tests.solver.conftest import NOW, assert_valid, pending_reason, reason_codes
 from topology import cluster_of, dgx_h100
 
 
@@ -181,3 +182,209 @@ def test_member_waits_while_another_member_fills_the_reservation(engine: str) ->
     d = _run(engine, [_job("second", 8, "team")], c, [Reservation(id="team", nodes=["dgx-h100-2"])])
     assert d.rejected == [] and d.placement_of("second") is None
     assert (pending_reason(d, "second") or "").startswith("INSUFFICIENT_CAPACITY")
+
+
+N1, N2 = "dgx-h100-1", "dgx-h100-2"
+
+
+def _running(job: str, node: str, gpus: list[int], cls: str = "spot", **kw: object) -> dict[str, object]:
+    """A running job (started 59 minutes before NOW) in the shape ``Cluster.with_allocations`` takes."""
+    return {
+        "job": job,
+        "priority_class": cls,
+        "started_at": NOW - timedelta(minutes=59),
+        "replicas": [{"node": node, "gpus": gpus}],
+        **kw,
+    }
+
+
+FULL_N2 = _running("busy", N2, list(range(8)), "on-demand")
+
+
+def test_a_non_member_never_evicts_its_way_into_a_whole_node_reservation(engine: str) -> None:
+    # The audit's case: spot "s" holds GPUs 0-3 of the reserved node 1, node 2 is full of on-demand work.
+    # On-demand "other" outranks "s", but what evicting "s" would free belongs to reservation r.
+    c = cluster_of(dgx_h100(2)).with_allocations([_running("s", N1, [0, 1, 2, 3]), FULL_N2])
+    d = _run(engine, [_job("other", 4)], c, [Reservation(id="r", nodes=[N1])])
+    assert d.placements == [] and d.preemptions == []
+    assert reason_codes(d, "other") == ["INSUFFICIENT_CAPACITY"]
+    why = d.pending[0].reasons[0]
+    assert "reservation 'r'" in why.message
+    assert (why.details["reservations"], why.details["reserved_nodes"]) == (["r"], [N1])
+
+
+def test_a_non_member_waiting_beside_a_held_reservation_is_still_planned(engine: str) -> None:
+    # Node 1 is reserved, node 2 busy until +1 h: "other" waits, naming the reservation in its capacity
+    # reason, and gets a planned start on node 2 at +1 h (the reason must not make it unplannable).
+    end = NOW + timedelta(hours=1)
+    c = cluster_of(dgx_h100(2)).with_allocations([{**FULL_N2, "expected_end": end}])
+    d = _run(engine, [_job("other", 4)], c, [Reservation(id="r", nodes=[N1])])
+    assert reason_codes(d, "other") == ["INSUFFICIENT_CAPACITY", "PLANNED_START"]
+    [plan] = [h for h in d.reservations if h.kind == "plan"]
+    assert (plan.job, plan.start, [r.node for r in plan.replicas]) == ("other", end, [N2])
+
+
+def test_a_non_member_may_not_evict_on_a_node_where_a_gpu_reservation_is_short(engine: str) -> None:
+    # r reserves 4 GPUs of node 1; spot "s" holds 0-5, so r holds only 6 and 7 now. Evicting "s" for the
+    # 6-GPU "other" would leave 8 - 6 = 2 GPUs for a reservation of 4: what an eviction frees there goes
+    # to the reservation first.
+    c = cluster_of(dgx_h100(2)).with_allocations([_running("s", N1, list(range(6))), FULL_N2])
+    d = _run(engine, [_job("other", 6)], c, [Reservation(id="r", gpus={N1: 4})])
+    assert d.placements == [] and d.preemptions == []
+
+
+def test_a_non_member_may_evict_beside_a_gpu_reservation_that_is_held_in_full(engine: str) -> None:
+    # Spot "s" holds 0-3 and r holds its 4 GPUs (4-7) in full: evicting "s" frees GPUs r does not need.
+    c = cluster_of(dgx_h100(2)).with_allocations([_running("s", N1, [0, 1, 2, 3]), FULL_N2])
+    d = _run(engine, [_job("other", 4)], c, [Reservation(id="r", gpus={N1: 4})])
+    other = d.placement_of("other")
+    assert (
+        other is not None and other.replicas[0].node == N1 and sorted(other.replicas[0].gpus) == [0, 1, 2, 3]
+    )
+    assert [e.job for e in d.preemptions] == ["s"]
+
+
+@pytest.mark.parametrize("member", [True, False])
+def test_a_running_member_keeps_a_reservation_with_a_timeout_held(engine: str, member: bool) -> None:
+    # r holds node 1 since an hour ago, timeout 600 s; "m1" (4 GPUs) has run on node 1 for 59 minutes.
+    # When m1 names r, r is in use and stays held: member m2 gets node 1, the non-member waits (node 2 is
+    # full). When m1 does not name r, nothing ran in r: it was released 600 s after its start, m2 waits
+    # RESERVATION_INACTIVE and the non-member may use node 1.
+    ref = {"reservation": "r"} if member else {}
+    c = cluster_of(dgx_h100(2)).with_allocations(
+        [_running("m1", N1, [0, 1, 2, 3], "on-demand", **ref), FULL_N2]
+    )
+    res = Reservation(id="r", nodes=[N1], start=NOW - timedelta(hours=1), timeout_s=600)
+    d = _run(engine, [_job("m2", 2, "r"), _job("other", 2)], c, [res])
+    if member:
+        m2 = d.placement_of("m2")
+        assert m2 is not None and [r.node for r in m2.replicas] == [N1]
+        assert d.placement_of("other") is None
+        assert [h.reservation for h in d.reservations] == ["r"]
+    else:
+        assert reason_codes(d, "m2") == ["RESERVATION_INACTIVE"]
+        assert d.pending[0].reasons[0].details["state"] == "released"
+        other = d.placement_of("other")
+        assert other is not None and [r.node for r in other.replicas] == [N1]
+
+
+def test_running_jobs_read_from_envelopes_carry_their_reservation() -> None:
+    from solver.running import running_from_envelopes
+
+    a, b = running_from_envelopes(
+        [
+            {
+                "id": "m1",
+                "ext_ml_gpu_count": 4,
+                "ext_ml_reservation_id": "r",
+                "node": N1,
+                "gpus": [0, 1, 2, 3],
+            },
+            {"id": "x", "ext_ml_gpu_count": 1, "node": N1, "gpus": [4]},
+        ],
+        "running.json",
+    )
+    assert (a.reservation, b.reservation) == ("r", None)
+
+
+def test_members_cpsat_answer_survives_the_engines_own_recheck() -> None:
+    # The members' phase calls decide() with the reservation allowed; the engine's re-check of CP-SAT's
+    # answer must be told so, or it rejects every member placement as "not declared" and falls back to
+    # greedy.
+    from solver.engine import decide
+
+    d = decide(
+        [_job("m", 4, "r")],
+        cluster_of(dgx_h100(1)),
+        Policy(engine="cpsat", time_limit_s=2),
+        now=NOW,
+        reserved_ok=frozenset({"r"}),
+    )
+    assert d.placement_of("m") is not None
+    assert not d.stats.status.startswith("CPSAT_REJECTED_BY_CHECKER"), d.stats.status
+
+
+def test_a_reservation_naming_an_unknown_node_is_an_input_error() -> None:
+    from solver.jobs.errors import JobValidationError
+
+    c = cluster_of(dgx_h100(1))
+    with pytest.raises(JobValidationError) as e:
+        place(
+            [_job("m", 2, "r")],
+            c,
+            Policy(engine="greedy"),
+            now=NOW,
+            reservations=[Reservation(id="r", nodes=["nope"])],
+        )
+    [i] = e.value.issues
+    assert (i.code, i.path) == ("enum", "[0].nodes[0]") and "'r'" in i.message and "'nope'" in i.message
+    with pytest.raises(JobValidationError) as e:
+        load_reservations(
+            '[{"id": "ok", "gpus": {"dgx-h100": 8}}, {"id": "big", "gpus": {"dgx-h100": 9}}]', cluster=c
+        )
+    [i] = e.value.issues
+    assert (
+        (i.code, i.path) == ("range", "[1].gpus.dgx-h100") and "9 GPUs" in i.message and "has 8" in i.message
+    )
+
+
+def test_place_cli_exits_1_naming_the_reservation_field_and_node(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    from solver.cli import main
+
+    (tmp_path / "c.yaml").write_text(
+        "version: 1\nnodes:\n  - {name: n, count: 2, cpu_cores: 64, memory_gb: 512,\n"
+        "     gpus: {type: nvidia-h100, count: 8}}\n"
+    )
+    (tmp_path / "j.json").write_text(
+        '[{"id": "m", "type": "x", "queue": "q", "args": [], "ext_ml_gpu_count": 2}]'
+    )
+    (tmp_path / "r.json").write_text('[{"id": "r", "nodes": ["n-1", "nope"]}]')
+    files = [str(tmp_path / n) for n in ("c.yaml", "j.json", "r.json")]
+    argv = ["place", "--cluster", files[0], "--jobs", files[1], "--reservations", files[2]]
+    rc = main([*argv, "--engine", "greedy"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "[0].nodes[1]" in err and "reservation 'r'" in err and "'nope'" in err
+
+
+def test_a_member_must_end_within_its_reservations_window(engine: str) -> None:
+    # r holds 4 GPUs from an hour ago to an hour from now (a 2 h window, 1 h left). A 3 h member can never
+    # fit the window: rejected. A 1.5 h member would fit a fresh window but outlive this one: it waits
+    # RESERVATION_ENDS. A 0.5 h member and one of unknown length run.
+    res = Reservation(
+        id="r", gpus={"dgx-h100": 4}, start=NOW - timedelta(hours=1), end=NOW + timedelta(hours=1)
+    )
+    jobs = [_job("long", 1, "r", hours=3), _job("late", 1, "r", hours=1.5), _job("ok", 1, "r", hours=0.5)]
+    jobs.append(_job("open", 1, "r"))
+    d = _run(engine, jobs, cluster_of(dgx_h100(1)), [res])
+    [rej] = d.rejected
+    assert rej.job == "long" and "window is 7200 s" in rej.errors[0]["message"]
+    assert reason_codes(d, "late") == ["RESERVATION_ENDS"]
+    assert sorted(p.job for p in d.placements) == ["ok", "open"]
+
+
+def test_members_of_a_whole_node_reservation_may_evict_there_and_the_node_stays_held(engine: str) -> None:
+    # Member m (6 GPUs, on-demand) evicts spot "s" (GPUs 0-3) on reserved node 1; the hold then covers all
+    # 8 GPUs of node 1, so the non-members go to node 2, evicting spot "t" there (node 2 is not reserved).
+    # (The hold used to be worked out on the cluster before the members' eviction: place() raised a
+    # TopologyError, m's GPUs double-booked with s's.)
+    c = cluster_of(dgx_h100(2)).with_allocations(
+        [_running("s", N1, [0, 1, 2, 3]), _running("t", N2, [0, 1, 2, 3])]
+    )
+    d = _run(engine, [_job("m", 6, "r"), _job("o", 4), _job("o2", 4)], c, [Reservation(id="r", nodes=[N1])])
+    assert [r.node for r in d.placement_of("m").replicas] == [N1]  # type: ignore[union-attr]
+    assert {r.node for j in ("o", "o2") for r in d.placement_of(j).replicas} == {N2}  # type: ignore[union-attr]
+    assert [e.job for e in d.preemptions] == ["s", "t"]
+    [hold] = d.reservations
+    assert [(r.node, r.gpus) for r in hold.replicas] == [(N1, list(range(8)))]
+
+
+def test_members_of_a_gpu_reservation_never_exceed_its_count_by_evicting(engine: str) -> None:
+    # r reserves 4 GPUs of node 1 and holds 4-7 (spot "s" has 0-3). m1 takes the 4; m2 must wait rather
+    # than evict "s" for 4 more: members would hold 8 GPUs of a 4-GPU reservation.
+    c = cluster_of(dgx_h100(2)).with_allocations([_running("s", N1, [0, 1, 2, 3])])
+    d = _run(engine, [_job("m1", 4, "r"), _job("m2", 4, "r")], c, [Reservation(id="r", gpus={N1: 4})])
+    assert [p.job for p in d.placements] == ["m1"] and d.preemptions == []
+    assert d.placement_of("m1").replicas[0].gpus == [4, 5, 6, 7]  # type: ignore[union-attr]
+    assert [p.job for p in d.pending] == ["m2"]

@@ -165,6 +165,23 @@ def test_invalid_job_goes_to_rejected_exit_0(tmp_path: Path, capsys: pytest.Capt
     assert d.placement_of("ok") is not None
 
 
+def test_limits_file_applies_to_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--limits`` as in ``placer validate``: a job over the configured GPU bound goes to ``rejected``."""
+    jobs = write(tmp_path, "j.json", '{"id": "eight", "type": "t", "ext_ml_gpu_count": 8}')
+    rc, out = run_json(capsys, "--cluster", H100, "--jobs", jobs, "--engine", "greedy")
+    assert rc == 0 and Decision.model_validate(out).placement_of("eight") is not None
+    limits = write(tmp_path, "limits.yaml", "max_gpus_per_job: 4\n")
+    rc, out = run_json(capsys, "--cluster", H100, "--jobs", jobs, "--limits", limits, "--engine", "greedy")
+    d = Decision.model_validate(out)
+    assert rc == 0 and [r.job for r in d.rejected] == ["eight"]
+    assert [(e["code"], e["path"]) for e in d.rejected[0].errors] == [("limit", "ext_ml_gpu_count")]
+    assert run("--cluster", H100, "--jobs", jobs, "--limits", str(tmp_path / "nope.yaml")) == 2
+    assert "cannot open limits file" in capsys.readouterr().err
+    bad = write(tmp_path, "bad.yaml", "max_gpus_per_job: lots\n")
+    assert run("--cluster", H100, "--jobs", jobs, "--limits", bad) == 1
+    assert f"limits file {bad} is invalid: max_gpus_per_job" in capsys.readouterr().err
+
+
 def test_rejected_jobs_in_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     jobs = write(tmp_path, "j.json", '[{"id": "bad", "ext_ml_gpu_count": -1}]')
     assert run("--cluster", H100, "--jobs", jobs, "--engine", "greedy") == 0

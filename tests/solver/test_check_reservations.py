@@ -1,0 +1,159 @@
+"""Checker rule 15 (reservations, OJS ML §8.3) on hand-built decisions: the checker, not the solver, is
+under test. A running member keeps a reservation with a timeout held; work started now must not run into a
+reservation that starts later; a member must end by its reservation's end."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from solver.check import check
+from solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
+from solver.reservations import Reservation
+from tests.solver.check_helpers import decision, place, rep
+from topology import Cluster, cluster_of, dgx_h100
+
+NOW = datetime(2026, 1, 1, 1, tzinfo=UTC)
+N1, N2 = "dgx-h100-1", "dgx-h100-2"
+
+
+def _job(job_id: str, gpus: int, reservation: str | None = None, hours: float | None = None) -> Job:
+    ref = ReservationRef(id=reservation) if reservation else None
+    duration = None if hours is None else hours * 3600
+    return Job(id=job_id, reservation=ref, tasks=[TaskGroup(gpu=GpuDemand(count=gpus))], duration_s=duration)
+
+
+def _rules(d, jobs: list[Job], c: Cluster, res: list[Reservation]) -> list[str]:  # type: ignore[no-untyped-def]
+    return [v.rule for v in check(d, jobs, c, now=NOW, reservations=res)]
+
+
+# -- a running member keeps a reservation with timeout_s held ---------------------------------------------
+
+#: r holds node 1 from midnight, released after 600 s unless used; at 01:00 that has long passed.
+TIMED = Reservation(id="r", nodes=[N1], start=NOW - timedelta(hours=1), timeout_s=600)
+
+
+def _with_m1(names_r: bool) -> Cluster:
+    """m1 runs on GPUs 0-3 of node 1 since 00:01; it is a member of r only when its envelope names r."""
+    return cluster_of(dgx_h100(2)).allocate(
+        {
+            "job": "m1",
+            "reservation": "r" if names_r else None,
+            "started_at": NOW - timedelta(minutes=59),
+            "replicas": [{"node": N1, "gpus": [0, 1, 2, 3]}],
+        }
+    )
+
+
+def test_a_running_member_keeps_the_reservation_held() -> None:
+    c = _with_m1(names_r=True)
+    member = decision(place("m2", rep(N1, [4, 5])))
+    assert _rules(member, [_job("m2", 2, "r")], c, [TIMED]) == []
+    # The audit's decision: the non-member on the reserved node while m1 runs in r.
+    other = decision(place("other", rep(N1, [4, 5])))
+    assert _rules(other, [_job("other", 2)], c, [TIMED]) == ["reservation"]
+
+
+def test_a_job_merely_sitting_on_the_reserved_node_does_not_keep_it_held() -> None:
+    c = _with_m1(names_r=False)
+    member = decision(place("m2", rep(N1, [4, 5])))
+    assert _rules(member, [_job("m2", 2, "r")], c, [TIMED]) == ["reservation"]  # r is released
+    other = decision(place("other", rep(N1, [4, 5])))
+    assert _rules(other, [_job("other", 2)], c, [TIMED]) == []
+
+
+def test_a_member_running_outside_the_reservation_does_not_keep_it_held() -> None:
+    c = cluster_of(dgx_h100(2)).allocate(
+        {"job": "m1", "reservation": "r", "replicas": [{"node": N2, "gpus": [0]}]}
+    )
+    other = decision(place("other", rep(N1, [0, 1])))
+    assert _rules(other, [_job("other", 2)], c, [TIMED]) == []
+
+
+# -- work started now must not run into a reservation that starts later -----------------------------------
+
+#: The audit's res_f: node 1 whole from 01:00 to 05:00, checked at midnight.
+LATER = Reservation(id="fut", nodes=[N1], start=NOW, end=NOW + timedelta(hours=4))
+MIDNIGHT = NOW - timedelta(hours=1)
+
+
+@pytest.mark.parametrize(
+    ("hours", "rules"),
+    [(2.0, ["reservation-backfill"]), (None, ["reservation-backfill"]), (1.0, []), (0.5, [])],
+)
+def test_a_non_member_on_a_whole_node_reserved_later_must_end_by_its_start(
+    hours: float | None, rules: list[str]
+) -> None:
+    # From midnight: 2 h runs past 01:00, no duration runs forever, 1 h ends exactly at 01:00.
+    d = decision(place("long", rep(N1, list(range(8)))))
+    got = check(
+        d, [_job("long", 8, hours=hours)], cluster_of(dgx_h100(2)), now=MIDNIGHT, reservations=[LATER]
+    )
+    assert [v.rule for v in got] == rules
+    # On the other node nothing is reserved.
+    d = decision(place("long", rep(N2, list(range(8)))))
+    assert (
+        check(d, [_job("long", 8, hours=hours)], cluster_of(dgx_h100(2)), now=MIDNIGHT, reservations=[LATER])
+        == []
+    )
+
+
+GPU_LATER = Reservation(id="fut", gpus={"dgx-h100": 4}, start=NOW)
+
+
+def _one(running_end: timedelta | None = None) -> Cluster:
+    """One 8-GPU node; with ``running_end``, a job on GPUs 0-1 expected to end that long after midnight
+    (``timedelta.max``: never)."""
+    c = cluster_of(dgx_h100(1))
+    if running_end is None:
+        return c
+    end = None if running_end == timedelta.max else MIDNIGHT + running_end
+    return c.allocate({"job": "run", "expected_end": end, "replicas": [{"node": "dgx-h100", "gpus": [0, 1]}]})
+
+
+@pytest.mark.parametrize(
+    ("gpus", "hours", "running_end", "rules"),
+    [
+        # 8 GPUs - 4 placed still running at 01:00 = 4 free: the reservation's 4 fit.
+        (4, 2.0, None, []),
+        # 8 - 6 = 2 < 4.
+        (6, 2.0, None, ["reservation-backfill"]),
+        # Ends at 00:30: nothing of it is left at 01:00.
+        (6, 0.5, None, []),
+        # A running job without an end holds 2 more: 8 - 2 - 4 = 2 < 4.
+        (4, 2.0, timedelta.max, ["reservation-backfill"]),
+        # The running job ends at 00:30: 8 - 4 = 4 again.
+        (4, 2.0, timedelta(minutes=30), []),
+    ],
+)
+def test_work_started_now_leaves_a_later_gpu_reservation_its_count(
+    gpus: int, hours: float, running_end: timedelta | None, rules: list[str]
+) -> None:
+    c = _one(running_end)
+    free = [g for g in range(8) if g not in ((0, 1) if running_end is not None else ())]
+    d = decision(place("j", rep("dgx-h100", free[:gpus])))
+    assert [
+        v.rule for v in check(d, [_job("j", gpus, hours=hours)], c, now=MIDNIGHT, reservations=[GPU_LATER])
+    ] == rules
+
+
+def test_a_member_of_a_reservation_that_starts_later_is_not_placed_now() -> None:
+    d = decision(place("m", rep(N1, [0])))
+    got = check(
+        d, [_job("m", 1, "fut", hours=0.5)], cluster_of(dgx_h100(2)), now=MIDNIGHT, reservations=[LATER]
+    )
+    assert [v.rule for v in got] == ["reservation"]
+
+
+# -- a member ends by its reservation's end ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("hours", "rules"), [(0.5, []), (1.0, []), (1.5, ["reservation"]), (None, [])])
+def test_a_member_with_a_known_duration_ends_by_the_reservations_end(
+    hours: float | None, rules: list[str]
+) -> None:
+    # r ends at 02:00, an hour from now; a member without a duration is not refused (length unknown).
+    r = Reservation(id="r", nodes=[N1], end=NOW + timedelta(hours=1))
+    d = decision(place("m", rep(N1, [0])))
+    assert _rules(d, [_job("m", 1, "r", hours=hours)], cluster_of(dgx_h100(2)), [r]) == rules
