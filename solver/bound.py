@@ -18,6 +18,7 @@ weight-per-unit jobs bounds what any placement achieves.
 from __future__ import annotations
 
 import math
+import time
 
 from solver.demand import JobPlan
 
@@ -72,6 +73,7 @@ def lp_bound(
     *,
     victims: list | None = None,
     max_terms: int = 300_000,
+    deadline: float | None = None,
 ) -> float | None:
     """A tighter valid bound: the LP relaxation of "each job takes its demand from node groups it may use".
 
@@ -81,6 +83,10 @@ def lp_bound(
     its units' static candidates); fractional, so it is a relaxation of every placement. Solved with GLOP;
     ``None`` when the LP is too large or the solver fails (the caller keeps the cheaper bound).
 
+    ``deadline`` (a ``time.perf_counter()`` value): building stops and ``None`` is returned once it has
+    passed, and GLOP gets only the time left. The bound only sharpens the reported gap, so it must never
+    cost the caller its own deadline: on 10,000 nodes and 5,000 jobs building alone took seconds.
+
     >>> lp_bound([], {}, None) == 0.0
     True
     """
@@ -88,6 +94,8 @@ def lp_bound(
 
     if not plans or not candidates:
         return 0.0
+    if deadline is not None and time.perf_counter() >= deadline:
+        return None
     from ortools.linear_solver import pywraplp
 
     groups = arrays.group_members  # type: ignore[attr-defined]
@@ -119,54 +127,67 @@ def lp_bound(
     frag_rows: dict[tuple[int, int], object] = {}
     cpu_rows: dict[int, object] = {}
     tpu_rows: dict[str, object] = {}
-    terms = 0
+    # Jobs whose columns are identical (same pool, same usable groups, same demand, same cuts) share one
+    # flow variable per group: "sum of their y = sum of the class's flows". This is the same LP (split a
+    # class flow among its jobs in proportion to their y), with classes x groups terms instead of jobs x
+    # groups: on 10,000 nodes / 5,000 jobs, ~20,000 instead of ~580,000.
+    classes: dict[tuple[object, ...], list[JobPlan]] = {}
+    n_groups = len(groups)
     for p in plans:
         cands = candidates.get(p.idx)
         if cands is None:
             continue
-        y = solver.NumVar(0.0, 1.0, f"y{p.idx}")
-        objective.SetCoefficient(y, float(p.weight))
+        if deadline is not None and time.perf_counter() >= deadline:
+            return None
         if p.job.total_tpu_chips:
             gens = {u.tpu.type for u in p.units if u.tpu is not None and u.tpu.type} or set(tpu_cap)
-            link = solver.Constraint(0.0, 0.0)
-            link.SetCoefficient(y, -1.0)
-            for g in gens:
-                v = solver.NumVar(0.0, 1.0, "")
-                link.SetCoefficient(v, 1.0)
-                row = tpu_rows.setdefault(g, solver.Constraint(-solver.infinity(), tpu_cap.get(g, 0.0)))
-                row.SetCoefficient(v, float(p.demand_units))  # type: ignore[attr-defined]
+            classes.setdefault(("tpu", tuple(sorted(gens)), p.demand_units, ()), []).append(p)
             continue
-        allowed = np.zeros(len(arrays.snap.nodes), dtype=bool)  # type: ignore[attr-defined]
+        allowed = np.zeros(len(nodes), dtype=bool)
         for c in cands:
             if c.unit.tpu is None:
                 allowed |= c.static
-        gids = sorted({int(g) for g in np.unique(arrays.group[allowed])} if allowed.any() else set())  # type: ignore[attr-defined]
-        terms += len(gids)
-        if terms > max_terms:
-            return None
-        link = solver.Constraint(0.0, 0.0)
-        link.SetCoefficient(y, -1.0)
+        hit = np.bincount(arrays.group[allowed], minlength=n_groups) if allowed.any() else np.zeros(0)  # type: ignore[attr-defined]
+        gids = tuple(int(g) for g in np.flatnonzero(hit) if usable[g])
         gpu_job = bool(p.job.total_gpu_milli)
         sizes = [u.need.gpus for u in p.units if u.tpu is None and u.need.gpus]
         whole_only = gpu_job and len(sizes) == sum(1 for u in p.units if u.tpu is None)
         step = math.gcd(*sizes) if whole_only and sizes else 0
-        ladder = [k for k in (2, 4, 8, 16, 32, 64) if step and step % k == 0]
-        for g in gids:
-            if not usable[g]:
-                continue
-            v = solver.NumVar(0.0, 1.0, "")
+        ladder = tuple(k for k in (2, 4, 8, 16, 32, 64) if step and step % k == 0)
+        classes.setdefault(("gpu" if gpu_job else "cpu", gids, p.demand_units, ladder), []).append(p)
+    if sum(len(key[1]) for key in classes) > max_terms:
+        return None
+    for (pool, columns, demand, ladder), members in classes.items():
+        if deadline is not None and time.perf_counter() >= deadline:
+            return None
+        link = solver.Constraint(0.0, 0.0)  # the class's jobs take exactly what its flows carry
+        for p in members:
+            y = solver.NumVar(0.0, 1.0, f"y{p.idx}")
+            objective.SetCoefficient(y, float(p.weight))
+            link.SetCoefficient(y, -1.0)
+        for g in columns:
+            v = solver.NumVar(0.0, float(len(members)), "")
             link.SetCoefficient(v, 1.0)
-            rows, caps = (gpu_rows, gpu_cap) if gpu_job else (cpu_rows, cpu_cap)
-            row = rows.setdefault(g, solver.Constraint(-solver.infinity(), caps[g]))
-            row.SetCoefficient(v, float(p.demand_units))  # type: ignore[attr-defined]
+            if pool == "tpu":
+                rows, cap = tpu_rows, tpu_cap.get(g, 0.0)  # type: ignore[call-overload]
+            else:
+                rows, cap = (gpu_rows, gpu_cap[g]) if pool == "gpu" else (cpu_rows, cpu_cap[g])  # type: ignore[index]
+            if g not in rows:  # not setdefault: its default would add an empty row every call
+                rows[g] = solver.Constraint(-solver.infinity(), cap)  # type: ignore[index]
+            rows[g].SetCoefficient(v, float(demand))  # type: ignore[attr-defined,index]
             for k in ladder:
                 key = (g, k)
                 if key not in frag_rows:
-                    members = groups[g]
                     frag_rows[key] = solver.Constraint(
-                        -solver.infinity(), float((whole[members] // k * k).sum())
+                        -solver.infinity(),
+                        float((whole[groups[g]] // k * k).sum()),  # type: ignore[index]
                     )
-                frag_rows[key].SetCoefficient(v, float(p.demand_units))  # type: ignore[attr-defined]
+                frag_rows[key].SetCoefficient(v, float(demand))  # type: ignore[attr-defined]
+    if deadline is not None:
+        left_ms = int((deadline - time.perf_counter()) * 1000)
+        if left_ms <= 0:
+            return None
+        solver.SetTimeLimit(left_ms)  # GLOP stops there and reports no optimum: the bound is skipped
     if solver.Solve() != pywraplp.Solver.OPTIMAL:
         return None
     return float(objective.Value())

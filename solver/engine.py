@@ -55,7 +55,7 @@ from solver.greedy import greedy, priority_order
 from solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreference
 from solver.jobs.queues import QueueConfig
 from solver.policy import Policy
-from solver.preempt import escalated, victims
+from solver.preempt import escalated, job_rank, victims
 from solver.prices import PriceCatalog, price_decision
 from solver.reservations import Reservation
 from solver.scoring import preference_scores
@@ -64,10 +64,29 @@ from solver.tpu_shapes import tpu_shapes
 from topology import Cluster, canonical_gpu_type
 from topology.tpu import slices_in_pod
 
-#: Seconds kept back from the time limit for turning the answer into a Decision and checking it: a
-#: fixed part and a part per replica of the batch (realizing and checking grow with the answer).
+#: Seconds kept back from the time limit for turning the answer into a Decision: a fixed part (the
+#: relaxation bound, ~0.03 s on 10,000 nodes, and the hints of :mod:`solver.what_if`) and a part per
+#: replica of the jobs with candidates (emitting and explaining grow with those, not with the batch: a job
+#: never considered costs one fixed reason). Measured on scenario L: ~15 us a replica. Counting every
+#: replica of the batch at 0.1 ms, as before, kept 0.65 s back there, and at a 1.5 s limit greedy then saw
+#: 16 jobs of 5,000.
 RESERVE_S = 0.05
-RESERVE_PER_REPLICA_S = 0.0001
+RESERVE_PER_REPLICA_S = 0.00003
+#: Kept back as well, per replica, when CP-SAT's answer may have to pass the checker (``policy.verify``):
+#: checking scenario L's ~5,500 placed replicas takes 0.3-0.8 s.
+CHECK_PER_REPLICA_S = 0.0001
+#: Greedy's time on a job, as a multiple of the time its candidates took. Under a tight limit the candidate
+#: phase stops considering jobs once greedy could not be expected to reach them: candidates greedy never
+#: reaches are computed for nothing, and greedy's time, not the candidates', is what places work. Over a
+#: whole batch greedy takes 2.7x (scenario M) to 3.8-4.8x (L) its candidates' time, but much less for the
+#: first, highest-priority jobs (cold candidate caches, an emptier cluster): at 3 greedy stopped with a
+#: third of a 1 s limit unused on L, at 2 it reaches nearly all it was given. Without time pressure every
+#: job is considered long before this matters.
+GREEDY_PER_CANDIDATE_S = 2.0
+#: At most this share of the time left for CP-SAT goes to the LP bound (:func:`solver.bound.lp_bound`),
+#: which only sharpens the reported gap; and only when CP-SAT gets at least ``LP_MIN_LEFT_S``.
+LP_SHARE = 0.25
+LP_MIN_LEFT_S = 0.3
 
 
 def place(
@@ -120,6 +139,8 @@ def place(
         deadline = t0 + policy.time_limit_s
         add_preemptible_hints(decision, jobs_by_id(jobs, now), cluster, policy, deadline=deadline)
         decision.stats.cost_per_hour = price_decision(decision, cluster, prices or PriceCatalog.default())
+    # The whole call, hints and pricing included (docs/decision.md): the core decisions set their own.
+    decision.stats.wall_s = round(time.perf_counter() - t0, 6)
     return decision
 
 
@@ -243,11 +264,19 @@ def decide(
     # In priority order, so that if the deadline comes first, the jobs left unconsidered are the least
     # important ones (they stay pending with NOT_CONSIDERED, for the next cycle).
     order = priority_order(plans)
-    deadline = t0 + policy.time_limit_s - RESERVE_S - RESERVE_PER_REPLICA_S * sum(p.replicas for p in plans)
+
+    def until(replicas: int) -> float:
+        """When the answer must be in hand, given the replicas of the jobs considered."""
+        return t0 + policy.time_limit_s - RESERVE_S - RESERVE_PER_REPLICA_S * replicas
+
+    considered = 0  # replicas of the jobs with candidates so far
+    greedy_s = 0.0  # greedy's expected time on them: GREEDY_PER_CANDIDATE_S x their candidates' time
     for k, i in enumerate(order):
         plan = plans[i]
+        t_job = time.perf_counter()
         # The first 16 jobs are always considered: some progress beats none, and it costs milliseconds.
-        if k and k % 16 == 0 and time.perf_counter() > deadline:
+        # Later, a job is considered only while greedy can still be expected to reach it in time.
+        if k and k % 16 == 0 and t_job + greedy_s > until(considered):
             skipped.update(order[k:])
             break
         ok = plan.job.placement.spot_preference is not SpotPreference.ON_DEMAND_ONLY
@@ -260,6 +289,8 @@ def decide(
         candidates[plan.idx] = cands
         prefs[plan.idx] = [preference_scores(plan, u, arrays, policy) for u in plan.units]
         anti[plan.idx] = anti_affinity_mask(plan.anti, arrays)
+        considered += plan.replicas
+        greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)
     build_s = time.perf_counter() - t_build
 
     # Greedy's order: priority first, then the most constrained jobs (fewest nodes they could ever use).
@@ -271,6 +302,8 @@ def decide(
     # 5. greedy
     evictable = victims(snap, now, policy.restart_penalty_s) if policy.preemption else []
     budgets = Budgets.of(queues or {}, cluster.running_jobs(), cluster=cluster, prices=prices)
+    # Greedy runs on as long as the answer for what was considered can still be built in time.
+    deadline = until(considered)
     best = greedy_best = greedy(
         plans,
         candidates,
@@ -291,19 +324,23 @@ def decide(
     stats.objective = stats.greedy_objective
     stats.bound = _relaxation(plans, candidates, arrays, evictable)
     stats.bound_source = "relaxation"
-    # The LP bound costs ~0.1 s on 1,000 nodes: worth it when CP-SAT will run, not on the greedy fast path.
-    if policy.engine != "greedy" and policy.time_limit_s - (time.perf_counter() - t0) > 0.3:
+    # CP-SAT's answer must also leave time for the checker.
+    cpsat_deadline = deadline - (CHECK_PER_REPLICA_S * considered if policy.verify else 0.0)
+    # The LP bound costs ~0.05 s on 1,000 nodes and ~0.6 s on 10,000: worth it when CP-SAT will run, not on
+    # the greedy fast path, and only within a share of CP-SAT's time (it sharpens the gap, nothing more).
+    left = cpsat_deadline - time.perf_counter()
+    if policy.engine != "greedy" and candidates and left > LP_MIN_LEFT_S:
         from solver.bound import lp_bound
 
-        lp = lp_bound(plans, candidates, arrays, victims=evictable)
+        lp_deadline = time.perf_counter() + LP_SHARE * left
+        lp = lp_bound(plans, candidates, arrays, victims=evictable, deadline=lp_deadline)
         if lp is not None and lp < stats.bound:
             stats.bound, stats.bound_source = lp, "lp"
 
     # 6. CP-SAT
     solve_s = 0.0
     if policy.engine != "greedy" and candidates:
-        reserve = RESERVE_S + RESERVE_PER_REPLICA_S * sum(p.replicas for p in plans)
-        remaining = policy.time_limit_s - (time.perf_counter() - t0) - reserve
+        remaining = cpsat_deadline - time.perf_counter()
         if remaining > 0.05:
             from solver.cpsat import solve
 
@@ -316,7 +353,7 @@ def decide(
                 spot_ok,
                 best,
                 policy,
-                deadline=t0 + policy.time_limit_s - reserve,
+                deadline=cpsat_deadline,
                 victims=evictable,
                 budgets=budgets,
                 pricing=pricing,
@@ -359,6 +396,7 @@ def decide(
         _emit(out, assignment, plans, snap)
         _emit_evictions(out, assignment, snap, now)
         owners = owners_of(assignment, plans)
+        ranks = {p.id: job_rank(p.job) for p in plans}
         for plan in plans:
             if plan.idx in assignment.placed:
                 continue
@@ -369,7 +407,7 @@ def decide(
             else:
                 reasons = _budget_reasons(plan, assignment, budgets, plans, pricing, candidates[plan.idx])
                 reasons = reasons or pending_reasons(
-                    plan, candidates[plan.idx], assignment, plans, snap, owners
+                    plan, candidates[plan.idx], assignment, plans, snap, owners, ranks
                 )
             out.pending.append(PendingJob(job=plan.id, reasons=reasons))
         return out
@@ -378,7 +416,9 @@ def decide(
     if policy.verify and stats.engine == "cpsat":
         from solver.check import check
 
-        violations = check(final, [*admitted], cluster, now=now, queues=queues, prices=prices)
+        violations = check(
+            final, [*admitted], cluster, now=now, queues=queues, prices=prices, reservations=reserved_ok
+        )
         if violations:  # never trust the solver's own word: greedy's answer stands
             final = answer(greedy_best)
             stats.engine = "greedy"

@@ -25,6 +25,8 @@ Slurm's "requested node configuration is not available"):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from solver.assignment import Assignment
@@ -126,8 +128,11 @@ def pending_reasons(
     plans: list[JobPlan],
     snap: Snapshot,
     owners: Owners | None = None,
+    ranks: Mapping[str, int] | None = None,
 ) -> list[Reason]:
-    """Reasons for a job that was satisfiable but not placed."""
+    """Reasons for a job that was satisfiable but not placed. ``owners`` (:func:`owners_of`) and ``ranks``
+    (job id to :func:`solver.preempt.job_rank`, for every plan) may be computed once per answer: computed
+    here per pending job they made explaining a 5,000-job batch quadratic (0.8 ms a job on 10,000 nodes)."""
     reasons: list[Reason] = []
     node_units = [(u, c) for u, c in zip(plan.units, cands, strict=True) if u.tpu is None]
     tpu_units = [u for u in plan.units if u.tpu is not None]
@@ -183,7 +188,10 @@ def pending_reasons(
         # the model chose them together over this job because together they place more priority-weighted
         # demand (objective level 1); saying "lost to higher priority" would then be false.
         mine = job_rank(plan.job)
-        rank_of = {p.id: job_rank(p.job) for p in plans if p.id in takers_set}
+        if ranks is not None:
+            rank_of = {t: ranks[t] for t in takers_set if t in ranks}
+        else:
+            rank_of = {p.id: job_rank(p.job) for p in plans if p.id in takers_set}
         ahead = sorted(t for t in takers_set if rank_of.get(t, mine) >= mine)
         behind = sorted(t for t in takers_set if rank_of.get(t, mine) < mine)
         if ahead:

@@ -3,6 +3,7 @@ little (``solver/bound.py``)."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 
 from solver.engine import place
@@ -42,3 +43,33 @@ def test_bound_is_never_below_what_was_placed_nor_an_exact_optimum(batch: list[J
     assert d.stats.bound >= d.stats.objective - 1e-6
     if d.stats.status == "OPTIMAL" and d.stats.model_exact and d.stats.model_bound is not None:
         assert d.stats.bound >= d.stats.model_bound - 1e-6
+
+
+def test_lp_bound_keeps_each_jobs_weight_in_a_shared_column_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    # lp_bound merges jobs with identical columns (pool, groups, demand, cuts) into one flow per group; the
+    # LP is the same only if each job keeps its own weight and its own y <= 1. Two DGX nodes with 4 free
+    # GPUs each; three 4-GPU jobs of one shape but different classes, and one 8-GPU reserved job that the
+    # fragmentation cut rules out. Exactly two 4-GPU jobs fit: reserved (100 x 40) + on-demand (10 x 40).
+    import solver.bound
+
+    c = cluster_of(dgx_h100(2)).with_allocations(
+        [_busy("dgx-h100-1", [0, 1, 2, 3], "r1"), _busy("dgx-h100-2", [0, 1, 2, 3], "r2")]
+    )
+    four = [
+        Job(id=f"four-{cls}", priority_class=cls, tasks=[TaskGroup(gpu=GpuDemand(count=4))])
+        for cls in ("reserved", "on-demand", "spot")
+    ]
+    eight = Job(id="eight", priority_class="reserved", tasks=[TaskGroup(gpu=GpuDemand(count=8))])
+    seen: dict[str, object] = {}
+    real = solver.bound.lp_bound
+
+    def spy(plans, candidates, arrays, **kwargs):  # type: ignore[no-untyped-def]
+        seen.update(args=(plans, candidates, arrays), kwargs=kwargs)
+        return real(plans, candidates, arrays, **kwargs)
+
+    monkeypatch.setattr(solver.bound, "lp_bound", spy)
+    policy = Policy(engine="cpsat", time_limit_s=2, plan=False, preemption=False)
+    d = place([*four, eight], c, policy, now=NOW)
+    assert real(*seen["args"], victims=[]) == 100 * 40 + 10 * 40  # type: ignore[misc]
+    assert d.stats.bound == 100 * 40 + 10 * 40
+    assert {p.job for p in d.placements} == {"four-reserved", "four-on-demand"}
