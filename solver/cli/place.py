@@ -135,6 +135,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (default: 0)")
     p.add_argument(
+        "--reproducible",
+        action="store_true",
+        help="one CP-SAT worker and a deterministic-time budget: the same decision on any machine "
+        "(docs/solver.md, Determinism)",
+    )
+    p.add_argument(
         "--no-plan",
         action="store_true",
         help="decide only what starts now: no planned starts, no backfill rule (docs/solver.md)",
@@ -240,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
         time_limit_s=args.time_limit,
         seed=args.seed,
         plan=not args.no_plan,
+        reproducible=args.reproducible,
     )
     try:
         decision = place(
@@ -311,7 +318,11 @@ def decision_table(decision: Any) -> str:
         lines.append("")
         lines.append(f"preemptions ({len(decision.preemptions)}):")
         for ev in decision.preemptions:
-            lines.append(f"  {ev.job} for {', '.join(ev.for_)}")
+            save = "checkpoint first" if ev.checkpoint else "no checkpoint"
+            lines.append(
+                f"  {ev.job} for {', '.join(ev.for_)}: grace {ev.grace_period_s} s, {save}, "
+                f"loses {ev.expected_work_lost_gpu_s / 3600:.1f} GPU-h (a scheduling event, not a failure)"
+            )
     lines.append("")
 
     def num(v: float | None) -> str:

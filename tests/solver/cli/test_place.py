@@ -264,6 +264,43 @@ def test_seed_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
     assert rc == 0 and out["stats"]["seed"] == 42  # type: ignore[index]
 
 
+def test_reproducible_flag_gives_a_deterministic_cpsat_decision(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ("--cluster", H100, "--jobs", *ALL_JOBS, "--engine", "cpsat", "--reproducible")
+    argv += ("--now", "2026-01-01T00:00:00Z", "--time-limit", "5")
+    rc1, first = run_json(capsys, *argv)
+    rc2, second = run_json(capsys, *argv)
+    assert rc1 == rc2 == 0
+    assert first["stats"]["deterministic"] is True  # type: ignore[index]
+    for key in ("placements", "preemptions", "reservations", "pending", "rejected"):
+        assert first[key] == second[key]
+
+
+def test_table_shows_eviction_directives(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # One 8-GPU node held by a spot job (started 2 h before now, no checkpoint, grace 60 s): an on-demand
+    # 8-GPU job evicts it. Lost: 8 GPUs x 2 h = 16.0 GPU-h.
+    cluster = write(
+        tmp_path,
+        "c.yaml",
+        "nodes: [{name: g, cpu_cores: 64, memory_gb: 512, gpus: {type: nvidia-h100, count: 8}}]\n",
+    )
+    spot = {
+        "id": "s",
+        "ext_ml_gpu_count": 8,
+        "ext_ml_priority_class": "spot",
+        "ext_ml_preemption_grace_period_s": 60,
+        "node": "g",
+        "gpus": list(range(8)),
+        "started_at": "2026-01-01T00:00:00Z",
+    }
+    running = write(tmp_path, "running.json", json.dumps([spot]))
+    jobs = write(tmp_path, "j.json", '{"id": "od", "ext_ml_gpu_count": 8}')
+    argv = ("--cluster", cluster, "--jobs", jobs, "--running", running, "--now", "2026-01-01T02:00:00Z")
+    assert run(*argv, "--engine", "greedy") == 0
+    out = capsys.readouterr().out
+    assert "preemptions (1):" in out
+    assert "s for od: grace 60 s, no checkpoint, loses 16.0 GPU-h (a scheduling event, not a failure)" in out
+
+
 # -- exit codes ---------------------------------------------------------------------------------------------
 
 
