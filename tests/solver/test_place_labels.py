@@ -13,7 +13,7 @@ import pytest
 from solver.jobs import read_text
 from solver.jobs.model import AllOf, AnyOf, Job, LabelRule, Not, Placement, Rule, TaskGroup
 from tests.solver.conftest import Solve, nodes_of, reason_codes
-from topology import Inventory, NodeSpec, Taint, cluster_of, cpu_nodes
+from topology import Inventory, NodeSpec, Taint, build_cluster, cluster_of, cpu_nodes
 
 # gold: slots "8" (string-compares above "16"), driver "10.0" (string-compares below "9.0").
 GOLD = {"tier": "gold", "slots": "8", "driver": "10.0", "pool": "a"}
@@ -200,3 +200,61 @@ def test_cordoned_or_not_ready_nodes_excluded(solve: Solve, flag: str) -> None:
     d = solve([gang("j2", 1)], build_cluster(Inventory(nodes=[node("bad", **{flag: False})])))
     assert reason_codes(d, "j2") == ["UNSATISFIABLE"]
     assert d.pending[0].reasons[0].details["eliminated"] == {"unavailable": 1}
+
+
+# -- RFC 31 constraints of a Flux jobspec, end to end -------------------------------------------------------
+
+FLUX = """
+version: 1
+resources:
+  - type: node
+    count: %d
+    with:
+      - type: slot
+        count: 1
+        label: task
+        with:
+          - type: core
+            count: 4
+tasks:
+  - command: ["app"]
+    slot: task
+    count: {per_slot: 1}
+attributes:
+  system:
+    duration: 3600
+    constraints: %s
+"""
+# host0 and host1 have the property "ssd" (Flux properties become labels "ssd": "true"); host2 does not.
+FLUX_CLUSTER = build_cluster(
+    Inventory(
+        nodes=[
+            NodeSpec(name="host0", cpu_cores=8, memory_gb=32, properties=["ssd"]),
+            NodeSpec(name="host1", cpu_cores=8, memory_gb=32, properties=["ssd"]),
+            NodeSpec(name="host2", cpu_cores=8, memory_gb=32),
+        ]
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("constraint", "admitted"),
+    [
+        ('{"properties": ["ssd"]}', {"host0", "host1"}),
+        ('{"properties": ["^ssd"]}', {"host2"}),
+        ('{"hostlist": ["host[1-2]"]}', {"host1", "host2"}),
+        ('{"not": [{"hostlist": ["host0"]}]}', {"host1", "host2"}),
+        ('{"and": [{"hostlist": ["host[1-2]"]}, {"properties": ["ssd"]}]}', {"host1"}),
+        ('{"or": [{"hostlist": ["host0"]}, {"properties": ["^ssd"]}]}', {"host0", "host2"}),
+    ],
+)
+def test_flux_rfc31_constraints_place_exactly_on_the_admitted_nodes(
+    solve: Solve, constraint: str, admitted: set[str]
+) -> None:
+    # As many one-node replicas as nodes admitted: they must use exactly those nodes...
+    d = solve(read_text(FLUX % (len(admitted), constraint), source="job.yaml"), FLUX_CLUSTER)
+    placed = d.placements
+    assert len(placed) == 1 and {r.node for r in placed[0].replicas} == admitted
+    # ...and one more replica can never run.
+    d = solve(read_text(FLUX % (len(admitted) + 1, constraint), source="job.yaml"), FLUX_CLUSTER)
+    assert d.placements == [] and d.pending[0].reasons[0].code == "UNSATISFIABLE"
