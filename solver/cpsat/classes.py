@@ -26,7 +26,8 @@ from solver.greedy import scope_value
 from solver.policy import Policy
 from solver.structure import InnerTree
 
-#: Beyond this many classes, free CPU/memory are rounded down (doubling the quantum) to merge them.
+#: Beyond this many classes, free CPU/memory are rounded down (doubling the quantum, up to 64 cores) to
+#: merge them: a target, not a cap (classes that differ in GPUs, labels or scopes stay apart).
 MAX_CLASSES = 250
 
 
