@@ -185,7 +185,10 @@ def free_by(cluster: Cluster, level: str) -> pd.DataFrame:
 def summary(cluster: Cluster) -> dict[str, Any]:
     """Counts of the snapshot as a JSON-ready dict.
 
-    Keys: ``name``, ``nodes``, ``nodes_total``, ``unusable_nodes``, ``cpu_cores``, ``free_cpu_cores``,
+    Keys: ``name``, ``nodes``, ``nodes_total``, ``unusable_nodes``, ``tainted_nodes`` (usable, but with a
+    ``NoSchedule``/``NoExecute`` taint: only jobs that tolerate it may use them, and placer's job formats
+    carry no tolerations, so their free capacity is counted but the solver leaves it alone), ``cpu_cores``,
+    ``free_cpu_cores``,
     ``gpus``, ``free_gpus``, ``used_gpus`` (held by jobs, partly or wholly; by GPU type),
     ``nvlink_domains`` (domains of >= 2 GPUs),
     ``free_nvlink_domains_8`` (domains with >= 8 free GPUs, by type), ``tpu_pods``, ``tpu_hosts``,
@@ -199,7 +202,7 @@ def summary(cluster: Cluster) -> dict[str, Any]:
     free_gpus: Counter[str] = Counter()
     used_gpus: Counter[str] = Counter()
     usage = cluster.state.nodes
-    usable = 0
+    usable = tainted = 0
     cpu = free_cpu = 0.0
     for n in cluster.nodes:
         cpu += n.cpu_cores
@@ -211,6 +214,7 @@ def summary(cluster: Cluster) -> dict[str, Any]:
         if not n.usable:
             continue
         usable += 1
+        tainted += any(t.effect in ("NoSchedule", "NoExecute") for t in n.taints)
         free_cpu += n.cpu_cores - (u.cpu_cores if u else 0.0)
         if n.gpu_count and n.gpu_type:
             busy = sum(1 for h in u.gpus.values() if h) if u else 0
@@ -229,6 +233,7 @@ def summary(cluster: Cluster) -> dict[str, Any]:
         "nodes": usable,
         "nodes_total": len(cluster.nodes),
         "unusable_nodes": len(cluster.nodes) - usable,
+        "tainted_nodes": tainted,
         "cpu_cores": cpu,
         "free_cpu_cores": free_cpu,
         "gpus": dict(sorted(gpus.items())),
@@ -256,6 +261,11 @@ def summary_text(cluster: Cluster) -> str:
         f"cluster {s['name']}: {s['nodes']} usable nodes of {s['nodes_total']}, {s['cpu_cores']:g} CPU cores "
         f"({s['free_cpu_cores']:g} free), {s['running_jobs']} running jobs"
     ]
+    if s["tainted_nodes"]:
+        lines.append(
+            f"{s['tainted_nodes']} usable node(s) tainted NoSchedule/NoExecute: their capacity counts as "
+            "free, but only jobs tolerating the taint may use it"
+        )
     if s["gpus"]:
         lines.append("GPUs (free / total):")
         for t, total in s["gpus"].items():

@@ -6,6 +6,9 @@ import pytest
 
 from topology import (
     Cluster,
+    Inventory,
+    NodeSpec,
+    Taint,
     build_cluster,
     cluster_of,
     dgx_h100,
@@ -92,3 +95,14 @@ def test_free_by_zone_and_capacity_class() -> None:
     assert by_class.loc["on-demand", "free_gpus"] == 13
     with pytest.raises(ValueError, match="level must be one of"):
         free_by(c, "socket")
+
+
+def test_summary_counts_tainted_nodes_apart() -> None:
+    # 3 CPU nodes, one tainted NoSchedule and one PreferNoSchedule (which only discourages): 1 tainted.
+    taints = {
+        "a": [Taint(key="gpu", value="true", effect="NoSchedule")],
+        "b": [Taint(key="x", value="y", effect="PreferNoSchedule")],
+    }
+    nodes = [NodeSpec(name=n, cpu_cores=8, memory_gb=32, taints=taints.get(n, [])) for n in ("a", "b", "c")]
+    s = summary(build_cluster(Inventory(nodes=nodes)))
+    assert (s["nodes"], s["tainted_nodes"]) == (3, 1)
