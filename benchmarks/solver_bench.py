@@ -29,7 +29,7 @@ import time
 from scenarios.synthetic import hard_instances, scenario_l, scenario_m
 from solver.check import check
 from solver.engine import place
-from solver.jobs.model import GpuDemand, Job, TaskGroup
+from solver.jobs.model import GpuDemand, Job, Placement, TaskGroup
 from solver.policy import Policy
 from topology import cluster_of, dgx_h100
 
@@ -77,6 +77,21 @@ def model_size() -> None:
     for n in (1_000, 5_000, 10_000):
         cluster = cluster_of(dgx_h100(n, nodes_per_rack=32))
         d = place(jobs, cluster, Policy(engine="cpsat", time_limit_s=10))
+        s = d.stats
+        print(_row(n, s.node_classes, s.model_variables, s.model_constraints, s.build_s, s.solve_s, s.status))
+    # The limit of classes (docs/solver.md): a gang scoped to one rack needs each rack's free capacity,
+    # so nodes of different racks stay apart and the classes follow the racks the batch may use.
+    gang = Job(
+        id="rack-gang",
+        distributed_strategy="fsdp",
+        placement=Placement(topology_scope="rack"),
+        tasks=[TaskGroup(count=4, gpu=GpuDemand(count=8))],
+    )
+    scoped = [*jobs, gang]
+    print("same batch plus one 4-node gang scoped to a rack (32 nodes per rack):")
+    for n in (1_000, 5_000, 10_000):
+        cluster = cluster_of(dgx_h100(n, nodes_per_rack=32))
+        d = place(scoped, cluster, Policy(engine="cpsat", time_limit_s=10))
         s = d.stats
         print(_row(n, s.node_classes, s.model_variables, s.model_constraints, s.build_s, s.solve_s, s.status))
 
