@@ -82,8 +82,9 @@ class TpuInfo:
     """Catalog facts of one TPU generation.
 
     ``host_shape`` is the block of chips one host of a multi-host slice owns (2x2 for v5e/v6e, 2x2x1 for
-    v4/v5p); ``chips_per_host`` is 4 for every generation's multi-host slices, while v5e/v6e also sell 1- and
-    8-chip single-host machines (``chips_per_host_options``).
+    v4/v5p); ``cube_shape`` the 4x4x4 block a v4/v5p pod is built of (slices of 64 chips or more are whole
+    cubes, smaller ones lie inside one); ``chips_per_host`` is 4 for every generation's multi-host slices,
+    while v5e/v6e also sell 1- and 8-chip single-host machines (``chips_per_host_options``).
     """
 
     generation: str
@@ -91,6 +92,7 @@ class TpuInfo:
     chips_per_host: int
     chips_per_host_options: tuple[int, ...]
     host_shape: tuple[int, ...]
+    cube_shape: tuple[int, ...] | None  # v4/v5p: the 4x4x4 building block of the pod; None for 2-D pods
     pod_shape: tuple[int, ...]
     pod_chips: int
     dims: int
@@ -161,6 +163,7 @@ def _tpus() -> dict[str, TpuInfo]:
             chips_per_host=e["chips_per_host"],
             chips_per_host_options=tuple(e["chips_per_host_options"]),
             host_shape=tuple(e["host_shape"]),
+            cube_shape=tuple(e["cube_shape"]) if e.get("cube_shape") else None,
             pod_shape=tuple(e["pod_shape"]),
             pod_chips=e["pod_chips"],
             dims=len(e["pod_shape"]),

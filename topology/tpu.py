@@ -10,6 +10,11 @@ TPU (catalog facts from Google Cloud TPU docs, see ``accelerators.json``):
 * **host boundaries** — a slice that needs more than one host consists of whole hosts: its origin and size
   are multiples of the host block (2x2 chips for v5e/v6e, 2x2x1 for v4/v5p) on every axis; a slice that
   fits in one host must lie inside a single host;
+* **cubes (v4/v5p)** — a pod of several 4x4x4 cubes (one rack each) offers slices of 64 chips or more only as
+  whole cubes (origin and size multiples of 4 on every axis), and smaller slices only inside one cube
+  (never across a cube boundary or the pod's edge). Cubes are joined by optical switches, so real slices
+  may combine cubes that are not neighbours; placer asks for a box of neighbouring cubes, which is never
+  wrong, only sometimes more demanding than the hardware;
 * **fixed slices** — a pod marked ``fixed_slice`` (a GKE multi-host node pool) offers only itself, whole;
 * a pod that is not schedulable or not ready offers nothing.
 
@@ -33,7 +38,7 @@ from dataclasses import dataclass
 from itertools import permutations, product
 from typing import TYPE_CHECKING
 
-from topology.catalog import format_shape, is_offered_shape, parse_shape, slice_wraps
+from topology.catalog import format_shape, is_offered_shape, parse_shape, slice_wraps, tpu_info
 from topology.model import Coord, TpuPod
 
 if TYPE_CHECKING:
@@ -220,18 +225,49 @@ def slices_in_pod(pod: TpuPod, shape: str | Iterable[int], used: Collection[Coor
     else:
         grid = _HostGrid(pod, used_set)
         hs = pod.host_shape
+        cube = _cube_of(pod)
         for o in _orientations(want):
             if any(d % h for d, h in zip(o, hs, strict=True)):
                 continue  # not a whole number of hosts in this orientation
-            axes = [_axis_origins(s, d, h, w) for s, d, h, w in zip(pod.shape, o, hs, pod.wrap, strict=True)]
+            steps, pod_wrap, inside = hs, pod.wrap, None
+            if cube is not None:
+                if all(d >= c for d, c in zip(o, cube, strict=True)):
+                    if any(d % c for d, c in zip(o, cube, strict=True)):
+                        continue  # 64 chips or more: whole cubes only
+                    steps = cube
+                elif all(d <= c for d, c in zip(o, cube, strict=True)):
+                    pod_wrap, inside = tuple(False for _ in o), cube  # inside one cube, never across
+                else:
+                    continue  # neither whole cubes nor inside one
+            axes = [
+                _axis_origins(s, d, h, w) for s, d, h, w in zip(pod.shape, o, steps, pod_wrap, strict=True)
+            ]
             size = _pad3(tuple(d // h for d, h in zip(o, hs, strict=True)))
             wraps = wrap_of(o)
             for origin in product(*axes):
+                if inside is not None and any(
+                    a % c + d > c for a, d, c in zip(origin, o, inside, strict=True)
+                ):
+                    continue
                 cell = _pad3(tuple(c // h for c, h in zip(origin, hs, strict=True)), 0)
                 if grid.all_free(cell, size):
                     out.append(TpuSlice(pod.name, pod.generation, origin, o, pod.shape, wraps))
     out.sort(key=lambda s: (s.origin, s.shape))
     return out
+
+
+def _cube_of(pod: TpuPod) -> Coord | None:
+    """The cube a v4/v5p pod is built of (catalog ``cube_shape``), when its mesh is a whole number of cubes;
+    else None (2-D generations, and meshes smaller than a cube, such as a 2x2x4 slice's own pod)."""
+    try:
+        cube = tpu_info(pod.generation).cube_shape
+    except KeyError:
+        return None
+    if cube is None or len(cube) != len(pod.shape):
+        return None
+    if any(s % c for s, c in zip(pod.shape, cube, strict=True)):
+        return None
+    return cube
 
 
 def _slice_wrap(pod: TpuPod) -> Callable[[Coord], tuple[bool, ...]]:

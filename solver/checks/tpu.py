@@ -4,7 +4,9 @@ Why: OJS ML §3.3 — "the backend MUST allocate a contiguous pod slice of the s
 slices are boxes of the mesh in any axis order (a ``2x4`` may lie as ``4x2``); a box may cross the mesh
 edge only on an axis where the pod wraps (``TpuPod.wrap``: v5e/v6e only along a full 16-chip axis, so a
 4x4 v5e pod does not wrap); a slice needing more than one host is made of whole hosts
-(``TpuPod.host_shape`` blocks); a ``fixed_slice`` pod (a GKE multi-host node pool) is taken whole.
+(``TpuPod.host_shape`` blocks); on a v4/v5p pod built of 4x4x4 cubes, a slice of 64 chips or more is
+whole cubes and a smaller one lies inside one cube; a ``fixed_slice`` pod (a GKE multi-host node pool) is
+taken whole.
 When a group gives only a chip count, the chips must still form a box (Cloud TPU offers no other
 allocation), of any shape.
 
@@ -28,7 +30,7 @@ from solver.checks.context import Context, group_of
 from solver.checks.violation import Violation
 from solver.decision import ReplicaPlacement
 from solver.jobs.model import Job, TaskGroup
-from topology import TpuPod, canonical_tpu_type
+from topology import TpuPod, canonical_tpu_type, tpu_info
 
 
 def is_interval(values: Iterable[int], length: int, *, wraps: bool) -> bool:
@@ -155,6 +157,46 @@ def _shape(job: Job, g: TaskGroup, pod: TpuPod, chips: list[tuple[int, ...]]) ->
         )
         return
     yield from _hosts(job, pod, chips)
+    yield from _cubes(job, pod, chips, axes)
+
+
+def _cubes(job: Job, pod: TpuPod, chips: list[tuple[int, ...]], axes: list[list[int]]) -> Iterator[Violation]:
+    """v4/v5p pods are built of cubes (catalog ``cube_shape``): a slice of every extent >= the cube's is
+    whole cubes; a smaller one lies inside one cube, without using the cube's wrap links."""
+    try:
+        cube = tpu_info(pod.generation).cube_shape
+    except KeyError:
+        return
+    if (
+        cube is None
+        or len(cube) != len(pod.shape)
+        or any(n % c for n, c in zip(pod.shape, cube, strict=True))
+    ):
+        return
+    per_cube: dict[tuple[int, ...], int] = {}
+    for c in chips:
+        k = tuple(x // e for x, e in zip(c, cube, strict=True))
+        per_cube[k] = per_cube.get(k, 0) + 1
+    if all(len(v) >= e for v, e in zip(axes, cube, strict=True)):
+        bad = [k for k, n in per_cube.items() if n != prod(cube)]
+        if bad:
+            yield Violation(
+                "tpu-cubes",
+                job.id,
+                f"a slice of {len(chips)} chips is made of whole {_fmt(cube)} cubes, but it uses part of "
+                f"{len(bad)} cube(s)",
+                pod.name,
+            )
+    elif len(per_cube) > 1 or not all(
+        is_interval(v, n, wraps=False) for v, n in zip(axes, pod.shape, strict=True)
+    ):
+        yield Violation(
+            "tpu-cubes",
+            job.id,
+            f"a slice smaller than a {_fmt(cube)} cube lies inside one cube, but this one spans "
+            f"{len(per_cube)} cube(s) or wraps around",
+            pod.name,
+        )
 
 
 def _hosts(job: Job, pod: TpuPod, chips: list[tuple[int, ...]]) -> Iterator[Violation]:

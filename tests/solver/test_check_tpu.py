@@ -1,4 +1,4 @@
-"""The checker's TPU rule (13): pod, generation, chips, contiguity with wraparound, whole hosts.
+"""The checker's TPU rule (13): pod, generation, chips, contiguity with wraparound, whole hosts, cubes.
 
 Facts used (topology catalog, Cloud TPU docs): a v5e pod is a 16x16 mesh that wraps on both full
 16-chip axes; a 4x4 v5e mesh does not wrap (partial axes); v5e hosts are 2x2 chip blocks.
@@ -123,11 +123,31 @@ def test_fixed_slice_is_taken_whole() -> None:
     assert ("tpu-contiguity", "t", "fx") in run(box(range(2), range(4)), pod="fx", cluster=fixed)
 
 
-def test_3d_v4_slice_wrapping_a_torus() -> None:
+def test_3d_v4_slice_inside_one_cube_never_wraps() -> None:
+    # A 4x4x4 v4 pod is one cube: a 2x2x2 slice lies inside it without its wrap links (z = 3 and 0 touch
+    # only through them), and a gap is no box at all.
     c = cluster_of(tpu_pod("v4", shape=(4, 4, 4)))
     assert c.tpu_pod("v4-pod").wrap == (True, True, True)
     job = tpu_job(topology=(2, 2, 2), type="v4")
-    chips = [[x, y, z] for x, y, z in product(range(2), range(2), [3, 0])]
-    assert run(chips, job, pod="v4-pod", cluster=c) == []
+    inside = [[x, y, z] for x, y, z in product(range(2), range(2), [1, 2])]
+    assert run(inside, job, pod="v4-pod", cluster=c) == []
+    wrapped = [[x, y, z] for x, y, z in product(range(2), range(2), [3, 0])]
+    assert run(wrapped, job, pod="v4-pod", cluster=c) == [("tpu-cubes", "t", "v4-pod")]
     gap = [[x, y, z] for x, y, z in product(range(2), range(2), [0, 2])]
     assert run(gap, job, pod="v4-pod", cluster=c) == [("tpu-contiguity", "t", "v4-pod")]
+
+
+def test_v5p_slices_of_a_cube_or_more_are_whole_cubes() -> None:
+    # Two 4x4x4 cubes along x (x 0-3 and 4-7). A 4x4x4 slice at x 2-5 is a box of whole hosts, but uses
+    # half of each cube; at x 0-3 it is one whole cube. A 2x2x2 slice at x 3-4 crosses the cubes' boundary.
+    c = cluster_of(tpu_pod("v5p", shape=(8, 4, 4), name="p"))
+    cube = tpu_job(topology=(4, 4, 4), type="v5p")
+    straddling = [[x, y, z] for x, y, z in product(range(2, 6), range(4), range(4))]
+    assert run(straddling, cube, pod="p", cluster=c) == [("tpu-cubes", "t", "p")]
+    aligned = [[x, y, z] for x, y, z in product(range(4), range(4), range(4))]
+    assert run(aligned, cube, pod="p", cluster=c) == []
+    small = tpu_job(topology=(2, 2, 2), type="v5p")
+    across = [[x, y, z] for x, y, z in product([4, 5], range(2), range(2))]
+    assert run(across, small, pod="p", cluster=c) == []  # x 4-5: inside the second cube
+    across = [[x, y, z] for x, y, z in product([3, 4], range(2), range(2))]
+    assert ("tpu-cubes", "t", "p") in run(across, small, pod="p", cluster=c)

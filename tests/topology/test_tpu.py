@@ -81,14 +81,14 @@ def test_v4_full_torus_and_small_slices() -> None:
     assert pod.wrap == (True, True, True)  # 4x4x4 and larger: full torus
     whole = free_slices(c, "4x4x4")
     assert len(whole) == 1 and whole[0].wrap == (True, True, True)
-    # Hold z = 1 and 2 everywhere: free z-planes 3 and 0 are adjacent through the torus.
+    # A slice smaller than the cube lies inside it: 2x2x2 = 1x1x2 hosts (hosts are 2x2x1), x-origins 0,2
+    # (2) * y 0,2 (2) * z-origins 0,1,2 (3) = 12 in the empty cube, none with wraparound.
+    small = free_slices(c, "2x2x2")
+    assert len(small) == 12 and all(s.wrap == (False, False, False) for s in small)
+    # Hold z = 1 and 2 everywhere: free z-planes 3 and 0 touch only through the cube's wrap links, which a
+    # sub-cube slice never uses, so no 2x2x2 fits.
     held = [[x, y, z] for x in range(4) for y in range(4) for z in (1, 2)]
-    c2 = _hold(c, "v4-pod", held)
-    # 2x2x2 = 1x1x2 hosts (hosts are 2x2x1): x-origins 0,2 (2) * y 0,2 (2) * z-origin 3 only (1) = 4
-    small = free_slices(c2, "2x2x2")
-    assert len(small) == 4
-    assert all(s.origin[2] == 3 and s.crosses_edge for s in small)
-    assert all(s.wrap == (False, False, False) for s in small)  # a 2x2x2 slice has no wraparound
+    assert free_slices(_hold(c, "v4-pod", held), "2x2x2") == []
 
 
 def test_v4_small_mesh_does_not_wrap() -> None:
@@ -101,14 +101,29 @@ def test_v4_small_mesh_does_not_wrap() -> None:
 
 def test_v5p_16x16x24() -> None:
     c = cluster_of(tpu_pod("v5p", shape=(16, 16, 24)))
-    # torus on every axis, host-aligned origins: x 8 * y 8 * z 24 = 1536 for a 4x4x4
-    assert count_free_slices(c, "4x4x4") == 1536
-    # 4x4x8 has 3 distinct orientations, none spans a whole axis: 3 * 1536 = 4608
-    assert count_free_slices(c, "4x4x8") == 4608
-    # 16x16x8 has 3 orientations. 16x16x8 spans x and y fully: 1 * 1 * 24 z-origins = 24;
-    # 16x8x16: x 1 * y 8 (host-aligned, wrapping) * z 24 = 192; 8x16x16: 8 * 1 * 24 = 192.
-    # 24 + 192 + 192 = 408
-    assert count_free_slices(c, "16x16x8") == 408
+    # 4 x 4 x 6 = 96 cubes of 4x4x4; a 4x4x4 slice is one whole cube: 96
+    assert count_free_slices(c, "4x4x4") == 96
+    # 4x4x8 (two cubes) has 3 orientations, none spans a whole axis; cube-aligned origins on the torus:
+    # (4,4,8): 4 * 4 * 6 = 96; (4,8,4): 4 * 4 * 6 = 96; (8,4,4): 96. 3 * 96 = 288
+    assert count_free_slices(c, "4x4x8") == 288
+    # 16x16x8 has 3 orientations. 16x16x8 spans x and y fully: 1 * 1 * 6 z-origins = 6;
+    # 16x8x16: x 1 * y 4 * z 6 = 24; 8x16x16: 4 * 1 * 6 = 24. 6 + 24 + 24 = 54
+    assert count_free_slices(c, "16x16x8") == 54
+    # A sub-cube slice stays inside one cube: 2x4x4 (8 hosts) in orientation (2,4,4): x 2 per cube, y 1,
+    # z 1 -> 2 per cube; (4,2,4): 2; (4,4,2): z-origins 0,1,2 per cube -> 3. 7 per cube * 96 = 672
+    assert count_free_slices(c, "2x4x4") == 672
+
+
+def test_v5p_slices_are_whole_cubes_never_straddling() -> None:
+    c = cluster_of(tpu_pod("v5p", shape=(8, 4, 4), name="p"))  # two cubes side by side along x
+    # Hold x = 0, 1 (in the first cube) and x = 6, 7 (in the second): x = 2..5 is a free 4x4x4 box, but it
+    # straddles the two cubes, so no 4x4x4 slice fits.
+    held = [[x, y, z] for x in (0, 1, 6, 7) for y in range(4) for z in range(4)]
+    assert count_free_slices(_hold(c, "p", held), "4x4x4") == 0
+    # Free the first cube: exactly one 4x4x4 (origin 0, 0, 0).
+    held = [[x, y, z] for x in (6, 7) for y in range(4) for z in range(4)]
+    [s] = free_slices(_hold(c, "p", held), "4x4x4")
+    assert s.origin == (0, 0, 0)
 
 
 def test_fixed_slice_offers_only_itself() -> None:
