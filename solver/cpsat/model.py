@@ -3,11 +3,14 @@
 Variables (see ``docs/solver.md`` for the algebra):
 
 * ``placed[p]`` — job ``p`` runs (all replicas or none: gangs are all-or-nothing);
-* ``z[c, k]`` — how many nodes of class ``c`` use packing pattern ``k`` (at most the class's count);
+* ``z[c, k]`` — how many nodes of class ``c`` use packing pattern ``k`` (at most the class's count; for a
+  greedy packing that fits the class only on the node greedy used, at most that many nodes, and those);
 * ``x[u, c]`` — how many replicas of unit ``u`` go to class ``c``; per class and item type, replicas never
   exceed the slots the chosen patterns provide;
 * ``b[p, d]`` — gang ``p`` is confined to scope domain ``d`` (rack, block, zone, NVLink domain);
-* ``a[u, s]`` — TPU replica of unit ``u`` takes slice ``s``; slices sharing a chip exclude each other.
+* ``a[u, s]`` — TPU replica of unit ``u`` takes slice ``s``; slices sharing a chip exclude each other;
+* ``y[u, n]``, ``e[v]`` — replicas on a node with eviction candidates, modelled one by one; running job ``v``
+  evicted (a slice on chips ``v`` holds needs ``e[v]``).
 
 Objective, lexicographic by successive solves: (1) maximize priority-weighted demand placed; then, with
 (1) held at the value found, minimize the eviction cost; then (2) maximize preference score and (3)
@@ -34,7 +37,7 @@ from solver.budgets import Budgets
 from solver.candidates import NodeArrays, UnitCandidates, pod_admits
 from solver.cost import Pricing
 from solver.cpsat.classes import NodeClass, build_classes
-from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for, shape_claims
+from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, fits, patterns_for, shape_claims
 from solver.demand import JobPlan, Unit
 from solver.greedy import State, node_count_ok, scope_value
 from solver.policy import Policy
@@ -78,9 +81,35 @@ class _NodeUnit:
 
 
 @dataclass
+class _Seeds:
+    """Greedy's answer in the model's terms: per class the packings greedy used (``patterns``, each with
+    the ``nodes`` it was used on), the units it put on each node, and hints for ``z`` and ``x``."""
+
+    patterns: dict[int, list[Pattern]] = field(default_factory=dict)
+    nodes: dict[tuple[int, Pattern], list[int]] = field(default_factory=dict)
+    units: dict[int, set[tuple[int, int]]] = field(default_factory=dict)
+    z_hint: dict[tuple[int, Pattern], int] = field(default_factory=dict)
+    x_hint: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    #: Whether every replica greedy placed on a class node is one the model offers there.
+    hint_ok: bool = True
+
+    def misfits(self, classes: list[NodeClass], types: list[ItemType]) -> list[tuple[int, Pattern]]:
+        """The packings that do not fit their class on the model's amounts (see ``_Builder.build``)."""
+        return [
+            (c, pat)
+            for c, pats in sorted(self.patterns.items())
+            for pat in pats
+            if not fits(classes[c], types, dict(pat))
+        ]
+
+
+@dataclass
 class _Slice:
     pod: int
     chips: tuple[tuple[int, ...], ...]
+    #: Running jobs that must be evicted for this slice (they hold some of its chips or, for a dedicated
+    #: slice, of its hosts' chips).
+    victims: tuple[str, ...] = ()
 
 
 class _Deadline(Exception):
@@ -91,8 +120,11 @@ class _Deadline(Exception):
 #: CP-SAT's deterministic time (about a second of work each on a typical core) instead of wall seconds.
 DET_SHARE = 0.5
 
-#: Above this many distinct per-replica demands, CPU/memory demands are rounded up to merge them.
+#: Above this many distinct per-replica demands (of untagged types), CPU/memory demands are rounded up to
+#: merge them.
 MAX_TYPES = 120
+#: The rounding of demands stops at this many cores (and 64 x ``memory_quantum_gb``), as classes' does.
+MAX_CPU_QUANTUM = 64.0
 
 
 def _up(value: float, quantum: float) -> float:
@@ -162,7 +194,7 @@ class _Builder:
         self.plans, self.candidates, self.prefs, self.anti = plans, candidates, prefs, anti
         top = max((job_rank(plans[p].job) for p in candidates), default=None)
         # Only jobs some plan outranks can be evicted; only their nodes are modelled one by one.
-        self.victims = [v for v in victims if top is not None and v.rank < top and v.nodes]
+        self.victims = [v for v in victims if top is not None and v.rank < top and (v.nodes or v.pods)]
         self.direct: dict[int, list[Victim]] = {}
         for v in self.victims:
             for n in v.nodes:
@@ -221,38 +253,22 @@ class _Builder:
         self._tick()
 
         # Greedy's answer, expressed in classes and patterns: the hint, and patterns that must exist.
-        seeds: dict[int, list[Pattern]] = {}
-        z_hint: dict[tuple[int, Pattern], int] = {}
-        x_hint: dict[tuple[int, int, int], int] = {}
-        key_of = {(nu.p, nu.ui): nu for nu in node_units}
-        per_node: dict[int, dict[int, int]] = {}
-        hint_ok = True
-        for p, reps in self.hint.placed.items():
-            for r in reps:
-                if r.node is None:
-                    continue
-                ui = plans[p].units.index(r.unit)
-                nu = key_of[(p, ui)]
-                c = int(class_of[r.node])
-                if r.node in nu.direct:
-                    key = (p, ui, r.node)
-                    self.y_hint[key] = self.y_hint.get(key, 0) + 1
-                    continue
-                if c < 0 or c not in nu.classes:
-                    hint_ok = False
-                    continue
-                counts = per_node.setdefault(r.node, {})
-                counts[nu.type_idx] = counts.get(nu.type_idx, 0) + 1
-                x_hint[(p, ui, c)] = x_hint.get((p, ui, c), 0) + 1
-        for n, counts in per_node.items():
-            c = int(class_of[n])
-            pat = tuple(sorted(counts.items()))
-            # A greedy packing is real (greedy checked every amount exactly on a real node); under rounded
-            # demands or capacities it may not "fit" the class on paper, and is kept all the same so that
-            # greedy's answer stays a solution of the model. Realization re-checks real amounts.
-            if pat not in seeds.setdefault(c, []):
-                seeds[c].append(pat)
-            z_hint[(c, pat)] = z_hint.get((c, pat), 0) + 1
+        seeds = self._seeds(node_units, class_of)
+        # A greedy packing is real on the node greedy used, with greedy's replicas; as a pattern it holds item
+        # types, so the model may fill its slots with any replica of those types and give it to any member of
+        # the class. That is sound only when it fits the class on the model's amounts; a seed that does not
+        # (demands rounded up, a class's capacity its smallest member's) made answers that realization could
+        # not turn into nodes (scenario M: REALIZE_FAILED). Such a seed's replicas keep their real amounts
+        # (then any replica of its types is at most as big as greedy's), and if it still does not fit, it is
+        # pinned: used at most on as many nodes as greedy used it, and realized on those very nodes.
+        misfits = seeds.misfits(classes, types)
+        if misfits:
+            exact = frozenset(u for c, pat in misfits for n in seeds.nodes[(c, pat)] for u in seeds.units[n])
+            types, _ = self._item_types(ids, node_units, exact)
+            seeds = self._seeds(node_units, class_of)
+            misfits = seeds.misfits(classes, types)
+            self._tick()
+        pinned = {key: seeds.nodes[key] for key in misfits}
 
         # Patterns per class over the types eligible there.
         eligible_types: dict[int, set[int]] = {}
@@ -266,7 +282,7 @@ class _Builder:
                 classes[c],
                 types,
                 sorted(tset),
-                seeds.get(c, []),
+                seeds.patterns.get(c, []),
                 self.policy.max_patterns_per_class,
                 complete,
             )
@@ -276,9 +292,42 @@ class _Builder:
             self._tick()
         tpu_slices = self._tpu_slices(tpu_units)
         self._tick()
-        return _Built(
-            self, ids, node_units, tpu_units, classes, types, patterns, tpu_slices, z_hint, x_hint, hint_ok
-        )
+        pins = {(c, patterns[c].index(pat)): nodes for (c, pat), nodes in pinned.items()}
+        return _Built(self, ids, node_units, tpu_units, classes, types, patterns, tpu_slices, seeds, pins)
+
+    def _seeds(self, node_units: list[_NodeUnit], class_of: np.ndarray) -> _Seeds:
+        """Greedy's answer in the model's terms (with the current item types): the packing of each node it
+        used in a class, and the hints for the classes' and the one-by-one nodes' variables."""
+        out = _Seeds()
+        self.y_hint = {}
+        key_of = {(nu.p, nu.ui): nu for nu in node_units}
+        per_node: dict[int, dict[int, int]] = {}
+        for p, reps in self.hint.placed.items():
+            for r in reps:
+                if r.node is None:
+                    continue
+                ui = self.plans[p].units.index(r.unit)
+                nu = key_of[(p, ui)]
+                c = int(class_of[r.node])
+                if r.node in nu.direct:
+                    key = (p, ui, r.node)
+                    self.y_hint[key] = self.y_hint.get(key, 0) + 1
+                    continue
+                if c < 0 or c not in nu.classes:
+                    out.hint_ok = False
+                    continue
+                counts = per_node.setdefault(r.node, {})
+                counts[nu.type_idx] = counts.get(nu.type_idx, 0) + 1
+                out.units.setdefault(r.node, set()).add((p, ui))
+                out.x_hint[(p, ui, c)] = out.x_hint.get((p, ui, c), 0) + 1
+        for n, counts in sorted(per_node.items()):
+            c = int(class_of[n])
+            pat = tuple(sorted(counts.items()))
+            if pat not in out.patterns.setdefault(c, []):
+                out.patterns[c].append(pat)
+            out.nodes.setdefault((c, pat), []).append(n)
+            out.z_hint[(c, pat)] = out.z_hint.get((c, pat), 0) + 1
+        return out
 
     def _shape_codes(self, node_units: list[_NodeUnit], relevant: np.ndarray) -> np.ndarray | None:
         """When some unit has a Flux shape (sockets...): per node, a code equal for nodes with the same
@@ -297,7 +346,11 @@ class _Builder:
                 codes[n] = ids.setdefault((tree.signature, snap.nodes[int(n)].free_gpus), len(ids))
         return codes
 
-    def _item_types(self, ids: list[int], node_units: list[_NodeUnit]) -> tuple[list[ItemType], dict]:
+    def _item_types(
+        self, ids: list[int], node_units: list[_NodeUnit], exact: frozenset[tuple[int, int]] = frozenset()
+    ) -> tuple[list[ItemType], dict]:
+        """Item types of the node units (sets ``nu.type_idx``); units in ``exact`` (plan, unit) keep their
+        real amounts when the others are rounded up."""
         plans = self.plans
         with_anti = [p for p in ids if plans[p].anti]
         conflicts: dict[int, set[int]] = {}
@@ -332,16 +385,36 @@ class _Builder:
             return None
 
         # Item types follow distinct demands; when jobs ask for many slightly different CPU/memory
-        # amounts, demands are rounded *up* (valid, slightly conservative) until types are few.
+        # amounts, demands are rounded *up* (valid, slightly conservative) until types are few. Only untagged
+        # types can merge: a tagged type is one unit's own, whatever its amounts, so tagged units are neither
+        # counted nor rounded (counting them once drove the quantum to 128 cores and 1 TB on scenario M,
+        # where most units are tagged, for no merge at all), and neither are ``exact`` units.
         q_cpu, q_mem = 0.0, 0.0
-        distinct = {(nu.unit.need, tag_of(nu)) for nu in node_units}
-        while (
-            len({(n.gpus, n.milli, _up(n.cpu, q_cpu), _up(n.mem, q_mem), t) for n, t in distinct}) > MAX_TYPES
-        ):
+        distinct = {
+            (nu.unit.need, shape_key(nu.unit))
+            for nu in node_units
+            if tag_of(nu) is None and (nu.p, nu.ui) not in exact
+        }
+
+        def n_types(q_cpu: float, q_mem: float) -> int:
+            return len(
+                {
+                    (
+                        n.gpus,
+                        n.milli,
+                        _up(n.cpu, q_cpu),
+                        _up(n.mem, q_mem),
+                        _up(n.storage, q_mem),
+                        _up(n.shm, q_mem),
+                        s,
+                    )
+                    for n, s in distinct
+                }
+            )
+
+        while n_types(q_cpu, q_mem) > MAX_TYPES and q_cpu < MAX_CPU_QUANTUM:
             q_cpu = q_cpu * 2 if q_cpu else self.policy.cpu_quantum
             q_mem = q_mem * 2 if q_mem else self.policy.memory_quantum_gb
-            if q_cpu > 64:
-                break
         if q_cpu:
             self.exact = False
         types: list[ItemType] = []
@@ -355,13 +428,14 @@ class _Builder:
                 if nu.p in self_anti:
                     confl |= {("u", nu.p, o.ui) for o in units_of[nu.p] if o.ui != nu.ui}
             need = nu.unit.need
+            qc, qm = (0.0, 0.0) if tag is not None or (nu.p, nu.ui) in exact else (q_cpu, q_mem)
             t = ItemType(
                 gpus=need.gpus,
                 milli=need.milli,
-                cpu=_up(need.cpu, q_cpu),
-                mem=_up(need.mem, q_mem),
-                storage=_up(need.storage, q_mem),
-                shm=_up(need.shm, q_mem),
+                cpu=_up(need.cpu, qc),
+                mem=_up(need.mem, qm),
+                storage=_up(need.storage, qm),
+                shm=_up(need.shm, qm),
                 tag=tag,
                 cap=1 if tag is not None and (nu.unit.distinct or nu.p in self_anti) else None,
                 exclusive=nu.unit.exclusive,
@@ -414,8 +488,6 @@ class _Builder:
         ``Policy.max_classes_per_unit`` (plus the nodes greedy used); vectorized per priority level."""
         if not self.direct:
             return
-        if any(v.pods for v in self.victims):
-            self.exact = False  # TPU evictions are greedy's only
         n_nodes = len(self.snap.nodes)
         direct = np.zeros(n_nodes, dtype=bool)
         direct[list(self.direct)] = True
@@ -461,34 +533,68 @@ class _Builder:
             nu.direct = sorted(set(idx.tolist()) | hinted.get((nu.p, nu.ui), set()))
 
     def _tpu_slices(self, tpu_units: list[tuple[int, int, Unit]]) -> dict[tuple[int, int], list[_Slice]]:
+        """Per TPU unit, the slices it may take: boxes of free chips, and boxes that need chips of running
+        jobs it may evict (strictly lower priority; each slice names them, ``a[u, s] <= e[v]``). Eviction-free
+        slices first (cheapest, fullest pods), then by eviction cost, ``Policy.max_slices_per_job`` of them,
+        plus greedy's own (which may have evicted, so they are a solution of the model only with those
+        evictions: they used to be offered as if their chips were free, and CP-SAT's answers then put
+        slices on chips running jobs hold)."""
+        by_id = {v.id: v for v in self.victims}
+        holders: dict[int, dict[tuple[int, ...], Victim]] = {}
+        for pv in self.snap.pods:
+            held = self.snap.cluster.used_tpu_chips(pv.pod.name)
+            holders[pv.idx] = {tuple(c): by_id[j] for c, j in held.items() if j in by_id}
+
+        def needs(
+            pod_idx: int, chips: tuple[tuple[int, ...], ...], u: Unit, rank: int
+        ) -> tuple[str, ...] | None:
+            """The running jobs to evict for ``chips`` (a dedicated slice: its hosts' chips); None when a
+            chip is held by a job that may not be evicted for this unit."""
+            pv = self.snap.pods[pod_idx]
+            owned = host_chips(pv.pod, chips) if u.exclusive else chips
+            out: set[str] = set()
+            for c in owned:
+                if c in pv.used:
+                    v = holders[pod_idx].get(tuple(c))
+                    if v is None or v.rank >= rank:
+                        return None
+                    out.add(v.id)
+            return tuple(sorted(out))
+
         out: dict[tuple[int, int], list[_Slice]] = {}
-        hinted: dict[tuple[int, int], list[_Slice]] = {}
+        hinted: dict[tuple[int, int], list[tuple[int, tuple[tuple[int, ...], ...]]]] = {}
         for p, reps in self.hint.placed.items():
             for r in reps:
                 if r.pod is not None:
                     ui = self.plans[p].units.index(r.unit)
-                    hinted.setdefault((p, ui), []).append(_Slice(r.pod, tuple(r.chips)))
+                    hinted.setdefault((p, ui), []).append((r.pod, tuple(r.chips)))
         for p, ui, u in tpu_units:
             assert u.tpu is not None
-            found: list[tuple[tuple[int, int, str], _Slice]] = []
+            rank = job_rank(self.plans[p].job)
+            found: list[tuple[tuple[int, float, int, int, str], _Slice]] = []
             for pv in self.snap.pods:
                 pod = pv.pod
                 if not pod_admits(u, pod, self.spot_ok[p]):
                     continue
+                blocked = pv.used - {c for c, v in holders[pv.idx].items() if v.rank < rank}
                 for shape in tpu_shapes(u.tpu, pod):
-                    for s in slices_in_pod(pod, shape, pv.used):
-                        if u.exclusive and host_chips(pod, s.chips) & pv.used:
-                            continue  # dedicated: whole hosts nobody else uses
+                    for s in slices_in_pod(pod, shape, blocked):
+                        need = needs(pv.idx, tuple(s.chips), u, rank)
+                        if need is None:
+                            continue  # dedicated: whole hosts nobody else keeps
+                        cost = sum(by_id[v].cost for v in need)
                         price = 0 if self.pricing is None else self.pricing.on_pod(pv.idx, len(s.chips))
-                        found.append(((price, pv.free_chips, pod.name), _Slice(pv.idx, tuple(s.chips))))
+                        key = (int(bool(need)), cost, price, pv.free_chips, pod.name)
+                        found.append((key, _Slice(pv.idx, tuple(s.chips), need)))
             found.sort(key=lambda f: f[0])
             chosen = [s for _, s in found[: self.policy.max_slices_per_job]]
             if len(found) > len(chosen):
                 self.exact = False
             have = {(s.pod, frozenset(s.chips)) for s in chosen}
-            for s in hinted.get((p, ui), []):
-                if (s.pod, frozenset(s.chips)) not in have:
-                    chosen.append(s)
+            for pod_idx, chips in hinted.get((p, ui), []):
+                need = needs(pod_idx, chips, u, rank)
+                if need is not None and (pod_idx, frozenset(chips)) not in have:
+                    chosen.append(_Slice(pod_idx, chips, need))
             out[(p, ui)] = chosen
         return out
 
@@ -504,13 +610,15 @@ class _Built:
         types: list[ItemType],
         patterns: dict[int, list[Pattern]],
         tpu_slices: dict[tuple[int, int], list[_Slice]],
-        z_hint: dict[tuple[int, Pattern], int],
-        x_hint: dict[tuple[int, int, int], int],
-        hint_ok: bool,
+        seeds: _Seeds,
+        pins: dict[tuple[int, int], list[int]],
     ):
         self.b, self.m, self.plans, self.policy = b, b.m, b.plans, b.policy
         self.ids, self.node_units, self.tpu_units = ids, node_units, tpu_units
         self.classes, self.types, self.patterns, self.tpu_slices = classes, types, patterns, tpu_slices
+        #: Patterns (class, index) real only on the nodes greedy used them on: used on those nodes only.
+        self.pins = pins
+        z_hint, x_hint = seeds.z_hint, seeds.x_hint
         m = self.m
         self.placed = {p: m.NewBoolVar(f"placed[{p}]") for p in ids}
         self.z: dict[tuple[int, int], cp_model.IntVar] = {}
@@ -518,7 +626,7 @@ class _Built:
             cnt = classes[c].count
             zs = []
             for k in range(len(pats)):
-                v = m.NewIntVar(0, cnt, f"z[{c},{k}]")
+                v = m.NewIntVar(0, len(pins[(c, k)]) if (c, k) in pins else cnt, f"z[{c},{k}]")
                 self.z[(c, k)] = v
                 zs.append(v)
             m.Add(sum(zs) <= cnt)
@@ -567,8 +675,10 @@ class _Built:
                     m.Add(self.y[(p, nu.ui, n)] <= nu.unit.replicas * bs[str(scope_value(snap, n, scope))])
                 for c in nu.classes:
                     m.Add(self.x[(p, nu.ui, c)] <= nu.unit.replicas * bs[str(classes[c].scopes[scope])])
-        # TPU slices.
+        # TPU slices; a slice on chips of running jobs needs their eviction (``_evictions``).
         self.a: dict[tuple[int, int, int], cp_model.IntVar] = {}
+        #: Per victim, the slices (plan, unit, slice index) that need its eviction.
+        self.tpu_needs: dict[str, list[tuple[int, int, int]]] = {}
         covering: dict[tuple[int, tuple[int, ...]], list[cp_model.IntVar]] = {}
         for p, ui, u in tpu_units:
             vs = []
@@ -576,6 +686,8 @@ class _Built:
                 v = m.NewBoolVar(f"a[{p},{ui},{s_idx}]")
                 self.a[(p, ui, s_idx)] = v
                 vs.append(v)
+                for vid in s.victims:
+                    self.tpu_needs.setdefault(vid, []).append((p, ui, s_idx))
                 # A dedicated slice owns its hosts whole: it excludes every slice touching them.
                 owned = host_chips(b.snap.pods[s.pod].pod, s.chips) if u.exclusive else s.chips
                 for chip in owned:
@@ -639,27 +751,33 @@ class _Built:
             self.hint_values[v] = int(vid in b.hint.evictions)
         for v, val in self.hint_values.items():
             m.AddHint(v, val)
-        self.hint_ok = hint_ok
+        self.hint_ok = seeds.hint_ok
 
     def _evictions(self, node_units: list[_NodeUnit]) -> None:
         """Eviction variables and the capacity of nodes modelled one by one.
 
         On a node with eviction candidates, for every priority level L of the units that may go there, the
         units of priority <= L use at most the free amount plus what victims of priority < L free: capacity a
-        victim frees is usable only by strictly higher-priority work. A victim is evicted only if such work
-        lands on one of its nodes (gangs: every node it holds is freed at once).
+        victim frees is usable only by strictly higher-priority work. A TPU slice on chips of running jobs
+        takes it only if they are evicted (``a[u, s] <= e[v]``; such slices are offered only to units that
+        outrank every job holding their chips, and two slices never share a chip). A victim is evicted only
+        if such work lands on one of its nodes or takes its chips (gangs: all it holds is freed at once).
         """
         b, m = self.b, self.m
         self.e: dict[str, cp_model.IntVar] = {}
         self.level_cost: cp_model.LinearExprT = 0
-        if not self.y:
+        if not self.y and not self.tpu_needs:
             return
         on_node: dict[int, list[_NodeUnit]] = {}
         for nu in node_units:
             for n in nu.direct:
                 on_node.setdefault(n, []).append(nu)
         used = {v.id: v for n in on_node for v in b.direct[n]}
+        used.update({v.id: v for v in b.victims if v.id in self.tpu_needs})
         self.e = {vid: m.NewBoolVar(f"e[{vid}]") for vid in sorted(used)}
+        for vid, keys in self.tpu_needs.items():
+            for key in keys:
+                m.Add(self.a[key] <= self.e[vid])
         arrays = b.arrays
         snap = b.snap
         for k, (n, nus) in enumerate(sorted(on_node.items())):
@@ -705,6 +823,7 @@ class _Built:
                 for nu in on_node.get(n, [])
                 if job_rank(self.plans[nu.p].job) > v.rank
             ]
+            helpers += [self.a[key] for key in self.tpu_needs.get(vid, [])]
             if helpers:
                 m.Add(ev <= sum(helpers))
             else:
@@ -1036,14 +1155,14 @@ class _Built:
                 on_node.setdefault(n, set()).add(p)
         for victim in self.b.victims:
             if victim.id in self.e and values[self.e[victim.id]]:
-                out.evictions[victim.id] = sorted(
-                    {
-                        self.plans[p].id
-                        for n in victim.nodes
-                        for p in on_node.get(n, ())
-                        if job_rank(self.plans[p].job) > victim.rank
-                    }
-                )
+                served = {
+                    p
+                    for n in victim.nodes
+                    for p in on_node.get(n, ())
+                    if job_rank(self.plans[p].job) > victim.rank
+                }
+                served |= {p for p, ui, k in self.tpu_needs.get(victim.id, []) if values[self.a[(p, ui, k)]]}
+                out.evictions[victim.id] = sorted({self.plans[p].id for p in served if p in placed})
         for (p, ui, s_idx), v in self.a.items():
             if values[v] and p in placed:
                 s = self.tpu_slices[(p, ui)][s_idx]
@@ -1056,8 +1175,8 @@ class _Built:
         return out
 
     def _realize_patterns(self, values: dict[cp_model.IntVar, int]) -> Assignment | None:
-        """Nodes of each class in index order take the chosen patterns in order; each pattern's slots
-        take replicas of their item type, units in order."""
+        """Nodes of each class take the chosen patterns (:meth:`_pattern_nodes`); each pattern's slots take
+        replicas of their item type, units in order."""
         placed, state, out = self._start(values)
         queue: dict[tuple[int, int], list[list[object]]] = {}
         for nu in self.node_units:
@@ -1067,37 +1186,48 @@ class _Built:
                     if n:
                         queue.setdefault((c, nu.type_idx), []).append([nu, n])
         try:
-            for c, pats in sorted(self.patterns.items()):
-                members = iter(self.classes[c].members)
-                for k, pat in enumerate(pats):
-                    for _ in range(values[self.z[(c, k)]]):
-                        node = next(members)
-                        # Flux shapes first, with the GPUs and sockets one joint match of the pattern's
-                        # shaped replicas gives (the pattern was checked with that same match).
-                        claims = shape_claims(self.classes[c], self.types, pat)
-                        if claims is None:
-                            return None
-                        order = sorted(pat, key=lambda tk: (tk[0] not in claims, -self.types[tk[0]].milli))
-                        for t, cnt in order:
-                            for _ in range(cnt):
-                                q = queue.get((c, t))
-                                while q and q[0][1] == 0:
-                                    q.pop(0)
-                                if not q:
-                                    break
-                                nu = q[0][0]
-                                q[0][1] -= 1  # type: ignore[operator]
-                                claim = claims[t].pop(0) if t in claims else None
-                                unit = nu.unit  # type: ignore[attr-defined]
-                                if not state.fits_node(node, unit, shape=claim is None):
-                                    return None
-                                gpus, share = state.take(node, unit, claim=claim)
-                                out.placed[nu.p].append(
-                                    ReplicaAt(unit=nu.unit, node=node, gpus=gpus, milli=share)
-                                )  # type: ignore[attr-defined]
+            for c in sorted(self.patterns):
+                for node, pat in self._pattern_nodes(c, values):
+                    # Flux shapes first, with the GPUs and sockets one joint match of the pattern's
+                    # shaped replicas gives (the pattern was checked with that same match).
+                    claims = shape_claims(self.classes[c], self.types, pat)
+                    if claims is None:
+                        return None
+                    order = sorted(pat, key=lambda tk: (tk[0] not in claims, -self.types[tk[0]].milli))
+                    for t, cnt in order:
+                        for _ in range(cnt):
+                            q = queue.get((c, t))
+                            while q and q[0][1] == 0:
+                                q.pop(0)
+                            if not q:
+                                break
+                            nu = q[0][0]
+                            q[0][1] -= 1  # type: ignore[operator]
+                            claim = claims[t].pop(0) if t in claims else None
+                            unit = nu.unit  # type: ignore[attr-defined]
+                            if not state.fits_node(node, unit, shape=claim is None):
+                                return None
+                            gpus, share = state.take(node, unit, claim=claim)
+                            out.placed[nu.p].append(
+                                ReplicaAt(unit=nu.unit, node=node, gpus=gpus, milli=share)
+                            )  # type: ignore[attr-defined]
         except (StopIteration, ValueError):
             return None
         return self._finish(values, placed, out, state)
+
+    def _pattern_nodes(self, c: int, values: dict[cp_model.IntVar, int]) -> list[tuple[int, Pattern]]:
+        """The node each chosen pattern of class ``c`` goes to: pinned patterns to the nodes greedy used them
+        on, the others to the remaining members in index order (raises StopIteration when too few)."""
+        out: list[tuple[int, Pattern]] = []
+        pats = self.patterns[c]
+        for k, pat in enumerate(pats):
+            out += [(n, pat) for n in self.pins.get((c, k), [])[: values[self.z[(c, k)]]]]
+        taken = {n for n, _ in out}
+        members = (n for n in self.classes[c].members if n not in taken)
+        for k, pat in enumerate(pats):
+            if (c, k) not in self.pins:
+                out += [(next(members), pat) for _ in range(values[self.z[(c, k)]])]
+        return out
 
     def _realize_repair(self, values: dict[cp_model.IntVar, int]) -> Assignment | None:
         """Repair for rounded models.
@@ -1142,9 +1272,9 @@ class _Built:
         orders: dict[int, list[int]] = {}
         try:
             for c in sorted(wanted):
-                members = classes[c].members
-                n_used = sum(values[self.z[(c, k)]] for k in range(len(self.patterns.get(c, []))))
-                orders[c] = members[:n_used] + members[n_used:]
+                used = [n for n, _ in self._pattern_nodes(c, values)] if c in self.patterns else []
+                taken = set(used)
+                orders[c] = used + [n for n in classes[c].members if n not in taken]
                 reps = sorted(
                     wanted[c],
                     key=lambda nu: (
@@ -1166,7 +1296,7 @@ class _Built:
                 if node is None:
                     return None  # real amounts do not fit: greedy's answer stands
                 put(node, nu)
-        except ValueError:
+        except (StopIteration, ValueError):
             return None
         return self._finish(values, placed, out, state)
 
