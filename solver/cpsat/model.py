@@ -11,6 +11,8 @@ Variables (see ``docs/solver.md`` for the algebra):
 * ``a[u, s]`` — TPU replica of unit ``u`` takes slice ``s``; slices sharing a chip exclude each other;
 * ``y[u, n]``, ``e[v]`` — replicas on a node with eviction candidates, modelled one by one; running job ``v``
   evicted (a slice on chips ``v`` holds needs ``e[v]``).
+* ``on[p, n]`` — job ``p`` has a replica on such a node (for anti-affinity between jobs of the batch there;
+  exclusive units there have 0/1 ``y`` of their own).
 
 Objective, lexicographic by successive solves: (1) maximize priority-weighted demand placed; then, with
 (1) held at the value found, minimize the eviction cost; then (2) maximize preference score and (3)
@@ -483,28 +485,36 @@ class _Builder:
 
     def _direct_nodes(self, node_units: list[_NodeUnit]) -> None:
         """For each unit, the nodes with eviction candidates it may use: statically possible, not
-        anti-affinity-blocked, and either free enough now or holding victims of lower priority; units with
-        per-node rules other than one-per-node stay off them. Cheapest evictions first, capped at
-        ``Policy.max_classes_per_unit`` (plus the nodes greedy used); vectorized per priority level."""
+        anti-affinity-blocked (by running jobs: evicting them does not lift it, as in greedy), and either
+        free enough now or holding victims of lower priority; for an exclusive unit, only nodes whose running
+        jobs are all such victims (it needs them all gone). Cheapest evictions first, capped at
+        ``Policy.max_classes_per_unit`` (plus the nodes greedy used); vectorized per priority level.
+
+        Exclusive units and units in anti-affinity conflict with other jobs of the batch get per-node
+        constraints there (:meth:`_Built._node_rules`); without them greedy's answer, which evicts for such
+        jobs, was no solution of the model. Fractional-GPU units stay off these nodes: the nodes' capacity
+        rows count whole GPUs, and packing shares onto partly used GPUs would need per-GPU variables."""
         if not self.direct:
             return
         n_nodes = len(self.snap.nodes)
         direct = np.zeros(n_nodes, dtype=bool)
         direct[list(self.direct)] = True
+        # Per node, the running jobs (ids): an exclusive unit may go only where all of them are victims.
+        running = {n: set(self.snap.nodes[n].running) for n in self.direct}
         hinted: dict[tuple[int, int], set[int]] = {}
         for p, reps in self.hint.placed.items():
             for r in reps:
                 if r.node is not None and r.node in self.direct:
                     hinted.setdefault((p, self.plans[p].units.index(r.unit)), set()).add(r.node)
         # Per distinct job priority: the cost of victims below it on each node, and whether any is below.
-        below_cost: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        below_cost: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         limit = self.policy.max_classes_per_unit
         trees: np.ndarray | None = None
         for k, nu in enumerate(node_units):
             if k % 64 == 0:
                 self._tick()
             u = nu.unit
-            if u.exclusive or u.need.milli or nu.p in self.conflicts:
+            if u.need.milli:
                 continue
             if _shaped(u) and trees is None:
                 trees = np.zeros(n_nodes, dtype=bool)
@@ -514,14 +524,21 @@ class _Builder:
             if mine not in below_cost:
                 cost = np.zeros(n_nodes)
                 some = np.zeros(n_nodes, dtype=bool)
+                below: dict[int, set[str]] = {}
                 for v in self.victims:
                     if v.rank < mine:
                         for n in v.nodes:
                             cost[n] += v.cost
                             some[n] = True
-                below_cost[mine] = (cost, some)
-            cost, some = below_cost[mine]
+                            below.setdefault(n, set()).add(v.id)
+                every = np.zeros(n_nodes, dtype=bool)
+                for n, ids in below.items():
+                    every[n] = running[n] <= ids
+                below_cost[mine] = (cost, some, every)
+            cost, some, every = below_cost[mine]
             ok = direct & nu.cand.static & ~self.anti[nu.p] & (some | nu.cand.now)
+            if u.exclusive:
+                ok &= every
             if _shaped(u) and trees is not None:
                 # Per-node capacity rows know no sockets: Flux shapes stay off inner-tree nodes that are
                 # modelled one by one (greedy's own evictions for them are socket-aware).
@@ -643,9 +660,13 @@ class _Built:
                 self.x[(nu.p, nu.ui, c)] = v
                 xs.append(v)
                 slots.setdefault((c, nu.type_idx), []).append(v)
-            cap = 1 if (nu.unit.distinct or nu.p in b.self_anti) else nu.unit.replicas
+            # One replica per node: distinct replicas, self-anti-affinity, and exclusive units (greedy closes
+            # a node after one exclusive replica, and realization takes replicas as greedy does).
+            one = nu.unit.distinct or nu.p in b.self_anti or nu.unit.exclusive
+            cap = 1 if one else nu.unit.replicas
             for n in nu.direct:
-                v = m.NewIntVar(0, cap, f"y[{nu.p},{nu.ui},{n}]")
+                name = f"y[{nu.p},{nu.ui},{n}]"
+                v = m.NewBoolVar(name) if one else m.NewIntVar(0, cap, name)
                 self.y[(nu.p, nu.ui, n)] = v
                 self.y_ub[(nu.p, nu.ui, n)] = cap
                 xs.append(v)
@@ -723,19 +744,19 @@ class _Built:
             self.hint_values[v] = z_hint.get((c, patterns[c][k]), 0)
         for key, v in self.x.items():
             self.hint_values[v] = x_hint.get(key, 0)
-        for (p, d), v in self.bvars.items():
+        # A gang's domain: where greedy put it, in classes or on nodes modelled one by one (the latter were
+        # missed, so greedy's gangs on such nodes made its hint infeasible).
+        hinted_domains: set[tuple[int, str]] = set()
+        for (p, _, c), n in x_hint.items():
             scope = self.plans[p].scope
-            self.hint_values[v] = (
-                int(
-                    any(
-                        self.classes[c].scopes[scope] == d
-                        for (pp, _, c), n in x_hint.items()
-                        if pp == p and n
-                    )  # type: ignore[index]
-                )
-                if p in placed_hint
-                else 0
-            )
+            if n and scope:
+                hinted_domains.add((p, str(classes[c].scopes[scope])))
+        for (p, _, node), n in b.y_hint.items():
+            scope = self.plans[p].scope
+            if n and scope:
+                hinted_domains.add((p, str(scope_value(b.snap, node, scope))))
+        for (p, d), v in self.bvars.items():
+            self.hint_values[v] = int(p in placed_hint and (p, d) in hinted_domains)
         hinted_slices = {
             (p, b.plans[p].units.index(r.unit), r.pod, frozenset(r.chips))
             for p, reps in b.hint.placed.items()
@@ -749,6 +770,8 @@ class _Built:
             self.hint_values[v] = b.y_hint.get(key, 0)
         for vid, v in self.e.items():
             self.hint_values[v] = int(vid in b.hint.evictions)
+        for (p, n), v in self.on.items():
+            self.hint_values[v] = int(any(b.y_hint.get((p, nu.ui, n), 0) for nu in by_plan[p]))
         for v, val in self.hint_values.items():
             m.AddHint(v, val)
         self.hint_ok = seeds.hint_ok
@@ -765,6 +788,8 @@ class _Built:
         """
         b, m = self.b, self.m
         self.e: dict[str, cp_model.IntVar] = {}
+        #: ``on[p, n]``: job ``p`` is on node ``n`` (modelled one by one): anti-affinity (``_node_rules``).
+        self.on: dict[tuple[int, int], cp_model.IntVar] = {}
         self.level_cost: cp_model.LinearExprT = 0
         if not self.y and not self.tpu_needs:
             return
@@ -815,6 +840,7 @@ class _Built:
             # Self-anti-affinity: one replica of such a job per node, over its units.
             for p in {nu.p for nu in nus if nu.p in b.self_anti}:
                 m.Add(sum(self.y[(nu.p, nu.ui, n)] for nu in nus if nu.p == p) <= 1)
+            self._node_rules(n, nus)
         for vid, ev in self.e.items():
             v = used[vid]
             helpers = [
@@ -829,6 +855,51 @@ class _Built:
             else:
                 m.Add(ev == 0)
         self.level_cost = sum(round(used[vid].cost) * ev for vid, ev in self.e.items())
+
+    def _node_rules(self, n: int, nus: list[_NodeUnit]) -> None:
+        """Per-node rules on a node modelled one by one (``nus``: the units offered it), which its capacity
+        rows do not express: anti-affinity between jobs of the batch and exclusive units. Without them such
+        units could not be offered these nodes, and greedy's answer, which evicts for them, was no solution
+        of the model (scenario M: 137 jobs, about 9 % of its objective, beyond the model's reach).
+
+        * ``on[p, n]``: job ``p`` has a replica on ``n`` (only for jobs in a conflict here); a job with
+          anti-affinity rules present excludes every job it conflicts with (either job's rules matching the
+          other's labels): one enforced constraint per such job and node, not one per pair.
+        * An exclusive replica (``y`` is then 0/1) excludes every other replica on the node and needs every
+          running job there evicted (``_direct_nodes`` offers it only nodes whose running jobs are all
+          victims it outranks).
+
+        Running jobs' anti-affinity is not here: nodes with a running job the unit's rules match are never
+        offered it (evicting that job does not lift the rule, as in greedy)."""
+        b, m = self.b, self.m
+        here = {nu.p for nu in nus}
+        rules = sorted(p for p in here if self.plans[p].anti and b.conflicts.get(p, set()) & here)
+        involved = set(rules) | {q for p in rules for q in b.conflicts[p] & here}
+        on: dict[int, cp_model.IntVar] = {}
+        for p in sorted(involved):
+            w = m.NewBoolVar(f"on[{p},{n}]")
+            ys = [(self.y[(nu.p, nu.ui, n)], self.y_ub[(nu.p, nu.ui, n)]) for nu in nus if nu.p == p]
+            for y, ub in ys:
+                m.Add(y <= ub * w)
+            m.Add(sum(y for y, _ in ys) >= w)
+            on[p] = self.on[(p, n)] = w
+        for p in rules:
+            m.Add(sum(on[q] for q in sorted(b.conflicts[p] & here)) == 0).OnlyEnforceIf(on[p])
+        running = set(b.snap.nodes[n].running)
+        for nu in nus:
+            if not nu.unit.exclusive:
+                continue
+            y = self.y[(nu.p, nu.ui, n)]
+            rank = job_rank(self.plans[nu.p].job)
+            freed = [v for v in b.direct[n] if v.rank < rank]
+            if not running <= {v.id for v in freed}:
+                m.Add(y == 0)  # a running job that stays (only a hinted node could be offered so)
+                continue
+            rest = [self.y[(o.p, o.ui, n)] for o in nus if o is not nu]
+            if rest:
+                m.Add(sum(rest) == 0).OnlyEnforceIf(y)
+            for v in freed:
+                m.AddImplication(y, self.e[v.id])
 
     def _money_terms(self) -> None:
         """Per plan, (variable, money units per hour of one replica there) for every replica variable: a
@@ -1065,6 +1136,7 @@ class _Built:
         out.update({v: int(s.Value(v)) for v in self.a.values()})
         out.update({v: int(s.Value(v)) for v in self.y.values()})
         out.update({v: int(s.Value(v)) for v in self.e.values()})
+        out.update({v: int(s.Value(v)) for v in self.on.values()})
         return out
 
     def _cheapest(self, values: dict[cp_model.IntVar, int]) -> dict[cp_model.IntVar, int]:
@@ -1108,6 +1180,10 @@ class _Built:
         scope = self.plans[nu.p].scope
         want = self.classes[c].scopes.get(scope) if scope else None
         mask = nu.cand.now & ~self.b.anti[nu.p]
+        if self.b.direct:
+            # Nodes modelled one by one take what the model chose for them after this (``_finish``); a
+            # repair there could take their room or sit beside a job it conflicts with.
+            mask[list(self.b.direct)] = False
         if self.b.pricing is not None:
             codes = self.b.pricing.price_codes()
             mask = mask & (codes == codes[self.classes[c].rep])
