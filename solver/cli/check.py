@@ -36,6 +36,9 @@ def add_parser(sub: Any) -> None:
         "--queue-config", metavar="FILE", help="OJS §10 queue configuration (GPU and dollar budgets)"
     )
     p.add_argument("--prices", metavar="FILE", help="the prices file placer place was given (tenant budgets)")
+    from solver.cli.validate import add_limits_argument
+
+    add_limits_argument(p)
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
     p.add_argument("--json", action="store_true", help="print the violations as one JSON list")
     p.set_defaults(run=run)
@@ -74,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot open cluster {args.cluster}: {e.strerror or e}")
     except TopologyError as e:
         return _fail(f"cluster {args.cluster} is invalid:\n{e}")
-    from solver.cli.validate import load_options
+    from solver.cli.validate import load_options, with_limits
 
     try:
         options = load_options(args.queue_config)
@@ -82,6 +85,13 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot open queue config {args.queue_config}: {e.strerror or e}")
     except JobValidationError as e:
         return _fail(f"queue config {args.queue_config} is invalid: {e}")
+    try:
+        # The jobs are read under the limits placer place had, so both agree on which jobs are rejected.
+        options = with_limits(options, args.limits)
+    except OSError as e:
+        return _fail(f"cannot open limits file {args.limits}: {e.strerror or e}")
+    except JobValidationError as e:
+        return _fail(f"limits file {args.limits} is invalid: {e}")
     try:
         results = read_files(args.jobs, options=options)
     except OSError as e:

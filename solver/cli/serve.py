@@ -55,6 +55,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--max-queued", type=int, metavar="N", help="requests waiting beyond --workers (default: 32)"
     )
+    p.add_argument(
+        "--limits",
+        metavar="FILE",
+        help="administrative limits every request's jobs are read under (as placer validate --limits); "
+        "clients cannot change them",
+    )
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--no-access-log", action="store_true", help="do not log one line per request")
     p.set_defaults(run=run)
@@ -78,7 +84,12 @@ def limits_of(args: argparse.Namespace) -> Any:
         "max_time_limit_s": args.max_time_limit,
         "max_queued": args.max_queued,
     }
-    return Limits(**{k: v for k, v in flags.items() if v is not None})
+    read_limits = None
+    if getattr(args, "limits", None):
+        from solver.jobs.options import load_read_limits_file
+
+        read_limits = load_read_limits_file(args.limits)  # OSError / JobValidationError: run() reports them
+    return Limits(**{k: v for k, v in flags.items() if v is not None}, read_limits=read_limits)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,8 +108,18 @@ def run(args: argparse.Namespace) -> int:
     if args.max_queued is not None and args.max_queued < 0:
         print(f"{_NAME}: --max-queued must be >= 0", file=sys.stderr)
         return 2
+    from solver.jobs.errors import JobValidationError
+
     try:
-        app = create_app(ServiceConfig(limits=limits_of(args), workers=args.workers, state_path=args.state))
+        limits = limits_of(args)
+    except OSError as e:
+        print(f"{_NAME}: cannot open limits file {args.limits}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except JobValidationError as e:
+        print(f"{_NAME}: limits file {args.limits} is invalid: {e}", file=sys.stderr)
+        return 1
+    try:
+        app = create_app(ServiceConfig(limits=limits, workers=args.workers, state_path=args.state))
     except (OSError, RuntimeError, sqlite3.Error) as e:
         print(f"{_NAME}: cannot open the state {args.state}: {e}", file=sys.stderr)
         return 1

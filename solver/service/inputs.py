@@ -99,18 +99,22 @@ def with_running(cluster: Cluster, items: Sequence[Any] | None, limits: Limits) 
         raise unprocessable("invalid_running", "running jobs do not fit the cluster", problems) from None
 
 
-def read_options(queue_config: Any) -> ReadOptions:
-    """ReadOptions with the body's OJS §10 queue configuration; 422 naming the field when it is bad."""
-    if queue_config is None:
-        return ReadOptions()
-    from solver.jobs.queues import load_queue_configs
+def read_options(queue_config: Any, limits: Limits | None = None) -> ReadOptions:
+    """ReadOptions with the body's OJS §10 queue configuration and the server's administrative limits
+    (``limits.read_limits``); 422 naming the field when the queue configuration is bad."""
+    options = ReadOptions()
+    if queue_config is not None:
+        from solver.jobs.queues import load_queue_configs
 
-    try:
-        return ReadOptions(queues=load_queue_configs(queue_config, source="queue_config"))
-    except JobValidationError as e:
-        raise unprocessable(
-            "invalid_queue_config", "the queue configuration is invalid", _prefixed("queue_config", e)
-        ) from None
+        try:
+            options = ReadOptions(queues=load_queue_configs(queue_config, source="queue_config"))
+        except JobValidationError as e:
+            raise unprocessable(
+                "invalid_queue_config", "the queue configuration is invalid", _prefixed("queue_config", e)
+            ) from None
+    if limits is not None and limits.read_limits is not None:
+        options = limits.read_limits.apply(options)
+    return options
 
 
 def read_jobs(
@@ -154,7 +158,7 @@ def refuse_unreadable(results: Sequence[ReadResult]) -> None:
 
 def placement_inputs(body: PlacementInputs, cluster: Cluster, limits: Limits) -> Inputs:
     """All of a placement request read and checked (the cluster already built); raises :class:`ApiError`."""
-    options = read_options(body.queue_config)
+    options = read_options(body.queue_config, limits)
     jobs = read_jobs(body.jobs, options, limits)
     refuse_unreadable(jobs)
     cluster = with_running(cluster, body.running, limits)

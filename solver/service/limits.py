@@ -26,6 +26,7 @@ from solver.service.errors import ApiError
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from solver.jobs.options import ReadLimits
     from topology.inventory import Inventory
 
 
@@ -48,6 +49,10 @@ class Limits:
     max_time_limit_s: float = 30.0
     #: Requests that may wait for a solver thread beyond those running; more are refused with 503.
     max_queued: int = 32
+    #: The operator's administrative limits on jobs (``placer serve --limits FILE``, the same file
+    #: ``placer validate``/``place`` take): set by the server, never by a request, so clients cannot
+    #: relax them. None: the readers' defaults.
+    read_limits: ReadLimits | None = None
 
     def time_limit(self, asked: float | None) -> float:
         """The effective time limit: the request's, capped by the server's; the default without one."""

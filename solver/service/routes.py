@@ -167,7 +167,8 @@ async def validate(request: Request) -> JSONResponse:
 
     def work() -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
         body = parse_body(ValidateRequest, raw, svc.limits.max_body_bytes)
-        results = read_jobs(body.jobs, read_options(body.queue_config), svc.limits, fmt=body.format)
+        options = read_options(body.queue_config, svc.limits)
+        results = read_jobs(body.jobs, options, svc.limits, fmt=body.format)
         return [result_json(r) for r in results], job_errors([r for r in results if not r.ok])
 
     results, problems = await svc.pool.run(work)
@@ -192,7 +193,7 @@ async def match(request: Request) -> JSONResponse:
 
     def work() -> dict[str, Any]:
         body = parse_body(MatchRequest, raw, svc.limits.max_body_bytes)
-        options = read_options(body.queue_config)
+        options = read_options(body.queue_config, svc.limits)
         jobs = read_jobs(body.jobs, options, svc.limits)
         return match_jobs(body.worker, jobs, queues=options.queues, now=body.now)
 

@@ -110,3 +110,16 @@ def test_reservation_on_an_unknown_node_is_invalid_input(
     assert _run(tmp_path, GOOD, "--reservations", str(tmp_path / "res.json")) == 2
     err = capsys.readouterr().err
     assert "reservations" in err and "dgx-9" in err and "not in the cluster" in err
+
+
+def test_jobs_are_read_under_the_limits_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Under a 4-GPU limit per job, "a" (8 GPUs) is rejected by the readers, so a decision that places it
+    # (what placer place would never return under those limits) does not account for it correctly.
+    (tmp_path / "limits.json").write_text(json.dumps({"max_gpus_per_job": 4}))
+    assert _run(tmp_path, GOOD) == 0
+    capsys.readouterr()
+    assert _run(tmp_path, GOOD, "--limits", str(tmp_path / "limits.json"), "--json") == 1
+    out = json.loads(capsys.readouterr().out)
+    assert ("accounting", "a") in [(v["rule"], v["job"]) for v in out]
+    assert _run(tmp_path, GOOD, "--limits", str(tmp_path / "none.json")) == 2
+    assert "cannot open limits file" in capsys.readouterr().err

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -668,3 +671,31 @@ def test_the_readme_example_places_the_shipped_batch(
     exec(compile(found.group(1).replace("http://127.0.0.1:8080", server.url), "README.md", "exec"), {})
     engine, _, jobs = capsys.readouterr().out.strip().partition(" ")
     assert engine in ("greedy", "cpsat") and "'train-llama-70b'" in jobs and "'t5-xxl-tpu'" not in jobs
+
+
+def test_operator_limits_apply_to_every_request_and_bad_files_stop_the_server(tmp_path: Path) -> None:
+    # placer serve --limits: a 4-GPU cap per job that no request can lift (a request has no field for it).
+    (tmp_path / "limits.json").write_text(json.dumps({"max_gpus_per_job": 4}))
+    srv = Server(tmp_path, "--limits", str(tmp_path / "limits.json")).start()
+    try:
+        with srv.client() as c:
+            jobs = [{"id": "small", "ext_ml_gpu_count": 4}, {"id": "big", "ext_ml_gpu_count": 8}]
+            answer = c.post("/v1/jobs:validate", json={"jobs": jobs})
+            assert answer.status_code == 422
+            assert [(j["id"], j["ok"]) for j in answer.json()["jobs"]] == [("small", True), ("big", False)]
+            assert answer.json()["error"]["errors"][0]["code"] == "limit"
+    finally:
+        srv.stop()
+    (tmp_path / "bad.json").write_text(json.dumps({"max_gpus_per_job": "four"}))
+    code = "import sys; from solver.cli import main; sys.exit(main())"
+    for path, rc, words in (
+        (tmp_path / "bad.json", 1, "is invalid"),
+        (tmp_path / "none.json", 2, "cannot open"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", code, "serve", "--port", "0", "--limits", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == rc and words in done.stderr
