@@ -180,11 +180,23 @@ class Timeline:
 Fit = Callable[[Job, Cluster, datetime], JobPlacement | None]
 
 
+#: Nodes closed to a job over a window ``[t0, t1)`` (``t1`` None: forever).
+Closed = Callable[[datetime, datetime | None], list[str]]
+
+
 def earliest_start(
-    job: Job, not_before: datetime, line: Timeline, fit: Fit, deadline: float = float("inf")
+    job: Job,
+    not_before: datetime,
+    line: Timeline,
+    fit: Fit,
+    deadline: float = float("inf"),
+    closed: Closed | None = None,
 ) -> tuple[datetime, JobPlacement] | None:
     """The earliest ``T >= not_before``, ``T > now``, at which ``job`` fits for its whole duration, and
-    where; None when no candidate time works (or the job's duration is unknown and nothing ever frees)."""
+    where; None when no candidate time works (or the job's duration is unknown and nothing ever frees).
+    ``closed(T, end)``: nodes the job may not use over its window from ``T`` (reservations it would
+    overlap). Asked per candidate time, because a reservation that starts later or ends leaves the node
+    open to a job that ends before it or starts after it."""
     times = (
         sorted({not_before} | set(line.event_times(not_before)))
         if not_before > line.now
@@ -200,7 +212,10 @@ def earliest_start(
             view = line.view(t, end, at_least=rank)
         except TopologyError:
             continue  # the timeline itself does not fit at t (cannot happen for a settled timeline)
-        where = fit(job, view, t)
+        # Closed nodes only remove options, so the search above (without them) still bounds from below.
+        shut = closed(t, end) if closed is not None else []
+        probe = _not_on(job, shut) if shut else job
+        where = fit(probe, view, t)
         if where is None:
             continue
         # It fits at t if lower-priority work started now made way. Where it fits beside that work too,
@@ -208,9 +223,16 @@ def earliest_start(
         if _lower_placed(line, rank, t, end):
             # (TopologyError: earlier plans already displace some of that work: keep the first placement.)
             with contextlib.suppress(TopologyError):
-                where = fit(job, line.view(t, end), t) or where
+                where = fit(probe, line.view(t, end), t) or where
         return t, where
     return None
+
+
+def _not_on(job: Job, nodes: list[str]) -> Job:
+    """The job with a required ``hostname NotIn nodes`` rule (the fit test honours rules, not windows)."""
+    rule = LabelRule(key="hostname", operator="NotIn", values=nodes)
+    placement = job.placement.model_copy(update={"required": [*job.placement.required, rule]})
+    return job.model_copy(update={"placement": placement})
 
 
 def _first_possible(
@@ -301,7 +323,8 @@ def plan_holds(
 ) -> Plans:
     """Plans for the decision's plannable pending jobs, highest priority first (ties: submit time, id),
     until ``deadline`` (``time.perf_counter()``); a job whose dependency has no plan yet waits for the
-    next sweep. ``closed_nodes(job, t0, t1)``: nodes the job may not use in a window (held reservations).
+    next sweep. ``closed_nodes(job, t0, t1)``: nodes the job may not use in a window (reservations), asked
+    for each candidate start with the job's window.
     ``batch_ids``: every job of the batch: a dependency on one that has no plan (it cannot run, or
     waits for something else) leaves the dependent without a plan too. ``prior``: plans made for an
     earlier decision of the same batch, kept where they still hold (no new fit needed), so that a second
@@ -338,17 +361,9 @@ def plan_holds(
                 continue
             t_min, workflow = floor
             probe = job.model_copy(update={"dependencies": [], "not_before": None})
-            closed = closed_nodes(job, t_min, None)
-            if closed:
-                rule = LabelRule(key="hostname", operator="NotIn", values=closed)
-                probe = probe.model_copy(
-                    update={
-                        "placement": probe.placement.model_copy(
-                            update={"required": [*probe.placement.required, rule]}
-                        )
-                    }
-                )
-            found = earliest_start(probe, t_min, line, fit, deadline)
+            found = earliest_start(
+                probe, t_min, line, fit, deadline, lambda t0, t1, job=job: closed_nodes(job, t0, t1)
+            )
             if found is None:
                 continue
             t, where = found

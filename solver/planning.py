@@ -167,6 +167,11 @@ def _plan(
     future = _future_reservations(line, reservations)
     line.busy.extend(future.values())
     held = _reservation_nodes(decision, now)
+    later = _reserved_later(reservations, future, line.now)
+
+    def closed(job: Job, t0: datetime, t1: datetime | None) -> list[str]:
+        return sorted({*held(job, t0, t1), *later(job, t0, t1)})
+
     plannable = {p.job: jobs[p.job] for p in decision.pending if _plannable(p, jobs)}
     plans = plan_holds(
         decision,
@@ -174,7 +179,7 @@ def _plan(
         line,
         fit,
         deadline=deadline,
-        closed_nodes=held,
+        closed_nodes=closed,
         batch_ids=set(jobs) | {r.job for r in decision.rejected},
         prior=prior,
     )
@@ -227,6 +232,42 @@ def _future_reservations(line: Timeline, reservations: Sequence[Reservation]) ->
         name = f"reservation:{r.id}"
         out[name] = Busy(name, replicas, r.start, r.end, RESERVATION_RANK, "hold")
     return out
+
+
+def _reserved_later(
+    reservations: Sequence[Reservation], future: dict[str, Busy], now: datetime
+) -> Callable[[Job, datetime, datetime | None], list[str]]:
+    """Nodes of reservations that start later, closed to plans of other jobs whose window overlaps the
+    reservation's ``[start, end)``. Why the hold in the timeline is not enough: it takes only what is
+    free at the reservation's start, so capacity a running job frees inside the window would be open to
+    plans. A whole node is closed throughout the window (OJS ML §8.3: others never use it while held); a
+    GPU-count node only where the hold got fewer GPUs than the count (running work sat on the rest) —
+    where it got its count, plans beside it leave that count free."""
+    spans: list[tuple[str, datetime, datetime | None, list[str]]] = []  # (id, start, end, nodes)
+    for r in reservations:
+        if r.start is None or r.start <= now or (r.end is not None and r.end <= r.start):
+            continue
+        if r.nodes:
+            spans.append((r.id, r.start, r.end, r.node_names))
+            continue
+        hold = future.get(f"reservation:{r.id}")
+        got = {x.node: len(x.gpus) for x in hold.replicas} if hold is not None else {}
+        short = [n for n, count in sorted(r.gpus.items()) if got.get(n, 0) < count]
+        if short:
+            spans.append((r.id, r.start, r.end, short))
+
+    def closed(job: Job, t0: datetime, t1: datetime | None) -> list[str]:
+        mine = job.reservation.id if job.reservation is not None else None
+        return sorted(
+            {
+                n
+                for rid, start, end, nodes in spans
+                if rid != mine and (t1 is None or t1 > start) and (end is None or end > t0)
+                for n in nodes
+            }
+        )
+
+    return closed
 
 
 def _reservation_nodes(

@@ -18,7 +18,7 @@ module              rules
 ``spread``          10 exclusivity; 11 distinct nodes, node count; 12 topology scope
 ``tpu``             13 TPU pods, chips, contiguity, hosts
 ``timing``          14 dependencies, not_before; 15 reservations are declared
-``reservations``    15 reservation isolation, window end, later reservations (backfill)
+``reservations``    15 reservation isolation, window end, later reservations (backfill), plans
 ``preemption``      16 who may be evicted, for whom; eviction directives
 ``budgets``         17 queue GPU budgets; queue and tenant dollar budgets
 ``plans``           18 planned starts (conservative backfill)

@@ -10,6 +10,10 @@
   (``reservation-backfill``): on a whole reserved node, a non-member placed now must end by the
   reservation's start; on a GPU-count node, the GPUs still held at the start by running work and by
   non-members placed now must leave the reserved count free. A job without a duration runs forever.
+* plans of other jobs (``plan``/``workflow`` holds) leave a reservation held now or starting later its
+  capacity during its window (``reservation-plan``): no such plan on a whole reserved node while the
+  window and the plan overlap; on a GPU-count node, whenever such a plan there is alive in the window,
+  running work, non-members placed now and non-member plans leave the reserved count free.
 
 *Held* is re-derived here from the inputs: started, not ended, and — with ``timeout_s`` — either within
 ``timeout_s`` of its start or in use: a running job whose envelope names the reservation
@@ -152,6 +156,88 @@ def check_reservations(
                 )
     for r in later:
         yield from _backfill(r, placed_on, cluster)
+    plans = [h for h in decision.reservations if h.kind in ("plan", "workflow") and h.start is not None]
+    for r in [*declared.values(), *later] if plans else ():
+        yield from _planned(r, plans, decision, jobs, cluster, now)
+
+
+def _window(r: Any, now: datetime) -> tuple[datetime | None, datetime | None]:
+    """The span over which ``r`` surely holds its capacity (None: unbounded): ``[start, end)``, and with
+    ``timeout_s`` only until ``start + timeout_s`` — after that it is released unless a member runs in it,
+    which nothing decided now can show."""
+    end = r.end
+    if r.timeout_s is not None:
+        cut = (r.start or now) + timedelta(seconds=r.timeout_s)
+        end = cut if end is None else min(end, cut)
+    return r.start, end
+
+
+def _planned(
+    r: Any,
+    plans: Sequence[Any],
+    decision: Decision,
+    jobs: Mapping[str, Job],
+    cluster: Cluster,
+    now: datetime,
+) -> Iterator[Violation]:
+    """Plans (``plan``/``workflow`` holds) of jobs that are not members of ``r`` that use its capacity
+    while it is held (``reservation-plan``). A plan is a promise to start the job there: breaking the
+    reservation then is as wrong as breaking it now. On a whole node, any overlap is a violation. On a
+    GPU-count node, at each moment a non-member plan there starts to overlap the window, the GPUs held then
+    by running work, by non-members placed now and by non-member plans alive then must leave the reserved
+    count free (usage only falls between those moments: running work and placements only end)."""
+    w0, w1 = _window(r, now)
+
+    def member(job_id: str | None) -> bool:
+        job = jobs.get(job_id or "")
+        return job is not None and job.reservation is not None and job.reservation.id == r.id
+
+    def overlaps(h: Any) -> bool:
+        return (w1 is None or h.start < w1) and (w0 is None or h.end is None or h.end > w0)
+
+    others = [h for h in plans if not member(h.job) and overlaps(h)]
+    span = f"from {w0.isoformat() if w0 else 'the start'} to {w1.isoformat() if w1 else 'forever'}"
+    for node in r.node_names:
+        mine = [h for h in others if any(x.node == node and x.tpu_pod is None for x in h.replicas)]
+        if r.nodes:
+            for h in mine:
+                yield Violation(
+                    "reservation-plan",
+                    h.job or "?",
+                    f"its plan from {h.start.isoformat()} uses node {node}, held whole by reservation "
+                    f"{r.id!r} {span} (a plan without an end runs forever)",
+                    node,
+                )
+            continue
+        if not cluster.has_node(node):
+            continue
+        count = r.gpus[node]
+        total = cluster.node(node).gpu_count
+        for t in sorted({max(h.start, w0) if w0 is not None else h.start for h in mine}):
+            alive = [h for h in mine if h.start <= t and (h.end is None or h.end > t)]
+            planned = {g for h in alive for x in h.replicas if x.node == node for g in x.gpus}
+            if not planned:
+                continue  # CPU-only plans there take no reserved GPU
+            busy = set(planned)
+            for job_id in cluster.usage(node).jobs:  # running work still there at t
+                rj = cluster.running_job(job_id)
+                if rj.expected_end is None or rj.expected_end > t:
+                    busy.update(g for rep in rj.replicas if rep.node == node for g in rep.gpus)
+            for p in decision.placements:  # non-members placed now, still running at t
+                end = _ends(jobs.get(p.job), now)
+                if not member(p.job) and (end is None or end > t):
+                    busy.update(
+                        g for rep in p.replicas if rep.node == node and rep.tpu_pod is None for g in rep.gpus
+                    )
+            if total - len(busy) < count:
+                yield Violation(
+                    "reservation-plan",
+                    r.id,
+                    f"at {t.isoformat()} it needs {count} GPUs of {node}; running work, jobs placed now "
+                    f"and the plans of {', '.join(sorted(h.job or '?' for h in alive))} hold {len(busy)} "
+                    f"of its {total} then",
+                    node,
+                )
 
 
 def _backfill(

@@ -68,6 +68,7 @@ RULES: dict[str, str] = {
     "others leave its capacity free",
     "reservation-backfill": "15. work started now by other jobs ends before a reservation that starts later "
     "needs its capacity",
+    "reservation-plan": "15. plans of other jobs leave a reservation's capacity free while it is held",
 }
 
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from solver.check import check
+from solver.decision import Decision, Hold
 from solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
 from solver.reservations import Reservation
 from tests.solver.check_helpers import decision, place, rep
@@ -157,3 +158,85 @@ def test_a_member_with_a_known_duration_ends_by_the_reservations_end(
     r = Reservation(id="r", nodes=[N1], end=NOW + timedelta(hours=1))
     d = decision(place("m", rep(N1, [0])))
     assert _rules(d, [_job("m", 1, "r", hours=hours)], cluster_of(dgx_h100(2)), [r]) == rules
+
+
+# -- plans of other jobs leave a reservation's capacity free while it is held ------------------------------
+
+#: Node 1 whole from 01:00 to 03:00, checked at midnight.
+WINDOW = Reservation(id="win", nodes=[N1], start=NOW, end=NOW + timedelta(hours=2))
+
+
+def _planned(job: str, node: str, gpus: list[int], start: timedelta, hours: float) -> Decision:
+    """``job`` pending, with a plan on ``gpus`` of ``node`` from midnight + ``start`` for ``hours``."""
+    d = decision(pending=(job,))
+    begin = MIDNIGHT + start
+    d.reservations.append(
+        Hold(
+            kind="plan", job=job, start=begin, end=begin + timedelta(hours=hours), replicas=[rep(node, gpus)]
+        )
+    )
+    return d
+
+
+@pytest.mark.parametrize(
+    ("start", "node", "reservation", "rules"),
+    [
+        # 00:30-01:00 ends exactly when the window opens; 03:00-03:30 starts exactly when it closes.
+        (timedelta(minutes=30), N1, None, []),
+        (timedelta(hours=3), N1, None, []),
+        # 00:45-01:15 runs into the window, 02:00-02:30 lies inside it.
+        (timedelta(minutes=45), N1, None, ["reservation-plan"]),
+        (timedelta(hours=2), N1, None, ["reservation-plan"]),
+        # Node 2 is not reserved. A member's plan is not this rule's concern (rule 18's plan-placement
+        # re-checks a plan without the declared reservations, so it refuses any member's plan; the engine
+        # plans no member).
+        (timedelta(hours=2), N2, None, []),
+        (timedelta(hours=2), N1, "win", ["plan-placement"]),
+    ],
+)
+def test_a_non_member_plan_stays_off_a_whole_node_reservation_during_its_window(
+    start: timedelta, node: str, reservation: str | None, rules: list[str]
+) -> None:
+    d = _planned("p", node, list(range(8)), start, 0.5)
+    jobs = [_job("p", 8, reservation, hours=0.5)]
+    got = check(d, jobs, cluster_of(dgx_h100(2)), now=MIDNIGHT, reservations=[WINDOW])
+    assert [v.rule for v in got] == rules
+
+
+H2 = timedelta(hours=2)
+
+
+@pytest.mark.parametrize(
+    ("gpus", "start", "hours", "running_end", "placed_hours", "rules"),
+    [
+        # At 02:00, 8 - 4 planned = 4 free: the reservation's 4 fit.
+        (4, H2, 1.0, None, None, []),
+        # 8 - 6 = 2 < 4.
+        (6, H2, 1.0, None, None, ["reservation-plan"]),
+        # 00:30-01:00 ends as the reservation starts.
+        (6, timedelta(minutes=30), 0.5, None, None, []),
+        # A running job without an end holds 2 more: 8 - 2 - 4 = 2 < 4; one that ended at 00:30 holds none.
+        (4, H2, 1.0, timedelta.max, None, ["reservation-plan"]),
+        (4, H2, 1.0, timedelta(minutes=30), None, []),
+        # A 2-GPU job placed now without a duration (-1) still runs at 02:00 (8 - 2 - 4 = 2); one of 1 h
+        # has ended by then.
+        (4, H2, 1.0, None, -1.0, ["reservation-plan"]),
+        (4, H2, 1.0, None, 1.0, []),
+    ],
+)
+def test_non_member_plans_leave_a_gpu_reservation_its_count(
+    gpus: int,
+    start: timedelta,
+    hours: float,
+    running_end: timedelta | None,
+    placed_hours: float | None,
+    rules: list[str],
+) -> None:
+    c = _one(running_end)
+    d = _planned("p", "dgx-h100", list(range(8 - gpus, 8)), start, hours)
+    jobs = [_job("p", gpus, hours=hours)]
+    if placed_hours is not None:  # on GPUs 2-3, beside the running job's
+        d.placements.append(place("now", rep("dgx-h100", [2, 3])))
+        jobs.append(_job("now", 2, hours=None if placed_hours < 0 else placed_hours))
+    got = check(d, jobs, c, now=MIDNIGHT, reservations=[GPU_LATER])
+    assert [v.rule for v in got] == rules

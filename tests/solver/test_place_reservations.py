@@ -15,7 +15,7 @@ from solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
 from solver.policy import Policy
 from solver.reservations import Reservation, load_reservations
 from tests.solver.conftest import NOW, assert_valid, pending_reason, reason_codes
-from topology import cluster_of, dgx_h100
+from topology import Cluster, cluster_of, dgx_h100
 
 
 def _job(job_id: str, gpus: int, reservation: str | None = None, hours: float | None = None) -> Job:
@@ -388,3 +388,48 @@ def test_members_of_a_gpu_reservation_never_exceed_its_count_by_evicting(engine:
     assert [p.job for p in d.placements] == ["m1"] and d.preemptions == []
     assert d.placement_of("m1").replicas[0].gpus == [4, 5, 6, 7]  # type: ignore[union-attr]
     assert [p.job for p in d.pending] == ["m2"]
+
+
+def _filled_until(n1_hours: float) -> Cluster:
+    """Both nodes full: node 1 until ``n1_hours`` from now, node 2 until +10 h."""
+    return cluster_of(dgx_h100(2)).with_allocations(
+        [
+            {
+                "job": "r1",
+                "expected_end": NOW + timedelta(hours=n1_hours),
+                "replicas": [{"node": N1, "gpus": list(range(8))}],
+            },
+            {**FULL_N2, "expected_end": NOW + timedelta(hours=10)},
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("reservation", "gpus"),
+    [
+        (Reservation(id="r", nodes=[N1], start=NOW + timedelta(hours=1), end=NOW + timedelta(hours=3)), 8),
+        # 4 of node 1's GPUs, but at +1 h r1 still sits on all 8: the hold gets none of its 4, and a plan of
+        # 6 GPUs on node 1 at +2 h would leave it 2.
+        (Reservation(id="r", gpus={N1: 4}, start=NOW + timedelta(hours=1), end=NOW + timedelta(hours=3)), 6),
+    ],
+)
+def test_a_non_member_is_not_planned_into_a_reservation_that_starts_later(
+    engine: str, reservation: Reservation, gpus: int
+) -> None:
+    # Node 1 frees at +2 h, inside the reservation's window [+1 h, +3 h); node 2 at +10 h. The 30-minute job
+    # fits on node 1 at +2 h by capacity alone, but that is the reservation's; the first start outside its
+    # window is +3 h, when it ends (the hold in the timeline used to take only what was free at +1 h).
+    c = _filled_until(2)
+    d = _run(engine, [_job("j", gpus, hours=0.5)], c, [reservation])
+    [plan] = [h for h in d.reservations if h.kind == "plan"]
+    assert (plan.start, [r.node for r in plan.replicas]) == (NOW + timedelta(hours=3), [N1])
+
+
+def test_a_non_member_planned_to_end_by_a_later_reservations_start_may_use_its_node(engine: str) -> None:
+    # Node 1 frees at +1 h and is reserved whole from +2 h: a 30-minute job planned at +1 h ends before the
+    # window, so the node stays open to it.
+    c = _filled_until(1)
+    res = Reservation(id="r", nodes=[N1], start=NOW + timedelta(hours=2), end=NOW + timedelta(hours=3))
+    d = _run(engine, [_job("j", 8, hours=0.5)], c, [res])
+    [plan] = [h for h in d.reservations if h.kind == "plan"]
+    assert (plan.start, [r.node for r in plan.replicas]) == (NOW + timedelta(hours=1), [N1])
