@@ -59,11 +59,16 @@ def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from solver.check import check
+    from solver.cli.inputs import (
+        InputError,
+        cluster_arg,
+        jobs_arg,
+        prices_arg,
+        read_options_arg,
+        reservations_arg,
+        with_running_arg,
+    )
     from solver.decision import Decision
-    from solver.jobs import JobValidationError, read_files
-    from solver.running import running_from_envelopes
-    from topology import TopologyError
-    from topology.load import load_cluster
 
     now = None
     if args.now:
@@ -72,75 +77,28 @@ def run(args: argparse.Namespace) -> int:
         except ValueError:
             return _fail(f"--now {args.now!r} is not an RFC 3339 timestamp")
     try:
-        cluster = load_cluster(args.cluster)
-    except OSError as e:
-        return _fail(f"cannot open cluster {args.cluster}: {e.strerror or e}")
-    except TopologyError as e:
-        return _fail(f"cluster {args.cluster} is invalid:\n{e}")
-    from solver.cli.validate import load_options, with_limits
-
-    try:
-        options = load_options(args.queue_config)
-    except OSError as e:
-        return _fail(f"cannot open queue config {args.queue_config}: {e.strerror or e}")
-    except JobValidationError as e:
-        return _fail(f"queue config {args.queue_config} is invalid: {e}")
-    try:
-        # The jobs are read under the limits placer place had, so both agree on which jobs are rejected.
-        options = with_limits(options, args.limits)
-    except OSError as e:
-        return _fail(f"cannot open limits file {args.limits}: {e.strerror or e}")
-    except JobValidationError as e:
-        return _fail(f"limits file {args.limits} is invalid: {e}")
-    try:
-        results = read_files(args.jobs, options=options)
-    except OSError as e:
-        return _fail(f"cannot open jobs file {getattr(e, 'filename', '') or ''}: {e.strerror or e}")
-    try:
-        decision = Decision.model_validate(_read_json(args.decision))
-    except OSError as e:
-        return _fail(f"cannot open decision {args.decision}: {e.strerror or e}")
-    except ValueError as e:  # JSON or pydantic ValidationError (a ValueError subclass)
-        detail = _pydantic_lines(e) if isinstance(e, ValidationError) else str(e)
-        return _fail(f"decision {args.decision} is not a valid decision: {detail}")
-    if args.running:
+        cluster = cluster_arg(args.cluster)
+        # The jobs are read under the queue configuration and limits placer place had, so both agree on
+        # which jobs are rejected.
+        options = read_options_arg(args.queue_config, args.limits)
+        results = jobs_arg(args.jobs, options)
         try:
-            running = running_from_envelopes(_read_json(args.running), args.running)
-            cluster = cluster.with_allocations(running)
+            decision = Decision.model_validate(_read_json(args.decision))
         except OSError as e:
-            return _fail(f"cannot open running jobs {args.running}: {e.strerror or e}")
-        except JobValidationError as e:
-            return _fail("running jobs are invalid:\n" + "\n".join(f"  {i}" for i in e.issues))
-        except TopologyError as e:
-            return _fail(f"running jobs do not fit the cluster:\n{e}")
-        except ValueError as e:
-            return _fail(f"running jobs {args.running} are not JSON: {e}")
+            return _fail(f"cannot open decision {args.decision}: {e.strerror or e}")
+        except ValueError as e:  # JSON or pydantic ValidationError (a ValueError subclass)
+            detail = _pydantic_lines(e) if isinstance(e, ValidationError) else str(e)
+            return _fail(f"decision {args.decision} is not a valid decision: {detail}")
+        cluster = with_running_arg(cluster, args.running)
+        declared: list[object] = [*args.reservation, *(reservations_arg(args.reservations, cluster) or [])]
+        prices = prices_arg(args.prices)
+    except InputError as e:  # nothing can be checked without every input: exit 2 either way
+        return _fail(e.message)
     jobs = [r.job for r in results if r.ok and r.job is not None]
     refused = [r.id for r in results if not r.ok and r.id != r.source]
     for r in results:
         if not r.ok and r.id == r.source:  # a whole document failed: it names no job to account for
             print(f"{_NAME}: warning: {r.source} holds no readable job: {r.errors[0]}", file=sys.stderr)
-    declared: list[object] = list(args.reservation)
-    if args.reservations:
-        from solver.reservations import load_reservations
-
-        try:
-            with open(args.reservations, encoding="utf-8-sig") as fh:
-                declared += load_reservations(fh.read(), source=args.reservations, cluster=cluster)
-        except OSError as e:
-            return _fail(f"cannot open reservations {args.reservations}: {e.strerror or e}")
-        except JobValidationError as e:
-            return _fail(f"reservations {args.reservations} are invalid: {e}")
-    prices = None
-    if args.prices:
-        from solver.prices import load_prices_file
-
-        try:
-            prices = load_prices_file(args.prices)
-        except OSError as e:
-            return _fail(f"cannot open prices {args.prices}: {e.strerror or e}")
-        except JobValidationError as e:
-            return _fail(f"prices {args.prices} are invalid: {e}")
     violations = check(
         decision,
         jobs,

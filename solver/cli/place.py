@@ -41,8 +41,6 @@ from typing import Any
 _NAME = "placer place"
 #: RFC 3339 ``date-time`` (section 5.6): full date, ``T`` (or space), full time with a mandatory offset.
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
-#: Most problems printed for an unreadable file before "... and N more".
-MAX_PRINTED = 20
 #: ``--engine`` values: placer's engines, then the baseline scorers (``solver.policy.ENGINES`` and
 #: ``BASELINES``; spelled out so that ``placer --help`` need not import pydantic).
 ENGINE_CHOICES = (
@@ -159,19 +157,20 @@ def _bad_content(message: str) -> int:
     return 1
 
 
-def _shown(items: list[Any]) -> str:
-    more = len(items) - MAX_PRINTED
-    return "; ".join(str(i) for i in items[:MAX_PRINTED]) + (f"; ... and {more} more" if more > 0 else "")
-
-
 def run(args: argparse.Namespace) -> int:
     """Read everything, place, print; the exit code says what went wrong (see the module docstring)."""
+    from solver.cli.inputs import (
+        InputError,
+        cluster_arg,
+        jobs_arg,
+        prices_arg,
+        read_options_arg,
+        reservations_arg,
+        shown,
+        with_running_arg,
+    )
     from solver.engine import place
-    from solver.jobs import JobValidationError, read_files
     from solver.policy import Policy, engine_fields
-    from solver.running import running_from_envelopes
-    from topology import TopologyError
-    from topology.load import load_cluster
 
     now = None
     if args.now:
@@ -180,67 +179,17 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             return _usage(f"--now: {e}")
     try:
-        cluster = load_cluster(args.cluster)
-    except OSError as e:
-        return _usage(f"cannot open cluster {args.cluster}: {e.strerror or e}")
-    except TopologyError as e:
-        return _bad_content(f"cluster {args.cluster} cannot be read: {_shown(list(e.problems))}")
-    from solver.cli.validate import load_options, with_limits
-
-    try:
-        options = load_options(args.queue_config)
-    except OSError as e:
-        return _usage(f"cannot open queue config {args.queue_config}: {e.strerror or e}")
-    except JobValidationError as e:
-        return _bad_content(f"queue config {args.queue_config} is invalid: {_shown(list(e.issues))}")
-    try:
-        options = with_limits(options, args.limits)
-    except OSError as e:
-        return _usage(f"cannot open limits file {args.limits}: {e.strerror or e}")
-    except JobValidationError as e:
-        return _bad_content(f"limits file {args.limits} is invalid: {_shown(list(e.issues))}")
-    try:
-        results = read_files(args.jobs, options=options)
-    except OSError as e:
-        return _usage(f"cannot open jobs file {e.filename or ''}: {e.strerror or e}")
-    unreadable = [r for r in results if not r.ok and r.id == r.source]
-    if unreadable:  # a whole document failed: it names no job that could be answered in the decision
-        return _bad_content("; ".join(f"{r.source}: {_shown(list(r.errors))}" for r in unreadable))
-    if args.running:
-        try:
-            with open(args.running, encoding="utf-8-sig") as fh:
-                items = json.load(fh)
-        except OSError as e:
-            return _usage(f"cannot open running jobs {args.running}: {e.strerror or e}")
-        except ValueError as e:  # not JSON, or not UTF-8
-            return _bad_content(f"running jobs {args.running} are not JSON: {e}")
-        try:
-            cluster = cluster.with_allocations(running_from_envelopes(items, args.running))
-        except JobValidationError as e:
-            return _bad_content(f"running jobs are invalid: {_shown(list(e.issues))}")
-        except TopologyError as e:
-            return _bad_content(f"running jobs do not fit the cluster: {_shown(list(e.problems))}")
-    reservations = None
-    if args.reservations:
-        from solver.reservations import load_reservations
-
-        try:
-            with open(args.reservations, encoding="utf-8-sig") as fh:
-                reservations = load_reservations(fh.read(), source=args.reservations, cluster=cluster)
-        except OSError as e:
-            return _usage(f"cannot open reservations {args.reservations}: {e.strerror or e}")
-        except JobValidationError as e:
-            return _bad_content(f"reservations {args.reservations} are invalid: {_shown(list(e.issues))}")
-    prices = None
-    if args.prices:
-        from solver.prices import load_prices_file
-
-        try:
-            prices = load_prices_file(args.prices)
-        except OSError as e:
-            return _usage(f"cannot open prices {args.prices}: {e.strerror or e}")
-        except JobValidationError as e:
-            return _bad_content(f"prices {args.prices} are invalid: {_shown(list(e.issues))}")
+        cluster = cluster_arg(args.cluster)
+        options = read_options_arg(args.queue_config, args.limits)
+        results = jobs_arg(args.jobs, options)
+        unreadable = [r for r in results if not r.ok and r.id == r.source]
+        if unreadable:  # a whole document failed: it names no job that could be answered in the decision
+            return _bad_content("; ".join(f"{r.source}: {shown(list(r.errors))}" for r in unreadable))
+        cluster = with_running_arg(cluster, args.running)
+        reservations = reservations_arg(args.reservations, cluster)
+        prices = prices_arg(args.prices)
+    except InputError as e:
+        return _usage(e.message) if e.kind == "usage" else _bad_content(e.message)
     policy = Policy(
         **engine_fields(args.engine),  # type: ignore[arg-type]
         time_limit_s=args.time_limit,
