@@ -33,7 +33,7 @@ from solver.cost import Pricing
 from solver.demand import JobPlan, Unit
 from solver.greedy_preemption import place_with_evictions
 from solver.jobs.model import AffinityOperator, LabelRule
-from solver.preempt import Victim
+from solver.preempt import Victim, job_rank
 from solver.rules import holds
 from solver.scorers import Context as ScorerContext
 from solver.snapshot import Snapshot
@@ -103,7 +103,9 @@ class State:
     label_index: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     taken: dict[int, int] = field(default_factory=dict)
     running_left: dict[int, int] = field(default_factory=dict)
-    evicted: set[str] = field(default_factory=set)
+    #: Running jobs this decision evicts, with their rank: evictions give budget back only to jobs that
+    #: outrank the victim (:func:`within_budget`).
+    evicted: dict[str, int] = field(default_factory=dict)
     #: GPUs and GPU jobs this decision added per queue (committed placements only).
     queue_use: dict[str, tuple[float, int]] = field(default_factory=dict)
     #: Money units per hour this decision added per queue and per tenant (committed placements only).
@@ -330,7 +332,7 @@ class State:
                 self.pod_used[pidx] -= chips
                 self.log.append(("podfree", pidx, chips))
                 self.slice_cache = {k: s for k, s in self.slice_cache.items() if k[0] != pidx}
-        self.evicted.add(victim.id)
+        self.evicted[victim.id] = victim.rank
         self.log.append(("evicted", victim.id))
 
     def note(self, plan: JobPlan, replicas: list[ReplicaAt]) -> None:
@@ -381,7 +383,7 @@ class State:
                 self.pod_used[entry[1]] |= entry[2]
                 self.slice_cache = {k: v for k, v in self.slice_cache.items() if k[0] != entry[1]}
             elif kind == "evicted":
-                self.evicted.discard(entry[1])
+                self.evicted.pop(entry[1], None)
 
     def commit(self) -> None:
         """Forget the undo log (the changes since the last commit stay)."""
@@ -410,7 +412,7 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
     queue = plan.job.queue
     gpus = _gpus_of(replicas)
     if gpus > 0:
-        room_gpus, room_jobs = budgets.room(queue, state.evicted)
+        room_gpus, room_jobs = budgets.room(queue, _evicted_below(plan, state))
         added_gpus, added_jobs = state.queue_use.get(queue or "", (0.0, 0))
         if room_gpus is not None and added_gpus + gpus > room_gpus + 1e-9:
             return False
@@ -421,6 +423,14 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
         return True  # not under a dollar budget, or adds nothing to it
     q_left, t_left = _cost_left(plan, state, budgets)
     return (q_left is None or units <= q_left) and (t_left is None or units <= t_left)
+
+
+def _evicted_below(plan: JobPlan, state: State) -> list[str]:
+    """The evictions whose budget this job may use: those of jobs it outranks. An eviction is for strictly
+    higher-priority work (OJS ML §8), budget room included, so a job never runs on room freed by evicting
+    its equals (the CP-SAT model has the same rule per priority level, ``_within_by_rank``)."""
+    mine = job_rank(plan.job)
+    return [vid for vid, rank in state.evicted.items() if rank < mine]
 
 
 def _budget_cost(
@@ -438,7 +448,7 @@ def _cost_left(plan: JobPlan, state: State, budgets: Budgets | None) -> tuple[in
     if budgets is None:
         return (None, None)
     queue, tenant = plan.job.queue, plan.job.tenant
-    q_room, t_room = budgets.cost_room(queue, tenant, state.evicted)
+    q_room, t_room = budgets.cost_room(queue, tenant, _evicted_below(plan, state))
     if q_room is not None:
         q_room -= state.cost_use.get(queue or "", 0)
     if t_room is not None:

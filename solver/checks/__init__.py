@@ -56,7 +56,7 @@ from solver.checks.gang import check_gang
 from solver.checks.nodes import check_accelerator, check_nodes
 from solver.checks.nvlink import check_nvlink
 from solver.checks.plans import check_plans
-from solver.checks.preemption import check_directives, check_preemption
+from solver.checks.preemption import check_directives, check_preemption, job_rank
 from solver.checks.reservations import check_reservations
 from solver.checks.shape import check_shapes
 from solver.checks.spread import check_distinct, check_exclusive, check_scope
@@ -118,7 +118,11 @@ def check(
         out.extend(check_timing(ctx, job))
     out.extend(check_preemption(ctx, cluster))
     out.extend(check_directives(ctx, cluster))
-    out.extend(check_budgets(decision, ctx.jobs.values(), cluster, queues or {}, prices))
+    out.extend(
+        check_budgets(
+            decision, ctx.jobs.values(), cluster, queues or {}, prices, rank=lambda job: job_rank(job, ctx)
+        )
+    )
     out.extend(
         check_reservations(decision, ctx.jobs, ctx.cluster, list(reservations or ()), ctx.now, before=cluster)
     )

@@ -12,6 +12,10 @@ A budget is broken by a decision that *adds* to a queue or tenant that ends over
 over a budget (it was lowered, prices changed) are not the decision's doing, and placing nothing there is
 what a decision can do about it.
 
+Evicting a running job gives its room back, but only to jobs that outrank it (OJS ML §8: an eviction is
+for strictly higher-priority work): at each rank ``r`` of placed work, the jobs ranked ``r`` or lower must
+fit with the evicted jobs they do not outrank still counted.
+
 >>> from solver.decision import Decision
 >>> from topology import cluster_of, cpu_nodes
 >>> list(check_budgets(Decision(), [], cluster_of(cpu_nodes(1)), {}))
@@ -20,15 +24,50 @@ what a decision can do about it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from solver.checks.preemption import rank_of
 from solver.checks.violation import Violation
 from solver.decision import Decision
 from solver.jobs.model import Job
 from solver.jobs.queues import QueueConfig
 from solver.prices import UNITS_PER_DOLLAR, PriceCatalog, replica_units, to_units
 from topology import Cluster
+
+Rank = tuple[int, int]
+
+
+@dataclass
+class _Ledger:
+    """What one budget holds after the decision: running jobs that stay, and the evicted running jobs and
+    the placed jobs with their ranks (evictions give room back only to jobs that outrank the victim)."""
+
+    staying: float = 0.0
+    evicted: list[tuple[Rank, float]] = field(default_factory=list)
+    placed: list[tuple[Rank, float]] = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        return self.staying + sum(a for _, a in self.placed)
+
+    @property
+    def added(self) -> bool:
+        return any(a > 0 for _, a in self.placed)
+
+    def over_at_level(self, limit: float) -> tuple[Rank, float] | None:
+        """The lowest rank ``r`` of placed work at which jobs ranked <= ``r`` exceed ``limit`` when the
+        running jobs they do not outrank still count (evicting them freed room only for higher work)."""
+        for r in sorted({rank for rank, a in self.placed if a > 0}):
+            used = (
+                self.staying
+                + sum(a for rank, a in self.evicted if rank >= r)
+                + sum(a for rank, a in self.placed if rank <= r)
+            )
+            if used > limit + 1e-9:
+                return r, used
+        return None
 
 
 def check_budgets(
@@ -37,61 +76,97 @@ def check_budgets(
     cluster: Cluster,
     queues: Mapping[str, QueueConfig],
     prices: PriceCatalog | None = None,
+    rank: Callable[[Job], Rank] | None = None,
 ) -> Iterator[Violation]:
     """A ``queue-budget`` violation per queue whose GPU limits the decision takes it over, and a
-    ``cost-budget`` violation per queue or tenant whose dollar budget it takes it over."""
+    ``cost-budget`` violation per queue or tenant whose dollar budget it takes it over. With ``rank`` (a
+    placed job's rank at the decision time), also where jobs use room freed by evicting running jobs they
+    do not outrank (OJS ML §8: evictions are for strictly higher-priority work only)."""
     jobs = list(jobs)
-    yield from _check_gpus(decision, jobs, cluster, queues)
-    yield from _check_costs(decision, jobs, cluster, queues, prices or PriceCatalog.default())
+    rank_of_job = rank or (lambda job: rank_of(job.priority_class.value, job.priority))
+    yield from _check_gpus(decision, jobs, cluster, queues, rank_of_job)
+    yield from _check_costs(decision, jobs, cluster, queues, prices or PriceCatalog.default(), rank_of_job)
 
 
 def _gpus(replicas: Iterable[Any]) -> float:
     return sum((r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus)) for r in replicas)
 
 
+def _level_message(r: Rank, used: float, what: str) -> str:
+    return (
+        f"jobs of rank {r} or lower hold {used:g} {what} when the running jobs they do not outrank still "
+        "count: they use room freed by evicting jobs of their own priority or higher"
+    )
+
+
 def _check_gpus(
-    decision: Decision, jobs: list[Job], cluster: Cluster, queues: Mapping[str, QueueConfig]
+    decision: Decision,
+    jobs: list[Job],
+    cluster: Cluster,
+    queues: Mapping[str, QueueConfig],
+    rank: Callable[[Job], Rank],
 ) -> Iterator[Violation]:
     if not queues:
         return
     evicted = {e.job for e in decision.preemptions}
     by_id = {j.id: j for j in jobs}
-    gpus: dict[str, float] = {}
-    count: dict[str, int] = {}
-    added: set[str] = set()
+    gpus: dict[str, _Ledger] = {}
+    count: dict[str, _Ledger] = {}
     for rj in cluster.running_jobs():
-        if rj.job in evicted or rj.queue is None:
-            continue
         g = _gpus(rj.replicas)
-        if g > 0:
-            gpus[rj.queue] = gpus.get(rj.queue, 0.0) + g
-            count[rj.queue] = count.get(rj.queue, 0) + 1
+        if rj.queue is None or g <= 0:
+            continue
+        gl, cl = gpus.setdefault(rj.queue, _Ledger()), count.setdefault(rj.queue, _Ledger())
+        if rj.job in evicted:
+            r = rank_of(rj.priority_class, rj.priority)
+            gl.evicted.append((r, g))
+            cl.evicted.append((r, 1))
+        else:
+            gl.staying += g
+            cl.staying += 1
     for p in decision.placements:
         job = by_id.get(p.job)
         if job is None or job.queue is None:
             continue
         g = _gpus(p.replicas)
         if g > 0:
-            gpus[job.queue] = gpus.get(job.queue, 0.0) + g
-            count[job.queue] = count.get(job.queue, 0) + 1
-            added.add(job.queue)
+            r = rank(job)
+            gpus.setdefault(job.queue, _Ledger()).placed.append((r, g))
+            count.setdefault(job.queue, _Ledger()).placed.append((r, 1))
     for name, qc in sorted(queues.items()):
-        if name not in added:
+        gl, cl = gpus.get(name, _Ledger()), count.get(name, _Ledger())
+        if not gl.added:
             continue
         lim = qc.config.ml_limits
-        if lim.max_total_gpus is not None and gpus.get(name, 0.0) > lim.max_total_gpus + 1e-9:
-            yield Violation(
-                "queue-budget",
-                name,
-                f"queue holds {gpus[name]:g} GPUs after the decision; max_total_gpus is {lim.max_total_gpus}",
-            )
-        if lim.max_concurrent_gpu_jobs is not None and count.get(name, 0) > lim.max_concurrent_gpu_jobs:
-            yield Violation(
-                "queue-budget",
-                name,
-                f"queue has {count[name]} active GPU jobs after the decision; "
-                f"max_concurrent_gpu_jobs is {lim.max_concurrent_gpu_jobs}",
-            )
+        if lim.max_total_gpus is not None:
+            if gl.total > lim.max_total_gpus + 1e-9:
+                yield Violation(
+                    "queue-budget",
+                    name,
+                    f"queue holds {gl.total:g} GPUs after the decision; "
+                    f"max_total_gpus is {lim.max_total_gpus}",
+                )
+            elif (over := gl.over_at_level(lim.max_total_gpus)) is not None:
+                yield Violation(
+                    "queue-budget",
+                    name,
+                    f"{_level_message(*over, 'GPUs')}; max_total_gpus is {lim.max_total_gpus}",
+                )
+        if lim.max_concurrent_gpu_jobs is not None:
+            if cl.total > lim.max_concurrent_gpu_jobs:
+                yield Violation(
+                    "queue-budget",
+                    name,
+                    f"queue has {cl.total:g} active GPU jobs after the decision; "
+                    f"max_concurrent_gpu_jobs is {lim.max_concurrent_gpu_jobs}",
+                )
+            elif (over := cl.over_at_level(lim.max_concurrent_gpu_jobs)) is not None:
+                yield Violation(
+                    "queue-budget",
+                    name,
+                    f"{_level_message(*over, 'GPU jobs')}; max_concurrent_gpu_jobs is "
+                    f"{lim.max_concurrent_gpu_jobs}",
+                )
 
 
 def _check_costs(
@@ -100,6 +175,7 @@ def _check_costs(
     cluster: Cluster,
     queues: Mapping[str, QueueConfig],
     prices: PriceCatalog,
+    rank: Callable[[Job], Rank],
 ) -> Iterator[Violation]:
     limits: dict[tuple[str, str], int] = {
         ("queue", name): to_units(qc.config.ml_limits.max_cost_per_hour)
@@ -109,35 +185,48 @@ def _check_costs(
     limits.update({("tenant", t): to_units(v) for t, v in prices.budgets.tenants.items()})
     if not limits:
         return
-    spent: dict[tuple[str, str], int] = {}
-    added: set[tuple[str, str]] = set()
+    ledgers: dict[tuple[str, str], _Ledger] = {}
 
-    def charge(queue: str | None, tenant: str | None, replicas: Iterable[Any], placed: bool) -> None:
-        keys = [k for k in (("queue", queue), ("tenant", tenant)) if k[1] is not None and k in limits]
-        if not keys:
-            return
-        units = sum(replica_units(cluster, r, prices) for r in replicas)
-        for k in keys:
-            spent[k] = spent.get(k, 0) + units  # type: ignore[index]
-            if placed and units > 0:
-                added.add(k)  # type: ignore[arg-type]
+    def keys(queue: str | None, tenant: str | None) -> list[tuple[str, str]]:
+        return [k for k in (("queue", queue), ("tenant", tenant)) if k[1] is not None and k in limits]  # type: ignore[misc]
 
     evicted = {e.job for e in decision.preemptions}
     for rj in cluster.running_jobs():
-        if rj.job not in evicted:
-            charge(rj.queue, rj.tenant, rj.replicas, placed=False)
+        ks = keys(rj.queue, rj.tenant)
+        if not ks:
+            continue
+        units = sum(replica_units(cluster, r, prices) for r in rj.replicas)
+        for k in ks:
+            ledger = ledgers.setdefault(k, _Ledger())
+            if rj.job in evicted:
+                ledger.evicted.append((rank_of(rj.priority_class, rj.priority), units))
+            else:
+                ledger.staying += units
     by_id = {j.id: j for j in jobs}
     for p in decision.placements:
         job = by_id.get(p.job)
-        if job is not None:
-            charge(job.queue, job.tenant, p.replicas, placed=True)
+        if job is None or not (ks := keys(job.queue, job.tenant)):
+            continue
+        units = sum(replica_units(cluster, r, prices) for r in p.replicas)
+        for k in ks:
+            ledgers.setdefault(k, _Ledger()).placed.append((rank(job), units))
     for (kind, name), limit in sorted(limits.items()):
-        used = spent.get((kind, name), 0)
-        if (kind, name) in added and used > limit:
-            what = "max_cost_per_hour" if kind == "queue" else "its budget (budgets.tenants)"
+        ledger = ledgers.get((kind, name), _Ledger())
+        if not ledger.added:
+            continue
+        what = "max_cost_per_hour" if kind == "queue" else "its budget (budgets.tenants)"
+        if ledger.total > limit:
             yield Violation(
                 "cost-budget",
                 name,
-                f"{kind} {name!r} costs ${used / UNITS_PER_DOLLAR:g}/h after the decision (running and "
-                f"placed); {what} is ${limit / UNITS_PER_DOLLAR:g}/h",
+                f"{kind} {name!r} costs ${ledger.total / UNITS_PER_DOLLAR:g}/h after the decision (running "
+                f"and placed); {what} is ${limit / UNITS_PER_DOLLAR:g}/h",
+            )
+        elif (over := ledger.over_at_level(limit)) is not None:
+            r, used = over
+            yield Violation(
+                "cost-budget",
+                name,
+                f"{kind} {name!r}: {_level_message(r, used / UNITS_PER_DOLLAR, 'dollars per hour')}; "
+                f"{what} is ${limit / UNITS_PER_DOLLAR:g}/h",
             )

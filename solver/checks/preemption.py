@@ -47,7 +47,8 @@ def rank_of(priority_class: str, priority: int) -> tuple[int, int]:
     return (_CLASS.get(priority_class, 0), priority)
 
 
-def _job_rank(job: Job, ctx: Context) -> tuple[int, int]:
+def job_rank(job: Job, ctx: Context) -> tuple[int, int]:
+    """A placed job's rank at ``ctx.now``: a spot job past its escalation time counts as its target class."""
     cls = job.priority_class.value
     esc = job.escalation
     if (
@@ -86,7 +87,7 @@ def check_preemption(ctx: Context, before: Cluster) -> Iterator[Violation]:
                 yield Violation(
                     "eviction-priority", e.job, f"it is evicted for {j}, which this decision does not place"
                 )
-            elif _job_rank(placed[j][1], ctx) <= victim:
+            elif job_rank(placed[j][1], ctx) <= victim:
                 yield Violation(
                     "eviction-priority",
                     e.job,

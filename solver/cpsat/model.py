@@ -946,19 +946,20 @@ class _Built:
                 groups.setdefault(("queue", job.queue), []).append(p)
             if job.tenant is not None and job.tenant in budgets.tenant_max_cost:
                 groups.setdefault(("tenant", job.tenant), []).append(p)
+        vrank = {v.id: v.rank for v in self.b.victims}
         for (kind, name), ps in sorted(groups.items()):
-            terms = [t for p in ps for t in self.money.get(p, [])]
-            if not terms:
+            used = [(job_rank(self.plans[p].job), _weighted(self.money[p])) for p in ps if self.money.get(p)]
+            if not used:
                 continue
             at = 0 if kind == "queue" else 1
             room = budgets.cost_room(*((name, None) if kind == "queue" else (None, name)))[at]
             assert room is not None
             back = [
-                (self.e[vid], units)
+                (vrank[vid], units * self.e[vid])
                 for vid, (q, t, units) in budgets.running_cost.items()
                 if vid in self.e and (q if kind == "queue" else t) == name and units
             ]
-            self._within(_weighted(terms), room, _weighted(back))
+            self._within_by_rank(used, room, back)
 
     def _budgets(self) -> None:
         """Queue GPU budgets (OJS ML §10.3): a queue's placed GPUs (in thousandths) and GPU jobs stay within
@@ -984,19 +985,40 @@ class _Built:
             if not gpu_ps:
                 continue
             room_gpus, room_jobs = budgets.room(q)
+            vrank = {v.id: v.rank for v in self.b.victims}
             back = [
                 (vid, budgets.running[vid][1]) for vid in self.e if budgets.running.get(vid, ("", 0))[0] == q
             ]
+            ranks = {p: job_rank(self.plans[p].job) for p in gpu_ps}
             if room_gpus is not None:
-                self._within(
-                    sum(milli[p] * self.placed[p] for p in gpu_ps),
+                self._within_by_rank(
+                    [(ranks[p], milli[p] * self.placed[p]) for p in gpu_ps],
                     int(np.floor(room_gpus * 1000 + 1e-6)),
-                    sum(round(g * 1000) * self.e[vid] for vid, g in back),
+                    [(vrank[vid], round(g * 1000) * self.e[vid]) for vid, g in back],
                 )
             if room_jobs is not None:
-                self._within(
-                    sum(self.placed[p] for p in gpu_ps), room_jobs, sum(self.e[vid] for vid, _ in back)
+                self._within_by_rank(
+                    [(ranks[p], self.placed[p]) for p in gpu_ps],
+                    room_jobs,
+                    [(vrank[vid], self.e[vid]) for vid, _ in back],
                 )
+
+    def _within_by_rank(
+        self,
+        used: list[tuple[int, cp_model.LinearExprT]],
+        room: int,
+        back: list[tuple[int, cp_model.LinearExprT]],
+    ) -> None:
+        """A budget at every priority level ``r`` of the jobs using it: what jobs of rank <= ``r`` take stays
+        within the room plus what evictions of jobs ranked *below* ``r`` give back. Why per level: an
+        eviction is allowed only for strictly higher-priority work (OJS ML §8), and budget room is no
+        exception; one row would let a spot job use the budget a spot victim freed, so the model would
+        evict spot work that some higher-priority job happens to use the node of, only to admit another
+        spot job under the budget."""
+        for r in sorted({rank for rank, _ in used}):
+            self._within(
+                sum(x for rank, x in used if rank <= r), room, sum(x for rank, x in back if rank < r)
+            )
 
     def _within(self, used: cp_model.LinearExprT, room: int, back: cp_model.LinearExprT) -> None:
         """``used <= room + back`` (a budget's room left by running jobs, plus what evictions give back);

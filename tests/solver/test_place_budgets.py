@@ -80,3 +80,65 @@ def test_checker_reports_a_decision_over_budget() -> None:
     )
     assert [v.rule for v in check(d, jobs, c, now=NOW, queues=_queues(max_total_gpus=4))] == ["queue-budget"]
     assert check(d, jobs, c, now=NOW, queues=_queues(max_total_gpus=8)) == []
+
+
+def _spot_queue_cluster() -> object:
+    # Three DGX: two spot jobs of queue "spot" hold dgx-h100-1 and -2 whole (started an hour ago, no
+    # checkpoint); dgx-h100-3 is free. The spot queue's budget is 16 GPUs, all used by the two.
+    def run(job: str, node: str) -> dict[str, object]:
+        return {
+            "job": job,
+            "queue": "spot",
+            "priority_class": "spot",
+            "started_at": NOW - timedelta(hours=1),
+            "replicas": [{"node": node, "gpus": list(range(8))}],
+        }
+
+    return cluster_of(dgx_h100(3)).with_allocations([run("s1", "dgx-h100-1"), run("s2", "dgx-h100-2")])
+
+
+def test_evictions_free_budget_only_for_work_that_outranks_the_victim(engine: str) -> None:
+    from solver.engine import place
+    from solver.policy import Policy
+
+    # An on-demand 8-GPU job (queue "train") and a spot 4-GPU job (queue "spot"). The on-demand job fits
+    # the free dgx-h100-3, so nothing must be evicted. Evicting s1 "for" the on-demand job would free 8 GPUs
+    # of the spot budget, but the spot job does not outrank s1 (OJS ML §8: evictions are for strictly
+    # higher-priority work), so it may not use that room: it waits with QUEUE_BUDGET (16 used of 16).
+    c = _spot_queue_cluster()
+    jobs = [_job("od", 8), _job("sp", 4, cls="spot", queue="spot")]
+    q = {
+        "spot": QueueConfig.model_validate({"queue": "spot", "config": {"ml_limits": {"max_total_gpus": 16}}})
+    }
+    d = place(jobs, c, Policy(engine=engine, time_limit_s=2), now=NOW, queues=q)
+    assert check(d, jobs, c, now=NOW, queues=q) == []
+    assert d.preemptions == []
+    assert [p.job for p in d.placements] == ["od"]
+    assert (pending_reason(d, "sp") or "").startswith("QUEUE_BUDGET")
+
+
+def test_checker_refuses_budget_freed_by_evicting_an_equal() -> None:
+    from solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
+
+    # The forged answer of the test above: od evicts s1 and takes dgx-h100-1, sp uses the 8 GPUs of spot
+    # budget that frees, on dgx-h100-3. Totals fit (8 + 4 = 12 <= 16), but at the spot level s1 still
+    # counts: 8 + 8 + 4 = 20 > 16.
+    c = _spot_queue_cluster()
+    jobs = [_job("od", 8), _job("sp", 4, cls="spot", queue="spot")]
+    q = {
+        "spot": QueueConfig.model_validate({"queue": "spot", "config": {"ml_limits": {"max_total_gpus": 16}}})
+    }
+    d = Decision(
+        placements=[
+            JobPlacement(job="od", replicas=[ReplicaPlacement(node="dgx-h100-1", gpus=list(range(8)))]),
+            JobPlacement(job="sp", replicas=[ReplicaPlacement(node="dgx-h100-3", gpus=[0, 1, 2, 3])]),
+        ],
+        # s1: 8 GPUs x 3600 s since its start, no checkpoint
+        preemptions=[Eviction(job="s1", for_=["od"], nodes=["dgx-h100-1"], expected_work_lost_gpu_s=28_800)],
+    )
+    violations = check(d, jobs, c, now=NOW, queues=q)
+    assert [(v.rule, v.job) for v in violations] == [("queue-budget", "spot")]
+    assert "20 GPUs" in violations[0].message
+    # Without sp the same eviction is fine: od outranks s1, and nothing of the spot queue is added.
+    d.placements = d.placements[:1]
+    assert check(d, jobs[:1], c, now=NOW, queues=q) == []
