@@ -41,23 +41,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from solver.decision import Decision, Hold, JobPlacement, Reason, ReplicaPlacement, as_running
+from solver.explain import CAPACITY_CODES, few
 from solver.jobs.model import DependencyCondition, Job, LabelRule
 from solver.preempt import job_rank
 from topology import Cluster, RunningJob, TopologyError
 
 #: Pending reasons that planning answers: the job is waiting for capacity, a workflow step or a time.
-PLANNABLE = frozenset(
-    {
-        "INSUFFICIENT_CAPACITY",
-        "NO_NVLINK_DOMAIN",
-        "NO_TPU_SLICE",
-        "LOST_TO_HIGHER_PRIORITY",
-        "OUTWEIGHED_IN_BATCH",
-        "DEPENDENCY_UNMET",
-        "NOT_BEFORE",
-        "BACKFILL_WOULD_DELAY",
-    }
-)
+PLANNABLE = CAPACITY_CODES | {"DEPENDENCY_UNMET", "NOT_BEFORE", "BACKFILL_WOULD_DELAY"}
 #: Candidate start times tried one by one per job, from the first at which it could fit at all (found by
 #: binary search over every time something ends): bounds the cost on a long timeline.
 MAX_TIMES = 64
@@ -214,7 +204,7 @@ def earliest_start(
             continue  # the timeline itself does not fit at t (cannot happen for a settled timeline)
         # Closed nodes only remove options, so the search above (without them) still bounds from below.
         shut = closed(t, end) if closed is not None else []
-        probe = _not_on(job, shut) if shut else job
+        probe = not_on(job, shut) if shut else job
         where = fit(probe, view, t)
         if where is None:
             continue
@@ -228,7 +218,7 @@ def earliest_start(
     return None
 
 
-def _not_on(job: Job, nodes: list[str]) -> Job:
+def not_on(job: Job, nodes: list[str]) -> Job:
     """The job with a required ``hostname NotIn nodes`` rule (the fit test honours rules, not windows)."""
     rule = LabelRule(key="hostname", operator="NotIn", values=nodes)
     placement = job.placement.model_copy(update={"required": [*job.placement.required, rule]})
@@ -422,7 +412,7 @@ def planned_reason(job: str, busy: Busy, after: Sequence[str]) -> Reason:
     nodes = sorted({r.tpu_pod or r.node for r in busy.replicas})
     when = busy.start.isoformat()
     if after:
-        names = ", ".join(after[:5]) + (f" and {len(after) - 5} more" if len(after) > 5 else "")
+        names = few(after, 5)
         message = (
             f"fits after {names} end{'s' if len(after) == 1 else ''} at {when}; capacity is held for it then"
         )

@@ -199,7 +199,7 @@ def pending_reasons(
                 Reason(
                     code="LOST_TO_HIGHER_PRIORITY",
                     message=(
-                        f"there was room, but jobs of this batch ranked ahead of it took it: {_few(ahead)}"
+                        f"there was room, but jobs of this batch ranked ahead of it took it: {few(ahead)}"
                     ),
                     details={"jobs": ahead},
                 )
@@ -209,7 +209,7 @@ def pending_reasons(
                 Reason(
                     code="OUTWEIGHED_IN_BATCH",
                     message=(
-                        f"there was room, but lower-priority jobs of this batch use it: {_few(behind)}; "
+                        f"there was room, but lower-priority jobs of this batch use it: {few(behind)}; "
                         "together they place more priority-weighted demand than this job would, and "
                         "placing the most priority-weighted demand comes first"
                     ),
@@ -228,10 +228,26 @@ def pending_reasons(
 
 Owners = tuple[np.ndarray, dict[int, set[str]], set[str]]
 
+#: Pending reasons that mean "no room now" (not: never, over budget, waiting for a time or a dependency):
+#: what planning, preemptibility hints and reservation notes answer.
+CAPACITY_CODES = frozenset(
+    {
+        "INSUFFICIENT_CAPACITY",
+        "NO_NVLINK_DOMAIN",
+        "NO_TPU_SLICE",
+        "LOST_TO_HIGHER_PRIORITY",
+        "OUTWEIGHED_IN_BATCH",
+    }
+)
 
-def _few(jobs: list[str]) -> str:
-    """At most ten job ids, and how many more."""
-    return ", ".join(jobs[:10]) + (f" and {len(jobs) - 10} more" if len(jobs) > 10 else "")
+
+def few(names: list[str], most: int = 10) -> str:
+    """At most ``most`` names, and how many more.
+
+    >>> few(["a", "b", "c"], most=2)
+    'a, b and 1 more'
+    """
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def owners_of(assignment: Assignment, plans: list[JobPlan]) -> Owners:

@@ -575,11 +575,12 @@ def _place_node_units(
                 if state.pricing is None or state.scorer is not None
                 else state.pricing.node_costs(unit.need)
             )
-            while True:
-                if state.scorer is not None:
+            frag = None if state.scorer is not None else _frag(state, arrays, unit, plan.nvlink)
+            while True:  # only ``mask`` changes between tries (a node whose sockets failed the shape)
+                if frag is None:
                     node = _choose_baseline(mask, state, unit)
                 else:
-                    node = _choose(mask, pref, _frag(state, arrays, unit, plan.nvlink), state.penalty, cost)
+                    node = _choose(mask, pref, frag, state.penalty, cost)
                 if node is None:
                     return None
                 # The totals fit; a Flux shape must also fit the node's sockets as this decision left them

@@ -32,13 +32,14 @@ from solver.backfill import (
     backfill_reason,
     ends,
     hold_of,
+    not_on,
     plan_holds,
     planned_reason,
     rank_of,
     settle,
 )
 from solver.decision import Decision, JobPlacement, PendingJob, ReplicaPlacement
-from solver.jobs.model import Job, LabelRule, ReadResult
+from solver.jobs.model import Job, ReadResult
 from solver.policy import Policy
 from solver.preempt import escalated
 from solver.reservations import Reservation
@@ -308,9 +309,7 @@ def _keep_off(
     )
     if not nodes:
         return item
-    rule = LabelRule(key="hostname", operator="NotIn", values=nodes)
-    placement = job.placement.model_copy(update={"required": [*job.placement.required, rule]})
-    return job.model_copy(update={"placement": placement})
+    return not_on(job, nodes)
 
 
 def _withdraw(decision: Decision, conflicts: set[str], plans: Plans, jobs: dict[str, Job]) -> Decision:

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 from solver.decision import Decision, Hold, PendingJob, Reason, RejectedJob, ReplicaPlacement, Stats
+from solver.explain import CAPACITY_CODES
 from solver.jobs.model import Job, LabelRule, ReadResult
 from solver.jobs.queues import QueueConfig
 from solver.policy import Policy
@@ -319,13 +320,9 @@ def _name_holds(d: Decision, holds: Sequence[Hold]) -> None:
     )
     for p in d.pending:
         first = p.reasons[0] if p.reasons else None
-        if first is not None and first.code in _CAPACITY_CODES:
+        if first is not None and first.code in CAPACITY_CODES:
             details = {**first.details, "reservations": ids, "reserved_nodes": nodes}
             p.reasons[0] = first.model_copy(update={"message": first.message + note, "details": details})
-
-
-#: Pending reasons that mean "no room now" (not: never, over budget, waiting for a time or a dependency).
-_CAPACITY_CODES = frozenset({"INSUFFICIENT_CAPACITY", "LOST_TO_HIGHER_PRIORITY"})
 
 
 def _declared_gpus(cluster: Cluster, r: Reservation) -> int:

@@ -21,21 +21,12 @@ from bisect import bisect_left
 from collections.abc import Mapping
 
 from solver.decision import Decision, Reason, as_running
+from solver.explain import CAPACITY_CODES, few
 from solver.jobs.model import Job
 from solver.policy import Policy
 from solver.preempt import is_preemptible, job_rank, rank
 from topology import Cluster, RunningJob
 
-#: Waiting for capacity: the reasons a preemptibility change can answer.
-CAPACITY = frozenset(
-    {
-        "INSUFFICIENT_CAPACITY",
-        "NO_NVLINK_DOMAIN",
-        "NO_TPU_SLICE",
-        "LOST_TO_HIGHER_PRIORITY",
-        "OUTWEIGHED_IN_BATCH",
-    }
-)
 #: Pending jobs examined per decision, highest priority first.
 MAX_JOBS = 8
 #: A probe places one job on a copy of the whole cluster (snapshot, candidates), so it costs time in
@@ -85,7 +76,10 @@ def add_preemptible_hints(
     waiting = [
         p
         for p in decision.pending
-        if p.job in jobs and p.reasons and p.reasons[0].code in CAPACITY and jobs[p.job].reservation is None
+        if p.job in jobs
+        and p.reasons
+        and p.reasons[0].code in CAPACITY_CODES
+        and jobs[p.job].reservation is None
     ]
     waiting.sort(key=lambda p: (-job_rank(jobs[p.job]), p.job))
     base: Cluster | None = None
@@ -136,7 +130,7 @@ def _under(rj: RunningJob, replicas: list) -> bool:  # type: ignore[type-arg]
 
 
 def _reason(needed: list[str]) -> Reason:
-    names = ", ".join(needed[:5]) + (f" and {len(needed) - 5} more" if len(needed) > 5 else "")
+    names = few(needed, 5)
     n = len(needed)
     return Reason(
         code="FITS_IF_PREEMPTIBLE",

@@ -58,6 +58,7 @@ RULES: dict[str, str] = {
     "tpu-chip-count": "13. a TPU replica has the requested number of chips",
     "tpu-contiguity": "13. a TPU replica's chips form a contiguous box of the requested shape",
     "tpu-hosts": "13. a multi-host TPU slice consists of whole hosts",
+    "tpu-cubes": "13. on a v4/v5p pod of 4x4x4 cubes, a slice is whole cubes or lies inside one cube",
     "dependency": "14. no job placed while a dependency is unmet",
     "not-before": "14. no job placed before its not_before time",
     "plan-job": "18. a plan is held once, for a pending job of the batch",
