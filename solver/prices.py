@@ -171,8 +171,9 @@ def load_prices(obj_or_text: Any, *, source: str = "prices") -> PriceCatalog:
 def load_prices_file(path: str) -> PriceCatalog:
     """:func:`load_prices` over a UTF-8 JSON or YAML file: what ``--prices FILE`` reads for ``placer place``
     and ``placer check`` alike (``OSError`` when it cannot be read)."""
-    with open(path, encoding="utf-8-sig") as fh:
-        return load_prices(fh.read(), source=path)
+    from solver.jobs.parse import read_utf8_file
+
+    return load_prices(read_utf8_file(path), source=path)
 
 
 def to_units(dollars: float) -> int:

@@ -31,19 +31,19 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from scenarios.cost.billing import Billing, bill, reclaimed_seconds
 from scenarios.cost.deadlines import Deadline, deadline_counts, judge
 from scenarios.cost.design import CAPACITY_CLASSES, Design
 from scenarios.cost.reclaims import SpotReclaim, lost_to_reclaims, reclaim_seconds, reclaims_of
 from scenarios.inputs import prepare
-from scenarios.load import ScenarioError, fail, issues_of, load_scenario, with_overrides
+from scenarios.load import load_scenario, parse_document, read_document, with_overrides
 from scenarios.sim import Simulator, metrics
+from scenarios.sim.progress import bar
 from scenarios.sim.record import SimResult
 from scenarios.spec import ScenarioSpec
 from scenarios.units import Duration
-from topology.safe_load import UnsafeDocument, load_text
 
 #: Spot reclaims unless a study says otherwise: a spot node every 12 hours on average, back after 10 minutes.
 DEFAULT_RECLAIM = SpotReclaim()
@@ -216,25 +216,22 @@ def runs(
         for k, v in (deadlines or {}).items()
     }
     todo = [(s, d) for s in seeds for d in designs]
-    bar = None
-    if progress:
-        try:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(todo), desc=spec.name)
-        except ImportError:
-            bar = None
     out = []
-    for seed, design in todo:
-        out.append(
-            run_design(
-                design, spec, seed, base=base, deadlines=dl, reclaim=reclaim, billing=billing, verify=verify
+    with bar(len(todo), enabled=progress, desc=spec.name, unit="run") as shown:
+        for seed, design in todo:
+            out.append(
+                run_design(
+                    design,
+                    spec,
+                    seed,
+                    base=base,
+                    deadlines=dl,
+                    reclaim=reclaim,
+                    billing=billing,
+                    verify=verify,
+                )
             )
-        )
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+            shown.update(1)
     return out
 
 
@@ -340,15 +337,4 @@ class Study(BaseModel):
 def load_study(path: str | os.PathLike[str]) -> Study:
     """A :class:`Study` from a YAML or JSON file; :class:`~scenarios.load.ScenarioError` naming the
     field for anything wrong (``OSError`` when the file cannot be read)."""
-    p = Path(path)
-    text = p.read_text(encoding="utf-8-sig")
-    try:
-        doc = load_text(text, max_chars=1024 * 1024)
-    except UnsafeDocument as e:
-        raise fail("malformed", "study", str(e), str(p)) from None
-    if not isinstance(doc, dict):
-        raise fail("malformed", "study", "a study is a mapping", str(p))
-    try:
-        return Study.model_validate(doc)
-    except ValidationError as e:
-        raise ScenarioError(issues_of(e), str(p)) from None
+    return parse_document(read_document(path, what="study"), Study, source=str(path), what="study")

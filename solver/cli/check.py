@@ -36,7 +36,7 @@ def add_parser(sub: Any) -> None:
         "--queue-config", metavar="FILE", help="OJS §10 queue configuration (GPU and dollar budgets)"
     )
     p.add_argument("--prices", metavar="FILE", help="the prices file placer place was given (tenant budgets)")
-    from solver.cli.validate import add_limits_argument
+    from solver.cli.inputs import add_limits_argument
 
     add_limits_argument(p)
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")

@@ -16,6 +16,7 @@ usage | cannot open cluster /no/such/cluster.yaml
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,12 +78,31 @@ def cluster_arg(path: str) -> Cluster:
         raise InputError("content", f"cluster {path} cannot be read: {shown(list(e.problems))}") from None
 
 
-def read_options_arg(queue_config: str | None, limits: str | None) -> ReadOptions:
-    """``--queue-config`` and ``--limits``: the options every job file is read under."""
-    from solver.cli.validate import load_options, with_limits
+def add_limits_argument(p: argparse.ArgumentParser) -> None:
+    """``--limits FILE``, shared by ``validate``, ``place`` and ``check`` so all apply the same
+    administrative rules."""
+    p.add_argument(
+        "--limits",
+        metavar="FILE",
+        help="JSON/YAML object overriding per-job upper bounds, selector deny-list, URI schemes/prefixes, "
+        "model allow-list, SSS default awarenessPolicy (keys and defaults: README)",
+    )
 
-    options = _read("queue config", str(queue_config), lambda: load_options(queue_config))
-    return _read("limits file", str(limits), lambda: with_limits(options, limits))
+
+def read_options_arg(queue_config: str | None, limits: str | None) -> ReadOptions:
+    """``--queue-config`` and ``--limits``: the options every job file is read under (both files UTF-8
+    JSON or YAML; a file that is not UTF-8 is ``content``, like any other unreadable content)."""
+    from solver.jobs.options import ReadOptions, load_read_limits_file
+    from solver.jobs.queues import load_queue_config_file
+
+    options = ReadOptions()
+    if queue_config:
+        options = ReadOptions(
+            queues=_read("queue config", queue_config, lambda: load_queue_config_file(queue_config))
+        )
+    if limits:
+        options = _read("limits file", limits, lambda: load_read_limits_file(limits)).apply(options)
+    return options
 
 
 def jobs_arg(paths: list[str], options: ReadOptions) -> list[Any]:
@@ -126,11 +146,11 @@ def reservations_arg(path: str | None, cluster: Cluster) -> list[Reservation] | 
     """``--reservations``: the declared reservations, checked against the cluster (known nodes, GPUs)."""
     if not path:
         return None
+    from solver.jobs.parse import read_utf8_file
     from solver.reservations import load_reservations
 
     def load() -> list[Reservation]:
-        with open(path, encoding="utf-8-sig") as fh:
-            return load_reservations(fh.read(), source=path, cluster=cluster)
+        return load_reservations(read_utf8_file(path), source=path, cluster=cluster)
 
     return _read("reservations", path, load, invalid="are invalid")
 

@@ -103,7 +103,7 @@ def add_parser(sub: Any) -> None:
         help="OJS §10 queue configuration: ml_defaults, ml_limits, GPU and dollar budgets "
         "(as placer validate)",
     )
-    from solver.cli.validate import add_limits_argument
+    from solver.cli.inputs import add_limits_argument
 
     add_limits_argument(p)
     p.add_argument(

@@ -25,66 +25,22 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--queue-config", metavar="FILE", help="OJS §10 queue configuration (ml_defaults/ml_limits)"
     )
+    from solver.cli.inputs import add_limits_argument
+
     add_limits_argument(p)
     p.add_argument("--json", action="store_true", help="one JSON object per job per line")
     p.set_defaults(run=run)
 
 
-def add_limits_argument(p: argparse.ArgumentParser) -> None:
-    """``--limits FILE``, shared by ``validate`` and ``place`` so both apply the same administrative rules."""
-    p.add_argument(
-        "--limits",
-        metavar="FILE",
-        help="JSON/YAML object overriding per-job upper bounds, selector deny-list, URI schemes/prefixes, "
-        "model allow-list, SSS default awarenessPolicy (keys and defaults: README)",
-    )
-
-
-def load_options(queue_config: str | None) -> Any:
-    """ReadOptions for the CLI; raises ``OSError`` (unreadable file) or JobValidationError (bad config)."""
-    from solver.jobs.options import ReadOptions
-
-    if not queue_config:
-        return ReadOptions()
-    from solver.jobs.queues import load_queue_configs
-
-    with open(queue_config, encoding="utf-8") as fh:
-        text = fh.read()
-    return ReadOptions(queues=load_queue_configs(text, source=queue_config))
-
-
-def with_limits(options: Any, limits: str | None) -> Any:
-    """``options`` with a ``--limits`` file applied; raises ``OSError`` (unreadable file) or
-    JobValidationError (bad content), like :func:`load_options`."""
-    if not limits:
-        return options
-    from solver.jobs.options import load_read_limits_file
-
-    return load_read_limits_file(limits).apply(options)
-
-
 def run(args: argparse.Namespace) -> int:
-    from solver.jobs.errors import JobValidationError
+    from solver.cli.inputs import InputError, read_options_arg
     from solver.jobs.load import check_batch, read_file
 
     try:
-        options = load_options(args.queue_config)
-    except OSError as e:
-        print(f"placer validate: cannot open queue config: {e}", file=sys.stderr)
-        return 2
-    except JobValidationError as e:
-        for i in e.issues:
-            print(f"placer validate: queue config {i}", file=sys.stderr)
-        return 1
-    try:
-        options = with_limits(options, args.limits)
-    except OSError as e:
-        print(f"placer validate: cannot open limits file: {e}", file=sys.stderr)
-        return 2
-    except JobValidationError as e:
-        for i in e.issues:
-            print(f"placer validate: limits file {args.limits}: {i}", file=sys.stderr)
-        return 1
+        options = read_options_arg(args.queue_config, args.limits)
+    except InputError as e:
+        print(f"placer validate: {e.message}", file=sys.stderr)
+        return 2 if e.kind == "usage" else 1
 
     results = []
     for path in args.files:

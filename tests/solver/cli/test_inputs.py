@@ -76,3 +76,12 @@ def test_unopenable_job_file_is_usage(tmp_path: Path) -> None:
         and "cannot open jobs file" in e.value.message
         and "jobs.json" in e.value.message
     )
+
+
+@pytest.mark.parametrize("what", ["queue config", "limits file", "reservations", "prices"])
+def test_a_file_that_is_not_utf8_is_content_not_a_traceback(tmp_path: Path, what: str) -> None:
+    f = tmp_path / "latin1.yaml"
+    f.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(InputError) as e:
+        _loaders(tmp_path)[what](str(f))
+    assert e.value.kind == "content" and "not UTF-8" in e.value.message
