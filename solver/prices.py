@@ -197,7 +197,16 @@ def node_share_units(
 
 
 def pod_share_units(pod: TpuPod, chips: int, prices: PriceCatalog) -> int:
-    """What ``chips`` TPU chips of ``pod`` cost per hour, in money units (catalog price per chip)."""
+    """What ``chips`` TPU chips of ``pod`` cost per hour, in money units: their share of the pod's own
+    price when it has one (as :meth:`PriceCatalog.pod_hour` and nodes' prices go), else catalog per chip.
+
+    >>> from topology import cluster_of, tpu_pod
+    >>> pod = cluster_of(tpu_pod("v5e", shape=(4, 4), price_per_hour=16.0)).tpu_pods()[0]
+    >>> pod_share_units(pod, 8, PriceCatalog.default()) / UNITS_PER_DOLLAR  # 8 of 16 chips of $16/h
+    8.0
+    """
+    if pod.price_per_hour is not None:
+        return to_units(pod.price_per_hour * chips / pod.chips)
     return to_units(chips * prices.tpu_chip_hour(pod.generation, pod.capacity_class))
 
 

@@ -126,3 +126,17 @@ def test_cpsat_keeps_the_dollar_budget_when_it_places_more(
     if not both:
         assert d.stats.cost_per_hour <= dollars
         assert [p.job for p in d.pending] == ["spot-only"] and d.rejected == []
+
+
+def test_a_tpu_pod_with_its_own_price_is_priced_by_its_share(solve: Solve) -> None:
+    from solver.jobs.model import TpuDemand
+    from topology import tpu_pod
+
+    # A 4x4 v5e pod (16 chips) priced $16/h: a 2x4 slice (8 chips) costs half of it, $8/h, whatever the
+    # catalog's per-chip price, as a node's own price goes for GPU work.
+    c = cluster_of(tpu_pod("v5e", shape=(4, 4), price_per_hour=16.0))
+    job = Job(id="t", tasks=[TaskGroup(tpu=TpuDemand(type="v5e", topology=(2, 4)))])
+    d = solve([job], c)
+    [p] = d.placements
+    assert p.cost_per_hour == pytest.approx(8.0)
+    assert d.stats.cost_per_hour == pytest.approx(8.0)
