@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import ray
 
 import scenarios.sweep as sweep_api
 from scenarios.inputs import prepare
@@ -23,8 +24,6 @@ from scenarios.sim.metrics import summary
 from scenarios.sweep import COLUMNS, TIMING, frame, grid, load_sweep, run_cells, run_sweep
 from solver.cli import main
 from tests.scenarios.sweep.conftest import SWEEP, write
-
-ray = pytest.importorskip("ray")
 
 BROKEN = """
 name: broken

@@ -37,7 +37,6 @@ BROKEN = ("CPSAT_REJECTED_BY_CHECKER", "REALIZE_FAILED")
 def place_cpsat(jobs: Sequence[Job], cluster: Cluster) -> Decision:
     """``place`` on engine ``cpsat``; fails when CP-SAT's answer was dropped or the decision is invalid."""
     d = place(list(jobs), cluster, Policy(engine="cpsat", time_limit_s=3.0), now=NOW)
-    assert d.stats is not None
     assert not d.stats.status.startswith(BROKEN), d.stats.status
     violations = check(d, list(jobs), cluster, now=NOW)
     assert violations == [], "\n".join(str(v) for v in violations)
@@ -90,7 +89,6 @@ def test_cpsat_evicts_for_a_tpu_slice_greedy_could_not_place() -> None:
     # places big by evicting low, which it could not do when TPU evictions were greedy's only.
     c = pod_with_a_spot_job()
     d = place_cpsat([tpu_job("small", (2, 2), priority=50), tpu_job("big", (4, 4))], c)
-    assert d.stats is not None
     assert d.stats.greedy_objective == 600
     assert d.stats.engine == "cpsat" and d.stats.objective == 1600
     assert len(chips_of(d, "big")) == 16 and d.placement_of("small") is None
@@ -138,7 +136,7 @@ def test_greedy_packing_of_small_replicas_is_not_filled_with_big_ones(
     d = place_cpsat(jobs, c)
     placed = sorted(p.job for p in d.placements)
     assert len(placed) == 2 and sum(j.startswith("z-big") for j in placed) == 1
-    assert d.stats is not None and d.stats.engine == "cpsat"
+    assert d.stats.engine == "cpsat"
 
 
 def test_greedy_packing_on_a_roomy_member_is_not_used_on_a_small_one(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,5 +181,5 @@ def test_tagged_item_types_do_not_drive_the_rounding(monkeypatch: pytest.MonkeyP
     whole = Placement(exclusive_nodes=True)
     jobs = [_gpu_job("e1", 4, placement=whole), _gpu_job("e2", 6, placement=whole), _gpu_job("u", 8)]
     d = place_cpsat(jobs, c)
-    assert d.stats is not None and d.stats.model_exact is True
+    assert d.stats.model_exact is True
     assert len(d.placements) == 3
