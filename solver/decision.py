@@ -148,10 +148,12 @@ class Decision(_Out):
         return None
 
 
-def as_running(name: str, replicas: list[ReplicaPlacement]) -> RunningJob:
+def as_running(name: str, replicas: list[ReplicaPlacement], **fields: object) -> RunningJob:
     """The capacity ``replicas`` take, as a running job the topology can account (``with_allocations``
-    raises on double-booked GPUs or chips and over-committed nodes). Planning, the checker's plan rule and
-    the simulator all turn placements into allocations this one way.
+    raises on double-booked GPUs or chips and over-committed nodes). Planning, the checker's plan rule,
+    reservation phases, the fill and the simulator all turn placements into allocations this one way;
+    ``fields`` set the running job's other attributes (``queue``, ``priority_class``, ...; not evictable
+    unless ``preemptible`` says so).
 
     >>> as_running("j", [ReplicaPlacement(node="n1", gpus=[0, 1], cpu_cores=4)]).replicas[0].gpus
     [0, 1]
@@ -172,4 +174,4 @@ def as_running(name: str, replicas: list[ReplicaPlacement]) -> RunningJob:
                     "shm_gb": r.shm_gb,
                 }
             )
-    return RunningJob.model_validate({"job": name, "preemptible": False, "replicas": reps})
+    return RunningJob.model_validate({"job": name, "preemptible": False, **fields, "replicas": reps})

@@ -38,7 +38,16 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
-from solver.decision import Decision, Hold, PendingJob, Reason, RejectedJob, ReplicaPlacement, Stats
+from solver.decision import (
+    Decision,
+    Hold,
+    PendingJob,
+    Reason,
+    RejectedJob,
+    ReplicaPlacement,
+    Stats,
+    as_running,
+)
 from solver.explain import CAPACITY_CODES
 from solver.jobs.model import Job, LabelRule, ReadResult
 from solver.jobs.queues import QueueConfig
@@ -197,33 +206,16 @@ def place_with_reservations(
                 hold = _held_gpus(here, r)
             for p in da.placements:
                 job = next(j for j in fitting if j.id == p.job)
-                reps = [
-                    rep.model_dump(
-                        include={
-                            "node",
-                            "gpus",
-                            "gpu_milli",
-                            "cpu_cores",
-                            "memory_gb",
-                            "storage_gb",
-                            "shm_gb",
-                        }
-                    )
-                    for rep in p.replicas
-                    if rep.tpu_pod is None
-                ]
+                reps = [rep for rep in p.replicas if rep.tpu_pod is None]
                 if reps:
                     view_b_jobs.append(
-                        RunningJob.model_validate(
-                            {
-                                "job": p.job,
-                                "queue": job.queue,
-                                "tenant": job.tenant,
-                                "priority_class": job.priority_class.value,
-                                "preemptible": False,
-                                "reservation": r.id,
-                                "replicas": reps,
-                            }
+                        as_running(
+                            p.job,
+                            reps,
+                            queue=job.queue,
+                            tenant=job.tenant,
+                            priority_class=job.priority_class.value,
+                            reservation=r.id,
                         )
                     )
                 for rep in p.replicas:

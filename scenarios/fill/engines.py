@@ -29,10 +29,10 @@ import numpy as np
 from scenarios.fill.state import FillState
 from scenarios.fill.tables import PodTable
 from scenarios.traces.alibaba import OpenbNode, OpenbPod, nodes_to_cluster, pod_to_job
-from solver.decision import Decision
+from solver.decision import Decision, as_running
 from solver.jobs.model import Job
 from topology import Cluster
-from topology.inventory import ReplicaAllocation, RunningJob
+from topology.inventory import RunningJob
 
 #: The decision time of every batch (the fill has no clock; a constant keeps runs reproducible).
 NOW = datetime(2023, 7, 10, tzinfo=UTC)
@@ -114,18 +114,5 @@ def _apply(
         node = index[rep.node]
         gpus[k] = state.take(node, table, int(order[k]), tuple(rep.gpus))
         where[k] = node
-        running.append(
-            RunningJob(
-                job=p.job,
-                replicas=[
-                    ReplicaAllocation(
-                        node=rep.node,
-                        gpus=rep.gpus,
-                        gpu_milli=rep.gpu_milli,
-                        cpu_cores=rep.cpu_cores,
-                        memory_gb=rep.memory_gb,
-                    )
-                ],
-            )
-        )
+        running.append(as_running(p.job, [rep]))
     return running

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from solver.decision import JobPlacement
+from solver.budgets import running_gpus
+from solver.decision import JobPlacement, as_running
 from solver.jobs.model import Job
 from solver.preempt import escalated
 from solver.running import running_job
-from topology import ReplicaAllocation, RunningJob
+from topology import RunningJob
 
 #: What a job physically occupies, for "does this start have to wait for that draining job": whole nodes
 #: (GPU and CPU replicas share a node's cores and memory) and single TPU chips.
@@ -35,20 +36,7 @@ def running_of(
 ) -> RunningJob:
     """The allocation of ``placement`` for ``job``, starting at ``start`` with ``remaining_s`` seconds of
     work left (None: no known end), ranked as ``place()`` ranked it at ``now``."""
-    replicas = [
-        ReplicaAllocation(
-            node=None if r.tpu_pod else r.node,
-            gpus=r.gpus,
-            gpu_milli=r.gpu_milli,
-            tpu_pod=r.tpu_pod,
-            tpu_chips=r.tpu_chips,
-            cpu_cores=r.cpu_cores,
-            memory_gb=r.memory_gb,
-            storage_gb=r.storage_gb,
-            shm_gb=r.shm_gb,
-        )
-        for r in placement.replicas
-    ]
+    replicas = as_running(job.id, placement.replicas).replicas
     as_ranked = escalated(job, now).model_copy(update={"duration_s": remaining_s, "last_checkpoint": None})
     return running_job(as_ranked, replicas, start)
 
@@ -70,9 +58,7 @@ def gpus_of(rj: RunningJob) -> float:
     >>> gpus_of(RunningJob(job="s", replicas=[{"node": "n", "gpus": [3], "gpu_milli": 250}]))
     0.25
     """
-    return sum(
-        (r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus)) for r in rj.replicas if r.gpus
-    )
+    return running_gpus(rj)
 
 
 def chips_of(rj: RunningJob) -> int:
