@@ -53,8 +53,7 @@ def detect_cluster_format(text_or_obj: Any, *, source: str = "") -> str:
     """
     obj = text_or_obj
     if isinstance(text_or_obj, str):
-        first = next((line.strip() for line in text_or_obj.splitlines() if line.strip()), "")
-        if first.startswith("NodeName="):
+        if _is_slurm_text(text_or_obj):
             return "slurm"
         obj = parse_text(text_or_obj, source=source)
     found = _detect_object(obj, source)
@@ -67,6 +66,12 @@ def detect_cluster_format(text_or_obj: Any, *, source: str = "") -> str:
             "(give the format explicitly with --format)",
         )
     return found
+
+
+def _is_slurm_text(text: str) -> bool:
+    """``scontrol show node`` output: its first non-blank line starts a ``NodeName=`` record."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first.startswith("NodeName=")
 
 
 def _detect_object(obj: Any, source: str) -> str | None:
@@ -134,13 +139,14 @@ def load_inventory(
     if format != "auto" and format not in FORMATS:
         raise _fail(source, "document", f"unknown format {format!r}; use auto, {', '.join(FORMATS)}")
     text = read_text(path)
-    if format == "auto":
-        format = detect_cluster_format(text, source=source)
-    if pods is not None and format != "kubernetes":
-        raise _fail(str(pods), "document", f"--pods goes with a Kubernetes node list, not with {format}")
     pods_text = None if pods is None else read_text(pods)
     return inventory_from_input(
-        text, format, pods=pods_text, source=source, pods_source=None if pods is None else str(pods)
+        text,
+        format,
+        pods=pods_text,
+        source=source,
+        pods_source=None if pods is None else str(pods),
+        pods_what="--pods",
     )
 
 
@@ -151,10 +157,12 @@ def inventory_from_input(
     pods: Any = None,
     source: str = "",
     pods_source: str | None = None,
+    pods_what: str = "a pod list",
 ) -> Inventory:
     """A cluster description already in memory (text, or a parsed JSON document) -> Inventory: what
     :func:`load_inventory` does after reading the file, for callers that never had a file (the HTTP
-    service gets clusters in request bodies). ``pods``: a Kubernetes pod list (text or parsed).
+    service gets clusters in request bodies). ``pods``: a Kubernetes pod list (text or parsed); ``pods_what``
+    names it in errors. Text is parsed once, format detection included.
 
     >>> inv = inventory_from_input({"nodes": [{"name": "a", "gpus": {"type": "nvidia-l4", "count": 2}}]})
     >>> inv.nodes[0].gpus.count
@@ -164,15 +172,24 @@ def inventory_from_input(
     """
     if format != "auto" and format not in FORMATS:
         raise _fail(source, "document", f"unknown format {format!r}; use auto, {', '.join(FORMATS)}")
-    if format == "auto":
-        format = detect_cluster_format(text_or_obj, source=source)
+    is_text = isinstance(text_or_obj, str)
+    if format == "auto" and is_text and _is_slurm_text(text_or_obj):
+        format = "slurm"
+    obj = text_or_obj
+    if format != "slurm":
+        obj = parse_text(text_or_obj, source=source) if is_text else text_or_obj  # parsed once
+        if format == "auto":
+            format = detect_cluster_format(obj, source=source)
     if pods is not None and format != "kubernetes":
-        raise _fail(pods_source or "pods", "document", f"pods go with a Kubernetes node list, not {format}")
+        raise _fail(
+            pods_source or "pods",
+            "document",
+            f"{pods_what} goes with a Kubernetes node list, not with {format}",
+        )
     if format == "slurm":
-        if not isinstance(text_or_obj, str):
+        if not is_text:
             raise _fail(source, "document", "scontrol show node output is text, not a JSON document")
         return IMPORTERS["slurm"](text_or_obj, source=source)
-    obj = parse_text(text_or_obj, source=source) if isinstance(text_or_obj, str) else text_or_obj
     if format == "inventory":
         return inventory_from_document(obj, source)
     if format == "kubernetes":
