@@ -17,7 +17,7 @@ every ``interval`` seconds *of this run* (OJS ``ext_ml_checkpoint_interval_s``),
 
 >>> saved_at_stop(start=0, stop=5000, interval=1800, on_preempt=False)  # checkpoints at 1800 and 3600
 3600.0
->>> lost_at_stop(start=0, stop=5000, interval=1800, on_preempt=False)
+>>> 5000 - saved_at_stop(start=0, stop=5000, interval=1800, on_preempt=False)  # seconds lost
 1400.0
 """
 
@@ -44,12 +44,3 @@ def saved_at_stop(start: float, stop: float, interval: float | None, on_preempt:
         return float(stop - start)
     cp = last_checkpoint(start, stop, interval)
     return 0.0 if cp is None else float(cp - start)
-
-
-def lost_at_stop(start: float, stop: float, interval: float | None, on_preempt: bool) -> float:
-    """Seconds of this run's work thrown away by a stop at ``stop``: the run so far minus what survives.
-
-    >>> lost_at_stop(0, 5000, None, False), lost_at_stop(0, 5000, 1800, True)
-    (5000.0, 0.0)
-    """
-    return float(stop - start) - saved_at_stop(start, stop, interval, on_preempt)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime
 from typing import Any
 
 _NAME = "placer check"
@@ -68,14 +67,15 @@ def run(args: argparse.Namespace) -> int:
         reservations_arg,
         with_running_arg,
     )
+    from solver.cli.place import parse_rfc3339
     from solver.decision import Decision
 
     now = None
     if args.now:
         try:
-            now = datetime.fromisoformat(args.now)
-        except ValueError:
-            return _fail(f"--now {args.now!r} is not an RFC 3339 timestamp")
+            now = parse_rfc3339(args.now)  # as placer place reads it: a naive time is refused
+        except ValueError as e:
+            return _fail(f"--now: {e}")
     try:
         cluster = cluster_arg(args.cluster)
         # The jobs are read under the queue configuration and limits placer place had, so both agree on
@@ -95,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
     except InputError as e:  # nothing can be checked without every input: exit 2 either way
         return _fail(e.message)
     jobs = [r.job for r in results if r.ok and r.job is not None]
-    refused = [r.id for r in results if not r.ok and r.id != r.source]
+    refused = [r.id for r in results if not r.ok and not r.unreadable]
     for r in results:
-        if not r.ok and r.id == r.source:  # a whole document failed: it names no job to account for
+        if r.unreadable:
             print(f"{_NAME}: warning: {r.source} holds no readable job: {r.errors[0]}", file=sys.stderr)
     violations = check(
         decision,

@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         cluster = cluster_arg(args.cluster)
         options = read_options_arg(args.queue_config, args.limits)
         results = jobs_arg(args.jobs, options)
-        unreadable = [r for r in results if not r.ok and r.id == r.source]
+        unreadable = [r for r in results if r.unreadable]
         if unreadable:  # a whole document failed: it names no job that could be answered in the decision
             return _bad_content("; ".join(f"{r.source}: {shown(list(r.errors))}" for r in unreadable))
         cluster = with_running_arg(cluster, args.running)

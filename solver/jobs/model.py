@@ -598,3 +598,9 @@ class ReadResult(BaseModel):
     warnings: list[Issue] = Field(default_factory=list)
     source: str | None = None
     path: str = ""
+
+    @property
+    def unreadable(self) -> bool:
+        """A whole document that failed (its result carries the document's name as its id): it names no
+        job a decision could answer for, so ``place`` refuses it and ``check`` cannot account for it."""
+        return not self.ok and self.id == self.source

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from solver.jobs import Job, JobValidationError, ReadOptions, ReadResult, check_batch, read_object
+from solver.jobs.errors import prefixed
 from solver.jobs.queues import QueueConfig
 from solver.policy import Policy
 from solver.prices import PriceCatalog
@@ -141,9 +142,7 @@ def job_errors(results: Sequence[ReadResult]) -> list[dict[str, str]]:
     out = []
     for r in results:
         for e in issues(r.errors):
-            path = e["path"]
-            if not path.startswith(r.source):
-                path = r.source + (path if path.startswith("[") else f".{path}")
+            path = e["path"] if e["path"].startswith(r.source) else prefixed(r.source, e["path"])
             out.append({**e, "path": path, "job": r.id})
     return out
 
@@ -151,7 +150,7 @@ def job_errors(results: Sequence[ReadResult]) -> list[dict[str, str]]:
 def refuse_unreadable(results: Sequence[ReadResult]) -> None:
     """422 when a whole document could not be read: it names no job the decision could answer (the CLI
     exits 1 for the same)."""
-    bad = [r for r in results if not r.ok and r.id == r.source]
+    bad = [r for r in results if r.unreadable]
     if bad:
         raise unprocessable("invalid_jobs", f"{len(bad)} job document(s) cannot be read", job_errors(bad))
 
@@ -196,9 +195,7 @@ def _prefixed(field_name: str, e: JobValidationError) -> list[dict[str, str]]:
     """Issues whose paths are relative to a document (``[0].id``) made relative to the body."""
     out = []
     for entry in issues(e.issues):
-        path = entry["path"]
-        if not path.startswith(field_name):
-            path = field_name + (path if path.startswith("[") else f".{path}" if path else "")
+        path = entry["path"] if entry["path"].startswith(field_name) else prefixed(field_name, entry["path"])
         out.append({**entry, "path": path})
     return out
 

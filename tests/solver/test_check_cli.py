@@ -100,6 +100,9 @@ def test_unopenable_and_invalid_inputs_exit_2(tmp_path: Path, capsys: pytest.Cap
 
 def test_now_must_be_a_timestamp(tmp_path: Path) -> None:
     assert _run(tmp_path, GOOD, "--now", "soon") == 2
+    # as for placer place, a time without an offset is refused: it would be compared with aware times
+    assert _run(tmp_path, GOOD, "--now", "2025-06-01T12:00:00") == 2
+    assert _run(tmp_path, GOOD, "--now", "2025-06-01T12:00:00Z") == 0
 
 
 def test_reservation_on_an_unknown_node_is_invalid_input(
