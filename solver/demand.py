@@ -115,7 +115,13 @@ def _selector_rules(job: Job) -> tuple[Rule, ...]:
     return tuple(out)
 
 
-def _largest_divisor_at_most(n: int, cap: int) -> int:
+def largest_divisor_at_most(n: int, cap: int) -> int:
+    """The GPUs per node when a job of ``n`` GPUs is split over nodes of at most ``cap`` (equal parts);
+    the simulator's measures and the Philly trace reader split jobs this same way.
+
+    >>> largest_divisor_at_most(16, 8), largest_divisor_at_most(12, 8), largest_divisor_at_most(7, 4)
+    (8, 6, 1)
+    """
     for d in range(min(n, cap), 0, -1):
         if n % d == 0:
             return d
@@ -151,7 +157,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
             and gpu.count > max_node_gpus
             and job.may_span_nodes()
         ):
-            d = _largest_divisor_at_most(gpu.count, max_node_gpus)
+            d = largest_divisor_at_most(gpu.count, max_node_gpus)
             parts = gpu.count // d
             replicas, split = parts, True
             need = Need(

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from solver.demand import largest_divisor_at_most
 from solver.jobs.model import Interconnect, Job
 from topology import Cluster, canonical_gpu_type, canonical_tpu_type
 from topology.tpu import slices_in_pod
@@ -67,7 +68,7 @@ class _Need:
             return self.per_replica
         if not self.spans:
             return None
-        return max(d for d in range(1, node_gpus + 1) if self.per_replica % d == 0)
+        return largest_divisor_at_most(self.per_replica, node_gpus)
 
 
 def _needs(jobs: Sequence[Job]) -> tuple[set[_Need], set[tuple[str, tuple[int, ...]]]]:
@@ -81,7 +82,10 @@ def _needs(jobs: Sequence[Job]) -> tuple[set[_Need], set[tuple[str, tuple[int, .
             elif g.gpu is not None and g.gpu.count > 0:
                 types = frozenset(canonical_gpu_type(t) or t for t in g.gpu.types) or None
                 nvlink = g.gpu.interconnect is Interconnect.NVLINK and job.total_gpus > 1
-                gpu.add(_Need(types, g.gpu.count, job.may_span_nodes(), nvlink, job.total_gpus))
+                # as the solver splits (solver/demand.py): only a group of one replica, of a job whose
+                # distributed strategy lets it span nodes
+                spans = g.count == 1 and job.may_span_nodes()
+                gpu.add(_Need(types, g.gpu.count, spans, nvlink, job.total_gpus))
     return gpu, tpu
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scenarios.traces.table import Table
+from solver.demand import largest_divisor_at_most
 from solver.jobs.model import GpuDemand, Job, TaskGroup
 
 COLUMNS = ("timestamp", "duration", "num_gpus")
@@ -81,7 +82,7 @@ def parse_philly(
     types = [gpu_type] if gpu_type else []
     out: list[Job] = []
     for when, line, duration, gpus, vc in rows[:limit]:
-        per = max(d for d in range(1, min(gpus, gpus_per_node) + 1) if gpus % d == 0)
+        per = largest_divisor_at_most(gpus, gpus_per_node)
         task = TaskGroup(
             count=gpus // per,
             cpu_cores=per * cpu_per_gpu,

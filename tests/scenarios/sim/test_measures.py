@@ -54,6 +54,20 @@ def test_free_gpus_a_waiting_job_cannot_use_are_stranded() -> None:
     assert fragmentation(c, [_gpu_job(1, types=("nvidia-a100",))]).stranded_gpus == 11
 
 
+def test_only_a_single_replica_job_is_split_over_nodes() -> None:
+    # Two empty DGX (8 GPUs each). A 16-GPU FSDP job of one replica is split 2 x 8 (solver/demand.py), so
+    # its pieces fit: nothing stranded. A gang of two 16-GPU replicas is not split (each replica needs 16
+    # GPUs on one node), so all 16 free GPUs are stranded for it.
+    c = cluster_of(dgx_h100(2))
+    assert fragmentation(c, [_gpu_job(16, split=True)]).stranded_gpus == 0
+    gang = Job(
+        id="gang",
+        distributed_strategy=DistributedStrategy.FSDP,
+        tasks=[TaskGroup(count=2, gpu=GpuDemand(count=16))],
+    )
+    assert fragmentation(c, [gang]).stranded_gpus == 16
+
+
 def test_a_split_nvlink_domain_is_stranded_for_nvlink_gangs() -> None:
     # One NVL72 rack (18 trays x 4 GPUs, one domain). All trays full but tray 1, which has 2 free GPUs.
     c = cluster_of(gb200_nvl72(1))
