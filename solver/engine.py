@@ -434,6 +434,19 @@ def decide(
     return decision
 
 
+def probe_fit(
+    job: Job, cluster: Cluster, policy: Policy, now: datetime, seconds: float
+) -> JobPlacement | None:
+    """Where ``job`` alone would go on ``cluster`` at ``now``: one greedy decision, no evictions and no
+    re-check, within ``seconds`` (at least 0.05). The fit test of time planning and of preemptibility
+    hints, which ask it many times per decision."""
+    quick = policy.model_copy(
+        update={"engine": "greedy", "time_limit_s": max(0.05, seconds), "preemption": False, "verify": False}
+    )
+    d = decide([job], cluster, quick, now=now)
+    return d.placements[0] if d.placements else None
+
+
 def _emit_evictions(decision: Decision, assignment: Assignment, snap: Snapshot, now: datetime) -> None:
     from solver.decision import Eviction
     from solver.preempt import lost_gpu_seconds

@@ -84,14 +84,9 @@ def with_plans(
         return decision  # no time left to plan: the core decision stands, unprotected this cycle
 
     def fit(job: Job, view: Cluster, t: datetime) -> JobPlacement | None:
-        from solver.engine import decide
+        from solver.engine import probe_fit
 
-        left = end - time.perf_counter()
-        probe = policy.model_copy(
-            update={"engine": "greedy", "time_limit_s": max(0.05, left), "preemption": False, "verify": False}
-        )
-        d = decide([job], view, probe, now=t)
-        return d.placements[0] if d.placements else None
+        return probe_fit(job, view, policy, t, end - time.perf_counter())
 
     plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations)
     left = end - time.perf_counter()

@@ -70,7 +70,7 @@ def add_preemptible_hints(
     """Append a ``FITS_IF_PREEMPTIBLE`` reason to waiting jobs that would fit if some running jobs of
     lower priority were preemptible (see the module docstring). Stops at ``deadline``
     (``time.perf_counter()``)."""
-    from solver.engine import decide
+    from solver.engine import probe_fit
 
     evicted = {e.job for e in decision.preemptions}
     waiting = [
@@ -100,15 +100,11 @@ def add_preemptible_hints(
             base = after.with_allocations(placed) if placed else after
         view = base.release(*[rj.job for rj in candidates])
         probe = job.model_copy(update={"dependencies": [], "not_before": None})
-        left = max(0.05, deadline - time.perf_counter())
-        quick = policy.model_copy(
-            update={"engine": "greedy", "time_limit_s": left, "preemption": False, "verify": False}
-        )
-        fit = decide([probe], view, quick, now=decision.now).placements
+        fit = probe_fit(probe, view, policy, decision.now, deadline - time.perf_counter())
         probe_s = max(probe_s, time.perf_counter() - started)
-        if not fit:
+        if fit is None:
             continue
-        needed = sorted(rj.job for rj in candidates if _under(rj, fit[0].replicas))
+        needed = sorted(rj.job for rj in candidates if _under(rj, fit.replicas))
         if needed:
             p.reasons.append(_reason(needed))
 
