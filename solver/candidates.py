@@ -33,7 +33,7 @@ from solver.demand import Need, Unit
 from solver.jobs.model import FluxResource
 from solver.rules import all_hold, rule_keys
 from solver.snapshot import NodeView, Snapshot
-from solver.structure import TRANSPARENT, compile_shape, fits_empty, match, may_shape
+from solver.structure import TRANSPARENT, compile_shape, fits_empty, match, request_text, shaped
 from topology import TpuPod, canonical_gpu_type
 
 #: Static checks in the order they are blamed, with the words a user reads.
@@ -328,7 +328,7 @@ def unit_candidates(unit: Unit, arrays: NodeArrays, *, nvlink: bool, spot_ok: bo
     if bad.any():
         blocked["busy"] = int(bad.sum())
     now &= fits
-    if unit.structure and not unit.need.milli and may_shape(unit.structure):
+    if shaped(unit.structure, unit.need.milli):
         bad = now & _socket_blocked(unit, arrays)
         if bad.any():
             blocked["sockets"] = int(bad.sum())
@@ -340,7 +340,7 @@ def _socket_blocked(unit: Unit, arrays: NodeArrays) -> np.ndarray:
     """Nodes whose inner tree cannot hold the unit's Flux shape beside the GPUs running jobs hold (their
     cores are not tied to sockets: the totals judge them). Cached per request; nodes of one tree shape
     with the same GPUs free answer alike and are matched once."""
-    key = ("__sockets__", *(r.model_dump_json() for r in unit.structure))
+    key = ("__sockets__", request_text(unit.structure))
     hit = arrays._static_cache.get(key)
     if hit is not None:
         return hit  # type: ignore[return-value]

@@ -37,7 +37,7 @@ from solver.preempt import Victim, job_rank
 from solver.rules import holds
 from solver.scorers import Context as ScorerContext
 from solver.snapshot import Snapshot
-from solver.structure import Claim, InnerTree, Shape, compile_shape, match, may_shape
+from solver.structure import Claim, InnerTree, Shape, compile_shape, match, request_text, shaped
 from solver.tpu_shapes import host_chips, tpu_shapes
 from topology.model import Coord
 from topology.tpu import TpuSlice, slices_in_pod
@@ -174,7 +174,7 @@ class State:
     def shape_of(self, node: int, unit: Unit) -> tuple[InnerTree, Shape] | None:
         """The unit's Flux shape on the node's inner tree, when it has one there that names groups
         (sockets...); None when only the node's totals matter (no tree, no shape, GPU shares)."""
-        if not unit.structure or unit.need.milli or not may_shape(unit.structure):
+        if not shaped(unit.structure, unit.need.milli):
             return None
         tree = self.snap.tree(node)
         if tree is None:
@@ -190,8 +190,7 @@ class State:
         """The unit's Flux request as text: equal requests of different jobs fail on a node alike."""
         hit = self._shape_keys.get(id(unit.structure))
         if hit is None:
-            text = "[" + ",".join(r.model_dump_json() for r in unit.structure) + "]"
-            hit = self._shape_keys[id(unit.structure)] = (unit.structure, text)
+            hit = self._shape_keys[id(unit.structure)] = (unit.structure, request_text(unit.structure))
         return hit[1]
 
     def claim_shape(self, node: int, unit: Unit) -> Claim | None:

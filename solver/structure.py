@@ -218,6 +218,18 @@ class Claim:
     cores: list[tuple[int, float]] = field(default_factory=list)
 
 
+def request_text(request: Sequence[FluxResource]) -> str:
+    """A Flux request as text: equal requests of different jobs have equal texts (they match a node
+    alike), so engines key their caches and item types by it."""
+    return "[" + ",".join(r.model_dump_json() for r in request) + "]"
+
+
+def shaped(request: Sequence[FluxResource], milli: int) -> bool:
+    """Whether a unit with this request must be matched against nodes' inner trees: it names sockets or
+    other inner vertices (:func:`may_shape`) and takes whole GPUs (shares are judged on totals)."""
+    return bool(request) and not milli and may_shape(request)
+
+
 def may_shape(request: Sequence[FluxResource]) -> bool:
     """Whether a request names anything beyond amounts (a socket, NUMA domain, memory vertex...): only
     such requests can be refused by a node's shape. Cheap, tree-independent."""

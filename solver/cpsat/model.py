@@ -45,7 +45,7 @@ from solver.greedy import State, node_count_ok, scope_value
 from solver.policy import Policy
 from solver.preempt import Victim, job_rank
 from solver.rules import holds
-from solver.structure import may_shape
+from solver.structure import request_text, shaped
 from solver.tpu_shapes import host_chips, tpu_shapes
 from topology.tpu import slices_in_pod
 
@@ -377,8 +377,7 @@ class _Builder:
                 return None
             hit = shape_keys.get(id(unit.structure))
             if hit is None:
-                key = "[" + ",".join(r.model_dump_json() for r in unit.structure) + "]"
-                hit = shape_keys[id(unit.structure)] = (unit.structure, key)
+                hit = shape_keys[id(unit.structure)] = (unit.structure, request_text(unit.structure))
             return hit[1]
 
         def tag_of(nu: _NodeUnit) -> tuple[object, ...] | None:
@@ -1400,8 +1399,7 @@ class _Built:
 
 
 def _shaped(unit: Unit) -> bool:
-    """Whether the unit's Flux request names sockets or other inner vertices (whole GPUs only)."""
-    return bool(unit.structure) and not unit.need.milli and may_shape(unit.structure)
+    return shaped(unit.structure, unit.need.milli)
 
 
 def _weighted(terms: list[tuple[cp_model.IntVar, int]]) -> cp_model.LinearExprT:
