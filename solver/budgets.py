@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from solver.jobs.model import Job
 from solver.jobs.queues import QueueConfig
+from solver.preempt import rank
 from solver.prices import PriceCatalog, running_units, to_units
 from topology import Cluster, RunningJob
 
@@ -55,6 +56,8 @@ class Budgets:
     used_jobs: dict[str, int] = field(default_factory=dict)
     #: Running jobs' (queue, GPUs) by id, so that evictions give budget back.
     running: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: Running jobs' ranks by id: an eviction gives budget back only to jobs that outrank the victim.
+    ranks: dict[str, int] = field(default_factory=dict)
     #: Dollar budgets in money units per hour, by queue and by tenant, and what running jobs spend.
     max_cost: dict[str, int] = field(default_factory=dict)
     tenant_max_cost: dict[str, int] = field(default_factory=dict)
@@ -87,6 +90,7 @@ class Budgets:
         if not b.active:
             return b  # no budgets: nothing to count (10,000 running jobs would cost a tenth of a second)
         for rj in running:
+            b.ranks[rj.job] = rank(rj.priority_class, rj.priority)
             gpus = running_gpus(rj)
             if rj.queue is not None and gpus > 0:
                 b.running[rj.job] = (rj.queue, gpus)
@@ -161,11 +165,15 @@ class Budgets:
 
 
 def remaining_room(
-    queue: str | None, assignment: object, budgets: Budgets, plans: list
+    queue: str | None, assignment: object, budgets: Budgets, plans: list, below: int | None = None
 ) -> tuple[float | None, int | None]:
     """A queue's budget room left after an answer: its limits, minus running jobs (not evicted), minus what
-    the answer placed in that queue."""
-    room_gpus, room_jobs = budgets.room(queue, getattr(assignment, "evictions", {}))
+    the answer placed in that queue. With ``below`` (a job's rank), only evictions of jobs ranked below it
+    give room back, as for that job (OJS ML §8)."""
+    evicted = list(getattr(assignment, "evictions", {}))
+    if below is not None:
+        evicted = [v for v in evicted if budgets.ranks.get(v, below) < below]
+    room_gpus, room_jobs = budgets.room(queue, evicted)
     for i, reps in getattr(assignment, "placed", {}).items():
         if plans[i].job.queue != queue:
             continue

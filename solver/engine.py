@@ -512,7 +512,7 @@ def _over_budget(plan: JobPlan, assignment: Assignment, budgets: Budgets, plans:
     evicted."""
     if not budgets.active or not plan.job.total_gpu_milli:
         return False
-    room_gpus, room_jobs = remaining_room(plan.job.queue, assignment, budgets, plans)
+    room_gpus, room_jobs = remaining_room(plan.job.queue, assignment, budgets, plans, job_rank(plan.job))
     gpus = plan.job.total_gpu_milli / 1000
     return (room_gpus is not None and gpus > room_gpus + 1e-9) or (room_jobs is not None and room_jobs < 1)
 

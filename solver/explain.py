@@ -47,15 +47,19 @@ def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: 
     from solver.budgets import remaining_room
 
     queue = plan.job.queue
-    room_gpus, _ = remaining_room(queue, assignment, budgets, plans)  # type: ignore[arg-type]
+    rank = job_rank(plan.job)
+    room_gpus, _ = remaining_room(queue, assignment, budgets, plans, rank)  # type: ignore[arg-type]
     need = plan.job.total_gpu_milli / 1000
     parts = []
     details: dict[str, object] = {"queue": queue, "gpus": need}
     if room_gpus is not None and need > room_gpus + 1e-9:
-        more = need - max(room_gpus, 0.0)
-        parts.append(
-            f"it needs {need:g} GPUs and the queue has {max(room_gpus, 0.0):g} left of max_total_gpus"
+        more = need - room_gpus  # a queue already over its budget needs the excess too
+        left = (
+            f"has {room_gpus:g} left of max_total_gpus"
+            if room_gpus >= 0
+            else f"is already {-room_gpus:g} over max_total_gpus"
         )
+        parts.append(f"it needs {need:g} GPUs and the queue {left}")
         details["more_gpus"] = more
         change = f"fits if queue {queue!r}'s budget allowed {more:g} more GPUs"
     else:

@@ -117,6 +117,23 @@ def test_evictions_free_budget_only_for_work_that_outranks_the_victim(engine: st
     assert (pending_reason(d, "sp") or "").startswith("QUEUE_BUDGET")
 
 
+def test_a_queue_already_over_budget_names_the_whole_excess(engine: str) -> None:
+    from solver.engine import place
+    from solver.policy import Policy
+
+    # The spot queue runs 16 GPUs against a budget lowered to 10: 6 over. A 4-GPU spot job needs the budget
+    # to grow by 16 + 4 - 10 = 10 GPUs, not by its own 4.
+    c = _spot_queue_cluster()
+    jobs = [_job("sp", 4, cls="spot", queue="spot")]
+    q = {
+        "spot": QueueConfig.model_validate({"queue": "spot", "config": {"ml_limits": {"max_total_gpus": 10}}})
+    }
+    d = place(jobs, c, Policy(engine=engine, time_limit_s=2), now=NOW, queues=q)
+    reason = pending_reason(d, "sp") or ""
+    assert reason.startswith("QUEUE_BUDGET") and "already 6 over" in reason and "10 more GPUs" in reason
+    assert d.pending[0].reasons[0].details["more_gpus"] == 10
+
+
 def test_checker_refuses_budget_freed_by_evicting_an_equal() -> None:
     from solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
 
