@@ -20,6 +20,7 @@ from solver.cli import main
 from solver.cli import place as place_cli
 from solver.cli.schema import schema
 from solver.decision import Decision
+from tests.solver.conftest import pending_reason
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
@@ -513,3 +514,49 @@ def test_random_documents_give_an_exit_code_not_a_traceback(jobs: object, runnin
         Decision.model_validate(json.loads(out.getvalue()))
     else:
         assert out.getvalue() == "" and err.getvalue().startswith("placer place: ")
+
+
+# -- the shipped example inputs (examples/inputs/) -----------------------------------------------------------
+
+INPUTS = EXAMPLES / "inputs"
+WITH_INPUTS = (
+    "--running",
+    str(INPUTS / "running.json"),
+    "--reservations",
+    str(INPUTS / "reservations.json"),
+    "--queue-config",
+    str(INPUTS / "queue-config.json"),
+    "--prices",
+    str(INPUTS / "prices.json"),
+    "--now",
+    "2026-01-01T02:00:00Z",
+)
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_example_inputs_preemption_reservation_budget(
+    engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # examples/inputs: 8 spot sweeps (queue gpu-spot, 8 GPUs each, since 00:00) fill racks 3 and 4;
+    # sweep-43 checkpoints on preempt, sweep-44 checkpointed at 01:30; reservation nightly-eval holds
+    # dgx-r2-2..4 from 01:00; gpu-spot may hold 50 GPUs and holds 64.
+    rc, out = run_json(capsys, "--cluster", H100, "--jobs", *ALL_JOBS, *WITH_INPUTS, "--engine", engine)
+    assert rc == 0
+    d = Decision.model_validate(out)
+    # Nobody but the reservation's members (none here) uses its nodes.
+    used = {r.node for p in d.placements for r in p.replicas}
+    assert not used & {"dgx-r2-2", "dgx-r2-3", "dgx-r2-4"}
+    # The spot sweep of the batch waits on its queue's budget: 64 + 4 - 50 = 18 GPUs short (evicting a spot
+    # sweep gives a spot job no room).
+    assert (pending_reason(d, "sweep-lr-0.001") or "").startswith("QUEUE_BUDGET")
+    assert "18 more GPUs" in (pending_reason(d, "sweep-lr-0.001") or "")
+    # Every eviction is of a spot sweep, for higher-priority work, and the cheapest victim goes first: the
+    # sweep that checkpoints on preempt loses nothing.
+    assert d.preemptions and all(e.job.startswith("sweep-") for e in d.preemptions)
+    assert "sweep-43" in {e.job for e in d.preemptions}
+    assert {e.job: e.expected_work_lost_gpu_s for e in d.preemptions}["sweep-43"] == 0
+    # placer check, given the same inputs, agrees.
+    decision = tmp_path / "decision.json"
+    decision.write_text(json.dumps(out))
+    argv = ["check", "--cluster", H100, "--jobs", *ALL_JOBS, *WITH_INPUTS, "--decision", str(decision)]
+    assert main(argv) == 0
