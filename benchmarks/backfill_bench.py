@@ -15,10 +15,10 @@ import argparse
 import statistics
 import time
 
-from scenarios.synthetic import NOW, scenario_m, scenario_s
-from solver.check import check
-from solver.engine import place
-from solver.policy import Policy
+from placer.scenarios.synthetic import NOW, scenario_m, scenario_s
+from placer.solver.check import check
+from placer.solver.engine import place
+from placer.solver.policy import Policy
 
 SCENARIOS = {"s": scenario_s, "m": scenario_m}
 

@@ -24,13 +24,13 @@ import statistics
 import sys
 import time
 
-from scenarios.fill.bound import bounds_at
-from scenarios.fill.policies import POLICIES
-from scenarios.fill.result import LOAD_POINTS
-from scenarios.fill.run import ENGINES, run_fill
-from scenarios.fill.tables import NodeTable, PodTable
-from scenarios.traces import openb_dir, traces_dir
-from scenarios.traces.alibaba import read_nodes, read_pods
+from placer.scenarios.fill.bound import bounds_at
+from placer.scenarios.fill.policies import POLICIES
+from placer.scenarios.fill.result import LOAD_POINTS
+from placer.scenarios.fill.run import ENGINES, run_fill
+from placer.scenarios.fill.tables import NodeTable, PodTable
+from placer.scenarios.traces import openb_dir, traces_dir
+from placer.scenarios.traces.alibaba import read_nodes, read_pods
 
 #: Our policy name -> the paper's (``sc_policy`` of fgd-paper-results.csv).
 PAPER_NAMES = {
@@ -82,7 +82,7 @@ def bench_trace(trace: str, args: argparse.Namespace, paper: dict[tuple[str, str
             )
             walls.append(time.perf_counter() - t0)
             if args.verify:
-                from scenarios.fill.verify import verify
+                from placer.scenarios.fill.verify import verify
 
                 bad = verify(nodes, pods, r)
                 if bad:

@@ -19,13 +19,13 @@ import random
 import time
 from datetime import timedelta
 
-from scenarios.baselines.kube_preemption import kube_preemption
-from scenarios.synthetic import NOW, scenario_m
-from solver.check import check
-from solver.engine import place
-from solver.jobs.model import GpuDemand, Interconnect, Job, TaskGroup
-from solver.policy import Policy
-from solver.preempt import lost_gpu_seconds
+from placer.scenarios.baselines.kube_preemption import kube_preemption
+from placer.scenarios.synthetic import NOW, scenario_m
+from placer.solver.check import check
+from placer.solver.engine import place
+from placer.solver.jobs.model import GpuDemand, Interconnect, Job, TaskGroup
+from placer.solver.policy import Policy
+from placer.solver.preempt import lost_gpu_seconds
 
 
 def build(seed: int, burst: int = 600):  # type: ignore[no-untyped-def]

@@ -9,14 +9,15 @@ Scenarios:
 
 * ``example``: the shipped example batch (``examples/clusters/h100-training.yaml`` sent as YAML text, the
   four files of ``examples/jobs``: 10 jobs) in the body of ``POST /v1/placements``;
-* ``1k nodes``: scenario M's cluster (``scenarios.synthetic.scenario_m``: 1,064 GPU nodes, 1,418 running
+* ``1k nodes``: scenario M's cluster (``placer.scenarios.synthetic.scenario_m``: 1,064 GPU nodes, 1,418
+  running
   jobs, 60 % of GPUs busy; a 0.5 MB inventory) and 100 of its pending jobs as OJS envelopes, sent whole
   with every request (``POST /v1/placements``) and, in stateful mode, stored once
   (``PUT /v1/clusters/m``) and placed by id (``POST /v1/clusters/m/placements``).
 
 Each is run with greedy (milliseconds) and with the default engine (greedy, then CP-SAT within the time
 limit). Latency is client-side (request sent to answer read); throughput is requests / wall time of the
-whole run. Every answered decision goes through the independent checker (``solver.check``) afterwards,
+whole run. Every answered decision goes through the independent checker (``placer.solver.check``) afterwards,
 with the same inputs the body gave; ``violations`` counts what it finds.
 """
 
@@ -41,11 +42,12 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from scenarios.synthetic import scenario_m  # noqa: E402
-from solver.check import check  # noqa: E402
-from solver.decision import Decision  # noqa: E402
-from solver.jobs.model import Job  # noqa: E402
-from solver.service.inputs import inputs_of  # noqa: E402
+from placer.scenarios.synthetic import scenario_m  # noqa: E402
+from placer.solver.check import check  # noqa: E402
+from placer.solver.decision import Decision  # noqa: E402
+from placer.solver.jobs.model import Job  # noqa: E402
+
+from placer.service.inputs import inputs_of  # noqa: E402
 
 EXAMPLES = REPO / "examples"
 NOW = "2026-01-01T00:00:00Z"
@@ -109,7 +111,7 @@ def thousand_nodes(n_jobs: int) -> tuple[dict[str, Any], dict[str, Any]]:
 class Server:
     def __init__(self, workers: int):
         self.log = Path(tempfile.mkstemp(suffix=".log")[1])
-        code = "import sys; from solver.cli import main; sys.exit(main())"
+        code = "import sys; from placer.cli import main; sys.exit(main())"
         cmd = [sys.executable, "-c", code, "serve", "--port", "0", "--workers", str(workers)]
         cmd.append("--no-access-log")
         with self.log.open("wb") as out:

@@ -20,12 +20,12 @@ import argparse
 import time
 from pathlib import Path
 
-from scenarios.inputs import prepare
-from scenarios.load import load_scenario, load_scenario_text, with_overrides
-from scenarios.sim import metrics
-from scenarios.sim.loop import Simulator
-from scenarios.sim.record import SimResult
-from scenarios.units import format_duration
+from placer.scenarios.inputs import prepare
+from placer.scenarios.load import load_scenario, load_scenario_text, with_overrides
+from placer.scenarios.sim import metrics
+from placer.scenarios.sim.loop import Simulator
+from placer.scenarios.sim.record import SimResult
+from placer.scenarios.units import format_duration
 
 LIBRARY = Path(__file__).resolve().parent.parent / "scenarios" / "library"
 

@@ -26,12 +26,12 @@ import argparse
 import statistics
 import time
 
-from scenarios.synthetic import hard_instances, scenario_l, scenario_m
-from solver.check import check
-from solver.engine import place
-from solver.jobs.model import GpuDemand, Job, Placement, TaskGroup
-from solver.policy import Policy
-from topology import cluster_of, dgx_h100
+from placer.scenarios.synthetic import hard_instances, scenario_l, scenario_m
+from placer.solver.check import check
+from placer.solver.engine import place
+from placer.solver.jobs.model import GpuDemand, Job, Placement, TaskGroup
+from placer.solver.policy import Policy
+from placer.topology import cluster_of, dgx_h100
 
 
 def _row(*cols: object) -> str:

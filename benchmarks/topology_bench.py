@@ -15,7 +15,7 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from topology import Cluster, cluster_of, dgx_h100, free_slices, tpu_pod
+from placer.topology import Cluster, cluster_of, dgx_h100, free_slices, tpu_pod
 
 
 def _median_s(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:

@@ -1,8 +1,8 @@
-"""Reading a scenario file: safe YAML/JSON, the :class:`~scenarios.spec.ScenarioSpec` model, and every
+"""Reading a scenario file: safe YAML/JSON, the :class:`~placer.scenarios.spec.ScenarioSpec` model, and every
 problem as one :class:`ScenarioError` of ``{code, path, message}`` issues — never a traceback.
 
 Why one error type: ``placer simulate`` prints each issue as ``path: message [code]`` and exits 1, tests
-assert on the path, and the codes are the job readers' (``solver.jobs.ISSUE_CODES``), so a tool that
+assert on the path, and the codes are the job readers' (``placer.solver.jobs.ISSUE_CODES``), so a tool that
 already reports job errors reports scenario errors the same way.
 
 >>> try:
@@ -20,11 +20,24 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from placer.scenarios.spec import ScenarioSpec
+from placer.solver.jobs.errors import ISSUE_CODES, Issue
+from placer.topology.safe_load import UnsafeDocument, load_text
 from pydantic import BaseModel, ValidationError
 
-from scenarios.spec import ScenarioSpec
-from solver.jobs.errors import ISSUE_CODES, Issue
-from topology.safe_load import UnsafeDocument, load_text
+__all__ = [
+    "MAX_SCENARIO_CHARS",
+    "M",
+    "ScenarioError",
+    "fail",
+    "issues_of",
+    "load_scenario",
+    "load_scenario_text",
+    "parse_document",
+    "read_document",
+    "resolve",
+    "with_overrides",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -95,7 +108,7 @@ def _path(loc: Sequence[Any]) -> str:
 def issues_of(error: ValidationError, prefix: str = "", *, root: str = "scenario") -> list[Issue]:
     """pydantic's errors as issues, one per path (union members' messages joined with "or").
 
-    >>> from scenarios.spec import PolicySpec
+    >>> from placer.scenarios.spec import PolicySpec
     >>> try:
     ...     PolicySpec.model_validate({"engine": "fast"})
     ... except ValidationError as e:

@@ -3,8 +3,8 @@ interval and a horizon, and optionally node failures and reservations (``docs/si
 
 Why pydantic models with ``extra="forbid"``: a what-if study is only as good as its input, and a typo
 (``intreval: 30s``) must fail loudly, naming the field, rather than silently simulate the default.
-``placer schema scenario`` prints the JSON Schema; :func:`scenarios.load.load_scenario` turns any
-problem into a :class:`~scenarios.load.ScenarioError` of ``{code, path, message}`` issues.
+``placer schema scenario`` prints the JSON Schema; :func:`placer.scenarios.load.load_scenario` turns any
+problem into a :class:`~placer.scenarios.load.ScenarioError` of ``{code, path, message}`` issues.
 
 >>> spec = ScenarioSpec.model_validate({"name": "tiny", "horizon": "2h", "interval": "1m",
 ...     "cluster": {"builders": [{"dgx_h100": {"count": 2}}]},
@@ -19,6 +19,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
+from placer.scenarios.units import DURATION_JSON, Duration
+from placer.solver.jobs.model import DistributedStrategy, PriorityClass, SpotPreference
+from placer.solver.policy import BASELINES
+from placer.topology.catalog import parse_shape
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -32,10 +36,32 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from scenarios.units import DURATION_JSON, Duration
-from solver.jobs.model import DistributedStrategy, PriorityClass, SpotPreference
-from solver.policy import BASELINES
-from topology.catalog import parse_shape
+__all__ = [
+    "DEFAULT_START",
+    "MAX_TICKS",
+    "Arrivals",
+    "ClassChoice",
+    "ClusterSpec",
+    "DurationDist",
+    "EngineName",
+    "EscalationSpec",
+    "FailureEvent",
+    "FailuresSpec",
+    "GpuChoice",
+    "JobClass",
+    "LayoutSpec",
+    "NamedOrPools",
+    "PolicySpec",
+    "PoolSpec",
+    "RandomFailures",
+    "ReservationSpec",
+    "ScenarioSpec",
+    "ShapeChoice",
+    "SyntheticWorkload",
+    "TpuClassSpec",
+    "TraceWorkload",
+    "WorkloadSpec",
+]
 
 #: Default start of a scenario's clock: fixed, so that a scenario gives the same run on any day.
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -49,8 +75,9 @@ class _Spec(BaseModel):
 
 
 def _bad(code: str, message: str) -> PydanticCustomError:
-    """A validation error whose type is one of ``solver.jobs.ISSUE_CODES`` (``conflict``, ``required``,
-    ``range``): :mod:`scenarios.load` reports it with that code. No braces in ``message`` (a template)."""
+    """A validation error whose type is one of ``placer.solver.jobs.ISSUE_CODES`` (``conflict``, ``required``,
+    ``range``): :mod:`placer.scenarios.load` reports it with that code. No braces in ``message`` (a
+    template)."""
     return PydanticCustomError(code, message)
 
 
@@ -323,7 +350,8 @@ class WorkloadSpec(_Spec):
 
 
 class PoolSpec(_Spec):
-    """A pool of a synthetic layout (``scenarios.synthetic.layout``): shape, zone, capacity class, nodes."""
+    """A pool of a synthetic layout (``placer.scenarios.synthetic.layout``): shape, zone, capacity class,
+    nodes."""
 
     shape: Literal["dgx-h100", "hgx-a100", "l40s", "dgx-b200", "cpu"]
     zone: str = "zone-a"
@@ -348,7 +376,8 @@ NamedOrPools = Annotated[
 
 
 class ClusterSpec(_Spec):
-    """Exactly one of: ``builders`` (a list of ``{builder: {arguments}}`` from :mod:`topology.builders`,
+    """Exactly one of: ``builders`` (a list of ``{builder: {arguments}}`` from
+    :mod:`placer.topology.builders`,
     ``count`` meaning the node / rack count), ``layout`` (``S``, ``M``, ``L`` of the synthetic scenarios,
     or pools written out), or ``file`` (an inventory or an importer's input, ``format`` as
     ``placer cluster``). ``running``: what to do with jobs the file says are running (``drop``: start
@@ -377,7 +406,7 @@ class ClusterSpec(_Spec):
         return self
 
 
-#: What ``policy.engine`` may name: placer's engines, and the baseline scorers of :mod:`solver.scorers`
+#: What ``policy.engine`` may name: placer's engines, and the baseline scorers of :mod:`placer.solver.scorers`
 #: (each is greedy choosing nodes by that scorer: ``engine: fgd``).
 EngineName = Literal[
     "auto", "cpsat", "greedy", "first-fit", "best-fit", "least-allocated", "most-allocated", "fgd"
@@ -387,8 +416,8 @@ EngineName = Literal[
 class PolicySpec(_Spec):
     """The solver policy at every scheduling interval. ``engine``: placer's ``greedy`` (the default here),
     ``cpsat`` or ``auto``, or a baseline to compare with — ``first-fit``, ``best-fit``, ``least-allocated``,
-    ``most-allocated``, ``fgd`` (greedy with that node scorer, :mod:`solver.scorers`). ``weights``: any
-    other field of :class:`solver.policy.Policy` (``restart_penalty_s``, ``class_weight``, ...).
+    ``most-allocated``, ``fgd`` (greedy with that node scorer, :mod:`placer.solver.scorers`). ``weights``: any
+    other field of :class:`placer.solver.policy.Policy` (``restart_penalty_s``, ``class_weight``, ...).
     ``reproducible`` (on by default) makes CP-SAT answer the same whatever the machine's load, so a seed
     fixes the whole run."""
 

@@ -18,6 +18,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, WithJsonSchema
 
+__all__ = ["DURATION_JSON", "Duration", "format_duration", "instant", "parse_duration"]
+
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _WHOLE = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+")

@@ -4,10 +4,10 @@ The public API is re-exported here lazily (PEP 562), so that ``import solver`` o
 import OR-Tools; names resolve on first use.
 
 * Deciding: ``place(jobs, cluster, policy, now=...) -> Decision`` and ``Policy`` (engine, time limit,
-  seed, weights); the independent checker is ``solver.check.check(decision, jobs, cluster)``.
-* Jobs: ``solver.jobs`` — ``read_files``, ``read_text``, ``Job``, ``ReadOptions``, ``Issue`` ...
+  seed, weights); the independent checker is ``placer.solver.check.check(decision, jobs, cluster)``.
+* Jobs: ``placer.solver.jobs`` — ``read_files``, ``read_text``, ``Job``, ``ReadOptions``, ``Issue`` ...
 
->>> import solver
+>>> from placer import solver
 >>> [result] = solver.read_text('{"id": "a", "ext_ml_tpu_type": "v5e", "ext_ml_tpu_topology": "2x4"}')
 >>> result.job.total_tpu_chips
 8
@@ -20,12 +20,12 @@ from typing import Any
 
 #: Public name -> module that defines it.
 _EXPORTS: dict[str, str] = {
-    "place": "solver.engine",
-    "Policy": "solver.policy",
-    "Decision": "solver.decision",
-    "Violation": "solver.checks",
+    "place": "placer.solver.engine",
+    "Policy": "placer.solver.policy",
+    "Decision": "placer.solver.decision",
+    "Violation": "placer.solver.checks",
     **{
-        name: "solver.jobs"
+        name: "placer.solver.jobs"
         for name in (
             "Issue",
             "Job",

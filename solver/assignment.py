@@ -1,7 +1,7 @@
 """The engines' common answer: for each placed job, where each replica goes, down to devices.
 
-Both greedy and CP-SAT produce an :class:`Assignment`; :func:`solver.engine.place` turns the better one
-into a :class:`~solver.decision.Decision`. Keeping one internal shape means one conversion, one
+Both greedy and CP-SAT produce an :class:`Assignment`; :func:`placer.solver.engine.place` turns the better one
+into a :class:`~placer.solver.decision.Decision`. Keeping one internal shape means one conversion, one
 objective evaluation (:func:`objective`), and engines that can hand each other hints.
 """
 
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from solver.demand import JobPlan, Unit
-from topology.model import Coord
+from placer.solver.demand import JobPlan, Unit
+from placer.topology.model import Coord
+
+__all__ = ["Assignment", "ReplicaAt", "objective"]
 
 
 @dataclass(frozen=True, slots=True)

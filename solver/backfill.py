@@ -3,7 +3,8 @@
 Why: a big gang that waits for GPUs to free up would otherwise wait forever behind a stream of small jobs
 that keep taking whatever frees up first. Slurm and Flux answer this with *conservative backfill*, and so
 does placer: every job that cannot start now gets a planned start time and the exact resources held for
-it then (a :class:`~solver.decision.Hold` of kind ``plan``, or ``workflow`` when it waits for a workflow
+it then (a :class:`~placer.solver.decision.Hold` of kind ``plan``, or ``workflow`` when it waits for a
+workflow
 step), computed in priority order on the cluster's timeline; work of lower priority may start now only
 where it does not delay any of those planned starts.
 
@@ -24,10 +25,11 @@ How (decide first, act second):
 2. :func:`settle` walks the plans in time order and, at each planned start, adds everything alive then
    (running jobs, placements, plans) by priority; a placement of lower priority that no longer fits is a
    *conflict*: it would delay the plan.
-3. The caller (:func:`solver.engine.place`) decides once more with conflicting jobs kept off held nodes,
+3. The caller (:func:`placer.solver.engine.place`) decides once more with conflicting jobs kept off held
+nodes,
    re-plans, and finally moves any remaining conflict to pending with ``BACKFILL_WOULD_DELAY``.
 
->>> from solver.jobs.model import Job
+>>> from placer.solver.jobs.model import Job
 >>> rank_of(Job(id="a", priority=5)) > rank_of(Job(id="b"))
 True
 """
@@ -40,11 +42,32 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from solver.decision import Decision, Hold, JobPlacement, Reason, ReplicaPlacement, as_running
-from solver.explain import CAPACITY_CODES, few
-from solver.jobs.model import DependencyCondition, Job, LabelRule
-from solver.preempt import job_rank
-from topology import Cluster, RunningJob, TopologyError
+from placer.solver.decision import Decision, Hold, JobPlacement, Reason, ReplicaPlacement, as_running
+from placer.solver.explain import CAPACITY_CODES, few
+from placer.solver.jobs.model import DependencyCondition, Job, LabelRule
+from placer.solver.preempt import job_rank
+from placer.topology import Cluster, RunningJob, TopologyError
+
+__all__ = [
+    "MAX_TIMES",
+    "PLANNABLE",
+    "Busy",
+    "Closed",
+    "Fit",
+    "Plans",
+    "Rank",
+    "Timeline",
+    "backfill_reason",
+    "dependency_floor",
+    "earliest_start",
+    "ends",
+    "hold_of",
+    "not_on",
+    "plan_holds",
+    "planned_reason",
+    "rank_of",
+    "settle",
+]
 
 #: Pending reasons that planning answers: the job is waiting for capacity, a workflow step or a time.
 PLANNABLE = CAPACITY_CODES | {"DEPENDENCY_UNMET", "NOT_BEFORE", "BACKFILL_WOULD_DELAY"}
@@ -57,7 +80,7 @@ Rank = int
 
 def rank_of(job: Job) -> Rank:
     """Priority as conservative backfill compares it: class (OJS ML §8.1), then numeric priority — the
-    same order as preemption's (:func:`solver.preempt.job_rank`)."""
+    same order as preemption's (:func:`placer.solver.preempt.job_rank`)."""
     return job_rank(job)
 
 

@@ -7,8 +7,8 @@ consumes exactly its demand units from one pool — whole and fractional GPUs, T
 CPU-only work — and pools are disjoint, so filling each pool's free amount fractionally with the best
 weight-per-unit jobs bounds what any placement achieves.
 
->>> from solver.demand import JobPlan
->>> from solver.jobs.model import Job
+>>> from placer.solver.demand import JobPlan
+>>> from placer.solver.jobs.model import Job
 >>> p = JobPlan(job=Job(id="a"), idx=0, units=[], scope=None, nvlink=False, anti=(), labels={},
 ...             demand_units=4, weight=40)
 >>> relaxation_bound([p], {"gpu": 2.0}, {0: "gpu"})
@@ -20,7 +20,9 @@ from __future__ import annotations
 import math
 import time
 
-from solver.demand import JobPlan
+from placer.solver.demand import JobPlan
+
+__all__ = ["evictable", "lp_bound", "relaxation_bound"]
 
 
 def relaxation_bound(plans: list[JobPlan], capacity: dict[str, float], pool_of: dict[int, str]) -> float:
@@ -77,7 +79,8 @@ def lp_bound(
 ) -> float | None:
     """A tighter valid bound: the LP relaxation of "each job takes its demand from node groups it may use".
 
-    Pools are the static node groups of :mod:`solver.candidates` (same GPU type, labels that matter, ...),
+    Pools are the static node groups of :mod:`placer.solver.candidates` (same GPU type, labels that matter,
+    ...),
     resource by resource: free whole-GPU capacity for GPU jobs, free CPU for CPU-only jobs, free chips per
     TPU generation for TPU jobs. A job may draw only from groups its hard constraints allow (the union over
     its units' static candidates); fractional, so it is a relaxation of every placement. Solved with GLOP;

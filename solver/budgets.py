@@ -8,12 +8,13 @@ jobs; MUST queue them").
 
 Dollar budgets (placer's, not OJS): a queue's ``ml_limits.max_cost_per_hour`` and a tenant's
 ``budgets.tenants`` of the prices file bound the dollars per hour of the active jobs of that queue or
-tenant — GPU, TPU and CPU work alike — each replica priced by :func:`solver.prices.replica_units` (running
+tenant — GPU, TPU and CPU work alike — each replica priced by :func:`placer.solver.prices.replica_units`
+(running
 jobs from their allocation). Amounts are integer money units (hundredths of a cent), as the CP-SAT model
 and the checker count them, so the three never disagree over a rounding. Over budget also means pending
 (``COST_BUDGET``).
 
->>> from solver.jobs.queues import QueueConfig
+>>> from placer.solver.jobs.queues import QueueConfig
 >>> cfg = {"queue": "train", "config": {"ml_limits": {"max_total_gpus": 16}}}
 >>> q = {"train": QueueConfig.model_validate(cfg)}
 >>> b = Budgets.of(q, running=[])
@@ -27,14 +28,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from solver.jobs.model import Job
-from solver.jobs.queues import QueueConfig
-from solver.preempt import rank
-from solver.prices import PriceCatalog, running_units, to_units
-from topology import Cluster, RunningJob
+from placer.solver.jobs.model import Job
+from placer.solver.jobs.queues import QueueConfig
+from placer.solver.preempt import rank
+from placer.solver.prices import PriceCatalog, running_units, to_units
+from placer.topology import Cluster, RunningJob
 
 if TYPE_CHECKING:
-    from solver.cost import Pricing
+    from placer.solver.cost import Pricing
+
+__all__ = ["Budgets", "remaining_cost_room", "remaining_room", "running_gpus"]
 
 
 def running_gpus(rj: RunningJob) -> float:

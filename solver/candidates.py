@@ -10,9 +10,9 @@ removed how many nodes, so a pending job's explanation comes from the same place
 The elimination order (the first failing check is blamed) is :data:`STATIC_CHECKS`, then
 :data:`DYNAMIC_CHECKS`.
 
->>> from topology import cluster_of, dgx_h100, pcie_inference
->>> from solver.jobs.model import Job, TaskGroup, GpuDemand
->>> from solver.demand import expand
+>>> from placer.topology import cluster_of, dgx_h100, pcie_inference
+>>> from placer.solver.jobs.model import Job, TaskGroup, GpuDemand
+>>> from placer.solver.demand import expand
 >>> snap = Snapshot.of(cluster_of(dgx_h100(2), pcie_inference(3, gpu="nvidia-l4", gpus_per_node=4)))
 >>> arrays = NodeArrays.of(snap, keys=set())
 >>> job = Job(id="j", tasks=[TaskGroup(gpu=GpuDemand(count=8, types=["nvidia-h100"]))])
@@ -28,13 +28,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+from placer.solver.demand import Need, Unit
+from placer.solver.jobs.model import FluxResource
+from placer.solver.rules import all_hold, rule_keys
+from placer.solver.snapshot import NodeView, Snapshot
+from placer.solver.structure import TRANSPARENT, compile_shape, fits_empty, match, request_text, shaped
+from placer.topology import TpuPod, canonical_gpu_type
 
-from solver.demand import Need, Unit
-from solver.jobs.model import FluxResource
-from solver.rules import all_hold, rule_keys
-from solver.snapshot import NodeView, Snapshot
-from solver.structure import TRANSPARENT, compile_shape, fits_empty, match, request_text, shaped
-from topology import TpuPod, canonical_gpu_type
+__all__ = [
+    "DYNAMIC_CHECKS",
+    "STATIC_CHECKS",
+    "NodeArrays",
+    "UnitCandidates",
+    "anti_affinity_mask",
+    "batch_keys",
+    "pod_admits",
+    "unit_candidates",
+]
 
 #: Static checks in the order they are blamed, with the words a user reads.
 STATIC_CHECKS: dict[str, str] = {
@@ -155,7 +165,7 @@ class NodeArrays:
 
     def scope_codes(self, scope: str) -> np.ndarray:
         """Per node, an integer code of its value of gang scope ``scope`` (-1 when none); cached."""
-        from solver.greedy import scope_value
+        from placer.solver.greedy import scope_value
 
         key = ("__scope__", scope)
         cached = self._static_cache.get(key)
@@ -363,7 +373,7 @@ def _socket_blocked(unit: Unit, arrays: NodeArrays) -> np.ndarray:
 
 def anti_affinity_mask(anti: tuple, arrays: NodeArrays) -> np.ndarray:
     """Nodes where a running job's labels match one of ``anti`` (so the job may not go there)."""
-    from solver.rules import holds
+    from placer.solver.rules import holds
 
     out = np.zeros(len(arrays.snap.nodes), dtype=bool)
     if not anti:

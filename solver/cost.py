@@ -1,16 +1,17 @@
-"""What the solver's replicas cost: :mod:`solver.prices`' one pricing function over snapshot indices.
+"""What the solver's replicas cost: :mod:`placer.solver.prices`' one pricing function over snapshot indices.
 
 Why a solver-side wrapper: the engines hold replicas as node and pod *indices* with a per-replica
-:class:`~solver.demand.Need`, not as Decision replicas; this prices them with the very function that
-prices the Decision and that the checker uses (:func:`solver.prices.node_share_units`,
-:func:`solver.prices.pod_share_units`), in the same integer money units (hundredths of a cent per hour),
+:class:`~placer.solver.demand.Need`, not as Decision replicas; this prices them with the very function that
+prices the Decision and that the checker uses (:func:`placer.solver.prices.node_share_units`,
+:func:`placer.solver.prices.pod_share_units`), in the same integer money units (hundredths of a cent per
+hour),
 so that a budget greedy or CP-SAT keeps is a budget the checker finds kept. Per-node arrays (one replica of
 a unit on every node at once) serve greedy's node choice and the cheapest-cost estimate of explanations;
 they follow the same arithmetic, vectorized.
 
->>> from topology import capacity_pool, cluster_of
->>> from solver.snapshot import Snapshot
->>> from solver.demand import Need
+>>> from placer.topology import capacity_pool, cluster_of
+>>> from placer.solver.snapshot import Snapshot
+>>> from placer.solver.demand import Need
 >>> pricing = Pricing(Snapshot.of(cluster_of(capacity_pool(spot=1, on_demand=1))), PriceCatalog.default())
 >>> pricing.node_costs(Need(gpus=1)).tolist()  # one H100 on the spot node, then on the on-demand node
 [49000, 122900]
@@ -21,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+from placer.solver.assignment import ReplicaAt
+from placer.solver.candidates import UnitCandidates
+from placer.solver.demand import JobPlan, Need, Unit
+from placer.solver.prices import UNITS_PER_DOLLAR, PriceCatalog, node_share_units, pod_share_units
+from placer.solver.snapshot import Snapshot
 
-from solver.assignment import ReplicaAt
-from solver.candidates import UnitCandidates
-from solver.demand import JobPlan, Need, Unit
-from solver.prices import UNITS_PER_DOLLAR, PriceCatalog, node_share_units, pod_share_units
-from solver.snapshot import Snapshot
+__all__ = ["Pricing"]
 
 
 class Pricing:
@@ -80,7 +82,7 @@ class Pricing:
 
     def node_costs(self, need: Need) -> np.ndarray:
         """Money units per hour of one replica of ``need`` on each node (int64 array, shared: do not
-        modify); the arithmetic of :func:`solver.prices.node_share_units`, vectorized."""
+        modify); the arithmetic of :func:`placer.solver.prices.node_share_units`, vectorized."""
         hit = self._arrays.get(need)
         if hit is None:
             hour = self._node_hour()

@@ -1,4 +1,4 @@
-"""The Decision: what :func:`solver.place` answers, in the JSON shape backends rely on.
+"""The Decision: what :func:`placer.solver.place` answers, in the JSON shape backends rely on.
 
 Field names of the top level and of each entry below are fixed (backends parse them); more fields may be
 added, never renamed. ``placer schema decision`` prints the JSON Schema.
@@ -23,9 +23,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+from placer.topology import RunningJob
 from pydantic import BaseModel, ConfigDict, Field
 
-from topology import RunningJob
+__all__ = [
+    "Decision",
+    "Engine",
+    "Eviction",
+    "Hold",
+    "JobPlacement",
+    "PendingJob",
+    "Reason",
+    "RejectedJob",
+    "ReplicaPlacement",
+    "Stats",
+    "as_running",
+]
 
 Engine = Literal["cpsat", "greedy"]
 

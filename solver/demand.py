@@ -8,7 +8,7 @@ cut into equal parts of ``d`` GPUs, ``d`` the largest divisor of its GPU count t
 eligible node (16 GPUs on 8-GPU nodes: 2 x 8; 12 GPUs: 3 x 4), parts on distinct nodes, CPU and memory
 divided evenly. Mixed splits (8 + 4) are not tried.
 
->>> from solver.jobs.model import Job, TaskGroup, GpuDemand
+>>> from placer.solver.jobs.model import Job, TaskGroup, GpuDemand
 >>> job = Job(id="j", distributed_strategy="fsdp", tasks=[TaskGroup(cpu_cores=64, gpu=GpuDemand(count=16))])
 >>> [(u.replicas, u.need.gpus, u.need.cpu, u.distinct) for u in expand(job, 0, max_node_gpus=8).units]
 [(2, 8, 32.0, True)]
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from solver.jobs.model import (
+from placer.solver.jobs.model import (
     CountRange,
     FluxResource,
     GpuAffinity,
@@ -29,7 +29,9 @@ from solver.jobs.model import (
     Rule,
     TpuDemand,
 )
-from solver.rules import holds, job_labels
+from placer.solver.rules import holds, job_labels
+
+__all__ = ["SCOPES", "JobPlan", "Need", "Unit", "expand", "largest_divisor_at_most"]
 
 #: Node attributes a gang may be confined to (``Placement.topology_scope``).
 SCOPES = ("node", "rack", "block", "zone", "nvlink_domain")

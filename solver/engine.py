@@ -4,17 +4,19 @@ Numbered phases, each in its own module (Kueue's scheduler cycle is the model):
 
 0. admit — split valid jobs from rejected ones (duplicates, unknown reservations);
 1. eligibility — dependencies and ``not_before`` (rule 14 of ``docs/placement-rules.md``);
-2. snapshot — :mod:`solver.snapshot`; 3. demand — :mod:`solver.demand` (units, splitting, weights);
-4. candidates — :mod:`solver.candidates` (hard constraints, ``UNSATISFIABLE``);
-5. greedy — :mod:`solver.greedy`, always; 6. CP-SAT — :mod:`solver.cpsat`, from greedy's hint, within
-   the time left; 7. choose — the better valid answer (checked by :mod:`solver.check` when
-   ``policy.verify``); 8. explain — :mod:`solver.explain`.
+2. snapshot — :mod:`placer.solver.snapshot`; 3. demand — :mod:`placer.solver.demand` (units, splitting,
+weights);
+4. candidates — :mod:`placer.solver.candidates` (hard constraints, ``UNSATISFIABLE``);
+5. greedy — :mod:`placer.solver.greedy`, always; 6. CP-SAT — :mod:`placer.solver.cpsat`, from greedy's hint,
+within
+   the time left; 7. choose — the better valid answer (checked by :mod:`placer.solver.check` when
+   ``policy.verify``); 8. explain — :mod:`placer.solver.explain`.
 
 The whole call returns within ``policy.time_limit_s`` plus a small overhead (``docs/solver.md``): greedy's
 time counts against the limit and CP-SAT gets what is left, minus a reserve for building the answer.
 
->>> from topology import cluster_of, dgx_h100
->>> from solver.jobs.model import Job, TaskGroup, GpuDemand
+>>> from placer.topology import cluster_of, dgx_h100
+>>> from placer.solver.jobs.model import Job, TaskGroup, GpuDemand
 >>> d = place([Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=4))])], cluster_of(dgx_h100(1)),
 ...           Policy(engine="greedy"))
 >>> d.placements[0].replicas[0].gpus
@@ -28,10 +30,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
-
-from solver.assignment import Assignment, objective
-from solver.budgets import Budgets, remaining_cost_room, remaining_room
-from solver.candidates import (
+from placer.solver.assignment import Assignment, objective
+from placer.solver.budgets import Budgets, remaining_cost_room, remaining_room
+from placer.solver.candidates import (
     NodeArrays,
     UnitCandidates,
     anti_affinity_mask,
@@ -39,10 +40,18 @@ from solver.candidates import (
     pod_admits,
     unit_candidates,
 )
-from solver.cost import Pricing
-from solver.decision import Decision, JobPlacement, PendingJob, Reason, RejectedJob, ReplicaPlacement, Stats
-from solver.demand import JobPlan, Unit, expand
-from solver.explain import (
+from placer.solver.cost import Pricing
+from placer.solver.decision import (
+    Decision,
+    JobPlacement,
+    PendingJob,
+    Reason,
+    RejectedJob,
+    ReplicaPlacement,
+    Stats,
+)
+from placer.solver.demand import JobPlan, Unit, expand
+from placer.solver.explain import (
     cost_budget,
     not_considered,
     owners_of,
@@ -50,22 +59,34 @@ from solver.explain import (
     queue_budget,
     unsatisfiable,
 )
-from solver.gc_pause import paused_gc
-from solver.greedy import greedy, priority_order
-from solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreference
-from solver.jobs.queues import QueueConfig
-from solver.policy import Policy
-from solver.preempt import escalated, job_rank, victims
-from solver.prices import PriceCatalog, price_decision
-from solver.reservations import Reservation
-from solver.scoring import preference_scores
-from solver.snapshot import Snapshot
-from solver.tpu_shapes import tpu_shapes
-from topology import Cluster, canonical_gpu_type
-from topology.tpu import slices_in_pod
+from placer.solver.gc_pause import paused_gc
+from placer.solver.greedy import greedy, priority_order
+from placer.solver.jobs.model import DependencyCondition, Job, ReadResult, SpotPreference
+from placer.solver.jobs.queues import QueueConfig
+from placer.solver.policy import Policy
+from placer.solver.preempt import escalated, job_rank, victims
+from placer.solver.prices import PriceCatalog, price_decision
+from placer.solver.reservations import Reservation
+from placer.solver.scoring import preference_scores
+from placer.solver.snapshot import Snapshot
+from placer.solver.tpu_shapes import tpu_shapes
+from placer.topology import Cluster, canonical_gpu_type
+from placer.topology.tpu import slices_in_pod
+
+__all__ = [
+    "CHECK_PER_REPLICA_S",
+    "GREEDY_PER_CANDIDATE_S",
+    "LP_MIN_LEFT_S",
+    "LP_SHARE",
+    "RESERVE_PER_REPLICA_S",
+    "RESERVE_S",
+    "decide",
+    "place",
+    "probe_fit",
+]
 
 #: Seconds kept back from the time limit for turning the answer into a Decision: a fixed part (the
-#: relaxation bound, ~0.03 s on 10,000 nodes, and the hints of :mod:`solver.what_if`) and a part per
+#: relaxation bound, ~0.03 s on 10,000 nodes, and the hints of :mod:`placer.solver.what_if`) and a part per
 #: replica of the jobs with candidates (emitting and explaining grow with those, not with the batch: a job
 #: never considered costs one fixed reason). Measured on scenario L: ~15 us a replica. Counting every
 #: replica of the batch at 0.1 ms, as before, kept 0.65 s back there, and at a 1.5 s limit greedy then saw
@@ -83,7 +104,7 @@ CHECK_PER_REPLICA_S = 0.0001
 #: third of a 1 s limit unused on L, at 2 it reaches nearly all it was given. Without time pressure every
 #: job is considered long before this matters.
 GREEDY_PER_CANDIDATE_S = 2.0
-#: At most this share of the time left for CP-SAT goes to the LP bound (:func:`solver.bound.lp_bound`),
+#: At most this share of the time left for CP-SAT goes to the LP bound (:func:`placer.solver.bound.lp_bound`),
 #: which only sharpens the reported gap; and only when CP-SAT gets at least ``LP_MIN_LEFT_S``.
 LP_SHARE = 0.25
 LP_MIN_LEFT_S = 0.3
@@ -104,7 +125,8 @@ def place(
 
     ``queues`` (OJS §10 configurations by queue name) bring GPU budgets: a job that would take its queue
     over ``max_total_gpus`` or ``max_concurrent_gpu_jobs`` (running jobs included) stays pending with
-    ``QUEUE_BUDGET``. ``reservations`` declare held capacity (:mod:`solver.reservations`): jobs naming one
+    ``QUEUE_BUDGET``. ``reservations`` declare held capacity (:mod:`placer.solver.reservations`): jobs naming
+    one
     run only inside it, other jobs never use it while it is held; a job naming an unknown reservation is
     rejected. ``prices`` (default: :meth:`PriceCatalog.default`) price each placement
     (``cost_per_hour``) and the decision (``stats.cost_per_hour``)."""
@@ -117,7 +139,7 @@ def place(
     def core(batch: Sequence[Job | ReadResult], limit_s: float) -> Decision:
         within = policy.model_copy(update={"time_limit_s": limit_s})
         if reservations:
-            from solver.reservation_phases import place_with_reservations
+            from placer.solver.reservation_phases import place_with_reservations
 
             return place_with_reservations(
                 batch, cluster, within, now=now, queues=queues, reservations=reservations
@@ -126,15 +148,15 @@ def place(
 
     with paused_gc():  # a full collection over a big snapshot would eat the deadline (solver/gc_pause.py)
         if policy.plan and _may_plan(jobs, cluster, reservations or (), now):
-            from solver.planning import with_plans
+            from placer.solver.planning import with_plans
 
             decision = with_plans(core, jobs, cluster, policy, now=now, reservations=reservations or ())
         else:
             decision = core(jobs, policy.time_limit_s)
         decision.now = now
         # What would change the outcome, in the time left (solver/what_if.py).
-        from solver.planning import jobs_by_id
-        from solver.what_if import add_preemptible_hints
+        from placer.solver.planning import jobs_by_id
+        from placer.solver.what_if import add_preemptible_hints
 
         deadline = t0 + policy.time_limit_s
         add_preemptible_hints(decision, jobs_by_id(jobs, now), cluster, policy, deadline=deadline)
@@ -330,7 +352,7 @@ def decide(
     # the greedy fast path, and only within a share of CP-SAT's time (it sharpens the gap, nothing more).
     left = cpsat_deadline - time.perf_counter()
     if policy.engine != "greedy" and candidates and left > LP_MIN_LEFT_S:
-        from solver.bound import lp_bound
+        from placer.solver.bound import lp_bound
 
         lp_deadline = time.perf_counter() + LP_SHARE * left
         lp = lp_bound(plans, candidates, arrays, victims=evictable, deadline=lp_deadline)
@@ -342,7 +364,7 @@ def decide(
     if policy.engine != "greedy" and candidates:
         remaining = cpsat_deadline - time.perf_counter()
         if remaining > 0.05:
-            from solver.cpsat import solve
+            from placer.solver.cpsat import solve
 
             result = solve(
                 plans,
@@ -414,7 +436,7 @@ def decide(
 
     final = answer(best)
     if policy.verify and stats.engine == "cpsat":
-        from solver.check import check
+        from placer.solver.check import check
 
         violations = check(
             final, [*admitted], cluster, now=now, queues=queues, prices=prices, reservations=reserved_ok
@@ -448,8 +470,8 @@ def probe_fit(
 
 
 def _emit_evictions(decision: Decision, assignment: Assignment, snap: Snapshot, now: datetime) -> None:
-    from solver.decision import Eviction
-    from solver.preempt import lost_gpu_seconds
+    from placer.solver.decision import Eviction
+    from placer.solver.preempt import lost_gpu_seconds
 
     for job_id in sorted(assignment.evictions):
         rj = snap.cluster.running_job(job_id)
@@ -563,7 +585,7 @@ def _merge_rejected(rejected: list[RejectedJob]) -> list[RejectedJob]:
 def _relaxation(
     plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]], arrays: NodeArrays, victims: list
 ) -> float:
-    from solver.bound import evictable, relaxation_bound
+    from placer.solver.bound import evictable, relaxation_bound
 
     snap = arrays.snap
     ev_whole, ev_shares, ev_cpu, ev_chips = evictable(arrays, victims)

@@ -28,13 +28,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+from placer.solver.assignment import Assignment
+from placer.solver.candidates import DYNAMIC_CHECKS, STATIC_CHECKS, UnitCandidates
+from placer.solver.decision import Reason
+from placer.solver.demand import JobPlan
+from placer.solver.preempt import job_rank
+from placer.solver.snapshot import Snapshot
 
-from solver.assignment import Assignment
-from solver.candidates import DYNAMIC_CHECKS, STATIC_CHECKS, UnitCandidates
-from solver.decision import Reason
-from solver.demand import JobPlan
-from solver.preempt import job_rank
-from solver.snapshot import Snapshot
+__all__ = [
+    "CAPACITY_CODES",
+    "Owners",
+    "cost_budget",
+    "few",
+    "not_considered",
+    "owners_of",
+    "pending_reasons",
+    "queue_budget",
+    "unsatisfiable",
+]
 
 
 def _counts(d: dict[str, int], words: dict[str, str]) -> str:
@@ -44,7 +55,7 @@ def _counts(d: dict[str, int], words: dict[str, str]) -> str:
 def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: list[JobPlan]) -> Reason:
     """``QUEUE_BUDGET``: the job fits the cluster but not its queue's GPU budget (OJS ML §10.3); the message
     says what budget change would let it run."""
-    from solver.budgets import remaining_room
+    from placer.solver.budgets import remaining_room
 
     queue = plan.job.queue
     rank = job_rank(plan.job)
@@ -78,7 +89,7 @@ def cost_budget(kind: str, name: str, limit: int, left: int, cost: int) -> Reaso
     """``COST_BUDGET``: the job (costing ``cost`` money units per hour where it would run) does not fit
     what the ``kind`` (``queue`` or ``tenant``) ``name`` has ``left`` of its ``limit``; the message says
     how many more dollars per hour would let it run."""
-    from solver.prices import UNITS_PER_DOLLAR
+    from placer.solver.prices import UNITS_PER_DOLLAR
 
     def usd(units: int) -> float:
         return units / UNITS_PER_DOLLAR
@@ -135,7 +146,8 @@ def pending_reasons(
     ranks: Mapping[str, int] | None = None,
 ) -> list[Reason]:
     """Reasons for a job that was satisfiable but not placed. ``owners`` (:func:`owners_of`) and ``ranks``
-    (job id to :func:`solver.preempt.job_rank`, for every plan) may be computed once per answer: computed
+    (job id to :func:`placer.solver.preempt.job_rank`, for every plan) may be computed once per answer:
+    computed
     here per pending job they made explaining a 5,000-job batch quadratic (0.8 ms a job on 10,000 nodes)."""
     reasons: list[Reason] = []
     node_units = [(u, c) for u, c in zip(plan.units, cands, strict=True) if u.tpu is None]

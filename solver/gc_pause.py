@@ -22,6 +22,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+__all__ = ["paused_gc"]
+
 _lock = threading.Lock()
 _depth = 0
 _was_enabled = False

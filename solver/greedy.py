@@ -2,7 +2,7 @@
 
 Why it exists: it is the answer in hand when the deadline comes, the hint CP-SAT starts from, and the
 baseline CP-SAT must never be worse than. It applies the same hard constraints (the candidates of
-:mod:`solver.candidates`) and the same scoring (:mod:`solver.scoring`) as the CP-SAT model.
+:mod:`placer.solver.candidates`) and the same scoring (:mod:`placer.solver.scoring`) as the CP-SAT model.
 
 Order: priority class, numeric priority, then bigger demand first (big jobs are hardest to fit later),
 submit time, job id (so the batch's order never matters). For each replica the node is chosen by, in
@@ -14,7 +14,7 @@ block, zone, NVLink domain) tries the fullest domain that can hold it first. TPU
 cheapest, then fullest pod that has a free slice of the shape. Budgets (queue GPU budgets, queue and
 tenant dollar budgets) are checked on the placement found; a job over one stays pending.
 
-With a baseline scorer (``Policy.scorer``, :mod:`solver.scorers`) the node of each replica is chosen by
+With a baseline scorer (``Policy.scorer``, :mod:`placer.solver.scorers`) the node of each replica is chosen by
 that scorer's key instead (after the eviction cost, when evicting), everything else as above.
 """
 
@@ -25,22 +25,21 @@ import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-
-from solver.assignment import Assignment, ReplicaAt
-from solver.budgets import Budgets
-from solver.candidates import NodeArrays, UnitCandidates, pod_admits
-from solver.cost import Pricing
-from solver.demand import JobPlan, Unit
-from solver.greedy_preemption import place_with_evictions
-from solver.jobs.model import AffinityOperator, LabelRule
-from solver.preempt import Victim, job_rank
-from solver.rules import holds
-from solver.scorers import Context as ScorerContext
-from solver.snapshot import Snapshot
-from solver.structure import Claim, InnerTree, Shape, compile_shape, match, request_text, shaped
-from solver.tpu_shapes import host_chips, tpu_shapes
-from topology.model import Coord
-from topology.tpu import TpuSlice, slices_in_pod
+from placer.solver.assignment import Assignment, ReplicaAt
+from placer.solver.budgets import Budgets
+from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
+from placer.solver.cost import Pricing
+from placer.solver.demand import JobPlan, Unit
+from placer.solver.greedy_preemption import place_with_evictions
+from placer.solver.jobs.model import AffinityOperator, LabelRule
+from placer.solver.preempt import Victim, job_rank
+from placer.solver.rules import holds
+from placer.solver.scorers import Context as ScorerContext
+from placer.solver.snapshot import Snapshot
+from placer.solver.structure import Claim, InnerTree, Shape, compile_shape, match, request_text, shaped
+from placer.solver.tpu_shapes import host_chips, tpu_shapes
+from placer.topology.model import Coord
+from placer.topology.tpu import TpuSlice, slices_in_pod
 
 
 def scope_value(snap: Snapshot, node: int, scope: str) -> str | None:
@@ -120,7 +119,7 @@ class State:
     #: Nodes whose amounts changed since the scorer last looked (it keeps per-GPU amounts in step).
     changed: set[int] = field(default_factory=set)
     #: Per node with an inner tree, the replicas with a Flux shape this decision placed there, with their
-    #: GPUs: a new one is matched together with them (:mod:`solver.structure`; their cores may move).
+    #: GPUs: a new one is matched together with them (:mod:`placer.solver.structure`; their cores may move).
     shaped_on: dict[int, list[tuple[Shape, tuple[int, ...]]]] = field(default_factory=dict)
     #: Compiled shapes per (unit structure, tree), keeping both alive so that their ids stay theirs.
     _shapes: dict[tuple[int, int], tuple[object, object, Shape | None]] = field(default_factory=dict)
@@ -658,7 +657,7 @@ def greedy(
     ``deadline`` (a ``time.perf_counter()`` value), plans not reached by then are listed in
     ``Assignment.skipped``: a valid, smaller answer rather than a missed deadline. ``pricing`` adds the
     cost key to node choice and prices dollar budgets. ``scorer``: ``placer`` (greedy's own keys) or a
-    baseline of :mod:`solver.scorers`."""
+    baseline of :mod:`placer.solver.scorers`."""
     snap = arrays.snap
     state = State.of(arrays)
     state.pricing = pricing

@@ -12,7 +12,7 @@ job would then have to evict for. It follows Kueue's "snapshot and simulate":
 3. evict those for real and place the job again; if anything fails, nothing changes.
 
 Victims are evicted whole (gangs), never for a job of equal or lower priority, never when ``reserved``
-or not preemptible (:mod:`solver.preempt`).
+or not preemptible (:mod:`placer.solver.preempt`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-
-from solver.assignment import ReplicaAt
-from solver.demand import JobPlan
-from solver.preempt import Victim, job_rank
-from solver.structure import match
+from placer.solver.assignment import ReplicaAt
+from placer.solver.demand import JobPlan
+from placer.solver.preempt import Victim, job_rank
+from placer.solver.structure import match
 
 if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
-    from solver.greedy import State
+    from placer.solver.greedy import State
+
+__all__ = ["MAX_VICTIMS_PER_JOB", "place_with_evictions"]
 
 
 #: At most this many eviction candidates are simulated for one job.

@@ -1,18 +1,19 @@
 """Phase 9 driver: decide now, plan the rest, and keep lower-priority work off planned capacity.
 
 :func:`with_plans` wraps the core decision (``decide`` or the reservation phases) and
-:mod:`solver.backfill`:
+:mod:`placer.solver.backfill`:
 
 1. decide now with most of the time limit (``Policy.plan_share`` is kept for planning);
-2. plan every waiting job (:func:`solver.backfill.plan_holds`) and settle the timeline
-   (:func:`solver.backfill.settle`); when a job started now would delay a plan of higher priority,
+2. plan every waiting job (:func:`placer.solver.backfill.plan_holds`) and settle the timeline
+   (:func:`placer.solver.backfill.settle`); when a job started now would delay a plan of higher priority,
 3. decide once more with each job of lower priority kept off the nodes held for plans it would overlap
    (a ``hostname NotIn`` rule: the whole node, which is conservative when a plan holds part of it), and
 4. re-plan; any conflict left is moved to pending with ``BACKFILL_WOULD_DELAY`` (and an eviction made only
    for it is withdrawn), then plans are made again until nothing conflicts.
 
 Every step only removes work or adds plans, so the result is valid at each planned start; the checker
-verifies it (rule 18, :mod:`solver.checks.plans`). Planning has at most ``Policy.plan_share`` of the time
+verifies it (rule 18, :mod:`placer.solver.checks.plans`). Planning has at most ``Policy.plan_share`` of the
+time
 limit (at most ``Policy.plan_max_s``) from when the decision now is made, and starts no fit that would end
 after that: jobs without a plan then are simply not protected in this cycle.
 """
@@ -23,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from solver.backfill import (
+from placer.solver.backfill import (
     PLANNABLE,
     Busy,
     Fit,
@@ -38,13 +39,15 @@ from solver.backfill import (
     rank_of,
     settle,
 )
-from solver.decision import Decision, JobPlacement, PendingJob, ReplicaPlacement
-from solver.jobs.model import Job, ReadResult
-from solver.policy import Policy
-from solver.preempt import escalated
-from solver.reservations import Reservation
-from solver.what_if import PROBE_PER_NODE_S
-from topology import Cluster
+from placer.solver.decision import Decision, JobPlacement, PendingJob, ReplicaPlacement
+from placer.solver.jobs.model import Job, ReadResult
+from placer.solver.policy import Policy
+from placer.solver.preempt import escalated
+from placer.solver.reservations import Reservation
+from placer.solver.what_if import PROBE_PER_NODE_S
+from placer.topology import Cluster
+
+__all__ = ["RESERVATION_RANK", "Core", "jobs_by_id", "with_plans"]
 
 Core = Callable[[Sequence[Job | ReadResult], float], Decision]
 
@@ -84,7 +87,7 @@ def with_plans(
         return decision  # no time left to plan: the core decision stands, unprotected this cycle
 
     def fit(job: Job, view: Cluster, t: datetime) -> JobPlacement | None:
-        from solver.engine import probe_fit
+        from placer.solver.engine import probe_fit
 
         return probe_fit(job, view, policy, t, end - time.perf_counter())
 
@@ -354,7 +357,7 @@ def _delayed_by(placement: JobPlacement | None, job: Job, plans: Plans) -> tuple
 
 
 def _generic_backfill():  # type: ignore[no-untyped-def]
-    from solver.decision import Reason
+    from placer.solver.decision import Reason
 
     return Reason(
         code="BACKFILL_WOULD_DELAY",

@@ -5,7 +5,7 @@ preferences (preferred affinity, model and data locality, spot preference), then
 CP-SAT engine does this by successive solves; greedy by the order of its sort keys. The weights below
 shape each level, they never trade one level against another.
 
-Baseline scorers (``scorer``, :mod:`solver.scorers`) replace greedy's node choice by a textbook rule —
+Baseline scorers (``scorer``, :mod:`placer.solver.scorers`) replace greedy's node choice by a textbook rule —
 first fit, best fit, Kubernetes' LeastAllocated/MostAllocated, FGD — so that a study can compare placer
 with them in one run. They are greedy-only: ``engine: auto`` with a baseline means greedy, ``cpsat`` is
 an error.
@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
+from placer.solver.prices import PriceCatalog
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from solver.prices import PriceCatalog
+__all__ = ["BASELINES", "ENGINES", "Policy", "Scorer", "engine_fields"]
 
-#: Greedy's node choice: ``placer`` (its own scoring, the default) or a baseline (:mod:`solver.scorers`).
+#: Greedy's node choice: ``placer`` (its own scoring, the default) or a baseline
+#: (:mod:`placer.solver.scorers`).
 Scorer = Literal["placer", "first-fit", "best-fit", "least-allocated", "most-allocated", "fgd"]
 #: The baseline scorers, in help order.
 BASELINES: tuple[str, ...] = get_args(Scorer)[1:]
@@ -92,7 +94,8 @@ class Policy(BaseModel):
     plan_max_s: float = Field(default=1.0, ge=0)
     plan_min_limit_s: float = Field(default=2.0, ge=0)
 
-    #: Prices and dollar budgets (:mod:`solver.prices`): what the cost term of the objective minimizes and
+    #: Prices and dollar budgets (:mod:`placer.solver.prices`): what the cost term of the objective minimizes
+    #: and
     #: what dollar budgets count; None means the default catalog. It lives on the policy so that every
     #: core decision of one call (reservation phases, planning) prices and budgets alike;
     #: ``place(prices=...)`` sets it.

@@ -12,7 +12,7 @@ Rules (OJS ML resources §8.1-8.2, §14.2; ML extensions §7):
 * Gangs are evicted whole: an eviction frees every replica of the job, on every node.
 
 >>> from datetime import UTC, datetime, timedelta
->>> from topology import RunningJob
+>>> from placer.topology import RunningJob
 >>> now = datetime(2026, 1, 1, tzinfo=UTC)
 >>> rj = RunningJob(job="sweep", priority_class="spot", started_at=now - timedelta(hours=1),
 ...                 replicas=[{"node": "n1", "gpus": [0, 1]}])
@@ -25,9 +25,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from solver.jobs.model import Job, PriorityClass
-from solver.snapshot import Snapshot
-from topology import RunningJob
+from placer.solver.jobs.model import Job, PriorityClass
+from placer.solver.snapshot import Snapshot
+from placer.topology import RunningJob
+
+__all__ = [
+    "Victim",
+    "escalated",
+    "held_units",
+    "is_preemptible",
+    "job_rank",
+    "lost_gpu_seconds",
+    "rank",
+    "victims",
+]
 
 #: Numeric priorities are clamped to this magnitude when folded into one sortable rank.
 _PRIORITY_SPAN = 1_000_000

@@ -24,7 +24,7 @@ evicted) plus the decision's placements stay within them; over budget means pend
 >>> cat = PriceCatalog.default()
 >>> [cat.gpu_hour("nvidia-h100", c) for c in ("spot", "reserved", "on-demand")]
 [4.9, 7.8, 12.29]
->>> from topology import cluster_of, dgx_h100
+>>> from placer.topology import cluster_of, dgx_h100
 >>> node = cluster_of(dgx_h100(1)).node("dgx-h100")
 >>> node_share_units(node, 2, None, 16, cat)  # two of its eight H100s: 2 x $12.29 in 1/100 cents
 245800
@@ -37,11 +37,26 @@ from functools import lru_cache
 from importlib.resources import files
 from typing import Annotated, Any
 
+from placer.solver.decision import Decision
+from placer.solver.jobs.errors import JobValidationError, issue
+from placer.topology import Cluster, Node, TpuPod
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from solver.decision import Decision
-from solver.jobs.errors import JobValidationError, issue
-from topology import Cluster, Node, TpuPod
+__all__ = [
+    "CLASSES",
+    "UNITS_PER_DOLLAR",
+    "ClassPrices",
+    "CostBudgets",
+    "PriceCatalog",
+    "load_prices",
+    "load_prices_file",
+    "node_share_units",
+    "pod_share_units",
+    "price_decision",
+    "replica_units",
+    "running_units",
+    "to_units",
+]
 
 CLASSES = ("on-demand", "spot", "reserved")
 
@@ -122,7 +137,7 @@ class PriceCatalog(BaseModel):
 
 @lru_cache(maxsize=1)
 def _default() -> PriceCatalog:
-    data = json.loads(files("solver").joinpath("data/prices.json").read_text())
+    data = json.loads(files(__package__).joinpath("data/prices.json").read_text())
     data.pop("_about", None)
     return PriceCatalog.model_validate(data)
 
@@ -131,7 +146,7 @@ def load_prices(obj_or_text: Any, *, source: str = "prices") -> PriceCatalog:
     """The default catalog with a user's prices (same shape, any subset) on top; ``JobValidationError``
     naming the field for anything malformed."""
     if isinstance(obj_or_text, str):
-        from solver.jobs.parse import parse_json_or_yaml
+        from placer.solver.jobs.parse import parse_json_or_yaml
 
         obj = parse_json_or_yaml(obj_or_text, source=source)
     else:
@@ -171,7 +186,7 @@ def load_prices(obj_or_text: Any, *, source: str = "prices") -> PriceCatalog:
 def load_prices_file(path: str) -> PriceCatalog:
     """:func:`load_prices` over a UTF-8 JSON or YAML file: what ``--prices FILE`` reads for ``placer place``
     and ``placer check`` alike (``OSError`` when it cannot be read)."""
-    from solver.jobs.parse import read_utf8_file
+    from placer.solver.jobs.parse import read_utf8_file
 
     return load_prices(read_utf8_file(path), source=path)
 
@@ -200,7 +215,7 @@ def pod_share_units(pod: TpuPod, chips: int, prices: PriceCatalog) -> int:
     """What ``chips`` TPU chips of ``pod`` cost per hour, in money units: their share of the pod's own
     price when it has one (as :meth:`PriceCatalog.pod_hour` and nodes' prices go), else catalog per chip.
 
-    >>> from topology import cluster_of, tpu_pod
+    >>> from placer.topology import cluster_of, tpu_pod
     >>> pod = cluster_of(tpu_pod("v5e", shape=(4, 4), price_per_hour=16.0)).tpu_pods()[0]
     >>> pod_share_units(pod, 8, PriceCatalog.default()) / UNITS_PER_DOLLAR  # 8 of 16 chips of $16/h
     8.0
@@ -211,8 +226,9 @@ def pod_share_units(pod: TpuPod, chips: int, prices: PriceCatalog) -> int:
 
 
 def replica_units(cluster: Cluster, replica: Any, prices: PriceCatalog) -> int:
-    """The one pricing function: a replica of a placement (:class:`~solver.decision.ReplicaPlacement`) or
-    of a running job's allocation (``topology.ReplicaAllocation``) — both carry ``node``, ``gpus``,
+    """The one pricing function: a replica of a placement (:class:`~placer.solver.decision.ReplicaPlacement`)
+    or
+    of a running job's allocation (``placer.topology.ReplicaAllocation``) — both carry ``node``, ``gpus``,
     ``gpu_milli``, ``tpu_pod``, ``tpu_chips`` and ``cpu_cores`` — in money units per hour; 0 on a node or
     pod the cluster does not have (the checker reports those)."""
     if replica.tpu_pod is not None:
@@ -228,7 +244,7 @@ def replica_units(cluster: Cluster, replica: Any, prices: PriceCatalog) -> int:
 
 
 def running_units(cluster: Cluster, job: Any, prices: PriceCatalog) -> int:
-    """A running job's spend per hour (``topology.RunningJob``), priced from its allocation."""
+    """A running job's spend per hour (``placer.topology.RunningJob``), priced from its allocation."""
     return sum(replica_units(cluster, r, prices) for r in job.replicas)
 
 

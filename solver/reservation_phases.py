@@ -19,7 +19,8 @@ would hand reserved capacity to the wrong job:
   a neighbour would give them more than the reservation's count.
 
 A reservation is held (``Reservation.state``) while it has started and not ended, and, with ``timeout_s``,
-while one of its members runs in it (:func:`solver.reservations.running_members`) or the timeout since its
+while one of its members runs in it (:func:`placer.solver.reservations.running_members`) or the timeout since
+its
 start has not passed.
 
 A member job the reservation can never hold (it needs more GPUs than reserved, a node shape the reserved
@@ -29,7 +30,7 @@ past the reservation's ``end`` from now waits (``RESERVATION_ENDS``): the capaci
 then. A member without a duration is not refused (its length is unknown). A member of a reservation that
 is not active now (not started, ended, released after ``timeout_s``) waits with ``RESERVATION_INACTIVE``.
 A reservation naming a node the cluster lacks is an input error (``JobValidationError``,
-:func:`solver.reservations.check_against`), raised before anything is placed.
+:func:`placer.solver.reservations.check_against`), raised before anything is placed.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
-from solver.decision import (
+from placer.solver.decision import (
     Decision,
     Hold,
     PendingJob,
@@ -48,12 +49,14 @@ from solver.decision import (
     Stats,
     as_running,
 )
-from solver.explain import CAPACITY_CODES
-from solver.jobs.model import Job, LabelRule, ReadResult
-from solver.jobs.queues import QueueConfig
-from solver.policy import Policy
-from solver.reservations import Reservation, check_against, running_members
-from topology import Cluster, RunningJob
+from placer.solver.explain import CAPACITY_CODES
+from placer.solver.jobs.model import Job, LabelRule, ReadResult
+from placer.solver.jobs.queues import QueueConfig
+from placer.solver.policy import Policy
+from placer.solver.reservations import Reservation, check_against, running_members
+from placer.topology import Cluster, RunningJob
+
+__all__ = ["place_with_reservations"]
 
 
 def _held_gpus(cluster: Cluster, r: Reservation) -> dict[str, list[int]]:
@@ -116,8 +119,9 @@ def place_with_reservations(
     reservations: Sequence[Reservation],
 ) -> Decision:
     """The decision for ``jobs`` with ``reservations`` held (see the module docstring); raises
-    :class:`~solver.jobs.errors.JobValidationError` for a reservation naming a node the cluster lacks."""
-    from solver.engine import decide
+    :class:`~placer.solver.jobs.errors.JobValidationError` for a reservation naming a node the cluster
+    lacks."""
+    from placer.solver.engine import decide
 
     check_against(reservations, cluster)
     t0 = time.perf_counter()

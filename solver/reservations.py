@@ -7,7 +7,8 @@ capacity pool"). ``timeout_s``: when none of its members runs in it and more tha
 start, its unused capacity is released (a job naming it then waits, ``RESERVATION_INACTIVE``).
 
 *Who is a member running in it* (:func:`running_members`): a running job whose own envelope names the
-reservation (``ext_ml_reservation_id``, :attr:`topology.RunningJob.reservation`) and that holds something
+reservation (``ext_ml_reservation_id``, :attr:`placer.topology.RunningJob.reservation`) and that holds
+something
 on one of its nodes. Why not "any job on the reserved capacity": §8.3 ties a job to a reservation only by
 that id, and a job that merely sits on a reserved node (it started before the reservation, or evictions
 left it there) is not using the reservation; counting it would keep an abandoned reservation held forever.
@@ -31,12 +32,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from placer.solver.jobs.errors import JobValidationError, issue
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from solver.jobs.errors import JobValidationError, issue
-
 if TYPE_CHECKING:
-    from topology import Cluster
+    from placer.topology import Cluster
+
+__all__ = ["Reservation", "State", "check_against", "load_reservations", "now_utc", "running_members"]
 
 State = Literal["active", "not_started", "ended", "released"]
 
@@ -93,7 +95,7 @@ def running_members(r: Reservation, cluster: Cluster) -> int:
     """How many running jobs of ``cluster`` are members of ``r`` running in it: they name it
     (``RunningJob.reservation``) and hold something on one of its nodes (see the module docstring).
 
-    >>> from topology import cluster_of, dgx_h100
+    >>> from placer.topology import cluster_of, dgx_h100
     >>> c = cluster_of(dgx_h100(2)).allocate(
     ...     {"job": "m", "reservation": "r", "replicas": [{"node": "dgx-h100-1", "gpus": [0]}]})
     >>> running_members(Reservation(id="r", nodes=["dgx-h100-1"]), c)
@@ -150,7 +152,7 @@ def load_reservations(
     ``type``, path ``[i].field``) for anything wrong, and for duplicate ids. With ``cluster``, also the
     checks of :func:`check_against` (unknown nodes, too many GPUs)."""
     if isinstance(obj_or_text, str):
-        from solver.jobs.parse import parse_json_or_yaml
+        from placer.solver.jobs.parse import parse_json_or_yaml
 
         obj = parse_json_or_yaml(obj_or_text, source=source)
     else:

@@ -5,7 +5,7 @@ one of the values; ``NotIn`` holds when the label is absent or has none of the v
 ``Lt``/``Lte`` compare numbers, or dotted versions (``"8.0"`` < ``"10.0"``) when both sides are versions,
 and fail when the label is absent or not comparable; ``Matches`` is a shell-style glob on the value.
 
->>> from solver.jobs.model import LabelRule
+>>> from placer.solver.jobs.model import LabelRule
 >>> holds(LabelRule(key="compute_capability", operator="Gte", values=["8.0"]), {"compute_capability": "10.0"})
 True
 >>> holds(LabelRule(key="zone", operator="NotIn", values=["a"]), {})
@@ -19,7 +19,9 @@ import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
-from solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule
+from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule
+
+__all__ = ["all_hold", "compare", "holds", "job_labels", "rule_keys"]
 
 _VERSION = re.compile(r"^\d+(\.\d+)*$")
 
@@ -112,11 +114,12 @@ def rule_keys(rule: Rule) -> set[str]:
 def job_labels(job: object) -> dict[str, str]:
     """Labels other jobs' anti-affinity rules test against (OJS ML §7.3 uses ``job_type``).
 
-    For a :class:`~solver.jobs.model.Job`: its ``labels`` plus derived ``job_id``, ``job_type``, ``queue``,
-    ``tenant``, ``priority_class`` and ``model_id``; for a running job (``topology.RunningJob``): its
+    For a :class:`~placer.solver.jobs.model.Job`: its ``labels`` plus derived ``job_id``, ``job_type``,
+    ``queue``,
+    ``tenant``, ``priority_class`` and ``model_id``; for a running job (``placer.topology.RunningJob``): its
     ``labels`` plus ``job_id``, ``queue``, ``tenant`` and ``priority_class``. Derived keys win.
     """
-    from solver.jobs.model import Job
+    from placer.solver.jobs.model import Job
 
     out: dict[str, str] = dict(getattr(job, "labels", {}) or {})
     if isinstance(job, Job):

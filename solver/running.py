@@ -3,7 +3,7 @@
 Why read the envelope with the job readers: preemption needs the running job's priority class,
 preemptibility, grace period, checkpoint flags and labels exactly as the job declared them (OJS ML §8),
 and anti-affinity needs its labels; re-reading the original envelope through
-:func:`solver.jobs.read_object` gives them in the one normalized form, in any JSON job format.
+:func:`placer.solver.jobs.read_object` gives them in the one normalized form, in any JSON job format.
 
 Each item is a job envelope plus where it runs:
 
@@ -18,7 +18,7 @@ demand when the entries match the group's count; otherwise (a replica split over
 is divided in proportion to GPUs (equally without GPUs). Values given on an entry win.
 
 Bad input never escapes as a traceback: every problem of every item is collected and raised together as
-:class:`~solver.jobs.errors.JobValidationError` (codes from ``ISSUE_CODES``).
+:class:`~placer.solver.jobs.errors.JobValidationError` (codes from ``ISSUE_CODES``).
 
 >>> rj = running_from_envelopes([{"id": "r1", "ext_ml_gpu_count": 2, "ext_ml_cpu_cores": 8,
 ...     "node": "dgx-1", "gpus": [0, 1], "started_at": "2025-01-01T00:00:00Z"}], "running.json")
@@ -31,13 +31,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from placer.solver.jobs.errors import Issue, JobValidationError, issue
+from placer.solver.jobs.fields import Fields, join, type_name
+from placer.solver.jobs.load import read_object
+from placer.solver.jobs.model import Job, TaskGroup
+from placer.topology import ReplicaAllocation, RunningJob
 from pydantic import ValidationError
 
-from solver.jobs.errors import Issue, JobValidationError, issue
-from solver.jobs.fields import Fields, join, type_name
-from solver.jobs.load import read_object
-from solver.jobs.model import Job, TaskGroup
-from topology import ReplicaAllocation, RunningJob
+__all__ = ["PLACEMENT_KEYS", "running_from_envelopes", "running_job"]
 
 #: Keys of an item that say where the job runs; everything else is the job envelope.
 PLACEMENT_KEYS = ("node", "gpus", "gpu_milli", "tpu_pod", "tpu_chips", "replicas", "started_at")

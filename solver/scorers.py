@@ -3,13 +3,13 @@
 Why they exist: a study of placer must compare like with like — the same batches, the same hard
 constraints, the same simulator — and change only the rule that picks a node. Each scorer below is that
 rule, written from its published definition, as a key per candidate node (lower is better; ties go to
-the lowest node index). Greedy calls it instead of its own keys (:func:`solver.greedy._choose`) when
+the lowest node index). Greedy calls it instead of its own keys (:func:`placer.solver.greedy._choose`) when
 ``Policy.scorer`` names it (``engine: fgd`` in a scenario, ``placer simulate --engine fgd``).
 
 What a baseline keeps: the candidates (every hard constraint: labels, GPU type, anti-affinity, gang
 scopes, exclusivity, budgets, node counts), greedy's job order, its whole-gang placement, the fullest-first
 order of a scoped gang's domains, its evictions (least eviction cost stays the first key when a job only
-fits by evicting) and TPU slice choice — so every decision still passes :func:`solver.check.check`.
+fits by evicting) and TPU slice choice — so every decision still passes :func:`placer.solver.check.check`.
 What it drops (that is what makes it a baseline): placer's soft preferences (affinity, model and data
 locality, spot preference), the cost term, keeping NVLink nodes for NVLink work and GPU nodes for GPU work.
 
@@ -30,10 +30,10 @@ are integers 0-100 and kube-scheduler picks at random among equal ones; these ke
 to node order, so a run is reproducible. Kubernetes skips a resource the node has none of (a CPU node's
 GPUs); so do these.
 
->>> from topology import cluster_of, dgx_h100
->>> from solver.engine import place
->>> from solver.jobs.model import GpuDemand, Job, TaskGroup
->>> from solver.policy import Policy
+>>> from placer.topology import cluster_of, dgx_h100
+>>> from placer.solver.engine import place
+>>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from placer.solver.policy import Policy
 >>> busy = {"job": "r", "replicas": [{"node": "dgx-h100-2", "gpus": [0, 1, 2, 3, 4]}]}
 >>> cluster = cluster_of(dgx_h100(2)).allocate(busy)
 >>> one = Job(id="one", tasks=[TaskGroup(gpu=GpuDemand(count=1))])
@@ -55,12 +55,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-
-from solver.candidates import NodeArrays, UnitCandidates
-from solver.demand import JobPlan, Unit
+from placer.solver.candidates import NodeArrays, UnitCandidates
+from placer.solver.demand import JobPlan, Unit
 
 if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
-    from solver.greedy import State
+    from placer.solver.greedy import State
 
 #: Milli per whole GPU.
 MILLI = 1000

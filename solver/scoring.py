@@ -6,11 +6,11 @@ non-negative integer per node and unit: the weights of satisfied preferred affin
 a URI prefix of the job's ``ext_mlx_scheduling_data_locality``), and spot preference (ML extensions §7).
 Level 3 (fragmentation) is computed by each engine from free GPUs left on the nodes it touches.
 
->>> from topology import cluster_of, dgx_h100
->>> from solver.snapshot import Snapshot
->>> from solver.candidates import NodeArrays
->>> from solver.jobs.model import Job, LabelRule, Placement
->>> from solver.demand import expand
+>>> from placer.topology import cluster_of, dgx_h100
+>>> from placer.solver.snapshot import Snapshot
+>>> from placer.solver.candidates import NodeArrays
+>>> from placer.solver.jobs.model import Job, LabelRule, Placement
+>>> from placer.solver.demand import expand
 >>> snap = Snapshot.of(cluster_of(dgx_h100(2, zones=["z1"])))
 >>> rule = LabelRule(key="zone", operator="In", values=["z1"], weight=40)
 >>> job = Job(id="j", placement=Placement(preferred=[rule]))
@@ -22,12 +22,13 @@ Level 3 (fragmentation) is computed by each engine from free GPUs left on the no
 from __future__ import annotations
 
 import numpy as np
+from placer.solver.candidates import NodeArrays
+from placer.solver.demand import JobPlan, Unit
+from placer.solver.jobs.model import PriorityClass, SpotPreference
+from placer.solver.policy import Policy
+from placer.solver.rules import holds
 
-from solver.candidates import NodeArrays
-from solver.demand import JobPlan, Unit
-from solver.jobs.model import PriorityClass, SpotPreference
-from solver.policy import Policy
-from solver.rules import holds
+__all__ = ["preference_scores"]
 
 
 def _model_nodes(arrays: NodeArrays, model_id: str, version: str | None) -> np.ndarray:

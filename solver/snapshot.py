@@ -1,11 +1,12 @@
 """Phase 1: the solver's own, flat view of a cluster snapshot.
 
-Why a second view next to :class:`topology.Cluster`: candidate generation, greedy and the CP-SAT model ask
+Why a second view next to :class:`placer.topology.Cluster`: candidate generation, greedy and the CP-SAT model
+ask
 "free cpu of node 7412" hundreds of thousands of times; a list of slotted records indexed by integer is the
-cheapest way to answer in Python. The view is computed once per :func:`solver.place` call and never
+cheapest way to answer in Python. The view is computed once per :func:`placer.solver.place` call and never
 mutated (greedy keeps its own scratch copy of the free amounts).
 
->>> from topology import cluster_of, dgx_h100
+>>> from placer.topology import cluster_of, dgx_h100
 >>> snap = Snapshot.of(cluster_of(dgx_h100(2)))
 >>> len(snap.nodes), snap.nodes[0].free_gpus
 (2, (0, 1, 2, 3, 4, 5, 6, 7))
@@ -17,10 +18,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from solver.rules import job_labels
-from solver.structure import InnerTree
-from topology import Cluster, Node, TpuPod
-from topology.model import Coord
+from placer.solver.rules import job_labels
+from placer.solver.structure import InnerTree
+from placer.topology import Cluster, Node, TpuPod
+from placer.topology.model import Coord
+
+__all__ = ["HARD_TAINT_EFFECTS", "NodeView", "PodView", "Snapshot"]
 
 #: Taint effects that keep every placer job off a node (jobs carry no tolerations).
 HARD_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -94,7 +97,8 @@ class Snapshot:
         return self._trees[idx]
 
     def running_labels(self, job_id: str) -> Mapping[str, str]:
-        """Labels of a running job for anti-affinity (``solver.rules.job_labels``), computed on first use:
+        """Labels of a running job for anti-affinity (``placer.solver.rules.job_labels``), computed on first
+        use:
         only batches with anti-affinity rules read them."""
         hit = self._labels.get(job_id)
         if hit is None:

@@ -38,8 +38,8 @@ vertex with the fewest free GPUs and cores that holds it), bounded by :data:`MAX
 bound it answers "does not fit", which is conservative. GPUs inside a chosen vertex are taken lowest index
 first (no backtracking over which ones).
 
->>> from solver.jobs.model import CountRange, FluxResource
->>> from topology import InnerVertex
+>>> from placer.solver.jobs.model import CountRange, FluxResource
+>>> from placer.topology import InnerVertex
 >>> socket = lambda n: InnerVertex(type="socket", children=[InnerVertex(type="core") for _ in range(n)])
 >>> two_by_four = [FluxResource(type="socket", count=CountRange(min=2), with_=[
 ...     FluxResource(type="core", count=CountRange(min=4))])]
@@ -60,8 +60,27 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from solver.jobs.model import FluxResource
-from topology import InnerVertex
+from placer.solver.jobs.model import FluxResource
+from placer.topology import InnerVertex
+
+__all__ = [
+    "EPS",
+    "MAX_STEPS",
+    "OUTER",
+    "ROOT",
+    "TRANSPARENT",
+    "Claim",
+    "Group",
+    "InnerTree",
+    "Shape",
+    "compile_shape",
+    "fits_empty",
+    "fits_structure",
+    "match",
+    "may_shape",
+    "request_text",
+    "shaped",
+]
 
 #: Request vertex types that stand for the replica or its node rather than for parts of it.
 TRANSPARENT = frozenset({"slot", "node"})

@@ -1,11 +1,12 @@
 """Which slice shapes a TPU demand may take in a given pod.
 
-A demand with ``ext_ml_tpu_topology`` has one shape (any orientation: :func:`topology.tpu.slices_in_pod`
+A demand with ``ext_ml_tpu_topology`` has one shape (any orientation:
+:func:`placer.topology.tpu.slices_in_pod`
 tries them); a demand with only a chip count may take any shape Google Cloud offers for the pod's
 generation with that many chips (squarest first, so the mesh stays compact).
 
->>> from topology import cluster_of, tpu_pod
->>> from solver.jobs.model import TpuDemand
+>>> from placer.topology import cluster_of, tpu_pod
+>>> from placer.solver.jobs.model import TpuDemand
 >>> pod = cluster_of(tpu_pod("v5e")).tpu_pods()[0]
 >>> tpu_shapes(TpuDemand(type="v5e", chips=8), pod)
 [(2, 4)]
@@ -16,9 +17,11 @@ from __future__ import annotations
 from functools import lru_cache
 from itertools import product
 
-from solver.jobs.model import TpuDemand
-from topology import TpuPod, is_offered_shape
-from topology.tpu import normalize_shape
+from placer.solver.jobs.model import TpuDemand
+from placer.topology import TpuPod, is_offered_shape
+from placer.topology.tpu import normalize_shape
+
+__all__ = ["host_chips", "tpu_shapes"]
 
 
 @lru_cache(maxsize=1024)
@@ -76,7 +79,7 @@ def host_chips(
 ) -> frozenset[tuple[int, ...]]:
     """Every chip of the hosts that ``chips`` touch: what an exclusive (dedicated) TPU job owns.
 
-    >>> from topology import cluster_of, tpu_pod
+    >>> from placer.topology import cluster_of, tpu_pod
     >>> pod = cluster_of(tpu_pod("v5e", shape=(4, 4))).tpu_pods()[0]
     >>> len(host_chips(pod, [(0, 0)]))
     4

@@ -3,8 +3,9 @@
 A pending job's reason says why it waits; a backend (or the person reading it) also wants to know the
 smallest change that would let it run now. Three are cheap to compute, each in the module that knows it:
 
-* "fits if queue Q's budget allowed 8 more GPUs" — :func:`solver.explain.queue_budget`;
-* "fits after job X ends at T" — the plan's ``PLANNED_START`` reason (:func:`solver.backfill.planned_reason`);
+* "fits if queue Q's budget allowed 8 more GPUs" — :func:`placer.solver.explain.queue_budget`;
+* "fits after job X ends at T" — the plan's ``PLANNED_START`` reason
+  (:func:`placer.solver.backfill.planned_reason`);
 * "fits if 2 running jobs of lower priority were preemptible" — here: the job is placed (greedy, one job)
   on the cluster as this decision leaves it, minus the running jobs of lower priority that nothing may
   evict today (their ``preemptible`` flag is false, or they are ``on-demand`` without one; ``reserved``
@@ -20,12 +21,14 @@ import time
 from bisect import bisect_left
 from collections.abc import Mapping
 
-from solver.decision import Decision, Reason, as_running
-from solver.explain import CAPACITY_CODES, few
-from solver.jobs.model import Job
-from solver.policy import Policy
-from solver.preempt import is_preemptible, job_rank, rank
-from topology import Cluster, RunningJob
+from placer.solver.decision import Decision, Reason, as_running
+from placer.solver.explain import CAPACITY_CODES, few
+from placer.solver.jobs.model import Job
+from placer.solver.policy import Policy
+from placer.solver.preempt import is_preemptible, job_rank, rank
+from placer.topology import Cluster, RunningJob
+
+__all__ = ["MAX_JOBS", "PROBE_PER_NODE_S", "Shielded", "add_preemptible_hints"]
 
 #: Pending jobs examined per decision, highest priority first.
 MAX_JOBS = 8
@@ -57,7 +60,7 @@ class Shielded:
     def below(self, limit: int) -> list[RunningJob]:
         """Those of priority rank below ``limit``.
 
-        >>> from topology import cluster_of, dgx_h100
+        >>> from placer.topology import cluster_of, dgx_h100
         >>> Shielded(cluster_of(dgx_h100(1)), set()).below(10**9)
         []
         """
@@ -70,7 +73,7 @@ def add_preemptible_hints(
     """Append a ``FITS_IF_PREEMPTIBLE`` reason to waiting jobs that would fit if some running jobs of
     lower priority were preemptible (see the module docstring). Stops at ``deadline``
     (``time.perf_counter()``)."""
-    from solver.engine import probe_fit
+    from placer.solver.engine import probe_fit
 
     evicted = {e.job for e in decision.preemptions}
     waiting = [

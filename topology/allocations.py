@@ -19,12 +19,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from topology.errors import Problem, TopologyError
-from topology.inventory import ReplicaAllocation, RunningJob
-from topology.model import Coord
+from placer.topology.errors import Problem, TopologyError
+from placer.topology.inventory import ReplicaAllocation, RunningJob
+from placer.topology.model import Coord
 
 if TYPE_CHECKING:
-    from topology.structure import Structure
+    from placer.topology.structure import Structure
+
+__all__ = ["WHOLE", "NodeUsage", "State", "apply_jobs", "remove_jobs"]
 
 #: Tolerance when comparing summed float capacities.
 _EPS = 1e-9
@@ -269,10 +271,10 @@ def apply_jobs(
 ) -> State:
     """A new state with ``jobs`` (pairs of error-message item and job) added; all problems at once.
 
-    Raises :class:`~topology.errors.TopologyError` naming each bad job and replica.
+    Raises :class:`~placer.topology.errors.TopologyError` naming each bad job and replica.
 
-    >>> from topology.build import build_cluster
-    >>> from topology.inventory import Inventory
+    >>> from placer.topology.build import build_cluster
+    >>> from placer.topology.inventory import Inventory
     >>> inv = Inventory.model_validate({"nodes": [{"name": "n", "gpus": {"type": "t4", "count": 1}}]})
     >>> c = build_cluster(inv)
     >>> job = RunningJob(job="j", replicas=[{"node": "n", "gpus": [1]}])

@@ -1,4 +1,4 @@
-"""Turn an :class:`~topology.inventory.Inventory` into a :class:`~topology.cluster.Cluster`.
+"""Turn an :class:`~placer.topology.inventory.Inventory` into a :class:`~placer.topology.cluster.Cluster`.
 
 Why a single entry point: every cluster source (inventory file, Kubernetes, Slurm, Flux JGF importers,
 builders) produces an ``Inventory``; here, and only here, it is checked against the catalog and resolved
@@ -16,9 +16,9 @@ Rules applied:
 * TPU pods: the generation must be known, the mesh has the generation's number of dimensions and is no
   larger than its pod; multi-host meshes are cut into the catalog's host blocks (2x2 / 2x2x1), so each
   dimension must be a multiple of the block; meshes of at most 8 chips are one single host.
-* Running jobs are then applied as allocations (:mod:`topology.allocations`).
+* Running jobs are then applied as allocations (:mod:`placer.topology.allocations`).
 
->>> from topology.inventory import Inventory
+>>> from placer.topology.inventory import Inventory
 >>> c = build_cluster(Inventory(nodes=[{"name": "a", "gpus": {"type": "NVIDIA-H100-80GB-HBM3", "count": 8}}]))
 >>> c.node("a").gpu_type, c.node("a").nvlink_domain
 ('nvidia-h100', 'a/nvlink')
@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections import defaultdict
 from types import MappingProxyType
 
-from topology.allocations import State, apply_jobs
-from topology.catalog import (
+from placer.topology.allocations import State, apply_jobs
+from placer.topology.catalog import (
     canonical_tpu_type,
     format_shape,
     gpu_info,
@@ -38,12 +38,14 @@ from topology.catalog import (
     slice_wraps,
     tpu_info,
 )
-from topology.cluster import Cluster
-from topology.errors import Problem, TopologyError
-from topology.inventory import Inventory, NodeSpec, TpuPodSpec
-from topology.labels import derived_labels, merge_labels, region_of_zone
-from topology.model import Node, NvlinkDomain, TpuPod
-from topology.structure import Structure
+from placer.topology.cluster import Cluster
+from placer.topology.errors import Problem, TopologyError
+from placer.topology.inventory import Inventory, NodeSpec, TpuPodSpec
+from placer.topology.labels import derived_labels, merge_labels, region_of_zone
+from placer.topology.model import Node, NvlinkDomain, TpuPod
+from placer.topology.structure import Structure
+
+__all__ = ["UNKNOWN_GPU_TYPE", "build_cluster"]
 
 
 def _count_inner_gpus(spec: NodeSpec) -> int:
@@ -301,12 +303,12 @@ def build_cluster(inventory: Inventory, source: str = "inventory") -> Cluster:
     """Validate and resolve an inventory into a cluster snapshot with its running jobs applied.
 
     ``source`` names the description in error messages (a file name, ``kubernetes:nodes.json``, ...).
-    Raises :class:`~topology.errors.TopologyError` listing every problem found.
+    Raises :class:`~placer.topology.errors.TopologyError` listing every problem found.
 
     >>> build_cluster(Inventory(nodes=[{"name": "x", "gpus": {"type": "nvidia-h10", "count": 1}}]), "c.yaml")
     Traceback (most recent call last):
     ...
-    topology.errors.TopologyError: c.yaml: nodes[0] (x): unknown GPU type 'nvidia-h10': not in the \
+    placer.topology.errors.TopologyError: c.yaml: nodes[0] (x): unknown GPU type 'nvidia-h10': not in the \
 accelerator catalog; give gpus.memory_gb to use a type outside the catalog
     """
     problems: list[Problem] = []

@@ -1,6 +1,6 @@
 """One-line cluster builders for tests, examples, simulators and benchmarks.
 
-Why builders return :class:`~topology.inventory.Inventory` parts: a part is plain data that can be
+Why builders return :class:`~placer.topology.inventory.Inventory` parts: a part is plain data that can be
 written to YAML, inspected or concatenated; :func:`cluster_of` merges any number of parts and builds the
 cluster, so ``cluster_of(dgx_h100(32, nodes_per_rack=4), pcie_inference(8, capacity_class="spot"))`` is a
 whole cluster in one line.
@@ -22,10 +22,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from topology.build import build_cluster
-from topology.catalog import canonical_tpu_type, tpu_info
-from topology.cluster import Cluster
-from topology.inventory import CapacityClass, Inventory, NodeGpus, NodeSpec, RunningJob, TpuPodSpec
+from placer.topology.build import build_cluster
+from placer.topology.catalog import canonical_tpu_type, tpu_info
+from placer.topology.cluster import Cluster
+from placer.topology.inventory import CapacityClass, Inventory, NodeGpus, NodeSpec, RunningJob, TpuPodSpec
+
+__all__ = [
+    "capacity_pool",
+    "cluster_of",
+    "cpu_nodes",
+    "dgx_h100",
+    "gb200_nvl72",
+    "hgx_a100",
+    "merge",
+    "pcie_inference",
+    "tpu_pod",
+]
 
 
 def merge(*parts: Inventory, name: str = "cluster") -> Inventory:

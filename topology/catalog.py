@@ -23,6 +23,25 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
+__all__ = [
+    "GpuInfo",
+    "GpuProduct",
+    "TpuInfo",
+    "canonical_gpu_type",
+    "canonical_tpu_type",
+    "format_shape",
+    "gpu_info",
+    "gpu_types",
+    "is_offered_shape",
+    "parse_gpu_product",
+    "parse_shape",
+    "slice_wraps",
+    "tpu_accelerator_type",
+    "tpu_generation_from_gke",
+    "tpu_generations",
+    "tpu_info",
+]
+
 _MEMORY_TOKEN = re.compile(r"^(\d+(?:\.\d+)?)gb?$")
 #: Tokens of product strings that say nothing about which GPU it is.
 _NOISE_TOKENS = frozenset(
@@ -111,7 +130,7 @@ def _normalize(name: str) -> str:
 
 @cache
 def _data() -> dict[str, Any]:
-    text = resources.files("topology").joinpath("data/accelerators.json").read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("data/accelerators.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 

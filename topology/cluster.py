@@ -9,7 +9,7 @@ graph, indexes) and copies only the allocation entries it touches. Keep the old 
 any node; cluster-wide answers (:meth:`free_nvlink_domains`, :meth:`free_tpu_chips`, the summaries) count
 only schedulable, ready nodes and pods, since capacity on a cordoned or broken machine is not usable.
 
->>> from topology.builders import cluster_of, dgx_h100
+>>> from placer.topology.builders import cluster_of, dgx_h100
 >>> c = cluster_of(dgx_h100(2))
 >>> c2 = c.allocate({"job": "j", "replicas": [{"node": "dgx-h100-1", "gpus": [0, 1]}]})
 >>> len(c.free_gpus("dgx-h100-1")), len(c2.free_gpus("dgx-h100-1"))
@@ -23,17 +23,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from placer.topology.allocations import WHOLE, NodeUsage, State, apply_jobs, remove_jobs
+from placer.topology.catalog import canonical_gpu_type
+from placer.topology.errors import Problem, TopologyError
+from placer.topology.inventory import Inventory, RunningJob
+from placer.topology.model import Coord, Gpu, Node, NodeFree, NvlinkDomain, TpuPod
+from placer.topology.structure import Structure
 from pydantic import ValidationError
-
-from topology.allocations import WHOLE, NodeUsage, State, apply_jobs, remove_jobs
-from topology.catalog import canonical_gpu_type
-from topology.errors import Problem, TopologyError
-from topology.inventory import Inventory, RunningJob
-from topology.model import Coord, Gpu, Node, NodeFree, NvlinkDomain, TpuPod
-from topology.structure import Structure
 
 if TYPE_CHECKING:
     import networkx as nx
+
+__all__ = ["Cluster", "FreeDomain"]
 
 _NO_USAGE = NodeUsage()
 
@@ -46,7 +47,7 @@ class FreeDomain(NamedTuple):
 
 
 class Cluster:
-    """A cluster snapshot. Build one with :func:`topology.build.build_cluster` or the builders."""
+    """A cluster snapshot. Build one with :func:`placer.topology.build.build_cluster` or the builders."""
 
     __slots__ = ("state", "structure")
 
@@ -79,7 +80,8 @@ class Cluster:
 
     @property
     def graph(self) -> nx.DiGraph:
-        """The frozen networkx graph of the structure (built on first access; see :mod:`topology.graph`)."""
+        """The frozen networkx graph of the structure (built on first access; see
+        :mod:`placer.topology.graph`)."""
         return self.structure.graph()
 
     def node(self, name: str) -> Node:

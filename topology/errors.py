@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+__all__ = ["Problem", "TopologyError"]
+
 
 @dataclass(frozen=True)
 class Problem:

@@ -13,9 +13,9 @@ Why this shape:
 
 Vertex ids are strings like ``node:dgx-01`` and ``gpu:dgx-01/3``; they are an internal detail — every
 vertex carries ``type`` and ``name`` attributes, and users should go through the typed
-:class:`~topology.cluster.Cluster` API. The graph is frozen: allocations live in snapshots, not here.
+:class:`~placer.topology.cluster.Cluster` API. The graph is frozen: allocations live in snapshots, not here.
 
->>> from topology.builders import dgx_h100, cluster_of
+>>> from placer.topology.builders import dgx_h100, cluster_of
 >>> g = cluster_of(dgx_h100(1)).graph
 >>> sum(1 for _, d in g.nodes(data=True) if d["type"] == "gpu")
 8
@@ -28,12 +28,13 @@ from itertools import product
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
-
-from topology.inventory import InnerVertex
-from topology.model import Coord, Node
+from placer.topology.inventory import InnerVertex
+from placer.topology.model import Coord, Node
 
 if TYPE_CHECKING:
-    from topology.structure import Structure
+    from placer.topology.structure import Structure
+
+__all__ = ["ROOT", "build_graph", "chip_vertex", "gpu_vertex"]
 
 ROOT = "cluster"
 

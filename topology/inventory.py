@@ -2,7 +2,8 @@
 
 Why a document model separate from the graph: importers (Kubernetes, Slurm, Flux JGF, OJS workers) and the
 YAML/JSON inventory file all describe clusters; they meet here, in one validated, serializable shape with a
-JSON Schema (``Inventory.model_json_schema()``), and :func:`topology.build.build_cluster` turns any of them
+JSON Schema (``Inventory.model_json_schema()``), and :func:`placer.topology.build.build_cluster` turns any of
+them
 into the networkx graph. An importer never builds graph vertices itself.
 
 Units: CPU in cores, memory/storage/shm in GB, prices in dollars per hour, times timezone-aware.
@@ -23,6 +24,20 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "CapacityClass",
+    "InnerVertex",
+    "Inventory",
+    "LoadedModel",
+    "NodeGpus",
+    "NodeSpec",
+    "ReplicaAllocation",
+    "RunningJob",
+    "Taint",
+    "TaintEffect",
+    "TpuPodSpec",
+]
 
 CapacityClass = Literal["spot", "on-demand", "reserved"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]

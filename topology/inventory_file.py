@@ -1,9 +1,9 @@
-"""Read an inventory file (YAML or JSON) into an :class:`~topology.inventory.Inventory`, safely.
+"""Read an inventory file (YAML or JSON) into an :class:`~placer.topology.inventory.Inventory`, safely.
 
 Why errors are translated: pydantic says ``nodes.3.gpus.count: Input should be greater than or equal to
 0``; an operator wants ``cluster.yaml: nodes[3] (gpu-7): gpus.count: must be >= 0 (got -1)``. Every
 problem names the file, the item (list entries by index *and* name) and what is wrong, and all problems of
-a file come back together in one :class:`~topology.errors.TopologyError`. Nothing else escapes.
+a file come back together in one :class:`~placer.topology.errors.TopologyError`. Nothing else escapes.
 
 >>> inv = read_inventory("nodes:\\n  - name: a\\n    gpus: {type: nvidia-l4, count: 2}\\n", source="x.yaml")
 >>> inv.nodes[0].gpus.count
@@ -21,11 +21,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from placer.topology.errors import Problem, TopologyError
+from placer.topology.inventory import Inventory
+from placer.topology.safe_load import MAX_DOCUMENT_CHARS, parse_text
 from pydantic import ValidationError
 
-from topology.errors import Problem, TopologyError
-from topology.inventory import Inventory
-from topology.safe_load import MAX_DOCUMENT_CHARS, parse_text
+__all__ = ["MAX_PROBLEMS", "inventory_from_document", "read_inventory", "validation_problems"]
 
 #: Problems reported per file before the rest are summed up in one line.
 MAX_PROBLEMS = 50
@@ -115,7 +116,7 @@ def read_inventory(path_or_text: str | os.PathLike[str], source: str | None = No
     """Read an inventory from a file path (``Path``, or a one-line string ending in ``.yaml``/``.yml``/
     ``.json``) or from YAML/JSON text. ``source`` names it in errors (default: the path, or ``<text>``).
 
-    Raises :class:`~topology.errors.TopologyError` for unreadable files, malformed text and invalid
+    Raises :class:`~placer.topology.errors.TopologyError` for unreadable files, malformed text and invalid
     content; never anything else.
     """
     if isinstance(path_or_text, os.PathLike) or (

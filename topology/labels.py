@@ -1,4 +1,5 @@
-"""Derived node labels: the keys the job model's placement rules test (``solver.jobs.model.Placement``).
+"""Derived node labels: the keys the job model's placement rules test
+(``placer.solver.jobs.model.Placement``).
 
 Why derived labels: a job says ``gpu_type In [nvidia-h100]`` or ``zone In [us-central1-a]`` whatever
 importer described the node. The topology computes these keys from the node's facts so every source of
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+
+__all__ = ["DERIVED_KEYS", "derived_labels", "merge_labels", "number_label", "region_of_zone"]
 
 #: Keys the topology derives; user labels with these keys are shadowed.
 DERIVED_KEYS = (

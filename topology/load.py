@@ -3,11 +3,11 @@
 Why one entry point: ``placer cluster FILE`` and the solver should not care whether the cluster came from
 placer's own inventory YAML, ``kubectl get nodes -o json``, ``scontrol show node``, a Flux JGF or OJS
 worker advertisements. This module reads the file safely (size cap, UTF-8, strict JSON, bounded safe YAML),
-picks the importer, and hands the resulting :class:`~topology.inventory.Inventory` to
-:func:`topology.build.build_cluster`.
+picks the importer, and hands the resulting :class:`~placer.topology.inventory.Inventory` to
+:func:`placer.topology.build.build_cluster`.
 
 Errors: a file that cannot be opened raises ``OSError`` (so a CLI can tell "no such file" from "bad
-content"); everything wrong with the content raises :class:`~topology.errors.TopologyError` naming the
+content"); everything wrong with the content raises :class:`~placer.topology.errors.TopologyError` naming the
 file, the item and the problem. Nothing else escapes.
 
 >>> detect_cluster_format("NodeName=g01 CPUTot=64 State=IDLE")
@@ -24,15 +24,25 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from topology.errors import Problem, TopologyError
-from topology.importers import IMPORTERS
-from topology.importers._common import short
-from topology.importers.text import parse_text
-from topology.inventory import Inventory
-from topology.inventory_file import inventory_from_document
+from placer.topology.errors import Problem, TopologyError
+from placer.topology.importers import IMPORTERS
+from placer.topology.importers._common import short
+from placer.topology.importers.text import parse_text
+from placer.topology.inventory import Inventory
+from placer.topology.inventory_file import inventory_from_document
 
 if TYPE_CHECKING:
-    from topology.cluster import Cluster
+    from placer.topology.cluster import Cluster
+
+__all__ = [
+    "FORMATS",
+    "MAX_FILE_BYTES",
+    "detect_cluster_format",
+    "inventory_from_input",
+    "load_cluster",
+    "load_inventory",
+    "read_text",
+]
 
 #: Formats ``detect_cluster_format`` returns and ``load_*`` accept (plus ``auto``).
 FORMATS = ("inventory", "ojs-workers", "kubernetes", "slurm", "jgf")
@@ -133,7 +143,7 @@ def load_inventory(
     >>> load_inventory("x.json", format="bogus")
     Traceback (most recent call last):
     ...
-    topology.errors.TopologyError: x.json: document: unknown format 'bogus'; use auto, inventory, ...
+    placer.topology.errors.TopologyError: x.json: document: unknown format 'bogus'; use auto, inventory, ...
     """
     source = str(path)
     if format != "auto" and format not in FORMATS:
@@ -201,14 +211,15 @@ def inventory_from_input(
 def load_cluster(
     path: str | os.PathLike[str], format: str = "auto", *, pods: str | os.PathLike[str] | None = None
 ) -> Cluster:
-    """Read a cluster description file and build the cluster graph (:func:`topology.build.build_cluster`).
+    """Read a cluster description file and build the cluster graph
+    (:func:`placer.topology.build.build_cluster`).
 
     >>> load_cluster("/no/such/file")
     Traceback (most recent call last):
     ...
     FileNotFoundError: [Errno 2] No such file or directory: '/no/such/file'
     """
-    from topology.build import build_cluster
+    from placer.topology.build import build_cluster
 
     inventory = load_inventory(path, format, pods=pods)
     return build_cluster(inventory, source=str(path))

@@ -2,7 +2,7 @@
 
 Why plain frozen dataclasses and not graph vertices: the solver asks millions of small questions ("labels
 of node X", "GPUs of domain Y"); attribute access on a slotted dataclass is the cheapest answer in Python,
-and immutability lets every cluster snapshot share them. The networkx graph (:mod:`topology.graph`) is
+and immutability lets every cluster snapshot share them. The networkx graph (:mod:`placer.topology.graph`) is
 built from the same objects for whoever wants to walk the structure.
 
 >>> g = Gpu(node="dgx-1", index=3, type="nvidia-h100", memory_gb=80.0, compute_capability="9.0",
@@ -17,7 +17,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import product
 
-from topology.inventory import LoadedModel, NodeSpec, Taint, TpuPodSpec
+from placer.topology.inventory import LoadedModel, NodeSpec, Taint, TpuPodSpec
+
+__all__ = ["Coord", "Gpu", "Node", "NodeFree", "NvlinkDomain", "TpuHost", "TpuPod"]
 
 Coord = tuple[int, ...]
 
@@ -46,7 +48,8 @@ class Node:
 
     ``labels`` is the full label set rules are tested against: user labels, Flux properties as
     ``<prop>: "true"``, then the derived labels (``hostname``, ``gpu_type``, ...), which win on a clash
-    (see :mod:`topology.labels`). ``spec_index`` is the position of the inventory entry it came from, for
+    (see :mod:`placer.topology.labels`). ``spec_index`` is the position of the inventory entry it came from,
+    for
     error messages.
     """
 

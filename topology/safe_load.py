@@ -8,7 +8,8 @@ tags, duplicate keys and alias bombs, and that turns a constructor failure (an i
 
 :func:`load_json`, :func:`load_yaml` and :func:`load_text` raise :class:`UnsafeDocument` (a ``ValueError``);
 the layers wrap it in their own structured errors: :func:`parse_text` and friends here raise
-:class:`~topology.errors.TopologyError`, :mod:`solver.jobs.parse` raises ``JobValidationError``. This module
+:class:`~placer.topology.errors.TopologyError`, :mod:`placer.solver.jobs.parse` raises
+``JobValidationError``. This module
 lives in ``topology`` because ``topology`` is the lower layer (``solver`` may import it, never the reverse).
 
 >>> load_text('{"nodes": []}')
@@ -26,8 +27,22 @@ import json
 from typing import Any
 
 import yaml
+from placer.topology.errors import Problem, TopologyError
 
-from topology.errors import Problem, TopologyError
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_DOCUMENT_CHARS",
+    "MAX_EXPANDED_NODES",
+    "MAX_YAML_ALIASES",
+    "MAX_YAML_CHARS",
+    "UnsafeDocument",
+    "load_json",
+    "load_text",
+    "load_yaml",
+    "parse_json",
+    "parse_text",
+    "parse_yaml",
+]
 
 #: Largest document accepted by default, in characters.
 MAX_DOCUMENT_CHARS = 16 * 1024 * 1024
@@ -178,7 +193,7 @@ def _topology_error(source: str, e: UnsafeDocument) -> TopologyError:
 
 
 def parse_json(text: str, *, source: str = "", max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
-    """:func:`load_json`, refusing with a :class:`~topology.errors.TopologyError` naming ``source``."""
+    """:func:`load_json`, refusing with a :class:`~placer.topology.errors.TopologyError` naming ``source``."""
     try:
         return load_json(text, max_chars=max_chars)
     except UnsafeDocument as e:
@@ -186,7 +201,7 @@ def parse_json(text: str, *, source: str = "", max_chars: int = MAX_DOCUMENT_CHA
 
 
 def parse_yaml(text: str, *, source: str = "", max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
-    """:func:`load_yaml`, refusing with a :class:`~topology.errors.TopologyError` naming ``source``."""
+    """:func:`load_yaml`, refusing with a :class:`~placer.topology.errors.TopologyError` naming ``source``."""
     try:
         return load_yaml(text, max_chars=max_chars)
     except UnsafeDocument as e:
@@ -194,7 +209,7 @@ def parse_yaml(text: str, *, source: str = "", max_chars: int = MAX_DOCUMENT_CHA
 
 
 def parse_text(text: str, *, source: str = "", max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
-    """:func:`load_text`, refusing with a :class:`~topology.errors.TopologyError` naming ``source``."""
+    """:func:`load_text`, refusing with a :class:`~placer.topology.errors.TopologyError` naming ``source``."""
     try:
         return load_text(text, max_chars=max_chars)
     except UnsafeDocument as e:

@@ -1,7 +1,7 @@
 """The JSON Schema of the inventory format, as committed in ``docs/schemas/inventory.schema.json``.
 
-Why generated: the pydantic model in :mod:`topology.inventory` is the single definition; the committed
-schema file is regenerated from it (``python -m topology.schema > docs/schemas/inventory.schema.json``)
+Why generated: the pydantic model in :mod:`placer.topology.inventory` is the single definition; the committed
+schema file is regenerated from it (``python -m placer.topology.schema > docs/schemas/inventory.schema.json``)
 and a test fails when the two drift apart.
 
 >>> import json
@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 
-from topology.inventory import Inventory
+from placer.topology.inventory import Inventory
+
+__all__ = ["inventory_schema_text"]
 
 
 def inventory_schema_text() -> str:

@@ -1,11 +1,11 @@
 """The static part of a cluster: resolved nodes, NVLink domains, TPU pods and the indexes over them.
 
-Why separate from allocations: the structure never changes after :func:`topology.build.build_cluster`,
+Why separate from allocations: the structure never changes after :func:`placer.topology.build.build_cluster`,
 so every allocation snapshot of a cluster shares one structure (and one networkx graph), and only the
-small :class:`~topology.allocations.State` differs between snapshots.
+small :class:`~placer.topology.allocations.State` differs between snapshots.
 
->>> from topology.build import build_cluster
->>> from topology.inventory import Inventory
+>>> from placer.topology.build import build_cluster
+>>> from placer.topology.inventory import Inventory
 >>> s = build_cluster(Inventory(nodes=[{"name": "c", "count": 3}])).structure
 >>> [n.name for n in s.nodes]
 ['c-1', 'c-2', 'c-3']
@@ -18,11 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from topology.inventory import Inventory
-from topology.model import Node, NvlinkDomain, TpuPod
+from placer.topology.inventory import Inventory
+from placer.topology.model import Node, NvlinkDomain, TpuPod
 
 if TYPE_CHECKING:
     import networkx as nx
+
+__all__ = ["Structure"]
 
 
 @dataclass(eq=False)
@@ -60,7 +62,7 @@ class Structure:
     def graph(self) -> nx.DiGraph:
         """The networkx graph of the structure, built on first use and frozen (shared by snapshots)."""
         if self._graph is None:
-            from topology.graph import build_graph
+            from placer.topology.graph import build_graph
 
             self._graph = build_graph(self)
         return self._graph

@@ -24,10 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from solver.decision import Decision, Eviction, JobPlacement, PendingJob, Reason, ReplicaPlacement
-from solver.jobs.model import Job
-from solver.preempt import lost_gpu_seconds
-from topology import Cluster, RunningJob
+from placer.solver.decision import Decision, Eviction, JobPlacement, PendingJob, Reason, ReplicaPlacement
+from placer.solver.jobs.model import Job
+from placer.solver.preempt import lost_gpu_seconds
+from placer.topology import Cluster, RunningJob
+
+__all__ = ["kube_preemption"]
 
 _CLASS = {"spot": 0, "on-demand": 1, "reserved": 2}
 

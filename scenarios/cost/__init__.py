@@ -20,7 +20,7 @@ shipped study (``scenarios/library/cost/``).
 One reserved DGX H100 node or four on-demand ones, for 30 simulated minutes of three 8-GPU jobs of 10
 minutes that should be done within 5 minutes of their duration:
 
->>> from scenarios.load import load_scenario_text
+>>> from placer.scenarios.load import load_scenario_text
 >>> workload = load_scenario_text('''
 ... name: three-jobs
 ... horizon: 30m
@@ -43,11 +43,11 @@ other; the on-demand nodes are paid only while the jobs run (3 x 8 x $12.29 x 10
 deadline.
 """
 
-from scenarios.cost.billing import Billing, bill
-from scenarios.cost.deadlines import Deadline, deadline_counts, judge
-from scenarios.cost.design import Design, Pool
-from scenarios.cost.reclaims import SpotReclaim, reclaims_of
-from scenarios.cost.study import Run, Study, compare, load_study, run_design, runs, table
+from placer.scenarios.cost.billing import Billing, bill
+from placer.scenarios.cost.deadlines import Deadline, deadline_counts, judge
+from placer.scenarios.cost.design import Design, Pool
+from placer.scenarios.cost.reclaims import SpotReclaim, reclaims_of
+from placer.scenarios.cost.study import Run, Study, compare, load_study, run_design, runs, table
 
 __all__ = [
     "Billing",

@@ -14,11 +14,11 @@ because the three ways of buying capacity are paid differently (:class:`Billing`
 ``always`` for on-demand or spot prices a fixed fleet instead (minus the spot nodes' time away); with
 everything ``always`` and no reclaims the bill equals the simulator's ``fleet_cost_usd``. A node held in
 part (one GPU of eight) is billed whole, and a TPU pod is billed whole while any slice of it is held.
-Prices are :meth:`solver.prices.PriceCatalog.node_hour` / ``pod_hour``: the node's own price, else its
+Prices are :meth:`placer.solver.prices.PriceCatalog.node_hour` / ``pod_hour``: the node's own price, else its
 GPUs at catalog prices for its class.
 
->>> from topology import cluster_of, dgx_h100
->>> from solver.prices import PriceCatalog
+>>> from placer.topology import cluster_of, dgx_h100
+>>> from placer.solver.prices import PriceCatalog
 >>> c = cluster_of(dgx_h100(1, name="r", capacity_class="reserved"),
 ...                dgx_h100(1, name="s", capacity_class="spot"))
 >>> empty = pd.DataFrame(columns=["nodes", "placed_s", "release_s"])
@@ -34,11 +34,12 @@ from datetime import datetime
 from typing import Literal
 
 import pandas as pd
+from placer.scenarios.inputs.failures import NodeFailure
+from placer.solver.prices import PriceCatalog
+from placer.topology import Cluster
 from pydantic import BaseModel, ConfigDict, Field
 
-from scenarios.inputs.failures import NodeFailure
-from solver.prices import PriceCatalog
-from topology import Cluster
+__all__ = ["Billing", "Rule", "bill", "reclaimed_seconds", "used_seconds"]
 
 Rule = Literal["always", "used"]
 

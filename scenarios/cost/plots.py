@@ -6,7 +6,7 @@ are on the frontier), what does a useful GPU-hour cost and which way of buying m
 (:func:`plot_cost_per_useful_hour`), and what does cheap spot capacity throw away
 (:func:`plot_lost_work`: GPU-hours lost to spot reclaims and to evictions).
 
-Each takes the per-design table of :func:`scenarios.cost.table` and, where it helps, the per-seed
+Each takes the per-design table of :func:`placer.scenarios.cost.table` and, where it helps, the per-seed
 table (``table(runs, per_seed=True)``) to show the spread over seeds; each draws on ``ax`` (a new figure
 when None) and returns it.
 """
@@ -16,6 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
+
+__all__ = ["CLASS_COLORS", "frontier", "plot_cost_per_useful_hour", "plot_frontier", "plot_lost_work"]
 
 #: One colour per capacity class, the same in every figure.
 CLASS_COLORS = {"reserved": "#4C72B0", "on-demand": "#DD8452", "spot": "#55A868"}

@@ -14,7 +14,7 @@ Not modelled: the warning a provider gives (two minutes on AWS, 30 seconds on Go
 only their periodic checkpoints, as on a failure — and reclaims of spot TPU pods.
 
 >>> from datetime import UTC, datetime
->>> from topology import cluster_of, dgx_h100
+>>> from placer.topology import cluster_of, dgx_h100
 >>> c = cluster_of(dgx_h100(2, name="od"), dgx_h100(2, name="sp", capacity_class="spot"))
 >>> t0 = datetime(2026, 1, 1, tzinfo=UTC)
 >>> r = reclaims_of(SpotReclaim(mtbf="2h", replace_after="10m"), c, t0, 86400, seed=0)
@@ -27,12 +27,13 @@ from __future__ import annotations
 from datetime import datetime
 
 import pandas as pd
+from placer.scenarios.inputs.failures import NodeFailure, failures_of
+from placer.scenarios.spec import FailuresSpec, RandomFailures
+from placer.scenarios.units import Duration
+from placer.topology import Cluster
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from scenarios.inputs.failures import NodeFailure, failures_of
-from scenarios.spec import FailuresSpec, RandomFailures
-from scenarios.units import Duration
-from topology import Cluster
+__all__ = ["STREAM", "SpotReclaim", "lost_to_reclaims", "reclaim_seconds", "reclaims_of"]
 
 #: The random stream of the reclaims (``"{seed}:spot-reclaims"``).
 STREAM = "spot-reclaims"

@@ -6,17 +6,18 @@ Why the same workload and seed on every design: the designs are then compared on
 is the design's, not the dice's; several seeds show how much of it survives other dice.
 
 A run is the simulator's run of the workload scenario with its ``cluster`` replaced by the design's,
-plus the spot reclaims of the design's spot nodes (:mod:`scenarios.cost.reclaims`); the workload
+plus the spot reclaims of the design's spot nodes (:mod:`placer.scenarios.cost.reclaims`); the workload
 scenario's own policy, prices, failures and reservations apply to every design. Its columns
 (``docs/cost-studies.md``):
 
-* ``cost_usd``: the bill (:mod:`scenarios.cost.billing`), with ``cost_reserved_usd``,
+* ``cost_usd``: the bill (:mod:`placer.scenarios.cost.billing`), with ``cost_reserved_usd``,
   ``cost_on_demand_usd``, ``cost_spot_usd``; ``fleet_cost_usd``: every node all the time at list price
   (the simulator's ``metrics.cost``);
 * ``useful_gpu_h`` and ``cost_per_useful_gpu_h`` (the bill over the work kept); ``lost_gpu_h`` with
   ``lost_reclaim_gpu_h`` (runs stopped by a spot reclaim) and ``lost_evicted_gpu_h`` (evictions);
 * ``deadlines_due``, ``deadlines_met``, ``deadlines_met_share`` and per priority class
-  (:mod:`scenarios.cost.deadlines`); ``wait_p50_s_<class>``, ``wait_p95_s_<class>`` (jobs that started);
+  (:mod:`placer.scenarios.cost.deadlines`); ``wait_p50_s_<class>``, ``wait_p95_s_<class>`` (jobs that
+  started);
 * ``jobs``, ``done``, ``waiting_at_end``, ``reclaims``, ``utilization``, ``wall_s``.
 """
 
@@ -31,19 +32,30 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from placer.scenarios.cost.billing import Billing, bill, reclaimed_seconds
+from placer.scenarios.cost.deadlines import Deadline, deadline_counts, judge
+from placer.scenarios.cost.design import CAPACITY_CLASSES, Design
+from placer.scenarios.cost.reclaims import SpotReclaim, lost_to_reclaims, reclaim_seconds, reclaims_of
+from placer.scenarios.inputs import prepare
+from placer.scenarios.load import load_scenario, parse_document, read_document, with_overrides
+from placer.scenarios.sim import Simulator, metrics
+from placer.scenarios.sim.progress import bar
+from placer.scenarios.sim.record import SimResult
+from placer.scenarios.spec import ScenarioSpec
+from placer.scenarios.units import Duration
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from scenarios.cost.billing import Billing, bill, reclaimed_seconds
-from scenarios.cost.deadlines import Deadline, deadline_counts, judge
-from scenarios.cost.design import CAPACITY_CLASSES, Design
-from scenarios.cost.reclaims import SpotReclaim, lost_to_reclaims, reclaim_seconds, reclaims_of
-from scenarios.inputs import prepare
-from scenarios.load import load_scenario, parse_document, read_document, with_overrides
-from scenarios.sim import Simulator, metrics
-from scenarios.sim.progress import bar
-from scenarios.sim.record import SimResult
-from scenarios.spec import ScenarioSpec
-from scenarios.units import Duration
+__all__ = [
+    "DEFAULT_RECLAIM",
+    "PRIORITY_CLASSES",
+    "Run",
+    "Study",
+    "compare",
+    "load_study",
+    "run_design",
+    "runs",
+    "table",
+]
 
 #: Spot reclaims unless a study says otherwise: a spot node every 12 hours on average, back after 10 minutes.
 DEFAULT_RECLAIM = SpotReclaim()
@@ -196,7 +208,7 @@ def runs(
     """Simulate ``workload`` (a scenario or its file; its cluster is replaced) on every design and seed
     (designs in the inner loop), as :class:`Run` objects.
 
-    ``deadlines``: per priority class, a :class:`~scenarios.cost.deadlines.Deadline` (or ``"30m"``,
+    ``deadlines``: per priority class, a :class:`~placer.scenarios.cost.deadlines.Deadline` (or ``"30m"``,
     ``{"stretch": 2, "slack": "1h"}``); classes without one are not judged. ``reclaim``: the spot
     reclaim rate (None: spot nodes are never reclaimed). ``billing``: how each capacity class is paid.
     ``horizon``, ``interval``: override the workload scenario's (short runs). ``base``: the folder the
@@ -335,6 +347,6 @@ class Study(BaseModel):
 
 
 def load_study(path: str | os.PathLike[str]) -> Study:
-    """A :class:`Study` from a YAML or JSON file; :class:`~scenarios.load.ScenarioError` naming the
+    """A :class:`Study` from a YAML or JSON file; :class:`~placer.scenarios.load.ScenarioError` naming the
     field for anything wrong (``OSError`` when the file cannot be read)."""
     return parse_document(read_document(path, what="study"), Study, source=str(path), what="study")

@@ -2,13 +2,19 @@
 until their GPU request is ``load`` x the cluster's GPU capacity, are placed as they arrive and never
 leave; the figure of merit is the share of GPU capacity allocated as the arrived load grows.
 
-* :mod:`~scenarios.fill.tables` — node and pod lists as numpy columns; :mod:`~scenarios.fill.state` —
-  the incremental cluster state; :mod:`~scenarios.fill.sampling` — who arrives, in what order;
-* :mod:`~scenarios.fill.policies` — baselines (random, first/best fit, Kubernetes, packing, clustering)
-  and FGD; :mod:`~scenarios.fill.engines` — placer's ``greedy``/``cpsat`` through ``place()`` in batches;
-* :mod:`~scenarios.fill.run` — one run; :mod:`~scenarios.fill.result` — the allocation at each arrived
-  load; :mod:`~scenarios.fill.bound` — an upper bound any placement obeys; :mod:`~scenarios.fill.verify`
+* :mod:`~placer.scenarios.fill.tables` — node and pod lists as numpy columns;
+  :mod:`~placer.scenarios.fill.state` —
+  the incremental cluster state; :mod:`~placer.scenarios.fill.sampling` — who arrives, in what order;
+* :mod:`~placer.scenarios.fill.policies` — baselines (random, first/best fit, Kubernetes, packing, clustering)
+  and FGD; :mod:`~placer.scenarios.fill.engines` — placer's ``greedy``/``cpsat`` through ``place()`` in
+  batches;
+* :mod:`~placer.scenarios.fill.run` — one run; :mod:`~placer.scenarios.fill.result` — the allocation at each
+  arrived
+  load; :mod:`~placer.scenarios.fill.bound` — an upper bound any placement obeys;
+  :mod:`~placer.scenarios.fill.verify`
   — the run's placements as a placer Decision, re-checked by the independent checker.
 
 Method, definitions and results: ``docs/fill.md``; the command: ``placer fill``.
 """
+
+__all__ = []

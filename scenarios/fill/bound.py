@@ -17,8 +17,8 @@ the optimum of this linear program (solved with GLOP):
 
 CPU-only pods add nothing to the objective and are left out (leaving pods out is always allowed).
 
->>> from scenarios.traces.alibaba import OpenbNode, OpenbPod
->>> from scenarios.fill.tables import NodeTable, PodTable
+>>> from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
+>>> from placer.scenarios.fill.tables import NodeTable, PodTable
 >>> nodes = NodeTable.of([OpenbNode("a", 64000, 262144, 2, "P100")] * 2)
 >>> pods = PodTable.of([OpenbPod("big", 1000, 1024, 1, 810)])
 >>> round(gpu_bound(nodes, pods, np.zeros(10, dtype=np.int64)))  # four GPUs, one 810 share each
@@ -31,8 +31,9 @@ from collections import Counter
 
 import numpy as np
 from ortools.linear_solver import pywraplp
+from placer.scenarios.fill.tables import MILLI, NodeTable, PodTable
 
-from scenarios.fill.tables import MILLI, NodeTable, PodTable
+__all__ = ["NODE_CUTS", "bounds_at", "dff", "gpu_bound"]
 
 #: Cut parameters ``e`` for a node's CPU and GPU-count bins (GPU bins also get one per big share size).
 NODE_CUTS: tuple[float, ...] = (0.1, 0.2, 0.25, 0.3, 0.375, 0.4, 0.5)
@@ -113,7 +114,7 @@ def bounds_at(
     """Bound (percent of capacity) at each arrived-load percent of ``points``: the LP for the pods that
     had arrived when the arrived load first reached it (all arrivals for points never reached).
 
-    >>> from scenarios.traces.alibaba import OpenbNode, OpenbPod
+    >>> from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
     >>> nodes = NodeTable.of([OpenbNode("a", 64000, 262144, 2, "P100")])
     >>> pods = PodTable.of([OpenbPod("w", 1000, 1024, 1, 1000)])
     >>> order = np.zeros(3, dtype=np.int64)

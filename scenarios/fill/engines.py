@@ -1,7 +1,8 @@
 """placer's own engines in the fill: each batch of arrivals decided by ``place()``, honestly.
 
 Why through ``place()`` and not a shortcut: the point is to measure placer as a backend would run it.
-Each batch of ``batch`` arrivals becomes placer jobs (:func:`~scenarios.traces.alibaba.pod_to_job`); the
+Each batch of ``batch`` arrivals becomes placer jobs (:func:`~placer.scenarios.traces.alibaba.pod_to_job`);
+the
 cluster is the openb cluster with every earlier placement running on it (``Cluster.with_allocations``);
 ``place()`` decides with ``engine`` (``greedy`` or ``cpsat``), and its placements — down to GPU indices and
 shares — are applied to the fill state as they are. A job ``place()`` leaves pending has failed and is
@@ -11,8 +12,8 @@ The policy is placer's default with what the experiment needs switched off: no p
 leave), no time planning (pods have no durations) and no prices (every GPU model costs the same here, so
 cost does not steer placement; ``PriceCatalog()`` is empty).
 
->>> from scenarios.traces.alibaba import OpenbNode, OpenbPod
->>> from scenarios.fill.run import run_fill
+>>> from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
+>>> from placer.scenarios.fill.run import run_fill
 >>> r = run_fill([OpenbNode("n", 16000, 65536, 2, "P100")], [OpenbPod("w", 2000, 1024, 1, 1000)],
 ...              load=1.0, seed=0, policy="greedy", batch=2)
 >>> r.final_alloc(), r.failed
@@ -25,14 +26,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import numpy as np
+from placer.scenarios.fill.state import FillState
+from placer.scenarios.fill.tables import PodTable
+from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod, nodes_to_cluster, pod_to_job
+from placer.solver.decision import Decision, as_running
+from placer.solver.jobs.model import Job
+from placer.topology import Cluster
+from placer.topology.inventory import RunningJob
 
-from scenarios.fill.state import FillState
-from scenarios.fill.tables import PodTable
-from scenarios.traces.alibaba import OpenbNode, OpenbPod, nodes_to_cluster, pod_to_job
-from solver.decision import Decision, as_running
-from solver.jobs.model import Job
-from topology import Cluster
-from topology.inventory import RunningJob
+__all__ = ["NOW", "arrival_id", "arrival_jobs", "place_batches"]
 
 #: The decision time of every batch (the fill has no clock; a constant keeps runs reproducible).
 NOW = datetime(2023, 7, 10, tzinfo=UTC)
@@ -74,8 +76,8 @@ def place_batches(
 ) -> tuple[np.ndarray, list[tuple[int, ...]]]:
     """Decide the arrivals ``batch`` at a time with ``place()``; returns, per arrival, its node index (-1:
     failed) and GPU indices, after applying every placement to ``state``."""
-    from solver import Policy, place
-    from solver.prices import PriceCatalog
+    from placer.solver import Policy, place
+    from placer.solver.prices import PriceCatalog
 
     engine, _, scorer = engine.partition("-")  # "greedy-fgd": greedy with the fgd scorer
     policy = Policy(

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+__all__ = ["LOAD_POINTS", "FillResult"]
+
 #: Arrived-load percents the paper reports.
 LOAD_POINTS: tuple[int, ...] = (50, 80, 90, 100, 110, 120, 130)
 
@@ -41,7 +43,7 @@ class FillResult:
     gpus: list[tuple[int, ...]] = field(default_factory=list)
     wall_s: float = 0.0
     #: Upper bounds (percent of capacity) on what any placement of the arrived pods allocates, per load
-    #: point (:mod:`scenarios.fill.bound`), when computed.
+    #: point (:mod:`placer.scenarios.fill.bound`), when computed.
     bound: dict[int, float] = field(default_factory=dict)
 
     @property

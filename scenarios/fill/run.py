@@ -1,13 +1,15 @@
 """``run_fill``: one cluster-fill run — sample the arrivals, place them as they come, record the fill.
 
-Pods arrive in the order :func:`~scenarios.fill.sampling.arrivals` draws and never leave. With a baseline
-policy (:mod:`scenarios.fill.policies`) each is placed on arrival, one at a time, on the incremental
-:class:`~scenarios.fill.state.FillState`; with ``greedy`` or ``cpsat`` they are decided ``batch`` at a
-time by placer's own ``place()`` (:mod:`scenarios.fill.engines`). A pod that does not fit when it arrives
+Pods arrive in the order :func:`~placer.scenarios.fill.sampling.arrivals` draws and never leave. With a
+baseline
+policy (:mod:`placer.scenarios.fill.policies`) each is placed on arrival, one at a time, on the incremental
+:class:`~placer.scenarios.fill.state.FillState`; with ``greedy`` or ``cpsat`` they are decided ``batch`` at a
+time by placer's own ``place()`` (:mod:`placer.scenarios.fill.engines`). A pod that does not fit when it
+arrives
 (or that ``place()`` leaves pending) is counted as not allocated and is never retried — as in the FGD
 artifact, whose simulator deletes an unschedulable pod and records it as failed.
 
->>> from scenarios.traces.alibaba import OpenbNode, OpenbPod
+>>> from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
 >>> nodes = [OpenbNode("n", 16000, 65536, 2, "P100")]
 >>> pods = [OpenbPod("half", 2000, 1024, 1, 500)]
 >>> r = run_fill(nodes, pods, load=1.0, seed=0, policy="best-fit")
@@ -21,16 +23,18 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+from placer.scenarios.fill.policies import Context, Policy, make
+from placer.scenarios.fill.result import FillResult
+from placer.scenarios.fill.sampling import Sampling, arrivals
+from placer.scenarios.fill.state import FillState
+from placer.scenarios.fill.tables import NodeTable, PodTable
+from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
 
-from scenarios.fill.policies import Context, Policy, make
-from scenarios.fill.result import FillResult
-from scenarios.fill.sampling import Sampling, arrivals
-from scenarios.fill.state import FillState
-from scenarios.fill.tables import NodeTable, PodTable
-from scenarios.traces.alibaba import OpenbNode, OpenbPod
+__all__ = ["ENGINES", "run_fill"]
 
 #: Policies that are placer's own engines, run through ``place()`` in batches: ``greedy`` and ``cpsat``
-#: as a backend runs them, and ``greedy-fgd``, greedy with the FGD baseline scorer (:mod:`solver.scorers`,
+#: as a backend runs them, and ``greedy-fgd``, greedy with the FGD baseline scorer
+#: (:mod:`placer.solver.scorers`,
 #: whose target workload is the batch) — FGD's node choice inside ``place()``.
 ENGINES: tuple[str, ...] = ("greedy", "cpsat", "greedy-fgd")
 
@@ -64,7 +68,7 @@ def run_fill(
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
     if policy in ENGINES:
-        from scenarios.fill.engines import place_batches
+        from placer.scenarios.fill.engines import place_batches
 
         where, gpus = place_batches(
             nodes,

@@ -14,8 +14,8 @@ GPU capacity; they arrive in that (shuffled) order and never leave. Two ways of 
 Both are deterministic for a seed (numpy's PCG64; the artifact's Go ``math/rand`` stream is not
 reproduced, so seed 42 here is not seed 42 there — compare means over seeds).
 
->>> from scenarios.traces.alibaba import OpenbPod
->>> from scenarios.fill.tables import PodTable
+>>> from placer.scenarios.traces.alibaba import OpenbPod
+>>> from placer.scenarios.fill.tables import PodTable
 >>> pods = PodTable.of([OpenbPod("a", 1000, 1, 1, 500), OpenbPod("b", 1000, 1, 2, 1000)])
 >>> order = arrivals(pods, capacity_milli=10_000, load=1.3, seed=7)
 >>> int(pods.total_milli[order].sum()) <= 13_000 < int(pods.total_milli[order].sum()) + 2000
@@ -27,8 +27,9 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+from placer.scenarios.fill.tables import PodTable
 
-from scenarios.fill.tables import PodTable
+__all__ = ["SAMPLINGS", "Sampling", "arrivals"]
 
 Sampling = Literal["sample", "artifact"]
 SAMPLINGS: tuple[str, ...] = ("sample", "artifact")

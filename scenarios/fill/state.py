@@ -2,15 +2,15 @@
 
 Why incremental: a fill is ~10,000 arrivals on 1,213 nodes, and each placement changes one node. Keeping
 free amounts as numpy columns and touching one row per placement makes an arrival cost microseconds;
-rebuilding a placer :class:`~solver.snapshot.Snapshot` per pod would cost milliseconds. ``version[n]``
+rebuilding a placer :class:`~placer.solver.snapshot.Snapshot` per pod would cost milliseconds. ``version[n]``
 counts the changes of node ``n``, so a policy may cache per-node scores and recompute only stale rows.
 
 Free GPU capacity is ``gpu[n, g]`` milli-GPUs for GPU ``g`` of node ``n`` (0 for GPUs the node does not
 have); ``full[n]`` counts its wholly free GPUs and ``top[n]`` is its largest free share, the two numbers
 the fit test needs.
 
->>> from scenarios.traces.alibaba import OpenbNode, OpenbPod
->>> from scenarios.fill.tables import NodeTable, PodTable
+>>> from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
+>>> from placer.scenarios.fill.tables import NodeTable, PodTable
 >>> s = FillState(NodeTable.of([OpenbNode("a", 16000, 65536, 2, "P100")]))
 >>> pods = PodTable.of([OpenbPod("x", 4000, 1024, 1, 600), OpenbPod("y", 4000, 1024, 1, 500)])
 >>> s.take(0, pods, 0, s.gpus_for(0, pods, 0))
@@ -22,8 +22,9 @@ the fit test needs.
 from __future__ import annotations
 
 import numpy as np
+from placer.scenarios.fill.tables import MILLI, NodeTable, PodTable
 
-from scenarios.fill.tables import MILLI, NodeTable, PodTable
+__all__ = ["FillState"]
 
 
 class FillState:

@@ -1,16 +1,17 @@
 """The fill experiment's input as numpy columns: nodes and pods of an openb trace, in the trace's units.
 
-Why columns and not placer's :class:`~topology.Cluster` and :class:`~solver.jobs.model.Job`: a fill places
+Why columns and not placer's :class:`~placer.topology.Cluster` and :class:`~placer.solver.jobs.model.Job`: a
+fill places
 ~10,000 pods one at a time on 1,213 nodes, and every arrival asks "which nodes can take this pod" — a
 handful of vectorized comparisons over integer columns (milli-CPU, MiB, milli-GPU), exact, with no float
 rounding. The placer objects are built only where placer's engines or its checker are involved
-(:mod:`scenarios.fill.engines`, :mod:`scenarios.fill.verify`).
+(:mod:`placer.scenarios.fill.engines`, :mod:`placer.scenarios.fill.verify`).
 
-GPU models are indexed by their position in :data:`~scenarios.traces.alibaba.GPU_TYPES`; index
+GPU models are indexed by their position in :data:`~placer.scenarios.traces.alibaba.GPU_TYPES`; index
 :data:`NO_GPU` stands for "no GPUs", so ``PodTable.access[pod, NodeTable.model[node]]`` says whether a
 pod's ``gpu_spec`` admits a node's GPUs in one gather.
 
->>> from scenarios.traces.alibaba import OpenbNode, OpenbPod
+>>> from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
 >>> nodes = NodeTable.of([OpenbNode("a", 8000, 32768, 1, "V100M16"), OpenbNode("b", 96000, 393216, 8, "G2")])
 >>> pods = PodTable.of([OpenbPod("p", 4000, 1024, 1, 500, ("G2",))])
 >>> nodes.capacity_milli, pods.access[0, nodes.model].tolist()
@@ -23,8 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from placer.scenarios.traces.alibaba import GPU_TYPES, MILLI, OpenbNode, OpenbPod
 
-from scenarios.traces.alibaba import GPU_TYPES, MILLI, OpenbNode, OpenbPod
+__all__ = ["MODELS", "NO_GPU", "NodeTable", "PodTable"]
 
 #: The openb GPU models, in index order.
 MODELS: tuple[str, ...] = tuple(GPU_TYPES)

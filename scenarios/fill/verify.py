@@ -1,15 +1,16 @@
 """Every placement of a fill, re-checked by placer's independent checker.
 
-Why: the baselines and FGD place pods on the fill's own numpy state (:mod:`scenarios.fill.state`), not
+Why: the baselines and FGD place pods on the fill's own numpy state (:mod:`placer.scenarios.fill.state`), not
 through ``place()``; a bug there (a GPU share double-booked, a pod on a model its ``gpu_spec`` refuses, a
 node's memory overrun) would inflate their figures silently. Here the whole run becomes one placer
-:class:`~solver.decision.Decision` — every arrival a job (:func:`~scenarios.fill.engines.arrival_jobs`),
+:class:`~placer.solver.decision.Decision` — every arrival a job
+(:func:`~placer.scenarios.fill.engines.arrival_jobs`),
 placed where the run put it, with its GPU indices and share, or pending — and
-:func:`solver.check.check` judges it against the openb cluster built from the node list. The checker
+:func:`placer.solver.check.check` judges it against the openb cluster built from the node list. The checker
 shares no code with the fill.
 
->>> from scenarios.traces.alibaba import OpenbNode, OpenbPod
->>> from scenarios.fill.run import run_fill
+>>> from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
+>>> from placer.scenarios.fill.run import run_fill
 >>> nodes, pods = [OpenbNode("n", 16000, 65536, 2, "P100")], [OpenbPod("s", 2000, 1024, 1, 300)]
 >>> r = run_fill(nodes, pods, load=1.0, seed=1, policy="fgd")
 >>> verify(nodes, pods, r)
@@ -20,11 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scenarios.fill.engines import NOW, arrival_id, arrival_jobs
-from scenarios.fill.result import FillResult
-from scenarios.traces.alibaba import GB_PER_MIB, MILLI, OpenbNode, OpenbPod, nodes_to_cluster
-from solver.check import Violation, check
-from solver.decision import Decision, JobPlacement, PendingJob, Reason, ReplicaPlacement
+from placer.scenarios.fill.engines import NOW, arrival_id, arrival_jobs
+from placer.scenarios.fill.result import FillResult
+from placer.scenarios.traces.alibaba import GB_PER_MIB, MILLI, OpenbNode, OpenbPod, nodes_to_cluster
+from placer.solver.check import Violation, check
+from placer.solver.decision import Decision, JobPlacement, PendingJob, Reason, ReplicaPlacement
+
+__all__ = ["decision_of", "verify"]
 
 
 def decision_of(nodes: Sequence[OpenbNode], pods: Sequence[OpenbPod], result: FillResult) -> Decision:

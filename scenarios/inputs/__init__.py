@@ -1,11 +1,12 @@
 """From a scenario file to what the simulator runs: cluster, jobs, policy, prices, failures, reservations.
 
-Why a separate step from reading the file: the file is validated on its own (:mod:`scenarios.load`); this
+Why a separate step from reading the file: the file is validated on its own (:mod:`placer.scenarios.load`);
+this
 step builds the things it names — which may fail too (an unknown builder argument, a trace loader that is
 not there, a reservation on a node the cluster lacks) — and reports those failures the same way, as a
-:class:`~scenarios.load.ScenarioError` naming the field.
+:class:`~placer.scenarios.load.ScenarioError` naming the field.
 
->>> from scenarios.load import load_scenario_text
+>>> from placer.scenarios.load import load_scenario_text
 >>> spec = load_scenario_text('''
 ... name: tiny
 ... horizon: 1h
@@ -23,20 +24,19 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from placer.scenarios.inputs.cluster import build
+from placer.scenarios.inputs.failures import NodeFailure, failures_of
+from placer.scenarios.inputs.reservations import reservations_of
+from placer.scenarios.inputs.workload import jobs_of
+from placer.scenarios.load import ScenarioError, fail, issues_of, resolve
+from placer.scenarios.spec import PolicySpec, ScenarioSpec
+from placer.solver.jobs.errors import Issue, JobValidationError
+from placer.solver.jobs.model import Job
+from placer.solver.policy import Policy, engine_fields
+from placer.solver.prices import PriceCatalog, load_prices, load_prices_file
+from placer.solver.reservations import Reservation
+from placer.topology import Cluster, RunningJob
 from pydantic import ValidationError
-
-from scenarios.inputs.cluster import build
-from scenarios.inputs.failures import NodeFailure, failures_of
-from scenarios.inputs.reservations import reservations_of
-from scenarios.inputs.workload import jobs_of
-from scenarios.load import ScenarioError, fail, issues_of, resolve
-from scenarios.spec import PolicySpec, ScenarioSpec
-from solver.jobs.errors import Issue, JobValidationError
-from solver.jobs.model import Job
-from solver.policy import Policy, engine_fields
-from solver.prices import PriceCatalog, load_prices, load_prices_file
-from solver.reservations import Reservation
-from topology import Cluster, RunningJob
 
 __all__ = ["NodeFailure", "SimInputs", "policy_of", "prepare", "prices_of"]
 

@@ -7,7 +7,7 @@ of one's own cluster should read its inventory or ``kubectl get nodes`` dump as 
 Builder arguments are type-checked against the builder's own signature (``pydantic.validate_call``), so a
 wrong argument is reported as ``cluster.builders[0].dgx_h100.nodes_per_rack``, never as a traceback.
 
->>> from scenarios.spec import ClusterSpec
+>>> from placer.scenarios.spec import ClusterSpec
 >>> c, kept = build(ClusterSpec(builders=[{"dgx_h100": {"count": 2}}, {"tpu_pod": {"generation": "v5e",
 ...     "shape": [4, 4]}}]), None)
 >>> len(c.nodes), [p.chips for p in c.tpu_pods()], kept
@@ -21,11 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError, validate_call
-
-from scenarios.load import ScenarioError, fail, issues_of, resolve
-from scenarios.spec import ClusterSpec, LayoutSpec
-from topology import (
+from placer.scenarios.load import ScenarioError, fail, issues_of, resolve
+from placer.scenarios.spec import ClusterSpec, LayoutSpec
+from placer.topology import (
     Cluster,
     Inventory,
     RunningJob,
@@ -39,8 +37,11 @@ from topology import (
     pcie_inference,
     tpu_pod,
 )
+from pydantic import ValidationError, validate_call
 
-#: Builders a scenario may name, from :mod:`topology.builders`.
+__all__ = ["BUILDERS", "build"]
+
+#: Builders a scenario may name, from :mod:`placer.topology.builders`.
 BUILDERS: dict[str, Callable[..., Inventory]] = {
     "dgx_h100": dgx_h100,
     "hgx_a100": hgx_a100,
@@ -89,8 +90,8 @@ def _parts(builders: list[dict[str, dict[str, Any]]]) -> list[Inventory]:
 
 
 def _layout(layout: str | LayoutSpec, name: str | None) -> Cluster:
-    from scenarios.synthetic.layout import Layout, Pool, TpuPool, build_layout
-    from scenarios.synthetic.standard import L_LAYOUT, M_LAYOUT, S_LAYOUT
+    from placer.scenarios.synthetic.layout import Layout, Pool, TpuPool, build_layout
+    from placer.scenarios.synthetic.standard import L_LAYOUT, M_LAYOUT, S_LAYOUT
 
     if isinstance(layout, str):
         chosen = {"S": S_LAYOUT, "M": M_LAYOUT, "L": L_LAYOUT}[layout]
@@ -118,7 +119,7 @@ def _layout(layout: str | LayoutSpec, name: str | None) -> Cluster:
 
 
 def _file(spec: ClusterSpec, base: Path | None) -> Cluster:
-    from topology.load import load_cluster
+    from placer.topology.load import load_cluster
 
     assert spec.file is not None
     path = resolve(spec.file, base)

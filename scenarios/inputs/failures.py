@@ -5,8 +5,8 @@ them before the run — from ``"{seed}:failures"`` only — keeps the workload a
 of each other and of the solver: the same seed fails the same nodes at the same times whatever the policy.
 
 >>> from datetime import UTC, datetime
->>> from scenarios.spec import FailuresSpec
->>> from topology import cluster_of, dgx_h100
+>>> from placer.scenarios.spec import FailuresSpec
+>>> from placer.topology import cluster_of, dgx_h100
 >>> t0 = datetime(2026, 1, 1, tzinfo=UTC)
 >>> spec = FailuresSpec.model_validate({"events": [{"node": "dgx-h100-2", "at": "1h", "for": "30m"}]})
 >>> [(f.node, f.down.hour, f.up.minute) for f in failures_of(spec, cluster_of(dgx_h100(2)), t0, 86400, 0)]
@@ -20,10 +20,12 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scenarios.load import fail
-from scenarios.spec import FailuresSpec
-from scenarios.units import instant
-from topology import Cluster
+from placer.scenarios.load import fail
+from placer.scenarios.spec import FailuresSpec
+from placer.scenarios.units import instant
+from placer.topology import Cluster
+
+__all__ = ["NodeFailure", "failures_of"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,11 @@
-"""A scenario's reservations as :class:`solver.reservations.Reservation`, times made absolute.
+"""A scenario's reservations as :class:`placer.solver.reservations.Reservation`, times made absolute.
 
 Why a conversion step: in a scenario, "the nightly reservation starts 2 hours in" reads better as
 ``start: 2h`` than as a timestamp; ``place()`` wants timestamps. Nodes must exist in the cluster.
 
 >>> from datetime import UTC, datetime
->>> from scenarios.spec import ReservationSpec
->>> from topology import cluster_of, dgx_h100
+>>> from placer.scenarios.spec import ReservationSpec
+>>> from placer.topology import cluster_of, dgx_h100
 >>> t0 = datetime(2026, 1, 1, tzinfo=UTC)
 >>> r = reservations_of([ReservationSpec(id="n", gpus={"dgx-h100-1": 4}, start="2h", end="4h")],
 ...                     cluster_of(dgx_h100(2)), t0)[0]
@@ -18,14 +18,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from placer.scenarios.load import ScenarioError, fail, issues_of
+from placer.scenarios.spec import ReservationSpec
+from placer.scenarios.units import instant
+from placer.solver.jobs.errors import JobValidationError
+from placer.solver.reservations import Reservation, check_against
+from placer.topology import Cluster
 from pydantic import ValidationError
 
-from scenarios.load import ScenarioError, fail, issues_of
-from scenarios.spec import ReservationSpec
-from scenarios.units import instant
-from solver.jobs.errors import JobValidationError
-from solver.reservations import Reservation, check_against
-from topology import Cluster
+__all__ = ["reservations_of"]
 
 
 def reservations_of(specs: Sequence[ReservationSpec], cluster: Cluster, start: datetime) -> list[Reservation]:

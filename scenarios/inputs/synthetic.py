@@ -7,11 +7,12 @@ draw comes from ``random.Random`` objects seeded from the scenario's seed (``"{s
 ``"{seed}:jobs"``), so a seed fixes the workload, and changing the arrival rate does not change what each
 job of a class looks like.
 
-Jobs are :class:`solver.jobs.model.Job` with ``submit_time`` (their arrival) and ``duration_s`` (the work:
+Jobs are :class:`placer.solver.jobs.model.Job` with ``submit_time`` (their arrival) and ``duration_s`` (the
+work:
 wall time on their full allocation). Ids are ``{class}-{n:05d}``, ``n`` counting all jobs from 1.
 
 >>> from datetime import UTC, datetime
->>> from scenarios.spec import SyntheticWorkload
+>>> from placer.scenarios.spec import SyntheticWorkload
 >>> w = SyntheticWorkload.model_validate({"arrivals": {"process": "fixed", "every": "10m", "backlog": 2},
 ...     "classes": [{"name": "sweep", "gpus": 1, "duration": "30m", "priority_class": "spot"}]})
 >>> jobs = generate(w, datetime(2026, 1, 1, tzinfo=UTC), 3600, seed=0)
@@ -29,8 +30,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from scenarios.spec import Arrivals, DurationDist, JobClass, SyntheticWorkload
-from solver.jobs.model import (
+from placer.scenarios.spec import Arrivals, DurationDist, JobClass, SyntheticWorkload
+from placer.solver.jobs.model import (
     Checkpointing,
     Escalation,
     GpuDemand,
@@ -42,7 +43,9 @@ from solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
-from topology.catalog import parse_shape
+from placer.topology.catalog import parse_shape
+
+__all__ = ["T", "arrival_offsets", "choose", "draw_duration", "generate", "make_job"]
 
 T = TypeVar("T")
 

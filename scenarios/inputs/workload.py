@@ -1,19 +1,21 @@
 """The scenario's jobs, in submission order: generated, read from a trace, or written out in the file.
 
-Why one list of :class:`~solver.jobs.model.Job`: the simulator only needs each job's ``submit_time`` and
+Why one list of :class:`~placer.solver.jobs.model.Job`: the simulator only needs each job's ``submit_time``
+and
 ``duration_s`` on top of what ``place()`` reads, so every source ends as the same jobs, sorted by
 ``(submit_time, id)``.
 
-* ``synthetic``: :mod:`scenarios.inputs.synthetic`.
+* ``synthetic``: :mod:`placer.scenarios.inputs.synthetic`.
 * ``jobs``: job envelopes in any job format (OJS, Flux, SSS as text) with ``submit`` — a duration after
-  the start — read by the job readers (``solver.jobs.read_object``); an envelope's problems are reported
+  the start — read by the job readers (``placer.solver.jobs.read_object``); an envelope's problems are
+  reported
   under ``workload.jobs[i]``.
 * ``trace``: a loader — a name of :data:`TRACE_LOADERS` (``philly``: the Microsoft Philly extract,
-  :mod:`scenarios.traces.philly`) or ``module:function`` — called as ``loader(path, **options)``,
+  :mod:`placer.scenarios.traces.philly`) or ``module:function`` — called as ``loader(path, **options)``,
   returning jobs (or read results) with ``submit_time`` and ``duration_s``.
 
 >>> from datetime import UTC, datetime
->>> from scenarios.spec import WorkloadSpec
+>>> from placer.scenarios.spec import WorkloadSpec
 >>> w = WorkloadSpec(jobs=[{"submit": "5m", "id": "a", "ext_ml_gpu_count": 2,
 ...                         "ext_ml_timeout_seconds": 600}])
 >>> [(j.id, j.submit_time.minute, j.duration_s) for j in jobs_of(w, datetime(2026, 1, 1, tzinfo=UTC), 3600,
@@ -29,13 +31,15 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from scenarios.inputs.synthetic import generate
-from scenarios.load import ScenarioError, fail, resolve
-from scenarios.spec import TraceWorkload, WorkloadSpec
-from scenarios.units import parse_duration
-from solver.jobs.errors import Issue
-from solver.jobs.load import check_batch, read_object
-from solver.jobs.model import Job, ReadResult
+from placer.scenarios.inputs.synthetic import generate
+from placer.scenarios.load import ScenarioError, fail, resolve
+from placer.scenarios.spec import TraceWorkload, WorkloadSpec
+from placer.scenarios.units import parse_duration
+from placer.solver.jobs.errors import Issue
+from placer.solver.jobs.load import check_batch, read_object
+from placer.solver.jobs.model import Job, ReadResult
+
+__all__ = ["TRACE_LOADERS", "jobs_of"]
 
 
 def jobs_of(w: WorkloadSpec, start: datetime, horizon_s: float, *, seed: int, base: Path | None) -> list[Job]:
@@ -87,7 +91,7 @@ def _explicit(items: list[dict[str, Any]], start: datetime) -> list[Job]:
 
 
 #: Trace loaders a scenario may name; ``module:function`` names any other.
-TRACE_LOADERS: dict[str, str] = {"philly": "scenarios.traces.philly:read_philly"}
+TRACE_LOADERS: dict[str, str] = {"philly": "placer.scenarios.traces.philly:read_philly"}
 
 
 def _loader(name: str) -> Callable[..., Any]:

@@ -1,4 +1,4 @@
-"""The discrete-event what-if simulator: a scenario's jobs arrive, ``solver.place()`` decides at every
+"""The discrete-event what-if simulator: a scenario's jobs arrive, ``placer.solver.place()`` decides at every
 scheduling interval, and the simulator books what follows — starts, completions, evictions with grace
 periods, checkpoint-and-resume, node failures, reservations — into tidy tables.
 
@@ -20,7 +20,7 @@ One module per job:
 ``docs/simulator.md`` states the semantics and the metrics' definitions; ``placer simulate`` runs it.
 """
 
-from scenarios.sim.loop import SimulationError, Simulator, simulate
-from scenarios.sim.record import SimResult
+from placer.scenarios.sim.loop import SimulationError, Simulator, simulate
+from placer.scenarios.sim.record import SimResult
 
 __all__ = ["SimResult", "SimulationError", "Simulator", "simulate"]

@@ -1,12 +1,12 @@
-"""A placement becomes a running job: the decision's replicas as a :class:`~topology.RunningJob`
+"""A placement becomes a running job: the decision's replicas as a :class:`~placer.topology.RunningJob`
 allocation, with the facts preemption needs (class, preemptibility, grace period, checkpoint times).
 
 Why the job is escalated first: a ``spot`` job placed after waiting past its escalation time runs at its
 target class (OJS ML §8.4), and whether it may be evicted follows that class — as ``place()`` ranked it.
 
 >>> from datetime import UTC, datetime
->>> from solver.decision import JobPlacement, ReplicaPlacement
->>> from solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from placer.solver.decision import JobPlacement, ReplicaPlacement
+>>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 >>> job = Job(id="a", priority_class="spot", tasks=[TaskGroup(gpu=GpuDemand(count=2))], labels={"app": "x"})
 >>> p = JobPlacement(job="a", replicas=[ReplicaPlacement(node="n1", gpus=[0, 1], cpu_cores=4)])
 >>> t = datetime(2026, 1, 1, tzinfo=UTC)
@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from solver.budgets import running_gpus
-from solver.decision import JobPlacement, as_running
-from solver.jobs.model import Job
-from solver.preempt import escalated
-from solver.running import running_job
-from topology import RunningJob
+from placer.solver.budgets import running_gpus
+from placer.solver.decision import JobPlacement, as_running
+from placer.solver.jobs.model import Job
+from placer.solver.preempt import escalated
+from placer.solver.running import running_job
+from placer.topology import RunningJob
+
+__all__ = ["Key", "chips_of", "footprint", "gpus_of", "nodes_text", "running_of"]
 
 #: What a job physically occupies, for "does this start have to wait for that draining job": whole nodes
 #: (GPU and CPU replicas share a node's cores and memory) and single TPU chips.

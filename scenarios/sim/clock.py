@@ -20,6 +20,8 @@ from datetime import datetime, timedelta
 from enum import IntEnum
 from typing import Any
 
+__all__ = ["Clock", "Event", "EventQueue", "Kind"]
+
 
 class Kind(IntEnum):
     """Event kinds, in the order they are handled at one instant."""

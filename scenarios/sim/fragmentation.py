@@ -16,8 +16,8 @@ Definitions (each counted only while at least one job of that kind waits after t
 * ``stranded_tpu_chips``: free chips of pods where no waiting TPU job of the pod's generation finds a
   free slice of its shape.
 
->>> from solver.jobs.model import GpuDemand, Job, TaskGroup
->>> from topology import cluster_of, dgx_h100
+>>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from placer.topology import cluster_of, dgx_h100
 >>> busy = {"job": "r", "replicas": [{"node": "dgx-h100-1", "gpus": [0, 1, 2, 3, 4]}]}
 >>> c = cluster_of(dgx_h100(2)).allocate(busy)
 >>> four = Job(id="w", tasks=[TaskGroup(gpu=GpuDemand(count=4))])
@@ -31,10 +31,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from solver.demand import largest_divisor_at_most
-from solver.jobs.model import Interconnect, Job
-from topology import Cluster, canonical_gpu_type, canonical_tpu_type
-from topology.tpu import slices_in_pod
+from placer.solver.demand import largest_divisor_at_most
+from placer.solver.jobs.model import Interconnect, Job
+from placer.topology import Cluster, canonical_gpu_type, canonical_tpu_type
+from placer.topology.tpu import slices_in_pod
+
+__all__ = ["Fragmentation", "fragmentation"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ grace period ends; see ``scenarios/sim/loop.py``).
 A failed node is a node with ``ready: false``: the cluster is rebuilt from the inventory with that node
 expanded out of its template (clusters without failures are built once; each set of down nodes once).
 
->>> from topology import cluster_of, dgx_h100, RunningJob
+>>> from placer.topology import cluster_of, dgx_h100, RunningJob
 >>> led = Ledger(cluster_of(dgx_h100(2)))
 >>> led.allocate([RunningJob(job="a", replicas=[{"node": "dgx-h100-1", "gpus": [0, 1]}])])
 >>> led.set_down("dgx-h100-2", True)
@@ -24,9 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from topology import Cluster, RunningJob
-from topology.build import build_cluster
-from topology.inventory import Inventory, NodeSpec
+from placer.topology import Cluster, RunningJob
+from placer.topology.build import build_cluster
+from placer.topology.inventory import Inventory, NodeSpec
+
+__all__ = ["Ledger"]
 
 
 class Ledger:

@@ -1,20 +1,21 @@
-"""The discrete-event loop: arrivals, ``solver.place()`` at every scheduling interval, starts,
+"""The discrete-event loop: arrivals, ``placer.solver.place()`` at every scheduling interval, starts,
 completions, evictions with grace periods, checkpoint-and-resume, node failures, reservations.
 
 Why the same ``place()`` and nothing else: a what-if study must measure the engine that runs in
 production, with its preemption, planning, reservations and escalation — so the simulator only keeps
 time and books; every decision is ``place()``'s, and with ``verify`` every one is re-checked by the
-independent checker (``solver.check.check``) before it is applied.
+independent checker (``placer.solver.check.check``) before it is applied.
 
 Semantics (``docs/simulator.md``):
 
 * At each interval ``t`` the queue (submitted, not running, dependencies known to be met) is placed on
-  the ledger (:mod:`scenarios.sim.ledger`) at ``now = t``; each job carries its original
+  the ledger (:mod:`placer.scenarios.sim.ledger`) at ``now = t``; each job carries its original
   ``submit_time`` (so OJS §8.4 escalation applies) and its *remaining* work as ``duration_s`` (so time
   planning sees how long it will hold what it gets). Running jobs carry ``started_at``,
   ``expected_end`` and ``last_checkpoint_at`` (their last periodic checkpoint).
 * An eviction signals its job at ``t``: useful work stops, the work since its last checkpoint is lost
-  (none with checkpoint-on-preempt: it saves during the grace period, :mod:`scenarios.sim.work`), it keeps
+  (none with checkpoint-on-preempt: it saves during the grace period, :mod:`placer.scenarios.sim.work`), it
+  keeps
   its resources until ``t + grace_period_s`` and is then requeued with the remaining work.
 * A placement starts at ``t`` — or, when it uses a node (or TPU chip) that an evicted job still holds
   during its grace period, when the last such grace period ends (the ledger already gave it those
@@ -24,12 +25,13 @@ Semantics (``docs/simulator.md``):
 * Reservations are given to every ``place()`` call, which holds, expires and releases them; their
   starts, ends and timeouts are recorded as events.
 
-Deterministic for a seed: events at one instant are handled in a fixed order (:mod:`scenarios.sim.clock`)
+Deterministic for a seed: events at one instant are handled in a fixed order
+(:mod:`placer.scenarios.sim.clock`)
 and the queue is handed over in a fixed order; CP-SAT runs with ``Policy.reproducible`` unless the
 scenario turns it off.
 
->>> from scenarios.load import load_scenario_text
->>> from scenarios.inputs import prepare
+>>> from placer.scenarios.load import load_scenario_text
+>>> from placer.scenarios.inputs import prepare
 >>> spec = load_scenario_text('''
 ... name: doc
 ... horizon: 1h
@@ -50,20 +52,22 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 
-from scenarios.inputs import SimInputs
-from scenarios.sim.allocation import Key, chips_of, footprint, gpus_of, nodes_text, running_of
-from scenarios.sim.clock import Clock, Event, EventQueue, Kind
-from scenarios.sim.fragmentation import fragmentation
-from scenarios.sim.ledger import Ledger
-from scenarios.sim.progress import bar
-from scenarios.sim.record import Recorder, SimResult
-from scenarios.sim.state import Attempt, SimJob
-from scenarios.sim.work import last_checkpoint, saved_at_stop
-from solver.decision import Decision, Eviction
-from solver.jobs.model import Job, PriorityClass, TaskGroup
-from solver.preempt import escalated, held_units
-from solver.prices import UNITS_PER_DOLLAR, running_units
-from topology import Cluster, RunningJob, TopologyError
+from placer.scenarios.inputs import SimInputs
+from placer.scenarios.sim.allocation import Key, chips_of, footprint, gpus_of, nodes_text, running_of
+from placer.scenarios.sim.clock import Clock, Event, EventQueue, Kind
+from placer.scenarios.sim.fragmentation import fragmentation
+from placer.scenarios.sim.ledger import Ledger
+from placer.scenarios.sim.progress import bar
+from placer.scenarios.sim.record import Recorder, SimResult
+from placer.scenarios.sim.state import Attempt, SimJob
+from placer.scenarios.sim.work import last_checkpoint, saved_at_stop
+from placer.solver.decision import Decision, Eviction
+from placer.solver.jobs.model import Job, PriorityClass, TaskGroup
+from placer.solver.preempt import escalated, held_units
+from placer.solver.prices import UNITS_PER_DOLLAR, running_units
+from placer.topology import Cluster, RunningJob, TopologyError
+
+__all__ = ["DecisionHook", "SimulationError", "Simulator", "simulate"]
 
 #: ``on_decision(t, decision, batch, cluster)``: called with every decision before it is applied.
 DecisionHook = Callable[[float, Decision, list[Job], Cluster], None]
@@ -75,7 +79,7 @@ class SimulationError(RuntimeError):
 
 
 class Simulator:
-    """One run of :class:`~scenarios.inputs.SimInputs`; :meth:`run` returns the tables."""
+    """One run of :class:`~placer.scenarios.inputs.SimInputs`; :meth:`run` returns the tables."""
 
     def __init__(
         self,
@@ -396,7 +400,7 @@ class Simulator:
         return False
 
     def _place(self, batch: list[Job], cluster: Cluster, now: datetime) -> Decision:
-        from solver.engine import place
+        from placer.solver.engine import place
 
         t0 = time.perf_counter()
         decision = place(
@@ -412,7 +416,7 @@ class Simulator:
         return decision
 
     def _check(self, t: float, decision: Decision, batch: list[Job], cluster: Cluster, now: datetime) -> None:
-        from solver.check import check
+        from placer.solver.check import check
 
         violations = check(
             decision, batch, cluster, now=now, reservations=self.inp.reservations, prices=self.inp.prices

@@ -32,9 +32,22 @@ import math
 from typing import Any
 
 import pandas as pd
+from placer.scenarios.sim.record import SimResult
+from placer.scenarios.units import format_duration
 
-from scenarios.sim.record import SimResult
-from scenarios.units import format_duration
+__all__ = [
+    "CLASS_ORDER",
+    "cost",
+    "fragmentation",
+    "gpu_hours",
+    "pending_reasons",
+    "preemptions",
+    "summary",
+    "summary_text",
+    "utilization",
+    "waiting_at_end",
+    "waits",
+]
 
 CLASS_ORDER = ("reserved", "on-demand", "spot")
 

@@ -5,7 +5,7 @@ Why parquet first: the tables keep their types (timestamps with time zones, floa
 back in one line (``pd.read_parquet("out/jobs.parquet")``); CSV is the fallback that needs nothing.
 
 >>> import tempfile
->>> from scenarios.sim.record import SimResult
+>>> from placer.scenarios.sim.record import SimResult
 >>> import pandas as pd
 >>> empty = SimResult(*(pd.DataFrame({"a": [1]}) for _ in range(5)), meta={"name": "x"})
 >>> with tempfile.TemporaryDirectory() as d:
@@ -21,7 +21,9 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from scenarios.sim.record import SimResult
+from placer.scenarios.sim.record import SimResult
+
+__all__ = ["Format", "table_format", "write"]
 
 Format = Literal["auto", "parquet", "csv"]
 

@@ -18,8 +18,10 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from scenarios.sim.metrics import CLASS_ORDER, pending_reasons, utilization
-from scenarios.sim.record import SimResult
+from placer.scenarios.sim.metrics import CLASS_ORDER, pending_reasons, utilization
+from placer.scenarios.sim.record import SimResult
+
+__all__ = ["available", "plot_gpus", "plot_queue", "plot_waits", "save_all"]
 
 
 def available() -> bool:

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
+__all__ = ["Bar", "bar"]
+
 
 class Bar(Protocol):
     def update(self, n: int = 1) -> Any: ...

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+from placer.scenarios.sim.clock import Clock
+from placer.scenarios.sim.state import SimJob
 
-from scenarios.sim.clock import Clock
-from scenarios.sim.state import SimJob
+__all__ = ["ATTEMPT_COLUMNS", "JOB_COLUMNS", "TABLES", "Recorder", "SimResult", "attempt_rows", "job_row"]
 
 #: Table names of a result, in the order they are written.
 TABLES = ("events", "jobs", "attempts", "intervals", "reasons")

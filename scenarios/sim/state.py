@@ -10,7 +10,7 @@ its grace period) -> ``pending`` (requeued); ``running`` -> ``pending`` (its nod
 (the decision rejected it: it is never retried). ``background`` jobs ran before the scenario started
 (``cluster.running: keep``): they end at their ``expected_end`` and are not requeued.
 
->>> from solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 >>> j = SimJob(Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=2))], duration_s=600), submit_s=0.0)
 >>> j.phase, j.remaining_s, j.units
 ('waiting', 600.0, 2.0)
@@ -21,9 +21,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from scenarios.synthetic.scenario import demand_units
-from solver.jobs.model import Job
-from topology import RunningJob
+from placer.scenarios.synthetic.scenario import demand_units
+from placer.solver.jobs.model import Job
+from placer.topology import RunningJob
+
+__all__ = ["Attempt", "SimJob"]
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Work, checkpoints and what a stop throws away: the arithmetic of checkpoint-and-resume (OJS ML §9).
 
 Why a module of pure functions: these few lines decide every lost GPU-hour the simulator reports, and
-they must agree with what the solver charges an eviction (``solver.preempt.lost_gpu_seconds``). Kept
+they must agree with what the solver charges an eviction (``placer.solver.preempt.lost_gpu_seconds``). Kept
 apart, each is a line of arithmetic a test can check by hand.
 
 Model. A job needs ``work`` seconds of running on its full allocation. One *run* starts at ``start``
@@ -24,6 +24,8 @@ every ``interval`` seconds *of this run* (OJS ``ext_ml_checkpoint_interval_s``),
 from __future__ import annotations
 
 import math
+
+__all__ = ["last_checkpoint", "saved_at_stop"]
 
 
 def last_checkpoint(start: float, now: float, interval: float | None) -> float | None:

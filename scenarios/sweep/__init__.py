@@ -22,14 +22,13 @@ One module per job:
 from typing import Any
 
 import pandas as pd
-
-from scenarios.sweep.backends import BACKENDS, RAY_EXTRA, cores, ray_installed, run_cells
-from scenarios.sweep.cell import run_cell
-from scenarios.sweep.grid import Cell, grid
-from scenarios.sweep.load import Sweep, SweepError, load_sweep, load_sweep_text, merge
-from scenarios.sweep.results import frame, grid_doc, records, text, write
-from scenarios.sweep.row import COLUMNS, TIMING
-from scenarios.sweep.spec import SweepSpec
+from placer.scenarios.sweep.backends import BACKENDS, RAY_EXTRA, cores, ray_installed, run_cells
+from placer.scenarios.sweep.cell import run_cell
+from placer.scenarios.sweep.grid import Cell, grid
+from placer.scenarios.sweep.load import Sweep, SweepError, load_sweep, load_sweep_text, merge
+from placer.scenarios.sweep.results import frame, grid_doc, records, text, write
+from placer.scenarios.sweep.row import COLUMNS, TIMING
+from placer.scenarios.sweep.spec import SweepSpec
 
 
 def run_sweep(sweep: Sweep, **options: Any) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """Where the cells run: Ray tasks (a local Ray instance, or an existing Ray cluster at ``address``) or
 local processes (``concurrent.futures.ProcessPoolExecutor``), each cell one call of
-:func:`scenarios.sweep.cell.run_cell`.
+:func:`placer.scenarios.sweep.cell.run_cell`.
 
 Why two backends with one contract: Ray is how a study outgrows one machine, but it is an optional extra
 (``pip install 'placer[sweep]'``); without it a sweep still runs on every local core. Either way each
@@ -8,7 +8,7 @@ cell is a pure function of plain data, so the rows — sorted back into grid ord
 the backend, the parallelism and the order cells finish in. A cell whose worker dies (killed, out of
 memory) becomes an error row like a cell that raised.
 
->>> from scenarios.sweep.grid import Cell
+>>> from placer.scenarios.sweep.grid import Cell
 >>> cells = [Cell(index=i, sweep="s", scenario="x", file="x.yaml", variant="base", policy="p", seed=i,
 ...               spec={"name": "x"}, base=".") for i in range(2)]
 >>> [(r["cell"], r["status"]) for r in run_cells(cells, backend="processes", parallel=1)]
@@ -25,9 +25,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Literal
 
-from scenarios.sweep.cell import keys_of, run_cell
-from scenarios.sweep.grid import Cell
-from scenarios.sweep.row import error_row
+from placer.scenarios.sweep.cell import keys_of, run_cell
+from placer.scenarios.sweep.grid import Cell
+from placer.scenarios.sweep.row import error_row
+
+__all__ = ["BACKENDS", "RAY_EXTRA", "Backend", "OnRow", "cores", "ray_installed", "run_cells"]
 
 Backend = Literal["ray", "processes"]
 BACKENDS: tuple[str, ...] = ("ray", "processes")

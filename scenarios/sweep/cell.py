@@ -20,9 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scenarios.sim.record import SimResult
-from scenarios.sweep.grid import Cell
-from scenarios.sweep.row import error_row, summary_row
+from placer.scenarios.sim.record import SimResult
+from placer.scenarios.sweep.grid import Cell
+from placer.scenarios.sweep.row import error_row, summary_row
+
+__all__ = ["AT_LIMIT", "MAX_ERROR_CHARS", "at_limit", "keys_of", "run_cell"]
 
 #: Longest error text kept in a row.
 MAX_ERROR_CHARS = 2000
@@ -57,13 +59,12 @@ def at_limit(result: SimResult) -> int:
 
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Simulate ``cell`` and return its row (``status`` ``ok``), or an ``error`` row."""
+    from placer.scenarios.inputs import prepare
+    from placer.scenarios.load import ScenarioError, issues_of
+    from placer.scenarios.sim.loop import Simulator
+    from placer.scenarios.sim.metrics import summary
+    from placer.scenarios.spec import ScenarioSpec
     from pydantic import ValidationError
-
-    from scenarios.inputs import prepare
-    from scenarios.load import ScenarioError, issues_of
-    from scenarios.sim.loop import Simulator
-    from scenarios.sim.metrics import summary
-    from scenarios.spec import ScenarioSpec
 
     keys = keys_of(cell)
     started = time.perf_counter()

@@ -6,7 +6,7 @@ to another process or to a Ray worker on another machine; plain data pickles any
 ``sweep.json`` as it is, and the worker validates it again with the scenario model, so what runs is
 exactly what the file says.
 
->>> from scenarios.sweep.load import load_sweep
+>>> from placer.scenarios.sweep.load import load_sweep
 >>> cells = grid(load_sweep("scenarios/library/sweeps/h100-policies.yaml"))
 >>> [(c.policy, c.seed) for c in cells]  # doctest: +NORMALIZE_WHITESPACE
 [('greedy', 0), ('greedy', 1), ('cpsat', 0), ('cpsat', 1), ('no-preemption', 0), ('no-preemption', 1)]
@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scenarios.sweep.load import Sweep
+from placer.scenarios.sweep.load import Sweep
+
+__all__ = ["Cell", "grid", "size"]
 
 
 @dataclass(frozen=True)

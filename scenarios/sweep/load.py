@@ -1,4 +1,5 @@
-"""Reading a sweep file: the :class:`~scenarios.sweep.spec.SweepSpec`, every scenario it names, and every
+"""Reading a sweep file: the :class:`~placer.scenarios.sweep.spec.SweepSpec`, every scenario it names, and
+every
 merged scenario (scenario, variant, policy, overrides) validated as a whole — each problem one
 ``{code, path, message}`` issue of a :class:`SweepError`, never a traceback, and all of them before any
 cell runs.
@@ -28,12 +29,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from placer.scenarios.load import (
+    ScenarioError,
+    issues_of,
+    load_scenario,
+    parse_document,
+    read_document,
+    resolve,
+)
+from placer.scenarios.spec import ScenarioSpec
+from placer.scenarios.sweep.spec import Overrides, SweepSpec
+from placer.solver.jobs.errors import Issue
 from pydantic import ValidationError
 
-from scenarios.load import ScenarioError, issues_of, load_scenario, parse_document, read_document, resolve
-from scenarios.spec import ScenarioSpec
-from scenarios.sweep.spec import Overrides, SweepSpec
-from solver.jobs.errors import Issue
+__all__ = [
+    "BASE_VARIANT",
+    "OWN_POLICY",
+    "Sweep",
+    "SweepError",
+    "check",
+    "load_sweep",
+    "load_sweep_text",
+    "merge",
+]
 
 #: Name of the variant (resp. policy) of a sweep without ``variants`` (resp. ``policies``).
 BASE_VARIANT = "base"
@@ -75,7 +93,7 @@ def merge(
     block, then ``overrides`` (horizon, interval); :class:`ScenarioError` (paths of the scenario) if the
     result is not a valid scenario.
 
-    >>> from scenarios.load import load_scenario_text
+    >>> from placer.scenarios.load import load_scenario_text
     >>> s = load_scenario_text("name: s\\nhorizon: 1d\\ncluster: {layout: S}\\nworkload: {jobs: []}\\n"
     ...                        "policy: {engine: cpsat, plan: false}")
     >>> m = merge(s, {"cluster": {"layout": "M"}}, {"engine": "greedy"}, Overrides(horizon=3600))

@@ -6,7 +6,7 @@ says what each of those was — the merged scenario every cell ran (after varian
 the horizon/interval overrides) — so a row can be re-run alone with ``placer simulate`` or compared with a
 later sweep without the sweep file at hand.
 
->>> from scenarios.sweep.row import error_row
+>>> from placer.scenarios.sweep.row import error_row
 >>> keys = {"cell": 0, "sweep": "s", "scenario": "a", "variant": "base", "policy": "p", "seed": 1}
 >>> f = frame([error_row(keys, "ValueError: no", 0.25)])
 >>> f.shape[0], str(f["seed"].dtype), str(f["allocation"].dtype)
@@ -22,15 +22,17 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from placer.scenarios.sim.output import Format, table_format
+from placer.scenarios.sweep.grid import Cell
+from placer.scenarios.sweep.row import COLUMNS
+from placer.scenarios.units import format_duration
 
-from scenarios.sim.output import Format, table_format
-from scenarios.sweep.grid import Cell
-from scenarios.sweep.row import COLUMNS
-from scenarios.units import format_duration
+__all__ = ["TEXT_COLUMNS", "frame", "grid_doc", "records", "text", "write"]
 
 
 def frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The rows (in grid order) as a DataFrame with every column of :data:`~scenarios.sweep.row.COLUMNS`
+    """The rows (in grid order) as a DataFrame with every column of
+    :data:`~placer.scenarios.sweep.row.COLUMNS`
     and its type."""
     data = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
     for name, dtype in COLUMNS.items():

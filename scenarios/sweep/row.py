@@ -1,5 +1,5 @@
 """One row of a sweep's results table: which cell it is, whether it ran, and the simulator's summary
-(:func:`scenarios.sim.metrics.summary`) flattened into fixed columns.
+(:func:`placer.scenarios.sim.metrics.summary`) flattened into fixed columns.
 
 Why fixed columns with fixed types: every row — also a failed cell's, whose metrics are empty — has the
 same columns, so the table of a thousand cells is one parquet file that loads with its types, and two
@@ -22,7 +22,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from scenarios.sim.metrics import CLASS_ORDER
+from placer.scenarios.sim.metrics import CLASS_ORDER
+
+__all__ = [
+    "COLUMNS",
+    "KEYS",
+    "STATES",
+    "SUMMARY",
+    "TIMING",
+    "WAIT_FIELDS",
+    "class_column",
+    "error_row",
+    "summary_row",
+]
 
 #: Identity of a row: the cell and what it is.
 KEYS = ("cell", "sweep", "scenario", "variant", "policy", "seed", "file", "engine", "status", "error")

@@ -4,7 +4,7 @@
 Why the scenario's own models inside: a policy override is a partial scenario ``policy`` block and a
 variant a set of top-level scenario fields, so each is validated field by field by the same models the
 scenario file uses (``policies.cpsat.engine: Input should be 'auto', 'cpsat' or 'greedy'``) before any
-scenario is read; :mod:`scenarios.sweep.load` then validates every merged scenario as a whole.
+scenario is read; :mod:`placer.scenarios.sweep.load` then validates every merged scenario as a whole.
 ``placer schema sweep`` prints the JSON Schema.
 
 >>> s = SweepSpec.model_validate({"name": "x", "scenarios": ["a.yaml"], "seeds": {"start": 3, "count": 2},
@@ -18,6 +18,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
+from placer.scenarios.spec import (
+    ClusterSpec,
+    FailuresSpec,
+    PolicySpec,
+    ReservationSpec,
+    WorkloadSpec,
+    _bad,
+    _Spec,
+)
+from placer.scenarios.units import Duration
 from pydantic import (
     BeforeValidator,
     ConfigDict,
@@ -28,16 +38,7 @@ from pydantic import (
     model_validator,
 )
 
-from scenarios.spec import (
-    ClusterSpec,
-    FailuresSpec,
-    PolicySpec,
-    ReservationSpec,
-    WorkloadSpec,
-    _bad,
-    _Spec,
-)
-from scenarios.units import Duration
+__all__ = ["MAX_CELLS", "MAX_SEEDS", "Name", "Overrides", "Seeds", "SweepSpec", "VariantSpec"]
 
 #: Most cells (scenarios x variants x policies x seeds) one sweep may have: a typo in a seed range
 #: (``count: 100000``) is refused rather than queued for days.

@@ -1,7 +1,8 @@
 """Synthetic, seeded scenarios for the solver's benchmarks and tests.
 
 Why: benchmarks need realistic inputs that every run and every machine reproduces exactly. Everything
-here is built from the public ``topology`` builders and the ``solver.jobs.model`` types, is drawn from a
+here is built from the public ``topology`` builders and the ``placer.solver.jobs.model`` types, is drawn from
+a
 ``random.Random`` seeded by the caller (never the global random state), and is timed against a fixed
 clock (:data:`NOW`), so the same seed gives identical clusters, running jobs and pending jobs.
 
@@ -19,15 +20,15 @@ Distributions and hand-worked optima: ``docs/scenarios-synthetic.md``.
 ('synthetic-s', 60, True)
 """
 
-from scenarios.synthetic.hard import (
+from placer.scenarios.synthetic.hard import (
     fragmentation_trap,
     hard_instances,
     memory_stranding,
     nvlink_packing,
     tpu_slice_packing,
 )
-from scenarios.synthetic.scenario import CLASS_WEIGHT, NOW, Scenario, demand_units, weighted_demand
-from scenarios.synthetic.standard import scenario_l, scenario_m, scenario_s
+from placer.scenarios.synthetic.scenario import CLASS_WEIGHT, NOW, Scenario, demand_units, weighted_demand
+from placer.scenarios.synthetic.standard import scenario_l, scenario_m, scenario_s
 
 __all__ = [
     "CLASS_WEIGHT",

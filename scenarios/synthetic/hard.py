@@ -11,7 +11,8 @@ Conventions shared by all four:
 * every pending job is ``on-demand`` with a distinct numeric priority and the submit order of that
   priority, so "priority order" is unambiguous: the job listed first is placed first by a greedy;
 * jobs that already run are ``reserved`` and not preemptible: no preemption can improve on the optimum;
-* weighted demand is :func:`scenarios.synthetic.scenario.weighted_demand` (units times the class weight 10
+* weighted demand is :func:`placer.scenarios.synthetic.scenario.weighted_demand` (units times the class
+  weight 10
   of on-demand); every optimum here also places the most jobs, so it is optimal for any positive weights
   that favour higher priority;
 * "first-fit" takes jobs in priority order and puts each on the first node (pod slice) in cluster order
@@ -30,9 +31,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from scenarios.synthetic.scenario import NOW, Scenario, weighted_demand
-from solver.jobs.model import DistributedStrategy, GpuDemand, Interconnect, Job, TaskGroup, TpuDemand
-from topology import ReplicaAllocation, RunningJob, cluster_of, dgx_h100, hgx_a100, tpu_pod
+from placer.scenarios.synthetic.scenario import NOW, Scenario, weighted_demand
+from placer.solver.jobs.model import DistributedStrategy, GpuDemand, Interconnect, Job, TaskGroup, TpuDemand
+from placer.topology import ReplicaAllocation, RunningJob, cluster_of, dgx_h100, hgx_a100, tpu_pod
+
+__all__ = ["fragmentation_trap", "hard_instances", "memory_stranding", "nvlink_packing", "tpu_slice_packing"]
 
 
 def _gpu_job(
@@ -208,7 +211,7 @@ def tpu_slice_packing() -> Scenario:
 
     Pending, in priority order: c01, c02 ask a 2x4 slice, c03-c05 a 4x4. Demand 2*8 + 3*16 = 64 = chips.
 
-    First-free-slice greedy (slices in :func:`topology.slices_in_pod` order: by origin, then shape):
+    First-free-slice greedy (slices in :func:`placer.topology.slices_in_pod` order: by origin, then shape):
     c01 -> rows 0-1 x cols 0-3 (origin (0,0), 2x4), c02 -> rows 0-1 x cols 4-7 (origin (0,4)); c03 ->
     rows 2-5 x cols 0-3 (origin (2,0)), c04 -> rows 2-5 x cols 4-7; only rows 6-7 stay free, a 2x8 strip:
     c05 finds no 4x4. Placed **4**, 48 chips, weighted 480.

@@ -9,14 +9,15 @@ rack is one builder call (a ``count`` template, so a 10,000-node cluster is a fe
 
 Node shapes (all GPU shapes have 8 GPUs per node, so N GPU nodes hold 8N GPUs):
 
-* ``dgx-h100`` — :func:`topology.dgx_h100`: 8x H100 80 GB NVLink, 224 CPUs, 2 TB;
-* ``hgx-a100`` — :func:`topology.hgx_a100`: 8x A100 80 GB NVLink, 256 CPUs, 2 TB;
-* ``l40s`` — AWS ``g6e.48xlarge`` through :func:`topology.pcie_inference`: 8x L40S 48 GB PCIe, 192 vCPUs,
+* ``dgx-h100`` — :func:`placer.topology.dgx_h100`: 8x H100 80 GB NVLink, 224 CPUs, 2 TB;
+* ``hgx-a100`` — :func:`placer.topology.hgx_a100`: 8x A100 80 GB NVLink, 256 CPUs, 2 TB;
+* ``l40s`` — AWS ``g6e.48xlarge`` through :func:`placer.topology.pcie_inference`: 8x L40S 48 GB PCIe, 192
+  vCPUs,
   1,536 GB, 7.6 TB NVMe;
 * ``dgx-b200`` — NVIDIA DGX B200 (datasheet: 8x B200 192 GB on NVLink 5 switches, 2x Xeon Platinum 8570 =
   112 cores / 224 threads, 2 TB, 8x 3.84 TB NVMe) through the generic 8-GPU builder; the catalog gives
   B200 the NVLink interconnect, so each node is its own 8-GPU NVLink domain;
-* ``cpu`` — :func:`topology.cpu_nodes`: 64 cores, 256 GB (not counted as GPU nodes).
+* ``cpu`` — :func:`placer.topology.cpu_nodes`: 64 cores, 256 GB (not counted as GPU nodes).
 
 TPU pods (v5e, 4 chips per host) get ``cpu_cores_per_host`` 112 and ``memory_gb_per_host`` 192, the
 Cloud TPU ``ct5lp-hightpu-4t`` machine.
@@ -34,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from topology import (
+from placer.topology import (
     Cluster,
     Inventory,
     cluster_of,
@@ -45,7 +46,9 @@ from topology import (
     pcie_inference,
     tpu_pod,
 )
-from topology.inventory import CapacityClass
+from placer.topology.inventory import CapacityClass
+
+__all__ = ["SHAPES", "Layout", "Pool", "Shape", "TpuPool", "build_layout", "layout_inventory"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,4 +230,6 @@ def build_layout(layout: Layout) -> Cluster:
     >>> [(n.gpu_type, n.gpu_count, n.gpu_interconnect, n.zone) for n in c.nodes][0]
     ('nvidia-l40s', 8, 'pcie', 'us-east-1a')
     """
-    return cluster_of(layout_inventory(layout), name=layout.name, source=f"scenarios.synthetic:{layout.name}")
+    return cluster_of(
+        layout_inventory(layout), name=layout.name, source=f"placer.scenarios.synthetic:{layout.name}"
+    )

@@ -1,4 +1,5 @@
-"""What already runs on a synthetic cluster: a fragmented, realistic set of :class:`~topology.RunningJob`.
+"""What already runs on a synthetic cluster: a fragmented, realistic set of
+:class:`~placer.topology.RunningJob`.
 
 Why this shape: placement quality only shows on a cluster that is partly busy in the way real clusters
 are — big training gangs holding whole nodes, and a long tail of 1-, 2- and 4-GPU jobs scattered over many
@@ -21,7 +22,7 @@ a checkpoint interval with ``last_checkpoint_at`` on it and ``checkpoint_on_pree
 over-committed.
 
 >>> import random
->>> from scenarios.synthetic.layout import Layout, Pool, build_layout
+>>> from placer.scenarios.synthetic.layout import Layout, Pool, build_layout
 >>> c = build_layout(Layout(pools=(Pool("dgx-h100", "us-central1-a", "spot", 10),)))
 >>> jobs = running_jobs(c, random.Random(0))
 >>> sum(len(r.gpus) for j in jobs for r in j.replicas)
@@ -35,8 +36,24 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from scenarios.synthetic.scenario import NOW
-from topology import Cluster, Node, ReplicaAllocation, RunningJob, slices_in_pod
+from placer.scenarios.synthetic.scenario import NOW
+from placer.topology import Cluster, Node, ReplicaAllocation, RunningJob, slices_in_pod
+
+__all__ = [
+    "APPS",
+    "BUSY_CPU_FRACTION",
+    "BUSY_GPU_FRACTION",
+    "BUSY_TPU_FRACTION",
+    "CLASS_ON_CAPACITY",
+    "PACK_SHARE",
+    "PRIORITY_BAND",
+    "RUNNING_GPU_SIZES",
+    "RUNNING_TPU_SHAPES",
+    "TEAMS",
+    "T",
+    "pick",
+    "running_jobs",
+]
 
 T = TypeVar("T")
 
@@ -297,7 +314,7 @@ def running_jobs(
 
     Apply them with ``cluster.with_allocations(jobs)`` (one call: fast at 10k nodes).
 
-    >>> from scenarios.synthetic.layout import Layout, Pool, build_layout
+    >>> from placer.scenarios.synthetic.layout import Layout, Pool, build_layout
     >>> c = build_layout(Layout(pools=(Pool("l40s", "us-east-1a", "on-demand", 4),)))
     >>> busy = c.with_allocations(running_jobs(c, random.Random(3)))
     >>> sum(8 - len(busy.free_gpus(n.name)) for n in busy.nodes)  # 60% of 32 GPUs

@@ -8,9 +8,9 @@ cluster or the wrong clock.
 Weighted demand is defined here, once, so that a hard instance's ``optimal_weighted_demand`` and a
 solver's result are compared on the same scale: each placed job counts its accelerator units (whole GPUs,
 else TPU chips, else CPU cores / 16) times its priority-class weight (spot 1, on-demand 10, reserved 100,
-the weights of ``solver.policy.Policy`` without its numeric-priority nudge).
+the weights of ``placer.solver.policy.Policy`` without its numeric-priority nudge).
 
->>> from solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 >>> job = Job(id="j", priority_class="reserved", tasks=[TaskGroup(gpu=GpuDemand(count=4))])
 >>> demand_units(job), weighted_demand([job])
 (4.0, 400.0)
@@ -22,8 +22,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from solver.jobs.model import Job
-from topology import Cluster, RunningJob
+from placer.solver.jobs.model import Job
+from placer.topology import Cluster, RunningJob
+
+__all__ = ["CLASS_WEIGHT", "CPU_CORES_PER_UNIT", "NOW", "Scenario", "demand_units", "weighted_demand"]
 
 #: The fixed clock of every synthetic scenario: running jobs' ``started_at`` and pending jobs'
 #: ``submit_time`` lie before it. A constant (not the wall clock) so that the same seed gives the same
@@ -67,7 +69,7 @@ def demand_units(job: Job) -> float:
     """A job's accelerator units: whole GPUs (fractional shares in thousandths), else TPU chips, else CPU
     cores over :data:`CPU_CORES_PER_UNIT` — one scale for "how much did we place".
 
-    >>> from solver.jobs.model import Job, TaskGroup, TpuDemand
+    >>> from placer.solver.jobs.model import Job, TaskGroup, TpuDemand
     >>> demand_units(Job(id="t", tasks=[TaskGroup(tpu=TpuDemand(type="v5e", topology=(2, 4)))]))
     8.0
     >>> demand_units(Job(id="c", tasks=[TaskGroup(count=2, cpu_cores=16)]))
@@ -83,7 +85,7 @@ def demand_units(job: Job) -> float:
 def weighted_demand(jobs: Iterable[Job]) -> float:
     """Sum over ``jobs`` of :func:`demand_units` times the job's :data:`CLASS_WEIGHT`.
 
-    >>> from solver.jobs.model import GpuDemand, Job, TaskGroup
+    >>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
     >>> weighted_demand([Job(id="s", priority_class="spot", tasks=[TaskGroup(gpu=GpuDemand(count=2))])])
     2.0
     """

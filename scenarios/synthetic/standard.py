@@ -2,8 +2,9 @@
 
 Why three: the solver's unit tests need something that solves in well under a second (S); benchmarks
 need a realistic production-size cluster (M) and a large one that shows scaling (L, the M table times
-ten). All three share one recipe — pool table, running jobs at :data:`~scenarios.synthetic.running.
-BUSY_GPU_FRACTION`, pending jobs in the :data:`~scenarios.synthetic.workloads.KIND_SHARES` mix — so what
+ten). All three share one recipe — pool table, running jobs at :data:`~placer.scenarios.synthetic.running.
+BUSY_GPU_FRACTION`, pending jobs in the :data:`~placer.scenarios.synthetic.workloads.KIND_SHARES` mix — so
+what
 a solver does on S says something about M and L.
 
 Capacity (GPU node counts exclude the CPU-only nodes; every GPU node has 8 GPUs):
@@ -25,10 +26,23 @@ from __future__ import annotations
 
 import random
 
-from scenarios.synthetic.layout import Layout, Pool, TpuPool, build_layout
-from scenarios.synthetic.running import running_jobs
-from scenarios.synthetic.scenario import NOW, Scenario
-from scenarios.synthetic.workloads import pending_jobs
+from placer.scenarios.synthetic.layout import Layout, Pool, TpuPool, build_layout
+from placer.scenarios.synthetic.running import running_jobs
+from placer.scenarios.synthetic.scenario import NOW, Scenario
+from placer.scenarios.synthetic.workloads import pending_jobs
+
+__all__ = [
+    "L_LAYOUT",
+    "M_LAYOUT",
+    "M_POOLS",
+    "S_LAYOUT",
+    "ZONE_A",
+    "ZONE_B",
+    "build_scenario",
+    "scenario_l",
+    "scenario_m",
+    "scenario_s",
+]
 
 ZONE_A = "us-central1-a"
 ZONE_B = "us-central1-b"
@@ -95,9 +109,9 @@ def build_scenario(layout: Layout, n_jobs: int, seed: int, *, name: str, descrip
 
     Two independent streams are derived from the seed (running set, pending jobs), so changing the job
     count does not change what runs. The cluster is built once and the running jobs applied in one
-    :meth:`~topology.Cluster.with_allocations` call.
+    :meth:`~placer.topology.Cluster.with_allocations` call.
 
-    >>> from scenarios.synthetic.layout import Layout, Pool
+    >>> from placer.scenarios.synthetic.layout import Layout, Pool
     >>> sc = build_scenario(Layout(pools=(Pool("dgx-h100", "z", "spot", 2),)), 3, 7, name="x", description="")
     >>> len(sc.jobs), len(sc.cluster.running_jobs()) > 0
     (3, True)

@@ -22,7 +22,7 @@ made from a pool that has the job's GPU type and room for the whole job; CPU and
 exceed the smallest per-GPU share of the node shapes the job may use.
 
 >>> import random
->>> from scenarios.synthetic.layout import Layout, Pool
+>>> from placer.scenarios.synthetic.layout import Layout, Pool
 >>> lay = Layout(pools=(Pool("dgx-h100", "us-central1-a", "reserved", 8), Pool("cpu", "us-central1-a",
 ...     "on-demand", 2)))
 >>> jobs = pending_jobs(lay, 20, random.Random(0), prefix="t")
@@ -37,10 +37,10 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from scenarios.synthetic.layout import Layout, Pool
-from scenarios.synthetic.running import APPS, PRIORITY_BAND, TEAMS, pick
-from scenarios.synthetic.scenario import NOW
-from solver.jobs.model import (
+from placer.scenarios.synthetic.layout import Layout, Pool
+from placer.scenarios.synthetic.running import APPS, PRIORITY_BAND, TEAMS, pick
+from placer.scenarios.synthetic.scenario import NOW
+from placer.solver.jobs.model import (
     AffinityOperator,
     Checkpointing,
     DistributedStrategy,
@@ -58,7 +58,27 @@ from solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
-from topology import gpu_info
+from placer.topology import gpu_info
+
+__all__ = [
+    "ANTI_AFFINITY_SHARE",
+    "CLASS_SHARES",
+    "CPU_REPLICAS",
+    "CPU_SELECTOR_SHARE",
+    "GANG_REPLICAS",
+    "GANG_SPLIT_SIZES",
+    "GPU_TYPE_SHARES",
+    "KIND_SHARES",
+    "NVLINK_SIZES",
+    "PCIE_SIZES",
+    "PREFERRED_SHARE",
+    "REQUIRED_SHARE",
+    "TPU_SHAPES",
+    "T",
+    "Types",
+    "pending_jobs",
+    "quotas",
+]
 
 T = TypeVar("T")
 Types = tuple[str, ...]
@@ -74,7 +94,7 @@ KIND_SHARES: tuple[tuple[str, float], ...] = (
     ("cpu", 0.08),
 )
 #: Share of each priority class among pending jobs (exact quotas); numeric priority is drawn uniformly
-#: in the class's band (:data:`scenarios.synthetic.running.PRIORITY_BAND`).
+#: in the class's band (:data:`placer.scenarios.synthetic.running.PRIORITY_BAND`).
 CLASS_SHARES: tuple[tuple[str, float], ...] = (("reserved", 0.15), ("on-demand", 0.55), ("spot", 0.30))
 
 #: Requested GPU types per kind; ``()`` means any type.
@@ -376,7 +396,7 @@ def pending_jobs(
     kind (:data:`KIND_SHARES`) each is. Kinds the layout cannot serve become the nearest it can: TPU
     without pods -> ``single_gpu``; NVLink kinds without NVLink GPUs -> ``pcie_multi``.
 
-    >>> from scenarios.synthetic.layout import Layout, Pool
+    >>> from placer.scenarios.synthetic.layout import Layout, Pool
     >>> lay = Layout(pools=(Pool("l40s", "us-east-1a", "spot", 4),))
     >>> from collections import Counter
     >>> sorted(Counter(j.metadata["kind"] for j in pending_jobs(lay, 10, random.Random(1))).items())

@@ -2,12 +2,14 @@
 
 Why here and not in ``solver``: a trace is an *experiment input* (the FGD cluster-fill experiment, the
 what-if simulator), not something a backend hands to ``place()``. Each loader is a pure function of the
-file's text, validates every column it reads and reports bad input as a :class:`~scenarios.traces.table.
+file's text, validates every column it reads and reports bad input as a
+:class:`~placer.scenarios.traces.table.
 TraceError` naming the file, line and column — never a traceback.
 
-* :mod:`scenarios.traces.alibaba` — Alibaba GPU v2023 "openb" node and pod lists (the FGD paper's traces):
-  nodes -> a :class:`~topology.Cluster`, pods -> :class:`~solver.jobs.model.Job` objects;
-* :mod:`scenarios.traces.philly` — Microsoft Philly jobs (arrival, duration, GPU count) -> jobs with
+* :mod:`placer.scenarios.traces.alibaba` — Alibaba GPU v2023 "openb" node and pod lists (the FGD paper's
+  traces):
+  nodes -> a :class:`~placer.topology.Cluster`, pods -> :class:`~placer.solver.jobs.model.Job` objects;
+* :mod:`placer.scenarios.traces.philly` — Microsoft Philly jobs (arrival, duration, GPU count) -> jobs with
   submit times and durations, for the simulator.
 
 The traces themselves are never copied into the repository: they are read from ``../shared/traces`` beside
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+__all__ = ["REPO", "openb_dir", "traces_dir"]
 
 #: The repository root (``scenarios/traces/__init__.py`` is two levels below it).
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,8 @@ Mapping onto placer's model (units: cores, GB of 10^9 bytes):
   pod may accept only one of them) and G1-G3 are undisclosed internal models. Their GPU memory is the
   product's (P100 16 GB, V100M16 16, V100M32 32) or, for G1-G3, a placeholder (:data:`UNDISCLOSED_GB`):
   openb pods never ask for GPU memory, so it is never compared;
-* a pod -> a one-replica :class:`~solver.jobs.model.Job`: whole GPUs as ``GpuDemand(count=num_gpu)`` (on
+* a pod -> a one-replica :class:`~placer.solver.jobs.model.Job`: whole GPUs as ``GpuDemand(count=num_gpu)``
+  (on
   one node: placer never splits a job without a distributed strategy), a share as
   ``GpuDemand(count=1, share_milli=gpu_milli)``, ``gpu_spec`` as the accepted ``types``.
 
@@ -38,11 +39,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scenarios.traces.table import Row, Table
-from solver.jobs.model import GpuDemand, Job, TaskGroup
-from topology import Cluster
-from topology.build import build_cluster
-from topology.inventory import Inventory, NodeGpus, NodeSpec
+from placer.scenarios.traces.table import Row, Table
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.topology import Cluster
+from placer.topology.build import build_cluster
+from placer.topology.inventory import Inventory, NodeGpus, NodeSpec
+
+__all__ = [
+    "GB_PER_MIB",
+    "GPU_MEMORY_GB",
+    "GPU_TYPES",
+    "MAX_GPUS",
+    "MILLI",
+    "NODE_COLUMNS",
+    "POD_COLUMNS",
+    "UNDISCLOSED_GB",
+    "OpenbNode",
+    "OpenbPod",
+    "gpu_demand",
+    "nodes_to_cluster",
+    "parse_nodes",
+    "parse_pods",
+    "pod_to_job",
+    "read_nodes",
+    "read_pods",
+]
 
 #: openb GPU model -> placer GPU type id.
 GPU_TYPES: dict[str, str] = {
@@ -129,7 +150,7 @@ def parse_nodes(text: str, source: str = "<nodes>") -> list[OpenbNode]:
     >>> parse_nodes("sn,cpu_milli,memory_mib,gpu,model\\nn1,64000,262144,2,K80\\n", "n.csv")
     Traceback (most recent call last):
     ...
-    scenarios.traces.table.TraceError: n.csv: line 2, column 'model': unknown GPU model 'K80' (known: G1, ...)
+    placer.scenarios.traces.table.TraceError: n.csv: line 2, column 'model': unknown GPU model 'K80' (know...
     """
     return _nodes(Table.parse(text, source, NODE_COLUMNS))
 
@@ -198,7 +219,7 @@ def parse_pods(text: str, source: str = "<pods>") -> list[OpenbPod]:
     >>> parse_pods("name,cpu_milli,memory_mib,num_gpu,gpu_milli\\np,1000,1024,2,500\\n", "p.csv")
     Traceback (most recent call last):
     ...
-    scenarios.traces.table.TraceError: p.csv: line 2, column 'gpu_milli': 500 milli per GPU with num_gpu 2...
+    placer.scenarios.traces.table.TraceError: p.csv: line 2, column 'gpu_milli': 500 milli per GPU with nu...
     """
     return _pods(Table.parse(text, source, POD_COLUMNS, optional=("gpu_spec",)))
 

@@ -34,9 +34,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scenarios.traces.table import Table
-from solver.demand import largest_divisor_at_most
-from solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.scenarios.traces.table import Table
+from placer.solver.demand import largest_divisor_at_most
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+
+__all__ = ["COLUMNS", "MAX_GPUS", "parse_philly", "read_philly"]
 
 COLUMNS = ("timestamp", "duration", "num_gpus")
 #: Largest job the loader accepts (the extract's biggest is 128 GPUs).
@@ -64,7 +66,7 @@ def parse_philly(
     >>> parse_philly("timestamp,duration,num_gpus\\nyesterday,5,12\\n", "p.csv")
     Traceback (most recent call last):
     ...
-    scenarios.traces.table.TraceError: p.csv: line 2, column 'timestamp': 'yesterday' is not a date and time
+    placer.scenarios.traces.table.TraceError: p.csv: line 2, column 'timestamp': 'yesterday' is not a date...
     """
     if gpus_per_node < 1:
         raise ValueError("gpus_per_node must be at least 1")

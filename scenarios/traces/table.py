@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+__all__ = ["MAX_PROBLEMS", "Row", "Table", "TraceError", "TraceProblem"]
+
 #: Most problems kept per file: a file broken on every line says so in a few lines, not in 80,000.
 MAX_PROBLEMS = 50
 

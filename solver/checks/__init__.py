@@ -1,8 +1,9 @@
-"""The independent checker: is a :class:`~solver.decision.Decision` valid for its jobs and cluster?
+"""The independent checker: is a :class:`~placer.solver.decision.Decision` valid for its jobs and cluster?
 
 Why independent: the checker is the project's "never trust the solver's own word". It shares no code
-with the solver beyond the input types (``solver.jobs.model``, ``solver.decision``, the ``topology``
-public API) and the definition of a replica's price (``solver.prices.replica_units``, for budgets):
+with the solver beyond the input types (``placer.solver.jobs.model``, ``placer.solver.decision``, the
+``topology``
+public API) and the definition of a replica's price (``placer.solver.prices.replica_units``, for budgets):
 label rules, box tests, device accounting are all written again here, so one bug cannot hide in both.
 Each rule family of ``docs/placement-rules.md`` is one module:
 
@@ -27,9 +28,9 @@ module              rules
 
 Cost: O(replicas + chips + nodes touched); nothing loops over the cluster's nodes or GPUs.
 
->>> from solver.decision import Decision, JobPlacement, ReplicaPlacement
->>> from solver.jobs.model import GpuDemand, Job, TaskGroup
->>> from topology import cluster_of, dgx_h100
+>>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
+>>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from placer.topology import cluster_of, dgx_h100
 >>> job = Job(id="j", tasks=[TaskGroup(gpu=GpuDemand(count=2), cpu_cores=8)])
 >>> ok = Decision(placements=[JobPlacement(job="j", replicas=[
 ...     ReplicaPlacement(node="dgx-h100-1", gpus=[0, 1], cpu_cores=8)])])
@@ -47,27 +48,27 @@ from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from solver.checks.accounting import check_accounting
-from solver.checks.affinity import check_anti_affinity, check_node_rules
-from solver.checks.budgets import check_budgets
-from solver.checks.context import build_context
-from solver.checks.devices import check_devices
-from solver.checks.gang import check_gang
-from solver.checks.nodes import check_accelerator, check_nodes
-from solver.checks.nvlink import check_nvlink
-from solver.checks.plans import check_plans
-from solver.checks.preemption import check_directives, check_preemption, job_rank
-from solver.checks.reservations import check_reservations
-from solver.checks.shape import check_shapes
-from solver.checks.spread import check_distinct, check_exclusive, check_scope
-from solver.checks.timing import check_timing
-from solver.checks.tpu import check_tpu
-from solver.checks.violation import RULES, Violation
-from solver.decision import Decision
-from solver.jobs.model import Job
-from solver.jobs.queues import QueueConfig
-from solver.prices import PriceCatalog
-from topology import Cluster
+from placer.solver.checks.accounting import check_accounting
+from placer.solver.checks.affinity import check_anti_affinity, check_node_rules
+from placer.solver.checks.budgets import check_budgets
+from placer.solver.checks.context import build_context
+from placer.solver.checks.devices import check_devices
+from placer.solver.checks.gang import check_gang
+from placer.solver.checks.nodes import check_accelerator, check_nodes
+from placer.solver.checks.nvlink import check_nvlink
+from placer.solver.checks.plans import check_plans
+from placer.solver.checks.preemption import check_directives, check_preemption, job_rank
+from placer.solver.checks.reservations import check_reservations
+from placer.solver.checks.shape import check_shapes
+from placer.solver.checks.spread import check_distinct, check_exclusive, check_scope
+from placer.solver.checks.timing import check_timing
+from placer.solver.checks.tpu import check_tpu
+from placer.solver.checks.violation import RULES, Violation
+from placer.solver.decision import Decision
+from placer.solver.jobs.model import Job
+from placer.solver.jobs.queues import QueueConfig
+from placer.solver.prices import PriceCatalog
+from placer.topology import Cluster
 
 __all__ = ["RULES", "Violation", "check"]
 

@@ -3,10 +3,10 @@
 Why first: a backend maps the decision back to its queue by job id; a job missing from the answer would
 wait forever, one answered twice would run twice, and an id the batch never had is a solver bug.
 
->>> from solver.decision import Decision, PendingJob
->>> from solver.jobs.model import Job
->>> from topology import cluster_of, cpu_nodes
->>> from solver.checks.context import build_context
+>>> from placer.solver.decision import Decision, PendingJob
+>>> from placer.solver.jobs.model import Job
+>>> from placer.topology import cluster_of, cpu_nodes
+>>> from placer.solver.checks.context import build_context
 >>> ctx = build_context(Decision(), [Job(id="a")], cluster_of(cpu_nodes(1)))
 >>> [v.rule for v in check_accounting(ctx)]
 ['accounting']
@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 
-from solver.checks.context import Context
-from solver.checks.violation import Violation
+from placer.solver.checks.context import Context
+from placer.solver.checks.violation import Violation
+
+__all__ = ["check_accounting"]
 
 
 def check_accounting(ctx: Context, rejected_ids: Collection[str] = ()) -> Iterator[Violation]:

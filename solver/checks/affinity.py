@@ -10,11 +10,11 @@ Anti-affinity rules of job J are tested on the labels of every *other* job at on
 running jobs (not evicted) and jobs placed by this decision; J's own replicas count as another job among
 themselves when J's labels satisfy the rule. The rule binds only the job that declares it.
 
->>> from solver.jobs.model import Job, Placement
->>> from solver.decision import ReplicaPlacement
->>> from topology import cluster_of, dgx_h100
->>> from solver.checks.context import build_context
->>> from solver.decision import Decision
+>>> from placer.solver.jobs.model import Job, Placement
+>>> from placer.solver.decision import ReplicaPlacement
+>>> from placer.topology import cluster_of, dgx_h100
+>>> from placer.solver.checks.context import build_context
+>>> from placer.solver.decision import Decision
 >>> job = Job(id="j", placement=Placement(node_selector={"zone": "us-east-1a"}))
 >>> ctx = build_context(Decision(), [job], cluster_of(dgx_h100(2)))
 >>> [v.rule for v in check_node_rules(ctx, job, ReplicaPlacement(node="dgx-h100-1"))]
@@ -25,11 +25,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from solver.checks.context import Context, group_of, job_labels, running_labels
-from solver.checks.labelrules import describe, satisfied
-from solver.checks.violation import Violation
-from solver.decision import JobPlacement, ReplicaPlacement
-from solver.jobs.model import Job, Rule
+from placer.solver.checks.context import Context, group_of, job_labels, running_labels
+from placer.solver.checks.labelrules import describe, satisfied
+from placer.solver.checks.violation import Violation
+from placer.solver.decision import JobPlacement, ReplicaPlacement
+from placer.solver.jobs.model import Job, Rule
+
+__all__ = ["check_anti_affinity", "check_node_rules"]
 
 
 def _node_labels(ctx: Context, rep: ReplicaPlacement) -> Mapping[str, str] | None:

@@ -5,7 +5,7 @@
 Dollar budgets (``cost-budget``): each queue's ``ml_limits.max_cost_per_hour`` and each tenant's
 ``budgets.tenants`` (prices file) bound the dollars per hour of its active jobs — running and not evicted
 (priced from their allocation), plus placed — GPU, TPU and CPU work alike. A replica's price is by
-definition :func:`solver.prices.replica_units` (the price is an input, like the catalog it reads: the
+definition :func:`placer.solver.prices.replica_units` (the price is an input, like the catalog it reads: the
 checker takes that definition, and re-does the sums itself, in the same integer money units).
 
 A budget is broken by a decision that *adds* to a queue or tenant that ends over it: running jobs alone
@@ -16,8 +16,8 @@ Evicting a running job gives its room back, but only to jobs that outrank it (OJ
 for strictly higher-priority work): at each rank ``r`` of placed work, the jobs ranked ``r`` or lower must
 fit with the evicted jobs they do not outrank still counted.
 
->>> from solver.decision import Decision
->>> from topology import cluster_of, cpu_nodes
+>>> from placer.solver.decision import Decision
+>>> from placer.topology import cluster_of, cpu_nodes
 >>> list(check_budgets(Decision(), [], cluster_of(cpu_nodes(1)), {}))
 []
 """
@@ -28,13 +28,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from solver.checks.preemption import rank_of
-from solver.checks.violation import Violation
-from solver.decision import Decision
-from solver.jobs.model import Job
-from solver.jobs.queues import QueueConfig
-from solver.prices import UNITS_PER_DOLLAR, PriceCatalog, replica_units, to_units
-from topology import Cluster
+from placer.solver.checks.preemption import rank_of
+from placer.solver.checks.violation import Violation
+from placer.solver.decision import Decision
+from placer.solver.jobs.model import Job
+from placer.solver.jobs.queues import QueueConfig
+from placer.solver.prices import UNITS_PER_DOLLAR, PriceCatalog, replica_units, to_units
+from placer.topology import Cluster
+
+__all__ = ["Rank", "check_budgets"]
 
 Rank = tuple[int, int]
 

@@ -8,8 +8,8 @@ A *location* is what "the same machine" means for co-location rules (anti-affini
 distinct nodes): a node name for GPU/CPU replicas, ``"<pod>/host-<i>"`` for each TPU host a replica's
 chips fall on (computed from the chips, not taken from the replica's informational ``node``).
 
->>> from topology import cluster_of, dgx_h100
->>> from solver.decision import Decision
+>>> from placer.topology import cluster_of, dgx_h100
+>>> from placer.solver.decision import Decision
 >>> ctx = build_context(Decision(), [], cluster_of(dgx_h100(2)))
 >>> ctx.running_at("dgx-h100-1")
 ()
@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from solver.decision import Decision, JobPlacement, ReplicaPlacement
-from solver.jobs.model import Job, TaskGroup
-from topology import Cluster, Node, RunningJob, TpuPod
+from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
+from placer.solver.jobs.model import Job, TaskGroup
+from placer.topology import Cluster, Node, RunningJob, TpuPod
+
+__all__ = ["EPS", "Context", "build_context", "group_of", "job_labels", "running_labels"]
 
 #: Float tolerance of every capacity comparison (contract: 1e-6).
 EPS = 1e-6
@@ -102,7 +104,7 @@ class Context:
 def group_of(job: Job, rep: ReplicaPlacement) -> TaskGroup | None:
     """The task group a replica belongs to (None when the job has no group of that name).
 
-    >>> from solver.jobs.model import Job
+    >>> from placer.solver.jobs.model import Job
     >>> group_of(Job(id="j"), ReplicaPlacement(node="n")).name
     'default'
     """

@@ -8,9 +8,9 @@ placement of the decision adds, and both look only at the nodes the decision tou
 Every placement counts here, also those of jobs the accounting rule reports, since their devices would
 be used all the same if a backend applied the decision.
 
->>> from solver.decision import Decision, JobPlacement, ReplicaPlacement
->>> from topology import cluster_of, dgx_h100
->>> from solver.checks.context import build_context
+>>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
+>>> from placer.topology import cluster_of, dgx_h100
+>>> from placer.solver.checks.context import build_context
 >>> rep = ReplicaPlacement(node="dgx-h100-1", gpus=[0])
 >>> d = Decision(placements=[JobPlacement(job="a", replicas=[rep]), JobPlacement(job="b", replicas=[rep])])
 >>> [v.rule for v in check_devices(build_context(d, [], cluster_of(dgx_h100(2))))]
@@ -22,8 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from solver.checks.context import EPS, Context
-from solver.checks.violation import Violation
+from placer.solver.checks.context import EPS, Context
+from placer.solver.checks.violation import Violation
+
+__all__ = ["WHOLE", "check_devices"]
 
 WHOLE = 1000
 

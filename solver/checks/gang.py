@@ -16,10 +16,10 @@ the replicas naming ``g`` in ``task_group``:
 * **resources** — the group's replicas sum to at least ``n`` times the per-replica cpu, memory, storage and
   shm (tolerance 1e-6), which accepts any proportional split.
 
-TPU chip counts and positions are rule 13's (:mod:`solver.checks.tpu`).
+TPU chip counts and positions are rule 13's (:mod:`placer.solver.checks.tpu`).
 
->>> from solver.decision import JobPlacement, ReplicaPlacement
->>> from solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from placer.solver.decision import JobPlacement, ReplicaPlacement
+>>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 >>> job = Job(id="j", tasks=[TaskGroup(count=2, gpu=GpuDemand(count=4))])
 >>> p = JobPlacement(job="j", replicas=[ReplicaPlacement(node="n1", gpus=[0, 1, 2, 3])])
 >>> [v.message for v in check_gang(job, p)][0]
@@ -30,10 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from solver.checks.context import EPS
-from solver.checks.violation import Violation
-from solver.decision import JobPlacement, ReplicaPlacement
-from solver.jobs.model import Job, TaskGroup
+from placer.solver.checks.context import EPS
+from placer.solver.checks.violation import Violation
+from placer.solver.decision import JobPlacement, ReplicaPlacement
+from placer.solver.jobs.model import Job, TaskGroup
+
+__all__ = ["check_gang", "is_split"]
 
 
 def _admissible(g: TaskGroup, n: int) -> bool:
@@ -57,7 +59,7 @@ def _plural(n: int, word: str) -> str:
 def is_split(job: Job, g: TaskGroup) -> bool:
     """Whether the group's one replica may be split over several nodes (contract rule 2, split case).
 
-    >>> from solver.jobs.model import GpuDemand
+    >>> from placer.solver.jobs.model import GpuDemand
     >>> is_split(Job(id="j", distributed_strategy="fsdp"), TaskGroup(gpu=GpuDemand(count=16)))
     True
     """

@@ -7,7 +7,7 @@ compare numerically, else both dotted versions (``"8.0"`` < ``"10.0"``) compare 
 the rule does not hold (a rule that cannot be evaluated must not let a job through). ``Matches`` is
 :func:`fnmatch.fnmatchcase` of the value against any pattern. ``AllOf``/``AnyOf``/``Not`` combine.
 
->>> from solver.jobs.model import LabelRule
+>>> from placer.solver.jobs.model import LabelRule
 >>> rule = LabelRule(key="compute_capability", operator="Gte", values=["8.0"])
 >>> satisfied(rule, {"compute_capability": "10.0"}), satisfied(rule, {"compute_capability": "7.5"})
 (True, False)
@@ -19,7 +19,9 @@ import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 
-from solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule
+from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule
+
+__all__ = ["compare", "describe", "label_rule_holds", "satisfied"]
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _VERSION = re.compile(r"^\d+(\.\d+)+$")
@@ -77,7 +79,7 @@ def label_rule_holds(rule: LabelRule, labels: Mapping[str, str]) -> bool:
 def satisfied(rule: Rule, labels: Mapping[str, str]) -> bool:
     """Whether a (possibly combined) rule holds on ``labels``.
 
-    >>> from solver.jobs.model import AnyOf, Not
+    >>> from placer.solver.jobs.model import AnyOf, Not
     >>> has_b = LabelRule(key="b", operator="Exists")
     >>> r = AnyOf(rules=[LabelRule(key="a", operator="Exists"), Not(rule=has_b)])
     >>> satisfied(r, {"b": "1"}), satisfied(r, {})

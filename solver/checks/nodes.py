@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from solver.checks.context import Context, group_of
-from solver.checks.violation import Violation
-from solver.decision import ReplicaPlacement
-from solver.jobs.model import Accelerator, Job, TaskGroup
-from topology import Node, canonical_gpu_type
+from placer.solver.checks.context import Context, group_of
+from placer.solver.checks.violation import Violation
+from placer.solver.decision import ReplicaPlacement
+from placer.solver.jobs.model import Accelerator, Job, TaskGroup
+from placer.topology import Node, canonical_gpu_type
+
+__all__ = ["cc", "check_accelerator", "check_nodes"]
 
 _BLOCKING = ("NoSchedule", "NoExecute")
 

@@ -6,11 +6,11 @@ A PCIe node has no domain and never satisfies ``nvlink``. With one GPU the attri
 "SHOULD be ignored"). The GPUs considered are those of the job's groups that ask ``nvlink`` (for an OJS
 job, its one group: all its GPUs).
 
->>> from solver.decision import JobPlacement, ReplicaPlacement
->>> from solver.jobs.model import GpuDemand, Job, TaskGroup
->>> from topology import cluster_of, dgx_h100
->>> from solver.checks.context import build_context
->>> from solver.decision import Decision
+>>> from placer.solver.decision import JobPlacement, ReplicaPlacement
+>>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from placer.topology import cluster_of, dgx_h100
+>>> from placer.solver.checks.context import build_context
+>>> from placer.solver.decision import Decision
 >>> job = Job(id="j", distributed_strategy="fsdp",
 ...           tasks=[TaskGroup(gpu=GpuDemand(count=16, interconnect="nvlink"))])
 >>> reps = [ReplicaPlacement(node=f"dgx-h100-{i}", gpus=list(range(8))) for i in (1, 2)]
@@ -23,10 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from solver.checks.context import Context
-from solver.checks.violation import Violation
-from solver.decision import JobPlacement
-from solver.jobs.model import Interconnect, Job
+from placer.solver.checks.context import Context
+from placer.solver.checks.violation import Violation
+from placer.solver.decision import JobPlacement
+from placer.solver.jobs.model import Interconnect, Job
+
+__all__ = ["check_nvlink"]
 
 
 def check_nvlink(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:

@@ -1,7 +1,7 @@
 """Rule 18, plans (conservative backfill): every planned start is sound, and nothing delays it.
 
 A hold of kind ``plan`` or ``workflow`` says "this pending job starts at ``start`` on these resources".
-Re-derived from the inputs, independently of the planner (:mod:`solver.backfill`):
+Re-derived from the inputs, independently of the planner (:mod:`placer.solver.backfill`):
 
 * ``plan-job``: the hold is for a job of the batch that is pending (not placed, not rejected), at most
   one hold per job;
@@ -19,8 +19,8 @@ Re-derived from the inputs, independently of the planner (:mod:`solver.backfill`
 Why check at planned starts only: work starts only now (rules 5-6 check that) or at a planned start, so
 use peaks there.
 
->>> from solver.decision import Decision
->>> from topology import cluster_of, cpu_nodes
+>>> from placer.solver.decision import Decision
+>>> from placer.topology import cluster_of, cpu_nodes
 >>> list(check_plans(Decision(), {}, cluster_of(cpu_nodes(1)), None))
 []
 """
@@ -30,10 +30,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 
-from solver.checks.violation import Violation
-from solver.decision import Decision, Hold, JobPlacement, as_running
-from solver.jobs.model import DependencyCondition, Job
-from topology import Cluster, RunningJob, TopologyError
+from placer.solver.checks.violation import Violation
+from placer.solver.decision import Decision, Hold, JobPlacement, as_running
+from placer.solver.jobs.model import DependencyCondition, Job
+from placer.topology import Cluster, RunningJob, TopologyError
+
+__all__ = ["PLAN_KINDS", "check_plans"]
 
 PLAN_KINDS = ("plan", "workflow")
 
@@ -114,7 +116,7 @@ def _timing(
 
 
 def _placement(job: Job, h: Hold, cluster: Cluster) -> Iterator[Violation]:
-    from solver.checks import check
+    from placer.solver.checks import check
 
     probe = job.model_copy(update={"dependencies": [], "not_before": None})
     as_placed = Decision(placements=[JobPlacement(job=job.id, replicas=h.replicas)])

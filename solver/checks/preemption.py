@@ -11,7 +11,7 @@ Independent of the solver (it re-derives priorities and preemptibility from the 
   held: the eviction made room nobody uses.
 
 And the directives a backend acts on (:func:`check_directives`), recomputed from the running job as given
-(its envelope, read by :mod:`solver.running`), never from the engine's code:
+(its envelope, read by :mod:`placer.solver.running`), never from the engine's code:
 
 * ``eviction-grace`` — ``grace_period_s`` is the job's own (``ext_ml_preemption_grace_period_s``, else 30);
 * ``eviction-checkpoint`` — ``checkpoint`` is the job's checkpoint-on-preempt setting;
@@ -34,10 +34,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from solver.checks.context import Context
-from solver.checks.violation import Violation
-from solver.jobs.model import Job
-from topology import Cluster, RunningJob
+from placer.solver.checks.context import Context
+from placer.solver.checks.violation import Violation
+from placer.solver.jobs.model import Job
+from placer.topology import Cluster, RunningJob
+
+__all__ = ["WORK_TOLERANCE", "check_directives", "check_preemption", "job_rank", "rank_of", "work_lost"]
 
 _CLASS = {"spot": 0, "on-demand": 1, "reserved": 2}
 

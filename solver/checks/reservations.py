@@ -1,5 +1,5 @@
 """Rule 15b, reservation isolation (OJS ML resources §8.3), for declared reservations
-(:class:`solver.reservations.Reservation`, an input type):
+(:class:`placer.solver.reservations.Reservation`, an input type):
 
 * a job naming a reservation is placed only while the reservation is held, runs only on its nodes and, for
   a GPU-count reservation, on at most that many GPUs of each node; with a known duration it ends by the
@@ -20,8 +20,8 @@
 (``RunningJob.reservation``) holds something on one of its nodes. A job merely sitting on a reserved node
 does not keep the reservation held (OJS ML §8.3 ties jobs to a reservation only by its id).
 
->>> from solver.decision import Decision
->>> from topology import cluster_of, cpu_nodes
+>>> from placer.solver.decision import Decision
+>>> from placer.topology import cluster_of, cpu_nodes
 >>> from datetime import UTC, datetime
 >>> list(check_reservations(Decision(), {}, cluster_of(cpu_nodes(1)), [], datetime.now(UTC)))
 []
@@ -33,10 +33,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from solver.checks.violation import Violation
-from solver.decision import Decision
-from solver.jobs.model import Job
-from topology import Cluster
+from placer.solver.checks.violation import Violation
+from placer.solver.decision import Decision
+from placer.solver.jobs.model import Job
+from placer.topology import Cluster
+
+__all__ = ["check_reservations"]
 
 
 def _in_use(r: Any, before: Cluster | None) -> bool:

@@ -24,10 +24,10 @@ differently: a search over vertex choices only, with GPUs counted per subtree ra
 The search is exact up to :data:`MAX_STEPS` choices per node; a node that needs more is reported as not
 verified (a violation: the checker passes nothing it could not verify).
 
->>> from solver.decision import Decision, JobPlacement, ReplicaPlacement as Rep
->>> from solver.jobs.model import CountRange, FluxResource as R, Job, TaskGroup
->>> from solver.checks.context import build_context
->>> from topology import InnerVertex as V, Inventory, NodeSpec, build_cluster
+>>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement as Rep
+>>> from placer.solver.jobs.model import CountRange, FluxResource as R, Job, TaskGroup
+>>> from placer.solver.checks.context import build_context
+>>> from placer.topology import InnerVertex as V, Inventory, NodeSpec, build_cluster
 >>> sock = V(type="socket", children=[V(type="core", size=4), V(type="gpu"), V(type="gpu")])
 >>> n = NodeSpec(name="n", cpu_cores=8, gpus={"type": "nvidia-t4", "count": 4}, inner=[sock, sock])
 >>> cluster = build_cluster(Inventory(nodes=[n]), source="t")
@@ -47,10 +47,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from solver.checks.context import EPS, Context, group_of
-from solver.checks.violation import Violation
-from solver.jobs.model import FluxResource
-from topology import InnerVertex, Node
+from placer.solver.checks.context import EPS, Context, group_of
+from placer.solver.checks.violation import Violation
+from placer.solver.jobs.model import FluxResource
+from placer.topology import InnerVertex, Node
+
+__all__ = ["MAX_STEPS", "check_shapes"]
 
 #: Vertex choices tried per node before the rule gives up (and reports the node as not verified).
 MAX_STEPS = 200_000

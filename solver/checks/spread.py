@@ -11,10 +11,10 @@ node satisfies every scope. On more nodes, a node without that attribute belongs
 breaks the scope. A TPU pod is one ICI domain: for a TPU replica every scope but ``zone`` (the pod's zone)
 means "the same pod". An unknown scope name is not checked (the readers only produce the five).
 
->>> from solver.decision import Decision, JobPlacement, ReplicaPlacement
->>> from solver.jobs.model import Job, Placement
->>> from topology import cluster_of, dgx_h100
->>> from solver.checks.context import build_context
+>>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
+>>> from placer.solver.jobs.model import Job, Placement
+>>> from placer.topology import cluster_of, dgx_h100
+>>> from placer.solver.checks.context import build_context
 >>> job = Job(id="j", placement=Placement(exclusive_nodes=True))
 >>> d = Decision(placements=[JobPlacement(job="j", replicas=[ReplicaPlacement(node="dgx-h100-1")]),
 ...                          JobPlacement(job="k", replicas=[ReplicaPlacement(node="dgx-h100-1")])])
@@ -27,10 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from solver.checks.context import Context, group_of
-from solver.checks.violation import Violation
-from solver.decision import JobPlacement, ReplicaPlacement
-from solver.jobs.model import GpuAffinity, Job
+from placer.solver.checks.context import Context, group_of
+from placer.solver.checks.violation import Violation
+from placer.solver.decision import JobPlacement, ReplicaPlacement
+from placer.solver.jobs.model import GpuAffinity, Job
+
+__all__ = ["SCOPES", "check_distinct", "check_exclusive", "check_scope"]
 
 SCOPES = ("rack", "block", "zone", "nvlink_domain", "node")
 

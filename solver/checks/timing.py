@@ -9,10 +9,10 @@ became eligible). A job whose ``not_before`` lies after ``now`` may not start. O
 without that reservation declared to the checker it may not be placed at all.
 
 >>> from datetime import UTC, datetime
->>> from solver.jobs.model import Dependency, Job
->>> from topology import cluster_of, cpu_nodes
->>> from solver.checks.context import build_context
->>> from solver.decision import Decision
+>>> from placer.solver.jobs.model import Dependency, Job
+>>> from placer.topology import cluster_of, cpu_nodes
+>>> from placer.solver.checks.context import build_context
+>>> from placer.solver.decision import Decision
 >>> a, b = Job(id="a"), Job(id="b", dependencies=[Dependency(job="a")])
 >>> ctx = build_context(Decision(), [a, b], cluster_of(cpu_nodes(1)), now=datetime(2025, 1, 1, tzinfo=UTC))
 >>> [v.rule for v in check_timing(ctx, b)]
@@ -24,9 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC
 
-from solver.checks.context import Context
-from solver.checks.violation import Violation
-from solver.jobs.model import DependencyCondition, Job
+from placer.solver.checks.context import Context
+from placer.solver.checks.violation import Violation
+from placer.solver.jobs.model import DependencyCondition, Job
+
+__all__ = ["check_timing"]
 
 
 def check_timing(ctx: Context, job: Job) -> Iterator[Violation]:

@@ -26,11 +26,13 @@ from collections.abc import Generator, Iterable, Iterator
 from itertools import pairwise
 from math import prod
 
-from solver.checks.context import Context, group_of
-from solver.checks.violation import Violation
-from solver.decision import ReplicaPlacement
-from solver.jobs.model import Job, TaskGroup
-from topology import TpuPod, canonical_tpu_type, tpu_info
+from placer.solver.checks.context import Context, group_of
+from placer.solver.checks.violation import Violation
+from placer.solver.decision import ReplicaPlacement
+from placer.solver.jobs.model import Job, TaskGroup
+from placer.topology import TpuPod, canonical_tpu_type, tpu_info
+
+__all__ = ["check_tpu", "is_interval"]
 
 
 def is_interval(values: Iterable[int], length: int, *, wraps: bool) -> bool:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["RULES", "Violation"]
+
 #: Every rule code the checker emits, with the contract rule (docs/placement-rules.md) it enforces.
 RULES: dict[str, str] = {
     "accounting": "1. every input job exactly once across placements, pending and rejected",

@@ -1,5 +1,5 @@
 """The CP-SAT engine: symmetry classes, packing patterns, one model for the batch (see :mod:`.model`)."""
 
-from solver.cpsat.model import CpsatResult, solve
+from placer.solver.cpsat.model import CpsatResult, solve
 
 __all__ = ["CpsatResult", "solve"]

@@ -20,11 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from placer.solver.candidates import NodeArrays
+from placer.solver.greedy import scope_value
+from placer.solver.policy import Policy
+from placer.solver.structure import InnerTree
 
-from solver.candidates import NodeArrays
-from solver.greedy import scope_value
-from solver.policy import Policy
-from solver.structure import InnerTree
+__all__ = ["MAX_CLASSES", "NodeClass", "build_classes"]
 
 #: Beyond this many classes, free CPU/memory are rounded down (doubling the quantum, up to 64 cores) to
 #: merge them: a target, not a cap (classes that differ in GPUs, labels or scopes stay apart).

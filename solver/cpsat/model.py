@@ -18,7 +18,7 @@ Objective, lexicographic by successive solves: (1) maximize priority-weighted de
 (1) held at the value found, minimize the eviction cost; then (2) maximize preference score and (3)
 minimize GPUs left free on the nodes touched (best fit, so whole nodes and NVLink domains stay whole for
 big jobs); then, when some unit's options differ in price, with (2) held, minimize the decision's dollars
-per hour (the cost term: integer money units per replica, :mod:`solver.cost`) and then (3) again.
+per hour (the cost term: integer money units per replica, :mod:`placer.solver.cost`) and then (3) again.
 
 Budgets are constraints: a queue's GPUs (thousandths) and GPU jobs (OJS ML §10.3), and a queue's or
 tenant's dollars per hour (money units: each replica variable weighted by what one replica costs in that
@@ -33,21 +33,22 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from ortools.sat.python import cp_model
+from placer.solver.assignment import Assignment, ReplicaAt
+from placer.solver.budgets import Budgets
+from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
+from placer.solver.cost import Pricing
+from placer.solver.cpsat.classes import NodeClass, build_classes
+from placer.solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, fits, patterns_for, shape_claims
+from placer.solver.demand import JobPlan, Unit
+from placer.solver.greedy import State, node_count_ok, scope_value
+from placer.solver.policy import Policy
+from placer.solver.preempt import Victim, job_rank
+from placer.solver.rules import holds
+from placer.solver.structure import request_text, shaped
+from placer.solver.tpu_shapes import host_chips, tpu_shapes
+from placer.topology.tpu import slices_in_pod
 
-from solver.assignment import Assignment, ReplicaAt
-from solver.budgets import Budgets
-from solver.candidates import NodeArrays, UnitCandidates, pod_admits
-from solver.cost import Pricing
-from solver.cpsat.classes import NodeClass, build_classes
-from solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, fits, patterns_for, shape_claims
-from solver.demand import JobPlan, Unit
-from solver.greedy import State, node_count_ok, scope_value
-from solver.policy import Policy
-from solver.preempt import Victim, job_rank
-from solver.rules import holds
-from solver.structure import request_text, shaped
-from solver.tpu_shapes import host_chips, tpu_shapes
-from topology.tpu import slices_in_pod
+__all__ = ["DET_SHARE", "MAX_CPU_QUANTUM", "MAX_TYPES", "CpsatResult", "solve"]
 
 
 @dataclass
@@ -152,7 +153,7 @@ def solve(
     pricing: Pricing | None = None,
 ) -> CpsatResult:
     """Build and solve the model; ``deadline`` is an absolute ``time.perf_counter()`` value. ``victims``
-    are running jobs the model may evict (strictly lower priority only; :mod:`solver.preempt`).
+    are running jobs the model may evict (strictly lower priority only; :mod:`placer.solver.preempt`).
     ``pricing`` brings the cost term and dollar budgets."""
     t0 = time.perf_counter()
     try:

@@ -16,7 +16,7 @@ seeded by each type, then a depth-first enumeration of maximal patterns until ``
 **Flux shapes.** Replicas whose Flux request names sockets (or other inner vertices) get item types of
 their own (``ItemType.structure``). On a class whose nodes describe an inner tree, a pattern holding such
 items fits only when all of them match the tree *together* (:func:`shape_fits`: one joint search of
-:func:`solver.structure.match` over the class's free GPUs, cores bound per socket): two "socket with 3
+:func:`placer.solver.structure.match` over the class's free GPUs, cores bound per socket): two "socket with 3
 cores" replicas fit a node of 2 x 4 cores, three do not. Realization takes the GPUs that joint match
 chose (:func:`shape_claims`), so the model's packings are exact for shapes too.
 """
@@ -25,9 +25,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from solver.cpsat.classes import NodeClass
-from solver.jobs.model import FluxResource
-from solver.structure import Claim, compile_shape, match
+from placer.solver.cpsat.classes import NodeClass
+from placer.solver.jobs.model import FluxResource
+from placer.solver.structure import Claim, compile_shape, match
+
+__all__ = [
+    "DFS_MAX_TYPES",
+    "DFS_MAX_VISITS",
+    "EPS",
+    "ItemType",
+    "Packer",
+    "Pattern",
+    "fits",
+    "patterns_for",
+    "shape_claims",
+    "shape_fits",
+]
 
 EPS = 1e-9
 

@@ -15,9 +15,9 @@ Public API::
 [2, 1]
 """
 
-from solver.jobs.errors import ISSUE_CODES, Issue, JobValidationError
-from solver.jobs.load import check_batch, read_file, read_files, read_object, read_text
-from solver.jobs.model import (
+from placer.solver.jobs.errors import ISSUE_CODES, Issue, JobValidationError
+from placer.solver.jobs.load import check_batch, read_file, read_files, read_object, read_text
+from placer.solver.jobs.model import (
     Accelerator,
     AffinityOperator,
     AllOf,
@@ -49,8 +49,8 @@ from solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
-from solver.jobs.options import ReadLimits, ReadOptions
-from solver.jobs.queues import MlLimits, QueueConfig
+from placer.solver.jobs.options import ReadLimits, ReadOptions
+from placer.solver.jobs.queues import MlLimits, QueueConfig
 
 __all__ = [
     "ISSUE_CODES",

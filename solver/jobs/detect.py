@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from solver.jobs.errors import JobValidationError, issue
-from solver.jobs.formats import FORMATS
-from solver.jobs.parse import parse_json_or_yaml
+from placer.solver.jobs.errors import JobValidationError, issue
+from placer.solver.jobs.formats import FORMATS
+from placer.solver.jobs.parse import parse_json_or_yaml
+
+__all__ = ["detect_object", "parse_document"]
 
 
 def detect_object(obj: Any, *, source: str = "") -> str:

@@ -3,7 +3,7 @@
 Why a separate type: a backend turns these into an HTTP 422 body (OJS ML resources §10.2), the CLI prints
 them, and tests assert on ``code`` and ``path`` rather than on message wording. No reader may let any
 other exception escape; it converts what it finds into :class:`Issue` objects and raises
-:class:`JobValidationError` (or returns the issues in a :class:`~solver.jobs.results.ReadResult`).
+:class:`JobValidationError` (or returns the issues in a :class:`~placer.solver.jobs.results.ReadResult`).
 
 >>> err = JobValidationError([Issue(code="type", path="ext_ml_gpu_count", message="must be an integer")])
 >>> str(err)
@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
+
+__all__ = ["ISSUE_CODES", "Issue", "JobValidationError", "issue", "located", "prefixed"]
 
 #: Codes a backend may rely on. Readers may only use these; tests check it.
 ISSUE_CODES: dict[str, str] = {

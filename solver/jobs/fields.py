@@ -3,7 +3,7 @@
 Why: the specs' attribute tables are strict (``"8"`` is not an integer, ``true`` is not a number, ``"64Gi"``
 is not a number), and a reader should report *every* problem of a job at once rather than stop at the
 first. :class:`Fields` wraps one mapping, remembers which keys were read (so the rest can be kept as
-``unknown``), and appends an :class:`~solver.jobs.errors.Issue` for each bad value instead of raising.
+``unknown``), and appends an :class:`~placer.solver.jobs.errors.Issue` for each bad value instead of raising.
 
 >>> f = Fields({"ext_ml_gpu_count": "8", "x": 1}, path="")
 >>> f.integer("ext_ml_gpu_count") is None, [i.code for i in f.issues]
@@ -20,7 +20,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from solver.jobs.errors import Issue, issue
+from placer.solver.jobs.errors import Issue, issue
+
+__all__ = ["E", "Fields", "join", "type_name"]
 
 E = TypeVar("E", bound=StrEnum)
 

@@ -1,8 +1,9 @@
 """Format-agnostic checks run on every job after its reader: queue limits, upper bounds, deny-lists, URIs.
 
 Why after the readers: these are administrative policies (OJS ML resources §10.2, §15), not syntax. They
-must hold whatever format a job came in, so they read only the normalized :class:`~solver.jobs.model.Job`
-and the :class:`~solver.jobs.options.ReadOptions`. :func:`solver.jobs.load._guard` calls
+must hold whatever format a job came in, so they read only the normalized
+:class:`~placer.solver.jobs.model.Job`
+and the :class:`~placer.solver.jobs.options.ReadOptions`. :func:`placer.solver.jobs.load._guard` calls
 :func:`check_job` on every job a reader accepted; any issue turns the result into a rejection.
 
 What is checked, with the issue code:
@@ -23,7 +24,8 @@ What is checked, with the issue code:
   values 1-63 characters of ``[A-Za-z0-9._-]`` beginning and ending alphanumeric. Affinity rule keys use the
   same key rule; affinity rule values must be free of control characters and at most 256 characters (they
   may hold things like versions a strict label charset would refuse, and ``Matches`` globs).
-* ``uri`` - URIs, by :func:`solver.jobs.uris.check_uri`: the checkpoint storage URI with the §9.4 schemes
+* ``uri`` - URIs, by :func:`placer.solver.jobs.uris.check_uri`: the checkpoint storage URI with the §9.4
+  schemes
   and a REQUIRED trailing slash; the model registry URI, every ``ext_mlx_*_uri`` and
   ``ext_mlx_training_resume_from`` metadata value and the data-locality hint with the artifact schemes;
   ``last_checkpoint.storage_key`` with the checkpoint schemes (no trailing slash needed: it may name a
@@ -33,8 +35,8 @@ What is checked, with the issue code:
 Paths are the OJS attribute names for OJS jobs (``ext_ml_gpu_count``) and model paths for the others
 (``tasks[0].gpu.count``).
 
->>> from solver.jobs.model import GpuDemand, Job, TaskGroup
->>> from solver.jobs.options import ReadOptions
+>>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> from placer.solver.jobs.options import ReadOptions
 >>> job = Job(id="j", tasks=[TaskGroup(gpu=GpuDemand(count=1000))])
 >>> [(i.code, i.path) for i in check_job(job, ReadOptions())]
 [('limit', 'tasks.gpu.count')]
@@ -46,11 +48,23 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.model import AffinityOperator, AllOf, AnyOf, Job, LabelRule, Not, Rule
-from solver.jobs.options import ReadOptions
-from solver.jobs.queues import MlLimits
-from solver.jobs.uris import check_uri
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, Job, LabelRule, Not, Rule
+from placer.solver.jobs.options import ReadOptions
+from placer.solver.jobs.queues import MlLimits
+from placer.solver.jobs.uris import check_uri
+
+__all__ = [
+    "MAX_RULE_VALUE_CHARS",
+    "check_job",
+    "check_model",
+    "check_queue_limits",
+    "check_selectors",
+    "check_upper_bounds",
+    "check_uris",
+    "label_key_problem",
+    "label_value_problem",
+]
 
 #: Kubernetes-style label key and value rules (the sanitization of §15.4, see the module docstring).
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,61}[A-Za-z0-9])?"
@@ -101,7 +115,7 @@ def _max_gpu_memory(job: Job) -> float | None:
 def check_queue_limits(job: Job, limits: MlLimits, queue: str) -> list[Issue]:
     """§10.2 ``ml_limits`` of ``queue`` against ``job`` (budgets of §10.3 are not limits).
 
-    >>> from solver.jobs.model import GpuDemand, TaskGroup
+    >>> from placer.solver.jobs.model import GpuDemand, TaskGroup
     >>> job = Job(id="j", source_format="ojs-ml-v0.3", tasks=[TaskGroup(gpu=GpuDemand(count=8))])
     >>> [(i.code, i.path) for i in check_queue_limits(job, MlLimits(max_gpu_count=4), "q")]
     [('limit', 'ext_ml_gpu_count')]
@@ -142,7 +156,7 @@ def check_queue_limits(job: Job, limits: MlLimits, queue: str) -> list[Issue]:
 def check_upper_bounds(job: Job, options: ReadOptions) -> list[Issue]:
     """The configurable per-job upper bounds of ``options`` (§15.1).
 
-    >>> from solver.jobs.model import TaskGroup
+    >>> from placer.solver.jobs.model import TaskGroup
     >>> [(i.code, i.path) for i in check_upper_bounds(Job(id="j", duration_s=10**9), ReadOptions())]
     [('limit', 'duration_s')]
     """
@@ -206,7 +220,7 @@ def label_value_problem(value: str) -> str | None:
 def check_selectors(job: Job, options: ReadOptions) -> list[Issue]:
     """§15.4: deny-listed keys and unsanitary keys/values in node selectors and node-affinity rules.
 
-    >>> from solver.jobs.model import Placement
+    >>> from placer.solver.jobs.model import Placement
     >>> job = Job(id="j", placement=Placement(node_selector={"security_zone": "dmz"}))
     >>> [(i.code, i.path) for i in check_selectors(job, ReadOptions())]
     [('denied', 'placement.node_selector.security_zone')]
@@ -265,9 +279,9 @@ def _uri_targets(job: Job) -> Iterator[tuple[str, str, bool]]:
 
 
 def check_uris(job: Job, options: ReadOptions) -> list[Issue]:
-    """URI rules of :mod:`solver.jobs.uris` on every URI of the job.
+    """URI rules of :mod:`placer.solver.jobs.uris` on every URI of the job.
 
-    >>> from solver.jobs.model import Checkpointing
+    >>> from placer.solver.jobs.model import Checkpointing
     >>> job = Job(id="j", source_format="ojs-ml-v0.3", checkpointing=Checkpointing(storage_uri="s3://b/c"))
     >>> [(i.code, i.path) for i in check_uris(job, ReadOptions())]
     [('uri', 'ext_ml_checkpoint_storage_uri')]
@@ -294,7 +308,7 @@ def check_uris(job: Job, options: ReadOptions) -> list[Issue]:
 def check_model(job: Job, options: ReadOptions) -> list[Issue]:
     """§15.2: with an allow-list configured, a job naming a model must name an allowed one.
 
-    >>> from solver.jobs.model import ModelRef
+    >>> from placer.solver.jobs.model import ModelRef
     >>> job = Job(id="j", model=ModelRef(id="evil-model"))
     >>> [i.code for i in check_model(job, ReadOptions(allowed_model_ids=frozenset({"llama-3.1-70b"})))]
     ['denied']
@@ -308,7 +322,7 @@ def check_model(job: Job, options: ReadOptions) -> list[Issue]:
 def check_job(job: Job, options: ReadOptions) -> list[Issue]:
     """Every guard on one job: queue limits, upper bounds, selectors, URIs, model allow-list.
 
-    >>> from solver.jobs.queues import QueueConfig
+    >>> from placer.solver.jobs.queues import QueueConfig
     >>> limits = {"ml_limits": {"allowed_priority_classes": ["spot"]}}
     >>> qc = QueueConfig.model_validate({"queue": "q", "config": limits})
     >>> [i.code for i in check_job(Job(id="j", queue="q"), ReadOptions(queues={"q": qc}))]

@@ -1,9 +1,11 @@
 """From files, text or parsed objects to validated jobs: the one pipeline every front end uses.
 
-Steps, each with one job: (1) parse and detect (:mod:`solver.jobs.detect`), (2) the format's reader maps
-the document to :class:`~solver.jobs.model.Job` objects (:mod:`solver.jobs.formats`), (3) format-agnostic
+Steps, each with one job: (1) parse and detect (:mod:`placer.solver.jobs.detect`), (2) the format's reader
+maps
+the document to :class:`~placer.solver.jobs.model.Job` objects (:mod:`placer.solver.jobs.formats`), (3)
+format-agnostic
 guards on every job: queue limits, upper bounds, deny-listed selector keys, URIs
-(:func:`solver.jobs.guards.check_job`), (4) batch checks: duplicate ids, dependency cycles.
+(:func:`placer.solver.jobs.guards.check_job`), (4) batch checks: duplicate ids, dependency cycles.
 
 >>> rs = read_text('{"id": "j1", "type": "ml.train", "ext_ml_gpu_count": 2}', source="inline")
 >>> [(r.id, r.ok, r.job.total_gpus) for r in rs]
@@ -16,11 +18,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from solver.jobs.detect import detect_object, parse_document
-from solver.jobs.errors import Issue, JobValidationError, issue, located
-from solver.jobs.formats import reader
-from solver.jobs.model import ReadResult
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.detect import detect_object, parse_document
+from placer.solver.jobs.errors import Issue, JobValidationError, issue, located
+from placer.solver.jobs.formats import reader
+from placer.solver.jobs.model import ReadResult
+from placer.solver.jobs.options import ReadOptions
+
+__all__ = ["MAX_FILE_BYTES", "check_batch", "read_file", "read_files", "read_object", "read_text"]
 
 #: Largest job file read, in bytes (a guard against reading a multi-gigabyte file by mistake).
 MAX_FILE_BYTES = 32 * 1024 * 1024
@@ -41,7 +45,7 @@ def _read_parsed(fmt: str, doc: Any, source: str, options: ReadOptions) -> list[
 def _guard(result: ReadResult, options: ReadOptions) -> ReadResult:
     if not result.ok or result.job is None:
         return result
-    from solver.jobs.guards import check_job
+    from placer.solver.jobs.guards import check_job
 
     # Guard paths are relative to the job's envelope; locate them in the document as the reader's are.
     problems = located(result.path, check_job(result.job, options))

@@ -26,9 +26,42 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
+from placer.solver.jobs.errors import Issue
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from solver.jobs.errors import Issue
+__all__ = [
+    "PRECISION_MIN_CC",
+    "Accelerator",
+    "AffinityOperator",
+    "AllOf",
+    "AnyOf",
+    "Checkpointing",
+    "CountRange",
+    "Dependency",
+    "DependencyCondition",
+    "DistributedStrategy",
+    "Escalation",
+    "FluxResource",
+    "GpuAffinity",
+    "GpuDemand",
+    "Interconnect",
+    "Job",
+    "LabelRule",
+    "LastCheckpoint",
+    "ModelRef",
+    "Not",
+    "Placement",
+    "Precision",
+    "Preemption",
+    "PreemptionPolicy",
+    "PriorityClass",
+    "ReadResult",
+    "ReservationRef",
+    "Rule",
+    "SpotPreference",
+    "TaskGroup",
+    "TpuDemand",
+]
 
 # ---------------------------------------------------------------------------------------------------
 # Closed value lists (OJS ML resources v0.3.0 and ML extensions v0.1.0)

@@ -26,10 +26,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from placer.solver.jobs.errors import JobValidationError, issue
+from placer.solver.jobs.queues import QueueConfig, pydantic_issues
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from solver.jobs.errors import JobValidationError, issue
-from solver.jobs.queues import QueueConfig, pydantic_issues
+__all__ = [
+    "ARTIFACT_URI_SCHEMES",
+    "CHECKPOINT_URI_SCHEMES",
+    "DEFAULT_DENIED_SELECTOR_KEYS",
+    "ReadLimits",
+    "ReadOptions",
+    "load_read_limits",
+    "load_read_limits_file",
+]
 
 #: Administrative label keys a job producer may not select on (OJS ML §15.4 names these two).
 DEFAULT_DENIED_SELECTOR_KEYS: frozenset[str] = frozenset({"cost_center", "security_zone"})
@@ -123,7 +132,7 @@ class ReadLimits(BaseModel):
 
 def load_read_limits(obj_or_text: Any, source: str = "") -> ReadLimits:
     """A :class:`ReadLimits` from its JSON/YAML text or parsed object; raises
-    :class:`~solver.jobs.errors.JobValidationError` (every issue at once) for a bad file.
+    :class:`~placer.solver.jobs.errors.JobValidationError` (every issue at once) for a bad file.
 
     >>> try:
     ...     load_read_limits({"max_gpus_per_job": "8", "colour": 1})
@@ -132,7 +141,7 @@ def load_read_limits(obj_or_text: Any, source: str = "") -> ReadLimits:
     [('type', 'max_gpus_per_job'), ('malformed', 'colour')]
     """
     if isinstance(obj_or_text, str):
-        from solver.jobs.parse import parse_json_or_yaml
+        from placer.solver.jobs.parse import parse_json_or_yaml
 
         obj_or_text = parse_json_or_yaml(obj_or_text, source=source)
     if not isinstance(obj_or_text, Mapping):
@@ -145,6 +154,6 @@ def load_read_limits(obj_or_text: Any, source: str = "") -> ReadLimits:
 
 def load_read_limits_file(path: str | Path) -> ReadLimits:
     """:func:`load_read_limits` over a UTF-8 JSON or YAML file (``OSError`` when it cannot be read)."""
-    from solver.jobs.parse import read_utf8_file
+    from placer.solver.jobs.parse import read_utf8_file
 
     return load_read_limits(read_utf8_file(path), source=str(path))

@@ -1,10 +1,10 @@
 """Safe parsing of untrusted JSON, YAML and XML text into Python objects.
 
 Why a module of its own: every job reader takes text from outside. JSON and YAML go through the project's
-one safe loader (:mod:`topology.safe_load`: size and nesting caps, strict JSON, a safe YAML loader that
+one safe loader (:mod:`placer.topology.safe_load`: size and nesting caps, strict JSON, a safe YAML loader that
 refuses object-constructing tags, duplicate keys and alias bombs); XML through ``defusedxml`` with DTDs,
 entities and external references forbidden. Anything wrong becomes a ``malformed``
-:class:`~solver.jobs.errors.Issue`.
+:class:`~placer.solver.jobs.errors.Issue`.
 
 >>> parse_json('{"a": [1, 2]}', source="x.json")
 {'a': [1, 2]}
@@ -23,11 +23,19 @@ from xml.etree.ElementTree import Element
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring as _xml_fromstring
+from placer.solver.jobs.errors import JobValidationError, issue
+from placer.topology.safe_load import MAX_DEPTH, UnsafeDocument, load_json, load_yaml
 
-from solver.jobs.errors import JobValidationError, issue
-from topology.safe_load import MAX_DEPTH, UnsafeDocument, load_json, load_yaml
+__all__ = [
+    "MAX_DOCUMENT_CHARS",
+    "parse_json",
+    "parse_json_or_yaml",
+    "parse_xml",
+    "parse_yaml",
+    "read_utf8_file",
+]
 
-#: Largest job document accepted, in characters (JSON/YAML rules: :mod:`topology.safe_load`).
+#: Largest job document accepted, in characters (JSON/YAML rules: :mod:`placer.topology.safe_load`).
 MAX_DOCUMENT_CHARS = 16 * 1024 * 1024
 
 

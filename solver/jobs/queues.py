@@ -6,13 +6,15 @@ limit violations are rejections (§10.2, HTTP 422); the GPU budget (§10.3) is n
 solver keeps over-budget jobs pending.
 
 :func:`load_queue_configs` turns such an object, a list of them, or their JSON/YAML text into
-``{queue name: QueueConfig}`` for :attr:`solver.jobs.options.ReadOptions.queues`, and refuses a bad
-configuration as a whole (:class:`~solver.jobs.errors.JobValidationError`, every issue at once): a wrong
+``{queue name: QueueConfig}`` for :attr:`placer.solver.jobs.options.ReadOptions.queues`, and refuses a bad
+configuration as a whole (:class:`~placer.solver.jobs.errors.JobValidationError`, every issue at once): a
+wrong
 type or an unknown key in ``ml_limits``, a GPU type or priority class outside the closed lists, an
 ``ml_defaults`` key that is not an ML resources attribute or whose value the job reader itself would
 refuse, a default that breaks the same queue's limits (``conflict``), a queue named twice (``duplicate``).
-Defaults are applied by the OJS reader (:func:`solver.jobs.formats.ojs.read_envelope`) to the attributes a
-producer left unset; limits are checked for every format by :func:`solver.jobs.guards.check_job`.
+Defaults are applied by the OJS reader (:func:`placer.solver.jobs.formats.ojs.read_envelope`) to the
+attributes a
+producer left unset; limits are checked for every format by :func:`placer.solver.jobs.guards.check_job`.
 
 >>> qc = QueueConfig.model_validate({"queue": "q", "config": {"ml_limits": {"max_gpu_count": 4}}})
 >>> qc.config.ml_limits.max_gpu_count
@@ -25,9 +27,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from placer.solver.jobs.errors import Issue, JobValidationError, issue
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from solver.jobs.errors import Issue, JobValidationError, issue
+__all__ = [
+    "MlLimits",
+    "QueueConfig",
+    "QueueSettings",
+    "load_queue_config_file",
+    "load_queue_configs",
+    "pydantic_issues",
+]
 
 
 class MlLimits(BaseModel):
@@ -44,7 +54,7 @@ class MlLimits(BaseModel):
     max_concurrent_gpu_jobs: int | None = Field(default=None, ge=0)
     max_total_gpus: int | None = Field(default=None, ge=0)
     #: placer extension (not OJS): dollars per hour the queue's active jobs may cost, running and placed,
-    #: priced like ``cost_per_hour`` (``solver.prices``). A budget like §10.3's: over it a job waits.
+    #: priced like ``cost_per_hour`` (``placer.solver.prices``). A budget like §10.3's: over it a job waits.
     max_cost_per_hour: float | None = Field(default=None, ge=0)
 
 
@@ -94,8 +104,8 @@ def pydantic_issues(e: ValidationError, prefix: str) -> list[Issue]:
 
 
 def _check_lists(limits: MlLimits, path: str) -> list[Issue]:
-    from solver.jobs.formats.ojs_v03 import is_gpu_type
-    from solver.jobs.model import PriorityClass
+    from placer.solver.jobs.formats.ojs_v03 import is_gpu_type
+    from placer.solver.jobs.model import PriorityClass
 
     out: list[Issue] = []
     for i, t in enumerate(limits.allowed_gpu_types or []):
@@ -112,8 +122,8 @@ def _check_lists(limits: MlLimits, path: str) -> list[Issue]:
 
 def _check_defaults(defaults: Mapping[str, Any], limits: MlLimits, path: str) -> list[Issue]:
     """Defaults must be ML resources attributes the reader accepts, and within the queue's own limits."""
-    from solver.jobs.fields import Fields
-    from solver.jobs.formats.ojs_v03 import V03_ATTRIBUTES, parse_attributes
+    from placer.solver.jobs.fields import Fields
+    from placer.solver.jobs.formats.ojs_v03 import V03_ATTRIBUTES, parse_attributes
 
     out: list[Issue] = []
     for k in defaults:
@@ -149,7 +159,8 @@ def _check_defaults(defaults: Mapping[str, Any], limits: MlLimits, path: str) ->
 
 def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueConfig]:
     """Queue configurations by queue name, from one ``{"queue", "config"}`` object, a list of them, or
-    their JSON/YAML text. Raises :class:`~solver.jobs.errors.JobValidationError` for a bad configuration.
+    their JSON/YAML text. Raises :class:`~placer.solver.jobs.errors.JobValidationError` for a bad
+    configuration.
 
     >>> qs = load_queue_configs('{"queue": "gpu", "config": {"ml_defaults": {"ext_ml_gpu_count": 1}}}')
     >>> qs["gpu"].config.ml_defaults
@@ -161,7 +172,7 @@ def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueCon
     [('type', 'config.ml_limits.max_gpu_count')]
     """
     if isinstance(obj_or_text, str):
-        from solver.jobs.parse import parse_json_or_yaml
+        from placer.solver.jobs.parse import parse_json_or_yaml
 
         obj_or_text = parse_json_or_yaml(obj_or_text, source=source)
     single = isinstance(obj_or_text, Mapping)
@@ -208,6 +219,6 @@ def load_queue_config_file(path: str | Path) -> dict[str, QueueConfig]:
     4
     >>> os.unlink(fh.name)
     """
-    from solver.jobs.parse import read_utf8_file
+    from placer.solver.jobs.parse import read_utf8_file
 
     return load_queue_configs(read_utf8_file(path), source=str(path))

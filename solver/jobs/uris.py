@@ -39,6 +39,8 @@ import re
 from collections.abc import Iterable
 from urllib.parse import unquote, urlsplit
 
+__all__ = ["FORBIDDEN_FILE_ROOTS", "MAX_URI_CHARS", "METADATA_HOSTS", "check_uri"]
+
 #: Longest URI accepted (a guard against pathological inputs, well above any real object-store key).
 MAX_URI_CHARS = 4096
 

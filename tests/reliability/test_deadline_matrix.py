@@ -6,7 +6,8 @@ matrix that holds placer to it: sizes up to scenario L (10,000 GPU nodes, 5,000 
 0.2 s and 1 s x both engine settings (``greedy``, and ``auto``, which runs CP-SAT when time is left), plus
 L at a mid-range 2 s with ``auto`` (:data:`MID_RANGE`), a limit at which the call used to take 3.2-3.8 s:
 greedy stopped early and left time, and the LP bound, which then had no deadline, took 2-3 s of it
-(``solver/bound.py``). Each cell is measured with ``time.perf_counter`` around :func:`solver.engine.place`,
+(``solver/bound.py``). Each cell is measured with ``time.perf_counter`` around
+:func:`placer.solver.engine.place`,
 its decision re-checked by the independent checker, and must place at least one job (every scenario has
 placeable work: S places dozens of jobs with greedy in milliseconds).
 
@@ -21,12 +22,12 @@ import time
 from dataclasses import dataclass
 
 import pytest
+from placer.scenarios.synthetic import Scenario, scenario_l, scenario_m, scenario_s
+from placer.solver.check import check
+from placer.solver.decision import Decision
+from placer.solver.engine import place
+from placer.solver.policy import Policy
 
-from scenarios.synthetic import Scenario, scenario_l, scenario_m, scenario_s
-from solver.check import check
-from solver.decision import Decision
-from solver.engine import place
-from solver.policy import Policy
 from tests.solver.conftest import HANG_GUARD_S, no_hang
 
 #: The documented overhead beyond the time limit (docs/solver.md, "Deadline").

@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from solver.check import check
-from solver.cli import main as placer
-from solver.engine import place
-from solver.jobs.load import check_batch, read_object
-from solver.jobs.model import (
+from placer.solver.check import check
+from placer.solver.engine import place
+from placer.solver.jobs.load import check_batch, read_object
+from placer.solver.jobs.model import (
     Dependency,
     GpuDemand,
     Job,
@@ -33,14 +31,16 @@ from solver.jobs.model import (
     ReservationRef,
     TaskGroup,
 )
-from solver.jobs.options import ReadOptions
-from solver.jobs.queues import load_queue_configs
-from solver.policy import Policy
+from placer.solver.jobs.options import ReadOptions
+from placer.solver.jobs.queues import load_queue_configs
+from placer.solver.policy import Policy
+from placer.topology import cluster_of, cpu_nodes, dgx_h100, tpu_pod
+from placer.topology.build import build_cluster
+from placer.topology.errors import TopologyError
+from placer.topology.importers.kubernetes import parse_kubernetes
+
+from placer.cli import main as placer
 from tests.solver.conftest import ENGINES, NOW, assert_valid
-from topology import cluster_of, cpu_nodes, dgx_h100, tpu_pod
-from topology.build import build_cluster
-from topology.errors import TopologyError
-from topology.importers.kubernetes import parse_kubernetes
 
 REPO = Path(__file__).resolve().parents[2]
 

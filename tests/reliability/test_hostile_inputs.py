@@ -34,20 +34,20 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from placer.solver.jobs.errors import ISSUE_CODES
+from placer.solver.jobs.load import check_batch, read_object, read_text
+from placer.solver.jobs.model import Job, Placement, ReadResult
+from placer.solver.jobs.options import ReadOptions
+from placer.solver.jobs.parse import parse_yaml as parse_job_yaml
+from placer.solver.jobs.queues import load_queue_configs
+from placer.topology.build import build_cluster
+from placer.topology.errors import TopologyError
+from placer.topology.importers import parse_jgf, parse_kubernetes, parse_ojs_workers, parse_slurm
+from placer.topology.inventory_file import inventory_from_document, read_inventory
+from placer.topology.load import detect_cluster_format
+from placer.topology.safe_load import parse_text
 
-from solver.jobs.errors import ISSUE_CODES
-from solver.jobs.load import check_batch, read_object, read_text
-from solver.jobs.model import Job, Placement, ReadResult
-from solver.jobs.options import ReadOptions
-from solver.jobs.parse import parse_yaml as parse_job_yaml
-from solver.jobs.queues import load_queue_configs
 from tests.support import alarm_after, containers
-from topology.build import build_cluster
-from topology.errors import TopologyError
-from topology.importers import parse_jgf, parse_kubernetes, parse_ojs_workers, parse_slurm
-from topology.inventory_file import inventory_from_document, read_inventory
-from topology.load import detect_cluster_format
-from topology.safe_load import parse_text
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -566,7 +566,7 @@ def test_affinity_injection_is_denied(rule: dict[str, Any], part: str) -> None:
 
 def test_denied_keys_hold_whatever_the_format() -> None:
     # The guard reads the normalized Job, so a deny-listed key is refused for Flux and SSS jobs too.
-    from solver.jobs.guards import check_job
+    from placer.solver.jobs.guards import check_job
 
     job = Job(id="j", source_format="flux-rfc25", placement=Placement(node_selector={"cost_center": "x"}))
     assert [(i.code, i.path) for i in check_job(job, ReadOptions())] == [

@@ -31,11 +31,10 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from solver.check import check
-from solver.decision import Decision
-from solver.engine import place
-from solver.jobs.model import (
+from placer.solver.check import check
+from placer.solver.decision import Decision
+from placer.solver.engine import place
+from placer.solver.jobs.model import (
     AllOf,
     AnyOf,
     CountRange,
@@ -53,12 +52,22 @@ from solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
-from solver.policy import Policy
+from placer.solver.policy import Policy
+from placer.topology import (
+    Cluster,
+    cluster_of,
+    cpu_nodes,
+    dgx_h100,
+    gb200_nvl72,
+    hgx_a100,
+    pcie_inference,
+    tpu_pod,
+)
+from placer.topology.build import build_cluster
+from placer.topology.builders import merge
+from placer.topology.inventory import Inventory, LoadedModel, NodeSpec, Taint
+
 from tests.solver.conftest import NOW, no_hang
-from topology import Cluster, cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, hgx_a100, pcie_inference, tpu_pod
-from topology.build import build_cluster
-from topology.builders import merge
-from topology.inventory import Inventory, LoadedModel, NodeSpec, Taint
 
 #: Time limit of every CP-SAT call: small models solve in milliseconds, reproducible mode bounds the rest.
 TIME_LIMIT_S = 2.0
@@ -464,7 +473,7 @@ def test_generated_running_jobs_are_valid_allocations(cluster: Cluster) -> None:
 def test_examine_detects_a_broken_decision() -> None:
     # The property harness must be able to fail: a decision placing a job on a GPU that does not exist
     # is a checker violation, and one that forgets a job breaks rule 1.
-    from solver.decision import JobPlacement, ReplicaPlacement
+    from placer.solver.decision import JobPlacement, ReplicaPlacement
 
     cluster = cluster_of(dgx_h100(2))
     job = Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=1))])

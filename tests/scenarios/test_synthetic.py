@@ -14,12 +14,11 @@ from collections.abc import Iterable
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from scenarios.synthetic import NOW, Scenario, scenario_l, scenario_m, scenario_s
-from scenarios.synthetic.running import PRIORITY_BAND
-from scenarios.synthetic.workloads import CLASS_SHARES, KIND_SHARES
-from solver.jobs.model import Interconnect, Job, LabelRule
-from topology import Cluster, Node, slices_in_pod
+from placer.scenarios.synthetic import NOW, Scenario, scenario_l, scenario_m, scenario_s
+from placer.scenarios.synthetic.running import PRIORITY_BAND
+from placer.scenarios.synthetic.workloads import CLASS_SHARES, KIND_SHARES
+from placer.solver.jobs.model import Interconnect, Job, LabelRule
+from placer.topology import Cluster, Node, slices_in_pod
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,7 @@ from functools import cache
 from itertools import permutations
 
 import pytest
-
-from scenarios.synthetic import (
+from placer.scenarios.synthetic import (
     Scenario,
     fragmentation_trap,
     hard_instances,
@@ -23,9 +22,9 @@ from scenarios.synthetic import (
     tpu_slice_packing,
     weighted_demand,
 )
-from scenarios.synthetic.scenario import CLASS_WEIGHT, demand_units
-from solver.jobs.model import Interconnect, Job
-from topology import Cluster, TopologyError, slices_in_pod
+from placer.scenarios.synthetic.scenario import CLASS_WEIGHT, demand_units
+from placer.solver.jobs.model import Interconnect, Job
+from placer.topology import Cluster, TopologyError, slices_in_pod
 
 # ---------------------------------------------------------------------------------------------------
 # Tiny reference placers (GPU jobs on single nodes; TPU jobs on the first free slice)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from solver.check import Violation
-from solver.decision import Decision, JobPlacement, PendingJob, Reason, ReplicaPlacement
+from placer.solver.check import Violation
+from placer.solver.decision import Decision, JobPlacement, PendingJob, Reason, ReplicaPlacement
 
 
 def rep(node: str, gpus: list[int] | None = None, **kw: Any) -> ReplicaPlacement:

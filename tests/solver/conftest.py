@@ -1,9 +1,10 @@
-"""Fixtures for the placement tests: run :func:`solver.engine.place` on both engines and check every answer.
+"""Fixtures for the placement tests: run :func:`placer.solver.engine.place` on both engines and check every
+answer.
 
 Why a fixture and not a helper each test calls: no placement test may forget the independent checker.
 ``solve(jobs, cluster)`` places the batch with the engine of the current parametrization (``engine``:
 ``greedy`` and ``cpsat``, so ``pytest -k greedy`` runs one engine) and fails the test when
-:func:`solver.check.check` finds any violation of ``docs/placement-rules.md`` in the decision, or when
+:func:`placer.solver.check.check` finds any violation of ``docs/placement-rules.md`` in the decision, or when
 a job of the batch is not answered exactly once.
 
 ``queues`` (OJS §10 configurations: GPU and dollar budgets) and ``prices`` (catalog and tenant budgets)
@@ -20,15 +21,15 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pytest
+from placer.solver.decision import Decision
+from placer.solver.jobs.model import Job, ReadResult
+from placer.topology import Cluster
 
-from solver.decision import Decision
-from solver.jobs.model import Job, ReadResult
 from tests.support import alarm_after
-from topology import Cluster
 
 if TYPE_CHECKING:
-    from solver.jobs.queues import QueueConfig
-    from solver.prices import PriceCatalog
+    from placer.solver.jobs.queues import QueueConfig
+    from placer.solver.prices import PriceCatalog
 
 #: The engines every engine-sensitive test runs on (``-k greedy`` selects one).
 ENGINES = ("greedy", "cpsat")
@@ -63,7 +64,7 @@ def assert_valid(
     prices: PriceCatalog | None = None,
 ) -> None:
     """Fail with every violation the independent checker finds (rules 1-17)."""
-    from solver.check import check
+    from placer.solver.check import check
 
     jobs, refused = batch_jobs(items)
     violations = check(decision, jobs, cluster, now=now, rejected_ids=refused, queues=queues, prices=prices)
@@ -99,8 +100,8 @@ def solve(engine: str) -> Solve:
     """``solve(jobs, cluster, *, now=NOW, time_limit_s=2.0, seed=0, queues=None, prices=None,
     reproducible=False) -> Decision``, checked. ``reproducible`` is ``Policy.reproducible``: CP-SAT's
     answers are machine-independent only with it (``docs/solver.md``, *Determinism*)."""
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     def run(
         jobs: Sequence[Job | ReadResult],

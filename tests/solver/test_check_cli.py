@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from solver.cli import check as cli
+from placer.cli import check as cli
 
 CLUSTER = {
     "name": "t",

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from solver.checks.labelrules import compare, satisfied
-from solver.jobs.model import AllOf, AnyOf, LabelRule, Not
+from placer.solver.checks.labelrules import compare, satisfied
+from placer.solver.jobs.model import AllOf, AnyOf, LabelRule, Not
 
 NODE = {"gpu_type": "nvidia-h100", "gpu_memory_gb": "80", "compute_capability": "9.0", "hostname": "dgx-7"}
 

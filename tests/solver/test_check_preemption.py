@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from solver.check import check
-from solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
-from solver.jobs.model import GpuDemand, Job, TaskGroup
-from topology import cluster_of, dgx_h100
+from placer.solver.check import check
+from placer.solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.topology import cluster_of, dgx_h100
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from placer.solver.check import check
+from placer.solver.decision import Decision, Hold
+from placer.solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
+from placer.solver.reservations import Reservation
+from placer.topology import Cluster, cluster_of, dgx_h100
 
-from solver.check import check
-from solver.decision import Decision, Hold
-from solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
-from solver.reservations import Reservation
 from tests.solver.check_helpers import decision, place, rep
-from topology import Cluster, cluster_of, dgx_h100
 
 NOW = datetime(2026, 1, 1, 1, tzinfo=UTC)
 N1, N2 = "dgx-h100-1", "dgx-h100-2"

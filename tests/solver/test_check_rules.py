@@ -10,10 +10,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from solver.check import RULES, check
-from solver.decision import Decision, Eviction, JobPlacement, RejectedJob
-from solver.jobs.model import (
+from placer.solver.check import RULES, check
+from placer.solver.decision import Decision, Eviction, JobPlacement, RejectedJob
+from placer.solver.jobs.model import (
     CountRange,
     Dependency,
     DependencyCondition,
@@ -24,8 +23,7 @@ from solver.jobs.model import (
     ReservationRef,
     TaskGroup,
 )
-from tests.solver.check_helpers import decision, place, rep, rules
-from topology import (
+from placer.topology import (
     Cluster,
     Inventory,
     NodeGpus,
@@ -37,6 +35,8 @@ from topology import (
     gb200_nvl72,
     pcie_inference,
 )
+
+from tests.solver.check_helpers import decision, place, rep, rules
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 C = cluster_of(dgx_h100(2), cpu_nodes(2))

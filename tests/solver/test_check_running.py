@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from solver.jobs.errors import ISSUE_CODES, JobValidationError
-from solver.running import running_from_envelopes
-from topology import cluster_of, dgx_h100
+from placer.solver.jobs.errors import ISSUE_CODES, JobValidationError
+from placer.solver.running import running_from_envelopes
+from placer.topology import cluster_of, dgx_h100
 
 SPOT: dict[str, Any] = {
     "id": "sweep-7",

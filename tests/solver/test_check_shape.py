@@ -10,11 +10,20 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from solver.check import check
-from solver.jobs.model import CountRange, FluxResource, GpuDemand, Job, TaskGroup
+from placer.solver.check import check
+from placer.solver.jobs.model import CountRange, FluxResource, GpuDemand, Job, TaskGroup
+from placer.topology import (
+    InnerVertex,
+    Inventory,
+    NodeGpus,
+    NodeSpec,
+    ReplicaAllocation,
+    RunningJob,
+    build_cluster,
+)
+from placer.topology.load import load_cluster
+
 from tests.solver.check_helpers import decision, place, rep, rules
-from topology import InnerVertex, Inventory, NodeGpus, NodeSpec, ReplicaAllocation, RunningJob, build_cluster
-from topology.load import load_cluster
 
 JGF_SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "importers" / "flux_jgf.json"
 
@@ -134,5 +143,7 @@ def test_the_rule_shares_no_code_with_the_engine() -> None:
         if isinstance(n, ast.ImportFrom) and n.module is not None
     }
     assert not {
-        m for m in imported if m.startswith("solver.") and not m.startswith(("solver.checks", "solver.jobs"))
+        m
+        for m in imported
+        if m.startswith("solver.") and not m.startswith(("placer.solver.checks", "placer.solver.jobs"))
     }

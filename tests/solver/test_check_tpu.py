@@ -9,10 +9,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from itertools import product
 
-from solver.check import check
-from solver.jobs.model import Job, TaskGroup, TpuDemand
+from placer.solver.check import check
+from placer.solver.jobs.model import Job, TaskGroup, TpuDemand
+from placer.topology import Cluster, Inventory, TpuPodSpec, cluster_of, dgx_h100, tpu_pod
+
 from tests.solver.check_helpers import decision, place, rep, rules
-from topology import Cluster, Inventory, TpuPodSpec, cluster_of, dgx_h100, tpu_pod
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 C = cluster_of(tpu_pod("v5e"), tpu_pod("v5e", shape=(4, 4), name="small"), dgx_h100(2))

@@ -4,12 +4,11 @@ money units, so that what greedy and CP-SAT count is what the Decision and the c
 from __future__ import annotations
 
 import pytest
-
-from solver.cost import Pricing
-from solver.demand import Need
-from solver.prices import PriceCatalog, load_prices, node_share_units
-from solver.snapshot import Snapshot
-from topology import capacity_pool, cluster_of, cpu_nodes, dgx_h100, pcie_inference
+from placer.solver.cost import Pricing
+from placer.solver.demand import Need
+from placer.solver.prices import PriceCatalog, load_prices, node_share_units
+from placer.solver.snapshot import Snapshot
+from placer.topology import capacity_pool, cluster_of, cpu_nodes, dgx_h100, pcie_inference
 
 NEEDS = [Need(gpus=1), Need(gpus=3, cpu=12), Need(milli=250), Need(cpu=7), Need(cpu=0.5, mem=4), Need()]
 

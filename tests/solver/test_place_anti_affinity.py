@@ -5,10 +5,11 @@ derived ``job_id``, ``job_type``, ``queue``, ``tenant``, ``priority_class``, ``m
 
 from __future__ import annotations
 
-from solver.jobs import read_text
-from solver.jobs.model import GpuDemand, Job, LabelRule, ModelRef, Placement, TaskGroup
+from placer.solver.jobs import read_text
+from placer.solver.jobs.model import GpuDemand, Job, LabelRule, ModelRef, Placement, TaskGroup
+from placer.topology import cluster_of, cpu_nodes, dgx_h100
+
 from tests.solver.conftest import Solve, nodes_of, reason_codes
-from topology import cluster_of, cpu_nodes, dgx_h100
 
 
 def avoid(key: str, *values: str) -> Placement:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from solver.decision import Decision
-from solver.jobs.model import Dependency, GpuDemand, Job, TaskGroup
+from placer.solver.decision import Decision
+from placer.solver.jobs.model import Dependency, GpuDemand, Job, TaskGroup
+from placer.topology import Cluster, cluster_of, dgx_h100
+
 from tests.solver.conftest import NOW, Solve, nodes_of, reason_codes
-from topology import Cluster, cluster_of, dgx_h100
 
 HOUR = 3600
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from solver.check import check
-from solver.jobs.model import GpuDemand, Job, TaskGroup
-from solver.jobs.queues import QueueConfig
+from placer.solver.check import check
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.solver.jobs.queues import QueueConfig
+from placer.topology import cluster_of, dgx_h100
+
 from tests.solver.conftest import NOW, pending_reason
-from topology import cluster_of, dgx_h100
 
 
 def _queues(**limits: int) -> dict[str, QueueConfig]:
@@ -21,8 +22,8 @@ def _job(job_id: str, gpus: int, cls: str = "on-demand", queue: str = "train") -
 
 
 def test_max_total_gpus_counts_running_and_new(engine: str) -> None:
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     # Budget 16; a running train job holds 8; two new 8-GPU jobs: only one fits the budget, though the
     # cluster (3 DGX) has room for both.
@@ -47,8 +48,8 @@ def test_max_total_gpus_counts_running_and_new(engine: str) -> None:
 
 
 def test_max_concurrent_gpu_jobs(engine: str) -> None:
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     c = cluster_of(dgx_h100(1))
     jobs = [_job(f"j{i}", 1) for i in range(4)]
@@ -60,8 +61,8 @@ def test_max_concurrent_gpu_jobs(engine: str) -> None:
 
 
 def test_other_queues_and_cpu_jobs_are_not_limited(engine: str) -> None:
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     c = cluster_of(dgx_h100(1))
     jobs = [_job("gpu-other", 8, queue="serve"), Job(id="cpu", queue="train", tasks=[TaskGroup(cpu_cores=4)])]
@@ -71,7 +72,7 @@ def test_other_queues_and_cpu_jobs_are_not_limited(engine: str) -> None:
 
 
 def test_checker_reports_a_decision_over_budget() -> None:
-    from solver.decision import Decision, JobPlacement, ReplicaPlacement
+    from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
 
     c = cluster_of(dgx_h100(1))
     jobs = [_job("a", 8)]
@@ -98,8 +99,8 @@ def _spot_queue_cluster() -> object:
 
 
 def test_evictions_free_budget_only_for_work_that_outranks_the_victim(engine: str) -> None:
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     # An on-demand 8-GPU job (queue "train") and a spot 4-GPU job (queue "spot"). The on-demand job fits
     # the free dgx-h100-3, so nothing must be evicted. Evicting s1 "for" the on-demand job would free 8 GPUs
@@ -118,8 +119,8 @@ def test_evictions_free_budget_only_for_work_that_outranks_the_victim(engine: st
 
 
 def test_a_queue_already_over_budget_names_the_whole_excess(engine: str) -> None:
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     # The spot queue runs 16 GPUs against a budget lowered to 10: 6 over. A 4-GPU spot job needs the budget
     # to grow by 16 + 4 - 10 = 10 GPUs, not by its own 4.
@@ -135,7 +136,7 @@ def test_a_queue_already_over_budget_names_the_whole_excess(engine: str) -> None
 
 
 def test_checker_refuses_budget_freed_by_evicting_an_equal() -> None:
-    from solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
+    from placer.solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
 
     # The forged answer of the test above: od evicts s1 and takes dgx-h100-1, sp uses the 8 GPUs of spot
     # budget that frees, on dgx-h100-3. Totals fit (8 + 4 = 12 <= 16), but at the spot level s1 still

@@ -11,12 +11,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from placer.solver.jobs.model import GpuDemand, Job, Placement, TaskGroup
+from placer.solver.jobs.queues import QueueConfig
+from placer.solver.prices import load_prices
+from placer.topology import capacity_pool, cluster_of
 
-from solver.jobs.model import GpuDemand, Job, Placement, TaskGroup
-from solver.jobs.queues import QueueConfig
-from solver.prices import load_prices
 from tests.solver.conftest import NOW, Solve, nodes_of
-from topology import capacity_pool, cluster_of
 
 
 def _job(job_id: str, gpus: int, *, spot: str = "any", priority: int = 0, **placement: object) -> Job:
@@ -55,7 +55,7 @@ def test_spot_tolerant_work_lands_on_spot_and_on_demand_only_never(solve: Solve)
 
 def test_preferences_outrank_price(solve: Solve) -> None:
     # A preferred zone on the dear node wins over the cheap node elsewhere: the cost term only breaks ties.
-    from solver.jobs.model import LabelRule
+    from placer.solver.jobs.model import LabelRule
 
     c = cluster_of(
         capacity_pool(name="od", on_demand=1, zones=["z1"]), capacity_pool(name="sp", spot=1, zones=["z2"])
@@ -129,8 +129,8 @@ def test_cpsat_keeps_the_dollar_budget_when_it_places_more(
 
 
 def test_a_tpu_pod_with_its_own_price_is_priced_by_its_share(solve: Solve) -> None:
-    from solver.jobs.model import TpuDemand
-    from topology import tpu_pod
+    from placer.solver.jobs.model import TpuDemand
+    from placer.topology import tpu_pod
 
     # A 4x4 v5e pod (16 chips) priced $16/h: a 2x4 slice (8 chips) costs half of it, $8/h, whatever the
     # catalog's per-chip price, as a node's own price goes for GPU work.

@@ -11,12 +11,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from placer.solver.jobs.model import GpuDemand, Job, Placement, TaskGroup
+from placer.solver.jobs.queues import QueueConfig
+from placer.solver.prices import load_prices
+from placer.topology import capacity_pool, cluster_of, dgx_h100
 
-from solver.jobs.model import GpuDemand, Job, Placement, TaskGroup
-from solver.jobs.queues import QueueConfig
-from solver.prices import load_prices
 from tests.solver.conftest import NOW, Solve, pending_reason, reason_codes
-from topology import capacity_pool, cluster_of, dgx_h100
 
 
 def _queues(**dollars: float) -> dict[str, QueueConfig]:

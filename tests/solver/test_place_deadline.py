@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from placer.solver.jobs.model import GpuDemand, Job, Placement, TaskGroup, TpuDemand
+from placer.topology import Cluster, cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference, tpu_pod
 
-from solver.jobs.model import GpuDemand, Job, Placement, TaskGroup, TpuDemand
 from tests.solver.conftest import HANG_GUARD_S, NOW, assert_valid, no_hang
-from topology import Cluster, cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference, tpu_pod
 
 #: The overhead beyond ``time_limit_s`` that ``docs/decision.md`` documents.
 OVERHEAD_S = 0.5
@@ -78,8 +78,8 @@ CLUSTER = big_cluster()
 
 @pytest.mark.parametrize("limit", [0.2, 1.0])
 def test_place_returns_within_the_limit_plus_overhead(engine: str, limit: float) -> None:
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     assert len(CLUSTER.nodes) >= 1000
     jobs = big_batch()
@@ -101,8 +101,8 @@ def test_place_returns_within_the_limit_plus_overhead(engine: str, limit: float)
 def test_job_without_resource_demand_returns_in_time(engine: str, group: TaskGroup) -> None:
     # Job(tasks=[TaskGroup()]) is the model's default job: no cores, memory or devices. It takes nothing,
     # so it fits any usable node, and place() must still return within the limit.
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     c = cluster_of(cpu_nodes(2))
     jobs = [Job(id="empty", tasks=[group])]
@@ -118,17 +118,17 @@ def test_wall_s_covers_the_whole_call(monkeypatch: pytest.MonkeyPatch) -> None:
     # docs/decision.md: wall_s is "the whole call". It used to be stamped inside the core decision, before
     # the preemptibility hints and pricing (scenario M: wall_s 0.26 s for a 0.43 s call). Slow hints down
     # by a known amount: wall_s must include it.
-    import solver.what_if
-    from solver.engine import place
-    from solver.policy import Policy
+    import placer.solver.what_if
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
-    real = solver.what_if.add_preemptible_hints
+    real = placer.solver.what_if.add_preemptible_hints
 
     def slow_hints(*args: object, **kwargs: object) -> None:
         time.sleep(0.3)
         real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(solver.what_if, "add_preemptible_hints", slow_hints)
+    monkeypatch.setattr(placer.solver.what_if, "add_preemptible_hints", slow_hints)
     c = cluster_of(dgx_h100(2))
     jobs = [Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=4))])]
     t0 = time.perf_counter()
@@ -142,9 +142,9 @@ def test_planning_takes_at_most_its_share_of_the_limit() -> None:
     # (greedy: 5.1 s of a 5 s limit for a decision made in 0.3 s); docs/solver.md gives it at most
     # plan_share of the limit after the decision now. The same call without planning is the yardstick,
     # measured here on this machine; the margin (1 s) is for the hints, which run after planning.
-    from scenarios.synthetic import scenario_m
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.scenarios.synthetic import scenario_m
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     sc = scenario_m(0)
     jobs = list(sc.jobs)
@@ -165,8 +165,8 @@ def test_status_says_how_cpsat_ended_and_feasible_when_it_did_not_run() -> None:
     # docs/decision.md, stats.status: with engine greedy CP-SAT never runs, so the status is FEASIBLE and
     # there is no model; with auto, a status other than FEASIBLE comes with the CP-SAT run it describes,
     # whichever answer was kept.
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     jobs = big_batch()[:40]
     g = place(jobs, CLUSTER, Policy(engine="greedy", time_limit_s=2.0), now=NOW)
@@ -186,18 +186,18 @@ def test_lp_bound_stops_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None
     # and overran the call's. Its inputs are taken from a real decision; a fake clock that advances one
     # second per reading makes the cut-off exact: with the deadline 3 s ahead, it gives up after a few
     # readings, long before it has visited every job class.
-    import solver.bound
-    from solver.engine import place
-    from solver.policy import Policy
+    import placer.solver.bound
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     seen: dict[str, object] = {}
-    real = solver.bound.lp_bound
+    real = placer.solver.bound.lp_bound
 
     def spy(plans: object, candidates: object, arrays: object, **kwargs: object) -> float | None:
         seen.update(plans=plans, candidates=candidates, arrays=arrays, victims=kwargs.get("victims"))
         return real(plans, candidates, arrays, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(solver.bound, "lp_bound", spy)
+    monkeypatch.setattr(placer.solver.bound, "lp_bound", spy)
     place(big_batch(), CLUSTER, Policy(engine="cpsat", time_limit_s=5.0, plan=False), now=NOW)
     args = (seen["plans"], seen["candidates"], seen["arrays"])
     unbounded = real(*args, victims=seen["victims"])  # type: ignore[arg-type]
@@ -211,7 +211,7 @@ def test_lp_bound_stops_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None
             cls.readings += 1
             return float(cls.readings)
 
-    monkeypatch.setattr(solver.bound, "time", Clock)
+    monkeypatch.setattr(placer.solver.bound, "time", Clock)
     assert real(*args, victims=seen["victims"], deadline=3.5) is None  # type: ignore[arg-type]
     assert Clock.readings <= 4
     Clock.readings = 0

@@ -13,12 +13,12 @@ import random
 from pathlib import Path
 
 import pytest
+from placer.solver.jobs import read_files
+from placer.solver.jobs.model import GpuDemand, Job, ReadResult, TaskGroup, TpuDemand
+from placer.topology import cluster_of, cpu_nodes, dgx_h100, pcie_inference, tpu_pod
+from placer.topology.load import load_cluster
 
-from solver.jobs import read_files
-from solver.jobs.model import GpuDemand, Job, ReadResult, TaskGroup, TpuDemand
 from tests.solver.conftest import NOW, Solve, without_timing
-from topology import cluster_of, cpu_nodes, dgx_h100, pcie_inference, tpu_pod
-from topology.load import load_cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -90,9 +90,9 @@ def test_a_reproducible_answer_does_not_depend_on_how_long_building_took(monkeyp
     # deterministic time, a fixed share of the limit, so a slow build must not change the answer.
     import time
 
-    from solver.cpsat import model
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.cpsat import model
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     policy = Policy(engine="cpsat", time_limit_s=4.0, reproducible=True)
     first = place(contended_batch(), CONTENDED, policy, now=NOW)
@@ -114,9 +114,9 @@ def test_a_reproducible_run_cut_by_the_wall_clock_says_it_is_not_deterministic(m
     # answer may differ from an idle machine's: the decision must say so rather than claim reproducibility.
     import time
 
-    from solver.cpsat import model
-    from solver.engine import place
-    from solver.policy import Policy
+    from placer.solver.cpsat import model
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
 
     build = model._Builder.build
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from solver.jobs import read_file
-from solver.jobs.model import Dependency, GpuDemand, Job, TaskGroup
+from placer.solver.jobs import read_file
+from placer.solver.jobs.model import Dependency, GpuDemand, Job, TaskGroup
+from placer.topology import cluster_of, cpu_nodes, dgx_h100
+
 from tests.solver.conftest import NOW, Solve, nodes_of, reason_codes
-from topology import cluster_of, cpu_nodes, dgx_h100
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

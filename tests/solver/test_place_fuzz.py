@@ -8,9 +8,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from solver.engine import place
-from solver.jobs.model import (
+from placer.solver.engine import place
+from placer.solver.jobs.model import (
     GpuAffinity,
     GpuDemand,
     Job,
@@ -19,9 +18,10 @@ from solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
-from solver.policy import Policy
+from placer.solver.policy import Policy
+from placer.topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference, tpu_pod
+
 from tests.solver.conftest import ENGINES, NOW, assert_valid, no_hang
-from topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference, tpu_pod
 
 CLUSTER = cluster_of(
     dgx_h100(3, nodes_per_rack=2, labels={"net": "ib"}),

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from solver.jobs import read_file
-from solver.jobs.model import CountRange, GpuAffinity, GpuDemand, Job, Placement, TaskGroup
+from placer.solver.jobs import read_file
+from placer.solver.jobs.model import CountRange, GpuAffinity, GpuDemand, Job, Placement, TaskGroup
+from placer.topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference
+
 from tests.solver.conftest import Solve, gpus_of, nodes_of, pending_reason, reason_codes
-from topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -1,5 +1,6 @@
 """Accelerator kind, GPU type (aliases included), GPU count, minimum VRAM and compute capability, through
-:func:`solver.engine.place` on both engines; every decision is checked by ``solver.check`` (``solve``).
+:func:`placer.solver.engine.place` on both engines; every decision is checked by ``placer.solver.check``
+(``solve``).
 
 Expected values come from the builders' documented hardware (DGX H100: 8x H100 80 GB, compute capability
 9.0; GB200 NVL72 tray: 4x GB200 186 GB, 10.0; g2-standard-48: 4x L4 24 GB, 8.9; HGX A100 with
@@ -9,11 +10,11 @@ Expected values come from the builders' documented hardware (DGX H100: 8x H100 8
 from __future__ import annotations
 
 import pytest
+from placer.solver.jobs import read_text
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, hgx_a100, pcie_inference
 
-from solver.jobs import read_text
-from solver.jobs.model import GpuDemand, Job, TaskGroup
 from tests.solver.conftest import Solve, gpus_of, nodes_of, pending_reason, reason_codes
-from topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, hgx_a100, pcie_inference
 
 
 def gpu_job(job_id: str, count: int = 1, **gpu: object) -> Job:

@@ -9,11 +9,11 @@ set — and one more replica than that, which must be UNSATISFIABLE for the ``ru
 from __future__ import annotations
 
 import pytest
+from placer.solver.jobs import read_text
+from placer.solver.jobs.model import AllOf, AnyOf, Job, LabelRule, Not, Placement, Rule, TaskGroup
+from placer.topology import Inventory, NodeSpec, Taint, build_cluster, cluster_of, cpu_nodes
 
-from solver.jobs import read_text
-from solver.jobs.model import AllOf, AnyOf, Job, LabelRule, Not, Placement, Rule, TaskGroup
 from tests.solver.conftest import Solve, nodes_of, reason_codes
-from topology import Inventory, NodeSpec, Taint, build_cluster, cluster_of, cpu_nodes
 
 # gold: slots "8" (string-compares above "16"), driver "10.0" (string-compares below "9.0").
 GOLD = {"tier": "gold", "slots": "8", "driver": "10.0", "pool": "a"}
@@ -172,7 +172,7 @@ def node(name: str, **kw: object) -> NodeSpec:
 
 
 def test_taints_no_schedule_and_no_execute_excluded_prefer_no_schedule_allowed(solve: Solve) -> None:
-    from topology import build_cluster
+    from placer.topology import build_cluster
 
     c = build_cluster(
         Inventory(
@@ -192,7 +192,7 @@ def test_taints_no_schedule_and_no_execute_excluded_prefer_no_schedule_allowed(s
 
 @pytest.mark.parametrize("flag", ["schedulable", "ready"])
 def test_cordoned_or_not_ready_nodes_excluded(solve: Solve, flag: str) -> None:
-    from topology import build_cluster
+    from placer.topology import build_cluster
 
     c = build_cluster(Inventory(nodes=[node("bad", **{flag: False}), node("good")]))
     d = solve([gang("j", 1)], c)

@@ -5,10 +5,11 @@ domain of 18 trays x 4 GPUs; PCIe L4 servers have no domain at all.
 
 from __future__ import annotations
 
-from solver.jobs import read_text
-from solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.solver.jobs import read_text
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.topology import Cluster, cluster_of, dgx_h100, gb200_nvl72, pcie_inference
+
 from tests.solver.conftest import Solve, gpus_of, nodes_of, pending_reason, reason_codes
-from topology import Cluster, cluster_of, dgx_h100, gb200_nvl72, pcie_inference
 
 
 def nvlink_job(job_id: str, gpus: int, strategy: str | None = "fsdp") -> Job:
@@ -115,7 +116,7 @@ def test_an_nvlink_gang_keeps_its_zone_scope_inside_the_domain(solve: Solve) -> 
     # A 16-GPU NVLink gang spans 4 trays of one NVL72 rack. It also asks for one zone (rule 12): with no
     # zone known on the trays it must not span them (found by the nightly property run); with one zone
     # given, it runs inside the rack as before.
-    from solver.jobs.model import Placement
+    from placer.solver.jobs.model import Placement
 
     gang = nvlink_job("gang", 16).model_copy(update={"placement": Placement(topology_scope="zone")})
     d = solve([gang], cluster_of(gb200_nvl72(1)))

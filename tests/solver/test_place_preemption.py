@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from solver.jobs.model import Escalation, GpuDemand, Job, TaskGroup
-from solver.running import running_from_envelopes
+from placer.solver.jobs.model import Escalation, GpuDemand, Job, TaskGroup
+from placer.solver.running import running_from_envelopes
+from placer.topology import cluster_of, dgx_h100
+
 from tests.solver.conftest import NOW, Solve, nodes_of, pending_reason
-from topology import cluster_of, dgx_h100
 
 
 def _running(job: str, node: str, cls: str = "spot", hours: float = 1.0, **kw: object) -> dict[str, object]:
@@ -144,9 +145,10 @@ def test_cpsat_finds_the_cheaper_evictions_greedy_misses() -> None:
     # Reserved "a" may use nodes 1-2, on-demand "b" nodes 1 or 3. Greedy places "a" first on its cheapest
     # victim x, so "b" must evict z: 2,400 + 290,400. The optimum puts "a" on node 2 (y) and "b" on node 1
     # (x): 7,200 + 2,400. Both place everything; CP-SAT must find the cheaper evictions.
-    from solver.engine import place
-    from solver.jobs.model import LabelRule, Placement
-    from solver.policy import Policy
+    from placer.solver.engine import place
+    from placer.solver.jobs.model import LabelRule, Placement
+    from placer.solver.policy import Policy
+
     from tests.solver.conftest import assert_valid
 
     c = cluster_of(dgx_h100(3)).with_allocations(

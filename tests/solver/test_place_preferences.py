@@ -7,9 +7,10 @@ ALL selector pairs.
 
 from __future__ import annotations
 
-from solver.jobs.model import GpuDemand, Job, LabelRule, ModelRef, Placement, TaskGroup
+from placer.solver.jobs.model import GpuDemand, Job, LabelRule, ModelRef, Placement, TaskGroup
+from placer.topology import Inventory, LoadedModel, NodeSpec, build_cluster
+
 from tests.solver.conftest import Solve, nodes_of, pending_reason
-from topology import Inventory, LoadedModel, NodeSpec, build_cluster
 
 
 def _cluster(*nodes: NodeSpec):  # type: ignore[no-untyped-def]

@@ -4,10 +4,11 @@ operand", never fewer than ``min``, never more than ``max``."""
 
 from __future__ import annotations
 
-from solver.jobs import read_text
-from solver.jobs.model import ReadResult
+from placer.solver.jobs import read_text
+from placer.solver.jobs.model import ReadResult
+from placer.topology import cluster_of, cpu_nodes, dgx_h100
+
 from tests.solver.conftest import Solve, pending_reason
-from topology import cluster_of, cpu_nodes, dgx_h100
 
 
 def _slots(

@@ -8,14 +8,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from placer.solver.check import check
+from placer.solver.engine import place
+from placer.solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
+from placer.solver.policy import Policy
+from placer.solver.reservations import Reservation, load_reservations
+from placer.topology import Cluster, cluster_of, dgx_h100
 
-from solver.check import check
-from solver.engine import place
-from solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
-from solver.policy import Policy
-from solver.reservations import Reservation, load_reservations
 from tests.solver.conftest import NOW, assert_valid, pending_reason, reason_codes
-from topology import Cluster, cluster_of, dgx_h100
 
 
 def _job(job_id: str, gpus: int, reservation: str | None = None, hours: float | None = None) -> Job:
@@ -127,7 +127,7 @@ def test_work_that_would_run_into_a_reservation_that_starts_later_waits(
 
 
 def test_checker_catches_a_non_member_on_reserved_gpus() -> None:
-    from solver.decision import Decision, JobPlacement, ReplicaPlacement
+    from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
 
     c = cluster_of(dgx_h100(1))
     res = [Reservation(id="r", gpus={"dgx-h100": 4})]
@@ -142,7 +142,7 @@ def test_reservation_file_form_and_errors() -> None:
         '[{"id": "n", "gpus": {"dgx-1": 2}, "start": "2026-01-01T00:00:00Z", "timeout_s": 60}]'
     )
     assert r.gpus == {"dgx-1": 2} and r.timeout_s == 60
-    from solver.jobs.errors import JobValidationError
+    from placer.solver.jobs.errors import JobValidationError
 
     for bad in (
         '[{"id": "n"}]',
@@ -269,7 +269,7 @@ def test_a_running_member_keeps_a_reservation_with_a_timeout_held(engine: str, m
 
 
 def test_running_jobs_read_from_envelopes_carry_their_reservation() -> None:
-    from solver.running import running_from_envelopes
+    from placer.solver.running import running_from_envelopes
 
     a, b = running_from_envelopes(
         [
@@ -291,7 +291,7 @@ def test_members_cpsat_answer_survives_the_engines_own_recheck() -> None:
     # The members' phase calls decide() with the reservation allowed; the engine's re-check of CP-SAT's
     # answer must be told so, or it rejects every member placement as "not declared" and falls back to
     # greedy.
-    from solver.engine import decide
+    from placer.solver.engine import decide
 
     d = decide(
         [_job("m", 4, "r")],
@@ -305,7 +305,7 @@ def test_members_cpsat_answer_survives_the_engines_own_recheck() -> None:
 
 
 def test_a_reservation_naming_an_unknown_node_is_an_input_error() -> None:
-    from solver.jobs.errors import JobValidationError
+    from placer.solver.jobs.errors import JobValidationError
 
     c = cluster_of(dgx_h100(1))
     with pytest.raises(JobValidationError) as e:
@@ -331,7 +331,7 @@ def test_a_reservation_naming_an_unknown_node_is_an_input_error() -> None:
 def test_place_cli_exits_1_naming_the_reservation_field_and_node(
     tmp_path, capsys: pytest.CaptureFixture[str]
 ) -> None:  # type: ignore[no-untyped-def]
-    from solver.cli import main
+    from placer.cli import main
 
     (tmp_path / "c.yaml").write_text(
         "version: 1\nnodes:\n  - {name: n, count: 2, cpu_cores: 64, memory_gb: 512,\n"

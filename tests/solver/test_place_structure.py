@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from solver.jobs import ReadResult, read_file, read_object
-from solver.jobs.model import CountRange, FluxResource, GpuDemand, Job, TaskGroup
-from tests.solver.conftest import NOW, Solve, gpus_of, nodes_of, pending_reason
-from topology import (
+from placer.solver.jobs import ReadResult, read_file, read_object
+from placer.solver.jobs.model import CountRange, FluxResource, GpuDemand, Job, TaskGroup
+from placer.topology import (
     InnerVertex,
     Inventory,
     NodeGpus,
@@ -17,7 +16,9 @@ from topology import (
     RunningJob,
     build_cluster,
 )
-from topology.load import load_cluster
+from placer.topology.load import load_cluster
+
+from tests.solver.conftest import NOW, Solve, gpus_of, nodes_of, pending_reason
 
 
 def _socket(cores: int) -> InnerVertex:

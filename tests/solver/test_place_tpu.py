@@ -1,7 +1,7 @@
 """TPU slices (OJS ML §3.3 ``ext_ml_tpu_type``/``ext_ml_tpu_topology``; placement-rules.md rule 13): a
 contiguous box of the requested shape in a pod of the requested generation, chips nobody else holds.
 
-The box test below is written from the rule, independently of ``topology.tpu``: per axis the chips'
+The box test below is written from the rule, independently of ``placer.topology.tpu``: per axis the chips'
 coordinates form one run of consecutive values (cyclically when the pod wraps on that axis), the runs'
 lengths are the requested shape in some order, and the chip count is their product.
 """
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from itertools import product
 
-from solver.decision import Decision
-from solver.jobs import read_text
-from solver.jobs.model import Job, TaskGroup, TpuDemand
+from placer.solver.decision import Decision
+from placer.solver.jobs import read_text
+from placer.solver.jobs.model import Job, TaskGroup, TpuDemand
+from placer.topology import Cluster, cluster_of, dgx_h100, tpu_pod
+
 from tests.solver.conftest import Solve, reason_codes
-from topology import Cluster, cluster_of, dgx_h100, tpu_pod
 
 
 def tpu_job(

@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import pytest
+from placer.solver.engine import place
+from placer.solver.jobs.errors import JobValidationError
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup, TpuDemand
+from placer.solver.policy import Policy
+from placer.solver.prices import PriceCatalog, load_prices
+from placer.topology import capacity_pool, cluster_of, cpu_nodes, dgx_h100, tpu_pod
 
-from solver.engine import place
-from solver.jobs.errors import JobValidationError
-from solver.jobs.model import GpuDemand, Job, TaskGroup, TpuDemand
-from solver.policy import Policy
-from solver.prices import PriceCatalog, load_prices
 from tests.solver.conftest import NOW, assert_valid, nodes_of
-from topology import capacity_pool, cluster_of, cpu_nodes, dgx_h100, tpu_pod
 
 
 def _gpu(job_id: str, n: int, cls: str = "on-demand") -> Job:
@@ -77,7 +77,7 @@ def test_bad_price_files_name_the_field(text: str) -> None:
 
 
 def test_default_catalog_has_every_catalog_gpu_type() -> None:
-    from topology import gpu_types
+    from placer.topology import gpu_types
 
     cat = PriceCatalog.default()
     missing = [t for t in gpu_types() if t not in cat.gpu]

@@ -13,20 +13,20 @@ import random
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from placer.solver.candidates import NodeArrays, batch_keys, unit_candidates
+from placer.solver.decision import Decision
+from placer.solver.demand import expand
+from placer.solver.engine import place
+from placer.solver.greedy import State
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.solver.policy import BASELINES, Policy, engine_fields
+from placer.solver.scorers import SCORERS, Context, Targets, fragmentation, target_workload
+from placer.solver.snapshot import Snapshot
+from placer.topology import Cluster, cluster_of, cpu_nodes, dgx_h100, pcie_inference
 from pydantic import ValidationError
 
-from solver.candidates import NodeArrays, batch_keys, unit_candidates
-from solver.decision import Decision
-from solver.demand import expand
-from solver.engine import place
-from solver.greedy import State
-from solver.jobs.model import GpuDemand, Job, TaskGroup
-from solver.policy import BASELINES, Policy, engine_fields
-from solver.scorers import SCORERS, Context, Targets, fragmentation, target_workload
-from solver.snapshot import Snapshot
 from tests.solver.conftest import NOW, assert_valid, no_hang
 from tests.solver.test_place_fuzz import CLUSTER, FUZZ_GUARD_S, batches
-from topology import Cluster, cluster_of, cpu_nodes, dgx_h100, pcie_inference
 
 
 def _job(
@@ -204,7 +204,7 @@ def test_fgd_chooses_the_gpu_of_a_share() -> None:
 
 def test_fragmentation_matches_the_fill_experiments_definition() -> None:
     # Same measure as scenarios/fill/policies/fgd.py (CPU there in milli-cores), on random node states.
-    from scenarios.fill.policies import fgd as fill
+    from placer.scenarios.fill.policies import fgd as fill
 
     rng = np.random.default_rng(7)
     k, g, m = 40, 8, 5

@@ -3,10 +3,11 @@ preemptible, would let it run now (``solver/what_if.py``). Hand-built clusters, 
 
 from __future__ import annotations
 
-from solver.decision import Decision
-from solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.solver.decision import Decision
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.topology import cluster_of, dgx_h100
+
 from tests.solver.conftest import Solve
-from topology import cluster_of, dgx_h100
 
 
 def gpu_job(job_id: str, gpus: int, **kw: object) -> Job:

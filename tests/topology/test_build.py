@@ -6,8 +6,7 @@ Every expected number is worked out by hand in a comment next to it.
 from __future__ import annotations
 
 import pytest
-
-from topology import (
+from placer.topology import (
     Inventory,
     TopologyError,
     build_cluster,
@@ -20,7 +19,7 @@ from topology import (
     pcie_inference,
     tpu_pod,
 )
-from topology.labels import DERIVED_KEYS
+from placer.topology.labels import DERIVED_KEYS
 
 
 def test_dgx_h100_counts_and_one_domain_per_node() -> None:

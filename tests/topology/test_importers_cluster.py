@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topology.load import load_cluster
-from topology.views import summary
+from placer.topology.load import load_cluster
+from placer.topology.views import summary
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "importers"
 

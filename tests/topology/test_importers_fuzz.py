@@ -9,12 +9,12 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from placer.topology.errors import TopologyError
+from placer.topology.importers import parse_jgf, parse_kubernetes, parse_ojs_workers, parse_slurm
+from placer.topology.inventory import Inventory
+from placer.topology.load import detect_cluster_format
 
 from tests.support import containers
-from topology.errors import TopologyError
-from topology.importers import parse_jgf, parse_kubernetes, parse_ojs_workers, parse_slurm
-from topology.inventory import Inventory
-from topology.load import detect_cluster_format
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "importers"
 K8S_NODES = json.loads((EXAMPLES / "kubernetes_nodes.json").read_text())

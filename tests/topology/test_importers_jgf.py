@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from topology.errors import TopologyError
-from topology.importers.jgf import expand_hostlist, expand_idset, parse_jgf
-from topology.inventory import Inventory
+from placer.topology.errors import TopologyError
+from placer.topology.importers.jgf import expand_hostlist, expand_idset, parse_jgf
+from placer.topology.inventory import Inventory
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "importers" / "flux_jgf.json"
 

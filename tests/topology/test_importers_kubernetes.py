@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from topology.build import build_cluster
-from topology.errors import TopologyError
-from topology.importers.kubernetes import parse_kubernetes, priority_class_for
-from topology.inventory import Inventory
+from placer.topology.build import build_cluster
+from placer.topology.errors import TopologyError
+from placer.topology.importers.kubernetes import parse_kubernetes, priority_class_for
+from placer.topology.inventory import Inventory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "importers"
 NODES = EXAMPLES / "kubernetes_nodes.json"

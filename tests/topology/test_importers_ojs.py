@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from topology.errors import TopologyError
-from topology.importers.ojs_workers import parse_ojs_workers
+from placer.topology.errors import TopologyError
+from placer.topology.importers.ojs_workers import parse_ojs_workers
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "importers" / "ojs_workers.json"
 

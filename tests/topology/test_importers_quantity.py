@@ -5,8 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-
-from topology.importers.quantity import parse_quantity
+from placer.topology.importers.quantity import parse_quantity
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from topology.errors import TopologyError
-from topology.importers._common import Problems
-from topology.importers.slurm import parse_gres, parse_memory_mb, parse_slurm, parse_state, split_records
-from topology.inventory import Inventory, NodeSpec
+from placer.topology.errors import TopologyError
+from placer.topology.importers._common import Problems
+from placer.topology.importers.slurm import (
+    parse_gres,
+    parse_memory_mb,
+    parse_slurm,
+    parse_state,
+    split_records,
+)
+from placer.topology.inventory import Inventory, NodeSpec
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "importers" / "slurm_nodes.txt"
 
@@ -276,7 +281,7 @@ def test_not_text() -> None:
 
 def test_untyped_gres_builds_a_cluster_whose_gpus_match_no_typed_request() -> None:
     # "Gres=gpu:8" names no model: the node has 8 GPUs of type unknown-gpu, placeable by count only.
-    from topology import build_cluster, summary
+    from placer.topology import build_cluster, summary
 
     text = (
         "NodeName=g01 Arch=x86_64 CoresPerSocket=16 CPUTot=32 RealMemory=257000 Sockets=2 "

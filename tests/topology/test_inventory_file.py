@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from topology import (
+from placer.topology import (
     Cluster,
     Inventory,
     TopologyError,
@@ -20,7 +19,7 @@ from topology import (
     read_inventory,
     summary,
 )
-from topology.schema import inventory_schema_text
+from placer.topology.schema import inventory_schema_text
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "clusters"
@@ -89,7 +88,9 @@ def test_examples_round_trip() -> None:
 
 def test_schema_file_is_up_to_date() -> None:
     committed = (REPO / "docs" / "schemas" / "inventory.schema.json").read_text()
-    assert committed == inventory_schema_text(), "regenerate: python -m topology.schema > docs/schemas/..."
+    assert committed == inventory_schema_text(), (
+        "regenerate: python -m placer.topology.schema > docs/schemas/..."
+    )
 
 
 def test_examples_validate_against_schema() -> None:
@@ -250,8 +251,8 @@ def test_valid_inventory_object_passes() -> None:
 def test_docs_yaml_examples_build() -> None:
     import re
 
-    from topology import inventory_from_document
-    from topology.safe_load import parse_yaml
+    from placer.topology import inventory_from_document
+    from placer.topology.safe_load import parse_yaml
 
     text = (REPO / "docs" / "inventory.md").read_text()
     blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
@@ -266,8 +267,8 @@ def test_docs_yaml_examples_build() -> None:
 
 def test_impossible_date_in_an_inventory_is_a_topology_error() -> None:
     # Regression (shared loader): a YAML timestamp the date constructor refuses must not escape.
-    from topology.errors import TopologyError
-    from topology.inventory_file import read_inventory
+    from placer.topology.errors import TopologyError
+    from placer.topology.inventory_file import read_inventory
 
     with pytest.raises(TopologyError, match="day is out of range"):
         read_inventory("nodes: []\nmetadata: {built: 2001-12-99}\n", source="inv.yaml")

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from topology.errors import TopologyError
-from topology.load import MAX_FILE_BYTES, detect_cluster_format, load_inventory, read_text
+from placer.topology.errors import TopologyError
+from placer.topology.load import MAX_FILE_BYTES, detect_cluster_format, load_inventory, read_text
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "importers"
 
@@ -152,9 +151,9 @@ def test_unreadable_files(tmp_path: Path, content: bytes, message: str) -> None:
 
 
 def test_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import topology.load
+    import placer.topology.load
 
-    monkeypatch.setattr(topology.load, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr(placer.topology.load, "MAX_FILE_BYTES", 10)
     f = tmp_path / "big.json"
     f.write_text('{"nodes": []}')  # 13 bytes > 10
     with pytest.raises(TopologyError, match="larger than 10 bytes"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from topology import cluster_of, dgx_h100, hgx_a100, summary
+from placer.topology import cluster_of, dgx_h100, hgx_a100, summary
 
 
 def test_10k_nodes_80k_gpus() -> None:

@@ -4,8 +4,7 @@ host alignment and fixed slices."""
 from __future__ import annotations
 
 import pytest
-
-from topology import Cluster, TopologyError, cluster_of, count_free_slices, free_slices, tpu_pod
+from placer.topology import Cluster, TopologyError, cluster_of, count_free_slices, free_slices, tpu_pod
 
 
 def _chips(x_range: range, y_range: range) -> list[list[int]]:
@@ -137,7 +136,7 @@ def test_fixed_slice_offers_only_itself() -> None:
 
 
 def test_unusable_pod_offers_nothing() -> None:
-    from topology import Inventory, build_cluster
+    from placer.topology import Inventory, build_cluster
 
     inv = Inventory.model_validate(
         {"tpu_pods": [{"name": "p", "type": "v5e", "shape": [4, 4], "ready": False}]}

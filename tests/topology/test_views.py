@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from topology import (
+from placer.topology import (
     Cluster,
     Inventory,
     NodeSpec,

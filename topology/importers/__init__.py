@@ -1,10 +1,10 @@
-"""Importers: cluster descriptions from other systems -> :class:`~topology.inventory.Inventory`.
+"""Importers: cluster descriptions from other systems -> :class:`~placer.topology.inventory.Inventory`.
 
 Why a package of small modules: each source format (OJS worker advertisements, Kubernetes node lists,
 Slurm ``scontrol show node``, Flux JGF) has its own vocabulary, but all of them end in the same validated
 inventory document, so the graph builder never sees a foreign format. Every importer is
 ``parse_<fmt>(obj_or_text, *, source) -> Inventory`` and raises only
-:class:`~topology.errors.TopologyError`, each problem naming the file, the item and what is wrong.
+:class:`~placer.topology.errors.TopologyError`, each problem naming the file, the item and what is wrong.
 See ``docs/importers.md`` for the mapping rules of each format.
 
 >>> sorted(IMPORTERS)
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from topology.importers.jgf import parse_jgf
-from topology.importers.kubernetes import parse_kubernetes
-from topology.importers.ojs_workers import parse_ojs_workers
-from topology.importers.slurm import parse_slurm
-from topology.inventory import Inventory
+from placer.topology.importers.jgf import parse_jgf
+from placer.topology.importers.kubernetes import parse_kubernetes
+from placer.topology.importers.ojs_workers import parse_ojs_workers
+from placer.topology.importers.slurm import parse_slurm
+from placer.topology.inventory import Inventory
 
 #: Format name (as ``detect_cluster_format`` and ``placer cluster --format`` spell it) -> importer.
 IMPORTERS: dict[str, Callable[..., Inventory]] = {

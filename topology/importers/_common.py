@@ -20,10 +20,9 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from placer.topology.catalog import canonical_gpu_type, gpu_info, parse_gpu_product
+from placer.topology.errors import Problem, TopologyError
 from pydantic import BaseModel, ValidationError
-
-from topology.catalog import canonical_gpu_type, gpu_info, parse_gpu_product
-from topology.errors import Problem, TopologyError
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -53,7 +52,7 @@ class Problems:
     >>> p.check()
     Traceback (most recent call last):
     ...
-    topology.errors.TopologyError: a.txt: record 1 (NodeName=g1): CPUTot 'x' is not a number
+    placer.topology.errors.TopologyError: a.txt: record 1 (NodeName=g1): CPUTot 'x' is not a number
     """
 
     def __init__(self, source: str):

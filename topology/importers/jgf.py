@@ -1,4 +1,5 @@
-"""Flux JSON Graph Format (Fluxion resource graph, RFC 20 ``R``) -> :class:`~topology.inventory.Inventory`.
+"""Flux JSON Graph Format (Fluxion resource graph, RFC 20 ``R``) ->
+:class:`~placer.topology.inventory.Inventory`.
 
 Why: Flux describes a cluster as a containment tree (cluster > rack > node > socket > core/gpu/memory),
 and Fluxion's test data and ``flux R`` output carry it as JGF. Accepted documents: RFC 20 ``R``
@@ -44,9 +45,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from topology.importers._common import UNKNOWN_GPU, Problems, gpu_fields, join_item, short
-from topology.importers.text import parse_text
-from topology.inventory import InnerVertex, Inventory, NodeSpec
+from placer.topology.importers._common import UNKNOWN_GPU, Problems, gpu_fields, join_item, short
+from placer.topology.importers.text import parse_text
+from placer.topology.inventory import InnerVertex, Inventory, NodeSpec
+
+__all__ = ["FORMAT", "MAX_TREE_DEPTH", "UNITS", "expand_hostlist", "expand_idset", "parse_jgf"]
 
 FORMAT = "jgf"
 
@@ -76,13 +79,13 @@ class _Vertex:
 
 def parse_jgf(obj_or_text: Any, *, source: str) -> Inventory:
     """A Flux JGF / RFC 20 R document (object or JSON text) -> Inventory; a
-    :class:`~topology.errors.TopologyError` naming each bad vertex or edge otherwise.
+    :class:`~placer.topology.errors.TopologyError` naming each bad vertex or edge otherwise.
 
     >>> parse_jgf({"graph": {"nodes": [{"id": "0", "metadata": {"type": "node", "size": -1}}]}},
     ...           source="r.json")
     Traceback (most recent call last):
     ...
-    topology.errors.TopologyError: r.json: graph.nodes[0] (0): 'size' must be >= 0, got -1
+    placer.topology.errors.TopologyError: r.json: graph.nodes[0] (0): 'size' must be >= 0, got -1
     """
     problems = Problems(source)
     obj = parse_text(obj_or_text, source=source) if isinstance(obj_or_text, str) else obj_or_text

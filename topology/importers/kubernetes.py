@@ -5,13 +5,14 @@ needs, in labels written by NVIDIA GPU Feature Discovery (GFD), GKE and the clou
 (also in ``docs/importers.md``):
 
 * **Resources** come from ``status.allocatable`` (``status.capacity`` when absent): ``cpu``, ``memory``,
-  ``ephemeral-storage`` as Kubernetes quantities (:mod:`topology.importers.quantity`), memory and storage in
+  ``ephemeral-storage`` as Kubernetes quantities (:mod:`placer.topology.importers.quantity`), memory and
+  storage in
   GB of 2**30 bytes; GPUs from ``nvidia.com/gpu``. With GPU time-slicing (``nvidia.com/gpu.replicas`` > 1)
   the allocatable count is inflated, so the physical ``nvidia.com/gpu.count`` label is used instead.
 * **GPU facts** from GFD labels: ``nvidia.com/gpu.product`` (through the catalog, keeping what the
   product string says of memory and PCIe; GKE's ``cloud.google.com/gke-accelerator`` when GFD is not
   installed; ``unknown-gpu`` when neither is there), ``nvidia.com/gpu.memory`` (MiB, usable memory: read as
-  the nominal size it is just under, see :func:`~topology.importers._common.gpu_fields`),
+  the nominal size it is just under, see :func:`~placer.topology.importers._common.gpu_fields`),
   ``nvidia.com/gpu.compute.major``/``.minor``, and
   ``nvidia.com/gpu.clique`` (GB200 NVL72 / multi-node NVLink): the clique id is the node's
   ``nvlink_domain`` and its interconnect ``nvlink``.
@@ -62,11 +63,36 @@ from decimal import Decimal
 from itertools import product
 from typing import Any
 
-from topology.catalog import parse_shape, tpu_generation_from_gke, tpu_info
-from topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, join_item, short
-from topology.importers.quantity import parse_quantity
-from topology.importers.text import parse_text
-from topology.inventory import Inventory, NodeSpec, ReplicaAllocation, RunningJob, TpuPodSpec
+from placer.topology.catalog import parse_shape, tpu_generation_from_gke, tpu_info
+from placer.topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, join_item, short
+from placer.topology.importers.quantity import parse_quantity
+from placer.topology.importers.text import parse_text
+from placer.topology.inventory import Inventory, NodeSpec, ReplicaAllocation, RunningJob, TpuPodSpec
+
+__all__ = [
+    "ACCELERATOR_TAINTS",
+    "FORMAT",
+    "GPU_RESOURCE",
+    "L_BLOCK",
+    "L_CLIQUE",
+    "L_COUNT",
+    "L_GKE_GPU",
+    "L_MAJOR",
+    "L_MEMORY",
+    "L_MINOR",
+    "L_NODEPOOL",
+    "L_PRODUCT",
+    "L_QUEUE",
+    "L_REGION",
+    "L_REPLICAS",
+    "L_SUBBLOCK",
+    "L_TPU_ACCEL",
+    "L_TPU_TOPOLOGY",
+    "L_ZONE",
+    "TPU_RESOURCE",
+    "parse_kubernetes",
+    "priority_class_for",
+]
 
 FORMAT = "kubernetes"
 
@@ -121,13 +147,13 @@ def parse_kubernetes(
     nodes: Any, pods: Any = None, *, source: str, pods_source: str | None = None
 ) -> Inventory:
     """``kubectl get nodes -o json`` (object or JSON/YAML text), and optionally ``kubectl get pods -A -o
-    json``, -> Inventory. Raises :class:`~topology.errors.TopologyError` naming each bad item.
+    json``, -> Inventory. Raises :class:`~placer.topology.errors.TopologyError` naming each bad item.
 
     >>> parse_kubernetes({"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n1"},
     ...     "status": {"allocatable": {"memory": "12Zi"}}}]}, source="nodes.json")
     Traceback (most recent call last):
     ...
-    topology.errors.TopologyError: nodes.json: items[0] (n1): status.allocatable.memory: '12Zi' is not ...
+    placer.topology.errors.TopologyError: nodes.json: items[0] (n1): status.allocatable.memory: '12Zi' is ...
     """
     problems = Problems(source)
     obj = parse_text(nodes, source=source) if isinstance(nodes, str) else nodes

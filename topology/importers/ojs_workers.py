@@ -1,4 +1,4 @@
-"""OJS worker capability advertisements -> :class:`~topology.inventory.Inventory`.
+"""OJS worker capability advertisements -> :class:`~placer.topology.inventory.Inventory`.
 
 Why: an OJS backend knows its cluster only through what workers advertise. Three shapes exist in the
 specs, and one document may mix them:
@@ -18,7 +18,7 @@ by its ``worker_id``. Mapping rules (also in ``docs/importers.md``):
   selectors and affinity rules match on them; ``region``/``zone``/``block``/``rack`` labels also fill
   the node's topology fields; ``spot: true`` (or ``capacity_class: spot|on-demand|reserved``) sets the
   capacity class;
-* GPU type names go through the catalog (``topology.catalog.canonical_gpu_type``) when it knows them;
+* GPU type names go through the catalog (``placer.topology.catalog.canonical_gpu_type``) when it knows them;
 * ``accelerator: fpga`` workers become CPU nodes with the property ``fpga`` (placer has no FPGA model);
 * §11 defines no TPU fields; as a placer extension ``capabilities.tpu: {"type": "v5e", "topology":
   "2x4"}`` imports the worker as one fixed TPU slice;
@@ -37,10 +37,12 @@ import math
 import re
 from typing import Any
 
-from topology.catalog import canonical_tpu_type, parse_shape
-from topology.importers._common import Problems, gpu_fields, join_item, short
-from topology.importers.text import parse_text
-from topology.inventory import Inventory, LoadedModel, NodeSpec, TpuPodSpec
+from placer.topology.catalog import canonical_tpu_type, parse_shape
+from placer.topology.importers._common import Problems, gpu_fields, join_item, short
+from placer.topology.importers.text import parse_text
+from placer.topology.inventory import Inventory, LoadedModel, NodeSpec, TpuPodSpec
+
+__all__ = ["FORMAT", "parse_ojs_workers"]
 
 FORMAT = "ojs-workers"
 
@@ -68,12 +70,12 @@ _LABEL_NUMBERS = {"gpu_count": int, "gpu_memory_gb": float, "cpu_cores": float, 
 def parse_ojs_workers(obj_or_text: Any, *, source: str) -> Inventory:
     """Worker advertisements (object, list, ``{"workers": [...]}``, or their JSON/YAML text) -> Inventory.
 
-    Raises :class:`~topology.errors.TopologyError` listing every problem, each naming the worker.
+    Raises :class:`~placer.topology.errors.TopologyError` listing every problem, each naming the worker.
 
     >>> parse_ojs_workers('[{"worker_id": "a"}, {"worker_id": "a"}]', source="w.json")
     Traceback (most recent call last):
     ...
-    topology.errors.TopologyError: w.json: workers[1] (a): worker_id 'a' is used twice
+    placer.topology.errors.TopologyError: w.json: workers[1] (a): worker_id 'a' is used twice
     """
     problems = Problems(source)
     obj = parse_text(obj_or_text, source=source) if isinstance(obj_or_text, str) else obj_or_text

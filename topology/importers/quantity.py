@@ -28,6 +28,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+__all__ = ["MAX_EXPONENT", "parse_quantity"]
+
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _QUANTITY = re.compile(

@@ -1,4 +1,4 @@
-"""Slurm ``scontrol show node`` text -> :class:`~topology.inventory.Inventory`.
+"""Slurm ``scontrol show node`` text -> :class:`~placer.topology.inventory.Inventory`.
 
 Why: Slurm is the other half of the GPU world, and ``scontrol show node`` (or ``scontrol -o show node``,
 one line per node) is the one description every Slurm site can produce. Mapping rules (also in
@@ -39,8 +39,24 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, short
-from topology.inventory import InnerVertex, Inventory, NodeSpec, RunningJob
+from placer.topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, short
+from placer.topology.inventory import InnerVertex, Inventory, NodeSpec, RunningJob
+
+__all__ = [
+    "FORMAT",
+    "KNOWN_KEYS",
+    "NEUTRAL",
+    "NOT_READY",
+    "NOT_SCHEDULABLE",
+    "SPACE_KEYS",
+    "Gres",
+    "parse_gres",
+    "parse_index_list",
+    "parse_memory_mb",
+    "parse_slurm",
+    "parse_state",
+    "split_records",
+]
 
 FORMAT = "slurm"
 
@@ -312,13 +328,14 @@ def split_records(text: str, problems: Problems) -> list[tuple[int, dict[str, st
 
 
 def parse_slurm(text: Any, *, source: str) -> Inventory:
-    """``scontrol show node`` output -> Inventory; :class:`~topology.errors.TopologyError` naming each bad
+    """``scontrol show node`` output -> Inventory; :class:`~placer.topology.errors.TopologyError` naming each
+    bad
     record (``record 5 (NodeName=g01)``) otherwise.
 
     >>> parse_slurm("NodeName=g01 CPUTot=x", source="n.txt")
     Traceback (most recent call last):
     ...
-    topology.errors.TopologyError: n.txt: record 1 (NodeName=g01): CPUTot 'x' is not a whole number
+    placer.topology.errors.TopologyError: n.txt: record 1 (NodeName=g01): CPUTot 'x' is not a whole number
     """
     problems = Problems(source)
     if isinstance(text, bytes):

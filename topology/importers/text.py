@@ -1,8 +1,8 @@
-"""Importer inputs as Python objects: :mod:`topology.safe_load` with a larger size cap.
+"""Importer inputs as Python objects: :mod:`placer.topology.safe_load` with a larger size cap.
 
 Why a larger cap: ``kubectl get pods -A -o json`` of a big cluster runs to hundreds of megabytes, while a
 hand-written inventory or job file never should. Everything else (strict JSON, safe bounded YAML, errors
-naming the file) is :mod:`topology.safe_load`'s.
+naming the file) is :mod:`placer.topology.safe_load`'s.
 
 >>> parse_text('{"workers": []}', source="w.json")
 {'workers': []}
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from topology import safe_load
-from topology.errors import TopologyError
+from placer.topology import safe_load
+from placer.topology.errors import TopologyError
 
 #: Largest importer document accepted, in characters.
 MAX_TEXT_CHARS = 256 * 1024 * 1024

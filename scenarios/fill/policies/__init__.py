@@ -2,8 +2,8 @@
 
 Why separate from placer's engines: these are the *baselines* the FGD paper compares against (and FGD
 itself), written from their published definitions so that placer's own engines (``greedy``, ``cpsat``,
-run through ``place()`` by :mod:`scenarios.fill.engines`) are measured against independent code. Each
-policy sees the fill state (:class:`~scenarios.fill.state.FillState`), the arriving pod and the mask of
+run through ``place()`` by :mod:`placer.scenarios.fill.engines`) are measured against independent code. Each
+policy sees the fill state (:class:`~placer.scenarios.fill.state.FillState`), the arriving pod and the mask of
 nodes it fits on, and answers a node and GPU indices — or None, and the pod fails.
 
 A policy scores the feasible nodes (lower is better); ties go to the node with the lowest *rank*, a random
@@ -38,9 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from scenarios.fill.state import FillState
-from scenarios.fill.tables import NodeTable, PodTable
+from placer.scenarios.fill.state import FillState
+from placer.scenarios.fill.tables import NodeTable, PodTable
 
 #: Relative tolerance under which two scores are a tie (scores are sums of floats).
 TIE = 1e-9
@@ -114,6 +113,6 @@ def make(name: str, ctx: Context) -> Policy:
         raise KeyError(f"unknown policy {name!r} (known: {', '.join(POLICIES)})") from None
 
 
-from scenarios.fill.policies import baselines, fgd  # noqa: E402  (registration)
+from placer.scenarios.fill.policies import baselines, fgd  # noqa: E402  (registration)
 
 __all__ = ["POLICIES", "Context", "Policy", "baselines", "fgd", "make", "register"]

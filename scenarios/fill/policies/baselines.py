@@ -6,10 +6,10 @@ descriptions (no code of theirs is copied). Normalizers are the artifact's: 128 
 (:data:`MAX_CPU`) and 8 GPUs (:data:`MAX_GPU`). Keys are "lower is better"; the base class breaks ties by
 the run's random node rank.
 
->>> from scenarios.traces.alibaba import OpenbNode, OpenbPod
->>> from scenarios.fill.tables import NodeTable, PodTable
->>> from scenarios.fill.state import FillState
->>> from scenarios.fill.policies import Context, make
+>>> from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
+>>> from placer.scenarios.fill.tables import NodeTable, PodTable
+>>> from placer.scenarios.fill.state import FillState
+>>> from placer.scenarios.fill.policies import Context, make
 >>> big, small = OpenbNode("big", 96000, 393216, 8, "G2"), OpenbNode("small", 16000, 65536, 2, "P100")
 >>> nodes, pods = NodeTable.of([big, small]), PodTable.of([OpenbPod("p", 4000, 1024, 1, 1000)])
 >>> s = FillState(nodes)
@@ -20,10 +20,22 @@ the run's random node rank.
 from __future__ import annotations
 
 import numpy as np
+from placer.scenarios.fill.policies import Policy, register
+from placer.scenarios.fill.state import FillState
+from placer.scenarios.fill.tables import MILLI
 
-from scenarios.fill.policies import Policy, register
-from scenarios.fill.state import FillState
-from scenarios.fill.tables import MILLI
+__all__ = [
+    "MAX_CPU",
+    "MAX_GPU",
+    "BestFit",
+    "DotProduct",
+    "FirstFit",
+    "GpuClustering",
+    "GpuPacking",
+    "LeastAllocated",
+    "MostAllocated",
+    "Random",
+]
 
 #: The artifact's normalizers: the largest node's CPU (milli) and GPU (milli) capacity.
 MAX_CPU = 128_000

@@ -41,10 +41,22 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+from placer.scenarios.fill.policies import Context, Policy, register
+from placer.scenarios.fill.state import FillState
+from placer.scenarios.fill.tables import MILLI, PodTable
 
-from scenarios.fill.policies import Context, Policy, register
-from scenarios.fill.state import FillState
-from scenarios.fill.tables import MILLI, PodTable
+__all__ = [
+    "COARSE_LEVELS",
+    "POPULARITY",
+    "SCORE_LEVELS",
+    "Fgd",
+    "FgdExact",
+    "PlacerFrag",
+    "Targets",
+    "fragmentation",
+    "quantized",
+    "target_workload",
+]
 
 #: Share of the trace's pods the target workload covers, most popular shapes first (the artifact's
 #: ``podPopularityThreshold: 95``), renormalized.
@@ -72,7 +84,7 @@ def target_workload(pods: PodTable, popularity: float = POPULARITY) -> Targets:
     ``popularity`` of the pods, renormalized to sum to 1. CPU-only pods are shapes too (the artifact's
     ``isInvolvedCpuPods: true``); memory is not part of a shape.
 
-    >>> from scenarios.traces.alibaba import OpenbPod
+    >>> from placer.scenarios.traces.alibaba import OpenbPod
     >>> pods = PodTable.of([OpenbPod("a", 1000, 1, 1, 500)] * 3 + [OpenbPod("b", 2000, 1, 0, 0)])
     >>> t = target_workload(pods, popularity=0.5)
     >>> t.p.tolist(), t.milli.tolist()

@@ -1,17 +1,18 @@
 """Flux jobspec reader: RFC 14 canonical jobspecs and RFC 25 version 1, with RFC 26 dependencies and RFC 31
-constraints, mapped to the normalized :class:`~solver.jobs.model.Job`.
+constraints, mapped to the normalized :class:`~placer.solver.jobs.model.Job`.
 
 Why: Flux describes a job as a resource *graph* with task slots; the placer needs gang task groups. The
 reading is split by concern, each module documenting its rules and mapping:
 
-* :mod:`~solver.jobs.formats.flux_ids` - RFC 22 idsets, RFC 29 hostlists, RFC 45 range strings;
-* :mod:`~solver.jobs.formats.flux_count` - the three forms of ``count`` and range arithmetic;
-* :mod:`~solver.jobs.formats.flux_resources` - the resource vertex tree;
-* :mod:`~solver.jobs.formats.flux_slots` - slots to task groups (with the table of RFC use cases);
-* :mod:`~solver.jobs.formats.flux_v1` - the RFC 25 restrictions for ``version: 1``;
-* :mod:`~solver.jobs.formats.flux_tasks` - ``tasks``;
-* :mod:`~solver.jobs.formats.flux_attributes` - ``attributes.system`` / ``user``;
-* :mod:`~solver.jobs.formats.flux_constraints`, :mod:`~solver.jobs.formats.flux_dependencies` - RFC 31, 26.
+* :mod:`~placer.solver.jobs.formats.flux_ids` - RFC 22 idsets, RFC 29 hostlists, RFC 45 range strings;
+* :mod:`~placer.solver.jobs.formats.flux_count` - the three forms of ``count`` and range arithmetic;
+* :mod:`~placer.solver.jobs.formats.flux_resources` - the resource vertex tree;
+* :mod:`~placer.solver.jobs.formats.flux_slots` - slots to task groups (with the table of RFC use cases);
+* :mod:`~placer.solver.jobs.formats.flux_v1` - the RFC 25 restrictions for ``version: 1``;
+* :mod:`~placer.solver.jobs.formats.flux_tasks` - ``tasks``;
+* :mod:`~placer.solver.jobs.formats.flux_attributes` - ``attributes.system`` / ``user``;
+* :mod:`~placer.solver.jobs.formats.flux_constraints`, :mod:`~placer.solver.jobs.formats.flux_dependencies` -
+  RFC 31, 26.
 
 The document: an object with ``version`` (integer), ``resources``, ``tasks`` and ``attributes`` (RFC 14
 "MUST contain"; a missing one is ``required``). ``version: 1`` selects the RFC 25 rules and
@@ -39,7 +40,8 @@ verdict against the ``schema.json`` beside it):
 
 * accepted: every spec_14 use case (1.1-1.8, 2.1-2.9), ``example1`` and ``example2``; every spec_25
   file; every spec_26 dependency list (through
-  :func:`~solver.jobs.formats.flux_dependencies.read_dependencies`; given to ``placer validate`` alone, a
+  :func:`~placer.solver.jobs.formats.flux_dependencies.read_dependencies`; given to ``placer validate``
+  alone, a
   dependency list is refused as "not a job", which it is not);
 * ``spec_14/example2.yaml`` is accepted as canonical (``"flux-rfc14"``) with two warnings: it says
   ``version: 1`` but its graph is ``slot > node``, which is not one of RFC 25's four V1 graphs and lacks
@@ -54,7 +56,7 @@ rejected although the schema accepts them; strings that are both an idset and a 
 ``after*`` dependency objects without ``type``/``scope`` and ``exclusive`` on a V1 ``node`` are accepted
 although a schema rejects them (see the modules for each).
 
->>> from solver.jobs.options import ReadOptions
+>>> from placer.solver.jobs.options import ReadOptions
 >>> doc = {"version": 1, "attributes": {"system": {"duration": 3600}},
 ...        "resources": [{"type": "slot", "count": 10, "label": "default",
 ...                       "with": [{"type": "core", "count": 2}, {"type": "gpu", "count": 1}]}],
@@ -69,17 +71,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.fields import Fields
+from placer.solver.jobs.formats.flux_attributes import Attributes, read_attributes
+from placer.solver.jobs.formats.flux_resources import Vertex, read_resources
+from placer.solver.jobs.formats.flux_slots import Plan, SlotGroup, plan_groups
+from placer.solver.jobs.formats.flux_tasks import SlotInfo, read_tasks
+from placer.solver.jobs.formats.flux_v1 import check_resources
+from placer.solver.jobs.model import Accelerator, Job, Placement, Preemption, ReadResult
+from placer.solver.jobs.options import ReadOptions
 from pydantic import ValidationError
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.fields import Fields
-from solver.jobs.formats.flux_attributes import Attributes, read_attributes
-from solver.jobs.formats.flux_resources import Vertex, read_resources
-from solver.jobs.formats.flux_slots import Plan, SlotGroup, plan_groups
-from solver.jobs.formats.flux_tasks import SlotInfo, read_tasks
-from solver.jobs.formats.flux_v1 import check_resources
-from solver.jobs.model import Accelerator, Job, Placement, Preemption, ReadResult
-from solver.jobs.options import ReadOptions
+__all__ = ["TOP_KEYS", "read"]
 
 TOP_KEYS: tuple[str, ...] = ("version", "resources", "tasks", "attributes")
 

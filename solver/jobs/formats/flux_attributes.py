@@ -45,13 +45,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.fields import Fields, join, type_name
-from solver.jobs.formats.flux_constraints import read_constraints
-from solver.jobs.formats.flux_count import reject_nulls
-from solver.jobs.formats.flux_dependencies import read_dependencies
-from solver.jobs.formats.flux_tasks import check_environment
-from solver.jobs.model import Dependency, Rule
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.fields import Fields, join, type_name
+from placer.solver.jobs.formats.flux_constraints import read_constraints
+from placer.solver.jobs.formats.flux_count import reject_nulls
+from placer.solver.jobs.formats.flux_dependencies import read_dependencies
+from placer.solver.jobs.formats.flux_tasks import check_environment
+from placer.solver.jobs.model import Dependency, Rule
+
+__all__ = ["KNOWN_SYSTEM", "Attributes", "read_attributes"]
 
 KNOWN_SYSTEM: frozenset[str] = frozenset(
     {
@@ -73,7 +75,7 @@ KNOWN_SYSTEM: frozenset[str] = frozenset(
 
 @dataclass
 class Attributes:
-    """What ``attributes`` gave, ready for the :class:`~solver.jobs.model.Job`."""
+    """What ``attributes`` gave, ready for the :class:`~placer.solver.jobs.model.Job`."""
 
     duration_s: float | None = None
     queue: str | None = None

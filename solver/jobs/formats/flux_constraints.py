@@ -2,7 +2,7 @@
 
 Why a module of its own: RFC 31 is a small JsonLogic-like language (``{"operator": [values]}``, nested)
 with edge cases of its own (empty operands, ``^`` negation, hostlists); the solver wants plain
-:class:`~solver.jobs.model.LabelRule` trees under ``Placement.required``.
+:class:`~placer.solver.jobs.model.LabelRule` trees under ``Placement.required``.
 
 Mapping (node labels are what the topology exposes; Flux properties are labels with value ``"true"``):
 
@@ -39,9 +39,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.fields import join, type_name
-from solver.jobs.formats.flux_ids import (
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.fields import join, type_name
+from placer.solver.jobs.formats.flux_ids import (
     MAX_EXPANDED,
     FluxLimitError,
     FluxSyntaxError,
@@ -49,7 +49,9 @@ from solver.jobs.formats.flux_ids import (
     expand_idset,
     parse_idset,
 )
-from solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule
+from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule
+
+__all__ = ["NEVER", "OPERATORS", "read_constraints"]
 
 #: The operators RFC 31 says SHALL be supported.
 OPERATORS: tuple[str, ...] = ("properties", "hostlist", "ranks", "and", "or", "not")

@@ -3,7 +3,7 @@
 Why a module of its own: a count has three forms (a positive integer; a string that is an RFC 22 idset or
 an RFC 45 range; a ``{min, max, operator, operand}`` dictionary), each with its own rules, and the
 reader must multiply counts down the resource tree (``switch: 3 > slot: 1`` is three slots) while
-keeping ranges exact where :class:`~solver.jobs.model.CountRange` can say so.
+keeping ranges exact where :class:`~placer.solver.jobs.model.CountRange` can say so.
 
 Rules enforced (RFC 14 text, and the spec_14 ``schema.json``):
 
@@ -32,9 +32,9 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.fields import Fields, join, type_name
-from solver.jobs.formats.flux_ids import (
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.fields import Fields, join, type_name
+from placer.solver.jobs.formats.flux_ids import (
     FluxLimitError,
     FluxSyntaxError,
     expand_idset,
@@ -42,7 +42,20 @@ from solver.jobs.formats.flux_ids import (
     parse_idset,
     parse_range_string,
 )
-from solver.jobs.model import CountRange
+from placer.solver.jobs.model import CountRange
+
+__all__ = [
+    "MAX_COUNT",
+    "MAX_IDSET_COUNTS",
+    "fixed",
+    "is_fixed",
+    "product",
+    "read_count",
+    "reject_nulls",
+    "relaxed",
+    "scale",
+    "sum_of",
+]
 
 #: Largest count or product of counts accepted (2**53: exact as a float, far beyond any cluster).
 MAX_COUNT = 2**53

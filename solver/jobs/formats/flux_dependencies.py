@@ -51,9 +51,19 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.fields import Fields, join, type_name
-from solver.jobs.model import Dependency, DependencyCondition
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.fields import Fields, join, type_name
+from placer.solver.jobs.model import Dependency, DependencyCondition
+
+__all__ = [
+    "CONDITIONS",
+    "OPENMP_SCHEMES",
+    "SCOPES",
+    "TYPES",
+    "DependencyRead",
+    "parse_dependency_uri",
+    "read_dependencies",
+]
 
 #: RFC 26 "simple" job-state schemes and the condition each waits for.
 CONDITIONS: dict[str, DependencyCondition] = {

@@ -30,6 +30,19 @@ from __future__ import annotations
 
 import re
 
+__all__ = [
+    "MAX_DIGITS",
+    "MAX_EXPANDED",
+    "FluxLimitError",
+    "FluxSyntaxError",
+    "expand_hostlist",
+    "expand_idset",
+    "idset_size",
+    "looks_like_range_string",
+    "parse_idset",
+    "parse_range_string",
+]
+
 #: Longest decimal id accepted (ids beyond 2**63 mean nothing to a scheduler).
 MAX_DIGITS = 19
 
@@ -80,7 +93,7 @@ def parse_idset(text: str) -> list[tuple[int, int]]:
     >>> parse_idset("3,1")
     Traceback (most recent call last):
     ...
-    solver.jobs.formats.flux_ids.FluxSyntaxError: idset '3,1': ids must be unique and ascending
+    placer.solver.jobs.formats.flux_ids.FluxSyntaxError: idset '3,1': ids must be unique and ascending
     """
     body = _unbracket(text, "idset")
     if body == "":

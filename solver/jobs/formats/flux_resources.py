@@ -2,11 +2,12 @@
 
 Why a module of its own: the tree is validated once, with every problem reported at its exact path
 (``resources[0].with[1].count.min``), before anything is mapped to task groups; the mapping
-(:mod:`solver.jobs.formats.flux_slots`) and the V1 rules (:mod:`solver.jobs.formats.flux_v1`) then work
+(:mod:`placer.solver.jobs.formats.flux_slots`) and the V1 rules (:mod:`placer.solver.jobs.formats.flux_v1`)
+then work
 on clean vertices.
 
 Rules (RFC 14 text and the spec_14 ``schema.json``): ``resources`` is a non-empty array; a vertex is an
-object with ``type`` (string) and ``count`` (see :mod:`~solver.jobs.formats.flux_count`), optionally
+object with ``type`` (string) and ``count`` (see :mod:`~placer.solver.jobs.formats.flux_count`), optionally
 ``unit`` (string), ``exclusive`` (boolean), ``with`` (array of vertices), ``label`` (string) and ``id``
 (string); any other key is ``malformed``. Labels are unique in the jobspec (``conflict``). A ``slot``
 needs a ``label`` and at least one ``with`` edge (``required``). Stricter than the schema, for the
@@ -27,10 +28,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.fields import Fields, join, type_name
-from solver.jobs.formats.flux_count import read_count, reject_nulls
-from solver.jobs.model import CountRange, FluxResource
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.fields import Fields, join, type_name
+from placer.solver.jobs.formats.flux_count import read_count, reject_nulls
+from placer.solver.jobs.model import CountRange, FluxResource
+
+__all__ = [
+    "BYTE_UNITS",
+    "MEMORY_TYPES",
+    "STORAGE_TYPES",
+    "VERTEX_KEYS",
+    "Vertex",
+    "read_resources",
+    "unit_factor",
+]
 
 #: Keys a resource vertex may have (RFC 14; ``additionalProperties: false`` in the schema).
 VERTEX_KEYS: frozenset[str] = frozenset({"type", "count", "unit", "exclusive", "with", "label", "id"})

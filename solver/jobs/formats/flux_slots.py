@@ -3,7 +3,7 @@
 Why a module of its own: this is the one place where Flux's graph-shaped request is squeezed into
 "``count`` identical replicas, each needing X", and the choices made here decide what the solver places.
 
-Each vertex of ``type: slot`` becomes one :class:`~solver.jobs.model.TaskGroup` named by its label. Two
+Each vertex of ``type: slot`` becomes one :class:`~placer.solver.jobs.model.TaskGroup` named by its label. Two
 shapes exist, depending on whether a ``node`` vertex lies *above* the slot or *inside* it:
 
 * **node above the slot** (``node > slot``, ``node > socket > slot``): a replica is *one node's share*,
@@ -24,12 +24,13 @@ Per-replica demand sums the slot's subtree with counts multiplied down (minimum 
 ``core`` -> ``cpu_cores``, ``gpu`` -> ``gpu=GpuDemand(count)``, ``memory`` -> ``memory_gb`` and
 ``storage``/``disk`` -> ``storage_gb`` (``unit`` converted), any other leaf type (``ib10g``) ->
 ``extra[type]``. Inner structure (sockets, nodes) is kept in ``structure`` as
-:class:`~solver.jobs.model.FluxResource` trees so the solver can match "2 sockets with 4 cores each".
+:class:`~placer.solver.jobs.model.FluxResource` trees so the solver can match "2 sockets with 4 cores each".
 
 Ranges: ``count_range`` holds the replica count range (``count`` is its minimum). Counts multiply down the
 tree; one range times fixed counts stays exact (``+`` and ``*`` ranges scale, ``^`` only by 1); two ranges
 on one path, or a node range summed over several replicas with ``*``/``^``, have no exact
-:class:`~solver.jobs.model.CountRange` form, and the smallest ``+1`` range containing every possibility is
+:class:`~placer.solver.jobs.model.CountRange` form, and the smallest ``+1`` range containing every
+possibility is
 used instead (``metadata["flux_slots"][label]["count_exact"]`` is then false). A range *inside* a replica
 (``memory: {min: 2}``) contributes its minimum to the demand; the full range stays in ``structure``.
 
@@ -73,7 +74,7 @@ in ``metadata["flux_slots"][label]``: the vertices above the slot (``within``: e
 each"), slots per replica, and whether the counts are exact. Vertices outside every slot (not on a path
 to one) are not demand; their paths are listed in ``metadata["flux_unslotted"]`` with a warning.
 
->>> from solver.jobs.formats.flux_resources import read_resources
+>>> from placer.solver.jobs.formats.flux_resources import read_resources
 >>> issues: list = []
 >>> tree = read_resources([{"type": "node", "count": 4, "with": [{"type": "slot", "count": 4, "label": "s",
 ...     "with": [{"type": "core", "count": 1}, {"type": "gpu", "count": 1}]}]}], "resources", issues)
@@ -88,10 +89,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.formats.flux_count import MAX_COUNT, fixed, is_fixed, product, relaxed, scale, sum_of
-from solver.jobs.formats.flux_resources import MEMORY_TYPES, STORAGE_TYPES, Vertex, unit_factor
-from solver.jobs.model import CountRange, FluxResource, GpuDemand, TaskGroup
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.formats.flux_count import MAX_COUNT, fixed, is_fixed, product, relaxed, scale, sum_of
+from placer.solver.jobs.formats.flux_resources import MEMORY_TYPES, STORAGE_TYPES, Vertex, unit_factor
+from placer.solver.jobs.model import CountRange, FluxResource, GpuDemand, TaskGroup
+
+__all__ = ["SCOPE_TYPES", "Plan", "SlotGroup", "plan_groups"]
 
 #: Top-level vertex types that map to ``Placement.topology_scope`` when requested once.
 SCOPE_TYPES: frozenset[str] = frozenset({"node", "rack", "block", "zone"})

@@ -30,10 +30,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.fields import Fields, join, type_name
-from solver.jobs.formats.flux_count import reject_nulls
-from solver.jobs.formats.flux_v1 import check_task_count
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.fields import Fields, join, type_name
+from placer.solver.jobs.formats.flux_count import reject_nulls
+from placer.solver.jobs.formats.flux_v1 import check_task_count
+
+__all__ = ["COUNT_KEYS", "TASK_KEYS", "SlotInfo", "check_environment", "read_tasks"]
 
 TASK_KEYS: frozenset[str] = frozenset({"command", "slot", "count", "attributes", "distribution"})
 COUNT_KEYS: tuple[str, ...] = ("per_slot", "per_resource", "total")

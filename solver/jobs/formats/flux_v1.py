@@ -30,7 +30,7 @@ slots, the RFC 14 oversubscription). That rule is reported as a *warning* only (
 RFC's example is accepted. The RFC text allows ``exclusive`` on ``node`` while the V1 schema allows it on
 ``slot`` instead; both are accepted.
 
->>> from solver.jobs.formats.flux_resources import read_resources
+>>> from placer.solver.jobs.formats.flux_resources import read_resources
 >>> issues: list = []
 >>> slot = {"type": "slot", "count": 4, "label": "d", "with": [{"type": "node", "count": 1}]}
 >>> tree = read_resources([slot], "resources", issues)
@@ -40,9 +40,11 @@ RFC's example is accepted. The RFC text allows ``exclusive`` on ``node`` while t
 
 from __future__ import annotations
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.fields import join
-from solver.jobs.formats.flux_resources import Vertex
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.fields import join
+from placer.solver.jobs.formats.flux_resources import Vertex
+
+__all__ = ["GRAPHS", "V1_KEYS", "V1_TYPES", "check_resources", "check_task_count"]
 
 V1_TYPES: tuple[str, ...] = ("node", "slot", "core", "gpu")
 V1_KEYS: frozenset[str] = frozenset({"type", "count", "unit", "with", "label"})

@@ -1,8 +1,8 @@
 """The OJS reader: job envelopes (v0.3.0 flat ``ext_ml_*``, v0.1.0 ``meta``, ``ext_mlx_*``), workflows
-and lists of envelopes, to :class:`~solver.jobs.model.Job` objects.
+and lists of envelopes, to :class:`~placer.solver.jobs.model.Job` objects.
 
 What a document may be (see :func:`classify`): one envelope; a workflow (``workflow_type`` chain, group
-or batch, :mod:`solver.jobs.formats.ojs_workflow`); a list of envelopes and/or workflows (a batch of
+or batch, :mod:`placer.solver.jobs.formats.ojs_workflow`); a list of envelopes and/or workflows (a batch of
 jobs). Documents that are OJS but not jobs (a §10 queue configuration, a §11 / v0.1 §2.3 / §6.1 worker
 advertisement or FETCH request, a bare §9.2 ``last_checkpoint`` block) get one ``format`` issue saying
 what they are instead of being read as empty CPU jobs.
@@ -26,8 +26,8 @@ One envelope is read in this order:
 2. v0.1.0 ``meta`` attributes translated to v0.3.0 keys and merged with the envelope's own (a value set
    differently in both forms is a ``conflict``);
 3. the queue's ``ml_defaults`` fill the attributes still unset (§10.1), for ``options.queues[queue]``;
-4. the v0.3.0 attributes (:mod:`solver.jobs.formats.ojs_v03`) and the ``ext_mlx_*`` ones
-   (:mod:`solver.jobs.formats.ojs_mlx`);
+4. the v0.3.0 attributes (:mod:`placer.solver.jobs.formats.ojs_v03`) and the ``ext_mlx_*`` ones
+   (:mod:`placer.solver.jobs.formats.ojs_mlx`);
 5. ``meta.tenant``, ``meta.project`` and ``meta.user`` (strings) become ``Job.tenant``/``project``/
    ``user`` (the specs define no tenancy; ``meta`` is where OJS puts producer metadata);
    ``meta.last_checkpoint`` (§9.2 schema) becomes ``Job.last_checkpoint``; the rest of ``meta`` is kept
@@ -37,7 +37,7 @@ One envelope is read in this order:
 rules test (its example matches ``job_type``). Keys the reader does not know (core or extension) are kept
 untouched in ``Job.unknown``, nested ones under their dotted path; the whole input is ``Job.envelope``.
 
->>> from solver.jobs.options import ReadOptions
+>>> from placer.solver.jobs.options import ReadOptions
 >>> [r] = read({"id": "j1", "ext_ml_gpu_type": "nvidia-t4"}, source="x", options=ReadOptions())
 >>> r.ok, r.job.accelerator.value, r.job.total_gpus, r.job.source_format
 (True, 'gpu', 1, 'ojs-ml-v0.3')
@@ -48,16 +48,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from placer.solver.jobs.errors import Issue, issue, located, prefixed
+from placer.solver.jobs.fields import Fields, type_name
+from placer.solver.jobs.formats.ojs_mlx import parse_mlx
+from placer.solver.jobs.formats.ojs_v01 import V01_META_KEYS, merge_forms, translate_meta
+from placer.solver.jobs.formats.ojs_v03 import parse_attributes
+from placer.solver.jobs.formats.ojs_workflow import expand_workflow
+from placer.solver.jobs.model import Job, LastCheckpoint, PreemptionPolicy, ReadResult
+from placer.solver.jobs.options import ReadOptions
 from pydantic import ValidationError
 
-from solver.jobs.errors import Issue, issue, located, prefixed
-from solver.jobs.fields import Fields, type_name
-from solver.jobs.formats.ojs_mlx import parse_mlx
-from solver.jobs.formats.ojs_v01 import V01_META_KEYS, merge_forms, translate_meta
-from solver.jobs.formats.ojs_v03 import parse_attributes
-from solver.jobs.formats.ojs_workflow import expand_workflow
-from solver.jobs.model import Job, LastCheckpoint, PreemptionPolicy, ReadResult
-from solver.jobs.options import ReadOptions
+__all__ = ["SOURCE_FORMAT", "Kind", "classify", "read", "read_envelope"]
 
 #: ``Job.source_format`` of every job this reader produces (v0.1.0 and ``ext_mlx_*`` attributes are
 #: read into the same model, so one name).
@@ -164,7 +165,7 @@ def classify(obj: Any) -> Kind:
 
 
 _NOT_JOBS = {
-    "queue_config": "an OJS queue configuration (§10), not a job; load it with solver.jobs.queues",
+    "queue_config": "an OJS queue configuration (§10), not a job; load it with placer.solver.jobs.queues",
     "worker": "an OJS worker capability advertisement or FETCH request, not a job",
     "checkpoint_metadata": "OJS checkpoint metadata (§9.2), not a job; it belongs in a job's meta",
     "json_schema": "a JSON Schema document ($schema / definitions / properties), not a job",
@@ -181,7 +182,7 @@ _NOT_JOBS = {
 
 
 def read(doc: Any, *, source: str, options: ReadOptions) -> list[ReadResult]:
-    """Every job of an OJS document, one :class:`~solver.jobs.model.ReadResult` each (never raises)."""
+    """Every job of an OJS document, one :class:`~placer.solver.jobs.model.ReadResult` each (never raises)."""
     kind = classify(doc)
     if kind == "envelope":
         return [read_envelope(doc, source=source, options=options, fallback_id=f"{source}#0")]
@@ -305,7 +306,8 @@ def read_envelope(
     fallback_id: str,
     path: str = "",
 ) -> ReadResult:
-    """One OJS job envelope as a :class:`~solver.jobs.model.ReadResult` (order of steps in the module doc).
+    """One OJS job envelope as a :class:`~placer.solver.jobs.model.ReadResult` (order of steps in the module
+    doc).
 
     ``path`` prefixes every issue path (``steps[1]`` inside a workflow, ``[3]`` in a list).
 

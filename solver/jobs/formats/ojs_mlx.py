@@ -12,9 +12,9 @@ per-request timeout; ``ext_mlx_preprocess_transformations`` items are objects wi
 ``ext_mlx_eval_metrics`` is an array of strings; each ``ext_mlx_eval_thresholds`` entry is an object with a
 numeric ``min`` and/or ``max`` (``min <= max``); ``ext_mlx_preprocess_split_ratios`` values are numbers in
 [0, 1] summing to 1 within :data:`SPLIT_TOLERANCE` (§5.3 "MUST sum to 1.0", "SHOULD validate"). URI
-schemes, traversal and credentials are checked by :mod:`solver.jobs.guards` (for every format).
+schemes, traversal and credentials are checked by :mod:`placer.solver.jobs.guards` (for every format).
 
->>> from solver.jobs.fields import Fields
+>>> from placer.solver.jobs.fields import Fields
 >>> f = Fields({"ext_mlx_scheduling_gpu_affinity": "dedicated", "ext_mlx_run_id": "run-1"})
 >>> hints = parse_mlx(f)
 >>> hints.gpu_affinity.value, hints.metadata, f.issues
@@ -28,8 +28,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from solver.jobs.fields import Fields, join, type_name
-from solver.jobs.model import GpuAffinity, PreemptionPolicy, SpotPreference
+from placer.solver.jobs.fields import Fields, join, type_name
+from placer.solver.jobs.model import GpuAffinity, PreemptionPolicy, SpotPreference
+
+__all__ = [
+    "ARTIFACT_REGISTRIES",
+    "DATA_FORMATS",
+    "FRAMEWORKS",
+    "INFERENCE_MODES",
+    "MLX_ATTRIBUTES",
+    "SPLIT_TOLERANCE",
+    "URI_ATTRIBUTES",
+    "MlxHints",
+    "parse_mlx",
+]
 
 #: Largest accepted difference between the sum of split ratios and 1.
 SPLIT_TOLERANCE = 1e-6

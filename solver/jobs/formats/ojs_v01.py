@@ -37,8 +37,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from solver.jobs.errors import Issue, JobValidationError, issue
-from solver.jobs.fields import join, type_name
+from placer.solver.jobs.errors import Issue, JobValidationError, issue
+from placer.solver.jobs.fields import join, type_name
+
+__all__ = ["V01_META_KEYS", "merge_forms", "parse_worker_labels", "translate_meta"]
 
 #: meta sub-object -> {v0.1 field: v0.3 attribute}; nested objects are handled by :func:`translate_meta`.
 _RESOURCES = {"memory_gb": "ext_ml_memory_gb", "storage_gb": "ext_ml_storage_gb"}
@@ -156,7 +158,7 @@ def parse_worker_labels(labels: Any, *, path: str = "labels") -> dict[str, str]:
 
     The key is what precedes the first ``:``, the value everything after it (so ``"zone:us:1a"`` is key
     ``zone``, value ``us:1a``). Values stay strings: the topology importer decides what is a number.
-    Raises :class:`~solver.jobs.errors.JobValidationError` listing every bad entry (not a list, not a
+    Raises :class:`~placer.solver.jobs.errors.JobValidationError` listing every bad entry (not a list, not a
     string, no ``:``, empty key or value, one key with two different values); never drops one silently.
 
     >>> parse_worker_labels(["gpu:nvidia-a100", "gpu_count:4", "spot:true"])

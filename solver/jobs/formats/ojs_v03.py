@@ -2,8 +2,8 @@
 
 Why strict: the attribute tables give exact types (``"8"`` is not an integer, ``"64Gi"`` is not a number)
 and closed value lists; a placer that guessed would place jobs the producer did not ask for. Every problem
-of a job is reported at once as an :class:`~solver.jobs.errors.Issue` (through
-:class:`~solver.jobs.fields.Fields`), never raised.
+of a job is reported at once as an :class:`~placer.solver.jobs.errors.Issue` (through
+:class:`~placer.solver.jobs.fields.Fields`), never raised.
 
 Rules implemented here beyond the tables:
 
@@ -32,7 +32,7 @@ must be a number or a dotted version such as ``"8.0"``), and ``weight`` an integ
 meaningful on a preferred rule; on a required rule it is ignored with a warning. A preferred rule without a
 weight keeps ``weight=None`` ("unweighted"; the solver applies its default).
 
->>> from solver.jobs.fields import Fields
+>>> from placer.solver.jobs.fields import Fields
 >>> f = Fields({"ext_ml_gpu_type": "nvidia-h100", "ext_ml_precision": "fp8"})
 >>> kw = parse_attributes(f, [], {})
 >>> kw["accelerator"].value, kw["tasks"][0].gpu.count, kw["tasks"][0].gpu.min_compute_capability, f.issues
@@ -45,9 +45,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.fields import Fields, join, type_name
-from solver.jobs.model import (
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.fields import Fields, join, type_name
+from placer.solver.jobs.model import (
     PRECISION_MIN_CC,
     Accelerator,
     AffinityOperator,
@@ -66,6 +66,26 @@ from solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
+
+__all__ = [
+    "CHECKSUM_PATTERN",
+    "GPU_TYPE_PATTERN",
+    "MODEL_FORMATS",
+    "MODEL_PROVIDERS",
+    "MODEL_REGISTRIES",
+    "OJS_OPERATORS",
+    "RUNTIMES",
+    "TPU_TYPES",
+    "V03_ATTRIBUTES",
+    "WELL_KNOWN_GPU_TYPES",
+    "is_gpu_type",
+    "parse_affinity",
+    "parse_attributes",
+    "parse_node_selector",
+    "parse_rule",
+    "parse_tpu_topology",
+    "selector_rules",
+]
 
 # ---------------------------------------------------------------------------------------------------
 # Closed lists of the v0.3.0 tables
@@ -523,7 +543,8 @@ def _checkpointing(f: Fields) -> Checkpointing:
 
 
 def parse_attributes(f: Fields, warnings: list[Issue], unknown: dict[str, Any]) -> dict[str, Any]:
-    """Read every §3-§9 attribute of ``f`` and return keyword arguments for :class:`~solver.jobs.model.Job`.
+    """Read every §3-§9 attribute of ``f`` and return keyword arguments for
+    :class:`~placer.solver.jobs.model.Job`.
 
     Problems go to ``f.issues`` (the caller refuses the job when there are any), ignorable oddities to
     ``warnings``, unknown keys inside rule objects to ``unknown``. ``ext_ml_max_tokens`` and

@@ -1,7 +1,7 @@
 """OJS workflows (ML resources v0.3.0 §12, extensions §9): chain, group and batch, flattened to jobs.
 
 Why flatten: the solver places jobs, not workflows. Each step becomes an independent job read by the
-envelope reader, and the workflow's shape becomes :class:`~solver.jobs.model.Dependency` edges:
+envelope reader, and the workflow's shape becomes :class:`~placer.solver.jobs.model.Dependency` edges:
 
 * ``chain`` (``steps``): every job of step i+1 depends on every last job of step i, condition
   ``success`` (a chain advances when the previous step succeeded);
@@ -24,8 +24,8 @@ Nothing is inherited between steps (§12.3 MUST NOT): each step is read on its o
 (§12.3 / §14.5 "shared metadata", never parsed as resources), ``name`` into ``metadata["workflow_name"]``;
 other workflow-level keys are kept in each job's ``unknown["workflow"]``.
 
->>> from solver.jobs.formats.ojs import read
->>> from solver.jobs.options import ReadOptions
+>>> from placer.solver.jobs.formats.ojs import read
+>>> from placer.solver.jobs.options import ReadOptions
 >>> doc = {"workflow_type": "chain", "id": "w", "steps": [{"type": "a"}, {"type": "b"}]}
 >>> [(r.id, [d.job for d in r.job.dependencies]) for r in read(doc, source="s", options=ReadOptions())]
 [('w.step-0', []), ('w.step-1', ['w.step-0'])]
@@ -36,10 +36,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from solver.jobs.errors import Issue, issue
-from solver.jobs.fields import Fields, join, type_name
-from solver.jobs.model import Dependency, DependencyCondition, ReadResult
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.fields import Fields, join, type_name
+from placer.solver.jobs.model import Dependency, DependencyCondition, ReadResult
+from placer.solver.jobs.options import ReadOptions
+
+__all__ = ["CALLBACKS", "WORKFLOW_TYPES", "ReadOne", "expand_workflow"]
 
 WORKFLOW_TYPES: tuple[str, ...] = ("chain", "group", "batch")
 CALLBACKS: dict[str, DependencyCondition] = {

@@ -1,20 +1,21 @@
 """Reader for the Scalable Systems Software (SSS) XML job object: ``Job`` and ``JobGroup`` documents.
 
 Why this shape: the SSS document is XML text, so this reader owns its parsing (through
-:func:`solver.jobs.parse.parse_xml`: DTDs, entities and external references refused). When the parser
-rejects a document, :mod:`~solver.jobs.formats.sss_diagnose` says what to fix (curly quotes, mismatched
+:func:`placer.solver.jobs.parse.parse_xml`: DTDs, entities and external references refused). When the parser
+rejects a document, :mod:`~placer.solver.jobs.formats.sss_diagnose` says what to fix (curly quotes, mismatched
 tags) before the parser's own message. A well-formed document yields one
-:class:`~solver.jobs.model.ReadResult` per ``Job``; a ``JobGroup``'s ``JobDefaults`` apply to each of its
+:class:`~placer.solver.jobs.model.ReadResult` per ``Job``; a ``JobGroup``'s ``JobDefaults`` apply to each of
+its
 jobs unless the job overrides them (§4-5), and its ``JobGroupId`` becomes the jobs' ``workflow_id``. A
 document wrapped in an SSSRMAP ``Request``/``Response`` ``Data`` element is read from inside the
-``Data``. The mapping decisions are documented in :mod:`~solver.jobs.formats.sss_job` (jobs, task
-groups, credentials), :mod:`~solver.jobs.formats.sss_properties` (requested properties, ops,
-alternatives, preferences, patterns) and :mod:`~solver.jobs.formats.sss_values` (units, durations).
+``Data``. The mapping decisions are documented in :mod:`~placer.solver.jobs.formats.sss_job` (jobs, task
+groups, credentials), :mod:`~placer.solver.jobs.formats.sss_properties` (requested properties, ops,
+alternatives, preferences, patterns) and :mod:`~placer.solver.jobs.formats.sss_values` (units, durations).
 
 The awareness policy (§9) defaults to :attr:`ReadOptions.sss_awareness` (``Reject`` unless set) and is
 overridden by any element's ``awarenessPolicy`` attribute for itself and what it contains.
 
->>> from solver.jobs.options import ReadOptions
+>>> from placer.solver.jobs.options import ReadOptions
 >>> xml = "<Job><JobId>PBS.1</JobId><Processors>16</Processors><Memory units='GB'>2</Memory></Job>"
 >>> r = read(xml, source="x.xml", options=ReadOptions())[0]
 >>> r.ok, r.job.id, r.job.tasks[0].cpu_cores, r.job.tasks[0].memory_gb
@@ -28,14 +29,16 @@ from __future__ import annotations
 from typing import Any
 from xml.etree.ElementTree import Element
 
-from solver.jobs.errors import Issue, JobValidationError, issue
-from solver.jobs.formats.sss_context import POLICIES, Ctx, children, local, parent_map, path_map, text
-from solver.jobs.formats.sss_diagnose import diagnose
-from solver.jobs.formats.sss_job import build_job
-from solver.jobs.formats.sss_props import PropertySet, check_value
-from solver.jobs.model import ReadResult
-from solver.jobs.options import ReadOptions
-from solver.jobs.parse import parse_xml
+from placer.solver.jobs.errors import Issue, JobValidationError, issue
+from placer.solver.jobs.formats.sss_context import POLICIES, Ctx, children, local, parent_map, path_map, text
+from placer.solver.jobs.formats.sss_diagnose import diagnose
+from placer.solver.jobs.formats.sss_job import build_job
+from placer.solver.jobs.formats.sss_props import PropertySet, check_value
+from placer.solver.jobs.model import ReadResult
+from placer.solver.jobs.options import ReadOptions
+from placer.solver.jobs.parse import parse_xml
+
+__all__ = ["ENVELOPES", "GROUP_PROPERTIES", "SOURCE_FORMAT", "parse", "read"]
 
 #: The value of ``Job.source_format`` for jobs read here.
 SOURCE_FORMAT = "sss"

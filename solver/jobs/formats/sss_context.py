@@ -22,7 +22,9 @@ from __future__ import annotations
 from typing import Any
 from xml.etree.ElementTree import Element, tostring
 
-from solver.jobs.errors import Issue, issue
+from placer.solver.jobs.errors import Issue, issue
+
+__all__ = ["POLICIES", "POLICY_ATTR", "Ctx", "children", "local", "parent_map", "path_map", "raw_xml", "text"]
 
 #: §9: the values of ``awarenessPolicy``.
 POLICIES: tuple[str, ...] = ("Reject", "Warn", "Ignore")

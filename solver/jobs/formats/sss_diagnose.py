@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["CURLY_QUOTES", "MAX_DIAGNOSES", "curly_quotes", "diagnose", "tag_mismatches"]
+
 #: Typographic quotes a word processor substitutes for ``"`` and ``'``.
 CURLY_QUOTES: dict[str, str] = {
     "\u201c": "left double quotation mark",

@@ -3,7 +3,7 @@
 Why a tree first: the attributes describe an infix boolean expression spread over sibling elements.
 ``conj`` relates a property to the *previous* one (``And`` default, ``Or``, ``Nand`` = and-not, ``Nor`` =
 or-not); ``group="k"`` opens ``k`` parentheses before the property, ``group="-k"`` closes ``k`` after it.
-Only once the expression is a tree can the mapping (:mod:`solver.jobs.formats.sss_properties`) decide
+Only once the expression is a tree can the mapping (:mod:`placer.solver.jobs.formats.sss_properties`) decide
 what is a hard demand, a label rule, or an alternative.
 
 Decisions the spec leaves open, documented here:
@@ -19,7 +19,7 @@ Decisions the spec leaves open, documented here:
 * Unbalanced groups (closing more than is open, or leaving groups open) are ``range`` errors.
 
 >>> from xml.etree.ElementTree import fromstring
->>> from solver.jobs.formats.sss_context import Ctx, parent_map, path_map
+>>> from placer.solver.jobs.formats.sss_context import Ctx, parent_map, path_map
 >>> req = fromstring('<Requested><UserId group="1">a</UserId><AccountName group="-1">x</AccountName>'
 ...     '<UserId conj="Or" group="1">b</UserId><AccountName group="-1">y</AccountName></Requested>')
 >>> ctx = Ctx(path_map(req, "Requested"), parent_map(req), default_policy="Reject", source="s")
@@ -32,8 +32,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from xml.etree.ElementTree import Element
 
-from solver.jobs.formats.sss_context import Ctx, children, local, text
-from solver.jobs.formats.sss_values import parse_integer
+from placer.solver.jobs.formats.sss_context import Ctx, children, local, text
+from placer.solver.jobs.formats.sss_values import parse_integer
+
+__all__ = [
+    "CONJS",
+    "EXPR_ATTRS",
+    "MAX_GROUP_DEPTH",
+    "OPS",
+    "SUB_EXPRESSIONS",
+    "And",
+    "Atom",
+    "Group",
+    "Node",
+    "Not",
+    "Or",
+    "Sub",
+    "atoms",
+    "parse_sequence",
+    "show",
+]
 
 #: §8.1 ``op`` values; ``EQ`` is the default.
 OPS: tuple[str, ...] = ("EQ", "NE", "LT", "GT", "LE", "GE", "Match")
@@ -142,7 +160,7 @@ def parse_sequence(elements: list[Element], ctx: Ctx, *, node_level: bool = Fals
             )
             pref = None
         if "performanceFactor" in el.attrib:
-            from solver.jobs.formats.sss_values import parse_float
+            from placer.solver.jobs.formats.sss_values import parse_float
 
             _, err = parse_float(el.attrib["performanceFactor"])
             if err:
@@ -213,7 +231,7 @@ def atoms(node: Node) -> list[Atom]:
     """Every property of ``node`` (preferred ones of nested groups included), in document order.
 
     >>> from xml.etree.ElementTree import fromstring
-    >>> from solver.jobs.formats.sss_context import Ctx, parent_map, path_map
+    >>> from placer.solver.jobs.formats.sss_context import Ctx, parent_map, path_map
     >>> r = fromstring('<R><A>1</A><B conj="Or">2</B><C preference="1">3</C></R>')
     >>> ctx = Ctx(path_map(r, "R"), parent_map(r), default_policy="Reject", source="s")
     >>> [a.tag for a in atoms(parse_sequence(list(r), ctx))]

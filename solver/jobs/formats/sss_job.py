@@ -1,4 +1,4 @@
-"""Build one normalized :class:`~solver.jobs.model.Job` from an SSS ``Job`` element (and its defaults).
+"""Build one normalized :class:`~placer.solver.jobs.model.Job` from an SSS ``Job`` element (and its defaults).
 
 Why here and not in the entry module: this is where the SSS job model (§3) meets the placer's. The
 mapping, decided once:
@@ -32,14 +32,12 @@ from datetime import datetime
 from typing import Any
 from xml.etree.ElementTree import Element
 
-from pydantic import ValidationError
-
-from solver.jobs.formats.sss_context import Ctx, raw_xml, text
-from solver.jobs.formats.sss_expr import parse_sequence
-from solver.jobs.formats.sss_properties import Collector
-from solver.jobs.formats.sss_props import SCALARS, PropertySet, check_value
-from solver.jobs.formats.sss_values import parse_datetime, parse_integer
-from solver.jobs.model import (
+from placer.solver.jobs.formats.sss_context import Ctx, raw_xml, text
+from placer.solver.jobs.formats.sss_expr import parse_sequence
+from placer.solver.jobs.formats.sss_properties import Collector
+from placer.solver.jobs.formats.sss_props import SCALARS, PropertySet, check_value
+from placer.solver.jobs.formats.sss_values import parse_datetime, parse_integer
+from placer.solver.jobs.model import (
     CountRange,
     Dependency,
     DependencyCondition,
@@ -53,6 +51,9 @@ from solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
+from pydantic import ValidationError
+
+__all__ = ["DEPENDENCY_TYPES", "EXTRA_NAMES", "FIELDS", "NOT_RESOURCES", "build_job", "collect"]
 
 #: §5.1.6 dependency types and the model's conditions.
 DEPENDENCY_TYPES: dict[str, DependencyCondition] = {
@@ -72,7 +73,7 @@ def collect(ps: PropertySet, ctx: Ctx, *, scalars: bool) -> Collector:
     """Run every placement property and requested expression of ``ps`` through one :class:`Collector`.
 
     >>> from xml.etree.ElementTree import fromstring
-    >>> from solver.jobs.formats.sss_context import Ctx, parent_map, path_map
+    >>> from placer.solver.jobs.formats.sss_context import Ctx, parent_map, path_map
     >>> el = fromstring('<Job><Requested><Processors op="GE">8</Processors></Requested></Job>')
     >>> ctx = Ctx(path_map(el, "Job[0]"), parent_map(el), default_policy="Reject", source="s")
     >>> collect(PropertySet.scan(el, ctx), ctx, scalars=True).demand("Processors")
@@ -145,7 +146,7 @@ def build_job(
     """Read one job; never raises for bad input (model validation errors become issues).
 
     >>> from xml.etree.ElementTree import fromstring
-    >>> from solver.jobs.formats.sss_context import Ctx, parent_map, path_map
+    >>> from placer.solver.jobs.formats.sss_context import Ctx, parent_map, path_map
     >>> el = fromstring("<Job><JobId>a</JobId><Resource name='GPU'>4</Resource></Job>")
     >>> ctx = Ctx(path_map(el, "Job[0]"), parent_map(el), default_policy="Reject", source="s")
     >>> build_job(el, None, ctx, index=0, source="s", group_meta={}).job.total_gpus

@@ -18,7 +18,7 @@ Why separate from the expression parser: the tree says *how* properties combine;
 * **Negative preferences** are soft (§8.1: "the job will still run"): label ones become preferred rules,
   consumable ones are only recorded (the placer has no soft amounts).
 * **Node properties** (inside ``NodeProperties``, and ``Feature``/``Name``/``NodeList``/``Partition``
-  anywhere) are tests on a node, so they become :class:`~solver.jobs.model.LabelRule` s: ``EQ``->In,
+  anywhere) are tests on a node, so they become :class:`~placer.solver.jobs.model.LabelRule` s: ``EQ``->In,
   ``NE``->NotIn, ``LT``->Lt, ``GT``->Gt, ``LE``->Lte, ``GE``->Gte, ``Match``->Matches. ``Feature x`` is
   ``Exists`` on label key ``x`` (``Feature k=v`` is ``k In [v]``); ``Name`` tests label ``hostname``; node
   consumables test ``cpu_cores``, ``memory_gb`` (converted), ``storage_gb``, ``swap_gb``, ``network``,
@@ -43,11 +43,34 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.etree.ElementTree import Element
 
-from solver.jobs.formats.sss_context import Ctx, children, local, text
-from solver.jobs.formats.sss_expr import And, Atom, Group, Node, Not, Or, Sub, atoms, show
-from solver.jobs.formats.sss_values import parse_boolean, parse_duration, parse_float, parse_integer, to_gb
-from solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Rule
-from solver.jobs.model import Not as NotRule
+from placer.solver.jobs.formats.sss_context import Ctx, children, local, text
+from placer.solver.jobs.formats.sss_expr import And, Atom, Group, Node, Not, Or, Sub, atoms, show
+from placer.solver.jobs.formats.sss_values import (
+    parse_boolean,
+    parse_duration,
+    parse_float,
+    parse_integer,
+    to_gb,
+)
+from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Rule
+from placer.solver.jobs.model import Not as NotRule
+
+__all__ = [
+    "AMOUNT_TAGS",
+    "CONSUMABLE_ATTRS",
+    "INTEGER_KEYS",
+    "LABEL_TAGS",
+    "MAX_ALTERNATIVES",
+    "NODE_KEYS",
+    "SCALAR_TAGS",
+    "Alternative",
+    "Collector",
+    "Interval",
+    "Measure",
+    "number_text",
+    "regex_to_glob",
+    "weights_ok",
+]
 
 #: Consumable amounts (Table 4, §5.1.8) plus the counted and timed properties that behave alike.
 AMOUNT_TAGS: frozenset[str] = frozenset(
@@ -679,7 +702,7 @@ class Collector:
 
 
 def _expr_attrs() -> frozenset[str]:
-    from solver.jobs.formats.sss_expr import EXPR_ATTRS
+    from placer.solver.jobs.formats.sss_expr import EXPR_ATTRS
 
     return EXPR_ATTRS
 

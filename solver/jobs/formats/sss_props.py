@@ -15,7 +15,7 @@ placement (kept in ``metadata``: §9 allows ignoring what "would not cause an in
 anything else, which goes to the awareness policy.
 
 >>> from xml.etree.ElementTree import fromstring
->>> from solver.jobs.formats.sss_context import Ctx, parent_map, path_map
+>>> from placer.solver.jobs.formats.sss_context import Ctx, parent_map, path_map
 >>> job = fromstring("<Job><JobId>1</JobId><Processors>4</Processors><Executable>/bin/a</Executable></Job>")
 >>> ctx = Ctx(path_map(job, "Job[0]"), parent_map(job), default_policy="Reject", source="s")
 >>> ps = PropertySet.scan(job, ctx)
@@ -28,10 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from xml.etree.ElementTree import Element
 
-from solver.jobs.formats.sss_context import Ctx, children, local, raw_xml, text
-from solver.jobs.formats.sss_expr import EXPR_ATTRS, SUB_EXPRESSIONS
-from solver.jobs.formats.sss_properties import AMOUNT_TAGS, CONSUMABLE_ATTRS, LABEL_TAGS
-from solver.jobs.formats.sss_values import parse_boolean, parse_datetime, parse_float, parse_integer
+from placer.solver.jobs.formats.sss_context import Ctx, children, local, raw_xml, text
+from placer.solver.jobs.formats.sss_expr import EXPR_ATTRS, SUB_EXPRESSIONS
+from placer.solver.jobs.formats.sss_properties import AMOUNT_TAGS, CONSUMABLE_ATTRS, LABEL_TAGS
+from placer.solver.jobs.formats.sss_values import parse_boolean, parse_datetime, parse_float, parse_integer
 
 #: Job attributes read from simple elements, with their Table 2/3/6/7 type.
 SCALARS: dict[str, str] = {
@@ -138,7 +138,7 @@ def check_value(ctx: Ctx, el: Element, kind: str) -> object | None:
     """Type-check a simple element's text against its table type; the typed value or None.
 
     >>> from xml.etree.ElementTree import fromstring
-    >>> from solver.jobs.formats.sss_context import Ctx
+    >>> from placer.solver.jobs.formats.sss_context import Ctx
     >>> ctx = Ctx({}, {}, default_policy="Reject", source="s")
     >>> check_value(ctx, fromstring("<Priority>7</Priority>"), "Integer")
     7

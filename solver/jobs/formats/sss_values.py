@@ -5,7 +5,8 @@ nowhere else, with the spec's types (§2.2): Integer is ``xsd:integer``, Float i
 literals ``true``/``false``, DateTime and Duration are 32-bit unsigned seconds. Python's own ``int()`` and
 ``float()`` are too lenient for that (``float("1_000")`` is 1000.0, ``float("nan")`` is a number), so the
 lexical forms are checked with regular expressions first. Each parser returns ``(value, None)`` or
-``(None, message)``; the caller turns a message into an :class:`~solver.jobs.errors.Issue` with its path.
+``(None, message)``; the caller turns a message into an :class:`~placer.solver.jobs.errors.Issue` with its
+path.
 
 Documented extensions beyond the spec's integer seconds, because producers write them and rejecting
 them helps nobody: durations may also be ``[[[D:]H:]M:]S`` (the PBS/Maui walltime form), ISO-8601
@@ -25,6 +26,22 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime
+
+__all__ = [
+    "BYTES_PER_GB",
+    "BYTE_UNITS",
+    "DEFAULT_BYTE_UNIT",
+    "MAX_UINT32",
+    "TIME_UNITS",
+    "Parsed",
+    "byte_unit",
+    "parse_boolean",
+    "parse_datetime",
+    "parse_duration",
+    "parse_float",
+    "parse_integer",
+    "to_gb",
+]
 
 #: Largest DateTime/Duration: the spec's types are 32-bit unsigned seconds (§2.2).
 MAX_UINT32 = 2**32 - 1

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from scenarios.baselines.kube_preemption import kube_preemption
-from solver.check import check
-from solver.engine import place
-from solver.jobs.model import GpuDemand, Job, TaskGroup
-from solver.policy import Policy
-from topology import Cluster, cluster_of, dgx_h100
+from placer.scenarios.baselines.kube_preemption import kube_preemption
+from placer.solver.check import check
+from placer.solver.engine import place
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.solver.policy import Policy
+from placer.topology import Cluster, cluster_of, dgx_h100
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from scenarios.load import load_scenario_text
-from scenarios.spec import ScenarioSpec
+from placer.scenarios.load import load_scenario_text
+from placer.scenarios.spec import ScenarioSpec
 
 
 def job(id: str, gpus: int, work_s: float, **extra: object) -> dict:

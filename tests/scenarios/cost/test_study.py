@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from scenarios.cost import Design, Pool, Study, load_study, runs, table
-from scenarios.cost.plots import frontier, plot_cost_per_useful_hour, plot_frontier, plot_lost_work
-from scenarios.inputs import prepare
-from scenarios.load import ScenarioError, load_scenario
+from placer.scenarios.cost import Design, Pool, Study, load_study, runs, table
+from placer.scenarios.cost.plots import frontier, plot_cost_per_useful_hour, plot_frontier, plot_lost_work
+from placer.scenarios.inputs import prepare
+from placer.scenarios.load import ScenarioError, load_scenario
 
 STUDY = Path(__file__).resolve().parents[3] / "scenarios" / "library" / "cost" / "study.yaml"
 

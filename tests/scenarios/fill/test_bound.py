@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from scenarios.fill.bound import bounds_at, dff, gpu_bound
-from scenarios.fill.run import run_fill
-from scenarios.fill.tables import NodeTable, PodTable
-from scenarios.traces.alibaba import OpenbNode, OpenbPod
+from placer.scenarios.fill.bound import bounds_at, dff, gpu_bound
+from placer.scenarios.fill.run import run_fill
+from placer.scenarios.fill.tables import NodeTable, PodTable
+from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
 
 
 def test_dff_never_lets_a_bin_exceed_one() -> None:

@@ -9,12 +9,11 @@ with less than ``m``'s milli free. The node's fragmentation is the expectation o
 from __future__ import annotations
 
 import numpy as np
-
-from scenarios.fill.policies import Context
-from scenarios.fill.policies.fgd import Fgd, Targets, fragmentation, quantized, target_workload
-from scenarios.fill.state import FillState
-from scenarios.fill.tables import NO_GPU, NodeTable, PodTable
-from scenarios.traces.alibaba import OpenbNode, OpenbPod
+from placer.scenarios.fill.policies import Context
+from placer.scenarios.fill.policies.fgd import Fgd, Targets, fragmentation, quantized, target_workload
+from placer.scenarios.fill.state import FillState
+from placer.scenarios.fill.tables import NO_GPU, NodeTable, PodTable
+from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
 
 
 def targets(*rows: tuple[float, int, int, int]) -> Targets:

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from scenarios.fill.result import FillResult
-from scenarios.fill.run import run_fill
-from scenarios.fill.sampling import arrivals
-from scenarios.fill.tables import PodTable
-from scenarios.traces.alibaba import OpenbNode, OpenbPod
+from placer.scenarios.fill.result import FillResult
+from placer.scenarios.fill.run import run_fill
+from placer.scenarios.fill.sampling import arrivals
+from placer.scenarios.fill.tables import PodTable
+from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
 
 NODES = [OpenbNode("n2", 16000, 65536, 2, "P100"), OpenbNode("n1", 8000, 32768, 1, "P100")]
 PODS = [OpenbPod("s", 1000, 1024, 1, 500), OpenbPod("w2", 2000, 2048, 2, 1000)]
@@ -47,7 +46,7 @@ def test_first_fit_places_where_the_hand_arithmetic_says() -> None:
 
 def test_every_baseline_keeps_capacity() -> None:
     pods = [*PODS, OpenbPod("cpu", 4000, 4096, 0, 0), OpenbPod("quarter", 2000, 1024, 1, 250)]
-    from scenarios.fill.policies import POLICIES
+    from placer.scenarios.fill.policies import POLICIES
 
     for name in POLICIES:
         r = run_fill(NODES, pods, policy=name, load=2.0, seed=3)

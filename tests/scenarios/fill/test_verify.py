@@ -1,7 +1,7 @@
 """Every placement a fill makes passes placer's independent checker — and a tampered one does not.
 
 The baselines place on the fill's own numpy state; placer's engines through ``place()``. Both are judged
-by ``solver.check.check`` on a Decision built from the run. A small slice of the real openb trace runs
+by ``placer.solver.check.check`` on a Decision built from the run. A small slice of the real openb trace runs
 where ``../shared/traces`` is present (skipped with a message otherwise); the hand-made instance always.
 """
 
@@ -10,12 +10,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
-from scenarios.fill.policies import POLICIES
-from scenarios.fill.run import ENGINES, run_fill
-from scenarios.fill.verify import verify
-from scenarios.traces import openb_dir
-from scenarios.traces.alibaba import OpenbNode, OpenbPod, parse_nodes, parse_pods
+from placer.scenarios.fill.policies import POLICIES
+from placer.scenarios.fill.run import ENGINES, run_fill
+from placer.scenarios.fill.verify import verify
+from placer.scenarios.traces import openb_dir
+from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod, parse_nodes, parse_pods
 
 NODES = [
     OpenbNode("p100", 16000, 65536, 2, "P100"),

@@ -9,10 +9,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
-from scenarios.inputs.synthetic import generate
-from scenarios.inputs.workload import jobs_of
-from scenarios.spec import SyntheticWorkload, WorkloadSpec
+from placer.scenarios.inputs.synthetic import generate
+from placer.scenarios.inputs.workload import jobs_of
+from placer.scenarios.spec import SyntheticWorkload, WorkloadSpec
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -159,7 +158,7 @@ def test_a_trace_loader_may_be_any_function(tmp_path: Path) -> None:
 
 
 def _three_jobs(path: Path, gpus: int) -> list:
-    from solver.jobs.model import GpuDemand, Job, TaskGroup
+    from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 
     start = datetime(2020, 1, 1, tzinfo=UTC)
     return [

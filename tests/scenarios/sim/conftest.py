@@ -12,12 +12,11 @@ import json
 from dataclasses import dataclass, field
 
 import pytest
-
-from scenarios.inputs import prepare
-from scenarios.load import load_scenario_text
-from scenarios.sim.loop import Simulator
-from scenarios.sim.record import SimResult
-from solver.decision import Decision
+from placer.scenarios.inputs import prepare
+from placer.scenarios.load import load_scenario_text
+from placer.scenarios.sim.loop import Simulator
+from placer.scenarios.sim.record import SimResult
+from placer.solver.decision import Decision
 
 #: The clock of the hand-made timelines: t = 0 s is this instant.
 HEADER = """

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from placer.scenarios.sim import metrics
+from placer.scenarios.sim.fragmentation import fragmentation
+from placer.scenarios.sim.output import write
+from placer.scenarios.sim.progress import bar
+from placer.solver.jobs.model import DistributedStrategy, GpuDemand, Interconnect, Job, TaskGroup, TpuDemand
+from placer.topology import cluster_of, dgx_h100, gb200_nvl72, tpu_pod
 
-from scenarios.sim import metrics
-from scenarios.sim.fragmentation import fragmentation
-from scenarios.sim.output import write
-from scenarios.sim.progress import bar
-from solver.jobs.model import DistributedStrategy, GpuDemand, Interconnect, Job, TaskGroup, TpuDemand
 from tests.scenarios.sim.conftest import EVERY_600, HEADER, ONE_DGX, PROD, jobs_yaml, simulate_text, spot_job
-from topology import cluster_of, dgx_h100, gb200_nvl72, tpu_pod
 
 
 def _gpu_job(n: int, *, types: tuple[str, ...] = (), nvlink: bool = False, split: bool = False) -> Job:
@@ -154,7 +154,7 @@ def test_tables_are_written_and_read_back(preempted, tmp_path: Path) -> None:  #
 
 
 def test_plots_are_written(preempted, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from scenarios.sim.plots import save_all
+    from placer.scenarios.sim.plots import save_all
 
     paths = save_all(preempted, tmp_path)
     assert [p.name for p in paths] == ["gpus.png", "queue.png", "waits.png"]

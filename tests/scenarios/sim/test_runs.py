@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from scenarios.inputs import prepare
-from scenarios.load import load_scenario, with_overrides
-from scenarios.sim.loop import SimulationError, Simulator
-from scenarios.sim.record import SimResult
+from placer.scenarios.inputs import prepare
+from placer.scenarios.load import load_scenario, with_overrides
+from placer.scenarios.sim.loop import SimulationError, Simulator
+from placer.scenarios.sim.record import SimResult
 
 LIBRARY = Path(__file__).resolve().parents[3] / "scenarios" / "library"
 #: Columns that measure the machine, not the simulation.
@@ -93,9 +92,9 @@ def test_the_books_balance() -> None:
 
 
 def test_a_broken_decision_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    import solver.engine
+    import placer.solver.engine
 
-    real = solver.engine.place
+    real = placer.solver.engine.place
 
     def broken(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
         d = real(*args, **kwargs)  # type: ignore[arg-type]
@@ -103,6 +102,6 @@ def test_a_broken_decision_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> Non
             p.replicas[0].gpus = [8]
         return d
 
-    monkeypatch.setattr(solver.engine, "place", broken)
+    monkeypatch.setattr(placer.solver.engine, "place", broken)
     with pytest.raises(SimulationError, match="gpu-index"):
         _run("gb200-nvl72-pod", horizon="10m")

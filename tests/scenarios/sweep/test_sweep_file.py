@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
+from placer.scenarios.sweep import SweepError, grid, load_sweep
 
-from scenarios.sweep import SweepError, grid, load_sweep
-from solver.cli.schema import schema
+from placer.cli.schema import schema
 from tests.conftest import REPO
 from tests.scenarios.sweep.conftest import SCENARIO, SWEEP, write
 
@@ -137,7 +137,7 @@ def test_committed_sweep_schema_is_up_to_date() -> None:
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_shipped_sweeps_load_and_validate_against_the_schema(path: Path) -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    from topology.safe_load import load_yaml
+    from placer.topology.safe_load import load_yaml
 
     assert grid(load_sweep(path))
     doc = json.loads(json.dumps(load_yaml(path.read_text()), default=str))

@@ -13,16 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
+import placer.scenarios.sweep as sweep_api
 import pytest
 import ray
+from placer.scenarios.inputs import prepare
+from placer.scenarios.load import load_scenario, with_overrides
+from placer.scenarios.sim.loop import Simulator
+from placer.scenarios.sim.metrics import summary
+from placer.scenarios.sweep import COLUMNS, TIMING, frame, grid, load_sweep, run_cells, run_sweep
 
-import scenarios.sweep as sweep_api
-from scenarios.inputs import prepare
-from scenarios.load import load_scenario, with_overrides
-from scenarios.sim.loop import Simulator
-from scenarios.sim.metrics import summary
-from scenarios.sweep import COLUMNS, TIMING, frame, grid, load_sweep, run_cells, run_sweep
-from solver.cli import main
+from placer.cli import main
 from tests.scenarios.sweep.conftest import SWEEP, write
 
 BROKEN = """

@@ -8,9 +8,8 @@ definitions (1 core = 1000 milli-CPU, 1 MiB = 2^20 bytes, 1 GB = 10^9 bytes), or
 from __future__ import annotations
 
 import pytest
-
-from scenarios.traces import openb_dir
-from scenarios.traces.alibaba import (
+from placer.scenarios.traces import openb_dir
+from placer.scenarios.traces.alibaba import (
     GPU_TYPES,
     nodes_to_cluster,
     parse_nodes,
@@ -18,8 +17,8 @@ from scenarios.traces.alibaba import (
     pod_to_job,
     read_nodes,
 )
-from scenarios.traces.table import TraceError
-from solver.jobs.model import Accelerator
+from placer.scenarios.traces.table import TraceError
+from placer.solver.jobs.model import Accelerator
 
 NODES = """sn,cpu_milli,memory_mib,gpu,model
 g2-a,96000,393216,8,G2

@@ -6,10 +6,9 @@ from datetime import UTC, datetime
 from itertools import pairwise
 
 import pytest
-
-from scenarios.traces import traces_dir
-from scenarios.traces.philly import parse_philly
-from scenarios.traces.table import TraceError
+from placer.scenarios.traces import traces_dir
+from placer.scenarios.traces.philly import parse_philly
+from placer.scenarios.traces.table import TraceError
 
 TEXT = """timestamp,duration,num_gpus,gpu_time,cluster
 2017-10-09 07:01:55,66.0,16,1056.0,11cb48

@@ -24,24 +24,24 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import placer.solver.cpsat
 import pytest
 from ortools.sat.python import cp_model
+from placer.solver.assignment import objective
+from placer.solver.cpsat.model import CpsatResult, _Built
+from placer.solver.decision import Decision
+from placer.solver.jobs.model import Job, LabelRule, Placement, TaskGroup
+from placer.topology import Cluster, cluster_of, cpu_nodes
 
-import solver.cpsat
-from solver.assignment import objective
-from solver.cpsat.model import CpsatResult, _Built
-from solver.decision import Decision
-from solver.jobs.model import Job, LabelRule, Placement, TaskGroup
 from tests.solver.conftest import nodes_of
 from tests.solver.cpsat.test_sound_answers import place_cpsat
-from topology import Cluster, cluster_of, cpu_nodes
 
 
 @pytest.fixture
 def cpsat_taken(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
     """CP-SAT's answer wins ties, so the checker sees it; records its objective (``own``)."""
     seen: dict[str, float] = {}
-    real = solver.cpsat.solve
+    real = placer.solver.cpsat.solve
 
     def solve(plans: list[Any], *args: Any, **kwargs: Any) -> CpsatResult:
         result = real(plans, *args, **kwargs)
@@ -49,7 +49,7 @@ def cpsat_taken(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
             seen["own"] = float(objective(result.assignment, plans))
         return replace(result, improves_secondary=True, eviction_cost=-1.0)
 
-    monkeypatch.setattr(solver.cpsat, "solve", solve)
+    monkeypatch.setattr(placer.solver.cpsat, "solve", solve)
     return seen
 
 

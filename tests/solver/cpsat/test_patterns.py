@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from solver.cpsat.classes import NodeClass
-from solver.cpsat.patterns import DFS_MAX_VISITS, ItemType, fits, patterns_for
+from placer.solver.cpsat.classes import NodeClass
+from placer.solver.cpsat.patterns import DFS_MAX_VISITS, ItemType, fits, patterns_for
+
 from tests.support import alarm_after
 
 

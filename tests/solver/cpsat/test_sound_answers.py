@@ -22,14 +22,14 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
+from placer.solver.check import check
+from placer.solver.decision import Decision
+from placer.solver.engine import place
+from placer.solver.jobs.model import GpuDemand, Job, ModelRef, Placement, TaskGroup, TpuDemand
+from placer.solver.policy import Policy
+from placer.topology import Cluster, Inventory, LoadedModel, NodeSpec, build_cluster, cluster_of, tpu_pod
 
-from solver.check import check
-from solver.decision import Decision
-from solver.engine import place
-from solver.jobs.model import GpuDemand, Job, ModelRef, Placement, TaskGroup, TpuDemand
-from solver.policy import Policy
 from tests.solver.conftest import NOW, nodes_of
-from topology import Cluster, Inventory, LoadedModel, NodeSpec, build_cluster, cluster_of, tpu_pod
 
 BROKEN = ("CPSAT_REJECTED_BY_CHECKER", "REALIZE_FAILED")
 
@@ -117,7 +117,7 @@ def test_greedy_packing_of_small_replicas_is_not_filled_with_big_ones(
     # (32 cores), greedy's packing "2 of that type" does not fit the node on paper (64 cores) but was kept,
     # and CP-SAT filled it with the two preferred 20-core replicas: 40 cores on a 32-core node. Now the
     # small ones keep their real amounts; the best answer is one big (preferred) and one small: 22 cores.
-    monkeypatch.setattr("solver.cpsat.model.MAX_TYPES", 1)
+    monkeypatch.setattr("placer.solver.cpsat.model.MAX_TYPES", 1)
     node = NodeSpec(
         name="n",
         cpu_cores=32,
@@ -145,7 +145,7 @@ def test_greedy_packing_on_a_roomy_member_is_not_used_on_a_small_one(monkeypatch
     # Greedy puts "big-1" (40 cores) on n2, the only node it fits; "big-2" fits nowhere; "small" goes to
     # n1. The packing "one big" does not fit the class on paper; it was kept and used twice (two bigs), which
     # no node could hold. Now it is pinned to n2: one big, and the small one on n1.
-    monkeypatch.setattr("solver.cpsat.classes.MAX_CLASSES", 1)
+    monkeypatch.setattr("placer.solver.cpsat.classes.MAX_CLASSES", 1)
 
     def spec(name: str) -> NodeSpec:
         return NodeSpec(name=name, cpu_cores=64, memory_gb=256, gpus={"type": "nvidia-l4", "count": 2})  # type: ignore[arg-type]
@@ -172,7 +172,7 @@ def test_tagged_item_types_do_not_drive_the_rounding(monkeypatch: pytest.MonkeyP
     # only the plain job's demand could ever merge with another, and it is alone, so nothing is rounded and
     # the model is exact. Counting the tagged types (never merged) rounded every demand up to 128 cores and
     # 1 TB: on scenario M, 487 of 593 types were tagged and the plain ones all became 128-core replicas.
-    monkeypatch.setattr("solver.cpsat.model.MAX_TYPES", 2)
+    monkeypatch.setattr("placer.solver.cpsat.model.MAX_TYPES", 2)
 
     def spec(name: str) -> NodeSpec:
         return NodeSpec(name=name, cpu_cores=32, memory_gb=256, gpus={"type": "nvidia-l4", "count": 2})  # type: ignore[arg-type]

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from solver.jobs.errors import Issue
-from solver.jobs.formats.flux_constraints import NEVER, read_constraints
-from solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule
+from placer.solver.jobs.errors import Issue
+from placer.solver.jobs.formats.flux_constraints import NEVER, read_constraints
+from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule
 
 EXISTS = AffinityOperator.EXISTS
 ABSENT = AffinityOperator.DOES_NOT_EXIST

@@ -7,9 +7,8 @@ import doctest
 from typing import Any
 
 import pytest
-
-from solver.jobs.errors import Issue
-from solver.jobs.formats import (
+from placer.solver.jobs.errors import Issue
+from placer.solver.jobs.formats import (
     flux,
     flux_attributes,
     flux_constraints,
@@ -21,15 +20,15 @@ from solver.jobs.formats import (
     flux_tasks,
     flux_v1,
 )
-from solver.jobs.formats.flux_count import MAX_COUNT, fixed, product, read_count, scale, sum_of
-from solver.jobs.formats.flux_ids import (
+from placer.solver.jobs.formats.flux_count import MAX_COUNT, fixed, product, read_count, scale, sum_of
+from placer.solver.jobs.formats.flux_ids import (
     FluxLimitError,
     FluxSyntaxError,
     expand_hostlist,
     parse_idset,
     parse_range_string,
 )
-from solver.jobs.model import CountRange
+from placer.solver.jobs.model import CountRange
 
 
 @pytest.mark.parametrize(

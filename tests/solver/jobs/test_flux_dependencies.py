@@ -9,9 +9,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-
-from solver.jobs.formats.flux_dependencies import parse_dependency_uri, read_dependencies
-from solver.jobs.model import DependencyCondition
+from placer.solver.jobs.formats.flux_dependencies import parse_dependency_uri, read_dependencies
+from placer.solver.jobs.model import DependencyCondition
 
 D = "attributes.system.dependencies"
 

@@ -16,13 +16,11 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from referencing import Registry, Resource
-
-from solver.jobs.errors import ISSUE_CODES
-from solver.jobs.formats.flux import read
-from solver.jobs.formats.flux_dependencies import read_dependencies
-from solver.jobs.load import read_file
-from solver.jobs.model import (
+from placer.solver.jobs.errors import ISSUE_CODES
+from placer.solver.jobs.formats.flux import read
+from placer.solver.jobs.formats.flux_dependencies import read_dependencies
+from placer.solver.jobs.load import read_file
+from placer.solver.jobs.model import (
     Accelerator,
     AffinityOperator,
     CountRange,
@@ -31,7 +29,8 @@ from solver.jobs.model import (
     LabelRule,
     ReadResult,
 )
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.options import ReadOptions
+from referencing import Registry, Resource
 
 EXAMPLES = "flux-examples"
 SPEC14 = sorted(

@@ -14,15 +14,14 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from solver.jobs.errors import ISSUE_CODES, Issue
-from solver.jobs.formats.flux import read
-from solver.jobs.formats.flux_constraints import read_constraints
-from solver.jobs.formats.flux_count import read_count
-from solver.jobs.formats.flux_dependencies import read_dependencies
-from solver.jobs.formats.flux_ids import FluxLimitError, FluxSyntaxError, expand_hostlist, parse_idset
-from solver.jobs.model import Job
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.errors import ISSUE_CODES, Issue
+from placer.solver.jobs.formats.flux import read
+from placer.solver.jobs.formats.flux_constraints import read_constraints
+from placer.solver.jobs.formats.flux_count import read_count
+from placer.solver.jobs.formats.flux_dependencies import read_dependencies
+from placer.solver.jobs.formats.flux_ids import FluxLimitError, FluxSyntaxError, expand_hostlist, parse_idset
+from placer.solver.jobs.model import Job
+from placer.solver.jobs.options import ReadOptions
 
 scalars = st.one_of(
     st.none(),

@@ -12,11 +12,10 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-
-from solver.jobs.errors import ISSUE_CODES
-from solver.jobs.formats.flux import read
-from solver.jobs.load import read_files, read_text
-from solver.jobs.model import (
+from placer.solver.jobs.errors import ISSUE_CODES
+from placer.solver.jobs.formats.flux import read
+from placer.solver.jobs.load import read_files, read_text
+from placer.solver.jobs.model import (
     Accelerator,
     AffinityOperator,
     AnyOf,
@@ -25,7 +24,8 @@ from solver.jobs.model import (
     LabelRule,
     ReadResult,
 )
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.options import ReadOptions
+
 from tests.conftest import FIXTURES
 
 FLUX_FIXTURES = FIXTURES / "flux"

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from solver.jobs.guards import check_job
-from solver.jobs.load import read_object
-from solver.jobs.model import (
+from placer.solver.jobs.guards import check_job
+from placer.solver.jobs.load import read_object
+from placer.solver.jobs.model import (
     AffinityOperator,
     AllOf,
     Checkpointing,
@@ -20,9 +19,9 @@ from solver.jobs.model import (
     Placement,
     TaskGroup,
 )
-from solver.jobs.options import ReadOptions
-from solver.jobs.queues import load_queue_configs
-from solver.jobs.uris import check_uri
+from placer.solver.jobs.options import ReadOptions
+from placer.solver.jobs.queues import load_queue_configs
+from placer.solver.jobs.uris import check_uri
 
 LIMITS = {
     "max_gpu_count": 4,

@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from solver.jobs.detect import parse_document
-from solver.jobs.load import check_batch, read_file, read_text
-from solver.jobs.model import Dependency, Job, ReadResult
+from placer.solver.jobs.detect import parse_document
+from placer.solver.jobs.load import check_batch, read_file, read_text
+from placer.solver.jobs.model import Dependency, Job, ReadResult
 
 
 def _ok(job_id: str, deps: tuple[str, ...] = ()) -> ReadResult:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
-
-from solver.jobs.model import (
+from placer.solver.jobs.model import (
     PRECISION_MIN_CC,
     Accelerator,
     AffinityOperator,
@@ -20,6 +18,7 @@ from solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
+from pydantic import ValidationError
 
 
 def test_priority_class_order_is_reserved_over_on_demand_over_spot() -> None:

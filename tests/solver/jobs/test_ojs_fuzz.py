@@ -10,16 +10,15 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from solver.jobs.errors import ISSUE_CODES, JobValidationError
-from solver.jobs.formats.ojs import read
-from solver.jobs.formats.ojs_mlx import MLX_ATTRIBUTES
-from solver.jobs.formats.ojs_v01 import parse_worker_labels
-from solver.jobs.formats.ojs_v03 import V03_ATTRIBUTES
-from solver.jobs.load import check_batch, read_object
-from solver.jobs.model import ReadResult
-from solver.jobs.options import ReadOptions
-from solver.jobs.queues import load_queue_configs
+from placer.solver.jobs.errors import ISSUE_CODES, JobValidationError
+from placer.solver.jobs.formats.ojs import read
+from placer.solver.jobs.formats.ojs_mlx import MLX_ATTRIBUTES
+from placer.solver.jobs.formats.ojs_v01 import parse_worker_labels
+from placer.solver.jobs.formats.ojs_v03 import V03_ATTRIBUTES
+from placer.solver.jobs.load import check_batch, read_object
+from placer.solver.jobs.model import ReadResult
+from placer.solver.jobs.options import ReadOptions
+from placer.solver.jobs.queues import load_queue_configs
 
 SCALARS = st.one_of(
     st.none(),

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from solver.jobs.formats.ojs import read
-from solver.jobs.model import GpuAffinity, Job, PreemptionPolicy, ReadResult, SpotPreference
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.formats.ojs import read
+from placer.solver.jobs.model import GpuAffinity, Job, PreemptionPolicy, ReadResult, SpotPreference
+from placer.solver.jobs.options import ReadOptions
 
 
 def read1(env: dict[str, Any]) -> ReadResult:

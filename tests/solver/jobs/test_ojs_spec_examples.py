@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from solver.jobs.formats.ojs import classify, read
-from solver.jobs.load import read_object
-from solver.jobs.model import (
+from placer.solver.jobs.formats.ojs import classify, read
+from placer.solver.jobs.load import read_object
+from placer.solver.jobs.model import (
     Accelerator,
     AffinityOperator,
     DependencyCondition,
@@ -29,8 +28,8 @@ from solver.jobs.model import (
     Precision,
     PriorityClass,
 )
-from solver.jobs.options import ReadOptions
-from solver.jobs.queues import load_queue_configs
+from placer.solver.jobs.options import ReadOptions
+from placer.solver.jobs.queues import load_queue_configs
 
 V03 = "ojs-ml-resources-v0.3.0.md"
 V01 = "ojs-ml-resources-v0.1.0.md"
@@ -491,8 +490,9 @@ def test_10_1_defaults_are_within_10_2_limits_of_the_same_queue(specs_dir: Path)
 
 
 def test_worker_blocks_are_not_jobs_and_import_as_nodes(specs_dir: Path) -> None:
+    from placer.topology.importers.ojs_workers import parse_ojs_workers
+
     from tests.topology.test_importers_ojs import SPEC_V01_FETCH, SPEC_V01_LABELS, SPEC_V03_AD
-    from topology.importers.ojs_workers import parse_ojs_workers
 
     ad = spec_block(specs_dir, V03, "11.")
     # the job reader refuses it as "not a job" (classification and refusal: tests above)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from solver.jobs.errors import JobValidationError
-from solver.jobs.formats.ojs import read
-from solver.jobs.formats.ojs_v01 import parse_worker_labels
-from solver.jobs.model import AffinityOperator, Job, ReadResult
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.errors import JobValidationError
+from placer.solver.jobs.formats.ojs import read
+from placer.solver.jobs.formats.ojs_v01 import parse_worker_labels
+from placer.solver.jobs.model import AffinityOperator, Job, ReadResult
+from placer.solver.jobs.options import ReadOptions
 
 
 def read1(env: dict[str, Any]) -> ReadResult:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from solver.jobs.errors import ISSUE_CODES
-from solver.jobs.formats.ojs import read
-from solver.jobs.model import (
+from placer.solver.jobs.errors import ISSUE_CODES
+from placer.solver.jobs.formats.ojs import read
+from placer.solver.jobs.model import (
     Accelerator,
     AffinityOperator,
     Interconnect,
@@ -16,7 +15,7 @@ from solver.jobs.model import (
     PriorityClass,
     ReadResult,
 )
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.options import ReadOptions
 
 
 def read1(env: Any) -> ReadResult:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from solver.jobs.formats.ojs import read
-from solver.jobs.load import check_batch
-from solver.jobs.model import DependencyCondition, ReadResult
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.formats.ojs import read
+from placer.solver.jobs.load import check_batch
+from placer.solver.jobs.model import DependencyCondition, ReadResult
+from placer.solver.jobs.options import ReadOptions
 
 
 def run(doc: Any) -> list[ReadResult]:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from solver.jobs import parse
-from solver.jobs.errors import JobValidationError
+from placer.solver.jobs import parse
+from placer.solver.jobs.errors import JobValidationError
 
 
 def _code(fn, text: str) -> str:  # type: ignore[no-untyped-def]
@@ -66,7 +65,7 @@ def test_well_formed_documents_parse() -> None:
 def test_yaml_value_a_constructor_refuses_is_malformed_not_a_traceback() -> None:
     # Regression: "2001-12-99" looks like a YAML timestamp; the safe loader's date constructor raised
     # ValueError, which escaped read_text as a traceback.
-    from solver.jobs.load import read_text
+    from placer.solver.jobs.load import read_text
 
     assert _code(parse.parse_yaml, "x: 2001-12-99") == "malformed"
     [r] = read_text("version: 1\nresources: []\ntasks: []\nwhen: 2001-12-99\n", source="flux.yaml")

@@ -12,11 +12,10 @@ from xml.sax.saxutils import escape, quoteattr
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from solver.jobs.errors import ISSUE_CODES
-from solver.jobs.formats.sss import read
-from solver.jobs.model import ReadResult
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.errors import ISSUE_CODES
+from placer.solver.jobs.formats.sss import read
+from placer.solver.jobs.model import ReadResult
+from placer.solver.jobs.options import ReadOptions
 
 KNOWN = [
     "Job",

@@ -7,11 +7,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-
-from solver.jobs.errors import ISSUE_CODES
-from solver.jobs.formats.sss import read
-from solver.jobs.load import read_text
-from solver.jobs.model import (
+from placer.solver.jobs.errors import ISSUE_CODES
+from placer.solver.jobs.formats.sss import read
+from placer.solver.jobs.load import read_text
+from placer.solver.jobs.model import (
     AffinityOperator,
     AllOf,
     AnyOf,
@@ -21,7 +20,7 @@ from solver.jobs.model import (
     Not,
     ReadResult,
 )
-from solver.jobs.options import ReadOptions
+from placer.solver.jobs.options import ReadOptions
 
 GIB = 2**30 / 1e9
 MIB = 2**20 / 1e9
@@ -606,6 +605,6 @@ def test_doctests(module: str) -> None:
     import doctest
     import importlib
 
-    mod = importlib.import_module(f"solver.jobs.formats.{module}")
+    mod = importlib.import_module(f"placer.solver.jobs.formats.{module}")
     result = doctest.testmod(mod)
     assert result.failed == 0 and result.attempted > 0

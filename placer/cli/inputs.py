@@ -1,0 +1,178 @@
+"""The input files ``placer place`` and ``placer check`` share, read one way for both.
+
+Why one module: ``check`` must read a batch exactly as ``place`` read it — the same cluster formats, the
+same queue configuration and ``--limits``, the same running-jobs, reservations and prices files — or the
+two would disagree on which jobs were rejected and what capacity was free. Each loader raises
+:class:`InputError`, whose ``kind`` says whether the file could not be opened (``usage``) or its content
+is wrong (``content``); each command maps the kinds to its own exit codes (``place``: 2 and 1; ``check``:
+2 for both, since then nothing can be checked).
+
+>>> try:
+...     cluster_arg("/no/such/cluster.yaml")
+... except InputError as e:
+...     print(e.kind, "|", e.message.split(":")[0])
+usage | cannot open cluster /no/such/cluster.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from placer.solver.jobs.options import ReadOptions
+    from placer.solver.prices import PriceCatalog
+    from placer.solver.reservations import Reservation
+    from placer.topology import Cluster
+
+__all__ = [
+    "MAX_PRINTED",
+    "InputError",
+    "T",
+    "add_limits_argument",
+    "cluster_arg",
+    "jobs_arg",
+    "prices_arg",
+    "read_options_arg",
+    "reservations_arg",
+    "shown",
+    "with_running_arg",
+]
+
+T = TypeVar("T")
+
+#: Most problems printed for an unreadable file before "... and N more".
+MAX_PRINTED = 20
+
+
+@dataclass
+class InputError(Exception):
+    """An input file that cannot be used: ``usage`` (cannot be opened) or ``content`` (cannot be read)."""
+
+    kind: Literal["usage", "content"]
+    message: str
+
+
+def shown(items: list[Any]) -> str:
+    """At most :data:`MAX_PRINTED` problems, joined, and how many more.
+
+    >>> shown(list(range(22)))[-30:]
+    '16; 17; 18; 19; ... and 2 more'
+    """
+    more = len(items) - MAX_PRINTED
+    return "; ".join(str(i) for i in items[:MAX_PRINTED]) + (f"; ... and {more} more" if more > 0 else "")
+
+
+def _read(what: str, path: str, load: Callable[[], T], invalid: str = "is invalid") -> T:
+    """``load()``, with an unopenable file as ``usage`` and a job-style validation error as ``content``,
+    both naming ``what`` and ``path``."""
+    from placer.solver.jobs import JobValidationError
+
+    try:
+        return load()
+    except OSError as e:
+        raise InputError("usage", f"cannot open {what} {path}: {e.strerror or e}") from None
+    except JobValidationError as e:
+        raise InputError("content", f"{what} {path} {invalid}: {shown(list(e.issues))}") from None
+
+
+def cluster_arg(path: str) -> Cluster:
+    """``--cluster``: any format ``placer cluster`` reads, detected automatically."""
+    from placer.topology import TopologyError
+    from placer.topology.load import load_cluster
+
+    try:
+        return load_cluster(path)
+    except OSError as e:
+        raise InputError("usage", f"cannot open cluster {path}: {e.strerror or e}") from None
+    except TopologyError as e:
+        raise InputError("content", f"cluster {path} cannot be read: {shown(list(e.problems))}") from None
+
+
+def add_limits_argument(p: argparse.ArgumentParser) -> None:
+    """``--limits FILE``, shared by ``validate``, ``place`` and ``check`` so all apply the same
+    administrative rules."""
+    p.add_argument(
+        "--limits",
+        metavar="FILE",
+        help="JSON/YAML object overriding per-job upper bounds, selector deny-list, URI schemes/prefixes, "
+        "model allow-list, SSS default awarenessPolicy (keys and defaults: README)",
+    )
+
+
+def read_options_arg(queue_config: str | None, limits: str | None) -> ReadOptions:
+    """``--queue-config`` and ``--limits``: the options every job file is read under (both files UTF-8
+    JSON or YAML; a file that is not UTF-8 is ``content``, like any other unreadable content)."""
+    from placer.solver.jobs.options import ReadOptions, load_read_limits_file
+    from placer.solver.jobs.queues import load_queue_config_file
+
+    options = ReadOptions()
+    if queue_config:
+        options = ReadOptions(
+            queues=_read("queue config", queue_config, lambda: load_queue_config_file(queue_config))
+        )
+    if limits:
+        options = _read("limits file", limits, lambda: load_read_limits_file(limits)).apply(options)
+    return options
+
+
+def jobs_arg(paths: list[str], options: ReadOptions) -> list[Any]:
+    """``--jobs``: every job file read under ``options`` (read results, valid or not; the caller decides
+    what a wholly unreadable document means for it)."""
+    from placer.solver.jobs import read_files
+
+    try:
+        return read_files(paths, options=options)
+    except OSError as e:
+        raise InputError("usage", f"cannot open jobs file {e.filename or ''}: {e.strerror or e}") from None
+
+
+def with_running_arg(cluster: Cluster, path: str | None) -> Cluster:
+    """``--running``: the cluster with the file's running jobs added (a JSON list of job envelopes plus
+    where they run, :mod:`placer.solver.running`)."""
+    if not path:
+        return cluster
+    from placer.solver.jobs import JobValidationError
+    from placer.solver.running import running_from_envelopes
+    from placer.topology import TopologyError
+
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            items = json.load(fh)
+    except OSError as e:
+        raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise InputError("content", f"running jobs {path} are not JSON: {e}") from None
+    try:
+        return cluster.with_allocations(running_from_envelopes(items, path))
+    except JobValidationError as e:
+        raise InputError("content", f"running jobs are invalid: {shown(list(e.issues))}") from None
+    except TopologyError as e:
+        raise InputError(
+            "content", f"running jobs do not fit the cluster: {shown(list(e.problems))}"
+        ) from None
+
+
+def reservations_arg(path: str | None, cluster: Cluster) -> list[Reservation] | None:
+    """``--reservations``: the declared reservations, checked against the cluster (known nodes, GPUs)."""
+    if not path:
+        return None
+    from placer.solver.jobs.parse import read_utf8_file
+    from placer.solver.reservations import load_reservations
+
+    def load() -> list[Reservation]:
+        return load_reservations(read_utf8_file(path), source=path, cluster=cluster)
+
+    return _read("reservations", path, load, invalid="are invalid")
+
+
+def prices_arg(path: str | None) -> PriceCatalog | None:
+    """``--prices``: the price catalog over the defaults, and tenant budgets."""
+    if not path:
+        return None
+    from placer.solver.prices import load_prices_file
+
+    return _read("prices", path, lambda: load_prices_file(path), invalid="are invalid")

@@ -1,0 +1,287 @@
+"""``placer place --cluster FILE --jobs FILE... [--running FILE] [--now TIME] [--time-limit S]
+[--engine auto|cpsat|greedy|BASELINE] [--seed N] [--json]``: decide where a batch of jobs runs.
+
+The cluster file may be in any format ``placer cluster`` reads (auto-detected); job files in any job format
+(OJS, Flux jobspec, SSS XML). Jobs the readers refuse are not dropped: they go to the decision's
+``rejected`` with their errors. ``--running`` is a JSON list of running jobs (job envelopes plus
+``node``/``gpus`` or ``replicas``, see :mod:`placer.solver.running`) added to what the cluster file already
+runs.
+``--now`` (RFC 3339 with an offset, e.g. ``2025-06-01T12:00:00Z``) is the decision time that
+``not_before`` and dependencies are compared with; default: the current time. ``--queue-config`` and
+``--limits`` read jobs under the same queue configuration and administrative limits as ``placer validate``.
+
+Output: a table (per placed job: engine, nodes, GPUs, TPU chips; per pending job: its first reason;
+rejected jobs; one stats line), or with ``--json`` the Decision JSON (``docs/decision.md``). ``--engine``
+also takes a baseline scorer (``first-fit``, ``best-fit``, ``least-allocated``, ``most-allocated``,
+``fgd``: greedy choosing nodes by that rule, :mod:`placer.solver.scorers`) to see what it would decide.
+
+Exit codes: 0 a decision was made (pending jobs included), 1 the cluster, a job file or the running-jobs
+file was opened but its content cannot be read (not parseable, not a cluster), 2 a usage error (bad
+``--now``, bad option value) or a file that cannot be opened.
+
+Why the heavy imports live in :func:`run`: ``placer --help`` and ``placer validate`` must not pay for
+OR-Tools, networkx and pandas.
+
+>>> import argparse
+>>> p = argparse.ArgumentParser(prog="placer"); sub = p.add_subparsers()
+>>> add_parser(sub)
+>>> a = p.parse_args(["place", "--cluster", "c.yaml", "--jobs", "a.json", "b.yaml", "--engine", "greedy"])
+>>> (a.cluster, a.jobs, a.engine, a.time_limit, a.seed, a.json)
+('c.yaml', ['a.json', 'b.yaml'], 'greedy', 5.0, 0, False)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from datetime import datetime
+from typing import Any
+
+__all__ = ["ENGINE_CHOICES", "add_parser", "decision_table", "parse_rfc3339", "run"]
+
+_NAME = "placer place"
+#: RFC 3339 ``date-time`` (section 5.6): full date, ``T`` (or space), full time with a mandatory offset.
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+#: ``--engine`` values: placer's engines, then the baseline scorers (``placer.solver.policy.ENGINES`` and
+#: ``BASELINES``; spelled out so that ``placer --help`` need not import pydantic).
+ENGINE_CHOICES = (
+    "auto",
+    "cpsat",
+    "greedy",
+    "first-fit",
+    "best-fit",
+    "least-allocated",
+    "most-allocated",
+    "fgd",
+)
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """An RFC 3339 timestamp as an aware ``datetime``; ``ValueError`` for anything else (a date alone, a
+    time without offset, an impossible date).
+
+    Why stricter than ``datetime.fromisoformat``: a naive time would be compared with timezone-aware
+    ``not_before`` values, and a wrong offset silently shifts every start by hours.
+
+    >>> parse_rfc3339("2025-06-01T12:00:00Z").isoformat()
+    '2025-06-01T12:00:00+00:00'
+    >>> parse_rfc3339("2025-06-01")
+    Traceback (most recent call last):
+    ...
+    ValueError: '2025-06-01' is not an RFC 3339 timestamp (e.g. 2025-06-01T12:00:00Z)
+    """
+    if not _RFC3339.match(text):
+        raise ValueError(f"{text!r} is not an RFC 3339 timestamp (e.g. 2025-06-01T12:00:00Z)")
+    normalized = text[:10] + "T" + text[11:]
+    if normalized[-1] in "Zz":
+        normalized = normalized[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(normalized)
+    except ValueError as e:  # 2025-02-30T00:00:00Z matches the pattern but is no date
+        raise ValueError(f"{text!r} is not a valid timestamp: {e}") from None
+
+
+def _positive_seconds(text: str) -> float:
+    """argparse type for ``--time-limit``: a finite number of seconds > 0 (a usage error otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: the time limit must be a positive number of seconds")
+    return value
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``placer place`` on an ``argparse`` subparsers object."""
+    p = sub.add_parser("place", help="place a batch of jobs on a cluster and print the decision")
+    p.add_argument("--cluster", required=True, metavar="FILE", help="cluster description (any format)")
+    p.add_argument("--jobs", required=True, nargs="+", metavar="FILE", help="job files (OJS, Flux, SSS)")
+    p.add_argument("--running", metavar="FILE", help="JSON list of running jobs (envelopes + node/gpus)")
+    p.add_argument(
+        "--queue-config",
+        metavar="FILE",
+        help="OJS §10 queue configuration: ml_defaults, ml_limits, GPU and dollar budgets "
+        "(as placer validate)",
+    )
+    from placer.cli.inputs import add_limits_argument
+
+    add_limits_argument(p)
+    p.add_argument(
+        "--reservations",
+        metavar="FILE",
+        help='JSON/YAML list of {"id", "nodes": [...] or "gpus": {node: count}, "start", "end", "timeout_s"}',
+    )
+    p.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="$ per GPU-hour / TPU chip-hour / core-hour by capacity class, over the defaults; "
+        "tenant dollar budgets (budgets.tenants)",
+    )
+    p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
+    p.add_argument(
+        "--time-limit",
+        type=_positive_seconds,
+        default=5.0,
+        metavar="S",
+        help="seconds the solver may use, greedy included (default: 5)",
+    )
+    p.add_argument(
+        "--engine",
+        default="auto",
+        choices=ENGINE_CHOICES,
+        help="default: auto; a baseline (first-fit ... fgd) is greedy with that node scorer",
+    )
+    p.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (default: 0)")
+    p.add_argument(
+        "--reproducible",
+        action="store_true",
+        help="one CP-SAT worker and a deterministic-time budget: the same decision on any machine "
+        "(docs/solver.md, Determinism)",
+    )
+    p.add_argument(
+        "--no-plan",
+        action="store_true",
+        help="decide only what starts now: no planned starts, no backfill rule (docs/solver.md)",
+    )
+    p.add_argument("--json", action="store_true", help="print the Decision JSON")
+    p.set_defaults(run=run)
+
+
+def _usage(message: str) -> int:
+    print(f"{_NAME}: {message}", file=sys.stderr)
+    return 2
+
+
+def _bad_content(message: str) -> int:
+    print(f"{_NAME}: {message}", file=sys.stderr)
+    return 1
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read everything, place, print; the exit code says what went wrong (see the module docstring)."""
+    from placer.cli.inputs import (
+        InputError,
+        cluster_arg,
+        jobs_arg,
+        prices_arg,
+        read_options_arg,
+        reservations_arg,
+        shown,
+        with_running_arg,
+    )
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy, engine_fields
+
+    now = None
+    if args.now:
+        try:
+            now = parse_rfc3339(args.now)
+        except ValueError as e:
+            return _usage(f"--now: {e}")
+    try:
+        cluster = cluster_arg(args.cluster)
+        options = read_options_arg(args.queue_config, args.limits)
+        results = jobs_arg(args.jobs, options)
+        unreadable = [r for r in results if r.unreadable]
+        if unreadable:  # a whole document failed: it names no job that could be answered in the decision
+            return _bad_content("; ".join(f"{r.source}: {shown(list(r.errors))}" for r in unreadable))
+        cluster = with_running_arg(cluster, args.running)
+        reservations = reservations_arg(args.reservations, cluster)
+        prices = prices_arg(args.prices)
+    except InputError as e:
+        return _usage(e.message) if e.kind == "usage" else _bad_content(e.message)
+    policy = Policy(
+        **engine_fields(args.engine),  # type: ignore[arg-type]
+        time_limit_s=args.time_limit,
+        seed=args.seed,
+        plan=not args.no_plan,
+        reproducible=args.reproducible,
+    )
+    try:
+        decision = place(
+            results, cluster, policy, now=now, queues=options.queues, reservations=reservations, prices=prices
+        )
+    except ModuleNotFoundError as e:
+        if not (e.name or "").startswith("placer.solver.cpsat"):
+            raise
+        return _usage(f"the CP-SAT engine is not available ({e}); use --engine greedy")
+    if args.json:
+        print(json.dumps(decision.to_json(), indent=2))
+    else:
+        print(decision_table(decision))
+    return 0
+
+
+def _gpu_text(replicas: list[Any]) -> str:
+    whole = sum(len(r.gpus) for r in replicas if r.gpu_milli is None)
+    shares = [r.gpu_milli for r in replicas if r.gpu_milli is not None]
+    parts = [str(whole)] if whole or not shares else []
+    parts += [f"{m / 1000:g}" for m in shares]
+    return "+".join(parts)
+
+
+def decision_table(decision: Any) -> str:
+    """The human-readable decision: placed jobs, pending jobs with their first reason, rejected jobs with
+    their first error, and the stats line.
+
+    >>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement, Stats
+    >>> d = Decision(placements=[JobPlacement(job="a", replicas=[ReplicaPlacement(node="n1", gpus=[0, 1])])],
+    ...              stats=Stats(engine="greedy", status="FEASIBLE", objective=20.0))
+    >>> print(decision_table(d))
+    JOB  ENGINE  NODES  GPUS  TPU CHIPS
+    a    greedy  n1     2     0
+    <BLANKLINE>
+    engine greedy, status FEASIBLE, objective 20, bound -, gap -, build 0.000 s, solve 0.000 s, wall 0.000 s
+    """
+    s = decision.stats
+    rows = [("JOB", "ENGINE", "NODES", "GPUS", "TPU CHIPS")]
+    for p in decision.placements:
+        nodes = ",".join(dict.fromkeys(r.node for r in p.replicas))
+        chips = sum(len(r.tpu_chips) for r in p.replicas)
+        rows.append((p.job, s.engine, nodes, _gpu_text(p.replicas), str(chips)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    if decision.pending:
+        lines.append("")
+        lines.append(f"pending ({len(decision.pending)}):")
+        for p in decision.pending:
+            first = p.reasons[0] if p.reasons else None
+            lines.append(f"  {p.job}: {first.code}: {first.message}" if first else f"  {p.job}")
+            lines.extend(f"    {r.code}: {r.message}" for r in p.reasons[1:] if r.code == "PLANNED_START")
+    if decision.rejected:
+        lines.append("")
+        lines.append(f"rejected ({len(decision.rejected)}):")
+        for r in decision.rejected:
+            e = r.errors[0] if r.errors else {}
+            lines.append(f"  {r.job}: {e.get('path', '')}: {e.get('message', '')} [{e.get('code', '')}]")
+    holds = [h for h in decision.reservations if h.kind != "reservation"]
+    if holds:
+        lines.append("")
+        lines.append(f"planned ({len(holds)}):")
+        for h in holds:
+            nodes = ",".join(dict.fromkeys(r.node for r in h.replicas))
+            until = h.end.isoformat() if h.end else "open end"
+            start = h.start.isoformat() if h.start else "?"
+            lines.append(f"  {h.job}: {h.kind} {start} .. {until} on {nodes} ({_gpu_text(h.replicas)} GPUs)")
+    if decision.preemptions:
+        lines.append("")
+        lines.append(f"preemptions ({len(decision.preemptions)}):")
+        for ev in decision.preemptions:
+            save = "checkpoint first" if ev.checkpoint else "no checkpoint"
+            lines.append(
+                f"  {ev.job} for {', '.join(ev.for_)}: grace {ev.grace_period_s} s, {save}, "
+                f"loses {ev.expected_work_lost_gpu_s / 3600:.1f} GPU-h (a scheduling event, not a failure)"
+            )
+    lines.append("")
+
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:g}"
+
+    lines.append(
+        f"engine {s.engine}, status {s.status}, objective {num(s.objective)}, bound {num(s.bound)}, "
+        f"gap {num(s.gap)}, build {s.build_s:.3f} s, solve {s.solve_s:.3f} s, wall {s.wall_s:.3f} s"
+    )
+    return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""``placer serve [--host 127.0.0.1] [--port 8080] [--workers N] [--state FILE] [limits...]``: the HTTP
+service (``docs/service.md``): FastAPI on uvicorn, the OpenAPI document at ``/openapi.json``, docs at
+``/docs``.
+
+``--workers`` is how many placements are computed at once (solver threads in one process: stateful
+clusters live in that process's memory, so the service is one process). ``--state FILE`` keeps stateful
+clusters in a SQLite file across restarts. The limit flags bound what one request may ask for.
+
+Exit codes: 0 after a clean shutdown (Ctrl-C, SIGTERM), 2 for a usage error, 1 when the web dependencies
+are missing (``pip install 'placer[service]'``) or the state file cannot be opened or replayed.
+
+Why the imports live in :func:`run`: FastAPI and uvicorn are an optional extra, and ``placer --help`` must
+not need them.
+
+>>> import argparse
+>>> p = argparse.ArgumentParser(prog="placer"); sub = p.add_subparsers()
+>>> add_parser(sub)
+>>> a = p.parse_args(["serve", "--port", "0", "--workers", "4", "--max-time-limit", "10"])
+>>> (a.host, a.port, a.workers, a.state, limits_of(a).max_time_limit_s)
+('127.0.0.1', 0, 4, None, 10.0)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from placer.cli.place import _positive_seconds
+
+__all__ = ["add_parser", "limits_of", "run"]
+
+_NAME = "placer serve"
+
+
+def _count(text: str) -> int:
+    """argparse type for counts: an integer >= 1 (a usage error otherwise)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return int(text)
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``placer serve`` on an ``argparse`` subparsers object (limit defaults: ``Limits``, read in
+    :func:`run` so that registering stays free of the service's imports)."""
+    p = sub.add_parser("serve", help="run the HTTP service (batch placements, validation, FETCH matching)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port (default: 8080; 0 picks a free one)")
+    p.add_argument("--workers", type=_count, default=2, metavar="N", help="placements at once (default: 2)")
+    p.add_argument("--state", metavar="FILE", help="SQLite file for stateful clusters (default: memory only)")
+    p.add_argument("--max-body-bytes", type=_count, metavar="N", help="default: 32 MiB")
+    p.add_argument("--max-jobs", type=_count, metavar="N", help="jobs per request (default: 10000)")
+    p.add_argument("--max-nodes", type=_count, metavar="N", help="nodes per cluster (default: 20000)")
+    p.add_argument(
+        "--max-time-limit", type=_positive_seconds, metavar="S", help="cap on time_limit_s (default: 30)"
+    )
+    p.add_argument(
+        "--max-queued", type=int, metavar="N", help="requests waiting beyond --workers (default: 32)"
+    )
+    p.add_argument(
+        "--limits",
+        metavar="FILE",
+        help="administrative limits every request's jobs are read under (as placer validate --limits); "
+        "clients cannot change them",
+    )
+    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument("--no-access-log", action="store_true", help="do not log one line per request")
+    p.set_defaults(run=run)
+
+
+def limits_of(args: argparse.Namespace) -> Any:
+    """The service's limits: the flags given, the defaults of ``Limits`` for the others.
+
+    >>> ns = argparse.Namespace(max_body_bytes=None, max_jobs=5, max_nodes=None, max_time_limit=None,
+    ...                         max_queued=None)
+    >>> lim = limits_of(ns)
+    >>> lim.max_jobs, lim.max_nodes
+    (5, 20000)
+    """
+    from placer.service.limits import Limits
+
+    flags = {
+        "max_body_bytes": args.max_body_bytes,
+        "max_jobs": args.max_jobs,
+        "max_nodes": args.max_nodes,
+        "max_time_limit_s": args.max_time_limit,
+        "max_queued": args.max_queued,
+    }
+    read_limits = None
+    if getattr(args, "limits", None):
+        from placer.solver.jobs.options import load_read_limits_file
+
+        read_limits = load_read_limits_file(args.limits)  # OSError / JobValidationError: run() reports them
+    return Limits(**{k: v for k, v in flags.items() if v is not None}, read_limits=read_limits)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the app and serve it until interrupted."""
+    import sqlite3
+
+    try:
+        import uvicorn
+
+        from placer.service.app import ServiceConfig, create_app
+    except ModuleNotFoundError as e:
+        print(
+            f"{_NAME}: {e.name} is missing; install the extra: pip install 'placer[service]'", file=sys.stderr
+        )
+        return 1
+    if args.max_queued is not None and args.max_queued < 0:
+        print(f"{_NAME}: --max-queued must be >= 0", file=sys.stderr)
+        return 2
+    from placer.solver.jobs.errors import JobValidationError
+
+    try:
+        limits = limits_of(args)
+    except OSError as e:
+        print(f"{_NAME}: cannot open limits file {args.limits}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except JobValidationError as e:
+        print(f"{_NAME}: limits file {args.limits} is invalid: {e}", file=sys.stderr)
+        return 1
+    try:
+        app = create_app(ServiceConfig(limits=limits, workers=args.workers, state_path=args.state))
+    except (OSError, RuntimeError, sqlite3.Error) as e:
+        print(f"{_NAME}: cannot open the state {args.state}: {e}", file=sys.stderr)
+        return 1
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=not args.no_access_log,
+        timeout_graceful_shutdown=10,
+    )
+    return 0

@@ -1,0 +1,202 @@
+"""The ASGI app: :func:`create_app` wires limits, the solver pool, the cluster store and the metrics.
+
+Why a factory and no module-level app: everything an app holds (its pool, its store, its metrics
+registry) belongs to that app, so tests and an embedding program can run several side by side and
+nothing is shared between them. ``placer serve`` builds one and hands it to uvicorn.
+
+Every error leaves as the one JSON shape of :mod:`placer.service.errors`: client mistakes with their
+4xx status, unknown routes 404, wrong methods 405, and a bug 500 with ``{"code": "internal"}`` and no
+traceback (the traceback goes to the server log).
+
+>>> app = create_app(ServiceConfig(workers=1))
+>>> sorted(p for p in app.openapi()["paths"] if p.startswith("/v1/clusters"))
+['/v1/clusters', '/v1/clusters/{cluster_id}', '/v1/clusters/{cluster_id}/placements']
+>>> app.state.service.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from placer.service.errors import ApiError
+from placer.service.limits import Limits
+from placer.service.metrics import Metrics
+from placer.service.pool import SolverPool
+from placer.service.routes import BODIES, router
+from placer.service.state import ClusterStore
+
+__all__ = ["ASGIApp", "Message", "MetricsMiddleware", "Scope", "Service", "ServiceConfig", "create_app"]
+
+log = logging.getLogger("placer.service")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[
+    [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
+]
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """How ``placer serve`` runs the service."""
+
+    limits: Limits = field(default_factory=Limits)
+    #: Placements computed at once (solver threads).
+    workers: int = 2
+    #: SQLite file of stateful mode; None keeps clusters in memory only.
+    state_path: str | None = None
+    #: Most clusters stateful mode holds (507 past it).
+    max_clusters: int = 1000
+
+
+@dataclass
+class Service:
+    """What the routes share: one per app."""
+
+    limits: Limits
+    pool: SolverPool
+    store: ClusterStore
+    metrics: Metrics
+    max_clusters: int
+
+    def close(self) -> None:
+        self.pool.shutdown()
+        self.store.close()
+
+
+class MetricsMiddleware:
+    """Counts every request by route template, method and status, and times it (pure ASGI, so it sees
+    the status of every answer, errors included)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics):
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        self.metrics.in_flight.inc()
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            self.metrics.in_flight.dec()
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            self.metrics.observe_request(route, scope["method"], status, time.perf_counter() - start)
+
+
+def _error_response(e: ApiError) -> JSONResponse:
+    return JSONResponse(e.body(), status_code=e.status, headers=e.headers)
+
+
+async def _api_error(request: Request, e: Exception) -> JSONResponse:
+    assert isinstance(e, ApiError)
+    return _error_response(e)
+
+
+async def _http_error(request: Request, e: Exception) -> JSONResponse:
+    assert isinstance(e, StarletteHTTPException)
+    codes = {404: "not_found", 405: "method_not_allowed"}
+    return _error_response(ApiError(e.status_code, codes.get(e.status_code, "http_error"), str(e.detail)))
+
+
+async def _validation_error(request: Request, e: Exception) -> JSONResponse:
+    assert isinstance(e, RequestValidationError)
+    problems = [
+        {
+            "code": "type",
+            "path": ".".join(str(p) for p in err.get("loc", ())),
+            "message": str(err.get("msg", "")),
+        }
+        for err in e.errors()
+    ]
+    return _error_response(ApiError(400, "invalid_request", "the request's parameters are invalid", problems))
+
+
+async def _internal_error(request: Request, e: Exception) -> JSONResponse:
+    log.exception("internal error on %s %s", request.method, request.url.path, exc_info=e)
+    return _error_response(ApiError(500, "internal", "internal error; the server log has the details"))
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The generated document, with the request bodies' schemas (the handlers read raw bodies)."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for model in BODIES:
+        body = model.model_json_schema(ref_template="#/components/schemas/{model}")  # type: ignore[attr-defined]
+        for name, sub in body.pop("$defs", {}).items():
+            components.setdefault(name, sub)
+        components[model.__name__] = body
+    app.openapi_schema = schema
+    return schema
+
+
+def _warm_up() -> None:
+    """Import the engine, CP-SAT and the cluster views before the first request: their imports (OR-Tools,
+    pandas) take most of a second, which the first client would otherwise wait for."""
+    for module in (
+        "placer.solver.engine",
+        "placer.solver.cpsat.model",
+        "placer.service.matching",
+        "placer.topology.views",
+    ):
+        importlib.import_module(module)
+
+
+def create_app(config: ServiceConfig | None = None) -> FastAPI:
+    """A new app with its own pool, store and metrics; :meth:`Service.close` (or the app's shutdown)
+    releases them."""
+    config = config or ServiceConfig()
+    svc = Service(
+        limits=config.limits,
+        pool=SolverPool(config.workers, config.limits.max_queued),
+        store=ClusterStore(config.state_path),
+        metrics=Metrics(),
+        max_clusters=config.max_clusters,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await asyncio.to_thread(_warm_up)
+        yield
+        svc.close()
+
+    app = FastAPI(
+        title="placer",
+        version="0.1.0",
+        description="Placement engine for ML/AI jobs on GPU and TPU clusters (docs/service.md).",
+        lifespan=lifespan,
+    )
+    app.state.service = svc
+    app.include_router(router)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _internal_error)
+    app.add_middleware(MetricsMiddleware, metrics=svc.metrics)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,79 @@
+"""Errors the HTTP service answers with: one JSON shape for every status, never a traceback.
+
+Why one exception type: every layer (body reading, body validation, cluster import, the state store)
+finds a client's mistake at a different depth, often in a worker thread; raising :class:`ApiError` there
+and turning it into a response in one handler keeps the body shape identical everywhere::
+
+    {"error": {"status": 422, "code": "invalid_cluster", "message": "...",
+               "errors": [{"code": "...", "path": "...", "message": "..."}]}}
+
+``errors`` lists the individual problems, each naming the field (``path``) and the rule (``code``,
+for job problems one of :data:`placer.solver.jobs.ISSUE_CODES`).
+
+>>> e = ApiError(413, "too_large", "the body is 20 bytes; the limit is 10")
+>>> e.body()["error"]["status"], e.body()["error"]["errors"]
+(413, [])
+>>> issues_of_topology(TopologyError([Problem("cluster", "nodes[0] (a)", "cpu_cores: must be >= 0")]))
+[{'code': 'invalid', 'path': 'cluster.nodes[0] (a)', 'message': 'cpu_cores: must be >= 0'}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from placer.solver.jobs.errors import Issue
+from placer.topology.errors import Problem, TopologyError
+
+__all__ = ["MAX_ERRORS", "ApiError", "issues", "issues_of_topology", "unprocessable"]
+
+#: Most individual problems listed in one error body (a 10,000-node export can have 10,000).
+MAX_ERRORS = 200
+
+
+class ApiError(Exception):
+    """A client mistake (4xx) or a refusal (503) with the structured body the service answers."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        errors: Iterable[Mapping[str, Any]] = (),
+        *,
+        headers: Mapping[str, str] | None = None,
+    ):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.errors = [dict(e) for e in errors]
+        self.headers = dict(headers or {})
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body: at most :data:`MAX_ERRORS` problems, then one line saying how many more."""
+        shown = self.errors[:MAX_ERRORS]
+        more = len(self.errors) - MAX_ERRORS
+        if more > 0:
+            shown.append({"code": "truncated", "path": "", "message": f"... and {more} more problems"})
+        return {"error": {"status": self.status, "code": self.code, "message": self.message, "errors": shown}}
+
+
+def issues(items: Iterable[Issue]) -> list[dict[str, str]]:
+    """Job-reader issues as error entries (``code`` from ``ISSUE_CODES``)."""
+    return [{"code": i.code, "path": i.path, "message": i.message} for i in items]
+
+
+def _problem(p: Problem) -> dict[str, str]:
+    path = p.source if p.item == "document" else f"{p.source}.{p.item}"
+    return {"code": "invalid", "path": path, "message": p.message}
+
+
+def issues_of_topology(error: TopologyError) -> list[dict[str, str]]:
+    """Cluster problems (``source`` is the body field, ``item`` the entry) as error entries."""
+    return [_problem(p) for p in error.problems]
+
+
+def unprocessable(code: str, message: str, errors: Iterable[Mapping[str, Any]]) -> ApiError:
+    """A 422: the body is well-formed JSON of the right shape, but a document in it breaks a rule."""
+    return ApiError(422, code, message, errors)

@@ -1,0 +1,372 @@
+"""Stateful mode: clusters kept by id, changed by deltas, persisted to SQLite before any 2xx answer.
+
+Why: a 10,000-node cluster is tens of megabytes of JSON; a backend that places every few seconds should
+send it once (``PUT /v1/clusters/{id}``), then only what changed (``PATCH``: a node went down or came
+back, a job started or finished), and place against it by id.
+
+Model. A cluster is a :class:`~placer.topology.Cluster` snapshot (immutable) and a version that grows by one
+with every accepted PUT or PATCH. Changes are applied in order, all or none (:func:`apply_changes` is
+pure: it returns a new snapshot or raises :class:`ChangeError`), so a placement running on the previous
+snapshot is never disturbed.
+
+Durability. Before a mutation is acknowledged it is committed to SQLite (``synchronous=FULL``): the base
+snapshot as placer's own inventory JSON (:meth:`Cluster.to_inventory`), and each PATCH's changes, already
+*normalized* (a started job is stored as the :class:`~placer.topology.RunningJob` its envelope was read into,
+so
+replaying never re-reads a document under other rules). On start the store rebuilds every cluster from
+its base and replays its changes; every ``compact_after`` versions the base is rewritten and the log
+cleared. Without a file the same code runs on an in-memory database (nothing survives a restart).
+
+Concurrency. Mutations of one cluster are serialized by a per-cluster lock; mutations of different
+clusters and all reads run in parallel (reads take the current snapshot object, which never changes).
+
+>>> from placer.topology import cluster_of, dgx_h100
+>>> store = ClusterStore()
+>>> s, created = store.put("c1", cluster_of(dgx_h100(2)))
+>>> (s.version, created)
+(1, True)
+>>> s = store.patch("c1", [{"op": "node_down", "node": "dgx-h100-1"}])
+>>> (s.version, [n.name for n in s.cluster.nodes if not n.usable])
+(2, ['dgx-h100-1'])
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from placer.topology import Cluster, RunningJob, TopologyError
+from placer.topology.build import build_cluster
+from placer.topology.inventory import Inventory
+
+__all__ = [
+    "COMPACT_AFTER",
+    "ChangeError",
+    "ClusterStore",
+    "Stored",
+    "apply_changes",
+    "normalize_change",
+    "set_availability",
+]
+
+#: Versions between two rewrites of a cluster's base snapshot (the change log is replayed on start).
+COMPACT_AFTER = 200
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS clusters (
+    id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    base_version INTEGER NOT NULL,
+    base TEXT NOT NULL,
+    source TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS changes (
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    changes TEXT NOT NULL,
+    PRIMARY KEY (id, version)
+);
+"""
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One stored cluster at one version."""
+
+    id: str
+    version: int
+    cluster: Cluster
+    updated_at: datetime
+
+
+class ChangeError(Exception):
+    """A PATCH that cannot be applied: ``invalid`` (the change itself is wrong: an unknown node) or
+    ``conflict`` (it contradicts the current state: a job already running, GPUs already held)."""
+
+    def __init__(self, kind: Literal["invalid", "conflict"], errors: list[dict[str, str]]):
+        super().__init__("; ".join(f"{e['path']}: {e['message']}" for e in errors))
+        self.kind = kind
+        self.errors = errors
+
+
+def _error(code: str, path: str, message: str) -> dict[str, str]:
+    return {"code": code, "path": path, "message": message}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Changes (pure)
+# ---------------------------------------------------------------------------------------------------
+
+
+def normalize_change(change: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """A change as it is applied and stored: a started job's item read into a RunningJob (its envelope
+    through the job readers, as ``placer place --running``). ``ChangeError`` when the item is invalid.
+
+    >>> normalize_change({"op": "job_finished", "job": "r1"}, "changes[0]")
+    {'op': 'job_finished', 'job': 'r1'}
+    """
+    if change["op"] != "job_started":
+        return dict(change)
+    from placer.solver.jobs import JobValidationError
+    from placer.solver.running import running_from_envelopes
+
+    try:
+        (rj,) = running_from_envelopes([change["job"]], f"{path}.job")
+    except JobValidationError as e:
+        raise ChangeError(
+            "invalid",
+            [_error(i.code, i.path.replace(f"{path}.job[0]", f"{path}.job"), i.message) for i in e.issues],
+        ) from None
+    return {"op": "job_started", "running": rj.model_dump(mode="json")}
+
+
+def apply_changes(cluster: Cluster, changes: Sequence[Mapping[str, Any]]) -> Cluster:
+    """``cluster`` after ``changes`` (normalized), in order; ``ChangeError`` naming ``changes[i]``.
+
+    Consecutive node changes are applied with one rebuild of the structure (node state is part of the
+    structure; job changes only touch allocations)."""
+    nodes: dict[str, tuple[bool, int]] = {}
+    for i, change in enumerate(changes):
+        op = change["op"]
+        if op in ("node_down", "node_up"):
+            nodes[change["node"]] = (op == "node_up", i)
+            continue
+        if nodes:
+            cluster, nodes = set_availability(cluster, nodes), {}
+        if op == "job_started":
+            rj = RunningJob.model_validate(change["running"])
+            if rj.job in cluster.state.jobs:
+                raise ChangeError(
+                    "conflict", [_error("duplicate", f"changes[{i}].job", f"{rj.job!r} is running")]
+                )
+            try:
+                cluster = cluster.allocate(rj)
+            except TopologyError as e:
+                raise ChangeError(
+                    "conflict", [_error("conflict", f"changes[{i}].job", p.message) for p in e.problems]
+                ) from None
+        elif op == "job_finished":
+            if change["job"] not in cluster.state.jobs:
+                raise ChangeError(
+                    "conflict", [_error("conflict", f"changes[{i}].job", f"{change['job']!r} is not running")]
+                )
+            cluster = cluster.release(change["job"])
+        else:  # pragma: no cover - the body model admits only the four ops
+            raise ChangeError("invalid", [_error("enum", f"changes[{i}].op", f"unknown op {op!r}")])
+    return set_availability(cluster, nodes) if nodes else cluster
+
+
+def set_availability(cluster: Cluster, wanted: Mapping[str, tuple[bool, int]]) -> Cluster:
+    """``cluster`` with nodes or TPU pods marked up (ready and schedulable) or down (not ready);
+    ``wanted`` maps a name to (up, index of its change). Inventory templates (``count: 4``) holding one
+    of the nodes are expanded, so only that node changes."""
+    inv = cluster.to_inventory()
+    pods = {p.name for p in inv.tpu_pods}
+    unknown = [(i, n) for n, (_, i) in wanted.items() if not cluster.has_node(n) and n not in pods]
+    if unknown:
+        raise ChangeError(
+            "invalid",
+            [
+                _error("enum", f"changes[{i}].node", f"no node or TPU pod {n!r} in the cluster")
+                for i, n in unknown
+            ],
+        )
+    templates = {cluster.node(n).spec_index for n in wanted if cluster.has_node(n)}
+    specs = []
+    for k, spec in enumerate(inv.nodes):
+        expanded = Inventory(nodes=[spec]).expanded_nodes() if k in templates else [spec]
+        specs.extend(_marked(s, wanted) for s in expanded)
+    updated = inv.model_copy(update={"nodes": specs, "tpu_pods": [_marked(p, wanted) for p in inv.tpu_pods]})
+    return build_cluster(updated, source=cluster.source)
+
+
+def _marked(spec: Any, wanted: Mapping[str, tuple[bool, int]]) -> Any:
+    if spec.name not in wanted:
+        return spec
+    up = wanted[spec.name][0]
+    return spec.model_copy(update={"ready": True, "schedulable": True} if up else {"ready": False})
+
+
+# ---------------------------------------------------------------------------------------------------
+# The store
+# ---------------------------------------------------------------------------------------------------
+
+
+def _inventory_json(cluster: Cluster) -> str:
+    return json.dumps(cluster.to_inventory().model_dump(mode="json", exclude_defaults=True))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ClusterStore:
+    """Clusters by id, in memory and in SQLite (``path``; ``None``: in memory only)."""
+
+    def __init__(self, path: str | None = None, *, compact_after: int = COMPACT_AFTER):
+        self.path = path
+        self.compact_after = compact_after
+        self._db = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None)
+        if path:
+            self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        self._db_lock = threading.Lock()
+        self._clusters: dict[str, Stored] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+        self._load()
+
+    # -- reading --------------------------------------------------------------------------------------
+
+    def get(self, cluster_id: str) -> Stored | None:
+        """The cluster's current version, or None."""
+        return self._clusters.get(cluster_id)
+
+    def ids(self) -> list[str]:
+        """Every stored id, sorted."""
+        return sorted(self._clusters)
+
+    def __len__(self) -> int:
+        return len(self._clusters)
+
+    # -- writing --------------------------------------------------------------------------------------
+
+    def put(self, cluster_id: str, cluster: Cluster) -> tuple[Stored, bool]:
+        """Store (or replace) a snapshot; returns it and whether it is new."""
+        with self._lock(cluster_id):
+            old = self._clusters.get(cluster_id)
+            stored = Stored(cluster_id, (old.version + 1) if old else 1, cluster, _now())
+            with self._transaction() as db:
+                db.execute("DELETE FROM changes WHERE id = ?", (cluster_id,))
+                db.execute(
+                    "INSERT OR REPLACE INTO clusters VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        cluster_id,
+                        stored.version,
+                        stored.version,
+                        _inventory_json(cluster),
+                        cluster.source,
+                        stored.updated_at.isoformat(),
+                    ),
+                )
+            self._clusters[cluster_id] = stored
+            return stored, old is None
+
+    def patch(
+        self, cluster_id: str, changes: Sequence[Mapping[str, Any]], *, if_version: int | None = None
+    ) -> Stored:
+        """Apply normalized changes, all or none. ``KeyError`` for an unknown id, ``ChangeError`` when
+        a change is invalid or conflicts (also when ``if_version`` is not the current version)."""
+        with self._lock(cluster_id):
+            old = self._clusters.get(cluster_id)
+            if old is None:
+                raise KeyError(cluster_id)
+            if if_version is not None and if_version != old.version:
+                raise ChangeError(
+                    "conflict",
+                    [
+                        _error(
+                            "conflict",
+                            "if_version",
+                            f"the cluster is at version {old.version}, not {if_version}",
+                        )
+                    ],
+                )
+            cluster = apply_changes(old.cluster, changes)
+            stored = Stored(cluster_id, old.version + 1, cluster, _now())
+            with self._transaction() as db:
+                (base_version,) = db.execute(
+                    "SELECT base_version FROM clusters WHERE id = ?", (cluster_id,)
+                ).fetchone()
+                if stored.version - base_version >= self.compact_after:
+                    db.execute("DELETE FROM changes WHERE id = ?", (cluster_id,))
+                    db.execute(
+                        "UPDATE clusters SET version = ?, base_version = ?, base = ?, updated_at = ? "
+                        "WHERE id = ?",
+                        (
+                            stored.version,
+                            stored.version,
+                            _inventory_json(cluster),
+                            stored.updated_at.isoformat(),
+                            cluster_id,
+                        ),
+                    )
+                else:
+                    db.execute(
+                        "INSERT INTO changes VALUES (?, ?, ?)",
+                        (cluster_id, stored.version, json.dumps(list(changes))),
+                    )
+                    db.execute(
+                        "UPDATE clusters SET version = ?, updated_at = ? WHERE id = ?",
+                        (stored.version, stored.updated_at.isoformat(), cluster_id),
+                    )
+            self._clusters[cluster_id] = stored
+            return stored
+
+    def delete(self, cluster_id: str) -> bool:
+        """Forget a cluster; False when there was none."""
+        with self._lock(cluster_id):
+            if cluster_id not in self._clusters:
+                return False
+            with self._transaction() as db:
+                db.execute("DELETE FROM changes WHERE id = ?", (cluster_id,))
+                db.execute("DELETE FROM clusters WHERE id = ?", (cluster_id,))
+            del self._clusters[cluster_id]
+            return True
+
+    def close(self) -> None:
+        with self._db_lock:
+            self._db.close()
+
+    # -- internals ------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _lock(self, cluster_id: str) -> Iterator[None]:
+        with self._locks_lock:
+            lock = self._locks.setdefault(cluster_id, threading.Lock())
+        with lock:
+            yield
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._db_lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _load(self) -> None:
+        """Rebuild every stored cluster: its base, then its logged changes in version order. A cluster
+        that cannot be rebuilt stops the start (acknowledged state must not be dropped silently)."""
+        with self._db_lock:
+            rows = self._db.execute(
+                "SELECT id, version, base_version, base, source, updated_at FROM clusters"
+            ).fetchall()
+            logs = self._db.execute(
+                "SELECT id, version, changes FROM changes ORDER BY id, version"
+            ).fetchall()
+        by_id: dict[str, list[tuple[int, str]]] = {}
+        for cid, version, text in logs:
+            by_id.setdefault(cid, []).append((version, text))
+        for cid, version, base_version, base, source, updated in rows:
+            try:
+                cluster = build_cluster(Inventory.model_validate(json.loads(base)), source=source)
+                for v, text in by_id.get(cid, []):
+                    if v > base_version:
+                        cluster = apply_changes(cluster, json.loads(text))
+            except (TopologyError, ChangeError, ValueError) as e:
+                raise RuntimeError(
+                    f"stored cluster {cid!r} (version {version}) cannot be rebuilt: {e}"
+                ) from e
+            self._clusters[cid] = Stored(cid, version, cluster, datetime.fromisoformat(updated))

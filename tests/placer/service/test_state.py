@@ -1,0 +1,158 @@
+"""The cluster store: changes all or none, template expansion, SQLite replay and compaction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from placer.topology import cluster_of, dgx_h100, tpu_pod
+from placer.topology.build import build_cluster
+from placer.topology.inventory import Inventory
+from placer.topology.views import summary
+
+from placer.service.state import ChangeError, ClusterStore, apply_changes, normalize_change
+
+TEMPLATED = Inventory.model_validate(
+    {
+        "name": "t",
+        "nodes": [
+            {
+                "name": "dgx",
+                "count": 3,
+                "rack": "r1",
+                "cpu_cores": 64,
+                "gpus": {"type": "nvidia-h100", "count": 8},
+            },
+            {"name": "cpu", "cpu_cores": 16},
+        ],
+    }
+)
+
+
+def started(job: str, node: str, gpus: list[int]) -> dict[str, object]:
+    item = {"id": job, "ext_ml_gpu_count": len(gpus), "node": node, "gpus": gpus}
+    return normalize_change({"op": "job_started", "job": item}, "changes[0]")
+
+
+def test_node_down_in_a_template_changes_that_node_only() -> None:
+    cluster = build_cluster(TEMPLATED)
+    after = apply_changes(cluster, [{"op": "node_down", "node": "dgx-2"}])
+    assert [n.name for n in after.nodes] == ["dgx-1", "dgx-2", "dgx-3", "cpu"]
+    assert [n.usable for n in after.nodes] == [True, False, True, True]
+    for old, new in zip(cluster.nodes, after.nodes, strict=True):  # nothing else about the nodes changed
+        assert (old.labels, old.nvlink_domain, old.gpu_count, old.rack) == (
+            new.labels,
+            new.nvlink_domain,
+            new.gpu_count,
+            new.rack,
+        )
+    back = apply_changes(after, [{"op": "node_up", "node": "dgx-2"}])
+    assert all(n.usable for n in back.nodes)
+    assert summary(back) == summary(cluster)
+
+
+def test_tpu_pods_go_down_and_up_by_name() -> None:
+    cluster = cluster_of(dgx_h100(1), tpu_pod("v5e", name="pod-a"))
+    down = apply_changes(cluster, [{"op": "node_down", "node": "pod-a"}])
+    assert not down.tpu_pod("pod-a").usable and down.free_tpu_chips("pod-a") == 0
+    assert apply_changes(down, [{"op": "node_up", "node": "pod-a"}]).free_tpu_chips("pod-a") == 256
+
+
+def test_jobs_start_and_finish_and_running_jobs_survive_a_node_change() -> None:
+    cluster = build_cluster(TEMPLATED)
+    after = apply_changes(
+        cluster,
+        [started("a", "dgx-1", [0, 1, 2]), {"op": "node_down", "node": "dgx-3"}, started("b", "dgx-1", [3])],
+    )
+    assert sorted(after.state.jobs) == ["a", "b"] and len(after.free_gpus("dgx-1")) == 4
+    done = apply_changes(after, [{"op": "job_finished", "job": "a"}])
+    assert sorted(done.state.jobs) == ["b"] and len(done.free_gpus("dgx-1")) == 7
+    assert not done.node("dgx-3").usable
+
+
+@pytest.mark.parametrize(
+    ("changes", "kind", "path"),
+    [
+        ([{"op": "node_down", "node": "nope"}], "invalid", "changes[0].node"),
+        ([{"op": "job_finished", "job": "ghost"}], "conflict", "changes[0].job"),
+        ([started("a", "dgx-1", [0]), started("a", "dgx-2", [0])], "conflict", "changes[1].job"),
+        ([started("a", "dgx-1", [0]), started("b", "dgx-1", [0])], "conflict", "changes[1].job"),
+        ([started("a", "dgx-1", [9])], "conflict", "changes[0].job"),
+    ],
+)
+def test_a_bad_change_names_itself(changes: list[dict[str, object]], kind: str, path: str) -> None:
+    with pytest.raises(ChangeError) as e:
+        apply_changes(build_cluster(TEMPLATED), changes)
+    assert e.value.kind == kind and e.value.errors[0]["path"] == path
+
+
+def test_an_invalid_started_job_is_refused_before_it_is_applied() -> None:
+    with pytest.raises(ChangeError) as e:
+        normalize_change(
+            {"op": "job_started", "job": {"id": "x", "ext_ml_gpu_count": "2", "node": "n"}}, "changes[3]"
+        )
+    assert e.value.kind == "invalid" and e.value.errors[0]["path"] == "changes[3].job.ext_ml_gpu_count"
+
+
+def test_a_failed_patch_changes_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.db")
+    store = ClusterStore(path)
+    store.put("c", build_cluster(TEMPLATED))
+    ok = store.patch("c", [started("a", "dgx-1", [0])])
+    with pytest.raises(ChangeError):
+        store.patch("c", [{"op": "job_finished", "job": "a"}, {"op": "node_down", "node": "nope"}])
+    assert store.get("c") == ok
+    store.close()
+    reopened = ClusterStore(path)
+    assert reopened.get("c").version == 2 and sorted(reopened.get("c").cluster.state.jobs) == ["a"]  # type: ignore[union-attr]
+    reopened.close()
+
+
+@pytest.mark.parametrize("compact_after", [2, 1000])
+def test_reopening_replays_the_log_with_or_without_compaction(tmp_path: Path, compact_after: int) -> None:
+    path = str(tmp_path / "s.db")
+    store = ClusterStore(path, compact_after=compact_after)
+    store.put("c", build_cluster(TEMPLATED))
+    patches = [
+        [{"op": "node_down", "node": "dgx-2"}],
+        [started("a", "dgx-1", [0, 1])],
+        [started("b", "dgx-3", [0]), {"op": "node_up", "node": "dgx-2"}],
+        [{"op": "job_finished", "job": "a"}, {"op": "node_down", "node": "cpu"}],
+        [started("c", "dgx-2", [7])],
+    ]
+    for p in patches:
+        store.patch("c", p)
+    expected = store.get("c")
+    assert expected is not None and expected.version == 6
+    store.close()
+    reopened = ClusterStore(path, compact_after=compact_after)
+    got = reopened.get("c")
+    assert got is not None and got.version == 6 and got.updated_at == expected.updated_at
+    assert summary(got.cluster) == summary(expected.cluster)
+    assert got.cluster.to_inventory() == expected.cluster.to_inventory()
+    rows = reopened._db.execute("SELECT COUNT(*) FROM changes").fetchone()[0]
+    assert rows == (1 if compact_after == 2 else 5)  # compaction at versions 3 and 5 leaves one entry
+    reopened.close()
+
+
+def test_delete_and_ids(tmp_path: Path) -> None:
+    store = ClusterStore(str(tmp_path / "s.db"))
+    store.put("b", cluster_of(dgx_h100(1)))
+    store.put("a", cluster_of(dgx_h100(1)))
+    assert store.ids() == ["a", "b"] and len(store) == 2
+    assert store.delete("a") and not store.delete("a")
+    with pytest.raises(KeyError):
+        store.patch("a", [{"op": "node_down", "node": "dgx-h100-1"}])
+    store.close()
+    assert ClusterStore(str(tmp_path / "s.db")).ids() == ["b"]
+
+
+def test_a_corrupt_log_stops_the_start_instead_of_dropping_state(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.db")
+    store = ClusterStore(path)
+    store.put("c", build_cluster(TEMPLATED))
+    store.patch("c", [{"op": "node_down", "node": "dgx-1"}])
+    store._db.execute("""UPDATE changes SET changes = '[{"op": "job_finished", "job": "x"}]'""")
+    store.close()
+    with pytest.raises(RuntimeError, match="stored cluster 'c'"):
+        ClusterStore(path)
