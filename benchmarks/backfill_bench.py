@@ -16,7 +16,7 @@ import statistics
 import time
 
 from placer.scenarios.synthetic import NOW, scenario_m, scenario_s
-from placer.solver.check import check
+from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.policy import Policy
 

@@ -21,7 +21,7 @@ from datetime import timedelta
 
 from placer.scenarios.baselines.kube_preemption import kube_preemption
 from placer.scenarios.synthetic import NOW, scenario_m
-from placer.solver.check import check
+from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.jobs.model import GpuDemand, Interconnect, Job, TaskGroup
 from placer.solver.policy import Policy

@@ -17,7 +17,7 @@ Scenarios:
 
 Each is run with greedy (milliseconds) and with the default engine (greedy, then CP-SAT within the time
 limit). Latency is client-side (request sent to answer read); throughput is requests / wall time of the
-whole run. Every answered decision goes through the independent checker (``placer.solver.check``) afterwards,
+whole run. Every answered decision goes through the independent checker (``placer.solver.checks``) afterwards,
 with the same inputs the body gave; ``violations`` counts what it finds.
 """
 
@@ -43,11 +43,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from placer.scenarios.synthetic import scenario_m  # noqa: E402
-from placer.solver.check import check  # noqa: E402
+from placer.service.inputs import inputs_of  # noqa: E402
+from placer.solver.checks import check  # noqa: E402
 from placer.solver.decision import Decision  # noqa: E402
 from placer.solver.jobs.model import Job  # noqa: E402
-
-from placer.service.inputs import inputs_of  # noqa: E402
 
 EXAMPLES = REPO / "examples"
 NOW = "2026-01-01T00:00:00Z"

@@ -27,7 +27,7 @@ import statistics
 import time
 
 from placer.scenarios.synthetic import hard_instances, scenario_l, scenario_m
-from placer.solver.check import check
+from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.jobs.model import GpuDemand, Job, Placement, TaskGroup
 from placer.solver.policy import Policy

@@ -20,10 +20,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
 from placer.scenarios.spec import ScenarioSpec
 from placer.solver.jobs.errors import ISSUE_CODES, Issue
+from placer.topology.inputs import read_input, source_name
 from placer.topology.safe_load import UnsafeDocument, load_text
-from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "MAX_SCENARIO_CHARS",
@@ -158,18 +160,18 @@ def read_document(
 ) -> str:
     """The text of a document file: ``OSError`` when it cannot be opened; ``error`` when it is too large
     or not UTF-8."""
-    p = Path(path)
-    data = p.read_bytes()
+    data = read_input(path, MAX_SCENARIO_CHARS)
     if len(data) > MAX_SCENARIO_CHARS:
         raise error(
             [Issue(code="limit", path=what, message=f"file is larger than {MAX_SCENARIO_CHARS} bytes")],
-            str(p),
+            source_name(path),
         )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise error(
-            [Issue(code="malformed", path=what, message=f"not UTF-8 text (byte {e.start})")], str(p)
+            [Issue(code="malformed", path=what, message=f"not UTF-8 text (byte {e.start})")],
+            source_name(path),
         ) from None
 
 

@@ -19,10 +19,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from placer.scenarios.units import DURATION_JSON, Duration
-from placer.solver.jobs.model import DistributedStrategy, PriorityClass, SpotPreference
-from placer.solver.policy import BASELINES
-from placer.topology.catalog import parse_shape
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -35,6 +31,11 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import PydanticCustomError
+
+from placer.scenarios.units import DURATION_JSON, Duration
+from placer.solver.jobs.model import DistributedStrategy, PriorityClass, SpotPreference
+from placer.solver.policy import BASELINES
+from placer.topology.catalog import parse_shape
 
 __all__ = [
     "DEFAULT_START",
@@ -377,7 +378,7 @@ NamedOrPools = Annotated[
 
 class ClusterSpec(_Spec):
     """Exactly one of: ``builders`` (a list of ``{builder: {arguments}}`` from
-    :mod:`placer.topology.builders`,
+    :mod:`placer.topology.presets`,
     ``count`` meaning the node / rack count), ``layout`` (``S``, ``M``, ``L`` of the synthetic scenarios,
     or pools written out), or ``file`` (an inventory or an importer's input, ``format`` as
     ``placer cluster``). ``running``: what to do with jobs the file says are running (``drop``: start

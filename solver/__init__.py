@@ -4,7 +4,7 @@ The public API is re-exported here lazily (PEP 562), so that ``import solver`` o
 import OR-Tools; names resolve on first use.
 
 * Deciding: ``place(jobs, cluster, policy, now=...) -> Decision`` and ``Policy`` (engine, time limit,
-  seed, weights); the independent checker is ``placer.solver.check.check(decision, jobs, cluster)``.
+  seed, weights); the independent checker is ``placer.solver.checks.check(decision, jobs, cluster)``.
 * Jobs: ``placer.solver.jobs`` — ``read_files``, ``read_text``, ``Job``, ``ReadOptions``, ``Issue`` ...
 
 >>> from placer import solver

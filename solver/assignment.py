@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from placer.solver.demand import JobPlan, Unit
 from placer.topology.model import Coord
 
-__all__ = ["Assignment", "ReplicaAt", "objective"]
+__all__ = ["Assignment", "ReplicaAt", "node_count_ok", "objective"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +53,13 @@ class Assignment:
 def objective(assignment: Assignment, plans: list[JobPlan]) -> int:
     """Level-1 objective (priority-weighted demand placed): the number engines are compared on."""
     return assignment.placed_weight(plans)
+
+
+def node_count_ok(plan: JobPlan, replicas: list[ReplicaAt]) -> bool:
+    """Whether the number of distinct nodes the replicas use is one the job's ``node_count`` allows (Flux
+    and SSS node counts; placement rule 11)."""
+    rng = plan.job.placement.node_count
+    if rng is None:
+        return True
+    used = len({r.node for r in replicas if r.node is not None})
+    return used in rng.values(used)

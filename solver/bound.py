@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import math
 import time
+from typing import TYPE_CHECKING
 
 from placer.solver.demand import JobPlan
 
-__all__ = ["evictable", "lp_bound", "relaxation_bound"]
+if TYPE_CHECKING:
+    from placer.solver.problem import Problem
+
+__all__ = ["evictable", "lp_bound", "relaxation", "relaxation_bound"]
 
 
 def relaxation_bound(plans: list[JobPlan], capacity: dict[str, float], pool_of: dict[int, str]) -> float:
@@ -194,3 +198,26 @@ def lp_bound(
     if solver.Solve() != pywraplp.Solver.OPTIMAL:
         return None
     return float(objective.Value())
+
+
+def relaxation(problem: Problem) -> float:
+    """:func:`relaxation_bound` of a problem: the free capacity of each pool (GPU, CPU in 16-core units, TPU
+    chips), evictable work included, shared by the jobs that have candidates."""
+    plans, candidates, arrays, victims = problem.plans, problem.candidates, problem.arrays, problem.victims
+    snap = arrays.snap
+    ev_whole, ev_shares, ev_cpu, ev_chips = evictable(arrays, victims)
+    pool_of: dict[int, str] = {}
+    for p in plans:
+        if p.idx in candidates:
+            pool_of[p.idx] = "gpu" if p.job.total_gpu_milli else "tpu" if p.job.total_tpu_chips else "cpu"
+    gpu = sum(
+        len(v.free_gpus)
+        + sum(m for m in v.milli_free if 0 < m < 1000) / 1000
+        + ev_whole[v.idx]
+        + ev_shares[v.idx]
+        for v in snap.nodes
+        if v.usable
+    )
+    cpu = sum(max(0.0, v.free_cpu) + ev_cpu[v.idx] for v in snap.nodes if v.usable) / 16.0
+    tpu = float(sum(p.free_chips for p in snap.pods)) + sum(ev_chips.values())
+    return relaxation_bound(plans, {"gpu": gpu, "cpu": cpu, "tpu": tpu}, pool_of)

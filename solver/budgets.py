@@ -30,14 +30,26 @@ from typing import TYPE_CHECKING
 
 from placer.solver.jobs.model import Job
 from placer.solver.jobs.queues import QueueConfig
-from placer.solver.preempt import rank
+from placer.solver.preempt import job_rank, rank
 from placer.solver.prices import PriceCatalog, running_units, to_units
 from placer.topology import Cluster, RunningJob
 
 if TYPE_CHECKING:
-    from placer.solver.cost import Pricing
+    from placer.solver.assignment import ReplicaAt
+    from placer.solver.demand import JobPlan
+    from placer.solver.greedy.state import State
+    from placer.solver.objective.cost import Pricing
 
-__all__ = ["Budgets", "remaining_cost_room", "remaining_room", "running_gpus"]
+__all__ = [
+    "Budgets",
+    "budget_cost",
+    "charge_budget",
+    "cost_left",
+    "remaining_cost_room",
+    "remaining_room",
+    "running_gpus",
+    "within_budget",
+]
 
 
 def running_gpus(rj: RunningJob) -> float:
@@ -210,3 +222,78 @@ def remaining_cost_room(
         if in_tenant:
             t_room -= units  # type: ignore[operator]
     return (q_room, t_room)
+
+
+# Greedy's bookkeeping: what its placements so far took from each budget (State.queue_use, cost_use).
+
+
+def _gpus_of(replicas: list[ReplicaAt]) -> float:
+    return sum(r.unit.need.gpus + r.unit.need.milli / 1000 for r in replicas if r.node is not None)
+
+
+def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None) -> bool:
+    """Whether placing ``replicas`` keeps the job's queue within its GPU budget (OJS ML §10.3) and its
+    queue and tenant within their dollar budgets (priced where the replicas are, as the checker will)."""
+    if budgets is None or not budgets.active:
+        return True
+    queue = plan.job.queue
+    gpus = _gpus_of(replicas)
+    if gpus > 0:
+        room_gpus, room_jobs = budgets.room(queue, _evicted_below(plan, state))
+        added_gpus, added_jobs = state.queue_use.get(queue or "", (0.0, 0))
+        if room_gpus is not None and added_gpus + gpus > room_gpus + 1e-9:
+            return False
+        if room_jobs is not None and added_jobs + 1 > room_jobs:
+            return False
+    units = budget_cost(plan, replicas, state, budgets)
+    if not units:
+        return True  # not under a dollar budget, or adds nothing to it
+    q_left, t_left = cost_left(plan, state, budgets)
+    return (q_left is None or units <= q_left) and (t_left is None or units <= t_left)
+
+
+def _evicted_below(plan: JobPlan, state: State) -> list[str]:
+    """The evictions whose budget this job may use: those of jobs it outranks. An eviction is for strictly
+    higher-priority work (OJS ML §8), budget room included, so a job never runs on room freed by evicting
+    its equals (the CP-SAT model has the same rule per priority level, ``_within_by_rank``)."""
+    mine = job_rank(plan.job)
+    return [vid for vid, rank in state.evicted.items() if rank < mine]
+
+
+def budget_cost(
+    plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None
+) -> int | None:
+    """Money units per hour of ``replicas`` when the job is under a dollar budget, else None."""
+    if budgets is None or state.pricing is None or not budgets.costs(plan.job.queue, plan.job.tenant):
+        return None
+    return state.pricing.replicas(replicas)
+
+
+def cost_left(plan: JobPlan, state: State, budgets: Budgets | None) -> tuple[int | None, int | None]:
+    """Money units per hour the job's queue and tenant have left now (evictions tried for it included);
+    None where there is no dollar budget."""
+    if budgets is None:
+        return (None, None)
+    queue, tenant = plan.job.queue, plan.job.tenant
+    q_room, t_room = budgets.cost_room(queue, tenant, _evicted_below(plan, state))
+    if q_room is not None:
+        q_room -= state.cost_use.get(queue or "", 0)
+    if t_room is not None:
+        t_room -= state.tenant_cost_use.get(tenant or "", 0)
+    return (q_room, t_room)
+
+
+def charge_budget(
+    plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None = None
+) -> None:
+    """Count a committed placement against its queue's GPU budget and its queue's and tenant's dollar
+    budgets."""
+    gpus = _gpus_of(replicas)
+    if gpus > 0 and plan.job.queue is not None:
+        g, j = state.queue_use.get(plan.job.queue, (0.0, 0))
+        state.queue_use[plan.job.queue] = (g + gpus, j + 1)
+    units = budget_cost(plan, replicas, state, budgets)
+    if units is not None:
+        queue, tenant = plan.job.queue or "", plan.job.tenant or ""
+        state.cost_use[queue] = state.cost_use.get(queue, 0) + units
+        state.tenant_cost_use[tenant] = state.tenant_cost_use.get(tenant, 0) + units

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from placer.solver.demand import Need, Unit
 from placer.solver.jobs.model import FluxResource
 from placer.solver.rules import all_hold, rule_keys
@@ -165,7 +166,7 @@ class NodeArrays:
 
     def scope_codes(self, scope: str) -> np.ndarray:
         """Per node, an integer code of its value of gang scope ``scope`` (-1 when none); cached."""
-        from placer.solver.greedy import scope_value
+        from placer.solver.snapshot import scope_value
 
         key = ("__scope__", scope)
         cached = self._static_cache.get(key)

@@ -23,8 +23,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from placer.topology import RunningJob
 from pydantic import BaseModel, ConfigDict, Field
+
+from placer.topology import RunningJob
 
 __all__ = [
     "Decision",

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
+
 from placer.solver.assignment import Assignment
 from placer.solver.candidates import DYNAMIC_CHECKS, STATIC_CHECKS, UnitCandidates
 from placer.solver.decision import Reason

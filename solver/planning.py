@@ -39,6 +39,7 @@ from placer.solver.backfill import (
     rank_of,
     settle,
 )
+from placer.solver.core import probe_fit
 from placer.solver.decision import Decision, JobPlacement, PendingJob, ReplicaPlacement
 from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.policy import Policy
@@ -87,7 +88,6 @@ def with_plans(
         return decision  # no time left to plan: the core decision stands, unprotected this cycle
 
     def fit(job: Job, view: Cluster, t: datetime) -> JobPlacement | None:
-        from placer.solver.engine import probe_fit
 
         return probe_fit(job, view, policy, t, end - time.perf_counter())
 

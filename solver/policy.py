@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from placer.solver.prices import PriceCatalog
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from placer.solver.prices import PriceCatalog
 
 __all__ = ["BASELINES", "ENGINES", "Policy", "Scorer", "engine_fields"]
 

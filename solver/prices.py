@@ -37,10 +37,11 @@ from functools import lru_cache
 from importlib.resources import files
 from typing import Annotated, Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from placer.solver.decision import Decision
 from placer.solver.jobs.errors import JobValidationError, issue
 from placer.topology import Cluster, Node, TpuPod
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
     "CLASSES",

@@ -32,8 +32,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from placer.solver.jobs.errors import JobValidationError, issue
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from placer.solver.jobs.errors import JobValidationError, issue
 
 if TYPE_CHECKING:
     from placer.topology import Cluster

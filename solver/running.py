@@ -31,12 +31,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from pydantic import ValidationError
+
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
 from placer.solver.jobs.fields import Fields, join, type_name
 from placer.solver.jobs.load import read_object
 from placer.solver.jobs.model import Job, TaskGroup
 from placer.topology import ReplicaAllocation, RunningJob
-from pydantic import ValidationError
 
 __all__ = ["PLACEMENT_KEYS", "running_from_envelopes", "running_job"]
 

@@ -3,13 +3,14 @@
 Why they exist: a study of placer must compare like with like — the same batches, the same hard
 constraints, the same simulator — and change only the rule that picks a node. Each scorer below is that
 rule, written from its published definition, as a key per candidate node (lower is better; ties go to
-the lowest node index). Greedy calls it instead of its own keys (:func:`placer.solver.greedy._choose`) when
+the lowest node index). Greedy calls it instead of its own keys (:func:`placer.solver.greedy.core._choose`)
+when
 ``Policy.scorer`` names it (``engine: fgd`` in a scenario, ``placer simulate --engine fgd``).
 
 What a baseline keeps: the candidates (every hard constraint: labels, GPU type, anti-affinity, gang
 scopes, exclusivity, budgets, node counts), greedy's job order, its whole-gang placement, the fullest-first
 order of a scoped gang's domains, its evictions (least eviction cost stays the first key when a job only
-fits by evicting) and TPU slice choice — so every decision still passes :func:`placer.solver.check.check`.
+fits by evicting) and TPU slice choice — so every decision still passes :func:`placer.solver.checks.check`.
 What it drops (that is what makes it a baseline): placer's soft preferences (affinity, model and data
 locality, spot preference), the cost term, keeping NVLink nodes for NVLink work and GPU nodes for GPU work.
 
@@ -55,89 +56,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+
 from placer.solver.candidates import NodeArrays, UnitCandidates
 from placer.solver.demand import JobPlan, Unit
+from placer.solver.objective.fragmentation import MILLI, Targets, fragmentation, target_workload
 
 if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
-    from placer.solver.greedy import State
+    from placer.solver.greedy.state import State
 
-#: Milli per whole GPU.
-MILLI = 1000
 #: FGD increases closer than this (milli-GPUs) are ties: float sums must not decide between equal nodes.
 FGD_DECIMALS = 6
-
-
-@dataclass(frozen=True, eq=False)
-class Targets:
-    """FGD's target workload: per task shape ``m`` its probability ``p``, CPU cores, milli per GPU (0 for
-    CPU-only), GPU count, and ``access[n, m]``: whether shape ``m`` may use node ``n`` at all."""
-
-    p: np.ndarray
-    cpu: np.ndarray
-    milli: np.ndarray
-    num: np.ndarray
-    access: np.ndarray
-
-    @property
-    def size(self) -> int:
-        return int(self.p.size)
-
-
-def target_workload(plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]], n: int) -> Targets:
-    """The batch as FGD's target workload: each node unit of a job that has candidates is a task shape
-    (its replica's CPU, GPUs and GPU share) that may use the nodes its hard constraints allow; shapes alike
-    in all of that are one, weighted by their replicas. CPU-only units are shapes too (their free GPUs are
-    fragments, as in the FGD artifact); TPU units are not (they use no node)."""
-    weight: dict[tuple[float, int, int, bytes], float] = {}
-    masks: dict[bytes, np.ndarray] = {}
-    for plan in plans:
-        cands = candidates.get(plan.idx)
-        if cands is None:
-            continue
-        for unit, cand in zip(plan.units, cands, strict=True):
-            if unit.tpu is not None or unit.replicas <= 0:
-                continue
-            need = unit.need
-            num, milli = (need.gpus, MILLI) if need.gpus else ((1, need.milli) if need.milli else (0, 0))
-            mask = np.packbits(cand.static).tobytes()
-            masks.setdefault(mask, cand.static)
-            key = (float(need.cpu), milli, num, mask)
-            weight[key] = weight.get(key, 0.0) + unit.replicas
-    keys = sorted(weight, key=lambda k: (k[:3], k[3]))
-    w = np.array([weight[k] for k in keys], dtype=np.float64)
-    return Targets(
-        p=w / w.sum() if w.size else w,
-        cpu=np.array([k[0] for k in keys], dtype=np.float64),
-        milli=np.array([k[1] for k in keys], dtype=np.int64),
-        num=np.array([k[2] for k in keys], dtype=np.int64),
-        access=np.stack([masks[k[3]] for k in keys], axis=1) if keys else np.zeros((n, 0), dtype=bool),
-    )
-
-
-def fragmentation(cpu: np.ndarray, gpu: np.ndarray, access: np.ndarray, t: Targets) -> np.ndarray:
-    """FGD's expected GPU fragment (milli-GPUs) of ``K`` node states: free CPU cores ``cpu[K]``, free milli
-    per GPU ``gpu[K, G]`` (0 for GPUs a node lacks), ``access[K, M]``.
-
-    The fragment for task shape ``m`` is every free GPU milli when ``m`` cannot run on the node at all (it
-    needs no GPU, may not use the node, lacks CPU, or fewer than its GPU count of GPUs have its share
-    free), else the free milli of the GPUs too full for ``m``; the node's fragmentation is its
-    expectation over the target workload (the definition of ``scenarios/fill/policies/fgd.py``, on
-    greedy's amounts).
-
-    >>> t = Targets(p=np.array([0.5, 0.5]), cpu=np.array([4.0, 1.0]), milli=np.array([1000, 500]),
-    ...             num=np.array([1, 1]), access=np.ones((1, 2), dtype=bool))
-    >>> fragmentation(np.array([8.0]), np.array([[1000, 300]]), np.ones((1, 2), dtype=bool), t).tolist()
-    [300.0]
-    """
-    total = gpu.sum(axis=1).astype(np.float64)
-    if t.size == 0:
-        return np.zeros(len(cpu))
-    levels, col = np.unique(t.milli, return_inverse=True)
-    g = gpu[:, :, None]
-    fits = (g >= levels[None, None, :]).sum(axis=1)[:, col]  # GPUs with m's share free, (K, M)
-    below = (g * (g < levels[None, None, :])).sum(axis=1)[:, col].astype(np.float64)  # too-full GPUs' milli
-    ok = access & (cpu[:, None] + 1e-9 >= t.cpu[None, :]) & (fits >= t.num[None, :]) & (t.num[None, :] > 0)
-    return np.where(ok, below, total[:, None]) @ t.p
 
 
 @dataclass(eq=False)

@@ -23,7 +23,7 @@ from placer.solver.structure import InnerTree
 from placer.topology import Cluster, Node, TpuPod
 from placer.topology.model import Coord
 
-__all__ = ["HARD_TAINT_EFFECTS", "NodeView", "PodView", "Snapshot"]
+__all__ = ["HARD_TAINT_EFFECTS", "NodeView", "PodView", "Snapshot", "scope_value"]
 
 #: Taint effects that keep every placer job off a node (jobs carry no tolerations).
 HARD_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -144,3 +144,20 @@ class Snapshot:
             pod_by_name={p.pod.name: p.idx for p in pods},
             biggest_node_gpus=max((v.node.gpu_count for v in views), default=0),
         )
+
+
+def scope_value(snap: Snapshot, node: int, scope: str) -> str | None:
+    """The value of a gang scope for a node (its rack, block, zone, NVLink domain, or name). A composite
+    scope ``"nvlink_domain+zone"`` (an NVLink gang that also asked for a zone) is both values, or None
+    when the node lacks either: it then holds no multi-node part of such a gang (rule 12)."""
+    if "+" in scope:
+        parts = [scope_value(snap, node, s) for s in scope.split("+")]
+        return None if any(v is None for v in parts) else "+".join(parts)  # type: ignore[arg-type]
+    n = snap.nodes[node].node
+    return {
+        "node": n.name,
+        "rack": n.rack,
+        "block": n.block,
+        "zone": n.zone,
+        "nvlink_domain": n.nvlink_domain,
+    }.get(scope)

@@ -21,6 +21,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Mapping
 
+from placer.solver.core import probe_fit
 from placer.solver.decision import Decision, Reason, as_running
 from placer.solver.explain import CAPACITY_CODES, few
 from placer.solver.jobs.model import Job
@@ -73,7 +74,6 @@ def add_preemptible_hints(
     """Append a ``FITS_IF_PREEMPTIBLE`` reason to waiting jobs that would fit if some running jobs of
     lower priority were preemptible (see the module docstring). Stops at ``deadline``
     (``time.perf_counter()``)."""
-    from placer.solver.engine import probe_fit
 
     evicted = {e.job for e in decision.preemptions}
     waiting = [

@@ -30,6 +30,23 @@ def _modules() -> list[str]:
 
 
 MODULES = _modules()
+#: Modules whose examples are their documentation: each must have at least one (the job readers of the
+#: Flux and SSS formats, whose grammars are easiest to learn from examples, and the cluster model).
+MUST_SHOW = (
+    "placer.solver.jobs.formats.flux",
+    "placer.solver.jobs.formats.sss",
+    "placer.topology.allocations",
+    "placer.topology.build",
+    "placer.topology.catalog",
+    "placer.topology.cluster",
+    "placer.topology.graph",
+    "placer.topology.presets",
+    "placer.topology.tpu",
+    "placer.topology.views",
+    "placer.solver.core",
+    "placer.solver.engine",
+    "placer",
+)
 
 
 def test_every_package_is_walked() -> None:
@@ -48,3 +65,5 @@ def test_doctests(name: str) -> None:
             runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
+    if name in MUST_SHOW or name.startswith(MUST_SHOW[:2]):
+        assert result.attempted > 0, f"{name} has no example"

@@ -17,6 +17,7 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,12 +51,26 @@ def modules() -> Iterator[tuple[str, Path]]:
             yield name, path
 
 
-def imports_of(source: str, module: str, is_package: bool) -> set[str]:
+def _typing_only(tree: ast.Module) -> set[int]:
+    """Ids of the import nodes under ``if TYPE_CHECKING:`` (annotations only; never executed)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return out
+
+
+def imports_of(source: str, module: str, is_package: bool, *, runtime: bool = False) -> set[str]:
     """Absolute names of the modules ``source`` imports, anywhere in the file (``from a import b`` counts
-    as ``a`` and, when ``a.b`` is a module, as ``a.b``: the caller filters)."""
+    as ``a`` and, when ``a.b`` is a module, as ``a.b``: the caller filters). ``runtime``: leave out the
+    imports made for annotations only."""
     out: set[str] = set()
     package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    skip = _typing_only(tree) if runtime else set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -89,16 +104,27 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     ]
 
 
-def build_graph() -> dict[str, set[str]]:
+def build_graph(*, runtime: bool = False) -> dict[str, set[str]]:
     known = dict(modules())
     graph: dict[str, set[str]] = {}
     for name, path in known.items():
-        targets = imports_of(path.read_text(), name, path.name == "__init__.py")
+        targets = imports_of(path.read_text(), name, path.name == "__init__.py", runtime=runtime)
         graph[name] = {t for t in targets if t in known and t != name}
     return graph
 
 
 GRAPH = build_graph()
+
+
+def import_loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Groups of modules that import each other, directly or around a loop (a package importing its own
+    submodules to re-export them is not a loop)."""
+    g = nx.DiGraph()
+    g.add_nodes_from(graph)
+    g.add_edges_from(
+        (src, dst) for src, targets in graph.items() for dst in targets if not dst.startswith(src + ".")
+    )
+    return sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
 
 
 def test_the_graph_sees_the_engine() -> None:
@@ -109,6 +135,24 @@ def test_the_graph_sees_the_engine() -> None:
 
 def test_imports_only_point_down() -> None:
     assert upward_imports(GRAPH) == []
+
+
+def test_no_import_loops() -> None:
+    """Runtime imports form no loop, function-local ones included (those only hide a loop). Imports made
+    for annotations alone (``if TYPE_CHECKING:``) are not executed and do not count."""
+    assert import_loops(build_graph(runtime=True)) == []
+
+
+def test_a_loop_is_caught() -> None:
+    loop = {
+        "placer.solver.engine": {"placer.solver.planning"},
+        "placer.solver.planning": {"placer.solver.engine"},
+    }
+    assert import_loops(loop) == [["placer.solver.engine", "placer.solver.planning"]]
+    assert (
+        import_loops({"placer.solver": {"placer.solver.engine"}, "placer.solver.engine": {"placer.solver"}})
+        == []
+    )
 
 
 def test_an_upward_import_is_caught() -> None:

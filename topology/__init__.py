@@ -1,4 +1,8 @@
-"""placer's topology layer: the cluster as a networkx graph with fast typed queries.
+"""placer's cluster model: nodes, GPUs, NVLink domains, TPU pods and what runs where, as typed indexes.
+
+The engines read the typed indexes (:class:`Cluster`, and the solver's flat snapshot of it); the networkx
+graph (:mod:`placer.topology.graph`, ``cluster.graph``) is a view built on first use, for notebooks and
+for tools that want the containment tree — the solver never walks it.
 
 Read a cluster description, build it, ask what is free::
 
@@ -19,11 +23,11 @@ The pieces, lowest first:
   capacity, ``allocate`` / ``release`` returning new snapshots, ``to_inventory``;
 * :mod:`placer.topology.graph` — the networkx ``DiGraph`` (``cluster.graph``);
 * :mod:`placer.topology.tpu` — free contiguous TPU slices;
-* :mod:`placer.topology.builders` — one-line clusters (``cluster_of(dgx_h100(4), tpu_pod("v5e"))``);
+* :mod:`placer.topology.presets` — one-line clusters (``cluster_of(dgx_h100(4), tpu_pod("v5e"))``);
 * :mod:`placer.topology.views` — dataframes and summaries;
 * :mod:`placer.topology.inventory_file` — ``read_inventory`` for YAML/JSON files, with clear errors.
 
-This package never imports ``solver``.
+This package never imports ``placer.solver`` (``tests/test_layout.py``).
 
 >>> from placer.topology import cluster_of, dgx_h100, gb200_nvl72, summary, tpu_pod
 >>> c = cluster_of(dgx_h100(2), gb200_nvl72(1), tpu_pod("v5e"))
@@ -67,25 +71,25 @@ _EXPORTS: dict[str, str] = {
     "build_cluster": "placer.topology.build",
     "canonical_gpu_type": "placer.topology.catalog",
     "canonical_tpu_type": "placer.topology.catalog",
-    "capacity_pool": "placer.topology.builders",
-    "cluster_of": "placer.topology.builders",
+    "capacity_pool": "placer.topology.presets",
+    "cluster_of": "placer.topology.presets",
     "count_free_slices": "placer.topology.tpu",
-    "cpu_nodes": "placer.topology.builders",
-    "dgx_h100": "placer.topology.builders",
+    "cpu_nodes": "placer.topology.presets",
+    "dgx_h100": "placer.topology.presets",
     "format_shape": "placer.topology.catalog",
     "free_by": "placer.topology.views",
     "free_dataframe": "placer.topology.views",
     "free_slices": "placer.topology.tpu",
-    "gb200_nvl72": "placer.topology.builders",
+    "gb200_nvl72": "placer.topology.presets",
     "gpu_info": "placer.topology.catalog",
     "gpu_types": "placer.topology.catalog",
-    "hgx_a100": "placer.topology.builders",
+    "hgx_a100": "placer.topology.presets",
     "inventory_from_document": "placer.topology.inventory_file",
     "is_offered_shape": "placer.topology.catalog",
-    "merge": "placer.topology.builders",
+    "merge": "placer.topology.presets",
     "parse_gpu_product": "placer.topology.catalog",
     "parse_shape": "placer.topology.catalog",
-    "pcie_inference": "placer.topology.builders",
+    "pcie_inference": "placer.topology.presets",
     "read_inventory": "placer.topology.inventory_file",
     "slice_wraps": "placer.topology.catalog",
     "slices_in_pod": "placer.topology.tpu",
@@ -96,7 +100,7 @@ _EXPORTS: dict[str, str] = {
     "tpu_generation_from_gke": "placer.topology.catalog",
     "tpu_generations": "placer.topology.catalog",
     "tpu_info": "placer.topology.catalog",
-    "tpu_pod": "placer.topology.builders",
+    "tpu_pod": "placer.topology.presets",
 }
 
 __all__ = sorted(_EXPORTS)

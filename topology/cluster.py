@@ -9,7 +9,7 @@ graph, indexes) and copies only the allocation entries it touches. Keep the old 
 any node; cluster-wide answers (:meth:`free_nvlink_domains`, :meth:`free_tpu_chips`, the summaries) count
 only schedulable, ready nodes and pods, since capacity on a cordoned or broken machine is not usable.
 
->>> from placer.topology.builders import cluster_of, dgx_h100
+>>> from placer.topology.presets import cluster_of, dgx_h100
 >>> c = cluster_of(dgx_h100(2))
 >>> c2 = c.allocate({"job": "j", "replicas": [{"node": "dgx-h100-1", "gpus": [0, 1]}]})
 >>> len(c.free_gpus("dgx-h100-1")), len(c2.free_gpus("dgx-h100-1"))
@@ -23,13 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pydantic import ValidationError
+
 from placer.topology.allocations import WHOLE, NodeUsage, State, apply_jobs, remove_jobs
 from placer.topology.catalog import canonical_gpu_type
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.inventory import Inventory, RunningJob
 from placer.topology.model import Coord, Gpu, Node, NodeFree, NvlinkDomain, TpuPod
 from placer.topology.structure import Structure
-from pydantic import ValidationError
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -15,7 +15,7 @@ Vertex ids are strings like ``node:dgx-01`` and ``gpu:dgx-01/3``; they are an in
 vertex carries ``type`` and ``name`` attributes, and users should go through the typed
 :class:`~placer.topology.cluster.Cluster` API. The graph is frozen: allocations live in snapshots, not here.
 
->>> from placer.topology.builders import dgx_h100, cluster_of
+>>> from placer.topology.presets import dgx_h100, cluster_of
 >>> g = cluster_of(dgx_h100(1)).graph
 >>> sum(1 for _, d in g.nodes(data=True) if d["type"] == "gpu")
 8
@@ -28,6 +28,7 @@ from itertools import product
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
+
 from placer.topology.inventory import InnerVertex
 from placer.topology.model import Coord, Node
 

@@ -21,10 +21,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.inventory import Inventory
 from placer.topology.safe_load import MAX_DOCUMENT_CHARS, parse_text
-from pydantic import ValidationError
 
 __all__ = ["MAX_PROBLEMS", "inventory_from_document", "read_inventory", "validation_problems"]
 

@@ -21,13 +21,13 @@ file, the item and the problem. Nothing else escapes.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.importers import IMPORTERS
 from placer.topology.importers._common import short
 from placer.topology.importers.text import parse_text
+from placer.topology.inputs import read_input, source_name
 from placer.topology.inventory import Inventory
 from placer.topology.inventory_file import inventory_from_document
 
@@ -66,6 +66,8 @@ def detect_cluster_format(text_or_obj: Any, *, source: str = "") -> str:
         if _is_slurm_text(text_or_obj):
             return "slurm"
         obj = parse_text(text_or_obj, source=source)
+    if obj is None:
+        raise _fail(source, "document", "the document is empty")
     found = _detect_object(obj, source)
     if found is None:
         raise _fail(
@@ -123,15 +125,15 @@ def read_text(path: str | os.PathLike[str]) -> str:
     ...
     FileNotFoundError: [Errno 2] No such file or directory: '/no/such/file'
     """
-    p = Path(path)
-    with p.open("rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)
+    data = read_input(path, MAX_FILE_BYTES)
     if len(data) > MAX_FILE_BYTES:
-        raise _fail(str(p), "document", f"file is larger than {MAX_FILE_BYTES} bytes")
+        raise _fail(source_name(path), "document", f"file is larger than {MAX_FILE_BYTES} bytes")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise _fail(str(p), "document", f"not UTF-8 text (byte {e.start} is {data[e.start]:#04x})") from None
+        raise _fail(
+            source_name(path), "document", f"not UTF-8 text (byte {e.start} is {data[e.start]:#04x})"
+        ) from None
 
 
 def load_inventory(
@@ -145,7 +147,7 @@ def load_inventory(
     ...
     placer.topology.errors.TopologyError: x.json: document: unknown format 'bogus'; use auto, inventory, ...
     """
-    source = str(path)
+    source = source_name(path)
     if format != "auto" and format not in FORMATS:
         raise _fail(source, "document", f"unknown format {format!r}; use auto, {', '.join(FORMATS)}")
     text = read_text(path)
@@ -155,7 +157,7 @@ def load_inventory(
         format,
         pods=pods_text,
         source=source,
-        pods_source=None if pods is None else str(pods),
+        pods_source=None if pods is None else source_name(pods),
         pods_what="--pods",
     )
 
@@ -222,4 +224,4 @@ def load_cluster(
     from placer.topology.build import build_cluster
 
     inventory = load_inventory(path, format, pods=pods)
-    return build_cluster(inventory, source=str(path))
+    return build_cluster(inventory, source=source_name(path))

@@ -27,6 +27,7 @@ import json
 from typing import Any
 
 import yaml
+
 from placer.topology.errors import Problem, TopologyError
 
 __all__ = [

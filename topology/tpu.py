@@ -25,7 +25,7 @@ enumerated in milliseconds.
 Order is deterministic: by origin, then by oriented shape. Placements are counted per distinct chip set,
 so a slice spanning a whole wrapped axis is counted once, not once per starting point.
 
->>> from placer.topology.builders import cluster_of, tpu_pod
+>>> from placer.topology.presets import cluster_of, tpu_pod
 >>> c = cluster_of(tpu_pod("v5e", name="pod-a"))
 >>> len(free_slices(c, "2x4"))
 128
@@ -94,7 +94,7 @@ def normalize_shape(pod: TpuPod, shape: str | Iterable[int]) -> Coord:
     """The requested shape as a tuple with the pod's number of dimensions (``"2x2"`` on a 3-D pod is
     ``(2, 2, 1)``); ``ValueError`` when it cannot be one.
 
-    >>> from placer.topology.builders import cluster_of, tpu_pod
+    >>> from placer.topology.presets import cluster_of, tpu_pod
     >>> normalize_shape(cluster_of(tpu_pod("v4", shape=(4, 4, 4))).tpu_pod("v4-pod"), "2x2")
     (2, 2, 1)
     """
@@ -181,7 +181,7 @@ def _axis_origins(length: int, slice_len: int, step: int, wraps: bool) -> range:
 def slices_in_pod(pod: TpuPod, shape: str | Iterable[int], used: Collection[Coord] = ()) -> list[TpuSlice]:
     """Every placement of ``shape`` in ``pod`` that uses no chip of ``used`` (no offered-shape check).
 
-    >>> from placer.topology.builders import cluster_of, tpu_pod
+    >>> from placer.topology.presets import cluster_of, tpu_pod
     >>> pod = cluster_of(tpu_pod("v5e", shape=(4, 4))).tpu_pod("v5e-pod")
     >>> [s.origin for s in slices_in_pod(pod, "4x4")]
     [(0, 0)]
@@ -294,7 +294,7 @@ def free_slices(
     raises ``ValueError`` naming the generation — asking for a ``2x6`` v5e slice is a mistake to report,
     not an empty answer.
 
-    >>> from placer.topology.builders import cluster_of, tpu_pod
+    >>> from placer.topology.presets import cluster_of, tpu_pod
     >>> c = cluster_of(tpu_pod("v4", shape=(4, 4, 4)))
     >>> [s.topology for s in free_slices(c, "4x4x4")], free_slices(c, "4x4x4")[0].wrap
     (['4x4x4'], (True, True, True))
@@ -312,7 +312,7 @@ def free_slices(
 def count_free_slices(cluster: Cluster, shape: str | Iterable[int], **kwargs: object) -> int:
     """``len(free_slices(...))``, spelled for readability.
 
-    >>> from placer.topology.builders import cluster_of, tpu_pod
+    >>> from placer.topology.presets import cluster_of, tpu_pod
     >>> count_free_slices(cluster_of(tpu_pod("v5e")), "16x16")
     1
     """

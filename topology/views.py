@@ -7,7 +7,7 @@ Counting rules: ``nodes`` counts schedulable, ready nodes (TPU hosts are counted
 ``gpus`` and ``tpu_chips`` count all hardware; ``free_gpus`` and ``free_tpu_chips`` count only what no job
 holds on schedulable, ready nodes/pods; ``nvlink_domains`` counts domains of two or more GPUs.
 
->>> from placer.topology.builders import cluster_of, dgx_h100, tpu_pod
+>>> from placer.topology.presets import cluster_of, dgx_h100, tpu_pod
 >>> s = summary(cluster_of(dgx_h100(3), tpu_pod("v5e", shape=(4, 4))))
 >>> s["gpus"], s["nvlink_domains"], s["tpu_chips"]
 ({'nvidia-h100': 24}, 3, {'v5e': 16})
@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Any
 
 import pandas as pd
+
 from placer.topology.catalog import format_shape
 from placer.topology.cluster import Cluster
 
@@ -66,7 +67,7 @@ _FREE_COLUMNS = [
 def to_dataframe(cluster: Cluster) -> pd.DataFrame:
     """One row per node: location, capacity class, state, capacity and GPU facts.
 
-    >>> from placer.topology.builders import cluster_of, cpu_nodes
+    >>> from placer.topology.presets import cluster_of, cpu_nodes
     >>> to_dataframe(cluster_of(cpu_nodes(2))).shape
     (2, 18)
     """
@@ -101,7 +102,7 @@ def free_dataframe(cluster: Cluster) -> pd.DataFrame:
 
     ``free_gpu_milli`` sums the free milli-GPUs of all the node's GPUs (1000 per unused GPU).
 
-    >>> from placer.topology.builders import cluster_of, dgx_h100
+    >>> from placer.topology.presets import cluster_of, dgx_h100
     >>> c = cluster_of(dgx_h100(1)).allocate({"job": "j", "replicas": [{"node": "dgx-h100", "gpus": [0]}]})
     >>> int(free_dataframe(c).loc[0, "free_gpus"])
     7
@@ -162,7 +163,7 @@ def free_by(cluster: Cluster, level: str) -> pd.DataFrame:
     Only usable nodes (schedulable, ready) count, as only they can take work; nodes without a value at
     ``level`` (no rack given, say) are grouped under ``"-"``.
 
-    >>> from placer.topology.builders import cluster_of, dgx_h100
+    >>> from placer.topology.presets import cluster_of, dgx_h100
     >>> c = cluster_of(dgx_h100(4, nodes_per_rack=2))
     >>> c = c.allocate({"job": "j", "replicas": [{"node": c.nodes[0].name, "gpus": [0, 1, 2]}]})
     >>> free_by(c, "rack")[["nodes", "gpu_count", "free_gpus"]].to_dict("index")
@@ -195,7 +196,7 @@ def summary(cluster: Cluster) -> dict[str, Any]:
     ``free_nvlink_domains_8`` (domains with >= 8 free GPUs, by type), ``tpu_pods``, ``tpu_hosts``,
     ``tpu_chips``, ``free_tpu_chips`` (by generation), ``running_jobs``.
 
-    >>> from placer.topology.builders import cluster_of, cpu_nodes
+    >>> from placer.topology.presets import cluster_of, cpu_nodes
     >>> summary(cluster_of(cpu_nodes(2)))["nodes"]
     2
     """
@@ -253,7 +254,7 @@ def summary(cluster: Cluster) -> dict[str, Any]:
 def summary_text(cluster: Cluster) -> str:
     """A one-screen text summary: nodes, GPUs by type (free/total), NVLink domains, TPU pods, jobs.
 
-    >>> from placer.topology.builders import cluster_of, dgx_h100
+    >>> from placer.topology.presets import cluster_of, dgx_h100
     >>> print(summary_text(cluster_of(dgx_h100(2), name="lab")).splitlines()[0])
     cluster lab: 2 usable nodes of 2, 448 CPU cores (448 free), 0 running jobs
     """

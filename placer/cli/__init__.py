@@ -3,6 +3,9 @@
 Why lazy: ``placer validate`` must start fast (no OR-Tools, networkx or pandas import for reading jobs),
 so each subcommand module registers its parser cheaply and imports its heavy dependencies inside ``run``.
 
+Every file argument may be ``-`` for standard input (``kubectl get nodes -o json | placer cluster -``);
+``placer --version`` prints the installed version.
+
 Exit codes shared by every subcommand: 0 success, 1 the input was read but is invalid (or, for
 ``check``, violations were found), 2 usage error or a file that cannot be opened.
 """
@@ -35,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="placer",
         description="Placement engine for ML/AI jobs on GPU and TPU clusters.",
     )
+    parser.add_argument("--version", action="version", version=f"placer {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
@@ -46,6 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         module.add_parser(sub)
     return parser
+
+
+def _version() -> str:
+    from placer import __version__
+
+    return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:

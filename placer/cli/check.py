@@ -1,7 +1,7 @@
 """``placer check --cluster FILE --jobs FILE... --decision FILE [--running FILE] [--now T] [--json]``.
 
 Checks a decision against the placement rules (``docs/placement-rules.md``) with the independent checker
-:func:`placer.solver.check.check`. Prints one violation per line (``[rule] job J on NODE: message``), or with
+:func:`placer.solver.checks.check`. Prints one violation per line (``[rule] job J on NODE: message``), or with
 ``--json`` one JSON list of ``{rule, job, node, message}``. Jobs the readers refuse must appear in the
 decision's ``rejected``. ``--running``: a JSON list of running jobs (job envelopes plus ``node``/``gpus``
 or ``replicas``, see :mod:`placer.solver.running`), added to what the cluster file already runs.
@@ -20,6 +20,8 @@ import argparse
 import json
 import sys
 from typing import Any
+
+from placer.topology.inputs import read_input
 
 __all__ = ["add_parser", "run"]
 
@@ -53,8 +55,7 @@ def _fail(message: str) -> int:
 
 def _read_json(path: str) -> Any:
     """Parsed JSON of a file; ``OSError`` when unopenable, ``ValueError`` when not JSON."""
-    with open(path, encoding="utf-8-sig") as fh:
-        return json.load(fh)
+    return json.loads(read_input(path).decode("utf-8-sig"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         with_running_arg,
     )
     from placer.cli.place import parse_rfc3339
-    from placer.solver.check import check
+    from placer.solver.checks import check
     from placer.solver.decision import Decision
 
     now = None

@@ -52,13 +52,14 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load, build and summarize; the exit code says what went wrong (see the module docstring)."""
     from placer.topology.errors import TopologyError
+    from placer.topology.inputs import source_name
     from placer.topology.load import detect_cluster_format, load_cluster, read_text
     from placer.topology.views import summary, summary_text
 
     try:
         fmt = args.format
         if fmt == "auto":
-            fmt = detect_cluster_format(read_text(args.file), source=args.file)
+            fmt = detect_cluster_format(read_text(args.file), source=source_name(args.file))
         cluster = load_cluster(args.file, fmt, pods=args.pods)
     except OSError as e:
         print(f"placer cluster: cannot open {e.filename or args.file}: {e.strerror or e}", file=sys.stderr)
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     if args.json:
-        out = {"source": args.file, "format": fmt, **summary(cluster)}
+        out = {"source": source_name(args.file), "format": fmt, **summary(cluster)}
         print(json.dumps(out, sort_keys=True))
     else:
         print(summary_text(cluster))

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from placer.topology.inputs import read_input
+
 if TYPE_CHECKING:
     from placer.solver.jobs.options import ReadOptions
     from placer.solver.prices import PriceCatalog
@@ -140,8 +142,7 @@ def with_running_arg(cluster: Cluster, path: str | None) -> Cluster:
     from placer.topology import TopologyError
 
     try:
-        with open(path, encoding="utf-8-sig") as fh:
-            items = json.load(fh)
+        items = json.loads(read_input(path).decode("utf-8-sig"))
     except OSError as e:
         raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None
     except ValueError as e:  # not JSON, or not UTF-8

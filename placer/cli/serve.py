@@ -7,7 +7,7 @@ clusters live in that process's memory, so the service is one process). ``--stat
 clusters in a SQLite file across restarts. The limit flags bound what one request may ask for.
 
 Exit codes: 0 after a clean shutdown (Ctrl-C, SIGTERM), 2 for a usage error, 1 when the web dependencies
-are missing (``pip install 'placer[service]'``) or the state file cannot be opened or replayed.
+are missing (``pip install 'placer-engine[service]'``) or the state file cannot be opened or replayed.
 
 Why the imports live in :func:`run`: FastAPI and uvicorn are an optional extra, and ``placer --help`` must
 not need them.
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         from placer.service.app import ServiceConfig, create_app
     except ModuleNotFoundError as e:
         print(
-            f"{_NAME}: {e.name} is missing; install the extra: pip install 'placer[service]'", file=sys.stderr
+            f"{_NAME}: {e.name} is missing; install the extra: pip install 'placer-engine[service]'", file=sys.stderr
         )
         return 1
     if args.max_queued is not None and args.max_queued < 0:

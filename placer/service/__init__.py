@@ -8,7 +8,7 @@ models and strict body parsing), :mod:`~placer.service.answers` (response models
 its SQLite file), :mod:`~placer.service.limits`, :mod:`~placer.service.pool` (the solver threads),
 :mod:`~placer.service.metrics` (Prometheus).
 
-The web dependencies (FastAPI, uvicorn, prometheus-client) are the optional extra ``placer[service]``;
+The web dependencies (FastAPI, uvicorn, prometheus-client) are the optional extra ``placer-engine[service]``;
 nothing outside this package imports them, so ``placer place`` works without them.
 """
 

@@ -6,13 +6,14 @@ the worker's capabilities" and "MUST check all required affinity rules"; §11 li
 these, with one set of rules shared by greedy, CP-SAT and the explanations. So the worker is imported as
 a one-node cluster (:func:`placer.topology.importers.parse_ojs_workers`, the same reader as ``placer
 cluster``)
-and each job is placed on it alone by the engine's core (:func:`placer.solver.engine.decide`, greedy, no
+and each job is placed on it alone by the engine's core (:func:`placer.solver.core.decide`, greedy, no
 preemption, no planning): a job matches exactly when the engine would place it there. Nothing about
 matching is written twice; a job that does not match carries the engine's own reasons
 (``UNSATISFIABLE`` with ``details.eliminated``, ``INSUFFICIENT_CAPACITY``, ...).
 
 Order (§6.2 SHOULDs, §11 soft constraints): best first by the engine's preference score of the job on
-this worker (:func:`placer.solver.scoring.preference_scores`: preferred affinity weights, model locality — the
+this worker (:func:`placer.solver.objective.preferences.preference_scores`: preferred affinity weights, model
+locality — the
 worker has the job's model loaded —, data locality, spot preference), then priority class, numeric
 priority, submit time and id.
 
@@ -94,7 +95,7 @@ def preference(job: Job, cluster: Cluster) -> int:
     """The engine's level-2 score of the job on the worker (0 for a TPU slice: no node to score)."""
     from placer.solver.candidates import NodeArrays, batch_keys
     from placer.solver.demand import expand
-    from placer.solver.scoring import preference_scores
+    from placer.solver.objective.preferences import preference_scores
     from placer.solver.snapshot import Snapshot
 
     snap = Snapshot.of(cluster)
@@ -120,7 +121,7 @@ def match(
 ) -> dict[str, Any]:
     """The FETCH answer for ``worker`` over ``jobs`` (read results): ``matches``, ``dispatch``,
     ``unmatched`` and ``rejected`` (see the module docstring)."""
-    from placer.solver.engine import decide
+    from placer.solver.core import decide
 
     fetch_queues, count = fetch_fields(worker)
     cluster = worker_cluster(worker)
@@ -184,7 +185,7 @@ def _together(
 ) -> list[str]:
     """The best jobs, at most ``count``, that fit on the worker together (best first, each placed by the
     engine on what the ones before it left)."""
-    from placer.solver.engine import decide
+    from placer.solver.core import decide
 
     out: list[dict[str, Any]] = []
     for job in ranked:

@@ -34,10 +34,11 @@ from datetime import datetime
 from typing import Literal
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
 from placer.scenarios.inputs.failures import NodeFailure
 from placer.solver.prices import PriceCatalog
 from placer.topology import Cluster
-from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["Billing", "Rule", "bill", "reclaimed_seconds", "used_seconds"]
 

@@ -31,8 +31,9 @@ import math
 from typing import Any
 
 import pandas as pd
-from placer.scenarios.units import Duration
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from placer.scenarios.units import Duration
 
 __all__ = ["Deadline", "deadline_counts", "judge"]
 

@@ -2,7 +2,7 @@
 
 Why pools with shares and not only a scenario ``cluster`` block: the question a cost study asks is "32
 H100 nodes, 25 % spot, 50 % on-demand, 25 % reserved — or 24 reserved and 16 spot?", and a design should
-say that in one line. A :class:`Pool` is one machine type (a :mod:`placer.topology.builders` builder) with a
+say that in one line. A :class:`Pool` is one machine type (a :mod:`placer.topology.presets` builder) with a
 node
 count and the shares bought spot and reserved (the rest on-demand); it becomes one builder entry per
 capacity class, nodes named ``{prefix}-{class}-{i}`` (``dgx-h100-spot-3``; a lone node has no ``-{i}``).
@@ -26,15 +26,16 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from placer.scenarios.spec import ClusterSpec
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from placer.scenarios.spec import ClusterSpec
 
 __all__ = ["CAPACITY_CLASSES", "Design", "Machine", "Pool"]
 
 #: Capacity classes in the order a design lists them (the one paid for whether used or not first).
 CAPACITY_CLASSES = ("reserved", "on-demand", "spot")
 
-#: Machines a pool may name: node builders of :mod:`placer.topology.builders` (``count`` is racks for NVL72).
+#: Machines a pool may name: node builders of :mod:`placer.topology.presets` (``count`` is racks for NVL72).
 Machine = Literal["dgx_h100", "hgx_a100", "gb200_nvl72", "pcie_inference"]
 
 #: Node-name prefix of each machine when the pool names none (the builders' own default names).

@@ -1,4 +1,4 @@
-"""The three figures of a cost study, with matplotlib (optional: ``pip install 'placer[notebooks]'``).
+"""The three figures of a cost study, with matplotlib (optional: ``pip install 'placer-engine[notebooks]'``).
 
 Why these three: they answer the questions a colleague asks of a cluster design, in order — what do I
 pay for how many jobs done in time (:func:`plot_frontier`: the designs no other design beats on both

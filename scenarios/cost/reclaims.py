@@ -27,11 +27,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, field_validator
+
 from placer.scenarios.inputs.failures import NodeFailure, failures_of
 from placer.scenarios.spec import FailuresSpec, RandomFailures
 from placer.scenarios.units import Duration
 from placer.topology import Cluster
-from pydantic import BaseModel, ConfigDict, field_validator
 
 __all__ = ["STREAM", "SpotReclaim", "lost_to_reclaims", "reclaim_seconds", "reclaims_of"]
 

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from placer.scenarios.cost.billing import Billing, bill, reclaimed_seconds
 from placer.scenarios.cost.deadlines import Deadline, deadline_counts, judge
 from placer.scenarios.cost.design import CAPACITY_CLASSES, Design
@@ -43,7 +45,6 @@ from placer.scenarios.sim.progress import bar
 from placer.scenarios.sim.record import SimResult
 from placer.scenarios.spec import ScenarioSpec
 from placer.scenarios.units import Duration
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "DEFAULT_RECLAIM",

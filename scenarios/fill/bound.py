@@ -31,6 +31,7 @@ from collections import Counter
 
 import numpy as np
 from ortools.linear_solver import pywraplp
+
 from placer.scenarios.fill.tables import MILLI, NodeTable, PodTable
 
 __all__ = ["NODE_CUTS", "bounds_at", "dff", "gpu_bound"]

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import numpy as np
+
 from placer.scenarios.fill.state import FillState
 from placer.scenarios.fill.tables import PodTable
 from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod, nodes_to_cluster, pod_to_job

@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+
 from placer.scenarios.fill.policies import Context, Policy, make
 from placer.scenarios.fill.result import FillResult
 from placer.scenarios.fill.sampling import Sampling, arrivals

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+
 from placer.scenarios.fill.tables import PodTable
 
 __all__ = ["SAMPLINGS", "Sampling", "arrivals"]

@@ -22,6 +22,7 @@ the fit test needs.
 from __future__ import annotations
 
 import numpy as np
+
 from placer.scenarios.fill.tables import MILLI, NodeTable, PodTable
 
 __all__ = ["FillState"]

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
 from placer.scenarios.traces.alibaba import GPU_TYPES, MILLI, OpenbNode, OpenbPod
 
 __all__ = ["MODELS", "NO_GPU", "NodeTable", "PodTable"]

@@ -6,7 +6,7 @@ node's memory overrun) would inflate their figures silently. Here the whole run 
 :class:`~placer.solver.decision.Decision` — every arrival a job
 (:func:`~placer.scenarios.fill.engines.arrival_jobs`),
 placed where the run put it, with its GPU indices and share, or pending — and
-:func:`placer.solver.check.check` judges it against the openb cluster built from the node list. The checker
+:func:`placer.solver.checks.check` judges it against the openb cluster built from the node list. The checker
 shares no code with the fill.
 
 >>> from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from placer.scenarios.fill.engines import NOW, arrival_id, arrival_jobs
 from placer.scenarios.fill.result import FillResult
 from placer.scenarios.traces.alibaba import GB_PER_MIB, MILLI, OpenbNode, OpenbPod, nodes_to_cluster
-from placer.solver.check import Violation, check
+from placer.solver.checks import Violation, check
 from placer.solver.decision import Decision, JobPlacement, PendingJob, Reason, ReplicaPlacement
 
 __all__ = ["decision_of", "verify"]

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from placer.scenarios.inputs.cluster import build
 from placer.scenarios.inputs.failures import NodeFailure, failures_of
 from placer.scenarios.inputs.reservations import reservations_of
@@ -36,7 +38,6 @@ from placer.solver.policy import Policy, engine_fields
 from placer.solver.prices import PriceCatalog, load_prices, load_prices_file
 from placer.solver.reservations import Reservation
 from placer.topology import Cluster, RunningJob
-from pydantic import ValidationError
 
 __all__ = ["NodeFailure", "SimInputs", "policy_of", "prepare", "prices_of"]
 

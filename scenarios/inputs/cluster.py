@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError, validate_call
+
 from placer.scenarios.load import ScenarioError, fail, issues_of, resolve
 from placer.scenarios.spec import ClusterSpec, LayoutSpec
 from placer.topology import (
@@ -37,11 +39,10 @@ from placer.topology import (
     pcie_inference,
     tpu_pod,
 )
-from pydantic import ValidationError, validate_call
 
 __all__ = ["BUILDERS", "build"]
 
-#: Builders a scenario may name, from :mod:`placer.topology.builders`.
+#: Builders a scenario may name, from :mod:`placer.topology.presets`.
 BUILDERS: dict[str, Callable[..., Inventory]] = {
     "dgx_h100": dgx_h100,
     "hgx_a100": hgx_a100,

@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from pydantic import ValidationError
+
 from placer.scenarios.load import ScenarioError, fail, issues_of
 from placer.scenarios.spec import ReservationSpec
 from placer.scenarios.units import instant
 from placer.solver.jobs.errors import JobValidationError
 from placer.solver.reservations import Reservation, check_against
 from placer.topology import Cluster
-from pydantic import ValidationError
 
 __all__ = ["reservations_of"]
 

@@ -4,7 +4,7 @@ completions, evictions with grace periods, checkpoint-and-resume, node failures,
 Why the same ``place()`` and nothing else: a what-if study must measure the engine that runs in
 production, with its preemption, planning, reservations and escalation — so the simulator only keeps
 time and books; every decision is ``place()``'s, and with ``verify`` every one is re-checked by the
-independent checker (``placer.solver.check.check``) before it is applied.
+independent checker (``placer.solver.checks.check``) before it is applied.
 
 Semantics (``docs/simulator.md``):
 
@@ -416,7 +416,7 @@ class Simulator:
         return decision
 
     def _check(self, t: float, decision: Decision, batch: list[Job], cluster: Cluster, now: datetime) -> None:
-        from placer.solver.check import check
+        from placer.solver.checks import check
 
         violations = check(
             decision, batch, cluster, now=now, reservations=self.inp.reservations, prices=self.inp.prices

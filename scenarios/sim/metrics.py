@@ -32,6 +32,7 @@ import math
 from typing import Any
 
 import pandas as pd
+
 from placer.scenarios.sim.record import SimResult
 from placer.scenarios.units import format_duration
 

@@ -1,4 +1,4 @@
-"""Plots of a run with matplotlib (an optional dependency: ``pip install 'placer[sim]'``).
+"""Plots of a run with matplotlib (an optional dependency: ``pip install 'placer-engine[sim]'``).
 
 Why optional: the tables are the result; plots are a convenience for a notebook or ``placer simulate
 --plots``. Nothing here is imported unless asked for, and :func:`available` says whether it can be.

@@ -2,7 +2,7 @@
 
 Why optional: a day at one-minute intervals is 1,440 solver calls — long enough to want a bar on a
 terminal, but no reason to make every install (CI, a backend embedding placer) pull a progress library.
-``pip install 'placer[sim]'`` brings ``tqdm``; without it the bar silently does nothing.
+``pip install 'placer-engine[sim]'`` brings ``tqdm``; without it the bar silently does nothing.
 
 >>> with bar(3, enabled=False) as b:
 ...     b.update(3)

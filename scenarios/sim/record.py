@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+
 from placer.scenarios.sim.clock import Clock
 from placer.scenarios.sim.state import SimJob
 

@@ -22,6 +22,7 @@ One module per job:
 from typing import Any
 
 import pandas as pd
+
 from placer.scenarios.sweep.backends import BACKENDS, RAY_EXTRA, cores, ray_installed, run_cells
 from placer.scenarios.sweep.cell import run_cell
 from placer.scenarios.sweep.grid import Cell, grid

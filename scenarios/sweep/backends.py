@@ -3,7 +3,7 @@ local processes (``concurrent.futures.ProcessPoolExecutor``), each cell one call
 :func:`placer.scenarios.sweep.cell.run_cell`.
 
 Why two backends with one contract: Ray is how a study outgrows one machine, but it is an optional extra
-(``pip install 'placer[sweep]'``); without it a sweep still runs on every local core. Either way each
+(``pip install 'placer-engine[sweep]'``); without it a sweep still runs on every local core. Either way each
 cell is a pure function of plain data, so the rows — sorted back into grid order — are the same whatever
 the backend, the parallelism and the order cells finish in. A cell whose worker dies (killed, out of
 memory) becomes an error row like a cell that raised.
@@ -36,7 +36,7 @@ BACKENDS: tuple[str, ...] = ("ray", "processes")
 #: Called with each row as its cell finishes (in finishing order): a progress bar's ``update``.
 OnRow = Callable[[dict[str, Any]], None]
 #: What to install for the Ray backend.
-RAY_EXTRA = "pip install 'placer[sweep]'"
+RAY_EXTRA = "pip install 'placer-engine[sweep]'"
 
 
 def ray_installed() -> bool:

@@ -59,12 +59,13 @@ def at_limit(result: SimResult) -> int:
 
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Simulate ``cell`` and return its row (``status`` ``ok``), or an ``error`` row."""
+    from pydantic import ValidationError
+
     from placer.scenarios.inputs import prepare
     from placer.scenarios.load import ScenarioError, issues_of
     from placer.scenarios.sim.loop import Simulator
     from placer.scenarios.sim.metrics import summary
     from placer.scenarios.spec import ScenarioSpec
-    from pydantic import ValidationError
 
     keys = keys_of(cell)
     started = time.perf_counter()

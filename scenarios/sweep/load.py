@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from placer.scenarios.load import (
     ScenarioError,
     issues_of,
@@ -40,7 +42,6 @@ from placer.scenarios.load import (
 from placer.scenarios.spec import ScenarioSpec
 from placer.scenarios.sweep.spec import Overrides, SweepSpec
 from placer.solver.jobs.errors import Issue
-from pydantic import ValidationError
 
 __all__ = [
     "BASE_VARIANT",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
 from placer.scenarios.sim.output import Format, table_format
 from placer.scenarios.sweep.grid import Cell
 from placer.scenarios.sweep.row import COLUMNS

@@ -18,6 +18,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
 from placer.scenarios.spec import (
     ClusterSpec,
     FailuresSpec,
@@ -28,15 +38,6 @@ from placer.scenarios.spec import (
     _Spec,
 )
 from placer.scenarios.units import Duration
-from pydantic import (
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    StrictInt,
-    WithJsonSchema,
-    field_validator,
-    model_validator,
-)
 
 __all__ = ["MAX_CELLS", "MAX_SEEDS", "Name", "Overrides", "Seeds", "SweepSpec", "VariantSpec"]
 

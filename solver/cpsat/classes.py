@@ -20,9 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from placer.solver.candidates import NodeArrays
-from placer.solver.greedy import scope_value
 from placer.solver.policy import Policy
+from placer.solver.snapshot import scope_value
 from placer.solver.structure import InnerTree
 
 __all__ = ["MAX_CLASSES", "NodeClass", "build_classes"]

@@ -18,7 +18,8 @@ Objective, lexicographic by successive solves: (1) maximize priority-weighted de
 (1) held at the value found, minimize the eviction cost; then (2) maximize preference score and (3)
 minimize GPUs left free on the nodes touched (best fit, so whole nodes and NVLink domains stay whole for
 big jobs); then, when some unit's options differ in price, with (2) held, minimize the decision's dollars
-per hour (the cost term: integer money units per replica, :mod:`placer.solver.cost`) and then (3) again.
+per hour (the cost term: integer money units per replica, :mod:`placer.solver.objective.cost`) and then (3)
+again.
 
 Budgets are constraints: a queue's GPUs (thousandths) and GPU jobs (OJS ML §10.3), and a queue's or
 tenant's dollars per hour (money units: each replica variable weighted by what one replica costs in that
@@ -33,17 +34,19 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from ortools.sat.python import cp_model
-from placer.solver.assignment import Assignment, ReplicaAt
+
+from placer.solver.assignment import Assignment, ReplicaAt, node_count_ok
 from placer.solver.budgets import Budgets
 from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
-from placer.solver.cost import Pricing
 from placer.solver.cpsat.classes import NodeClass, build_classes
 from placer.solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, fits, patterns_for, shape_claims
 from placer.solver.demand import JobPlan, Unit
-from placer.solver.greedy import State, node_count_ok, scope_value
+from placer.solver.greedy.state import State
+from placer.solver.objective.cost import Pricing
 from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, job_rank
 from placer.solver.rules import holds
+from placer.solver.snapshot import scope_value
 from placer.solver.structure import request_text, shaped
 from placer.solver.tpu_shapes import host_chips, tpu_shapes
 from placer.topology.tpu import slices_in_pod

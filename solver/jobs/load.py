@@ -23,6 +23,7 @@ from placer.solver.jobs.errors import Issue, JobValidationError, issue, located
 from placer.solver.jobs.formats import reader
 from placer.solver.jobs.model import ReadResult
 from placer.solver.jobs.options import ReadOptions
+from placer.topology.inputs import input_size, read_input, source_name
 
 __all__ = ["MAX_FILE_BYTES", "check_batch", "read_file", "read_files", "read_object", "read_text"]
 
@@ -84,18 +85,20 @@ def read_object(
 def read_file(path: str | Path, *, fmt: str = "auto", options: ReadOptions | None = None) -> list[ReadResult]:
     """Read every job of one file. Raises ``OSError`` when the file cannot be opened (a usage error for
     the CLI, not a job error); undecodable or oversized content is a ``malformed`` result."""
-    p = Path(path)
-    size = p.stat().st_size
-    if size > MAX_FILE_BYTES:
+    name = source_name(path)
+    size = input_size(path)
+    if size is not None and size > MAX_FILE_BYTES:
         return _failed(
-            str(p), [issue("malformed", str(p), f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")]
+            name, [issue("malformed", name, f"file is {size} bytes; the limit is {MAX_FILE_BYTES}")]
         )
-    data = p.read_bytes()
+    data = read_input(path, MAX_FILE_BYTES)
+    if len(data) > MAX_FILE_BYTES:
+        return _failed(name, [issue("malformed", name, f"input is larger than {MAX_FILE_BYTES} bytes")])
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        return _failed(str(p), [issue("malformed", str(p), f"not UTF-8 text: {e.reason} at byte {e.start}")])
-    return read_text(text, source=str(p), fmt=fmt, options=options)
+        return _failed(name, [issue("malformed", name, f"not UTF-8 text: {e.reason} at byte {e.start}")])
+    return read_text(text, source=name, fmt=fmt, options=options)
 
 
 def read_files(

@@ -26,8 +26,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from placer.solver.jobs.errors import Issue
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from placer.solver.jobs.errors import Issue
 
 __all__ = [
     "PRECISION_MIN_CC",

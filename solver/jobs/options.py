@@ -26,9 +26,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 from placer.solver.jobs.errors import JobValidationError, issue
 from placer.solver.jobs.queues import QueueConfig, pydantic_issues
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = [
     "ARTIFACT_URI_SCHEMES",

@@ -23,7 +23,9 @@ from xml.etree.ElementTree import Element
 
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring as _xml_fromstring
+
 from placer.solver.jobs.errors import JobValidationError, issue
+from placer.topology.inputs import read_input, source_name
 from placer.topology.safe_load import MAX_DEPTH, UnsafeDocument, load_json, load_yaml
 
 __all__ = [
@@ -46,11 +48,17 @@ def _malformed(source: str, message: str) -> JobValidationError:
 def read_utf8_file(path: str | Path) -> str:
     """A configuration file's text: UTF-8 (a BOM is accepted), else a ``malformed`` issue naming the file.
     ``OSError`` when it cannot be opened, so CLIs can tell a usage error (exit 2) from bad content (1)."""
-    p = Path(path)
+    data = read_input(path, MAX_DOCUMENT_CHARS * 4)
+    if len(data) > MAX_DOCUMENT_CHARS * 4:
+        raise JobValidationError(
+            [issue("malformed", source_name(path), f"file is larger than {MAX_DOCUMENT_CHARS * 4} bytes")]
+        )
     try:
-        return p.read_bytes().decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise JobValidationError([issue("malformed", str(p), f"not UTF-8 text: {e.reason}")]) from None
+        raise JobValidationError(
+            [issue("malformed", source_name(path), f"not UTF-8 text: {e.reason}")]
+        ) from None
 
 
 def parse_json(text: str, *, source: str = "") -> Any:

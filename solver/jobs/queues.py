@@ -27,8 +27,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from placer.solver.jobs.errors import Issue, JobValidationError, issue
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from placer.solver.jobs.errors import Issue, JobValidationError, issue
 
 __all__ = [
     "MlLimits",

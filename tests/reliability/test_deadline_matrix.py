@@ -22,12 +22,12 @@ import time
 from dataclasses import dataclass
 
 import pytest
+
 from placer.scenarios.synthetic import Scenario, scenario_l, scenario_m, scenario_s
-from placer.solver.check import check
+from placer.solver.checks import check
 from placer.solver.decision import Decision
 from placer.solver.engine import place
 from placer.solver.policy import Policy
-
 from tests.solver.conftest import HANG_GUARD_S, no_hang
 
 #: The documented overhead beyond the time limit (docs/solver.md, "Deadline").

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from placer.solver.check import check
+
+from placer.cli import main as placer
+from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.jobs.load import check_batch, read_object
 from placer.solver.jobs.model import (
@@ -38,8 +40,6 @@ from placer.topology import cluster_of, cpu_nodes, dgx_h100, tpu_pod
 from placer.topology.build import build_cluster
 from placer.topology.errors import TopologyError
 from placer.topology.importers.kubernetes import parse_kubernetes
-
-from placer.cli import main as placer
 from tests.solver.conftest import ENGINES, NOW, assert_valid
 
 REPO = Path(__file__).resolve().parents[2]

@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from placer.solver.jobs.errors import ISSUE_CODES
 from placer.solver.jobs.load import check_batch, read_object, read_text
 from placer.solver.jobs.model import Job, Placement, ReadResult
@@ -46,7 +47,6 @@ from placer.topology.importers import parse_jgf, parse_kubernetes, parse_ojs_wor
 from placer.topology.inventory_file import inventory_from_document, read_inventory
 from placer.topology.load import detect_cluster_format
 from placer.topology.safe_load import parse_text
-
 from tests.support import alarm_after, containers
 
 REPO = Path(__file__).resolve().parents[2]

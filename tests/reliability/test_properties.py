@@ -31,7 +31,8 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from placer.solver.check import check
+
+from placer.solver.checks import check
 from placer.solver.decision import Decision
 from placer.solver.engine import place
 from placer.solver.jobs.model import (
@@ -64,9 +65,8 @@ from placer.topology import (
     tpu_pod,
 )
 from placer.topology.build import build_cluster
-from placer.topology.builders import merge
 from placer.topology.inventory import Inventory, LoadedModel, NodeSpec, Taint
-
+from placer.topology.presets import merge
 from tests.solver.conftest import NOW, no_hang
 
 #: Time limit of every CP-SAT call: small models solve in milliseconds, reproducible mode bounds the rest.

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+
+from placer.cli.schema import schema
 from placer.scenarios.inputs import prepare
 from placer.scenarios.load import ScenarioError, load_scenario, load_scenario_text
 from placer.solver.jobs.errors import ISSUE_CODES
-
-from placer.cli.schema import schema
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -159,6 +159,7 @@ def test_committed_scenario_schema_is_up_to_date() -> None:
 )
 def test_library_scenarios_validate_against_the_schema(path: Path) -> None:
     import jsonschema
+
     from placer.topology.safe_load import load_yaml
 
     doc = json.loads(json.dumps(load_yaml(path.read_text()), default=str))

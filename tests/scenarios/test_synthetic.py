@@ -14,6 +14,7 @@ from collections.abc import Iterable
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from placer.scenarios.synthetic import NOW, Scenario, scenario_l, scenario_m, scenario_s
 from placer.scenarios.synthetic.running import PRIORITY_BAND
 from placer.scenarios.synthetic.workloads import CLASS_SHARES, KIND_SHARES

@@ -13,6 +13,7 @@ from functools import cache
 from itertools import permutations
 
 import pytest
+
 from placer.scenarios.synthetic import (
     Scenario,
     fragmentation_trap,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from placer.solver.check import Violation
+from placer.solver.checks import Violation
 from placer.solver.decision import Decision, JobPlacement, PendingJob, Reason, ReplicaPlacement
 
 

@@ -4,7 +4,7 @@ answer.
 Why a fixture and not a helper each test calls: no placement test may forget the independent checker.
 ``solve(jobs, cluster)`` places the batch with the engine of the current parametrization (``engine``:
 ``greedy`` and ``cpsat``, so ``pytest -k greedy`` runs one engine) and fails the test when
-:func:`placer.solver.check.check` finds any violation of ``docs/placement-rules.md`` in the decision, or when
+:func:`placer.solver.checks.check` finds any violation of ``docs/placement-rules.md`` in the decision, or when
 a job of the batch is not answered exactly once.
 
 ``queues`` (OJS §10 configurations: GPU and dollar budgets) and ``prices`` (catalog and tenant budgets)
@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pytest
+
 from placer.solver.decision import Decision
 from placer.solver.jobs.model import Job, ReadResult
 from placer.topology import Cluster
-
 from tests.support import alarm_after
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def assert_valid(
     prices: PriceCatalog | None = None,
 ) -> None:
     """Fail with every violation the independent checker finds (rules 1-17)."""
-    from placer.solver.check import check
+    from placer.solver.checks import check
 
     jobs, refused = batch_jobs(items)
     violations = check(decision, jobs, cluster, now=now, rejected_ids=refused, queues=queues, prices=prices)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+
 from placer.solver.engine import place
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.solver.policy import Policy
 from placer.topology import cluster_of, dgx_h100
-
 from tests.solver.conftest import NOW
 from tests.solver.test_place_fuzz import CLUSTER, batches
 
@@ -51,6 +51,7 @@ def test_lp_bound_keeps_each_jobs_weight_in_a_shared_column_class(monkeypatch: p
     # GPUs each; three 4-GPU jobs of one shape but different classes, and one 8-GPU reserved job that the
     # fragmentation cut rules out. Exactly two 4-GPU jobs fit: reserved (100 x 40) + on-demand (10 x 40).
     import placer.solver.bound
+    import placer.solver.core
 
     c = cluster_of(dgx_h100(2)).with_allocations(
         [_busy("dgx-h100-1", [0, 1, 2, 3], "r1"), _busy("dgx-h100-2", [0, 1, 2, 3], "r2")]
@@ -67,7 +68,7 @@ def test_lp_bound_keeps_each_jobs_weight_in_a_shared_column_class(monkeypatch: p
         seen.update(args=(plans, candidates, arrays), kwargs=kwargs)
         return real(plans, candidates, arrays, **kwargs)
 
-    monkeypatch.setattr(placer.solver.bound, "lp_bound", spy)
+    monkeypatch.setattr(placer.solver.core, "lp_bound", spy)
     policy = Policy(engine="cpsat", time_limit_s=2, plan=False, preemption=False)
     d = place([*four, eight], c, policy, now=NOW)
     assert real(*seen["args"], victims=[]) == 100 * 40 + 10 * 40  # type: ignore[misc]

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from placer.solver.check import check
+from placer.solver.checks import check
 from placer.solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.prices import load_prices
 from placer.topology import capacity_pool, cluster_of, dgx_h100
-
 from tests.solver.conftest import NOW
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from placer.solver.check import RULES, check
+
+from placer.solver.checks import RULES, check
 from placer.solver.decision import Decision, Eviction, JobPlacement, PendingJob, Reason, ReplicaPlacement
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup, TpuDemand
 from placer.topology import Cluster, cluster_of, cpu_nodes, dgx_h100, pcie_inference, tpu_pod

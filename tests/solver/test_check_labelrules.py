@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from placer.solver.checks.labelrules import compare, satisfied
 from placer.solver.jobs.model import AllOf, AnyOf, LabelRule, Not
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from placer.solver.check import check
+
+from placer.solver.checks import check
 from placer.solver.decision import Decision, Hold, JobPlacement, PendingJob, Reason, ReplicaPlacement
 from placer.solver.jobs.model import Dependency, GpuDemand, Job, TaskGroup
 from placer.topology import Cluster, cluster_of, dgx_h100
-
 from tests.solver.conftest import NOW
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from placer.solver.check import check
+from placer.solver.checks import check
 from placer.solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.topology import cluster_of, dgx_h100

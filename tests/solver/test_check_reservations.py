@@ -7,12 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from placer.solver.check import check
+
+from placer.solver.checks import check
 from placer.solver.decision import Decision, Hold
 from placer.solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
 from placer.solver.reservations import Reservation
 from placer.topology import Cluster, cluster_of, dgx_h100
-
 from tests.solver.check_helpers import decision, place, rep
 
 NOW = datetime(2026, 1, 1, 1, tzinfo=UTC)

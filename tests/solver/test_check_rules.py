@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from placer.solver.check import RULES, check
+
+from placer.solver.checks import RULES, check
 from placer.solver.decision import Decision, Eviction, JobPlacement, RejectedJob
 from placer.solver.jobs.model import (
     CountRange,
@@ -35,7 +36,6 @@ from placer.topology import (
     gb200_nvl72,
     pcie_inference,
 )
-
 from tests.solver.check_helpers import decision, place, rep, rules
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from placer.solver.jobs.errors import ISSUE_CODES, JobValidationError
 from placer.solver.running import running_from_envelopes
 from placer.topology import cluster_of, dgx_h100

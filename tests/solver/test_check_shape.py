@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from placer.solver.check import check
+from placer.solver.checks import check
 from placer.solver.jobs.model import CountRange, FluxResource, GpuDemand, Job, TaskGroup
 from placer.topology import (
     InnerVertex,
@@ -22,7 +22,6 @@ from placer.topology import (
     build_cluster,
 )
 from placer.topology.load import load_cluster
-
 from tests.solver.check_helpers import decision, place, rep, rules
 
 JGF_SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "importers" / "flux_jgf.json"

@@ -9,10 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from itertools import product
 
-from placer.solver.check import check
+from placer.solver.checks import check
 from placer.solver.jobs.model import Job, TaskGroup, TpuDemand
 from placer.topology import Cluster, Inventory, TpuPodSpec, cluster_of, dgx_h100, tpu_pod
-
 from tests.solver.check_helpers import decision, place, rep, rules
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)

@@ -1,11 +1,13 @@
-"""solver/cost.py: the engines price replicas with the one pricing function of solver/prices.py, in integer
+"""solver/objective/cost.py: the engines price replicas with the one pricing function of solver/prices.py, in
+integer
 money units, so that what greedy and CP-SAT count is what the Decision and the checker count."""
 
 from __future__ import annotations
 
 import pytest
-from placer.solver.cost import Pricing
+
 from placer.solver.demand import Need
+from placer.solver.objective.cost import Pricing
 from placer.solver.prices import PriceCatalog, load_prices, node_share_units
 from placer.solver.snapshot import Snapshot
 from placer.topology import capacity_pool, cluster_of, cpu_nodes, dgx_h100, pcie_inference

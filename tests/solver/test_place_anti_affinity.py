@@ -8,7 +8,6 @@ from __future__ import annotations
 from placer.solver.jobs import read_text
 from placer.solver.jobs.model import GpuDemand, Job, LabelRule, ModelRef, Placement, TaskGroup
 from placer.topology import cluster_of, cpu_nodes, dgx_h100
-
 from tests.solver.conftest import Solve, nodes_of, reason_codes
 
 

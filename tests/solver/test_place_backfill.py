@@ -12,7 +12,6 @@ from datetime import datetime, timedelta
 from placer.solver.decision import Decision
 from placer.solver.jobs.model import Dependency, GpuDemand, Job, TaskGroup
 from placer.topology import Cluster, cluster_of, dgx_h100
-
 from tests.solver.conftest import NOW, Solve, nodes_of, reason_codes
 
 HOUR = 3600

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from placer.solver.check import check
+from placer.solver.checks import check
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.solver.jobs.queues import QueueConfig
 from placer.topology import cluster_of, dgx_h100
-
 from tests.solver.conftest import NOW, pending_reason
 
 

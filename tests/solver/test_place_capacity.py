@@ -7,10 +7,10 @@ Numbers are the builders' defaults (``cpu_nodes``: 64 cores, 256 GB) or stated i
 from __future__ import annotations
 
 import pytest
+
 from placer.solver.jobs import read_text
 from placer.solver.jobs.model import Job, TaskGroup
 from placer.topology import Inventory, NodeSpec, build_cluster, cluster_of, cpu_nodes
-
 from tests.solver.conftest import Solve, nodes_of, reason_codes
 
 

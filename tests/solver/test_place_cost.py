@@ -11,11 +11,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+
 from placer.solver.jobs.model import GpuDemand, Job, Placement, TaskGroup
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.prices import load_prices
 from placer.topology import capacity_pool, cluster_of
-
 from tests.solver.conftest import NOW, Solve, nodes_of
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from placer.solver.jobs.model import GpuDemand, Job, Placement, TaskGroup, TpuDemand
 from placer.topology import Cluster, cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference, tpu_pod
-
 from tests.solver.conftest import HANG_GUARD_S, NOW, assert_valid, no_hang
 
 #: The overhead beyond ``time_limit_s`` that ``docs/decision.md`` documents.
@@ -118,6 +118,7 @@ def test_wall_s_covers_the_whole_call(monkeypatch: pytest.MonkeyPatch) -> None:
     # docs/decision.md: wall_s is "the whole call". It used to be stamped inside the core decision, before
     # the preemptibility hints and pricing (scenario M: wall_s 0.26 s for a 0.43 s call). Slow hints down
     # by a known amount: wall_s must include it.
+    import placer.solver.engine
     import placer.solver.what_if
     from placer.solver.engine import place
     from placer.solver.policy import Policy
@@ -128,7 +129,7 @@ def test_wall_s_covers_the_whole_call(monkeypatch: pytest.MonkeyPatch) -> None:
         time.sleep(0.3)
         real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(placer.solver.what_if, "add_preemptible_hints", slow_hints)
+    monkeypatch.setattr(placer.solver.engine, "add_preemptible_hints", slow_hints)
     c = cluster_of(dgx_h100(2))
     jobs = [Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=4))])]
     t0 = time.perf_counter()
@@ -187,6 +188,7 @@ def test_lp_bound_stops_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None
     # second per reading makes the cut-off exact: with the deadline 3 s ahead, it gives up after a few
     # readings, long before it has visited every job class.
     import placer.solver.bound
+    import placer.solver.core
     from placer.solver.engine import place
     from placer.solver.policy import Policy
 
@@ -197,7 +199,7 @@ def test_lp_bound_stops_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None
         seen.update(plans=plans, candidates=candidates, arrays=arrays, victims=kwargs.get("victims"))
         return real(plans, candidates, arrays, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(placer.solver.bound, "lp_bound", spy)
+    monkeypatch.setattr(placer.solver.core, "lp_bound", spy)
     place(big_batch(), CLUSTER, Policy(engine="cpsat", time_limit_s=5.0, plan=False), now=NOW)
     args = (seen["plans"], seen["candidates"], seen["arrays"])
     unbounded = real(*args, victims=seen["victims"])  # type: ignore[arg-type]

@@ -13,11 +13,11 @@ import random
 from pathlib import Path
 
 import pytest
+
 from placer.solver.jobs import read_files
 from placer.solver.jobs.model import GpuDemand, Job, ReadResult, TaskGroup, TpuDemand
 from placer.topology import cluster_of, cpu_nodes, dgx_h100, pcie_inference, tpu_pod
 from placer.topology.load import load_cluster
-
 from tests.solver.conftest import NOW, Solve, without_timing
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -11,7 +11,6 @@ from pathlib import Path
 from placer.solver.jobs import read_file
 from placer.solver.jobs.model import Dependency, GpuDemand, Job, TaskGroup
 from placer.topology import cluster_of, cpu_nodes, dgx_h100
-
 from tests.solver.conftest import NOW, Solve, nodes_of, reason_codes
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -6,10 +6,10 @@ running job and no other placement of the batch.
 from __future__ import annotations
 
 import pytest
+
 from placer.solver.jobs import read_text
 from placer.solver.jobs.model import GpuAffinity, GpuDemand, Job, Placement, TaskGroup
 from placer.topology import cluster_of, dgx_h100
-
 from tests.solver.conftest import Solve, nodes_of, reason_codes
 
 RUNNING_ON_1 = {"job": "small", "replicas": [{"node": "dgx-h100-1", "gpus": [0]}]}

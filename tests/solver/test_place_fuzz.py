@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from placer.solver.engine import place
 from placer.solver.jobs.model import (
     GpuAffinity,
@@ -20,7 +21,6 @@ from placer.solver.jobs.model import (
 )
 from placer.solver.policy import Policy
 from placer.topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference, tpu_pod
-
 from tests.solver.conftest import ENGINES, NOW, assert_valid, no_hang
 
 CLUSTER = cluster_of(

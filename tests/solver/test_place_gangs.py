@@ -10,7 +10,6 @@ from pathlib import Path
 from placer.solver.jobs import read_file
 from placer.solver.jobs.model import CountRange, GpuAffinity, GpuDemand, Job, Placement, TaskGroup
 from placer.topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference
-
 from tests.solver.conftest import Solve, gpus_of, nodes_of, pending_reason, reason_codes
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

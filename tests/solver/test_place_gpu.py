@@ -1,5 +1,5 @@
 """Accelerator kind, GPU type (aliases included), GPU count, minimum VRAM and compute capability, through
-:func:`placer.solver.engine.place` on both engines; every decision is checked by ``placer.solver.check``
+:func:`placer.solver.engine.place` on both engines; every decision is checked by ``placer.solver.checks``
 (``solve``).
 
 Expected values come from the builders' documented hardware (DGX H100: 8x H100 80 GB, compute capability
@@ -10,10 +10,10 @@ Expected values come from the builders' documented hardware (DGX H100: 8x H100 8
 from __future__ import annotations
 
 import pytest
+
 from placer.solver.jobs import read_text
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, hgx_a100, pcie_inference
-
 from tests.solver.conftest import Solve, gpus_of, nodes_of, pending_reason, reason_codes
 
 

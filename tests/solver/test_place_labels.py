@@ -9,10 +9,10 @@ set — and one more replica than that, which must be UNSATISFIABLE for the ``ru
 from __future__ import annotations
 
 import pytest
+
 from placer.solver.jobs import read_text
 from placer.solver.jobs.model import AllOf, AnyOf, Job, LabelRule, Not, Placement, Rule, TaskGroup
 from placer.topology import Inventory, NodeSpec, Taint, build_cluster, cluster_of, cpu_nodes
-
 from tests.solver.conftest import Solve, nodes_of, reason_codes
 
 # gold: slots "8" (string-compares above "16"), driver "10.0" (string-compares below "9.0").

@@ -8,7 +8,6 @@ from __future__ import annotations
 from placer.solver.jobs import read_text
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.topology import Cluster, cluster_of, dgx_h100, gb200_nvl72, pcie_inference
-
 from tests.solver.conftest import Solve, gpus_of, nodes_of, pending_reason, reason_codes
 
 

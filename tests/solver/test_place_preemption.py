@@ -11,7 +11,6 @@ from datetime import timedelta
 from placer.solver.jobs.model import Escalation, GpuDemand, Job, TaskGroup
 from placer.solver.running import running_from_envelopes
 from placer.topology import cluster_of, dgx_h100
-
 from tests.solver.conftest import NOW, Solve, nodes_of, pending_reason
 
 
@@ -148,7 +147,6 @@ def test_cpsat_finds_the_cheaper_evictions_greedy_misses() -> None:
     from placer.solver.engine import place
     from placer.solver.jobs.model import LabelRule, Placement
     from placer.solver.policy import Policy
-
     from tests.solver.conftest import assert_valid
 
     c = cluster_of(dgx_h100(3)).with_allocations(

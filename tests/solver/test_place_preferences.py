@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from placer.solver.jobs.model import GpuDemand, Job, LabelRule, ModelRef, Placement, TaskGroup
 from placer.topology import Inventory, LoadedModel, NodeSpec, build_cluster
-
 from tests.solver.conftest import Solve, nodes_of, pending_reason
 
 

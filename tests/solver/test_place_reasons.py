@@ -6,10 +6,10 @@ the code, the details, and that the message names the constraint.
 from __future__ import annotations
 
 import pytest
+
 from placer.solver.jobs import check_batch, read_text
 from placer.solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
 from placer.topology import Cluster, cluster_of, dgx_h100, pcie_inference
-
 from tests.solver.conftest import Solve, gpus_of, nodes_of, reason_codes
 
 

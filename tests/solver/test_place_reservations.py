@@ -8,13 +8,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from placer.solver.check import check
+
+from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
 from placer.solver.policy import Policy
 from placer.solver.reservations import Reservation, load_reservations
 from placer.topology import Cluster, cluster_of, dgx_h100
-
 from tests.solver.conftest import NOW, assert_valid, pending_reason, reason_codes
 
 
@@ -291,7 +291,7 @@ def test_members_cpsat_answer_survives_the_engines_own_recheck() -> None:
     # The members' phase calls decide() with the reservation allowed; the engine's re-check of CP-SAT's
     # answer must be told so, or it rejects every member placement as "not declared" and falls back to
     # greedy.
-    from placer.solver.engine import decide
+    from placer.solver.core import decide
 
     d = decide(
         [_job("m", 4, "r")],

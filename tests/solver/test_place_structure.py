@@ -17,7 +17,6 @@ from placer.topology import (
     build_cluster,
 )
 from placer.topology.load import load_cluster
-
 from tests.solver.conftest import NOW, Solve, gpus_of, nodes_of, pending_reason
 
 

@@ -14,7 +14,6 @@ from placer.solver.decision import Decision
 from placer.solver.jobs import read_text
 from placer.solver.jobs.model import Job, TaskGroup, TpuDemand
 from placer.topology import Cluster, cluster_of, dgx_h100, tpu_pod
-
 from tests.solver.conftest import Solve, reason_codes
 
 

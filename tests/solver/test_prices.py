@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import pytest
+
 from placer.solver.engine import place
 from placer.solver.jobs.errors import JobValidationError
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup, TpuDemand
 from placer.solver.policy import Policy
 from placer.solver.prices import PriceCatalog, load_prices
 from placer.topology import capacity_pool, cluster_of, cpu_nodes, dgx_h100, tpu_pod
-
 from tests.solver.conftest import NOW, assert_valid, nodes_of
 
 

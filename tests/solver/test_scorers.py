@@ -13,18 +13,18 @@ import random
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from pydantic import ValidationError
+
 from placer.solver.candidates import NodeArrays, batch_keys, unit_candidates
 from placer.solver.decision import Decision
 from placer.solver.demand import expand
 from placer.solver.engine import place
-from placer.solver.greedy import State
+from placer.solver.greedy.state import State
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.solver.policy import BASELINES, Policy, engine_fields
 from placer.solver.scorers import SCORERS, Context, Targets, fragmentation, target_workload
 from placer.solver.snapshot import Snapshot
 from placer.topology import Cluster, cluster_of, cpu_nodes, dgx_h100, pcie_inference
-from pydantic import ValidationError
-
 from tests.solver.conftest import NOW, assert_valid, no_hang
 from tests.solver.test_place_fuzz import CLUSTER, FUZZ_GUARD_S, batches
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from placer.solver.decision import Decision
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.topology import cluster_of, dgx_h100
-
 from tests.solver.conftest import Solve
 
 

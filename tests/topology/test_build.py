@@ -6,6 +6,7 @@ Every expected number is worked out by hand in a comment next to it.
 from __future__ import annotations
 
 import pytest
+
 from placer.topology import (
     Inventory,
     TopologyError,

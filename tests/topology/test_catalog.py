@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from placer.topology.catalog import (
     canonical_gpu_type,
     canonical_tpu_type,

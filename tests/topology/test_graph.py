@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import networkx as nx
+
 from placer.topology import Inventory, build_cluster, cluster_of, dgx_h100, gb200_nvl72, tpu_pod
 
 

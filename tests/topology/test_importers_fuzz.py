@@ -9,11 +9,11 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from placer.topology.errors import TopologyError
 from placer.topology.importers import parse_jgf, parse_kubernetes, parse_ojs_workers, parse_slurm
 from placer.topology.inventory import Inventory
 from placer.topology.load import detect_cluster_format
-
 from tests.support import containers
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "importers"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from placer.topology.errors import TopologyError
 from placer.topology.importers.jgf import expand_hostlist, expand_idset, parse_jgf
 from placer.topology.inventory import Inventory

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from placer.topology.build import build_cluster
 from placer.topology.errors import TopologyError
 from placer.topology.importers.kubernetes import parse_kubernetes, priority_class_for

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from placer.topology.errors import TopologyError
 from placer.topology.importers.ojs_workers import parse_ojs_workers
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from placer.topology.errors import TopologyError
 from placer.topology.importers._common import Problems
 from placer.topology.importers.slurm import (

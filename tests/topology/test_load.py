@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from placer.topology.errors import TopologyError
 from placer.topology.load import MAX_FILE_BYTES, detect_cluster_format, load_inventory, read_text
 

@@ -4,6 +4,7 @@ host alignment and fixed slices."""
 from __future__ import annotations
 
 import pytest
+
 from placer.topology import Cluster, TopologyError, cluster_of, count_free_slices, free_slices, tpu_pod
 
 

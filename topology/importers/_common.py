@@ -20,9 +20,10 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
 from placer.topology.catalog import canonical_gpu_type, gpu_info, parse_gpu_product
 from placer.topology.errors import Problem, TopologyError
-from pydantic import BaseModel, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
 

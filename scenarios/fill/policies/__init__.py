@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from placer.scenarios.fill.state import FillState
 from placer.scenarios.fill.tables import NodeTable, PodTable
 

@@ -20,6 +20,7 @@ the run's random node rank.
 from __future__ import annotations
 
 import numpy as np
+
 from placer.scenarios.fill.policies import Policy, register
 from placer.scenarios.fill.state import FillState
 from placer.scenarios.fill.tables import MILLI

@@ -1,6 +1,7 @@
 """Fragmentation gradient descent (FGD; Weng et al., "Beware of Fragmentation", USENIX ATC '23).
 
-**The measure.** A *target workload* is a distribution of task shapes ``m`` (CPU, GPUs per task, milli per
+**The measure** (:mod:`placer.solver.objective.fragmentation`, shared with the engines' ``fgd`` scorer). A
+*target workload* is a distribution of task shapes ``m`` (CPU, GPUs per task, milli per
 GPU, accepted GPU models) with probabilities ``p_m`` (:func:`target_workload`). For a node with ``C``
 free milli-CPU and free GPU milli ``a_1..a_G`` (total ``T``), the fragment *for task m* is
 
@@ -38,12 +39,13 @@ cluster's 10,000 GPUs times the target workload.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
+
 from placer.scenarios.fill.policies import Context, Policy, register
 from placer.scenarios.fill.state import FillState
 from placer.scenarios.fill.tables import MILLI, PodTable
+from placer.solver.objective.fragmentation import Targets, fragmentation
 
 __all__ = [
     "COARSE_LEVELS",
@@ -65,18 +67,6 @@ POPULARITY = 0.95
 SCORE_LEVELS = 100
 #: ``placer-frag``: score levels for whole-GPU and CPU-only pods.
 COARSE_LEVELS = 25
-
-
-@dataclass(frozen=True, eq=False)
-class Targets:
-    """The target workload: per shape ``m`` its probability ``p``, milli-CPU, milli per GPU (0 for
-    CPU-only), GPU count and accepted models (``access[m, model]``, as ``PodTable.access``)."""
-
-    p: np.ndarray
-    cpu: np.ndarray
-    milli: np.ndarray
-    num: np.ndarray
-    access: np.ndarray
 
 
 def target_workload(pods: PodTable, popularity: float = POPULARITY) -> Targets:
@@ -112,19 +102,6 @@ def target_workload(pods: PodTable, popularity: float = POPULARITY) -> Targets:
         num=pods.num[rows],
         access=pods.access[rows],
     )
-
-
-def fragmentation(cpu: np.ndarray, gpu: np.ndarray, access: np.ndarray, t: Targets) -> np.ndarray:
-    """Expected GPU fragment (milli-GPUs) of ``K`` node states: free milli-CPU ``cpu[K]``, free milli per
-    GPU ``gpu[K, G]`` (0 for GPUs a node lacks), ``access[K, M]`` whether target ``m`` accepts the node's
-    GPU model. See the module docstring for the definition."""
-    total = gpu.sum(axis=1).astype(np.float64)
-    levels, col = np.unique(t.milli, return_inverse=True)
-    g = gpu[:, :, None]
-    fits = (g >= levels[None, None, :]).sum(axis=1)[:, col]  # GPUs with m's milli free, (K, M)
-    below = (g * (g < levels[None, None, :])).sum(axis=1)[:, col].astype(np.float64)  # too-full GPUs' milli
-    ok = access & (cpu[:, None] >= t.cpu[None, :]) & (fits >= t.num[None, :]) & (t.num[None, :] > 0)
-    return np.where(ok, below, total[:, None]) @ t.p
 
 
 def quantized(delta: np.ndarray, levels: int = SCORE_LEVELS) -> np.ndarray:

@@ -71,6 +71,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from placer.solver.jobs.errors import Issue, issue
 from placer.solver.jobs.fields import Fields
 from placer.solver.jobs.formats.flux_attributes import Attributes, read_attributes
@@ -80,7 +82,6 @@ from placer.solver.jobs.formats.flux_tasks import SlotInfo, read_tasks
 from placer.solver.jobs.formats.flux_v1 import check_resources
 from placer.solver.jobs.model import Accelerator, Job, Placement, Preemption, ReadResult
 from placer.solver.jobs.options import ReadOptions
-from pydantic import ValidationError
 
 __all__ = ["TOP_KEYS", "read"]
 

@@ -48,6 +48,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from placer.solver.jobs.errors import Issue, issue, located, prefixed
 from placer.solver.jobs.fields import Fields, type_name
 from placer.solver.jobs.formats.ojs_mlx import parse_mlx
@@ -56,7 +58,6 @@ from placer.solver.jobs.formats.ojs_v03 import parse_attributes
 from placer.solver.jobs.formats.ojs_workflow import expand_workflow
 from placer.solver.jobs.model import Job, LastCheckpoint, PreemptionPolicy, ReadResult
 from placer.solver.jobs.options import ReadOptions
-from pydantic import ValidationError
 
 __all__ = ["SOURCE_FORMAT", "Kind", "classify", "read", "read_envelope"]
 

@@ -32,8 +32,8 @@ from xml.etree.ElementTree import Element
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
 from placer.solver.jobs.formats.sss_context import POLICIES, Ctx, children, local, parent_map, path_map, text
 from placer.solver.jobs.formats.sss_diagnose import diagnose
+from placer.solver.jobs.formats.sss_elements import PropertySet, check_value
 from placer.solver.jobs.formats.sss_job import build_job
-from placer.solver.jobs.formats.sss_props import PropertySet, check_value
 from placer.solver.jobs.model import ReadResult
 from placer.solver.jobs.options import ReadOptions
 from placer.solver.jobs.parse import parse_xml

@@ -32,10 +32,12 @@ from datetime import datetime
 from typing import Any
 from xml.etree.ElementTree import Element
 
+from pydantic import ValidationError
+
 from placer.solver.jobs.formats.sss_context import Ctx, raw_xml, text
+from placer.solver.jobs.formats.sss_elements import SCALARS, PropertySet, check_value
 from placer.solver.jobs.formats.sss_expr import parse_sequence
 from placer.solver.jobs.formats.sss_properties import Collector
-from placer.solver.jobs.formats.sss_props import SCALARS, PropertySet, check_value
 from placer.solver.jobs.formats.sss_values import parse_datetime, parse_integer
 from placer.solver.jobs.model import (
     CountRange,
@@ -51,7 +53,6 @@ from placer.solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
-from pydantic import ValidationError
 
 __all__ = ["DEPENDENCY_TYPES", "EXTRA_NAMES", "FIELDS", "NOT_RESOURCES", "build_job", "collect"]
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from placer.solver.decision import Decision
-from placer.solver.policy import BASELINES, ENGINES
 
 from placer.cli import main
 from placer.cli.place import ENGINE_CHOICES, parse_rfc3339
+from placer.solver.decision import Decision
+from placer.solver.policy import BASELINES, ENGINES
 from tests.placer.cli.test_place import ALL_JOBS, DOC_NOW, H100, run_json
 from tests.placer.cli.test_simulate import GB200
 
@@ -21,7 +21,7 @@ def test_choices_are_the_policys_names() -> None:
 
 @pytest.mark.parametrize("engine", BASELINES)
 def test_place_with_a_baseline(engine: str, capsys: pytest.CaptureFixture[str]) -> None:
-    from placer.solver.check import check
+    from placer.solver.checks import check
     from placer.solver.jobs import read_files
     from placer.topology.load import load_cluster
 

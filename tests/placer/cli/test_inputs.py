@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from placer.topology import cluster_of, dgx_h100
 
 from placer.cli.inputs import (
     InputError,
@@ -20,6 +19,7 @@ from placer.cli.inputs import (
     reservations_arg,
     with_running_arg,
 )
+from placer.topology import cluster_of, dgx_h100
 
 CLUSTER = cluster_of(dgx_h100(1))
 

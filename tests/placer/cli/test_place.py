@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from placer.solver.decision import Decision
 
 from placer.cli import main
 from placer.cli import place as place_cli
 from placer.cli.schema import schema
+from placer.solver.decision import Decision
 from tests.solver.conftest import pending_reason
 
 REPO = Path(__file__).resolve().parents[3]
@@ -90,7 +90,7 @@ def test_example_batch_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_example_decision_passes_the_checker(capsys: pytest.CaptureFixture[str]) -> None:
-    from placer.solver.check import check
+    from placer.solver.checks import check
     from placer.solver.jobs import read_files
     from placer.topology.load import load_cluster
 

@@ -20,11 +20,11 @@ from typing import Any
 
 import httpx
 import pytest
-from placer.solver.check import check
-from placer.solver.decision import Decision
-from placer.topology import Cluster
 
 from placer.service.inputs import inputs_of
+from placer.solver.checks import check
+from placer.solver.decision import Decision
+from placer.topology import Cluster
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from placer.solver.jobs import read_object
 
 from placer.service.errors import ApiError
 from placer.service.matching import match
+from placer.solver.jobs import read_object
 
 A100X4 = {
     "worker_id": "w",

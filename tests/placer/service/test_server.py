@@ -264,11 +264,10 @@ def test_match_returns_the_jobs_the_worker_may_run_best_first(
     assert reasons["elsewhere"]["code"] == "OTHER_QUEUE"
     assert [x["job"] for x in out["rejected"]] == ["broken"]
     # Where each match would run on the worker passes the independent checker, alone and as dispatched.
-    from placer.solver.check import check
+    from placer.service.matching import worker_cluster
+    from placer.solver.checks import check
     from placer.solver.decision import Decision, JobPlacement
     from placer.solver.jobs import read_object
-
-    from placer.service.matching import worker_cluster
 
     worker, read = worker_cluster(SPEC_WORKER), {r.id: r.job for r in read_object(jobs)}
     placed = {m["job"]: JobPlacement(job=m["job"], replicas=m["replicas"]) for m in out["matches"]}

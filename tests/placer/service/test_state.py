@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from placer.service.state import ChangeError, ClusterStore, apply_changes, normalize_change
 from placer.topology import cluster_of, dgx_h100, tpu_pod
 from placer.topology.build import build_cluster
 from placer.topology.inventory import Inventory
 from placer.topology.views import summary
-
-from placer.service.state import ChangeError, ClusterStore, apply_changes, normalize_change
 
 TEMPLATED = Inventory.model_validate(
     {

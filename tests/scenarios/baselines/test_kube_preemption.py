@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from placer.scenarios.baselines.kube_preemption import kube_preemption
-from placer.solver.check import check
+from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.solver.policy import Policy

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+
 from placer.scenarios.cost import Billing, Design, Pool, bill, runs
 from placer.scenarios.cost.billing import used_seconds
 from placer.scenarios.sim import metrics
 from placer.solver.prices import PriceCatalog
 from placer.topology import cluster_of, dgx_h100
-
 from tests.scenarios.cost.conftest import job, workload
 
 #: Two reserved A100 nodes no job can use (the jobs ask for H100), one on-demand and one spot H100.

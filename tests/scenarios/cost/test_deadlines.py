@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from placer.scenarios.cost import Deadline, Design, deadline_counts, judge, runs
 
+from placer.scenarios.cost import Deadline, Design, deadline_counts, judge, runs
 from tests.scenarios.cost.conftest import job, workload
 
 JOBS = (

@@ -4,9 +4,9 @@ is lost only on spot nodes — in the amount a hand calculation gives."""
 from __future__ import annotations
 
 import pytest
+
 from placer.scenarios.cost import Design, Pool, SpotReclaim, reclaims_of, runs
 from placer.scenarios.inputs import prepare
-
 from tests.scenarios.cost.conftest import job, workload
 
 #: One on-demand and one spot DGX H100.

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from placer.scenarios.cost import Design, Pool, Study, load_study, runs, table
 from placer.scenarios.cost.plots import frontier, plot_cost_per_useful_hour, plot_frontier, plot_lost_work
 from placer.scenarios.inputs import prepare

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from placer.scenarios.fill.bound import bounds_at, dff, gpu_bound
 from placer.scenarios.fill.run import run_fill
 from placer.scenarios.fill.tables import NodeTable, PodTable

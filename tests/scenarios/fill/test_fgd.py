@@ -9,6 +9,7 @@ with less than ``m``'s milli free. The node's fragmentation is the expectation o
 from __future__ import annotations
 
 import numpy as np
+
 from placer.scenarios.fill.policies import Context
 from placer.scenarios.fill.policies.fgd import Fgd, Targets, fragmentation, quantized, target_workload
 from placer.scenarios.fill.state import FillState

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from placer.scenarios.fill.result import FillResult
 from placer.scenarios.fill.run import run_fill
 from placer.scenarios.fill.sampling import arrivals

@@ -1,7 +1,7 @@
 """Every placement a fill makes passes placer's independent checker — and a tampered one does not.
 
 The baselines place on the fill's own numpy state; placer's engines through ``place()``. Both are judged
-by ``placer.solver.check.check`` on a Decision built from the run. A small slice of the real openb trace runs
+by ``placer.solver.checks.check`` on a Decision built from the run. A small slice of the real openb trace runs
 where ``../shared/traces`` is present (skipped with a message otherwise); the hand-made instance always.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from placer.scenarios.fill.policies import POLICIES
 from placer.scenarios.fill.run import ENGINES, run_fill
 from placer.scenarios.fill.verify import verify

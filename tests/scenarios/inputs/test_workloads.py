@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+
 from placer.scenarios.inputs.synthetic import generate
 from placer.scenarios.inputs.workload import jobs_of
 from placer.scenarios.spec import SyntheticWorkload, WorkloadSpec

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 
 import pytest
+
 from placer.scenarios.inputs import prepare
 from placer.scenarios.load import load_scenario_text
 from placer.scenarios.sim.loop import Simulator

@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from placer.scenarios.inputs import policy_of, prepare
 from placer.scenarios.load import ScenarioError, load_scenario, load_scenario_text, with_overrides
 from placer.scenarios.sim.loop import Simulator
 from placer.scenarios.spec import EngineName, PolicySpec
 from placer.solver.policy import BASELINES, ENGINES
-
 from tests.scenarios.sim.conftest import TWO_DGX, jobs_yaml, simulate_text
 
 LIBRARY = Path(__file__).resolve().parents[3] / "scenarios" / "library"

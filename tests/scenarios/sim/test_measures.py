@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from placer.scenarios.sim import metrics
 from placer.scenarios.sim.fragmentation import fragmentation
 from placer.scenarios.sim.output import write
 from placer.scenarios.sim.progress import bar
 from placer.solver.jobs.model import DistributedStrategy, GpuDemand, Interconnect, Job, TaskGroup, TpuDemand
 from placer.topology import cluster_of, dgx_h100, gb200_nvl72, tpu_pod
-
 from tests.scenarios.sim.conftest import EVERY_600, HEADER, ONE_DGX, PROD, jobs_yaml, simulate_text, spot_job
 
 

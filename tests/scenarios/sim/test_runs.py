@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
 from placer.scenarios.inputs import prepare
 from placer.scenarios.load import load_scenario, with_overrides
 from placer.scenarios.sim.loop import SimulationError, Simulator

@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
-from placer.scenarios.sweep import SweepError, grid, load_sweep
 
 from placer.cli.schema import schema
+from placer.scenarios.sweep import SweepError, grid, load_sweep
 from tests.conftest import REPO
 from tests.scenarios.sweep.conftest import SCENARIO, SWEEP, write
 

@@ -13,16 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
-import placer.scenarios.sweep as sweep_api
 import pytest
 import ray
+
+import placer.scenarios.sweep as sweep_api
+from placer.cli import main
 from placer.scenarios.inputs import prepare
 from placer.scenarios.load import load_scenario, with_overrides
 from placer.scenarios.sim.loop import Simulator
 from placer.scenarios.sim.metrics import summary
 from placer.scenarios.sweep import COLUMNS, TIMING, frame, grid, load_sweep, run_cells, run_sweep
-
-from placer.cli import main
 from tests.scenarios.sweep.conftest import SWEEP, write
 
 BROKEN = """
@@ -170,7 +170,7 @@ def test_cli_without_ray_falls_back_to_processes_and_a_failed_cell_exits_1(
     code = main(["sweep", str(path), "--parallel", "2", "--out", str(out), "--format", "csv", "--json"])
     captured = capsys.readouterr()
     assert code == 1
-    assert "Ray is not installed (pip install 'placer[sweep]')" in captured.err
+    assert "Ray is not installed (pip install 'placer-engine[sweep]')" in captured.err
     doc = json.loads(captured.out)
     assert doc["backend"] == "processes" and doc["failed"] == 3 and len(doc["rows"]) == 12
     assert {r["status"] for r in doc["rows"] if r["scenario"] == "broken" and r["variant"] == "small"} == {
@@ -182,8 +182,8 @@ def test_cli_without_ray_falls_back_to_processes_and_a_failed_cell_exits_1(
 @pytest.mark.parametrize(
     ("argv", "ray_there", "message"),
     [
-        (["--backend", "ray"], False, "pip install 'placer[sweep]'"),
-        (["--address", "ray://head:10001"], False, "pip install 'placer[sweep]'"),
+        (["--backend", "ray"], False, "pip install 'placer-engine[sweep]'"),
+        (["--address", "ray://head:10001"], False, "pip install 'placer-engine[sweep]'"),
         (["--backend", "processes", "--address", "auto"], True, "--address"),
         (["--parallel", "0"], True, "--parallel"),
     ],

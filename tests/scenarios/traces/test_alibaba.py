@@ -8,6 +8,7 @@ definitions (1 core = 1000 milli-CPU, 1 MiB = 2^20 bytes, 1 GB = 10^9 bytes), or
 from __future__ import annotations
 
 import pytest
+
 from placer.scenarios.traces import openb_dir
 from placer.scenarios.traces.alibaba import (
     GPU_TYPES,

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from itertools import pairwise
 
 import pytest
+
 from placer.scenarios.traces import traces_dir
 from placer.scenarios.traces.philly import parse_philly
 from placer.scenarios.traces.table import TraceError

@@ -24,15 +24,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import placer.solver.cpsat
 import pytest
 from ortools.sat.python import cp_model
+
+import placer.solver.cpsat
 from placer.solver.assignment import objective
 from placer.solver.cpsat.model import CpsatResult, _Built
 from placer.solver.decision import Decision
 from placer.solver.jobs.model import Job, LabelRule, Placement, TaskGroup
 from placer.topology import Cluster, cluster_of, cpu_nodes
-
 from tests.solver.conftest import nodes_of
 from tests.solver.cpsat.test_sound_answers import place_cpsat
 

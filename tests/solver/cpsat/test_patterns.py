@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from placer.solver.cpsat.classes import NodeClass
 from placer.solver.cpsat.patterns import DFS_MAX_VISITS, ItemType, fits, patterns_for
-
 from tests.support import alarm_after
 
 

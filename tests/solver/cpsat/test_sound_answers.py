@@ -22,13 +22,13 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
-from placer.solver.check import check
+
+from placer.solver.checks import check
 from placer.solver.decision import Decision
 from placer.solver.engine import place
 from placer.solver.jobs.model import GpuDemand, Job, ModelRef, Placement, TaskGroup, TpuDemand
 from placer.solver.policy import Policy
 from placer.topology import Cluster, Inventory, LoadedModel, NodeSpec, build_cluster, cluster_of, tpu_pod
-
 from tests.solver.conftest import NOW, nodes_of
 
 BROKEN = ("CPSAT_REJECTED_BY_CHECKER", "REALIZE_FAILED")

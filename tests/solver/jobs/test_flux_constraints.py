@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from placer.solver.jobs.errors import Issue
 from placer.solver.jobs.formats.flux_constraints import NEVER, read_constraints
 from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule

@@ -9,6 +9,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+
 from placer.solver.jobs.formats.flux_dependencies import parse_dependency_uri, read_dependencies
 from placer.solver.jobs.model import DependencyCondition
 

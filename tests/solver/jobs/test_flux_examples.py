@@ -16,6 +16,8 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from referencing import Registry, Resource
+
 from placer.solver.jobs.errors import ISSUE_CODES
 from placer.solver.jobs.formats.flux import read
 from placer.solver.jobs.formats.flux_dependencies import read_dependencies
@@ -30,7 +32,6 @@ from placer.solver.jobs.model import (
     ReadResult,
 )
 from placer.solver.jobs.options import ReadOptions
-from referencing import Registry, Resource
 
 EXAMPLES = "flux-examples"
 SPEC14 = sorted(

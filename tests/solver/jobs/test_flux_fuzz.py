@@ -14,6 +14,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from placer.solver.jobs.errors import ISSUE_CODES, Issue
 from placer.solver.jobs.formats.flux import read
 from placer.solver.jobs.formats.flux_constraints import read_constraints

@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+
 from placer.solver.jobs.errors import ISSUE_CODES
 from placer.solver.jobs.formats.flux import read
 from placer.solver.jobs.load import read_files, read_text
@@ -25,7 +26,6 @@ from placer.solver.jobs.model import (
     ReadResult,
 )
 from placer.solver.jobs.options import ReadOptions
-
 from tests.conftest import FIXTURES
 
 FLUX_FIXTURES = FIXTURES / "flux"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from placer.solver.jobs.guards import check_job
 from placer.solver.jobs.load import read_object
 from placer.solver.jobs.model import (

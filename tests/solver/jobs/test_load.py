@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from placer.solver.jobs.detect import parse_document
 from placer.solver.jobs.load import check_batch, read_file, read_text
 from placer.solver.jobs.model import Dependency, Job, ReadResult

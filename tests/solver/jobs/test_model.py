@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
+
 from placer.solver.jobs.model import (
     PRECISION_MIN_CC,
     Accelerator,
@@ -18,7 +20,6 @@ from placer.solver.jobs.model import (
     TaskGroup,
     TpuDemand,
 )
-from pydantic import ValidationError
 
 
 def test_priority_class_order_is_reserved_over_on_demand_over_spot() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from placer.solver.jobs.errors import ISSUE_CODES, JobValidationError
 from placer.solver.jobs.formats.ojs import read
 from placer.solver.jobs.formats.ojs_mlx import MLX_ATTRIBUTES

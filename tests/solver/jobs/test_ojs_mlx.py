@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from placer.solver.jobs.formats.ojs import read
 from placer.solver.jobs.model import GpuAffinity, Job, PreemptionPolicy, ReadResult, SpotPreference
 from placer.solver.jobs.options import ReadOptions

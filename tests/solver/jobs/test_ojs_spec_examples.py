@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from placer.solver.jobs.formats.ojs import classify, read
 from placer.solver.jobs.load import read_object
 from placer.solver.jobs.model import (
@@ -491,7 +492,6 @@ def test_10_1_defaults_are_within_10_2_limits_of_the_same_queue(specs_dir: Path)
 
 def test_worker_blocks_are_not_jobs_and_import_as_nodes(specs_dir: Path) -> None:
     from placer.topology.importers.ojs_workers import parse_ojs_workers
-
     from tests.topology.test_importers_ojs import SPEC_V01_FETCH, SPEC_V01_LABELS, SPEC_V03_AD
 
     ad = spec_block(specs_dir, V03, "11.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from placer.solver.jobs.errors import JobValidationError
 from placer.solver.jobs.formats.ojs import read
 from placer.solver.jobs.formats.ojs_v01 import parse_worker_labels

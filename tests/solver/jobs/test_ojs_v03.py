@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from placer.solver.jobs.errors import ISSUE_CODES
 from placer.solver.jobs.formats.ojs import read
 from placer.solver.jobs.model import (

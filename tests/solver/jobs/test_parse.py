@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from placer.solver.jobs import parse
 from placer.solver.jobs.errors import JobValidationError
 

@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from placer.solver.jobs.errors import JobValidationError
 from placer.solver.jobs.load import read_file, read_object
 from placer.solver.jobs.options import ReadOptions
 from placer.solver.jobs.queues import load_queue_config_file, load_queue_configs
-
 from tests.conftest import FIXTURES
 from tests.solver.jobs.test_ojs_spec_examples import V03, spec_block
 

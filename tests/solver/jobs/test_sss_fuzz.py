@@ -12,6 +12,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from placer.solver.jobs.errors import ISSUE_CODES
 from placer.solver.jobs.formats.sss import read
 from placer.solver.jobs.model import ReadResult

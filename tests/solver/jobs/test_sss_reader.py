@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+
 from placer.solver.jobs.errors import ISSUE_CODES
 from placer.solver.jobs.formats.sss import read
 from placer.solver.jobs.load import read_text
@@ -583,28 +584,3 @@ def test_envelope_and_source_format() -> None:
 def test_pipeline_reads_sss_text() -> None:
     (r,) = read_text("<Job><JobId>p</JobId><Processors>2</Processors></Job>", source="p.xml")
     assert r.ok and r.job.tasks[0].cpu_cores == 2
-
-
-# -- doctests of the reader's modules ----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "module",
-    [
-        "sss",
-        "sss_context",
-        "sss_diagnose",
-        "sss_expr",
-        "sss_job",
-        "sss_properties",
-        "sss_props",
-        "sss_values",
-    ],
-)
-def test_doctests(module: str) -> None:
-    import doctest
-    import importlib
-
-    mod = importlib.import_module(f"placer.solver.jobs.formats.{module}")
-    result = doctest.testmod(mod)
-    assert result.failed == 0 and result.attempted > 0

@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
 from placer.solver.jobs.formats.sss import read
 from placer.solver.jobs.model import AffinityOperator, CountRange, DependencyCondition, LabelRule
 from placer.solver.jobs.options import ReadOptions
-
 from tests.conftest import FIXTURES
 
 SSS_FIXTURES = FIXTURES / "sss"

@@ -22,6 +22,7 @@ Level 3 (fragmentation) is computed by each engine from free GPUs left on the no
 from __future__ import annotations
 
 import numpy as np
+
 from placer.solver.candidates import NodeArrays
 from placer.solver.demand import JobPlan, Unit
 from placer.solver.jobs.model import PriorityClass, SpotPreference

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+
 from placer.solver.assignment import ReplicaAt
 from placer.solver.candidates import UnitCandidates
 from placer.solver.demand import JobPlan, Need, Unit

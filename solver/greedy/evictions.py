@@ -21,13 +21,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+
 from placer.solver.assignment import ReplicaAt
 from placer.solver.demand import JobPlan
 from placer.solver.preempt import Victim, job_rank
 from placer.solver.structure import match
 
 if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
-    from placer.solver.greedy import State
+    from placer.solver.greedy.state import State
 
 __all__ = ["MAX_VICTIMS_PER_JOB", "place_with_evictions"]
 

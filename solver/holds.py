@@ -39,6 +39,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
+from placer.solver.core import decide
 from placer.solver.decision import (
     Decision,
     Hold,
@@ -121,7 +122,6 @@ def place_with_reservations(
     """The decision for ``jobs`` with ``reservations`` held (see the module docstring); raises
     :class:`~placer.solver.jobs.errors.JobValidationError` for a reservation naming a node the cluster
     lacks."""
-    from placer.solver.engine import decide
 
     check_against(reservations, cluster)
     t0 = time.perf_counter()

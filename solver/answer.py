@@ -1,0 +1,148 @@
+"""Phase 8 of :func:`~placer.solver.core.decide`: an engine's assignment becomes a :class:`Decision`.
+
+Placements down to GPU indices and TPU chips, evictions with their grace period and the work they lose,
+and for every job left pending *why*: not considered in time, unsatisfiable, over a budget, or the
+capacity reasons of :mod:`placer.solver.explain` — computed from the same candidates the engines used.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from placer.solver.admission import Admission
+from placer.solver.assignment import Assignment
+from placer.solver.budgets import Budgets, remaining_cost_room, remaining_room
+from placer.solver.candidates import UnitCandidates
+from placer.solver.decision import Decision, Eviction, JobPlacement, PendingJob, Reason, ReplicaPlacement
+from placer.solver.demand import JobPlan
+from placer.solver.explain import cost_budget, not_considered, owners_of, pending_reasons, queue_budget
+from placer.solver.objective.cost import Pricing
+from placer.solver.preempt import job_rank, lost_gpu_seconds
+from placer.solver.problem import Problem
+from placer.solver.snapshot import Snapshot
+
+__all__ = ["answer"]
+
+
+def answer(problem: Problem, assignment: Assignment, admission: Admission, time_limit_s: float) -> Decision:
+    """The decision ``assignment`` stands for (``stats`` are the caller's)."""
+    plans = problem.plans
+    out = Decision(rejected=list(admission.rejected), pending=list(admission.pending))
+    _emit(out, assignment, plans, problem.snap)
+    _emit_evictions(out, assignment, problem.snap, problem.now)
+    owners = owners_of(assignment, plans)
+    ranks = {p.id: job_rank(p.job) for p in plans}
+    for plan in plans:
+        if plan.idx in assignment.placed:
+            continue
+        if plan.idx in problem.skipped:
+            reasons = [not_considered(time_limit_s)]
+        elif plan.idx in problem.unsat:
+            reasons = [problem.unsat[plan.idx]]
+        else:
+            cands = problem.candidates[plan.idx]
+            reasons = _budget_reasons(plan, assignment, problem.budgets, plans, problem.pricing, cands)
+            reasons = reasons or pending_reasons(plan, cands, assignment, plans, problem.snap, owners, ranks)
+        out.pending.append(PendingJob(job=plan.id, reasons=reasons))
+    return out
+
+
+def _emit_evictions(decision: Decision, assignment: Assignment, snap: Snapshot, now: datetime) -> None:
+    for job_id in sorted(assignment.evictions):
+        rj = snap.cluster.running_job(job_id)
+        decision.preemptions.append(
+            Eviction(
+                job=job_id,
+                for_=sorted(set(assignment.evictions[job_id])),
+                grace_period_s=rj.grace_period_s,
+                checkpoint=rj.checkpoint_on_preempt,
+                expected_work_lost_gpu_s=round(lost_gpu_seconds(rj, now), 3),
+                nodes=sorted(
+                    {r.node for r in rj.replicas if r.node} | {r.tpu_pod for r in rj.replicas if r.tpu_pod}
+                ),
+            )
+        )
+
+
+def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap: Snapshot) -> None:
+    for i in sorted(assignment.placed, key=lambda k: plans[k].id):
+        plan = plans[i]
+        reps: list[ReplicaPlacement] = []
+        for r in assignment.placed[i]:
+            need = r.unit.need
+            if r.pod is not None:
+                pod = snap.pods[r.pod].pod
+                host = pod.host_index(r.chips[0])
+                reps.append(
+                    ReplicaPlacement(
+                        node=f"{pod.name}/host-{host}",
+                        tpu_pod=pod.name,
+                        tpu_chips=[list(c) for c in r.chips],
+                        cpu_cores=need.cpu,
+                        memory_gb=need.mem,
+                        storage_gb=need.storage,
+                        shm_gb=need.shm,
+                        task_group=r.unit.group,
+                    )
+                )
+            else:
+                assert r.node is not None
+                reps.append(
+                    ReplicaPlacement(
+                        node=snap.nodes[r.node].name,
+                        gpus=list(r.gpus),
+                        gpu_milli=r.milli,
+                        cpu_cores=need.cpu,
+                        memory_gb=need.mem,
+                        storage_gb=need.storage,
+                        shm_gb=need.shm,
+                        task_group=r.unit.group,
+                    )
+                )
+        decision.placements.append(
+            JobPlacement(job=plan.id, replicas=reps, priority_class=plan.job.priority_class.value)
+        )
+
+
+def _over_budget(plan: JobPlan, assignment: Assignment, budgets: Budgets, plans: list[JobPlan]) -> bool:
+    """Whether the job would take its queue over its GPU budget given what this answer placed and
+    evicted."""
+    if not budgets.active or not plan.job.total_gpu_milli:
+        return False
+    room_gpus, room_jobs = remaining_room(plan.job.queue, assignment, budgets, plans, job_rank(plan.job))
+    gpus = plan.job.total_gpu_milli / 1000
+    return (room_gpus is not None and gpus > room_gpus + 1e-9) or (room_jobs is not None and room_jobs < 1)
+
+
+def _budget_reasons(
+    plan: JobPlan,
+    assignment: Assignment,
+    budgets: Budgets,
+    plans: list[JobPlan],
+    pricing: Pricing,
+    cands: list[UnitCandidates],
+) -> list[Reason]:
+    """The budgets a pending job would break given this answer: its queue's GPU budget (``QUEUE_BUDGET``),
+    its queue's and its tenant's dollar budgets (``COST_BUDGET``: where greedy tried to put it and what was
+    left then, else at its cheapest against what this answer leaves). Empty when none is in the way."""
+    if not budgets.active:
+        return []
+    out: list[Reason] = []
+    gpu_only = not budgets.money and plan.idx in assignment.over_budget and plan.job.total_gpu_milli > 0
+    if gpu_only or _over_budget(plan, assignment, budgets, plans):
+        out.append(queue_budget(plan, assignment, budgets, plans))
+    job = plan.job
+    if budgets.costs(job.queue, job.tenant):
+        tried = assignment.over_budget_cost.get(plan.idx)
+        if tried is not None:
+            cost, q_room, t_room = tried
+        else:
+            cost = pricing.cheapest(plan, cands)
+            q_room, t_room = remaining_cost_room(job, assignment, budgets, plans, pricing)
+        if cost > 0 and q_room is not None and cost > q_room:
+            assert job.queue is not None
+            out.append(cost_budget("queue", job.queue, budgets.max_cost[job.queue], q_room, cost))
+        if cost > 0 and t_room is not None and cost > t_room:
+            assert job.tenant is not None
+            out.append(cost_budget("tenant", job.tenant, budgets.tenant_max_cost[job.tenant], t_room, cost))
+    return out

@@ -1,0 +1,420 @@
+"""Phase 4: greedy — job by job in priority order, gang-aware best fit. Milliseconds, always valid.
+
+Why it exists: it is the answer in hand when the deadline comes, the hint CP-SAT starts from, and the
+baseline CP-SAT must never be worse than. It applies the same hard constraints (the candidates of
+:mod:`placer.solver.candidates`) and the same scoring (:mod:`placer.solver.objective.preferences`) as the
+CP-SAT model.
+
+Order: priority class, numeric priority, then bigger demand first (big jobs are hardest to fit later),
+submit time, job id (so the batch's order never matters). For each replica the node is chosen by, in
+turn: highest preference score (level 2), lowest price of the replica there (the cost term: cheaper
+capacity — spot, reserved, a cheaper GPU type — wins ties of preference), least free GPUs left after
+placing (best fit: keeps whole nodes and NVLink domains whole for big jobs, level 3), no GPUs stranded by
+CPU-only work, then node order. A gang is placed whole or not at all; a gang confined to a scope (rack,
+block, zone, NVLink domain) tries the fullest domain that can hold it first. TPU slices go to the
+cheapest, then fullest pod that has a free slice of the shape. Budgets (queue GPU budgets, queue and
+tenant dollar budgets) are checked on the placement found; a job over one stays pending.
+
+With a baseline scorer (``Policy.scorer``, :mod:`placer.solver.scorers`) the node of each replica is chosen by
+that scorer's key instead (after the eviction cost, when evicting), everything else as above.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from placer.solver.assignment import Assignment, ReplicaAt, node_count_ok
+from placer.solver.budgets import Budgets, budget_cost, charge_budget, cost_left, within_budget
+from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
+from placer.solver.demand import JobPlan, Unit
+from placer.solver.greedy.evictions import place_with_evictions
+from placer.solver.greedy.state import State
+from placer.solver.jobs.model import AffinityOperator, LabelRule
+from placer.solver.objective.cost import Pricing
+from placer.solver.preempt import Victim
+from placer.solver.rules import holds
+from placer.solver.scorers import Context as ScorerContext
+from placer.solver.snapshot import Snapshot, scope_value
+from placer.solver.tpu_shapes import host_chips, tpu_shapes
+from placer.topology.tpu import TpuSlice, slices_in_pod
+
+__all__ = ["NVLINK_WASTE", "greedy", "priority_order"]
+
+
+def priority_order(plans: list[JobPlan], flexibility: dict[int, int] | None = None) -> list[int]:
+    """Plan indices in the order greedy places them: priority class, numeric priority, then — with
+    ``flexibility`` (how many nodes a job could ever use) — the most constrained first (a job that only
+    NVLink nodes can hold goes before one any node can), then bigger demand, submit time and id."""
+    flex = flexibility or {}
+
+    def key(p: JobPlan) -> tuple[object, ...]:
+        submit = p.job.submit_time.timestamp() if p.job.submit_time else 0.0
+        return (
+            -p.job.priority_class.rank,
+            -p.job.priority,
+            flex.get(p.idx, 0),
+            -p.demand_units,
+            submit,
+            p.job.id,
+        )
+
+    return [p.idx for p in sorted(plans, key=key)]
+
+
+def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.ndarray:
+    """Nodes the job may not use: running jobs matching its anti-affinity, or jobs placed in this batch
+    that match it, or whose own anti-affinity matches it."""
+    blocked = anti_running.copy()
+    general = [r for r in plan.anti if not (isinstance(r, LabelRule) and r.operator is AffinityOperator.IN)]
+    for r in plan.anti:
+        if r not in general:
+            for value in r.values:  # type: ignore[union-attr]
+                nodes = state.label_index.get((r.key, value))  # type: ignore[union-attr]
+                if nodes:
+                    blocked[list(nodes)] = True
+    if general:
+        for node, entries in state.labels_on.items():
+            if any(holds(r, labels) for labels, _ in entries for r in general):
+                blocked[node] = True
+    # Placed jobs with anti-affinity, grouped by their rules: each rule set is tested once.
+    for anti, nodes in state.anti_groups.values():
+        if any(holds(r, plan.labels) for r in anti):
+            blocked[nodes] = True
+    return blocked
+
+
+#: Fragmentation key added for placing work that does not need NVLink on an NVLink node (in GPUs left).
+NVLINK_WASTE = 100
+
+
+def _frag(state: State, arrays: NodeArrays, unit: Unit, nvlink: bool) -> np.ndarray:
+    """Level-3 key per node: GPUs left free after one replica (best fit); work that does not need NVLink
+    avoids NVLink nodes (they are what NVLink jobs can use; keep them whole for big jobs); CPU-only work
+    avoids GPU nodes."""
+    if unit.need.gpus or unit.need.milli:
+        left = state.gpus - unit.need.gpus
+        return left if nvlink else left + NVLINK_WASTE * arrays.nvlink_nodes()
+    return arrays.cap_gpus * 100
+
+
+def _choose(
+    mask: np.ndarray,
+    pref: np.ndarray,
+    frag: np.ndarray,
+    penalty: np.ndarray | None = None,
+    cost: np.ndarray | None = None,
+) -> int | None:
+    """The node for one replica: least penalty (eviction cost) when set, then highest preference, then
+    lowest price (when priced), then best fit, then node order."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return None
+    keys: list[np.ndarray] = [idx, frag[idx]]
+    if cost is not None:
+        keys.append(cost[idx])
+    keys.append(-pref[idx])
+    if penalty is not None:
+        keys.append(penalty[idx])
+    order = np.lexsort(keys)  # the last key is the primary one
+    return int(idx[order[0]])
+
+
+def _choose_baseline(mask: np.ndarray, state: State, unit: Unit) -> int | None:
+    """The node for one replica by a baseline scorer: least penalty (eviction cost) when set, then the
+    scorer's key, then node order."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return None
+    assert state.scorer is not None
+    keys: list[np.ndarray] = [idx, state.scorer.key(state, unit, idx)]
+    if state.penalty is not None:
+        keys.append(state.penalty[idx])
+    return int(idx[np.lexsort(keys)[0]])
+
+
+def _place_node_units(
+    plan: JobPlan,
+    units: list[tuple[Unit, UnitCandidates, np.ndarray]],
+    state: State,
+    arrays: NodeArrays,
+    blocked: np.ndarray,
+    allowed: np.ndarray | None,
+) -> list[ReplicaAt] | None:
+    out: list[ReplicaAt] = []
+    used_by_job: set[int] = set()
+    self_anti = any(holds(r, plan.labels) for r in plan.anti)
+    for unit, cand, pref in units:
+        used_by_unit: set[int] = set()
+        for _ in range(unit.replicas):
+            mask = cand.static & state.fits(unit) & ~blocked
+            if allowed is not None:
+                mask &= allowed
+            avoid = used_by_job if self_anti else used_by_unit if unit.distinct else set()
+            if avoid:
+                mask[list(avoid)] = False
+            if unit.structure and state.no_shape:
+                key = (state.shape_key(unit), unit.need.gpus)
+                known_bad = [n for n, keys in state.no_shape.items() if key in keys]
+                if known_bad:
+                    mask[known_bad] = False
+            share_gpu = None
+            claim = None
+            cost = (
+                None
+                if state.pricing is None or state.scorer is not None
+                else state.pricing.node_costs(unit.need)
+            )
+            frag = None if state.scorer is not None else _frag(state, arrays, unit, plan.nvlink)
+            while True:  # only ``mask`` changes between tries (a node whose sockets failed the shape)
+                if frag is None:
+                    node = _choose_baseline(mask, state, unit)
+                else:
+                    node = _choose(mask, pref, frag, state.penalty, cost)
+                if node is None:
+                    return None
+                # The totals fit; a Flux shape must also fit the node's sockets as this decision left them
+                # (checked on the chosen node only, and the next best tried if not: few nodes fail it).
+                if state.shape_of(node, unit) is None:
+                    break
+                claim = state.claim_shape(node, unit)
+                if claim is not None:
+                    break
+                mask[node] = False
+            if state.scorer is not None:
+                share_gpu = state.scorer.share_gpu(state, node, unit)
+            gpus, share = state.take(node, unit, share_gpu, claim)
+            used_by_unit.add(node)
+            used_by_job.add(node)
+            out.append(ReplicaAt(unit=unit, node=node, gpus=gpus, milli=share))
+    return out
+
+
+def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> list[ReplicaAt] | None:
+    assert unit.tpu is not None
+    out: list[ReplicaAt] = []
+    for _ in range(unit.replicas):
+        best: tuple[tuple[int, int, str], TpuSlice] | None = None
+        for pv in snap.pods:
+            pod = pv.pod
+            if not pod_admits(unit, pod, spot_ok):
+                continue
+            used = state.pod_used[pv.idx]
+            free = pod.chips - len(used)
+            for shape in tpu_shapes(unit.tpu, pod):
+                key = (pv.idx, shape)
+                if key not in state.slice_cache:
+                    state.slice_cache[key] = slices_in_pod(pod, shape, used)
+                fitting = state.slice_cache[key]
+                if unit.exclusive:  # dedicated: whole hosts nobody else uses
+                    fitting = [s for s in fitting if not host_chips(pod, s.chips) & used]
+                if fitting:
+                    price = (
+                        0 if state.pricing is None else state.pricing.on_pod(pv.idx, len(fitting[0].chips))
+                    )
+                    if best is None or (price, free, pod.name) < best[0]:
+                        best = ((price, free, pod.name), fitting[0])
+                    break
+        if best is None:
+            return None
+        sl = best[1]
+        pidx = snap.pod_by_name[sl.pod]
+        chips = sl.chips
+        taken = set(host_chips(snap.pods[pidx].pod, chips)) if unit.exclusive else set(chips)
+        taken -= state.pod_used[pidx]
+        state.pod_used[pidx] |= taken
+        state.log.append(("pod", pidx, taken))
+        for key in [k for k in state.slice_cache if k[0] == pidx]:
+            del state.slice_cache[key]
+        out.append(ReplicaAt(unit=unit, pod=pidx, chips=tuple(chips)))
+    return out
+
+
+def greedy(
+    plans: list[JobPlan],
+    candidates: dict[int, list[UnitCandidates]],
+    prefs: dict[int, list[np.ndarray]],
+    anti_running: dict[int, np.ndarray],
+    arrays: NodeArrays,
+    spot_ok: dict[int, bool],
+    order: list[int] | None = None,
+    *,
+    deadline: float | None = None,
+    victims: list[Victim] | None = None,
+    budgets: Budgets | None = None,
+    pricing: Pricing | None = None,
+    scorer: str = "placer",
+) -> Assignment:
+    """Place the plans (those with candidates) in priority order; the rest stay pending. With a
+    ``deadline`` (a ``time.perf_counter()`` value), plans not reached by then are listed in
+    ``Assignment.skipped``: a valid, smaller answer rather than a missed deadline. ``pricing`` adds the
+    cost key to node choice and prices dollar budgets. ``scorer``: ``placer`` (greedy's own keys) or a
+    baseline of :mod:`placer.solver.scorers`."""
+    snap = arrays.snap
+    state = State.of(arrays)
+    state.pricing = pricing
+    if scorer != "placer":
+        state.scorer = ScorerContext.of(scorer, plans, candidates, arrays)
+    result = Assignment(engine="greedy")
+    sequence = order if order is not None else priority_order(plans)
+
+    def place_plan(plan: JobPlan) -> list[ReplicaAt] | None:
+        i = plan.idx
+        return _place_plan(plan, candidates[i], prefs[i], anti_running[i], state, arrays, snap, spot_ok[i])
+
+    for k, i in enumerate(sequence):
+        # With evictions each job may cost milliseconds: look at the clock every job, not every 16.
+        every = 1 if victims else 16
+        if deadline is not None and k >= 16 and k % every == 0 and time.perf_counter() > deadline:
+            result.skipped = set(sequence[k:])
+            break
+        if i not in candidates:
+            continue
+        plan = plans[i]
+        replicas = place_plan(plan)
+        needed: list[Victim] = []
+        if replicas is None and victims:
+            state.rollback(0)
+            tried = place_with_evictions(plan, candidates[i], place_plan, state, victims)
+            if tried is not None:
+                replicas, needed = tried
+        if replicas is not None and not node_count_ok(plan, replicas):
+            replicas = None
+        if replicas is not None and not within_budget(plan, replicas, state, budgets):
+            result.over_budget.add(i)
+            tried = budget_cost(plan, replicas, state, budgets)
+            if tried:
+                result.over_budget_cost[i] = (tried, *cost_left(plan, state, budgets))
+            replicas = None
+        if replicas is None:
+            state.rollback(0)
+            continue
+        state.commit()
+        state.note(plan, replicas)
+        charge_budget(plan, replicas, state, budgets)
+        result.placed[i] = replicas
+        for v in needed:
+            result.evictions.setdefault(v.id, []).append(plan.id)
+    return result
+
+
+def _place_plan(
+    plan: JobPlan,
+    cands: list[UnitCandidates],
+    prefs: list[np.ndarray],
+    anti_running: np.ndarray,
+    state: State,
+    arrays: NodeArrays,
+    snap: Snapshot,
+    spot_ok: bool,
+) -> list[ReplicaAt] | None:
+    """Place one plan whole. A unit with a Flux count range gets the largest admissible count that fits
+    (RFC 14: "the R that contains the maximum number of the resource that is available"), found by binary
+    search over the admissible counts; the plan's unit is then replaced by the resolved one, so CP-SAT and
+    the Decision see that count."""
+    ranged = [i for i, u in enumerate(plan.units) if u.count_range is not None and u.tpu is None]
+    if not ranged:
+        return _place_fixed(plan, cands, prefs, anti_running, state, arrays, snap, spot_ok)
+    ui = ranged[0]  # one ranged unit per job is what Flux slots produce; others keep their minimum
+    unit = plan.units[ui]
+    assert unit.count_range is not None
+    cap = _replica_cap(unit, cands[ui], state, arrays)
+    values = [v for v in unit.count_range.values(max(cap, unit.replicas)) if v >= unit.count_range.min]
+    best: tuple[int, list[ReplicaAt]] | None = None
+    lo, hi = 0, len(values) - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        trial = replace(unit, replicas=values[mid])
+        units = list(plan.units)
+        units[ui] = trial
+        probe = replace(plan, units=units)
+        mark = state.mark()
+        placed = _place_fixed(probe, cands, prefs, anti_running, state, arrays, snap, spot_ok)
+        state.rollback(mark)
+        if placed is None:
+            hi = mid - 1
+        else:
+            best = (mid, placed)
+            lo = mid + 1
+    if best is None:
+        return None
+    plan.units[ui] = replace(unit, replicas=values[best[0]])
+    # Place for real (the probe was rolled back); same state, same answer.
+    return _place_fixed(plan, cands, prefs, anti_running, state, arrays, snap, spot_ok)
+
+
+def _replica_cap(unit: Unit, cand: UnitCandidates, state: State, arrays: NodeArrays) -> int:
+    """An upper bound on how many replicas of ``unit`` fit now (per node: the scarcest resource)."""
+    nodes = np.flatnonzero(cand.static & state.fits(unit))
+    if nodes.size == 0:
+        return 0
+    if unit.distinct:
+        return int(nodes.size)
+    need = unit.need
+    per = np.full(nodes.size, 1 << 20, dtype=np.int64)
+    for free, amount in (
+        (state.gpus, need.gpus),
+        (state.cpu, need.cpu),
+        (state.mem, need.mem),
+        (state.storage, need.storage),
+        (state.shm, need.shm),
+    ):
+        if amount:
+            per = np.minimum(per, np.floor(free[nodes] / amount + 1e-9).astype(np.int64))
+    return int(per.sum())
+
+
+def _place_fixed(
+    plan: JobPlan,
+    cands: list[UnitCandidates],
+    prefs: list[np.ndarray],
+    anti_running: np.ndarray,
+    state: State,
+    arrays: NodeArrays,
+    snap: Snapshot,
+    spot_ok: bool,
+) -> list[ReplicaAt] | None:
+    out: list[ReplicaAt] = []
+    node_units = [(u, c, p) for u, c, p in zip(plan.units, cands, prefs, strict=True) if u.tpu is None]
+    for u in plan.units:
+        if u.tpu is not None:
+            placed = _place_tpu_unit(u, state, snap, spot_ok)
+            if placed is None:
+                return None
+            out.extend(placed)
+    if not node_units:
+        return out
+    blocked = _anti_blocked(state, plan, anti_running)
+    if plan.scope is None:
+        placed = _place_node_units(plan, node_units, state, arrays, blocked, None)
+        return None if placed is None else out + placed
+    # A scoped gang: try each domain, fullest first (best fit), keep the first that holds the whole gang.
+    any_static = np.zeros(len(snap.nodes), dtype=bool)
+    for _, c, _ in node_units:
+        any_static |= c.static
+    codes = arrays.scope_codes(plan.scope)
+    idx = np.flatnonzero(any_static & (codes >= 0))
+    domains: dict[str, list[int]] = {}
+    if idx.size:
+        order = np.argsort(codes[idx], kind="stable")
+        sorted_idx = idx[order]
+        bounds = np.flatnonzero(np.diff(codes[sorted_idx])) + 1
+        for group in np.split(sorted_idx, bounds):
+            name = scope_value(snap, int(group[0]), plan.scope)
+            assert name is not None
+            domains[name] = group.tolist()
+    need_gpus = sum(u.replicas * u.need.gpus for u, _, _ in node_units)
+    ranked = sorted(domains.items(), key=lambda kv: (int(state.gpus[kv[1]].sum()), kv[0]))
+    for _, members in ranked:
+        if int(state.gpus[members].sum()) < need_gpus:
+            continue
+        allowed = np.zeros(len(snap.nodes), dtype=bool)
+        allowed[members] = True
+        mark = state.mark()
+        placed = _place_node_units(plan, node_units, state, arrays, blocked, allowed)
+        if placed is not None:
+            return out + placed
+        state.rollback(mark)
+    return None

@@ -1,0 +1,182 @@
+"""Phases 2-4 of :func:`~placer.solver.core.decide`: the :class:`Problem` both engines solve, built once.
+
+2. **snapshot** — the solver's flat view of the cluster (:mod:`placer.solver.snapshot`), prices of a
+   replica on every node (:mod:`placer.solver.objective.cost`), budgets, and the running jobs that may
+   be evicted (:mod:`placer.solver.preempt`);
+3. **demand** — each eligible job as placement units (:mod:`placer.solver.demand`), weighted by the
+   policy;
+4. **candidates** — per unit, the nodes its hard constraints allow (:mod:`placer.solver.candidates`), its
+   preference scores and anti-affinity mask; a job no state of the cluster could hold is
+   ``UNSATISFIABLE`` (:mod:`placer.solver.impossible`).
+
+Why one object: greedy, CP-SAT, the bounds and the explanations must all see the same units, candidates
+and prices — a second copy of any of them is a second chance to disagree.
+
+Candidates are computed in priority order under the deadline: when greedy could not be expected to reach a
+job in time, the rest are ``skipped`` (pending with ``NOT_CONSIDERED``, for the next cycle).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from placer.solver.budgets import Budgets
+from placer.solver.candidates import (
+    NodeArrays,
+    UnitCandidates,
+    anti_affinity_mask,
+    batch_keys,
+    unit_candidates,
+)
+from placer.solver.decision import Reason
+from placer.solver.demand import JobPlan, expand
+from placer.solver.explain import unsatisfiable
+from placer.solver.greedy import priority_order
+from placer.solver.impossible import unsatisfiable_why
+from placer.solver.jobs.model import Job, SpotPreference
+from placer.solver.jobs.queues import QueueConfig
+from placer.solver.objective.cost import Pricing
+from placer.solver.objective.preferences import preference_scores
+from placer.solver.policy import Policy
+from placer.solver.preempt import Victim, victims
+from placer.solver.prices import PriceCatalog
+from placer.solver.snapshot import Snapshot
+from placer.topology import Cluster, canonical_gpu_type
+
+__all__ = ["GREEDY_PER_CANDIDATE_S", "Problem", "build_problem"]
+
+#: Greedy's time on a job, as a multiple of the time its candidates took. Under a tight limit the candidate
+#: phase stops considering jobs once greedy could not be expected to reach them: candidates greedy never
+#: reaches are computed for nothing, and greedy's time, not the candidates', is what places work. Over a
+#: whole batch greedy takes 2.7x (scenario M) to 3.8-4.8x (L) its candidates' time, but much less for the
+#: first, highest-priority jobs (cold candidate caches, an emptier cluster): at 3 greedy stopped with a
+#: third of a 1 s limit unused on L, at 2 it reaches nearly all it was given. Without time pressure every
+#: job is considered long before this matters.
+GREEDY_PER_CANDIDATE_S = 2.0
+
+
+@dataclass(eq=False)
+class Problem:
+    """One batch on one cluster, as both engines see it. Indexed by plan index (``plans[i].idx == i``)."""
+
+    now: datetime
+    snap: Snapshot
+    arrays: NodeArrays
+    plans: list[JobPlan]
+    prices: PriceCatalog
+    pricing: Pricing
+    budgets: Budgets
+    #: Running jobs that may be evicted (empty without preemption).
+    victims: list[Victim]
+    #: Per considered job: its units' candidates, preference scores, anti-affinity mask, spot permission.
+    candidates: dict[int, list[UnitCandidates]] = field(default_factory=dict)
+    prefs: dict[int, list[np.ndarray]] = field(default_factory=dict)
+    anti: dict[int, np.ndarray] = field(default_factory=dict)
+    spot_ok: dict[int, bool] = field(default_factory=dict)
+    #: Jobs no state of the cluster could hold, with the reason.
+    unsat: dict[int, Reason] = field(default_factory=dict)
+    #: Jobs not considered before the deadline.
+    skipped: set[int] = field(default_factory=set)
+    #: Replicas of the considered jobs (the answer's building time grows with them).
+    considered: int = 0
+    build_s: float = 0.0
+
+    def greedy_order(self) -> list[int]:
+        """Greedy's order: priority first, then the most constrained jobs (fewest nodes they could ever
+        use), then bigger demand (:func:`~placer.solver.greedy.priority_order`)."""
+        flexibility = {
+            i: min((int(c.static.sum()) for c in cands if c.unit.tpu is None), default=0)
+            for i, cands in self.candidates.items()
+        }
+        return priority_order(self.plans, flexibility)
+
+
+def build_problem(
+    eligible: list[Job],
+    cluster: Cluster,
+    policy: Policy,
+    *,
+    now: datetime,
+    queues: Mapping[str, QueueConfig] | None,
+    until: Callable[[int], float],
+) -> Problem:
+    """Phases 2-4 for the eligible jobs (in job-id order). ``until(replicas)`` is when the answer must be in
+    hand given the replicas considered so far: it decides when to stop considering jobs."""
+    t_build = time.perf_counter()
+    # 2. snapshot
+    snap = Snapshot.of(cluster)
+    prices = policy.prices or PriceCatalog.default()
+    # 3. demand
+    max_gpus = _max_gpus_by_type(snap)
+    plans: list[JobPlan] = []
+    for i, job in enumerate(eligible):
+        plan = expand(job, i, max_node_gpus=_max_node_gpus(job, max_gpus))
+        plan.weight = policy.job_weight(job.priority_class.value, job.priority, plan.demand_units)
+        plans.append(plan)
+    arrays = NodeArrays.of(snap, batch_keys([u for p in plans for u in p.units], [p.scope for p in plans]))
+    problem = Problem(
+        now=now,
+        snap=snap,
+        arrays=arrays,
+        plans=plans,
+        prices=prices,
+        pricing=Pricing(snap, prices),
+        budgets=Budgets.of(queues or {}, cluster.running_jobs(), cluster=cluster, prices=prices),
+        victims=victims(snap, now, policy.restart_penalty_s) if policy.preemption else [],
+    )
+    # 4. candidates
+    _candidates(problem, policy, until)
+    problem.build_s = time.perf_counter() - t_build
+    return problem
+
+
+def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float]) -> None:
+    """Candidates, preferences and anti-affinity per job, in priority order, so that if the deadline comes
+    first the jobs left unconsidered are the least important ones."""
+    plans, arrays = problem.plans, problem.arrays
+    order = priority_order(plans)
+    greedy_s = 0.0  # greedy's expected time on the considered jobs: GREEDY_PER_CANDIDATE_S x candidates'
+    for k, i in enumerate(order):
+        plan = plans[i]
+        t_job = time.perf_counter()
+        # The first 16 jobs are always considered: some progress beats none, and it costs milliseconds.
+        # Later, a job is considered only while greedy can still be expected to reach it in time.
+        if k and k % 16 == 0 and t_job + greedy_s > until(problem.considered):
+            problem.skipped.update(order[k:])
+            break
+        ok = plan.job.placement.spot_preference is not SpotPreference.ON_DEMAND_ONLY
+        problem.spot_ok[plan.idx] = ok
+        cands = [unit_candidates(u, arrays, nvlink=plan.nvlink, spot_ok=ok) for u in plan.units]
+        why = unsatisfiable_why(plan, cands, problem.snap, ok, arrays)
+        if why is not None:
+            problem.unsat[plan.idx] = unsatisfiable(plan, cands, why)
+            continue
+        problem.candidates[plan.idx] = cands
+        problem.prefs[plan.idx] = [preference_scores(plan, u, arrays, policy) for u in plan.units]
+        problem.anti[plan.idx] = anti_affinity_mask(plan.anti, arrays)
+        problem.considered += plan.replicas
+        greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)
+
+
+def _max_gpus_by_type(snap: Snapshot) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in snap.nodes:
+        t = v.node.gpu_type
+        if t:
+            out[t] = max(out.get(t, 0), v.node.gpu_count)
+    return out
+
+
+def _max_node_gpus(job: Job, by_type: dict[str, int]) -> int:
+    types: set[str] = set()
+    for g in job.tasks:
+        if g.gpu is not None:
+            types |= {canonical_gpu_type(t) or t for t in g.gpu.types}
+    if not types:
+        return max(by_type.values(), default=0)
+    return max((by_type.get(t, 0) for t in types), default=0)
