@@ -1,8 +1,13 @@
 """The FGD cluster-fill experiment on every openb trace present, next to the paper's published figures.
 
-    python benchmarks/fill_bench.py                          # all traces, seeds 42-44, every policy
-    python benchmarks/fill_bench.py --traces default --seeds 42,43,44,45,46,47,48,49,50,51
-    python benchmarks/fill_bench.py --no-engines             # baselines and FGD only (minutes)
+    python benchmarks/fill_bench.py                          # all traces, seeds 42-44, the headline policies
+    python benchmarks/fill_bench.py --seeds 42,43,44,45,46,47,48,49,50,51 --policies fgd,placer-frag,auto@100
+    python benchmarks/fill_bench.py --policies all --no-engines     # every baseline and FGD (minutes)
+
+Policies are names of ``placer fill --policy``; an engine may carry its batch size after ``@``: ``auto@1``
+is placer's default engine with one arrival per ``place()`` call (online, as a backend calls it),
+``auto@100`` with batches of 100. The default list is the issue's table: ``fgd`` (here), ``placer-frag``,
+``auto@1`` and ``auto@100``, next to the paper's FGD figure and the LP bound at 100 % arrived load.
 
 For each trace (``../shared/traces/alibaba-gpu-v2023/openb_pod_list_*.csv`` on the 1,213-node GPU node
 list) and policy: the GPU allocation percent at 50/80/90/100/110/120/130 % arrived load (mean over the
@@ -66,10 +71,11 @@ def bench_trace(trace: str, args: argparse.Namespace, paper: dict[tuple[str, str
     print(f"{'policy':<16}{head}  {'std130':>6}  {'paper130':>8}  {'s/run':>6}  {'fails':>5}")
     summary: dict[str, float | None] = {}
     bounds: list[dict[int, float]] = []
-    for policy in args.policies:
+    for label in args.policies:
+        policy, _, size = label.partition("@")
         runs, walls = [], []
         for seed in args.seeds:
-            batch = args.engine_batch if policy in ENGINES else 1
+            batch = int(size) if size else args.engine_batch if policy in ENGINES else 1
             t0 = time.perf_counter()
             r = run_fill(
                 nodes,
@@ -95,11 +101,11 @@ def bench_trace(trace: str, args: argparse.Namespace, paper: dict[tuple[str, str
         std = statistics.pstdev(a[130] for a in allocs if a[130] is not None) if len(runs) > 1 else 0.0
         row = paper.get((f"openb_pod_list_{trace}", PAPER_NAMES.get(policy, "")))
         paper130 = float(row["alloc_at_130"]) if row else None
-        summary[policy] = mean[130]
+        summary[label] = mean[130]
         cells = "".join(_cell(mean[x]) for x in LOAD_POINTS)
         fails = statistics.fmean(r.failed for r in runs)
         wall = statistics.fmean(walls)
-        print(f"{policy:<16}{cells}  {std:6.2f}  {_cell(paper130, 8)}  {wall:6.1f}  {fails:5.0f}", flush=True)
+        print(f"{label:<16}{cells}  {std:6.2f}  {_cell(paper130, 8)}  {wall:6.1f}  {fails:5.0f}", flush=True)
     b100 = statistics.fmean(b[100] for b in bounds)
     b130 = statistics.fmean(b[130] for b in bounds)
     print(f"{'bound':<16}{'':>21}{b100:7.2f}{'':>14}{b130:7.2f}")
@@ -116,7 +122,11 @@ def main() -> None:
     )
     parser.add_argument("--traces", default=",".join(known), help="comma-separated (default: all present)")
     parser.add_argument("--seeds", default="42,43,44", help="comma-separated seeds (default 42,43,44)")
-    parser.add_argument("--policies", default=",".join([*POLICIES, *ENGINES]), help="comma-separated")
+    parser.add_argument(
+        "--policies",
+        default="fgd,placer-frag,auto@1,auto@100",
+        help="comma-separated, an engine with @BATCH; 'all': every baseline and engine",
+    )
     parser.add_argument("--no-engines", action="store_true", help="leave out placer's engines")
     parser.add_argument("--engine-batch", type=int, default=100, help="arrivals per place() call (100)")
     parser.add_argument("--engine-time-limit", type=float, default=1.0, help="seconds per place() call (1)")
@@ -127,26 +137,32 @@ def main() -> None:
         print(f"fill_bench: no openb traces at {openb_dir()}; set PLACER_SHARED to the shared/ folder")
         return
     args.seeds = [int(s) for s in args.seeds.split(",")]
-    args.policies = [p for p in args.policies.split(",") if not (args.no_engines and p in ENGINES)]
-    unknown = [p for p in args.policies if p not in POLICIES and p not in ENGINES]
+    names = ",".join([*POLICIES, *ENGINES]) if args.policies == "all" else args.policies
+    args.policies = [p for p in names.split(",") if not (args.no_engines and p.partition("@")[0] in ENGINES)]
+    unknown = [
+        p for p in args.policies if p.partition("@")[0] not in POLICIES and p.partition("@")[0] not in ENGINES
+    ]
     if unknown:
         sys.exit(f"fill_bench: unknown policies {unknown}")
     paper = paper_results()
     print(f"load {args.load}, seeds {args.seeds}; paper figures: {'present' if paper else 'absent'}")
     table = {t: bench_trace(t, args, paper) for t in args.traces.split(",")}
-    shown = ("fgd", "placer-frag", "best-fit", "greedy", "greedy-fgd", "cpsat")
-    cols = [p for p in shown if p in args.policies]
-    print("\n== summary: allocation % at 130 % arrived load (mean over seeds) ==")
+    cols = list(args.policies)
+    print("\n== summary: allocation % at 130 % arrived load (mean over seeds); last columns: vs paper FGD ==")
     print(
         f"{'trace':<12}{'paper FGD':>10}"
         + "".join(f"{c:>12}" for c in cols)
-        + f"{'bound@100':>11}{'bound@130':>11}"
+        + f"{'bound@100':>11}"
+        + "".join(f"{'Δ ' + c:>14}" for c in cols)
     )
     for trace, s in table.items():
+        paper_fgd = s["paper-fgd"]
+        deltas = [None if s.get(c) is None or paper_fgd is None else s[c] - paper_fgd for c in cols]
         print(
-            f"{trace:<12}{_cell(s['paper-fgd'], 10)}"
+            f"{trace:<12}{_cell(paper_fgd, 10)}"
             + "".join(_cell(s.get(c), 12) for c in cols)
-            + f"{s['bound@100']:11.2f}{s['bound@130']:11.2f}"
+            + f"{s['bound@100']:11.2f}"
+            + "".join(f"{'-' if d is None else f'{d:+.2f}':>14}" for d in deltas)
         )
 
 

@@ -35,6 +35,7 @@ from placer.solver.rules import all_hold, rule_keys
 from placer.solver.snapshot import NodeView, Snapshot
 from placer.solver.structure import TRANSPARENT, compile_shape, fits_empty, match, request_text, shaped
 from placer.topology import TpuPod, canonical_gpu_type
+from placer.topology.inventory import LoadedModel
 
 __all__ = [
     "DYNAMIC_CHECKS",
@@ -45,6 +46,7 @@ __all__ = [
     "batch_keys",
     "pod_admits",
     "unit_candidates",
+    "version_available",
 ]
 
 #: Static checks in the order they are blamed, with the words a user reads.
@@ -58,6 +60,7 @@ STATIC_CHECKS: dict[str, str] = {
     "spot": "spot capacity, and the job asks for on-demand only",
     "rules": "node selector or required affinity not satisfied",
     "structure": "the node's sockets/cores cannot hold the Flux request's shape",
+    "model_version": "the node has the job's model loaded at another version only (OJS ML §4)",
     "too_small": "node too small for one replica even when empty",
 }
 #: Checks against the current state, blamed after the static ones.
@@ -250,6 +253,7 @@ def _static_mask(
         nvlink,
         spot_ok,
         tuple(s.model_dump_json() for s in unit.structure),
+        unit.model_pin,
     )
     cached = arrays._static_cache.get(key)
     if cached is not None:
@@ -295,6 +299,11 @@ def _static_mask(
             mask[members] = True
         else:
             eliminated[reason] = eliminated.get(reason, 0) + len(members)
+    if unit.model_pin is not None:  # per node: models loaded do not split static groups
+        for i in np.flatnonzero(mask):
+            if not version_available(snap.nodes[int(i)].node.models_loaded, *unit.model_pin):
+                mask[i] = False
+                eliminated["model_version"] = eliminated.get("model_version", 0) + 1
     if unit.structure and any(t.type not in TRANSPARENT for s in unit.structure for t in _walk(s)):
         empty_fit: dict[tuple[object, ...], bool] = {}  # per tree shape: nodes alike answer alike
         for i in np.flatnonzero(mask):
@@ -309,6 +318,22 @@ def _static_mask(
                 eliminated["structure"] = eliminated.get("structure", 0) + 1
     arrays._static_cache[key] = (mask, eliminated)
     return mask, eliminated
+
+
+def version_available(loaded: Iterable[LoadedModel], model_id: str, version: str) -> bool:
+    """Whether a node with ``loaded`` models may run a job pinned to ``model_id`` at ``version``: it has
+    that version loaded, or does not advertise the model at all (then it is loaded from the registry, which
+    holds every version). A node that advertises the model at other versions only has the wrong one.
+
+    >>> from placer.topology.inventory import LoadedModel
+    >>> m = [LoadedModel(model_id="llama", model_version="v2")]
+    >>> [version_available(m, "llama", "v2"), version_available(m, "llama", "v1")]
+    [True, False]
+    >>> version_available([], "llama", "v1")  # not advertised: loaded from the registry
+    True
+    """
+    versions = {m.model_version for m in loaded if m.model_id == model_id}
+    return not versions or version in versions
 
 
 def _walk(r: FluxResource) -> list[FluxResource]:

@@ -127,6 +127,9 @@ class Stats(_Out):
     wall_s: float = 0.0
     greedy_objective: float | None = None
     bound_source: str | None = None
+    #: A bound that came out below the objective of an answer that passed the checks: that bound is wrong
+    #: (a bug, never clamped away); it is named here and left out of ``bound`` and ``gap``.
+    bound_error: str | None = None
     #: Dollars per hour of the capacity this decision's placements take (``solver/prices.py``).
     cost_per_hour: float | None = None
     model_bound: float | None = None

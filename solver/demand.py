@@ -69,6 +69,9 @@ class Unit:
     count_range: CountRange | None = None
     #: Flux resource subtree of one replica, matched against nodes' inner trees (sockets, cores).
     structure: tuple[FluxResource, ...] = ()
+    #: ``(model id, version)`` when the job pins a model version (OJS ML §4: only workers with that
+    #: version loaded or accessible; a node advertising the model at other versions only is neither).
+    model_pin: tuple[str, str] | None = None
 
 
 @dataclass
@@ -151,15 +154,19 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
             shm=g.shm_gb,
         )
         split = False
+        # ``spread`` (MLX §7.1, "spread GPU allocation across nodes"): one GPU per node where the job may
+        # span nodes; otherwise a replica is split only when no node holds it.
+        most = 1 if spread else max_node_gpus
         if (
             gpu is not None
             and gpu.share_milli is None
             and replicas == 1
+            and most > 0
             and max_node_gpus > 0
-            and gpu.count > max_node_gpus
+            and gpu.count > most
             and job.may_span_nodes()
         ):
-            d = largest_divisor_at_most(gpu.count, max_node_gpus)
+            d = largest_divisor_at_most(gpu.count, most)
             parts = gpu.count // d
             replicas, split = parts, True
             need = Need(
@@ -188,6 +195,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 split=split,
                 count_range=None if split else g.count_range,
                 structure=tuple(g.structure),
+                model_pin=(job.model.id, job.model.version) if job.model.id and job.model.version else None,
             )
         )
     total_gpus = sum(u.replicas * u.need.gpus for u in units)

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from placer.solver.prices import PriceCatalog
 
-__all__ = ["BASELINES", "ENGINES", "Policy", "Scorer", "engine_fields"]
+__all__ = ["BASELINES", "ENGINES", "Policy", "Scorer", "TargetShape", "engine_fields"]
 
 #: Greedy's node choice: ``placer`` (its own scoring, the default) or a baseline
 #: (:mod:`placer.solver.scorers`).
@@ -43,6 +43,24 @@ def engine_fields(name: str) -> dict[str, str]:
     if name in ENGINES:
         return {"engine": name}
     raise ValueError(f"unknown engine {name!r} (known: {', '.join(ENGINES + BASELINES)})")
+
+
+class TargetShape(BaseModel):
+    """One task shape of a target workload: per replica, CPU cores and whole GPUs or a GPU share."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cpu_cores: float = Field(default=0.0, ge=0, le=1e6)
+    gpus: int = Field(default=0, ge=0, le=4096)
+    #: Thousandths of one GPU (a share); with ``gpus`` 0 only.
+    gpu_milli: int = Field(default=0, ge=0, le=1000)
+    weight: float = Field(default=1.0, gt=0, le=1e12)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> TargetShape:
+        if self.gpus and self.gpu_milli:
+            raise ValueError("a shape has whole GPUs or a GPU share, not both")
+        return self
 
 
 class Policy(BaseModel):
@@ -104,6 +122,10 @@ class Policy(BaseModel):
 
     #: Level 3: cost of opening an untouched node for a job that leaves part of it unused, per GPU left.
     fragmentation: int = 1
+    #: The target workload fragmentation is measured against (FGD's measure, ``objective/fragmentation``):
+    #: shapes a caller expects to arrive, with weights. None: the batch plus the running replicas (what an
+    #: online scheduler has seen arrive). ``[]`` switches the fragmentation key off (best fit alone).
+    target_workload: list[TargetShape] | None = None
 
     #: Model-size knobs.
     max_classes_per_unit: int = Field(default=12, ge=1)

@@ -41,6 +41,7 @@ from placer.solver.impossible import unsatisfiable_why
 from placer.solver.jobs.model import Job, SpotPreference
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.cost import Pricing
+from placer.solver.objective.fragmentation import Targets, running_shapes, shape_of, target_workload
 from placer.solver.objective.preferences import preference_scores
 from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, victims
@@ -84,6 +85,8 @@ class Problem:
     skipped: set[int] = field(default_factory=set)
     #: Replicas of the considered jobs (the answer's building time grows with them).
     considered: int = 0
+    #: The target workload fragmentation is measured against (None: no fragmentation key).
+    targets: Targets | None = None
     build_s: float = 0.0
 
     def greedy_order(self) -> list[int]:
@@ -131,6 +134,7 @@ def build_problem(
     )
     # 4. candidates
     _candidates(problem, policy, until)
+    problem.targets = _targets(problem, policy, cluster)
     problem.build_s = time.perf_counter() - t_build
     return problem
 
@@ -161,6 +165,29 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
         problem.anti[plan.idx] = anti_affinity_mask(plan.anti, arrays)
         problem.considered += plan.replicas
         greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)
+
+
+def _targets(problem: Problem, policy: Policy, cluster: Cluster) -> Targets | None:
+    """The target workload of the fragmentation key: the policy's profile, or the batch plus the running
+    replicas (``objective/fragmentation.py``); None when the policy switches it off (``[]``)."""
+    if policy.target_workload == []:
+        return None
+    profile = None
+    if policy.target_workload is not None:
+        profile = {}
+        for t in policy.target_workload:
+            shape = shape_of(t.cpu_cores, t.gpus, t.gpu_milli)
+            profile[shape] = profile.get(shape, 0.0) + t.weight
+    running = running_shapes(r for rj in cluster.running_jobs() for r in rj.replicas)
+    targets = target_workload(
+        problem.plans,
+        problem.candidates,
+        len(problem.snap.nodes),
+        running=running,
+        profile=profile,
+        gpu_count=problem.arrays.cap_gpus,
+    )
+    return targets if targets.size else None
 
 
 def _max_gpus_by_type(snap: Snapshot) -> dict[str, int]:

@@ -101,9 +101,14 @@ class Context:
 
     @staticmethod
     def of(
-        name: str, plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]], arrays: NodeArrays
+        name: str,
+        plans: list[JobPlan],
+        candidates: dict[int, list[UnitCandidates]],
+        arrays: NodeArrays,
+        targets: Targets | None = None,
     ) -> Context:
-        """The scorer called ``name``; ``KeyError`` naming the known ones otherwise."""
+        """The scorer called ``name``; ``KeyError`` naming the known ones otherwise. ``targets``: FGD's
+        target workload (default: the batch's, :func:`target_workload`)."""
         if name not in SCORERS:
             raise KeyError(f"unknown scorer {name!r} (known: {', '.join(SCORERS)})")
         n = len(arrays.snap.nodes)
@@ -111,7 +116,8 @@ class Context:
         free = np.zeros((n, width), dtype=np.int64)
         for v in arrays.snap.nodes:
             free[v.idx, : len(v.milli_free)] = v.milli_free
-        targets = target_workload(plans, candidates, n) if name == "fgd" else None
+        if name == "fgd" and targets is None:
+            targets = target_workload(plans, candidates, n)
         return Context(
             name=name,
             arrays=arrays,
@@ -256,6 +262,12 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
     return np.round(fragmentation(cpu, after, acc, t) - now, FGD_DECIMALS), choice
 
 
+def fgd_increase(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
+    """FGD's fragmentation increase of one replica of ``unit`` on each node of ``idx`` (cached; placer's
+    own node choice quantizes it, :func:`~placer.solver.objective.fragmentation.quantized`)."""
+    return _fgd_deltas(ctx, state, unit, idx)[0]
+
+
 def fgd(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
     """Fragmentation gradient descent (Weng et al., "Beware of Fragmentation", USENIX ATC '23): the node
     whose expected GPU fragmentation against the batch's target workload (:func:`target_workload`) grows
@@ -273,4 +285,4 @@ SCORERS: dict[str, ScoreFn] = {
     "fgd": fgd,
 }
 
-__all__ = ["SCORERS", "Context", "Targets", "fragmentation", "target_workload"]
+__all__ = ["SCORERS", "Context", "Targets", "fgd_increase", "fragmentation", "target_workload"]

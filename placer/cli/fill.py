@@ -3,9 +3,10 @@
 
 The FGD paper's cluster-fill experiment on an Alibaba "openb" node list and pod list: pods are sampled
 (with replacement, seeded) until their GPU request is ``--load`` x the cluster's GPU capacity, arrive in
-that order, never leave, and are placed as they arrive — one at a time by a baseline policy or FGD, or
-``--batch`` at a time by placer's own engines through ``place()`` (``greedy``, ``cpsat``, and
-``greedy-fgd``: greedy with the FGD baseline scorer). It prints the share of
+that order, never leave, and are placed as they arrive — by placer's own engines through ``place()``,
+as a backend calls it (``auto``, the default: placer's default engine; ``greedy``, ``cpsat``, and
+``greedy-fgd``: greedy with the FGD baseline scorer), one arrival per call or ``--batch`` at a time, or one
+at a time by a baseline policy or FGD (``fgd``, ``placer-frag``, ...). It prints the share of
 GPU capacity allocated at 50/80/90/100/110/120/130 % arrived load, next to an upper bound no placement of
 the arrived pods can beat (``scenarios/fill/bound.py``). ``--verify`` re-checks every placement with the
 independent checker. Method and results: ``docs/fill.md``.
@@ -46,7 +47,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--pods", required=True, metavar="PODS.csv", help="openb pod list (name, cpu_milli, ...)")
     p.add_argument("--load", type=float, default=1.3, help="arrive until GPU requests reach LOAD x capacity")
     p.add_argument("--seed", type=int, default=42, help="sampling and tie-break seed (default 42)")
-    p.add_argument("--policy", default="fgd", help="fgd (default), a baseline, placer-frag, or an engine")
+    p.add_argument(
+        "--policy", default="auto", help="auto (placer's default engine), greedy, cpsat, fgd, a baseline, ..."
+    )
     p.add_argument("--batch", type=int, default=1, help="arrivals per place() call (engines)")
     p.add_argument("--sampling", default="sample", choices=("sample", "artifact"), help="how pods are drawn")
     p.add_argument("--time-limit", type=float, default=2.0, help="seconds per place() call (engines)")

@@ -104,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
         from placer.service.app import ServiceConfig, create_app
     except ModuleNotFoundError as e:
         print(
-            f"{_NAME}: {e.name} is missing; install the extra: pip install 'placer-engine[service]'", file=sys.stderr
+            f"{_NAME}: {e.name} is missing; install the extra: pip install 'placer-engine[service]'",
+            file=sys.stderr,
         )
         return 1
     if args.max_queued is not None and args.max_queued < 0:

@@ -120,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
             if plots.available():
                 written += plots.save_all(result, args.out)
             else:
-                print(f"{_NAME}: --plots needs matplotlib (pip install 'placer-engine[sim]')", file=sys.stderr)
+                need = "--plots needs matplotlib (pip install 'placer-engine[sim]')"
+                print(f"{_NAME}: {need}", file=sys.stderr)
     if args.json:
         print(json.dumps(s, indent=2, sort_keys=True, default=str))
     else:

@@ -23,7 +23,7 @@ cost does not steer placement; ``PriceCatalog()`` is empty).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
@@ -51,7 +51,9 @@ def arrival_id(k: int) -> str:
 
 
 def arrival_jobs(pods: Sequence[OpenbPod], order: np.ndarray, ks: Sequence[int]) -> list[Job]:
-    """The placer jobs of arrivals ``ks`` (pod ``order[k]`` named :func:`arrival_id` ``(k)``)."""
+    """The placer jobs of arrivals ``ks`` (pod ``order[k]`` named :func:`arrival_id` ``(k)``), submitted
+    in arrival order (one second apart, ending at :data:`NOW`): what a queue in front of ``place()``
+    would tell it."""
     templates: dict[int, Job] = {}
     out = []
     for k in ks:
@@ -59,7 +61,8 @@ def arrival_jobs(pods: Sequence[OpenbPod], order: np.ndarray, ks: Sequence[int])
         base = templates.get(i)
         if base is None:
             base = templates[i] = pod_to_job(pods[i])
-        out.append(base.model_copy(update={"id": arrival_id(k)}))
+        submitted = NOW - timedelta(seconds=len(order) - k)
+        out.append(base.model_copy(update={"id": arrival_id(k), "submit_time": submitted}))
     return out
 
 

@@ -33,11 +33,11 @@ from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
 
 __all__ = ["ENGINES", "run_fill"]
 
-#: Policies that are placer's own engines, run through ``place()`` in batches: ``greedy`` and ``cpsat``
-#: as a backend runs them, and ``greedy-fgd``, greedy with the FGD baseline scorer
-#: (:mod:`placer.solver.scorers`,
-#: whose target workload is the batch) — FGD's node choice inside ``place()``.
-ENGINES: tuple[str, ...] = ("greedy", "cpsat", "greedy-fgd")
+#: Policies that are placer's own engines, run through ``place()`` as a backend runs them: ``auto`` (the
+#: default engine: greedy, then CP-SAT from its answer), ``greedy`` and ``cpsat``; and ``greedy-fgd``,
+#: greedy with the FGD baseline scorer (:mod:`placer.solver.scorers`, whose target workload is the batch)
+#: — FGD's node choice inside ``place()``.
+ENGINES: tuple[str, ...] = ("auto", "greedy", "cpsat", "greedy-fgd")
 
 
 def run_fill(

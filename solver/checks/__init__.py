@@ -54,7 +54,7 @@ from placer.solver.checks.budgets import check_budgets
 from placer.solver.checks.context import build_context
 from placer.solver.checks.devices import check_devices
 from placer.solver.checks.gang import check_gang
-from placer.solver.checks.nodes import check_accelerator, check_nodes
+from placer.solver.checks.nodes import check_accelerator, check_model_version, check_nodes
 from placer.solver.checks.nvlink import check_nvlink
 from placer.solver.checks.plans import check_plans
 from placer.solver.checks.preemption import check_directives, check_preemption, job_rank
@@ -103,6 +103,7 @@ def check(
         for rep in placement.replicas:
             out.extend(check_nodes(ctx, job, rep))
             out.extend(check_accelerator(ctx, job, rep))
+            out.extend(check_model_version(ctx, job, rep))
     out.extend(check_devices(ctx))
     out.extend(check_shapes(ctx))
     taken: dict[tuple[str, tuple[int, ...]], str] = {}

@@ -23,7 +23,7 @@ from placer.solver.decision import ReplicaPlacement
 from placer.solver.jobs.model import Accelerator, Job, TaskGroup
 from placer.topology import Node, canonical_gpu_type
 
-__all__ = ["cc", "check_accelerator", "check_nodes"]
+__all__ = ["cc", "check_accelerator", "check_model_version", "check_nodes"]
 
 _BLOCKING = ("NoSchedule", "NoExecute")
 
@@ -131,4 +131,24 @@ def _check_gpu_facts(job: Job, g: TaskGroup, node: Node) -> Iterator[Violation]:
             f"the node's GPUs have compute capability {node.compute_capability or 'unknown'}; "
             f"the job needs at least {want}",
             node.name,
+        )
+
+
+def check_model_version(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Violation]:
+    """Rule 4b for one node replica: a job naming a model id and version (OJS ML §4 "MUST only dispatch the
+    job to workers that have that specific model version loaded or accessible") is not on a node that
+    advertises that model at other versions only. A node that does not advertise the model may fetch it."""
+    if rep.tpu_pod is not None or not job.model.id or not job.model.version:
+        return
+    if not ctx.cluster.has_node(rep.node):
+        return
+    node = ctx.cluster.node(rep.node)
+    loaded = [m for m in node.models_loaded if m.model_id == job.model.id]
+    if loaded and all(m.model_version != job.model.version for m in loaded):
+        have = ", ".join(sorted(str(m.model_version) for m in loaded))
+        yield Violation(
+            "model-version",
+            job.id,
+            f"the job pins model {job.model.id!r} at version {job.model.version!r}; the node has {have}",
+            rep.node,
         )

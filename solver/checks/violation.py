@@ -40,6 +40,8 @@ RULES: dict[str, str] = {
     "gpu-type": "4. the node's GPU type is one the job accepts",
     "gpu-memory": "4. the node's GPU memory is at least the job's minimum",
     "compute-capability": "4. the node's compute capability is at least the job's minimum",
+    "model-version": "4. a job pinning a model version is not on a node that has that model at other "
+    "versions only (OJS ML §4)",
     "gpu-index": "5. GPU indices exist on the node and are distinct within a replica",
     "gpu-double-booked": "5. a GPU held whole is held by nobody else",
     "gpu-share": "5. fractional shares of one GPU sum to at most 1000 milli",

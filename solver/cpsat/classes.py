@@ -71,12 +71,15 @@ def build_classes(
     tick: Callable[[], None] = lambda: None,
     price_codes: np.ndarray | None = None,
     shape_codes: np.ndarray | None = None,
+    pref_codes: np.ndarray | None = None,
 ) -> tuple[list[NodeClass], np.ndarray, bool]:
     """Partition the ``relevant`` nodes into classes; returns the classes, a node -> class index map
     (-1 for nodes outside every class), and whether free amounts were compared exactly. ``price_codes``
     (per node, equal for equally priced nodes) keeps nodes of different prices apart; ``shape_codes``
     (equal for the same inner tree with the same GPUs free) nodes whose sockets differ, and gives each
-    class its tree."""
+    class its tree; ``pref_codes`` (equal where every unit of the batch has the same preference score)
+    nodes the preference level tells apart — a node with the job's model loaded never merges with one
+    without it, so the model scores what greedy scores."""
     snap = arrays.snap
     nodes = np.flatnonzero(relevant)
     partial = {int(n): _partial_shares(arrays, int(n)) for n in nodes}
@@ -99,6 +102,7 @@ def build_classes(
             tuple(bool(m[n]) for m in anti_masks),
             -1 if price_codes is None else int(price_codes[n]),
             -1 if shape_codes is None else int(shape_codes[n]),
+            -1 if pref_codes is None else int(pref_codes[n]),
         )
 
     q_cpu, q_mem = 0.0, 0.0

@@ -250,6 +250,7 @@ class _Builder:
             self._tick,
             price_codes=None if self.pricing is None else self.pricing.price_codes(),
             shape_codes=self._shape_codes(node_units, relevant),
+            pref_codes=_pref_codes(node_units),
         )
         self.exact &= exact_classes
         self._tick()
@@ -1400,6 +1401,19 @@ class _Built:
         except (StopIteration, ValueError):
             return None
         return self._finish(values, placed, out, state)
+
+
+def _pref_codes(node_units: list[_NodeUnit]) -> np.ndarray | None:
+    """Per node, a code equal for nodes on which every unit's preference score is the same (None when no
+    unit prefers anything): classes split on it, so the preference level is exact in the model."""
+    distinct: dict[int, np.ndarray] = {}
+    for nu in node_units:
+        if nu.pref.any():
+            distinct.setdefault(id(nu.pref), nu.pref)
+    if not distinct:
+        return None
+    rows = np.stack(list(distinct.values()), axis=1)
+    return np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1)
 
 
 def _shaped(unit: Unit) -> bool:

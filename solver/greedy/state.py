@@ -65,6 +65,8 @@ class State:
     penalty: np.ndarray | None = None
     #: A baseline scorer choosing nodes instead of placer's keys (None: placer's own).
     scorer: ScorerContext | None = None
+    #: placer's own fragmentation key: FGD's measure against the decision's target workload (None: off).
+    frag: ScorerContext | None = None
     #: Nodes whose amounts changed since the scorer last looked (it keeps per-GPU amounts in step).
     changed: set[int] = field(default_factory=set)
     #: Per node with an inner tree, the replicas with a Flux shape this decision placed there, with their

@@ -14,17 +14,40 @@ callers hold (greedy: cores; the fill: milli-CPU) — the measure only compares 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from placer.solver.candidates import UnitCandidates
 from placer.solver.demand import JobPlan
+from placer.topology.inventory import ReplicaAllocation
 
-__all__ = ["MILLI", "Targets", "fragmentation", "target_workload"]
+__all__ = [
+    "COARSE_LEVELS",
+    "MAX_SHAPES",
+    "MILLI",
+    "SCORE_LEVELS",
+    "Shape",
+    "Targets",
+    "fragmentation",
+    "quantized",
+    "running_shapes",
+    "shape_of",
+    "target_workload",
+]
 
 #: Milli per whole GPU.
 MILLI = 1000
+#: A task shape: (CPU, milli per GPU, GPU count).
+Shape = tuple[float, int, int]
+#: Shapes kept in a target workload, heaviest first: the measure's cost grows with them.
+MAX_SHAPES = 32
+#: Integer score levels of the FGD artifact's plugin (``int(100 x sigmoid(.))``, kube's MaxNodeScore).
+SCORE_LEVELS = 100
+#: Coarser levels for whole-GPU and CPU-only replicas, whose increases barely tell nodes apart: more of
+#: their near-equal nodes tie, and the next key packs them (``placer-frag`` in the fill experiment).
+COARSE_LEVELS = 25
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,27 +68,61 @@ class Targets:
         return int(self.p.size)
 
 
-def target_workload(plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]], n: int) -> Targets:
-    """The batch as FGD's target workload: each node unit of a job that has candidates is a task shape
-    (its replica's CPU, GPUs and GPU share) that may use the nodes its hard constraints allow; shapes alike
-    in all of that are one, weighted by their replicas. CPU-only units are shapes too (their free GPUs are
-    fragments, as in the FGD artifact); TPU units are not (they use no node)."""
+def target_workload(
+    plans: list[JobPlan],
+    candidates: dict[int, list[UnitCandidates]],
+    n: int,
+    *,
+    running: Mapping[Shape, float] | None = None,
+    profile: Mapping[Shape, float] | None = None,
+    gpu_count: np.ndarray | None = None,
+    max_shapes: int = MAX_SHAPES,
+) -> Targets:
+    """The target workload a decision measures fragmentation against.
+
+    With ``profile`` (a caller's shape -> weight, ``Policy.target_workload``), that profile. Otherwise the
+    batch plus ``running`` (the running replicas' shapes with their counts): each node unit of a job that
+    has candidates is a shape (its replica's CPU, GPUs and GPU share) that may use the nodes its hard
+    constraints allow, weighted by its replicas; running shapes add their count to the batch's shape of the
+    same size, and the others may use any node with enough GPUs (``gpu_count[n]``). CPU-only units are
+    shapes too (their free GPUs are fragments, as in the FGD artifact); TPU units are not (they use no
+    node). The ``max_shapes`` heaviest shapes are kept (FGD's artifact keeps the most popular shapes too)
+    and their weights renormalized.
+
+    Why the running work: it is what an online scheduler has seen arrive, the best estimate it has of what
+    arrives next (FGD's paper uses the whole trace, which no scheduler knows in advance).
+    """
     weight: dict[tuple[float, int, int, bytes], float] = {}
     masks: dict[bytes, np.ndarray] = {}
-    for plan in plans:
-        cands = candidates.get(plan.idx)
-        if cands is None:
-            continue
-        for unit, cand in zip(plan.units, cands, strict=True):
-            if unit.tpu is not None or unit.replicas <= 0:
+    if profile is None:
+        for plan in plans:
+            cands = candidates.get(plan.idx)
+            if cands is None:
                 continue
-            need = unit.need
-            num, milli = (need.gpus, MILLI) if need.gpus else ((1, need.milli) if need.milli else (0, 0))
-            mask = np.packbits(cand.static).tobytes()
-            masks.setdefault(mask, cand.static)
-            key = (float(need.cpu), milli, num, mask)
-            weight[key] = weight.get(key, 0.0) + unit.replicas
-    keys = sorted(weight, key=lambda k: (k[:3], k[3]))
+            for unit, cand in zip(plan.units, cands, strict=True):
+                if unit.tpu is not None or unit.replicas <= 0:
+                    continue
+                mask = np.packbits(cand.static).tobytes()
+                masks.setdefault(mask, cand.static)
+                key = (*shape_of(unit.need.cpu, unit.need.gpus, unit.need.milli), mask)
+                weight[key] = weight.get(key, 0.0) + unit.replicas
+    extra = dict(profile) if profile is not None else dict(running or {})
+    by_size: dict[Shape, tuple[float, int, int, bytes]] = {}
+    for key in weight:
+        by_size.setdefault(key[:3], key)
+    for shape, w in sorted(extra.items()):
+        if w <= 0:
+            continue
+        key = by_size.get(shape)
+        if key is None:
+            counts = gpu_count if gpu_count is not None else np.zeros(n, dtype=np.int64)
+            ok = counts >= shape[2] if shape[2] else np.ones(n, dtype=bool)
+            mask = np.packbits(ok).tobytes()
+            masks.setdefault(mask, ok)
+            key = by_size[shape] = (*shape, mask)
+        weight[key] = weight.get(key, 0.0) + w
+    keys = sorted(weight, key=lambda k: (-weight[k], k[:3], k[3]))[:max_shapes]
+    keys.sort(key=lambda k: (k[:3], k[3]))
     w = np.array([weight[k] for k in keys], dtype=np.float64)
     return Targets(
         p=w / w.sum() if w.size else w,
@@ -74,6 +131,39 @@ def target_workload(plans: list[JobPlan], candidates: dict[int, list[UnitCandida
         num=np.array([k[2] for k in keys], dtype=np.int64),
         access=np.stack([masks[k[3]] for k in keys], axis=1) if keys else np.zeros((n, 0), dtype=bool),
     )
+
+
+def shape_of(cpu: float, gpus: int, milli: int) -> Shape:
+    """A task shape as FGD counts it: (CPU, milli per GPU, GPU count); a share is one GPU at its milli.
+
+    >>> shape_of(4, 2, 0), shape_of(1, 0, 250), shape_of(8, 0, 0)
+    ((4.0, 1000, 2), (1.0, 250, 1), (8.0, 0, 0))
+    """
+    num, milli = (gpus, MILLI) if gpus else ((1, milli) if milli else (0, 0))
+    return (float(cpu), milli, num)
+
+
+def running_shapes(replicas: Iterable[ReplicaAllocation]) -> dict[Shape, float]:
+    """The shapes of running replicas on nodes, with their counts (TPU replicas use no node)."""
+    out: dict[Shape, float] = {}
+    for r in replicas:
+        if r.node is None:
+            continue
+        gpus, milli = (0, r.gpu_milli) if r.gpu_milli is not None else (len(r.gpus), 0)
+        shape = shape_of(r.cpu_cores, gpus, milli or 0)
+        out[shape] = out.get(shape, 0.0) + 1.0
+    return out
+
+
+def quantized(delta: np.ndarray, levels: int = SCORE_LEVELS) -> np.ndarray:
+    """The FGD artifact's node score for a fragmentation increase ``delta`` (milli-GPUs): ``int(levels x
+    sigmoid(-delta / 1000))``, higher is better. Increases that land in the same integer are ties: near-
+    equal nodes then go to the next key (best fit, node order), which packs them consistently.
+
+    >>> quantized(np.array([-2000.0, -10.0, 0.0, 10.0, 30.0, 2000.0])).tolist()
+    [88, 50, 50, 49, 49, 11]
+    """
+    return (levels / (1.0 + np.exp(np.clip(delta, -50_000, 50_000) / 1000.0))).astype(np.int64)
 
 
 def fragmentation(cpu: np.ndarray, gpu: np.ndarray, access: np.ndarray, t: Targets) -> np.ndarray:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -98,8 +98,9 @@ def engine(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def solve(engine: str) -> Solve:
     """``solve(jobs, cluster, *, now=NOW, time_limit_s=2.0, seed=0, queues=None, prices=None,
-    reproducible=False) -> Decision``, checked. ``reproducible`` is ``Policy.reproducible``: CP-SAT's
-    answers are machine-independent only with it (``docs/solver.md``, *Determinism*)."""
+    reproducible=False, **policy_fields) -> Decision``, checked. ``reproducible`` is
+    ``Policy.reproducible``: CP-SAT's answers are machine-independent only with it (``docs/solver.md``,
+    *Determinism*); ``policy_fields`` are further :class:`Policy` fields."""
     from placer.solver.engine import place
     from placer.solver.policy import Policy
 
@@ -113,8 +114,11 @@ def solve(engine: str) -> Solve:
         queues: Mapping[str, QueueConfig] | None = None,
         prices: PriceCatalog | None = None,
         reproducible: bool = False,
+        **policy_fields: Any,
     ) -> Decision:
-        policy = Policy(engine=engine, time_limit_s=time_limit_s, seed=seed, reproducible=reproducible)
+        policy = Policy(
+            engine=engine, time_limit_s=time_limit_s, seed=seed, reproducible=reproducible, **policy_fields
+        )
         with no_hang(time_limit_s + HANG_GUARD_S):
             decision = place(list(jobs), cluster, policy, now=now, queues=queues, prices=prices)
         assert_valid(decision, jobs, cluster, now, queues=queues, prices=prices)

@@ -45,7 +45,13 @@ import numpy as np
 from placer.scenarios.fill.policies import Context, Policy, register
 from placer.scenarios.fill.state import FillState
 from placer.scenarios.fill.tables import MILLI, PodTable
-from placer.solver.objective.fragmentation import Targets, fragmentation
+from placer.solver.objective.fragmentation import (
+    COARSE_LEVELS,
+    SCORE_LEVELS,
+    Targets,
+    fragmentation,
+    quantized,
+)
 
 __all__ = [
     "COARSE_LEVELS",
@@ -63,10 +69,6 @@ __all__ = [
 #: Share of the trace's pods the target workload covers, most popular shapes first (the artifact's
 #: ``podPopularityThreshold: 95``), renormalized.
 POPULARITY = 0.95
-#: Integer score levels of the artifact's FGD plugin (``int(100 x sigmoid(.))``, kube's MaxNodeScore).
-SCORE_LEVELS = 100
-#: ``placer-frag``: score levels for whole-GPU and CPU-only pods.
-COARSE_LEVELS = 25
 
 
 def target_workload(pods: PodTable, popularity: float = POPULARITY) -> Targets:
@@ -102,16 +104,6 @@ def target_workload(pods: PodTable, popularity: float = POPULARITY) -> Targets:
         num=pods.num[rows],
         access=pods.access[rows],
     )
-
-
-def quantized(delta: np.ndarray, levels: int = SCORE_LEVELS) -> np.ndarray:
-    """The artifact's node score for a fragmentation increase ``delta`` (milli-GPUs): ``int(levels x
-    sigmoid(-delta / 1000))``, higher is better. Increases that land in the same integer are ties.
-
-    >>> quantized(np.array([-2000.0, -10.0, 0.0, 10.0, 30.0, 2000.0])).tolist()
-    [88, 50, 50, 49, 49, 11]
-    """
-    return (levels / (1.0 + np.exp(np.clip(delta, -50_000, 50_000) / 1000.0))).astype(np.int64)
 
 
 class _Cache:

@@ -20,6 +20,7 @@ OPTIMAL says greedy's answer is a solution of the model, which CP-SAT then start
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 from ortools.sat.python import cp_model
 
+import placer.solver.core
 import placer.solver.cpsat
 from placer.solver.assignment import objective
 from placer.solver.cpsat.model import CpsatResult, _Built
@@ -39,17 +41,24 @@ from tests.solver.cpsat.test_sound_answers import place_cpsat
 
 @pytest.fixture
 def cpsat_taken(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
-    """CP-SAT's answer wins ties, so the checker sees it; records its objective (``own``)."""
+    """CP-SAT's answer wins ties on placed weight, so the checker sees it (as if it threw less work away
+    by evictions); records its objective (``own``)."""
     seen: dict[str, float] = {}
     real = placer.solver.cpsat.solve
+    real_score = placer.solver.core.score
 
     def solve(plans: list[Any], *args: Any, **kwargs: Any) -> CpsatResult:
         result = real(plans, *args, **kwargs)
         if result.assignment is not None:
             seen["own"] = float(objective(result.assignment, plans))
-        return replace(result, improves_secondary=True, eviction_cost=-1.0)
+        return result
+
+    def score(assignment: Any, problem: Any) -> Any:
+        s = real_score(assignment, problem)
+        return replace(s, eviction=math.inf) if assignment.engine == "cpsat" else s
 
     monkeypatch.setattr(placer.solver.cpsat, "solve", solve)
+    monkeypatch.setattr(placer.solver.core, "score", score)
     return seen
 
 
