@@ -15,6 +15,8 @@ Sections:
 4. Scenario L (10,000 nodes / 80,000 GPUs, 5,000 pending): a valid decision within a 10 s limit, and the
    deadline at mid-range limits (1, 1.5, 2, 3 s; ``plan=False``, ``auto``): wall time (median of 3) and
    jobs placed.
+5. Determinism (``--determinism`` runs only this): scenario M with ``reproducible=True`` five times while
+   another CPU-bound process runs: how many distinct decisions (timing aside), and ``stats.cut_by``.
 
 Every decision is re-checked by the independent checker; the violation count is printed.
 The machine is noisy: compare ratios within one run.
@@ -157,15 +159,59 @@ def scenario_l_bench() -> None:
         )
 
 
+def _hog(stop: float) -> None:
+    """A CPU-bound loop (another process), to show determinism on a loaded machine."""
+    while time.perf_counter() < stop:
+        sum(i * i for i in range(10_000))
+
+
+def determinism_bench(runs: int = 5) -> None:
+    print(f"\n== 5. scenario M, reproducible, {runs} runs while another CPU-bound process runs ==")
+    import json
+    import multiprocessing
+
+    sc = scenario_m(0)
+    for engine, limit in (("greedy", 5.0), ("auto", 5.0)):
+        hog = multiprocessing.Process(target=_hog, args=(time.perf_counter() + 600,), daemon=True)
+        hog.start()
+        try:
+            seen, dets, cuts, placed = set(), [], [], []
+            for _ in range(runs):
+                d = place(
+                    sc.jobs,
+                    sc.cluster,
+                    Policy(engine=engine, time_limit_s=limit, seed=7, reproducible=True),
+                    now=sc.now,
+                )
+                out = d.to_json()
+                for key in ("build_s", "solve_s", "wall_s"):
+                    out["stats"].pop(key)
+                seen.add(json.dumps(out, sort_keys=True))
+                dets.append(d.stats.deterministic)
+                cuts.append(",".join(d.stats.cut_by) or "-")
+                placed.append(len(d.placements))
+        finally:
+            hog.terminate()
+        print(
+            f"{engine} limit {limit:.0f} s: {len(seen)} distinct decision(s) in {runs} runs, "
+            f"placed {placed}, deterministic {dets}, cut_by {cuts}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--determinism", action="store_true", help="only section 5 (scenario M, reproducible)")
     args = ap.parse_args()
+    if args.determinism:
+        determinism_bench()
+        return
     hard()
     model_size()
     if not args.quick:
         scenario_m_bench()
         scenario_l_bench()
+        determinism_bench()
 
 
 if __name__ == "__main__":

@@ -134,6 +134,41 @@ class NodeArrays:
             keys=keys,
         )
 
+    def refreshed(self, snap: Snapshot, changed: Iterable[int]) -> NodeArrays:
+        """These arrays for ``snap``, a view that differs from ``self.snap`` only in the free amounts and
+        running jobs of the nodes ``changed`` (:func:`placer.solver.snapshot.updated`): the static parts
+        (capacities, static groups, candidate masks, preference scores) are shared, the free amounts are
+        copied and those rows written again, and every cached answer that reads free amounts or running
+        jobs is dropped. Time: the changed rows plus a copy of seven arrays."""
+        idx = np.fromiter(changed, dtype=np.int64)
+        out = NodeArrays(
+            snap=snap,
+            gpus=self.gpus.copy(),
+            milli=self.milli.copy(),
+            cpu=self.cpu.copy(),
+            mem=self.mem.copy(),
+            storage=self.storage.copy(),
+            shm=self.shm.copy(),
+            cap_gpus=self.cap_gpus,
+            cap_cpu=self.cap_cpu,
+            cap_mem=self.cap_mem,
+            cap_storage=self.cap_storage,
+            cap_shm=self.cap_shm,
+            empty=self.empty.copy(),
+            group=self.group,
+            group_members=self.group_members,
+            keys=self.keys,
+            _static_cache={k: v for k, v in self._static_cache.items() if not _dynamic(k)},
+        )
+        for i in idx.tolist():
+            v = snap.nodes[i]
+            out.gpus[i] = len(v.free_gpus)
+            out.milli[i] = max(v.milli_free, default=0)
+            out.cpu[i], out.mem[i] = v.free_cpu, v.free_mem
+            out.storage[i], out.shm[i] = v.free_storage, v.free_shm
+            out.empty[i] = v.empty
+        return out
+
     def running_labels(self) -> list[tuple[int, tuple]]:
         """``(node index, labels of the jobs running there)`` for nodes where something runs."""
         cached = self._static_cache.get("__running_labels__")
@@ -201,6 +236,19 @@ class NodeArrays:
         if need.milli:
             ok &= (self.milli if free else np.where(self.cap_gpus > 0, 1000, 0)) >= need.milli
         return ok
+
+
+#: Cache entries that read free amounts or running jobs (the rest read node facts only).
+_DYNAMIC = frozenset({"__running_labels__", "__sockets__", "__anti__"})
+
+
+def _dynamic(key: object) -> bool:
+    """Whether a cached answer depends on what runs where (dropped when that changes)."""
+    if key in _DYNAMIC:
+        return True
+    if isinstance(key, tuple) and key and key[0] in _DYNAMIC:
+        return True
+    return isinstance(key, tuple) and len(key) == 3 and key[0] == "__fits__" and key[2] is True
 
 
 def _static_signature(v: NodeView, keys: frozenset[str]) -> tuple[object, ...]:

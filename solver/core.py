@@ -41,6 +41,7 @@ from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.score import score
 from placer.solver.policy import Policy
+from placer.solver.prepared import Prepared
 from placer.solver.problem import Problem, build_problem
 from placer.topology import Cluster
 
@@ -79,11 +80,13 @@ def decide(
     now: datetime | None = None,
     queues: Mapping[str, QueueConfig] | None = None,
     reserved_ok: frozenset[str] = frozenset(),
+    prepared: Prepared | None = None,
 ) -> Decision:
     """The core of :func:`~placer.solver.engine.place`, without reservations: jobs naming a reservation
     outside ``reserved_ok`` are rejected (it does not exist for this call). ``policy.prices`` (default
     catalog when None) prices the cost term and the dollar budgets of ``queues`` and of the tenants it
-    names."""
+    names. ``prepared``: pieces kept for this cluster between calls (a :class:`~placer.solver.session.
+    Session`'s); the decision is the same without them."""
     t0 = time.perf_counter()
     policy = policy or Policy()
     now = now or datetime.now(UTC)
@@ -95,7 +98,9 @@ def decide(
     # 0-1. admit
     admission = admit(jobs, cluster, now, reserved_ok)
     # 2-4. problem
-    problem = build_problem(admission.eligible, cluster, policy, now=now, queues=queues, until=until)
+    problem = build_problem(
+        admission.eligible, cluster, policy, now=now, queues=queues, until=until, prepared=prepared
+    )
     # 5. greedy: it runs on as long as the answer for what was considered can still be built in time.
     deadline = until(problem.considered)
     greedy_best = _greedy(problem, policy, deadline)
@@ -129,6 +134,13 @@ def decide(
             stats.status = f"CPSAT_REJECTED_BY_CHECKER: {violations[0].message}"[:300]
             stats.objective = stats.greedy_objective
     _report_bound(stats, bounds)
+    # Determinism: every phase cut by the wall clock is named; any of them makes the decision depend on
+    # the machine (CP-SAT's own search counts only in reproducible mode, with a deterministic budget).
+    if problem.cut:
+        stats.cut_by.insert(0, "candidates")
+    if greedy_best.skipped:
+        stats.cut_by.insert(1 if problem.cut else 0, "greedy")
+    stats.deterministic = not stats.cut_by
     stats.build_s = round(problem.build_s, 6)
     stats.solve_s = round(solve_s, 6)
     stats.wall_s = round(time.perf_counter() - t0, 6)
@@ -154,6 +166,7 @@ def _explained(problem: Problem, assignment: Assignment, admission: Admission, p
     decision = answer(problem, assignment, admission, policy.time_limit_s)
     decision.pending.sort(key=lambda p: p.job)
     decision.rejected = merge_rejected(decision.rejected)
+    decision._weights = {p.id: p.weight for p in problem.plans}
     return decision
 
 
@@ -225,6 +238,7 @@ def _cpsat(
     if policy.engine == "greedy" or not problem.candidates:
         return greedy_best, 0.0
     if cpsat_deadline - time.perf_counter() <= 0.05:
+        stats.cut_by.append("cpsat")  # no time was left for it: a faster machine would have run it
         return greedy_best, 0.0
     from placer.solver.cpsat import solve  # OR-Tools: imported only when CP-SAT runs
 
@@ -250,7 +264,8 @@ def _cpsat(
     stats.model_constraints = result.constraints
     stats.node_classes = result.classes
     # Reproducible unless the wall clock, not the deterministic budget, cut the model short.
-    stats.deterministic = policy.reproducible and result.deterministic and result.status != "BUILD_TIMEOUT"
+    if not (policy.reproducible and result.deterministic and result.status != "BUILD_TIMEOUT"):
+        stats.cut_by.append("cpsat")  # wall-clock limits, or a build the wall clock stopped
     best = greedy_best
     if result.assignment is not None and score(result.assignment, problem) > score(greedy_best, problem):
         best = result.assignment

@@ -23,7 +23,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from placer.topology import RunningJob
 
@@ -139,6 +139,9 @@ class Stats(_Out):
     node_classes: int | None = None
     seed: int | None = None
     deterministic: bool = False
+    #: Phases a wall clock cut short (``candidates``, ``greedy``, ``cpsat``, ``planning``, ``hints``): what
+    #: they did depends on the machine's speed and load, so ``deterministic`` is false.
+    cut_by: list[str] = Field(default_factory=list)
 
 
 class Decision(_Out):
@@ -153,10 +156,23 @@ class Decision(_Out):
     #: The decision time (``place(now=...)``, ``--now``): plans and dependencies are relative to it, so
     #: the checker re-checks a recorded decision at its own time.
     now: datetime | None = None
+    #: Level-1 weight of each job of the batch (not serialized): lets a later step that withdraws a
+    #: placement (backfill) keep ``stats.objective`` the objective of the final decision.
+    _weights: dict[str, int] = PrivateAttr(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The Decision JSON (aliases applied: ``for`` rather than ``for_``)."""
         return self.model_dump(mode="json", by_alias=True)
+
+    def recount(self) -> None:
+        """``stats.objective`` and ``stats.gap`` of the placements as they now are (after a step that
+        withdrew some), from the weights the core decision recorded."""
+        if not self._weights or self.stats.objective is None:
+            return
+        self.stats.objective = float(sum(self._weights.get(p.job, 0) for p in self.placements))
+        bound = self.stats.bound
+        if bound is not None:
+            self.stats.gap = 0.0 if bound == 0 else (bound - self.stats.objective) / bound
 
     def placement_of(self, job: str) -> JobPlacement | None:
         for p in self.placements:

@@ -32,6 +32,7 @@ from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.planning import jobs_by_id, with_plans
 from placer.solver.policy import Policy
+from placer.solver.prepared import Prepared
 from placer.solver.prices import PriceCatalog, price_decision
 from placer.solver.reservations import Reservation
 from placer.solver.what_if import add_preemptible_hints
@@ -49,6 +50,7 @@ def place(
     queues: Mapping[str, QueueConfig] | None = None,
     reservations: Sequence[Reservation] | None = None,
     prices: PriceCatalog | None = None,
+    prepared: Prepared | None = None,
 ) -> Decision:
     """Decide where the batch runs. Pure: the same inputs and ``policy.seed`` give the same decision (with
     ``policy.reproducible``, also under a wall-clock limit; see ``docs/solver.md``).
@@ -59,7 +61,9 @@ def place(
     one
     run only inside it, other jobs never use it while it is held; a job naming an unknown reservation is
     rejected. ``prices`` (default: :meth:`PriceCatalog.default`) price each placement
-    (``cost_per_hour``) and the decision (``stats.cost_per_hour``)."""
+    (``cost_per_hour``) and the decision (``stats.cost_per_hour``). ``prepared``: the pieces a
+    :class:`~placer.solver.session.Session` keeps for ``cluster`` between calls (same decision, less
+    time)."""
     t0 = time.perf_counter()
     policy = policy or Policy()
     if prices is not None:  # prices and dollar budgets reach every core decision with the policy
@@ -72,7 +76,7 @@ def place(
             return place_with_reservations(
                 batch, cluster, within, now=now, queues=queues, reservations=reservations
             )
-        return decide(batch, cluster, within, now=now, queues=queues)
+        return decide(batch, cluster, within, now=now, queues=queues, prepared=prepared)
 
     with paused_gc():  # a full collection over a big snapshot would eat the deadline (solver/gc_pause.py)
         if policy.plan and _may_plan(jobs, cluster, reservations or (), now):
@@ -82,7 +86,9 @@ def place(
         decision.now = now
         # What would change the outcome, in the time left (solver/what_if.py).
         deadline = t0 + policy.time_limit_s
-        add_preemptible_hints(decision, jobs_by_id(jobs, now), cluster, policy, deadline=deadline)
+        if add_preemptible_hints(decision, jobs_by_id(jobs, now), cluster, policy, deadline=deadline):
+            decision.stats.cut_by.append("hints")
+            decision.stats.deterministic = False
         decision.stats.cost_per_hour = price_decision(decision, cluster, prices or PriceCatalog.default())
     # The whole call, hints and pricing included (docs/decision.md): the core decisions set their own.
     decision.stats.wall_s = round(time.perf_counter() - t0, 6)

@@ -85,32 +85,57 @@ def with_plans(
     end = min(t0 + limit, time.perf_counter() + budget) - 0.02
     deadline = end - probe_s  # the last moment a fit may start
     if time.perf_counter() > deadline - 0.01:
-        return decision  # no time left to plan: the core decision stands, unprotected this cycle
+        _cut(decision)  # no time left to plan: the core decision stands, unprotected this cycle
+        return decision
+    # Reproducible runs spend a count of fits, not seconds: the count the budget allows at the modelled
+    # cost of a fit (``PROBE_PER_NODE_S`` per node), the same on any machine. The wall clock still ends
+    # planning at ``end``, and then says so (``stats.cut_by``).
+    fits_left = [int(budget / probe_s) if policy.reproducible and probe_s > 0 else -1]
+    cut = [False]
 
     def fit(job: Job, view: Cluster, t: datetime) -> JobPlacement | None:
-
+        if fits_left[0] == 0:
+            return None
+        fits_left[0] -= 1
+        if time.perf_counter() > deadline:
+            cut[0] = True
+            return None
         return probe_fit(job, view, policy, t, end - time.perf_counter())
 
-    plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations)
+    stop = float("inf") if policy.reproducible else deadline
+    plans, conflicts = _plan(decision, jobs, cluster, now, fit, stop, reservations)
     left = end - time.perf_counter()
-    if conflicts and left > max(0.1, 2 * probe_s):  # the second decision costs about a probe at least
+    second = left > 0.1 if policy.reproducible else left > max(0.1, 2 * probe_s)
+    if conflicts and not second:
+        cut[0] = True
+    if conflicts and second:  # the second decision costs about a probe at least
         # 3. once more, lower-priority jobs kept off the nodes held for plans they would overlap.
         restricted = [_keep_off(item, jobs, plans, now, cluster) for item in items]
         first = decision
         decision = core(restricted, max(0.05, left * 0.5))
         _blame_backfill(decision, first, conflicts, plans, jobs)
-        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations, plans)
+        plans, conflicts = _plan(decision, jobs, cluster, now, fit, stop, reservations, plans)
     for _ in range(4):  # 4. anything still in the way waits; plan again on what is left
         if not conflicts:
             break
         decision = _withdraw(decision, conflicts, plans, jobs)
-        plans, conflicts = _plan(decision, jobs, cluster, now, fit, deadline, reservations, plans)
+        plans, conflicts = _plan(decision, jobs, cluster, now, fit, stop, reservations, plans)
     if conflicts:  # out of rounds: the safe answer is to start none of them
         decision = _withdraw(decision, conflicts, plans, jobs)
         plans = Plans()
+    if cut[0] or (not policy.reproducible and time.perf_counter() > deadline):
+        _cut(decision)
+    decision.recount()  # stats follow the final placements: backfill may have withdrawn some
     _attach(decision, plans)
     decision.stats.wall_s = round(time.perf_counter() - t0, 6)
     return decision
+
+
+def _cut(decision: Decision) -> None:
+    """Record that the wall clock cut planning short (which jobs got a plan depends on the machine)."""
+    if "planning" not in decision.stats.cut_by:
+        decision.stats.cut_by.append("planning")
+    decision.stats.deterministic = False
 
 
 def jobs_by_id(items: Sequence[Job | ReadResult], now: datetime) -> dict[str, Job]:

@@ -45,6 +45,7 @@ from placer.solver.objective.fragmentation import Targets, running_shapes, shape
 from placer.solver.objective.preferences import preference_scores
 from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, victims
+from placer.solver.prepared import Prepared
 from placer.solver.prices import PriceCatalog
 from placer.solver.snapshot import Snapshot
 from placer.topology import Cluster, canonical_gpu_type
@@ -83,6 +84,8 @@ class Problem:
     unsat: dict[int, Reason] = field(default_factory=dict)
     #: Jobs not considered before the deadline.
     skipped: set[int] = field(default_factory=set)
+    #: Whether the deadline stopped the candidate phase (some jobs were never considered).
+    cut: bool = False
     #: Replicas of the considered jobs (the answer's building time grows with them).
     considered: int = 0
     #: The target workload fragmentation is measured against (None: no fragmentation key).
@@ -107,12 +110,16 @@ def build_problem(
     now: datetime,
     queues: Mapping[str, QueueConfig] | None,
     until: Callable[[int], float],
+    prepared: Prepared | None = None,
 ) -> Problem:
     """Phases 2-4 for the eligible jobs (in job-id order). ``until(replicas)`` is when the answer must be in
-    hand given the replicas considered so far: it decides when to stop considering jobs."""
+    hand given the replicas considered so far: it decides when to stop considering jobs. ``prepared``: the
+    snapshot, arrays and running shapes kept for this very cluster (:mod:`placer.solver.prepared`)."""
     t_build = time.perf_counter()
+    if prepared is not None and prepared.cluster is not cluster:
+        prepared = None
     # 2. snapshot
-    snap = Snapshot.of(cluster)
+    snap = prepared.snapshot() if prepared is not None else Snapshot.of(cluster)
     prices = policy.prices or PriceCatalog.default()
     # 3. demand
     max_gpus = _max_gpus_by_type(snap)
@@ -121,7 +128,8 @@ def build_problem(
         plan = expand(job, i, max_node_gpus=_max_node_gpus(job, max_gpus))
         plan.weight = policy.job_weight(job.priority_class.value, job.priority, plan.demand_units)
         plans.append(plan)
-    arrays = NodeArrays.of(snap, batch_keys([u for p in plans for u in p.units], [p.scope for p in plans]))
+    keys = batch_keys([u for p in plans for u in p.units], [p.scope for p in plans])
+    arrays = prepared.arrays(keys) if prepared is not None else NodeArrays.of(snap, keys)
     problem = Problem(
         now=now,
         snap=snap,
@@ -134,7 +142,7 @@ def build_problem(
     )
     # 4. candidates
     _candidates(problem, policy, until)
-    problem.targets = _targets(problem, policy, cluster)
+    problem.targets = _targets(problem, policy, cluster, prepared)
     problem.build_s = time.perf_counter() - t_build
     return problem
 
@@ -152,6 +160,7 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
         # Later, a job is considered only while greedy can still be expected to reach it in time.
         if k and k % 16 == 0 and t_job + greedy_s > until(problem.considered):
             problem.skipped.update(order[k:])
+            problem.cut = True
             break
         ok = plan.job.placement.spot_preference is not SpotPreference.ON_DEMAND_ONLY
         problem.spot_ok[plan.idx] = ok
@@ -167,7 +176,7 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
         greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)
 
 
-def _targets(problem: Problem, policy: Policy, cluster: Cluster) -> Targets | None:
+def _targets(problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepared | None) -> Targets | None:
     """The target workload of the fragmentation key: the policy's profile, or the batch plus the running
     replicas (``objective/fragmentation.py``); None when the policy switches it off (``[]``)."""
     if policy.target_workload == []:
@@ -178,7 +187,10 @@ def _targets(problem: Problem, policy: Policy, cluster: Cluster) -> Targets | No
         for t in policy.target_workload:
             shape = shape_of(t.cpu_cores, t.gpus, t.gpu_milli)
             profile[shape] = profile.get(shape, 0.0) + t.weight
-    running = running_shapes(r for rj in cluster.running_jobs() for r in rj.replicas)
+    if prepared is not None:
+        running = prepared.running_shapes()
+    else:
+        running = running_shapes(r for rj in cluster.running_jobs() for r in rj.replicas)
     targets = target_workload(
         problem.plans,
         problem.candidates,

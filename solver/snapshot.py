@@ -15,7 +15,7 @@ mutated (greedy keeps its own scratch copy of the free amounts).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from placer.solver.rules import job_labels
@@ -23,7 +23,7 @@ from placer.solver.structure import InnerTree
 from placer.topology import Cluster, Node, TpuPod
 from placer.topology.model import Coord
 
-__all__ = ["HARD_TAINT_EFFECTS", "NodeView", "PodView", "Snapshot", "scope_value"]
+__all__ = ["HARD_TAINT_EFFECTS", "NodeView", "PodView", "Snapshot", "scope_value", "updated"]
 
 #: Taint effects that keep every placer job off a node (jobs carry no tolerations).
 HARD_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -108,31 +108,7 @@ class Snapshot:
     @staticmethod
     def of(cluster: Cluster) -> Snapshot:
         """The view of ``cluster``: one pass over its nodes, nothing per GPU unless shares are held."""
-        views: list[NodeView] = []
-        for i, n in enumerate(cluster.nodes):
-            u = cluster.usage(n.name)
-            if u.gpus:
-                left = [1000] * n.gpu_count
-                for g, shares in u.gpus.items():
-                    left[g] -= sum(m for _, m in shares)
-                milli = tuple(left)
-            else:
-                milli = (1000,) * n.gpu_count
-            views.append(
-                NodeView(
-                    idx=i,
-                    node=n,
-                    usable=n.usable,
-                    tainted=any(t.effect in HARD_TAINT_EFFECTS for t in n.taints),
-                    free_cpu=n.cpu_cores - u.cpu_cores,
-                    free_mem=n.memory_gb - u.memory_gb,
-                    free_storage=n.storage_gb - u.storage_gb,
-                    free_shm=math.inf if n.shm_gb is None else n.shm_gb - u.shm_gb,
-                    free_gpus=tuple(g for g in range(n.gpu_count) if milli[g] == 1000),
-                    milli_free=milli,
-                    running=u.jobs,
-                )
-            )
+        views = [_view(cluster, i, n) for i, n in enumerate(cluster.nodes)]
         pods = tuple(
             PodView(i, p, frozenset(cluster.used_tpu_chips(p.name))) for i, p in enumerate(cluster.tpu_pods())
         )
@@ -144,6 +120,59 @@ class Snapshot:
             pod_by_name={p.pod.name: p.idx for p in pods},
             biggest_node_gpus=max((v.node.gpu_count for v in views), default=0),
         )
+
+
+def _view(cluster: Cluster, i: int, n: Node) -> NodeView:
+    """Node ``n`` (index ``i``) as the solver sees it in ``cluster``."""
+    u = cluster.usage(n.name)
+    if u.gpus:
+        left = [1000] * n.gpu_count
+        for g, shares in u.gpus.items():
+            left[g] -= sum(m for _, m in shares)
+        milli = tuple(left)
+    else:
+        milli = (1000,) * n.gpu_count
+    return NodeView(
+        idx=i,
+        node=n,
+        usable=n.usable,
+        tainted=any(t.effect in HARD_TAINT_EFFECTS for t in n.taints),
+        free_cpu=n.cpu_cores - u.cpu_cores,
+        free_mem=n.memory_gb - u.memory_gb,
+        free_storage=n.storage_gb - u.storage_gb,
+        free_shm=math.inf if n.shm_gb is None else n.shm_gb - u.shm_gb,
+        free_gpus=tuple(g for g in range(n.gpu_count) if milli[g] == 1000),
+        milli_free=milli,
+        running=u.jobs,
+    )
+
+
+def updated(snap: Snapshot, cluster: Cluster, changed: Iterable[str]) -> Snapshot:
+    """The view of ``cluster`` when it differs from ``snap``'s cluster only in what runs on the nodes (and
+    TPU pods) named ``changed``: those views are computed again, the rest are kept — time proportional to
+    what changed, not to the cluster. Labels of running jobs and inner trees are kept too (they never
+    change for a job or a node)."""
+    views = list(snap.nodes)
+    for name in changed:
+        i = snap.by_name.get(name)
+        if i is not None:
+            views[i] = _view(cluster, i, views[i].node)
+    pods = snap.pods
+    if any(name in snap.pod_by_name for name in changed):
+        pods = tuple(
+            PodView(i, p, frozenset(cluster.used_tpu_chips(p.name))) for i, p in enumerate(cluster.tpu_pods())
+        )
+    return Snapshot(
+        cluster=cluster,
+        nodes=tuple(views),
+        pods=pods,
+        by_name=snap.by_name,
+        pod_by_name=snap.pod_by_name,
+        biggest_node_gpus=snap.biggest_node_gpus,
+        _labels=snap._labels,
+        _trees=snap._trees,
+        _tree_kinds=snap._tree_kinds,
+    )
 
 
 def scope_value(snap: Snapshot, node: int, scope: str) -> str | None:

@@ -70,10 +70,12 @@ class Shielded:
 
 def add_preemptible_hints(
     decision: Decision, jobs: Mapping[str, Job], cluster: Cluster, policy: Policy, *, deadline: float
-) -> None:
+) -> bool:
     """Append a ``FITS_IF_PREEMPTIBLE`` reason to waiting jobs that would fit if some running jobs of
     lower priority were preemptible (see the module docstring). Stops at ``deadline``
-    (``time.perf_counter()``)."""
+    (``time.perf_counter()``); returns whether it did (then which jobs got a hint depends on the machine).
+    With ``policy.reproducible`` the expected probe time is the fixed model (``PROBE_PER_NODE_S`` per
+    node), never a measured one."""
 
     evicted = {e.job for e in decision.preemptions}
     waiting = [
@@ -91,7 +93,7 @@ def add_preemptible_hints(
     for p in waiting[:MAX_JOBS]:
         started = time.perf_counter()
         if started + probe_s > deadline - 0.02:
-            return
+            return True
         job = jobs[p.job]
         pool = pool or Shielded(cluster, evicted)
         candidates = pool.below(job_rank(job))
@@ -104,12 +106,14 @@ def add_preemptible_hints(
         view = base.release(*[rj.job for rj in candidates])
         probe = job.model_copy(update={"dependencies": [], "not_before": None})
         fit = probe_fit(probe, view, policy, decision.now, deadline - time.perf_counter())
-        probe_s = max(probe_s, time.perf_counter() - started)
+        if not policy.reproducible:
+            probe_s = max(probe_s, time.perf_counter() - started)
         if fit is None:
             continue
         needed = sorted(rj.job for rj in candidates if _under(rj, fit.replicas))
         if needed:
             p.reasons.append(_reason(needed))
+    return False
 
 
 def _under(rj: RunningJob, replicas: list) -> bool:  # type: ignore[type-arg]

@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from placer.topology import Cluster, RunningJob, TopologyError
+from placer.topology.availability import with_availability
 from placer.topology.build import build_cluster
 from placer.topology.inventory import Inventory
 
@@ -165,10 +166,9 @@ def apply_changes(cluster: Cluster, changes: Sequence[Mapping[str, Any]]) -> Clu
 
 def set_availability(cluster: Cluster, wanted: Mapping[str, tuple[bool, int]]) -> Cluster:
     """``cluster`` with nodes or TPU pods marked up (ready and schedulable) or down (not ready);
-    ``wanted`` maps a name to (up, index of its change). Inventory templates (``count: 4``) holding one
-    of the nodes are expanded, so only that node changes."""
-    inv = cluster.to_inventory()
-    pods = {p.name for p in inv.tpu_pods}
+    ``wanted`` maps a name to (up, index of its change). An unknown name is a ``ChangeError`` naming
+    ``changes[i].node`` (:func:`placer.topology.availability.with_availability` does the work)."""
+    pods = {p.name for p in cluster.tpu_pods()}
     unknown = [(i, n) for n, (_, i) in wanted.items() if not cluster.has_node(n) and n not in pods]
     if unknown:
         raise ChangeError(
@@ -178,20 +178,7 @@ def set_availability(cluster: Cluster, wanted: Mapping[str, tuple[bool, int]]) -
                 for i, n in unknown
             ],
         )
-    templates = {cluster.node(n).spec_index for n in wanted if cluster.has_node(n)}
-    specs = []
-    for k, spec in enumerate(inv.nodes):
-        expanded = Inventory(nodes=[spec]).expanded_nodes() if k in templates else [spec]
-        specs.extend(_marked(s, wanted) for s in expanded)
-    updated = inv.model_copy(update={"nodes": specs, "tpu_pods": [_marked(p, wanted) for p in inv.tpu_pods]})
-    return build_cluster(updated, source=cluster.source)
-
-
-def _marked(spec: Any, wanted: Mapping[str, tuple[bool, int]]) -> Any:
-    if spec.name not in wanted:
-        return spec
-    up = wanted[spec.name][0]
-    return spec.model_copy(update={"ready": True, "schedulable": True} if up else {"ready": False})
+    return with_availability(cluster, {n: up for n, (up, _) in wanted.items()})
 
 
 # ---------------------------------------------------------------------------------------------------

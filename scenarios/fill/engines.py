@@ -2,11 +2,11 @@
 
 Why through ``place()`` and not a shortcut: the point is to measure placer as a backend would run it.
 Each batch of ``batch`` arrivals becomes placer jobs (:func:`~placer.scenarios.traces.alibaba.pod_to_job`);
-the
-cluster is the openb cluster with every earlier placement running on it (``Cluster.with_allocations``);
-``place()`` decides with ``engine`` (``greedy`` or ``cpsat``), and its placements — down to GPU indices and
-shares — are applied to the fill state as they are. A job ``place()`` leaves pending has failed and is
-never retried, like a baseline's unplaceable pod.
+the cluster is the openb cluster with every earlier placement running on it. ``place()`` decides with
+``engine`` (``auto``, ``greedy`` or ``cpsat``) through a :class:`~placer.solver.session.Session`
+(``place()`` on state kept between calls: each placement is committed to it), and its placements — down
+to GPU indices and shares — are applied to the fill state as they are. A job ``place()`` leaves pending
+has failed and is never retried, like a baseline's unplaceable pod.
 
 The policy is placer's default with what the experiment needs switched off: no preemption (pods never
 leave), no time planning (pods have no durations) and no prices (every GPU model costs the same here, so
@@ -30,10 +30,9 @@ import numpy as np
 from placer.scenarios.fill.state import FillState
 from placer.scenarios.fill.tables import PodTable
 from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod, nodes_to_cluster, pod_to_job
-from placer.solver.decision import Decision, as_running
+from placer.solver.decision import Decision
 from placer.solver.jobs.model import Job
 from placer.topology import Cluster
-from placer.topology.inventory import RunningJob
 
 __all__ = ["NOW", "arrival_id", "arrival_jobs", "place_batches"]
 
@@ -80,8 +79,9 @@ def place_batches(
 ) -> tuple[np.ndarray, list[tuple[int, ...]]]:
     """Decide the arrivals ``batch`` at a time with ``place()``; returns, per arrival, its node index (-1:
     failed) and GPU indices, after applying every placement to ``state``."""
-    from placer.solver import Policy, place
+    from placer.solver import Policy
     from placer.solver.prices import PriceCatalog
+    from placer.solver.session import Session
 
     engine, _, scorer = engine.partition("-")  # "greedy-fgd": greedy with the fgd scorer
     policy = Policy(
@@ -93,13 +93,15 @@ def place_batches(
         plan=False,
     )
     cluster: Cluster = nodes_to_cluster(nodes)
+    session = Session(cluster, policy, prices=PriceCatalog())
     index = {name: n for n, name in enumerate(state.nodes.names)}
     where = np.full(len(order), -1, dtype=np.int64)
     gpus: list[tuple[int, ...]] = [()] * len(order)
     for start in range(0, len(order), batch):
         ks = list(range(start, min(start + batch, len(order))))
-        decision = place(arrival_jobs(pods, order, ks), cluster, policy, now=NOW, prices=PriceCatalog())
-        cluster = cluster.with_allocations(_apply(decision, order, state, table, index, where, gpus))
+        decision = session.decide(arrival_jobs(pods, order, ks), now=NOW)
+        _apply(decision, order, state, table, index, where, gpus)
+        session.commit(decision)
     return where, gpus
 
 
@@ -111,14 +113,11 @@ def _apply(
     index: dict[str, int],
     where: np.ndarray,
     gpus: list[tuple[int, ...]],
-) -> list[RunningJob]:
-    """Apply a batch's placements to the fill state; the running jobs they become."""
-    running = []
+) -> None:
+    """Apply a batch's placements to the fill state (the session commits them to its cluster)."""
     for p in decision.placements:
         k = int(p.job[1:])
         (rep,) = p.replicas  # an openb pod is one replica on one node
         node = index[rep.node]
         gpus[k] = state.take(node, table, int(order[k]), tuple(rep.gpus))
         where[k] = node
-        running.append(as_running(p.job, [rep]))
-    return running

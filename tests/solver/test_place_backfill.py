@@ -168,6 +168,9 @@ def test_a_long_job_that_would_delay_the_plan_is_refused(solve: Solve) -> None:
     d = solve([gpu_job("big", 16, 1), gpu_job("filler", 8, 3, priority_class="spot")], c)
     assert d.placement_of("filler") is None
     assert reasons(d, "filler")["BACKFILL_WOULD_DELAY"] == {"job": "big", "start": h(2).isoformat()}
+    # The stats describe the final decision: nothing is placed, so the placed weight is 0, whatever
+    # the decision before backfill had started.
+    assert d.placements == [] and d.stats.objective == 0
     assert plans(d)["big"] == (h(2), h(3), "plan", ["dgx-h100-1", "dgx-h100-2"])
     # ... and it gets its own plan after big: both nodes are free from +3 h.
     assert plans(d)["filler"][:3] == (h(3), h(6), "plan")

@@ -128,3 +128,57 @@ def test_a_reproducible_run_cut_by_the_wall_clock_says_it_is_not_deterministic(m
     d = place(contended_batch(), CONTENDED, Policy(engine="cpsat", time_limit_s=2.0, reproducible=True))
     assert d.placements, "greedy's answer still stands"
     assert d.stats.deterministic is False
+    assert "cpsat" in d.stats.cut_by
+
+
+def test_a_planning_cut_by_the_wall_clock_is_named(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # Planning that the deadline stops (here: every fit finds the clock past it) changes which jobs get a
+    # plan with the machine's speed: cut_by names it and deterministic is false, even in greedy.
+    from datetime import timedelta
+
+    import placer.solver.planning
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
+
+    monkeypatch.setattr(placer.solver.planning, "probe_fit", lambda *a, **k: None)
+    busy = [
+        {
+            "job": f"r{i}",
+            "expected_end": NOW + timedelta(hours=1),
+            "replicas": [{"node": n, "gpus": list(range(8))}],
+        }
+        for i, n in enumerate(["dgx-h100-1", "dgx-h100-2"])
+    ]
+    c = cluster_of(dgx_h100(2)).with_allocations(busy)
+    job = Job(id="waits", duration_s=3600, tasks=[TaskGroup(gpu=GpuDemand(count=8))])
+    d = place([job], c, Policy(engine="greedy", time_limit_s=2.0), now=NOW)
+    assert d.placement_of("waits") is None
+    assert d.stats.cut_by == [] and d.stats.deterministic  # no fit found in time is not a cut: none ran late
+
+    real_time = placer.solver.planning.time.perf_counter
+    calls = {"n": 0}
+
+    class LateClock:
+        @staticmethod
+        def perf_counter() -> float:
+            calls["n"] += 1
+            return real_time() + (100.0 if calls["n"] > 2 else 0.0)  # the planning deadline has passed
+
+    monkeypatch.setattr(placer.solver.planning, "time", LateClock)
+    d = place([job], c, Policy(engine="greedy", time_limit_s=2.0), now=NOW)
+    assert "planning" in d.stats.cut_by and d.stats.deterministic is False
+
+
+def test_stats_follow_the_final_placements() -> None:
+    # Two on-demand 1-GPU jobs weigh 10 (class) x 10 (tenths of a GPU) = 100 each. When a later step
+    # (backfill) withdraws one placement, recount makes the objective that of what is still placed.
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
+
+    jobs = [Job(id=f"j{i}", tasks=[TaskGroup(gpu=GpuDemand(count=1))]) for i in range(2)]
+    d = place(jobs, cluster_of(dgx_h100(1)), Policy(engine="greedy"), now=NOW)
+    assert d.stats.objective == 200
+    d.placements = d.placements[:1]
+    d.recount()
+    assert d.stats.objective == 100
+    assert d.stats.gap == pytest.approx((d.stats.bound - 100) / d.stats.bound)

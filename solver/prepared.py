@@ -1,0 +1,82 @@
+"""What one decision's problem is built from, kept between decisions on the same cluster.
+
+:func:`~placer.solver.core.decide` builds its :class:`~placer.solver.problem.Problem` from the cluster:
+a snapshot of every node, numpy arrays of free amounts, candidate masks per static node group, and the
+shapes of the running replicas (the default target workload). On a cluster of thousands of nodes and
+pods that is most of a one-job decision's time, and between two decisions of a backend almost all of it
+is unchanged: one placement changes one node.
+
+:class:`Prepared` holds those pieces for one cluster and is moved forward by what changed
+(:meth:`advanced`): the views and free amounts of the changed nodes are computed again, static answers
+(candidate masks, preference scores, capacities) are kept, answers that read free amounts are dropped.
+A :class:`~placer.solver.session.Session` keeps one; ``decide`` uses it only for the very cluster it
+was prepared for (``prepared.cluster is cluster``), so a planning view or a reservation phase on another
+cluster never reads it. The decision is the same either way (``tests/solver/test_session.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from placer.solver.candidates import NodeArrays
+from placer.solver.objective.fragmentation import Shape, running_shapes
+from placer.solver.snapshot import Snapshot, updated
+from placer.topology import Cluster, RunningJob
+
+__all__ = ["Prepared"]
+
+
+@dataclass(eq=False)
+class Prepared:
+    """The snapshot, arrays and running shapes of ``cluster`` (each built on first use)."""
+
+    cluster: Cluster
+    _snap: Snapshot | None = None
+    _arrays: dict[frozenset[str], NodeArrays] = field(default_factory=dict)
+    _shapes: dict[Shape, float] | None = None
+
+    def snapshot(self) -> Snapshot:
+        if self._snap is None:
+            self._snap = Snapshot.of(self.cluster)
+        return self._snap
+
+    def arrays(self, keys: Iterable[str]) -> NodeArrays:
+        """The arrays for the batch's label keys (one set kept per distinct key set)."""
+        k = frozenset(keys)
+        hit = self._arrays.get(k)
+        if hit is None:
+            hit = self._arrays[k] = NodeArrays.of(self.snapshot(), k)
+        return hit
+
+    def running_shapes(self) -> dict[Shape, float]:
+        if self._shapes is None:
+            self._shapes = running_shapes(r for rj in self.cluster.running_jobs() for r in rj.replicas)
+        return self._shapes
+
+    def advanced(
+        self, cluster: Cluster, started: Iterable[RunningJob], ended: Iterable[RunningJob]
+    ) -> Prepared:
+        """The pieces for ``cluster``, which is this one with ``started`` jobs added and ``ended`` ones
+        removed (nothing else: node facts unchanged). Only what those jobs touch is computed again."""
+        started, ended = list(started), list(ended)
+        names = sorted(
+            {r.node for rj in [*started, *ended] for r in rj.replicas if r.node is not None}
+            | {r.tpu_pod for rj in [*started, *ended] for r in rj.replicas if r.tpu_pod is not None}
+        )
+        out = Prepared(cluster)
+        if self._snap is not None:
+            out._snap = updated(self._snap, cluster, names)
+            rows = [out._snap.by_name[n] for n in names if n in out._snap.by_name]
+            out._arrays = {k: a.refreshed(out._snap, rows) for k, a in self._arrays.items()}
+        if self._shapes is not None:
+            shapes = dict(self._shapes)
+            for rj, sign in [*((j, 1.0) for j in started), *((j, -1.0) for j in ended)]:
+                for shape, n in running_shapes(rj.replicas).items():
+                    left = shapes.get(shape, 0.0) + sign * n
+                    if left > 0:
+                        shapes[shape] = left
+                    else:
+                        shapes.pop(shape, None)
+            out._shapes = shapes
+        return out

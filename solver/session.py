@@ -1,0 +1,145 @@
+"""A placement engine that keeps its state: ``decide``, then ``commit``, ``finish``, nodes down and up.
+
+A backend calls placer every time work arrives or finishes; the simulator and the fill experiment do so
+thousands of times. :func:`~placer.solver.engine.place` is a pure function of the whole cluster, and
+rebuilding the solver's view of thousands of nodes and running pods for a one-job decision costs more
+than deciding. A :class:`Session` holds the cluster and the pieces a decision is built from
+(:class:`~placer.solver.prepared.Prepared`) and moves them forward by what changed, so a decision costs
+time in proportion to the batch and to what changed since the last one.
+
+Its decisions are ``place()``'s on the same state (``tests/solver/test_session.py`` checks it on random
+sequences of arrivals, commits and finishes). Everything ``place()`` does — reservations, planning,
+what-if hints, the checker on CP-SAT's answers — a session does too.
+
+>>> from placer.topology import cluster_of, dgx_h100
+>>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+>>> s = Session(cluster_of(dgx_h100(1)), Policy(engine="greedy"))
+>>> d = s.decide([Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=6))])])
+>>> s.commit(d)
+>>> s.decide([Job(id="b", tasks=[TaskGroup(gpu=GpuDemand(count=4))])]).pending[0].reasons[0].code
+'INSUFFICIENT_CAPACITY'
+>>> s.finish("a")
+>>> s.decide([Job(id="b", tasks=[TaskGroup(gpu=GpuDemand(count=4))])]).placements[0].replicas[0].gpus
+[0, 1, 2, 3]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+from placer.solver.decision import Decision, ReplicaPlacement, as_running
+from placer.solver.engine import place
+from placer.solver.jobs.model import Job, ReadResult
+from placer.solver.jobs.queues import QueueConfig
+from placer.solver.policy import Policy
+from placer.solver.prepared import Prepared
+from placer.solver.prices import PriceCatalog
+from placer.solver.reservations import Reservation
+from placer.solver.running import running_job
+from placer.topology import Cluster, Inventory, RunningJob
+from placer.topology.availability import with_availability
+from placer.topology.build import build_cluster
+
+__all__ = ["Session"]
+
+
+class Session:
+    """``place()`` on state kept between calls (see the module docstring). Not thread-safe: one caller at a
+    time, as one scheduling loop."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        policy: Policy | None = None,
+        *,
+        queues: Mapping[str, QueueConfig] | None = None,
+        reservations: Sequence[Reservation] | None = None,
+        prices: PriceCatalog | None = None,
+    ) -> None:
+        self.policy = policy or Policy()
+        self.queues = queues
+        self.reservations = reservations
+        self.prices = prices
+        self._prepared = Prepared(cluster)
+        #: The jobs of the last decided batch, by id: what :meth:`commit` turns placements into.
+        self._jobs: dict[str, Job] = {}
+
+    @property
+    def cluster(self) -> Cluster:
+        """The cluster as this session knows it now (what runs where, nodes up and down)."""
+        return self._prepared.cluster
+
+    def decide(self, jobs: Sequence[Job | ReadResult], *, now: datetime | None = None) -> Decision:
+        """The decision ``place()`` would make for ``jobs`` on :attr:`cluster` (nothing changes until
+        :meth:`commit`)."""
+        self._jobs = {
+            j.id: j for j in (i.job if isinstance(i, ReadResult) else i for i in jobs) if j is not None
+        }
+        return place(
+            jobs,
+            self.cluster,
+            self.policy,
+            now=now,
+            queues=self.queues,
+            reservations=self.reservations,
+            prices=self.prices,
+            prepared=self._prepared,
+        )
+
+    def commit(self, decision: Decision) -> None:
+        """Apply a decision: its evictions stop, its placements start running (with the job's queue,
+        tenant, priority, labels and, from its duration, expected end). Raises ``TopologyError`` and
+        changes nothing when the decision does not fit the cluster as it is now."""
+        now = decision.now or datetime.now(UTC)
+        cluster = self.cluster
+        ended = [cluster.running_job(e.job) for e in decision.preemptions]
+        if ended:
+            cluster = cluster.release(*[rj.job for rj in ended])
+        started = [self._running(p.job, p.replicas, now) for p in decision.placements]
+        if started:
+            cluster = cluster.with_allocations(started)
+        self._prepared = self._prepared.advanced(cluster, started, ended)
+
+    def finish(self, *job_ids: str) -> None:
+        """Running jobs that ended (completed, failed or cancelled) give their capacity back."""
+        ended = [self.cluster.running_job(j) for j in job_ids]
+        cluster = self.cluster.release(*job_ids)
+        self._prepared = self._prepared.advanced(cluster, [], ended)
+
+    def node_down(self, *names: str) -> None:
+        """Nodes (or TPU pods) not ready: nothing new goes there; what runs there stays accounted."""
+        self._rebuild(with_availability(self.cluster, dict.fromkeys(names, False)))
+
+    def node_up(self, *names: str) -> None:
+        """Nodes (or TPU pods) ready and schedulable again."""
+        self._rebuild(with_availability(self.cluster, dict.fromkeys(names, True)))
+
+    def add_nodes(self, inventory: Inventory) -> None:
+        """More nodes (and TPU pods), described as an inventory document of their own."""
+        inv = self.cluster.to_inventory()
+        grown = inv.model_copy(
+            update={"nodes": [*inv.nodes, *inventory.nodes], "tpu_pods": [*inv.tpu_pods, *inventory.tpu_pods]}
+        )
+        self._rebuild(build_cluster(grown, source=self.cluster.source))
+
+    def remove_nodes(self, *names: str) -> None:
+        """Nodes leave the cluster; jobs running on them are released first (they cannot run anywhere)."""
+        gone = set(names)
+        on_them = [rj.job for rj in self.cluster.running_jobs() if any(r.node in gone for r in rj.replicas)]
+        inv = (self.cluster.release(*on_them) if on_them else self.cluster).to_inventory()
+        nodes = [s for spec in inv.nodes for s in Inventory(nodes=[spec]).expanded_nodes()]
+        left = inv.model_copy(update={"nodes": [s for s in nodes if s.name not in gone]})
+        self._rebuild(build_cluster(left, source=self.cluster.source))
+
+    def _rebuild(self, cluster: Cluster) -> None:
+        """Node facts changed (static groups, candidate masks): start the prepared pieces afresh."""
+        self._prepared = Prepared(cluster)
+
+    def _running(self, job_id: str, replicas: list[ReplicaPlacement], now: datetime) -> RunningJob:
+        """A placement of the last batch as a running job, as the simulator starts one
+        (:func:`placer.solver.running.running_job`: class, preemptibility, labels, expected end)."""
+        job = self._jobs.get(job_id)
+        if job is None:
+            return as_running(job_id, replicas)
+        return running_job(job, as_running(job_id, replicas).replicas, now)

@@ -1,0 +1,125 @@
+"""A Session's decisions are ``place()``'s on the same state, whatever happened before (arrivals, commits,
+finishes, nodes down and up): the kept snapshot, arrays and running shapes must never show a stale node.
+
+Each step is decided twice — by the session (with its kept pieces) and by ``place()`` on
+``session.cluster`` from scratch — and the two decision JSONs must be equal, timing aside. Every decision
+is re-checked by the independent checker.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from placer.solver.checks import check
+from placer.solver.engine import place
+from placer.solver.jobs.model import GpuDemand, Job, ModelRef, TaskGroup
+from placer.solver.policy import Policy
+from placer.solver.session import Session
+from placer.topology import LoadedModel, NodeSpec, cluster_of, cpu_nodes, dgx_h100, pcie_inference
+from placer.topology.inventory import Inventory
+from tests.solver.conftest import NOW, without_timing
+
+
+def _cluster():  # type: ignore[no-untyped-def]
+    return cluster_of(dgx_h100(3, nodes_per_rack=2), pcie_inference(3, gpus_per_node=4), cpu_nodes(2))
+
+
+@st.composite
+def job(draw: st.DrawFn, k: int) -> Job:
+    kind = draw(st.sampled_from(["whole", "share", "cpu", "gang"]))
+    cls = draw(st.sampled_from(["spot", "on-demand", "reserved"]))
+    if kind == "whole":
+        task = TaskGroup(cpu_cores=draw(st.integers(1, 32)), gpu=GpuDemand(count=draw(st.integers(1, 8))))
+    elif kind == "share":
+        task = TaskGroup(cpu_cores=2, gpu=GpuDemand(count=1, share_milli=draw(st.sampled_from([250, 500]))))
+    elif kind == "cpu":
+        task = TaskGroup(cpu_cores=draw(st.integers(1, 64)))
+    else:
+        task = TaskGroup(count=2, cpu_cores=8, gpu=GpuDemand(count=draw(st.sampled_from([4, 8]))))
+    return Job(
+        id=f"j{k}",
+        priority_class=cls,  # type: ignore[arg-type]
+        distributed_strategy="data_parallel" if kind == "gang" else None,  # type: ignore[arg-type]
+        duration_s=draw(st.sampled_from([None, 3600.0])),
+        submit_time=NOW - timedelta(seconds=1000 - k),
+        tasks=[task],
+    )
+
+
+@st.composite
+def steps(draw: st.DrawFn) -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    k = 0
+    for _ in range(draw(st.integers(3, 8))):
+        what = draw(st.sampled_from(["batch", "batch", "batch", "finish", "down", "up"]))
+        if what == "batch":
+            n = draw(st.integers(1, 4))
+            out.append(("batch", [draw(job(k + i)) for i in range(n)]))
+            k += n
+        elif what == "finish":
+            out.append(("finish", draw(st.integers(0, 50))))
+        else:
+            out.append((what, draw(st.sampled_from(["dgx-h100-r1-1", "l4-2", "cpu-1"]))))
+    return out
+
+
+def _run(plan: list[tuple[str, object]], policy: Policy) -> None:
+    session = Session(_cluster(), policy)
+    for what, arg in plan:
+        if what == "batch":
+            jobs = arg
+            mine = session.decide(jobs, now=NOW)  # type: ignore[arg-type]
+            fresh = place(jobs, session.cluster, policy, now=NOW)  # type: ignore[arg-type]
+            assert without_timing(mine) == without_timing(fresh)
+            assert check(mine, jobs, session.cluster, now=NOW) == []  # type: ignore[arg-type]
+            session.commit(mine)
+        elif what == "finish":
+            running = sorted(rj.job for rj in session.cluster.running_jobs())
+            if running:
+                session.finish(running[int(arg) % len(running)])  # type: ignore[call-overload]
+        elif what == "down":
+            session.node_down(str(arg))
+        else:
+            session.node_up(str(arg))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan=steps())
+def test_a_session_decides_as_place_does_greedy(plan: list[tuple[str, object]]) -> None:
+    _run(plan, Policy(engine="greedy", time_limit_s=5))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan=steps())
+def test_a_session_decides_as_place_does_reproducible_auto(plan: list[tuple[str, object]]) -> None:
+    _run(plan, Policy(engine="auto", time_limit_s=5, reproducible=True))
+
+
+def test_commit_carries_what_preemption_and_planning_read() -> None:
+    """A committed placement runs as the job declared it: class, queue, labels, expected end."""
+    s = Session(cluster_of(dgx_h100(1)), Policy(engine="greedy"))
+    j = Job(id="a", queue="q", priority_class="spot", duration_s=600, labels={"team": "x"},  # type: ignore[arg-type]
+            tasks=[TaskGroup(gpu=GpuDemand(count=2))])  # fmt: skip
+    s.commit(s.decide([j], now=NOW))
+    rj = s.cluster.running_job("a")
+    assert (rj.queue, rj.priority_class, rj.labels["team"]) == ("q", "spot", "x")
+    assert rj.expected_end == NOW + timedelta(seconds=600)
+
+
+def test_nodes_added_and_removed_are_seen() -> None:
+    s = Session(cluster_of(cpu_nodes(1)), Policy(engine="greedy"))
+    gpu_job = Job(id="g", tasks=[TaskGroup(gpu=GpuDemand(count=1))], model=ModelRef(id="m"))
+    assert s.decide([gpu_job], now=NOW).placements == []
+    spec = NodeSpec(
+        name="l4", gpus={"type": "nvidia-l4", "count": 1}, models_loaded=[LoadedModel(model_id="m")]
+    )  # type: ignore[arg-type]
+    s.add_nodes(Inventory(nodes=[spec]))
+    d = s.decide([gpu_job], now=NOW)
+    assert [r.node for r in d.placements[0].replicas] == ["l4"]
+    s.commit(d)
+    s.remove_nodes("l4")
+    assert s.cluster.running_jobs() == ()
+    assert s.decide([gpu_job.model_copy(update={"id": "g2"})], now=NOW).placements == []

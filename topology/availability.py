@@ -1,0 +1,48 @@
+"""Nodes and TPU pods going down and coming back: a new cluster with their readiness changed.
+
+Why here and not in a front end: the HTTP service's stored clusters, a :class:`~placer.solver.session.
+Session` and the simulator all mark nodes up and down, and they must mean the same thing by it.
+
+>>> from placer.topology.presets import cluster_of, dgx_h100
+>>> c = with_availability(cluster_of(dgx_h100(2)), {"dgx-h100-1": False})
+>>> [(n.name, n.usable) for n in c.nodes]
+[('dgx-h100-1', False), ('dgx-h100-2', True)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from placer.topology.build import build_cluster
+from placer.topology.cluster import Cluster
+from placer.topology.errors import Problem, TopologyError
+from placer.topology.inventory import Inventory
+
+__all__ = ["with_availability"]
+
+
+def with_availability(cluster: Cluster, up: Mapping[str, bool]) -> Cluster:
+    """``cluster`` with the named nodes or TPU pods up (ready and schedulable) or down (not ready); what
+    runs there stays accounted. Inventory templates (``count: 4``) holding one of the nodes are expanded,
+    so only that node changes. An unknown name is a :class:`TopologyError` naming it."""
+    inv = cluster.to_inventory()
+    pods = {p.name for p in inv.tpu_pods}
+    unknown = sorted(n for n in up if not cluster.has_node(n) and n not in pods)
+    if unknown:
+        raise TopologyError(
+            [Problem(cluster.source, "nodes", f"no node or TPU pod {n!r} in the cluster") for n in unknown]
+        )
+    templates = {cluster.node(n).spec_index for n in up if cluster.has_node(n)}
+    specs = []
+    for k, spec in enumerate(inv.nodes):
+        expanded = Inventory(nodes=[spec]).expanded_nodes() if k in templates else [spec]
+        specs.extend(_marked(s, up) for s in expanded)
+    changed = inv.model_copy(update={"nodes": specs, "tpu_pods": [_marked(p, up) for p in inv.tpu_pods]})
+    return build_cluster(changed, source=cluster.source)
+
+
+def _marked(spec: Any, up: Mapping[str, bool]) -> Any:
+    if spec.name not in up:
+        return spec
+    return spec.model_copy(update={"ready": True, "schedulable": True} if up[spec.name] else {"ready": False})
