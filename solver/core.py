@@ -161,6 +161,20 @@ def probe_fit(
     return d.placements[0] if d.placements else None
 
 
+def _one_replica(problem: Problem) -> bool:
+    """Whether the batch is one replica on a node with no eviction to weigh: greedy then picks the node that
+    is best on the objective's levels in order, among all candidates, and CP-SAT cannot score higher (the
+    online case: one arrival per call)."""
+    if problem.victims or len(problem.candidates) != 1:
+        return False
+    (p,) = problem.candidates
+    units = problem.plans[p].units
+    if len(units) != 1:
+        return False
+    (u,) = units
+    return u.replicas == 1 and u.tpu is None and u.count_range is None
+
+
 def _explained(problem: Problem, assignment: Assignment, admission: Admission, policy: Policy) -> Decision:
     """Phase 8: the decision ``assignment`` stands for, pending and rejected jobs in id order."""
     decision = answer(problem, assignment, admission, policy.time_limit_s)
@@ -237,6 +251,8 @@ def _cpsat(
     and CP-SAT's solve time; an exact model's bound joins ``bounds``."""
     if policy.engine == "greedy" or not problem.candidates:
         return greedy_best, 0.0
+    if policy.engine == "auto" and _one_replica(problem):
+        return greedy_best, 0.0  # greedy's node is already the best on every level the model has
     if cpsat_deadline - time.perf_counter() <= 0.05:
         stats.cut_by.append("cpsat")  # no time was left for it: a faster machine would have run it
         return greedy_best, 0.0

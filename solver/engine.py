@@ -86,7 +86,9 @@ def place(
         decision.now = now
         # What would change the outcome, in the time left (solver/what_if.py).
         deadline = t0 + policy.time_limit_s
-        if add_preemptible_hints(decision, jobs_by_id(jobs, now), cluster, policy, deadline=deadline):
+        kept = prepared.shielded() if prepared is not None and prepared.cluster is cluster else None
+        hints = jobs_by_id(jobs, now)
+        if add_preemptible_hints(decision, hints, cluster, policy, deadline=deadline, shielded=kept):
             decision.stats.cut_by.append("hints")
             decision.stats.deterministic = False
         decision.stats.cost_per_hour = price_decision(decision, cluster, prices or PriceCatalog.default())

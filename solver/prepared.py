@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from placer.solver.candidates import NodeArrays
 from placer.solver.objective.fragmentation import Shape, running_shapes
+from placer.solver.shielded import Shielded
 from placer.solver.snapshot import Snapshot, updated
 from placer.topology import Cluster, RunningJob
 
@@ -35,6 +36,7 @@ class Prepared:
     _snap: Snapshot | None = None
     _arrays: dict[frozenset[str], NodeArrays] = field(default_factory=dict)
     _shapes: dict[Shape, float] | None = None
+    _shielded: Shielded | None = None
 
     def snapshot(self) -> Snapshot:
         if self._snap is None:
@@ -53,6 +55,12 @@ class Prepared:
         if self._shapes is None:
             self._shapes = running_shapes(r for rj in self.cluster.running_jobs() for r in rj.replicas)
         return self._shapes
+
+    def shielded(self) -> Shielded:
+        """The running jobs nothing may evict, sorted by rank (what-if hints read them)."""
+        if self._shielded is None:
+            self._shielded = Shielded(self.cluster, set())
+        return self._shielded
 
     def advanced(
         self, cluster: Cluster, started: Iterable[RunningJob], ended: Iterable[RunningJob]
@@ -79,4 +87,6 @@ class Prepared:
                     else:
                         shapes.pop(shape, None)
             out._shapes = shapes
+        if self._shielded is not None:
+            out._shielded = self._shielded.advanced(started, ended)
         return out

@@ -18,7 +18,6 @@ decision has left: the hint is a courtesy, never a cause of a missed deadline.
 from __future__ import annotations
 
 import time
-from bisect import bisect_left
 from collections.abc import Mapping
 
 from placer.solver.core import probe_fit
@@ -26,10 +25,11 @@ from placer.solver.decision import Decision, Reason, as_running
 from placer.solver.explain import CAPACITY_CODES, few
 from placer.solver.jobs.model import Job
 from placer.solver.policy import Policy
-from placer.solver.preempt import is_preemptible, job_rank, rank
+from placer.solver.preempt import job_rank
+from placer.solver.shielded import Shielded
 from placer.topology import Cluster, RunningJob
 
-__all__ = ["MAX_JOBS", "PROBE_PER_NODE_S", "Shielded", "add_preemptible_hints"]
+__all__ = ["MAX_JOBS", "PROBE_PER_NODE_S", "add_preemptible_hints"]
 
 #: Pending jobs examined per decision, highest priority first.
 MAX_JOBS = 8
@@ -40,42 +40,21 @@ MAX_JOBS = 8
 PROBE_PER_NODE_S = 0.00004
 
 
-class Shielded:
-    """Running jobs that nothing may evict today (not preemptible, not reserved, not evicted by this
-    decision), sorted by priority rank once, so each waiting job's lower-priority ones are a prefix
-    (a fill keeps thousands of running jobs; ranking them again per waiting job was most of greedy's
-    time there)."""
-
-    def __init__(self, cluster: Cluster, evicted: set[str]) -> None:
-        pool = sorted(
-            (
-                (rank(rj.priority_class, rj.priority), rj.job, rj)
-                for rj in cluster.running_jobs()
-                if rj.job not in evicted and rj.priority_class != "reserved" and not is_preemptible(rj)
-            ),
-            key=lambda t: (t[0], t[1]),
-        )
-        self._ranks = [r for r, _, _ in pool]
-        self._jobs = [rj for _, _, rj in pool]
-
-    def below(self, limit: int) -> list[RunningJob]:
-        """Those of priority rank below ``limit``.
-
-        >>> from placer.topology import cluster_of, dgx_h100
-        >>> Shielded(cluster_of(dgx_h100(1)), set()).below(10**9)
-        []
-        """
-        return self._jobs[: bisect_left(self._ranks, limit)]
-
-
 def add_preemptible_hints(
-    decision: Decision, jobs: Mapping[str, Job], cluster: Cluster, policy: Policy, *, deadline: float
+    decision: Decision,
+    jobs: Mapping[str, Job],
+    cluster: Cluster,
+    policy: Policy,
+    *,
+    deadline: float,
+    shielded: Shielded | None = None,
 ) -> bool:
     """Append a ``FITS_IF_PREEMPTIBLE`` reason to waiting jobs that would fit if some running jobs of
     lower priority were preemptible (see the module docstring). Stops at ``deadline``
     (``time.perf_counter()``); returns whether it did (then which jobs got a hint depends on the machine).
     With ``policy.reproducible`` the expected probe time is the fixed model (``PROBE_PER_NODE_S`` per
-    node), never a measured one."""
+    node), never a measured one. ``shielded``: the pool of ``cluster`` kept by a session (used when the
+    decision evicts nothing)."""
 
     evicted = {e.job for e in decision.preemptions}
     waiting = [
@@ -95,7 +74,7 @@ def add_preemptible_hints(
         if started + probe_s > deadline - 0.02:
             return True
         job = jobs[p.job]
-        pool = pool or Shielded(cluster, evicted)
+        pool = pool or (shielded if shielded is not None and not evicted else Shielded(cluster, evicted))
         candidates = pool.below(job_rank(job))
         if not candidates:
             continue
