@@ -13,7 +13,15 @@ from placer.solver.admission import Admission
 from placer.solver.assignment import Assignment
 from placer.solver.budgets import Budgets, remaining_cost_room, remaining_room
 from placer.solver.candidates import UnitCandidates
-from placer.solver.decision import Decision, Eviction, JobPlacement, PendingJob, Reason, ReplicaPlacement
+from placer.solver.decision import (
+    Decision,
+    Eviction,
+    JobPlacement,
+    PendingJob,
+    Reason,
+    RejectedJob,
+    ReplicaPlacement,
+)
 from placer.solver.demand import JobPlan
 from placer.solver.explain import cost_budget, not_considered, owners_of, pending_reasons, queue_budget
 from placer.solver.objective.cost import Pricing
@@ -34,6 +42,9 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
     ranks = {p.id: job_rank(p.job) for p in plans}
     for plan in plans:
         if plan.idx in assignment.placed:
+            continue
+        if plan.idx in problem.rejected:
+            out.rejected.append(RejectedJob(job=plan.id, errors=[problem.rejected[plan.idx]]))
             continue
         if plan.idx in problem.skipped:
             reasons = [not_considered(time_limit_s)]

@@ -24,7 +24,7 @@ The elimination order (the first failing check is blamed) is :data:`STATIC_CHECK
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -124,7 +124,11 @@ class NodeArrays:
             cap_gpus=f((v.node.gpu_count for v in nodes), dtype=np.int64, count=n),
             cap_cpu=f((v.node.cpu_cores for v in nodes), dtype=np.float64, count=n),
             cap_mem=f((v.node.memory_gb for v in nodes), dtype=np.float64, count=n),
-            cap_storage=f((v.node.storage_gb for v in nodes), dtype=np.float64, count=n),
+            cap_storage=f(
+                (np.inf if v.node.storage_gb is None else v.node.storage_gb for v in nodes),
+                dtype=np.float64,
+                count=n,
+            ),
             cap_shm=f(
                 (np.inf if v.node.shm_gb is None else v.node.shm_gb for v in nodes), dtype=np.float64, count=n
             ),
@@ -168,6 +172,20 @@ class NodeArrays:
             out.storage[i], out.shm[i] = v.free_storage, v.free_shm
             out.empty[i] = v.empty
         return out
+
+    def running_anti(self) -> list[tuple[int, tuple]]:
+        """``(node index, required anti-affinity rules of the jobs running there)`` for nodes where a running
+        job declares any (most have none; cached)."""
+        cached = self._static_cache.get("__running_anti__")
+        if cached is None:
+            snap = self.snap
+            cached = []
+            for v in snap.nodes:
+                rules = tuple(r for j in v.running for r in snap.running_anti(j))
+                if rules:
+                    cached.append((v.idx, rules))
+            self._static_cache["__running_anti__"] = cached  # type: ignore[assignment]
+        return cached  # type: ignore[return-value]
 
     def running_labels(self) -> list[tuple[int, tuple]]:
         """``(node index, labels of the jobs running there)`` for nodes where something runs."""
@@ -239,7 +257,7 @@ class NodeArrays:
 
 
 #: Cache entries that read free amounts or running jobs (the rest read node facts only).
-_DYNAMIC = frozenset({"__running_labels__", "__sockets__", "__anti__"})
+_DYNAMIC = frozenset({"__running_labels__", "__running_anti__", "__sockets__", "__anti__"})
 
 
 def _dynamic(key: object) -> bool:
@@ -445,20 +463,31 @@ def _socket_blocked(unit: Unit, arrays: NodeArrays) -> np.ndarray:
     return out
 
 
-def anti_affinity_mask(anti: tuple, arrays: NodeArrays) -> np.ndarray:
-    """Nodes where a running job's labels match one of ``anti`` (so the job may not go there)."""
+def anti_affinity_mask(
+    anti: tuple, arrays: NodeArrays, labels: Mapping[str, str] | None = None
+) -> np.ndarray:
+    """Nodes the job may not use because of running jobs: their labels match one of the job's ``anti``
+    rules, or — with the job's ``labels`` — the job matches a required anti-affinity rule of theirs (OJS ML
+    §7.3 keeps the two apart either way; Kubernetes keeps an incoming pod off a node whose pods' required
+    anti-affinity it matches)."""
     from placer.solver.rules import holds
 
+    theirs = arrays.running_anti() if labels is not None else []
     out = np.zeros(len(arrays.snap.nodes), dtype=bool)
-    if not anti:
+    if not anti and not theirs:
         return out
-    key = ("__anti__", *(r.model_dump_json() for r in anti))
+    mine = tuple(sorted((labels or {}).items())) if theirs else ()
+    key = ("__anti__", *(r.model_dump_json() for r in anti), mine)
     cached = arrays._static_cache.get(key)
     if cached is not None:
         return cached  # type: ignore[return-value]
     arrays._static_cache[key] = out  # type: ignore[assignment]
-    for idx, labels in arrays.running_labels():
-        if any(holds(r, lab) for lab in labels for r in anti):
+    if anti:
+        for idx, running in arrays.running_labels():
+            if any(holds(r, lab) for lab in running for r in anti):
+                out[idx] = True
+    for idx, rules in theirs:
+        if any(holds(r, labels or {}) for r in rules):
             out[idx] = True
     return out
 

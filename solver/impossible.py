@@ -16,7 +16,7 @@ from placer.solver.snapshot import Snapshot
 from placer.solver.tpu_shapes import tpu_shapes
 from placer.topology.tpu import slices_in_pod
 
-__all__ = ["unsatisfiable_why"]
+__all__ = ["impossible_topology", "unsatisfiable_why"]
 
 
 def unsatisfiable_why(
@@ -66,6 +66,29 @@ def unsatisfiable_why(
                 plan.scope, plan.scope.replace("nvlink_domain+", "NVLink domain and ")
             )
             return f"no single {what} could ever hold the whole gang"
+    return None
+
+
+def impossible_topology(
+    plan: JobPlan, snap: Snapshot, spot_ok: bool, arrays: NodeArrays
+) -> dict[str, str] | None:
+    """The error that rejects a job whose ``ext_ml_tpu_topology`` no TPU pod of the cluster could ever
+    provide (OJS ML §3.3: "Backends that cannot satisfy the topology requirement MUST reject the job"), or
+    None. A job that names only a chip count is not rejected: it waits UNSATISFIABLE, as other jobs."""
+    for u in plan.units:
+        if u.tpu is None or u.tpu.topology is None or _tpu_possible(u, snap, spot_ok, arrays):
+            continue
+        shape = "x".join(str(d) for d in u.tpu.topology)
+        pods = sorted({"x".join(str(d) for d in pv.pod.shape) for pv in snap.pods}) or ["none"]
+        return {
+            "code": "tpu_topology",
+            "path": "ext_ml_tpu_topology",
+            "message": (
+                f"no TPU pod of this cluster can ever provide a contiguous {u.tpu.type or ''} {shape} slice "
+                f"(pod shapes: {', '.join(pods)}); OJS ML §3.3: a backend that cannot satisfy the topology "
+                "MUST reject the job"
+            ),
+        }
     return None
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from placer.solver.candidates import NodeArrays
-from placer.solver.objective.fragmentation import Shape, running_shapes
+from placer.solver.objective.fragmentation import Learned, Shape, running_shapes
 from placer.solver.shielded import Shielded
 from placer.solver.snapshot import Snapshot, updated
 from placer.topology import Cluster, RunningJob
@@ -37,6 +37,9 @@ class Prepared:
     _arrays: dict[frozenset[str], NodeArrays] = field(default_factory=dict)
     _shapes: dict[Shape, float] | None = None
     _shielded: Shielded | None = None
+    #: What a session has seen arrive (the fragmentation key's target workload); None outside sessions:
+    #: then the batch and the running replicas stand for it.
+    learned: Learned | None = None
 
     def snapshot(self) -> Snapshot:
         if self._snap is None:
@@ -72,7 +75,7 @@ class Prepared:
             {r.node for rj in [*started, *ended] for r in rj.replicas if r.node is not None}
             | {r.tpu_pod for rj in [*started, *ended] for r in rj.replicas if r.tpu_pod is not None}
         )
-        out = Prepared(cluster)
+        out = Prepared(cluster, learned=self.learned)
         if self._snap is not None:
             out._snap = updated(self._snap, cluster, names)
             rows = [out._snap.by_name[n] for n in names if n in out._snap.by_name]

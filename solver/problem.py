@@ -37,7 +37,7 @@ from placer.solver.decision import Reason
 from placer.solver.demand import JobPlan, expand
 from placer.solver.explain import unsatisfiable
 from placer.solver.greedy import priority_order
-from placer.solver.impossible import unsatisfiable_why
+from placer.solver.impossible import impossible_topology, unsatisfiable_why
 from placer.solver.jobs.model import Job, SpotPreference
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.cost import Pricing
@@ -82,6 +82,8 @@ class Problem:
     spot_ok: dict[int, bool] = field(default_factory=dict)
     #: Jobs no state of the cluster could hold, with the reason.
     unsat: dict[int, Reason] = field(default_factory=dict)
+    #: Jobs the cluster must reject (a TPU topology no pod can provide, OJS ML §3.3), with the error.
+    rejected: dict[int, dict[str, str]] = field(default_factory=dict)
     #: Jobs not considered before the deadline.
     skipped: set[int] = field(default_factory=set)
     #: Whether the deadline stopped the candidate phase (some jobs were never considered).
@@ -143,6 +145,8 @@ def build_problem(
     # 4. candidates
     _candidates(problem, policy, until)
     problem.targets = _targets(problem, policy, cluster, prepared)
+    if prepared is not None and prepared.learned is not None:  # a session has now seen these arrive
+        prepared.learned = prepared.learned.seen(problem.plans, problem.candidates)
     problem.build_s = time.perf_counter() - t_build
     return problem
 
@@ -165,13 +169,17 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
         ok = plan.job.placement.spot_preference is not SpotPreference.ON_DEMAND_ONLY
         problem.spot_ok[plan.idx] = ok
         cands = [unit_candidates(u, arrays, nvlink=plan.nvlink, spot_ok=ok) for u in plan.units]
+        refused = impossible_topology(plan, problem.snap, ok, arrays)
+        if refused is not None:
+            problem.rejected[plan.idx] = refused
+            continue
         why = unsatisfiable_why(plan, cands, problem.snap, ok, arrays)
         if why is not None:
             problem.unsat[plan.idx] = unsatisfiable(plan, cands, why)
             continue
         problem.candidates[plan.idx] = cands
         problem.prefs[plan.idx] = [preference_scores(plan, u, arrays, policy) for u in plan.units]
-        problem.anti[plan.idx] = anti_affinity_mask(plan.anti, arrays)
+        problem.anti[plan.idx] = anti_affinity_mask(plan.anti, arrays, plan.labels)
         problem.considered += plan.replicas
         greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)
 
@@ -197,6 +205,7 @@ def _targets(problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepa
         len(problem.snap.nodes),
         running=running,
         profile=profile,
+        learned=None if prepared is None else prepared.learned,
         gpu_count=problem.arrays.cap_gpus,
     )
     return targets if targets.size else None

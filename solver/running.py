@@ -277,5 +277,6 @@ def running_job(job: Job, replicas: list[ReplicaAllocation], started: datetime |
         last_checkpoint_at=None if job.last_checkpoint is None else job.last_checkpoint.created_at,
         reservation=None if job.reservation is None else job.reservation.id,
         labels=labels,
+        anti_affinity=[r.model_dump(mode="json") for r in job.placement.anti_affinity],
         replicas=replicas,
     )

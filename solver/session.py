@@ -32,6 +32,7 @@ from placer.solver.decision import Decision, ReplicaPlacement, as_running
 from placer.solver.engine import place
 from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.jobs.queues import QueueConfig
+from placer.solver.objective.fragmentation import Learned
 from placer.solver.policy import Policy
 from placer.solver.prepared import Prepared
 from placer.solver.prices import PriceCatalog
@@ -61,7 +62,7 @@ class Session:
         self.queues = queues
         self.reservations = reservations
         self.prices = prices
-        self._prepared = Prepared(cluster)
+        self._prepared = Prepared(cluster, learned=Learned({}, {}))
         #: The jobs of the last decided batch, by id: what :meth:`commit` turns placements into.
         self._jobs: dict[str, Job] = {}
 
@@ -133,8 +134,15 @@ class Session:
         self._rebuild(build_cluster(left, source=self.cluster.source))
 
     def _rebuild(self, cluster: Cluster) -> None:
-        """Node facts changed (static groups, candidate masks): start the prepared pieces afresh."""
-        self._prepared = Prepared(cluster)
+        """Node facts changed (static groups, candidate masks): start the prepared pieces afresh; what was
+        seen arrive stays when the nodes are the same ones (its masks are per node)."""
+        same = len(cluster.nodes) == len(self.cluster.nodes)
+        self._prepared = Prepared(cluster, learned=self._prepared.learned if same else Learned({}, {}))
+
+    @property
+    def learned(self) -> Learned | None:
+        """The arrivals this session has seen (the default target workload of its fragmentation key)."""
+        return self._prepared.learned
 
     def _running(self, job_id: str, replicas: list[ReplicaPlacement], now: datetime) -> RunningJob:
         """A placement of the last batch as a running job, as the simulator starts one

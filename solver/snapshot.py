@@ -18,12 +18,18 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from pydantic import TypeAdapter
+
+from placer.solver.jobs.model import Rule
 from placer.solver.rules import job_labels
 from placer.solver.structure import InnerTree
 from placer.topology import Cluster, Node, TpuPod
 from placer.topology.model import Coord
 
 __all__ = ["HARD_TAINT_EFFECTS", "NodeView", "PodView", "Snapshot", "scope_value", "updated"]
+
+#: Reads a running job's rules (stored as JSON in the inventory) into the job model's rule objects.
+_RULES: TypeAdapter[Rule] = TypeAdapter(Rule)
 
 #: Taint effects that keep every placer job off a node (jobs carry no tolerations).
 HARD_TAINT_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -84,6 +90,7 @@ class Snapshot:
     pod_by_name: Mapping[str, int] = field(repr=False)
     biggest_node_gpus: int = 0
     _labels: dict[str, Mapping[str, str]] = field(default_factory=dict, repr=False, compare=False)
+    _anti: dict[str, tuple[Rule, ...]] = field(default_factory=dict, repr=False, compare=False)
     _trees: dict[int, InnerTree | None] = field(default_factory=dict, repr=False, compare=False)
     _tree_kinds: dict[tuple[object, ...], InnerTree] = field(default_factory=dict, repr=False, compare=False)
 
@@ -103,6 +110,14 @@ class Snapshot:
         hit = self._labels.get(job_id)
         if hit is None:
             hit = self._labels[job_id] = job_labels(self.cluster.running_job(job_id))
+        return hit
+
+    def running_anti(self, job_id: str) -> tuple[Rule, ...]:
+        """A running job's required anti-affinity rules (parsed on first use: most jobs have none)."""
+        hit = self._anti.get(job_id)
+        if hit is None:
+            rules = self.cluster.running_job(job_id).anti_affinity
+            hit = self._anti[job_id] = tuple(_RULES.validate_python(r) for r in rules) if rules else ()
         return hit
 
     @staticmethod
@@ -139,7 +154,7 @@ def _view(cluster: Cluster, i: int, n: Node) -> NodeView:
         tainted=any(t.effect in HARD_TAINT_EFFECTS for t in n.taints),
         free_cpu=n.cpu_cores - u.cpu_cores,
         free_mem=n.memory_gb - u.memory_gb,
-        free_storage=n.storage_gb - u.storage_gb,
+        free_storage=math.inf if n.storage_gb is None else n.storage_gb - u.storage_gb,
         free_shm=math.inf if n.shm_gb is None else n.shm_gb - u.shm_gb,
         free_gpus=tuple(g for g in range(n.gpu_count) if milli[g] == 1000),
         milli_free=milli,
@@ -170,6 +185,7 @@ def updated(snap: Snapshot, cluster: Cluster, changed: Iterable[str]) -> Snapsho
         pod_by_name=snap.pod_by_name,
         biggest_node_gpus=snap.biggest_node_gpus,
         _labels=snap._labels,
+        _anti=snap._anti,
         _trees=snap._trees,
         _tree_kinds=snap._tree_kinds,
     )

@@ -158,7 +158,7 @@ class Cluster:
             node=node,
             cpu_cores=n.cpu_cores - u.cpu_cores,
             memory_gb=n.memory_gb - u.memory_gb,
-            storage_gb=n.storage_gb - u.storage_gb,
+            storage_gb=None if n.storage_gb is None else n.storage_gb - u.storage_gb,
             shm_gb=None if n.shm_gb is None else n.shm_gb - u.shm_gb,
             gpus=self.free_gpus(node),
             gpu_milli=self.free_gpu_milli(node),

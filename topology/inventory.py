@@ -104,7 +104,9 @@ class NodeSpec(_Strict):
     rack: str | None = None
     cpu_cores: float = Field(default=0, ge=0)
     memory_gb: float = Field(default=0, ge=0)
-    storage_gb: float = Field(default=0, ge=0)
+    #: Scratch storage; absent means the source does not say (unknown is not zero: OJS ML v0.1 §2.1's job
+    #: asks 200 GB and §6.1's worker advertises none, yet it matches).
+    storage_gb: float | None = Field(default=None, ge=0)
     shm_gb: float | None = Field(default=None, ge=0)
     gpus: NodeGpus | None = None
     labels: dict[str, str] = Field(default_factory=dict)
@@ -195,6 +197,10 @@ class RunningJob(_Strict):
     #: reservation with ``timeout_s`` is in use and stays held.
     reservation: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+    #: Its required anti-affinity rules (OJS ML §7.3, the job model's rule objects as JSON): while it runs,
+    #: no job whose labels match one may join it on a node — as Kubernetes keeps an incoming pod off a
+    #: node whose pods' required anti-affinity it matches. The solver and the checker read them.
+    anti_affinity: list[dict[str, Any]] = Field(default_factory=list)
     replicas: list[ReplicaAllocation] = Field(min_length=1)
 
 

@@ -61,7 +61,8 @@ class Node:
     rack: str | None
     cpu_cores: float
     memory_gb: float
-    storage_gb: float
+    #: None: the source does not say (a worker that advertises no storage): unknown, not zero.
+    storage_gb: float | None
     shm_gb: float | None
     gpu_type: str | None
     gpu_count: int
@@ -221,7 +222,7 @@ class NodeFree:
     node: str
     cpu_cores: float
     memory_gb: float
-    storage_gb: float
+    storage_gb: float | None
     shm_gb: float | None
     gpus: tuple[int, ...]
     gpu_milli: Mapping[int, int]

@@ -125,7 +125,7 @@ def _gpu_nodes(
     gpus_per_node: int,
     cpu_cores: float,
     memory_gb: float,
-    storage_gb: float,
+    storage_gb: float | None,
     capacity_class: CapacityClass,
     price_per_hour: float | None,
     nodes_per_rack: int | None,
@@ -246,7 +246,7 @@ def gb200_nvl72(
 
     Tray defaults from the NVIDIA GB200 NVL72 datasheet: 2x Grace (72 Arm Neoverse V2 cores each = 144
     cores, no SMT), up to 480 GB LPDDR5X per Grace = 960 GB per tray; local storage is not stated per tray,
-    so ``storage_gb`` is 0 (unknown). Node names ``{name}-r{rack}-{tray}``.
+    so ``storage_gb`` is unknown (None: not a limit). Node names ``{name}-r{rack}-{tray}``.
 
     >>> [d.size for d in cluster_of(gb200_nvl72(2)).nvlink_domains()]
     [72, 72]
@@ -258,7 +258,7 @@ def gb200_nvl72(
         gpus_per_node=4,
         cpu_cores=144,
         memory_gb=960,
-        storage_gb=0,
+        storage_gb=None,
         capacity_class=capacity_class,
         price_per_hour=price_per_hour,
         nodes_per_rack=18,
@@ -276,7 +276,7 @@ def pcie_inference(
     gpus_per_node: int = 4,
     cpu_cores: float = 48,
     memory_gb: float = 192,
-    storage_gb: float = 0,
+    storage_gb: float | None = None,
     name: str | None = None,
     capacity_class: CapacityClass = "on-demand",
     price_per_hour: float | None = None,
@@ -317,7 +317,7 @@ def cpu_nodes(
     name: str = "cpu",
     cpu_cores: float = 64,
     memory_gb: float = 256,
-    storage_gb: float = 0,
+    storage_gb: float | None = None,
     capacity_class: CapacityClass = "on-demand",
     price_per_hour: float | None = None,
     nodes_per_rack: int | None = None,
@@ -413,7 +413,7 @@ def capacity_pool(
                     gpus_per_node=gpus_per_node,
                     cpu_cores=cpu_cores,
                     memory_gb=memory_gb,
-                    storage_gb=0,
+                    storage_gb=None,
                     capacity_class=cls,  # type: ignore[arg-type]
                     price_per_hour=prices.get(cls),
                     nodes_per_rack=None,

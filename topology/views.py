@@ -145,7 +145,7 @@ def free_dataframe(cluster: Cluster) -> pd.DataFrame:
                 n.memory_gb,
                 n.memory_gb - u.memory_gb,
                 n.storage_gb,
-                n.storage_gb - u.storage_gb,
+                None if n.storage_gb is None else n.storage_gb - u.storage_gb,
                 len(u.jobs),
             )
         )

@@ -30,7 +30,10 @@ _NAME = "placer check"
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("check", help="check a placement decision against the placement rules")
+    from placer.cli.inputs import add_limits_argument, add_pods_argument
+
     p.add_argument("--cluster", required=True, metavar="FILE", help="cluster description (any format)")
+    add_pods_argument(p)
     p.add_argument("--jobs", required=True, nargs="+", metavar="FILE", help="job files of the batch")
     p.add_argument("--decision", required=True, metavar="FILE", help="the decision JSON")
     p.add_argument("--running", metavar="FILE", help="JSON list of running jobs (envelopes + node/gpus)")
@@ -40,8 +43,6 @@ def add_parser(sub: Any) -> None:
         "--queue-config", metavar="FILE", help="OJS §10 queue configuration (GPU and dollar budgets)"
     )
     p.add_argument("--prices", metavar="FILE", help="the prices file placer place was given (tenant budgets)")
-    from placer.cli.inputs import add_limits_argument
-
     add_limits_argument(p)
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
     p.add_argument("--json", action="store_true", help="print the violations as one JSON list")
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             return _fail(f"--now: {e}")
     try:
-        cluster = cluster_arg(args.cluster)
+        cluster = cluster_arg(args.cluster, args.pods)
         # The jobs are read under the queue configuration and limits placer place had, so both agree on
         # which jobs are rejected.
         options = read_options_arg(args.queue_config, args.limits)

@@ -81,17 +81,28 @@ def _read(what: str, path: str, load: Callable[[], T], invalid: str = "is invali
         raise InputError("content", f"{what} {path} {invalid}: {shown(list(e.issues))}") from None
 
 
-def cluster_arg(path: str) -> Cluster:
-    """``--cluster``: any format ``placer cluster`` reads, detected automatically."""
+def cluster_arg(path: str, pods: str | None = None) -> Cluster:
+    """``--cluster`` (any format ``placer cluster`` reads, detected automatically) and ``--pods`` (``kubectl
+    get pods -A -o json``: what runs on a Kubernetes cluster, as ``placer cluster --pods`` reads it)."""
     from placer.topology import TopologyError
     from placer.topology.load import load_cluster
 
     try:
-        return load_cluster(path)
+        return load_cluster(path, pods=pods)
     except OSError as e:
-        raise InputError("usage", f"cannot open cluster {path}: {e.strerror or e}") from None
+        what = "pods" if pods is not None and e.filename == pods else "cluster"
+        raise InputError("usage", f"cannot open {what} {e.filename or path}: {e.strerror or e}") from None
     except TopologyError as e:
         raise InputError("content", f"cluster {path} cannot be read: {shown(list(e.problems))}") from None
+
+
+def add_pods_argument(p: argparse.ArgumentParser) -> None:
+    """``--pods FILE``, shared by ``place`` and ``check``: the running pods of a Kubernetes cluster."""
+    p.add_argument(
+        "--pods",
+        metavar="FILE",
+        help="kubectl get pods -A -o json: what already runs on a Kubernetes cluster (with a node list)",
+    )
 
 
 def add_limits_argument(p: argparse.ArgumentParser) -> None:

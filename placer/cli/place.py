@@ -97,7 +97,10 @@ def _positive_seconds(text: str) -> float:
 def add_parser(sub: Any) -> None:
     """Register ``placer place`` on an ``argparse`` subparsers object."""
     p = sub.add_parser("place", help="place a batch of jobs on a cluster and print the decision")
+    from placer.cli.inputs import add_limits_argument, add_pods_argument
+
     p.add_argument("--cluster", required=True, metavar="FILE", help="cluster description (any format)")
+    add_pods_argument(p)
     p.add_argument("--jobs", required=True, nargs="+", metavar="FILE", help="job files (OJS, Flux, SSS)")
     p.add_argument("--running", metavar="FILE", help="JSON list of running jobs (envelopes + node/gpus)")
     p.add_argument(
@@ -106,8 +109,6 @@ def add_parser(sub: Any) -> None:
         help="OJS §10 queue configuration: ml_defaults, ml_limits, GPU and dollar budgets "
         "(as placer validate)",
     )
-    from placer.cli.inputs import add_limits_argument
-
     add_limits_argument(p)
     p.add_argument(
         "--reservations",
@@ -182,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             return _usage(f"--now: {e}")
     try:
-        cluster = cluster_arg(args.cluster)
+        cluster = cluster_arg(args.cluster, args.pods)
         options = read_options_arg(args.queue_config, args.limits)
         results = jobs_arg(args.jobs, options)
         unreadable = [r for r in results if r.unreadable]

@@ -147,6 +147,11 @@ def match(
         if d.placements:
             runnable.append((job, preference(job, cluster)))
             replicas[job.id] = [rep.model_dump(mode="json") for rep in d.placements[0].replicas]
+        elif d.rejected and d.rejected[0].errors[0].get("code") == "tpu_topology":
+            # One worker that cannot provide the slice is one worker: the job waits for another.
+            error = d.rejected[0].errors[0]
+            reason = {"code": "UNSATISFIABLE", "message": str(error["message"]), "details": {}}
+            unmatched.append({"job": job.id, "reasons": [reason]})
         elif d.rejected:
             rejected.append({"job": job.id, "errors": d.rejected[0].errors})
         else:

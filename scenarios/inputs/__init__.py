@@ -97,6 +97,14 @@ def prepare(spec: ScenarioSpec, base: Path | None, *, seed: int | None = None) -
     the solver. ``base``: the folder relative paths in the scenario start from."""
     seed = spec.seed if seed is None else seed
     cluster, background = build(spec.cluster, base)
+    jobs = jobs_of(spec.workload, spec.start, spec.horizon, seed=seed, base=base)
+    if not jobs:  # a run of nothing would report 0 of everything as if it had measured something
+        raise fail(
+            "range",
+            "workload",
+            "the workload yields no job within the horizon (an empty trace, a loader that found nothing, or "
+            "rates too low for the horizon)",
+        )
     return SimInputs(
         name=spec.name,
         seed=seed,
@@ -104,7 +112,7 @@ def prepare(spec: ScenarioSpec, base: Path | None, *, seed: int | None = None) -
         end=spec.start + timedelta(seconds=spec.horizon),
         interval_s=spec.interval,
         cluster=cluster,
-        jobs=jobs_of(spec.workload, spec.start, spec.horizon, seed=seed, base=base),
+        jobs=jobs,
         policy=policy_of(spec.policy, seed),
         prices=prices_of(spec.prices, base),
         failures=failures_of(spec.failures, cluster, spec.start, spec.horizon, seed),

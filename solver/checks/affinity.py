@@ -8,7 +8,8 @@ hosts. Preferred rules never invalidate a decision (§7.2: they "MUST NOT preven
 Node rules are tested on ``Node.labels`` (derived keys included); for a TPU replica on the pod's labels.
 Anti-affinity rules of job J are tested on the labels of every *other* job at one of J's locations:
 running jobs (not evicted) and jobs placed by this decision; J's own replicas count as another job among
-themselves when J's labels satisfy the rule. The rule binds only the job that declares it.
+themselves when J's labels satisfy the rule. The rules of a running job bind incoming jobs too
+(``check_running_anti_affinity``), as in Kubernetes.
 
 >>> from placer.solver.jobs.model import Job, Placement
 >>> from placer.solver.decision import ReplicaPlacement
@@ -25,13 +26,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from pydantic import TypeAdapter
+
 from placer.solver.checks.context import Context, group_of, job_labels, running_labels
 from placer.solver.checks.labelrules import describe, satisfied
 from placer.solver.checks.violation import Violation
 from placer.solver.decision import JobPlacement, ReplicaPlacement
 from placer.solver.jobs.model import Job, Rule
 
-__all__ = ["check_anti_affinity", "check_node_rules"]
+__all__ = ["check_anti_affinity", "check_node_rules", "check_running_anti_affinity"]
+
+#: Reads a running job's rules (JSON in the inventory) as the job model's rule objects.
+_RULE: TypeAdapter[Rule] = TypeAdapter(Rule)
 
 
 def _node_labels(ctx: Context, rep: ReplicaPlacement) -> Mapping[str, str] | None:
@@ -126,3 +132,28 @@ def _others(
                 f"job {other}, placed on this node too, matches the job's anti-affinity rule {describe(hit)}",
                 loc,
             )
+
+
+def check_running_anti_affinity(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
+    """Rule 9, the other way round: a placed job does not join a running job (not evicted) whose own
+    required anti-affinity rules match the placed job's labels — as Kubernetes keeps an incoming pod off
+    a node whose pods' required anti-affinity it matches."""
+    own = job_labels(job)
+    reported: set[tuple[str, str]] = set()
+    for rep in placement.replicas:
+        for loc in ctx.locations(rep):
+            for other in ctx.running_at(loc):
+                rj = ctx.running_job(other)
+                if rj is None or not rj.anti_affinity or other == job.id or (loc, other) in reported:
+                    continue
+                rules = [_RULE.validate_python(r) for r in rj.anti_affinity]
+                hit = next((r for r in rules if satisfied(r, own)), None)
+                if hit is not None:
+                    reported.add((loc, other))
+                    yield Violation(
+                        "anti-affinity",
+                        job.id,
+                        f"running job {other} on this node forbids jobs matching {describe(hit)}, and this "
+                        "job's labels match it",
+                        loc,
+                    )

@@ -28,8 +28,10 @@ __all__ = [
     "MAX_SHAPES",
     "MILLI",
     "SCORE_LEVELS",
+    "Learned",
     "Shape",
     "Targets",
+    "batch_shapes",
     "fragmentation",
     "quantized",
     "running_shapes",
@@ -75,6 +77,7 @@ def target_workload(
     *,
     running: Mapping[Shape, float] | None = None,
     profile: Mapping[Shape, float] | None = None,
+    learned: Learned | None = None,
     gpu_count: np.ndarray | None = None,
     max_shapes: int = MAX_SHAPES,
 ) -> Targets:
@@ -89,23 +92,24 @@ def target_workload(
     node). The ``max_shapes`` heaviest shapes are kept (FGD's artifact keeps the most popular shapes too)
     and their weights renormalized.
 
+    With ``learned`` (what a :class:`~placer.solver.session.Session` has seen arrive, decayed), the batch
+    plus that instead of the running replicas: arrivals keep the nodes their hard constraints allowed (a
+    pod that may only use T4 nodes counts against T4 nodes only), which running replicas do not tell.
+
     Why the running work: it is what an online scheduler has seen arrive, the best estimate it has of what
     arrives next (FGD's paper uses the whole trace, which no scheduler knows in advance).
     """
     weight: dict[tuple[float, int, int, bytes], float] = {}
     masks: dict[bytes, np.ndarray] = {}
+    if learned is not None and profile is None:
+        weight.update(learned.weights)
+        masks.update(learned.masks)
+        running = None
     if profile is None:
-        for plan in plans:
-            cands = candidates.get(plan.idx)
-            if cands is None:
-                continue
-            for unit, cand in zip(plan.units, cands, strict=True):
-                if unit.tpu is not None or unit.replicas <= 0:
-                    continue
-                mask = np.packbits(cand.static).tobytes()
-                masks.setdefault(mask, cand.static)
-                key = (*shape_of(unit.need.cpu, unit.need.gpus, unit.need.milli), mask)
-                weight[key] = weight.get(key, 0.0) + unit.replicas
+        batch, batch_masks = batch_shapes(plans, candidates)
+        masks.update(batch_masks)
+        for key, w in batch.items():
+            weight[key] = weight.get(key, 0.0) + w
     extra = dict(profile) if profile is not None else dict(running or {})
     by_size: dict[Shape, tuple[float, int, int, bytes]] = {}
     for key in weight:
@@ -131,6 +135,49 @@ def target_workload(
         num=np.array([k[2] for k in keys], dtype=np.int64),
         access=np.stack([masks[k[3]] for k in keys], axis=1) if keys else np.zeros((n, 0), dtype=bool),
     )
+
+
+def batch_shapes(
+    plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]]
+) -> tuple[dict[tuple[float, int, int, bytes], float], dict[bytes, np.ndarray]]:
+    """The batch's node units as target shapes, each with the nodes its hard constraints allow (the
+    packed mask is part of the key), weighted by replicas."""
+    weight: dict[tuple[float, int, int, bytes], float] = {}
+    masks: dict[bytes, np.ndarray] = {}
+    for plan in plans:
+        cands = candidates.get(plan.idx)
+        if cands is None:
+            continue
+        for unit, cand in zip(plan.units, cands, strict=True):
+            if unit.tpu is None and unit.replicas > 0:
+                mask = np.packbits(cand.static).tobytes()
+                masks.setdefault(mask, cand.static)
+                key = (*shape_of(unit.need.cpu, unit.need.gpus, unit.need.milli), mask)
+                weight[key] = weight.get(key, 0.0) + unit.replicas
+    return weight, masks
+
+
+@dataclass(eq=False)
+class Learned:
+    """The shapes a session has seen arrive, with where each may run, decayed: every replica seen
+    multiplies the weight of everything seen before by ``0.5 ** (1 / HALF_LIFE)``, so the profile follows a
+    workload that changes, over about ``HALF_LIFE`` arrivals."""
+
+    #: Replicas after which an arrival counts half.
+    HALF_LIFE = 10_000
+
+    weights: dict[tuple[float, int, int, bytes], float]
+    masks: dict[bytes, np.ndarray]
+
+    def seen(self, plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]]) -> Learned:
+        """The profile after the batch's arrivals (a new object; this one is unchanged)."""
+        weight, masks = batch_shapes(plans, candidates)
+        replicas = sum(weight.values())
+        keep = 0.5 ** (replicas / self.HALF_LIFE)
+        out = {k: w * keep for k, w in self.weights.items() if w * keep > 1e-6}
+        for k, w in weight.items():
+            out[k] = out.get(k, 0.0) + w
+        return Learned(out, {**self.masks, **masks})
 
 
 def shape_of(cpu: float, gpus: int, milli: int) -> Shape:

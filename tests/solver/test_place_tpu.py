@@ -106,21 +106,41 @@ def test_no_free_slice_is_no_tpu_slice(solve: Solve) -> None:
     assert "4x4" in d.pending[0].reasons[0].message
 
 
-def test_wrong_generation_is_unsatisfiable(solve: Solve) -> None:
+def _rejected_for_topology(d: Decision, job: str) -> str:
+    """OJS ML §3.3: "Backends that cannot satisfy the topology requirement MUST reject the job": the job
+    is in ``rejected`` (not pending) with the ``tpu_topology`` error; its message is returned."""
+    [r] = [r for r in d.rejected if r.job == job]
+    [e] = r.errors
+    assert (e["code"], e["path"]) == ("tpu_topology", "ext_ml_tpu_topology")
+    assert d.placement_of(job) is None and all(p.job != job for p in d.pending)
+    return str(e["message"])
+
+
+def test_wrong_generation_is_rejected(solve: Solve) -> None:
     d = solve([tpu_job("t", (2, 4), gen="v5p")], cluster_of(tpu_pod("v5e")))
-    assert reason_codes(d, "t") == ["UNSATISFIABLE"]
-    assert "v5p" in d.pending[0].reasons[0].message
+    assert "v5p" in _rejected_for_topology(d, "t")
 
 
-def test_slice_bigger_than_the_pod_is_unsatisfiable(solve: Solve) -> None:
+def test_slice_bigger_than_the_pod_is_rejected(solve: Solve) -> None:
     d = solve([tpu_job("t", (8, 8))], cluster_of(tpu_pod("v5e", shape=(4, 4))))
+    assert "8x8" in _rejected_for_topology(d, "t")
+
+
+def test_a_3x3_slice_no_pod_offers_is_rejected(solve: Solve) -> None:
+    d = solve([tpu_job("t", (3, 3))], cluster_of(tpu_pod("v5e", shape=(16, 16))))
+    _rejected_for_topology(d, "t")
+
+
+def test_a_chip_count_only_job_that_cannot_fit_waits_unsatisfiable(solve: Solve) -> None:
+    """Only a stated topology is rejected (§3.3); a chip count alone waits like any other job."""
+    job = Job(id="t", tasks=[TaskGroup(tpu=TpuDemand(type="v5e", chips=512))])
+    d = solve([job], cluster_of(tpu_pod("v5e", shape=(16, 16))))
     assert reason_codes(d, "t") == ["UNSATISFIABLE"]
 
 
 def test_tpu_job_never_on_gpu_nodes(solve: Solve) -> None:
     d = solve([tpu_job("t", (2, 4))], cluster_of(dgx_h100(2)))
-    assert d.placement_of("t") is None
-    assert reason_codes(d, "t") == ["UNSATISFIABLE"]
+    _rejected_for_topology(d, "t")
 
 
 def test_3d_slice_on_v5p(solve: Solve) -> None:

@@ -2,7 +2,8 @@
 finishes, nodes down and up): the kept snapshot, arrays and running shapes must never show a stale node.
 
 Each step is decided twice — by the session (with its kept pieces) and by ``place()`` on
-``session.cluster`` from scratch — and the two decision JSONs must be equal, timing aside. Every decision
+``session.cluster`` from scratch, given the arrivals the session has seen (its fragmentation key's target
+workload) — and the two decision JSONs must be equal, timing aside. Every decision
 is re-checked by the independent checker.
 """
 
@@ -17,6 +18,7 @@ from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.jobs.model import GpuDemand, Job, ModelRef, TaskGroup
 from placer.solver.policy import Policy
+from placer.solver.prepared import Prepared
 from placer.solver.session import Session
 from placer.topology import LoadedModel, NodeSpec, cluster_of, cpu_nodes, dgx_h100, pcie_inference
 from placer.topology.inventory import Inventory
@@ -71,8 +73,16 @@ def _run(plan: list[tuple[str, object]], policy: Policy) -> None:
     for what, arg in plan:
         if what == "batch":
             jobs = arg
+            # place() from scratch, given only what the session learned so far (the target workload of the
+            # fragmentation key is the arrivals it has seen: an input, like the cluster).
+            fresh = place(
+                jobs,
+                session.cluster,
+                policy,
+                now=NOW,
+                prepared=Prepared(session.cluster, learned=session.learned),
+            )  # type: ignore[arg-type]
             mine = session.decide(jobs, now=NOW)  # type: ignore[arg-type]
-            fresh = place(jobs, session.cluster, policy, now=NOW)  # type: ignore[arg-type]
             assert without_timing(mine) == without_timing(fresh)
             assert check(mine, jobs, session.cluster, now=NOW) == []  # type: ignore[arg-type]
             session.commit(mine)

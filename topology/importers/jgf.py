@@ -297,7 +297,8 @@ def _amount_gb(v: _Vertex, problems: Problems) -> float:
 def _node(v: _Vertex, problems: Problems) -> NodeSpec | None:
     before = len(problems.items)
     cores = 0
-    memory = storage = 0.0
+    memory = 0.0
+    storage: float | None = None  # no storage vertex: the graph does not say (unknown, not zero)
     gpus = 0
     models: set[str] = set()
     stack = list(v.children)
@@ -311,7 +312,7 @@ def _node(v: _Vertex, problems: Problems) -> NodeSpec | None:
         elif d.type == "memory":
             memory += _amount_gb(d, problems)
         elif d.type == "storage":
-            storage += _amount_gb(d, problems)
+            storage = (storage or 0.0) + _amount_gb(d, problems)
         elif d.type == "gpu":
             gpus += d.size
             models.add(d.properties.get("model", ""))

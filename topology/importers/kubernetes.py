@@ -282,7 +282,7 @@ def _node(index: int, obj: Any, problems: Problems) -> _Node | None:
         "rack": labels.get(L_SUBBLOCK),
         "cpu_cores": float(cpu or 0),
         "memory_gb": float((memory or 0) / GB),
-        "storage_gb": float((storage or 0) / GB),
+        "storage_gb": None if storage is None else float(storage / GB),
         "labels": labels,
         "taints": taints,
         "schedulable": not unschedulable,

@@ -67,3 +67,18 @@ def test_empty_standard_input_is_a_content_error_not_a_traceback() -> None:
     r = placer("cluster", "-", stdin=b"")
     assert r.returncode == 1
     assert b"Traceback" not in r.stderr and b"<stdin>" in r.stderr
+
+
+def test_place_counts_the_pods_running_on_a_kubernetes_cluster() -> None:
+    """``--pods`` (kubectl get pods -A -o json) is read with the node list, as ``placer cluster --pods``
+    reads it: the decision sees the GPUs those pods hold, and ``placer check`` with the same files agrees."""
+    pods = str(REPO / "examples" / "importers" / "kubernetes_pods.json")
+    args = ["place", "--cluster", str(NODES), "--jobs", str(JOBS), "--engine", "greedy", "--json"]
+    without = json.loads(placer(*args).stdout)
+    r = placer(*args, "--pods", pods)
+    assert r.returncode == 0, r.stderr
+    with_pods = json.loads(r.stdout)
+    free = json.loads(placer("cluster", str(NODES), "--pods", pods, "--json").stdout)["free_gpus"]
+    placed = sum(len(rep["gpus"]) for p in with_pods["placements"] for rep in p["replicas"])
+    assert placed <= sum(free.values())
+    assert with_pods["stats"]["objective"] < without["stats"]["objective"]

@@ -72,8 +72,10 @@ def test_example_batch_json(capsys: pytest.CaptureFixture[str]) -> None:
     answered = [p.job for p in d.placements] + [p.job for p in d.pending] + [r.job for r in d.rejected]
     assert sorted(answered) == sorted(EXAMPLE_IDS)
     pending = {p.job: p.reasons[0].code for p in d.pending}
-    # finetune-train waits for finetune-prep (pipeline.json chain); the cluster has no TPU pod at all.
-    assert pending == {"finetune-train": "DEPENDENCY_UNMET", "t5-xxl-tpu": "UNSATISFIABLE"}
+    # finetune-train waits for finetune-prep (pipeline.json chain); the cluster has no TPU pod at all, so
+    # the 2x4 TPU job is rejected (OJS ML §3.3: a topology the backend cannot satisfy MUST be rejected).
+    assert pending == {"finetune-train": "DEPENDENCY_UNMET"}
+    assert [(r.job, r.errors[0]["code"]) for r in d.rejected] == [("t5-xxl-tpu", "tpu_topology")]
     # train-llama-70b: 8 NVLink H100 with 64 GB shm on one DGX; the running jobs hold dgx-r1-1, dgx-r1-2.
     train = d.placement_of("train-llama-70b")
     assert train is not None and len(train.replicas) == 1
@@ -109,9 +111,9 @@ def test_example_batch_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[0].split() == ["JOB", "ENGINE", "NODES", "GPUS", "TPU", "CHIPS"]
     train = next(line for line in lines if line.startswith("train-llama-70b"))
     assert train.split()[1] == "greedy" and train.split()[3] == "8"
-    assert "pending (2):" in out
+    assert "pending (1):" in out
     assert "  finetune-train: DEPENDENCY_UNMET: " in out
-    assert "  t5-xxl-tpu: UNSATISFIABLE: " in out
+    assert "  t5-xxl-tpu: ext_ml_tpu_topology: " in out
     stats = lines[-1]
     assert stats.startswith("engine greedy, status ")
     for word in ("objective", "bound", "gap", "build", "solve", "wall"):

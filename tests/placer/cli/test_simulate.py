@@ -93,3 +93,21 @@ def test_missing_file_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFix
 def test_registered_with_the_other_subcommands() -> None:
     help_text = build_parser().format_help()
     assert "simulate" in help_text and "place" in help_text
+
+
+def test_a_workload_that_yields_no_job_is_an_error_not_an_empty_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A trace file with its header and no row: a run of nothing would print 0 of everything, exit 0.
+    header = (REPO.parent / "shared" / "traces" / "philly" / "philly.csv").read_text().splitlines()[0]
+    trace = tmp_path / "empty.csv"
+    trace.write_text(header + "\n")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: empty\nstart: 2017-10-09T00:00:00Z\nhorizon: 1h\ninterval: 5m\n"
+        "cluster: {builders: [{hgx_a100: {count: 1}}]}\n"
+        f"workload: {{trace: {{loader: philly, file: {trace}}}}}\n"
+    )
+    assert main(["simulate", str(scenario), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "workload" in err and "no job" in err and "Traceback" not in err

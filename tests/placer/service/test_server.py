@@ -100,11 +100,10 @@ def test_example_batch_gets_exactly_the_cli_decision(
     expected = cli_decision(capsys, "--engine", "greedy", "--time-limit", "2")
     assert without_timings(r.json()) == without_timings(expected)
     decision = checked(r.json(), body)
-    # The example's facts (README): 8 of 10 jobs start now, the TPU job has no TPU to run on.
-    assert len(decision.placements) == 8 and {p.job for p in decision.pending} == {
-        "finetune-train",
-        "t5-xxl-tpu",
-    }
+    # The example's facts (README): 8 of 10 jobs start now; the TPU job has no TPU to run on, so it is
+    # rejected (OJS ML §3.3).
+    assert len(decision.placements) == 8 and {p.job for p in decision.pending} == {"finetune-train"}
+    assert [r.job for r in decision.rejected] == ["t5-xxl-tpu"]
 
 
 def test_every_optional_input_gives_the_cli_decision(

@@ -1,0 +1,115 @@
+"""Spec rules that small inputs written from the specs broke (issue "Spec and peer fidelity"), on both
+engines (``solve`` re-checks every decision with the independent checker) and, for placement rules, in the
+checker alone: a decision that breaks the rule is caught.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from placer.solver.checks import check
+from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
+from placer.solver.jobs.model import GpuDemand, Job, LabelRule, Placement, TaskGroup
+from placer.solver.running import running_job
+from placer.topology import cluster_of, pcie_inference
+from placer.topology.inventory import ReplicaAllocation
+from tests.solver.conftest import NOW, Solve, nodes_of, reason_codes
+
+# -- 8. a running job's required anti-affinity binds incoming jobs (OJS ML §7.3; Kubernetes) ---------------
+
+
+def _replica(job_id: str) -> Job:
+    """A serving replica that forbids co-location with its own type (OJS ML §7.3's example)."""
+    rule = LabelRule(key="job_type", operator="In", values=["ml.serve.replica"])  # type: ignore[arg-type]
+    return Job(
+        id=job_id,
+        type="ml.serve.replica",
+        tasks=[TaskGroup(cpu_cores=2, gpu=GpuDemand(count=1))],
+        placement=Placement(anti_affinity=[rule]),
+    )
+
+
+def _new_replica(job_id: str) -> Job:
+    """A new replica with the same type but no rule of its own: only the running one's rule keeps it off."""
+    return Job(id=job_id, type="ml.serve.replica", tasks=[TaskGroup(cpu_cores=2, gpu=GpuDemand(count=1))])
+
+
+def _serving(nodes: int):  # type: ignore[no-untyped-def]
+    c = cluster_of(pcie_inference(nodes, gpus_per_node=4))
+    first = c.nodes[0].name
+    rj = running_job(
+        _replica("r-0"), [ReplicaAllocation(node=first, gpus=[0], cpu_cores=2)], NOW - timedelta(hours=1)
+    )
+    return c.with_allocations([rj]), first
+
+
+def test_a_running_replica_keeps_new_replicas_off_its_node(solve: Solve) -> None:
+    c, first = _serving(2)
+    d = solve([_new_replica("r-1")], c)
+    assert nodes_of(d, "r-1") != [first]
+    one, _ = _serving(1)
+    d = solve([_new_replica("r-1")], one)
+    assert reason_codes(d, "r-1")[0] in ("INSUFFICIENT_CAPACITY", "ANTI_AFFINITY")
+
+
+def test_the_checker_catches_a_job_placed_beside_a_running_job_that_forbids_it() -> None:
+    c, first = _serving(2)
+    job = _new_replica("r-1")
+    bad = Decision(
+        placements=[JobPlacement(job="r-1", replicas=[ReplicaPlacement(node=first, gpus=[1], cpu_cores=2)])]
+    )
+    assert [v.rule for v in check(bad, [job], c, now=NOW)] == ["anti-affinity"]
+
+
+# -- 4. unknown is not zero (OJS ML v0.1 §2.1 and §6.1) ------------------------------------------------------
+
+#: ojs-ml-resources-v0.1.0.md §2.1, verbatim: the job asks 200 GB of scratch storage.
+SPEC_21_JOB = {
+    "type": "ml.train",
+    "args": [{"model": "resnet50", "epochs": 100}],
+    "meta": {
+        "resources": {
+            "gpu": {"count": 2, "type": "nvidia-a100", "memory_gb": 40},
+            "cpu": {"cores": 8},
+            "memory_gb": 64,
+            "storage_gb": 200,
+        }
+    },
+}
+#: §6.1, verbatim: the FETCH request's worker advertises no storage at all.
+SPEC_61_FETCH = {
+    "queues": ["ml-training"],
+    "count": 1,
+    "worker_id": "gpu-worker-01",
+    "capabilities": {
+        "gpu": {"count": 4, "type": "nvidia-a100", "memory_gb": 80},
+        "cpu": {"cores": 32},
+        "memory_gb": 256,
+    },
+}
+
+
+def test_the_spec_job_matches_the_spec_worker_that_does_not_advertise_storage(solve: Solve) -> None:
+    from placer.service.matching import match, worker_cluster
+    from placer.solver.jobs import read_object
+
+    (read,) = read_object([{**SPEC_21_JOB, "id": "train"}])
+    assert read.ok, read.errors
+    cluster = worker_cluster(SPEC_61_FETCH)
+    assert cluster.nodes[0].storage_gb is None  # not advertised: unknown, not 0
+    d = solve([read], cluster)
+    assert [p.job for p in d.placements] == ["train"]
+    # FETCH: the worker asks queue ml-training, where the job is enqueued (§2.1 shows the job's meta only).
+    (queued,) = read_object([{**SPEC_21_JOB, "id": "train", "queue": "ml-training"}])
+    assert [m["job"] for m in match(SPEC_61_FETCH, [queued])["matches"]] == ["train"]
+
+
+def test_a_node_that_declares_too_little_storage_is_still_a_limit(solve: Solve) -> None:
+    from placer.solver.jobs import read_object
+
+    (read,) = read_object([{**SPEC_21_JOB, "id": "train"}])
+    small = {**SPEC_61_FETCH, "capabilities": {**SPEC_61_FETCH["capabilities"], "storage_gb": 100}}
+    from placer.service.matching import worker_cluster
+
+    d = solve([read], worker_cluster(small))
+    assert reason_codes(d, "train") == ["UNSATISFIABLE"]
