@@ -113,3 +113,23 @@ def test_a_node_that_declares_too_little_storage_is_still_a_limit(solve: Solve) 
 
     d = solve([read], worker_cluster(small))
     assert reason_codes(d, "train") == ["UNSATISFIABLE"]
+
+
+# -- 9. unknown attributes never vanish silently ------------------------------------------------------------
+
+
+def test_an_unknown_ext_ml_attribute_is_kept_and_named_with_a_guess() -> None:
+    from placer.solver.jobs import read_text
+
+    doc = (
+        '{"id": "a", "type": "ml.train", "ext_ml_gpu_count": 1, "ext_ml_gpu_cuont": 2, '
+        '"ext_ml_node_affinity": {"required": [{"key": "zone", "operator": "In", "values": ["z1"]}]}}'
+    )
+    (r,) = read_text(doc)
+    assert r.ok and r.job is not None
+    assert set(r.job.unknown) == {"ext_ml_gpu_cuont", "ext_ml_node_affinity"}  # kept...
+    warned = {w.path: w.message for w in r.warnings if w.code == "unknown"}  # ...and named
+    assert warned["ext_ml_gpu_cuont"].endswith("did you mean 'ext_ml_gpu_count'?")
+    assert warned["ext_ml_node_affinity"].endswith("did you mean 'ext_ml_affinity'?")
+    # An alias is not read: its rule is not applied (placer says so instead of guessing).
+    assert r.job.placement.required == []

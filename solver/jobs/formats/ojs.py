@@ -45,6 +45,7 @@ untouched in ``Job.unknown``, nested ones under their dotted path; the whole inp
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -52,14 +53,14 @@ from pydantic import ValidationError
 
 from placer.solver.jobs.errors import Issue, issue, located, prefixed
 from placer.solver.jobs.fields import Fields, type_name
-from placer.solver.jobs.formats.ojs_mlx import parse_mlx
+from placer.solver.jobs.formats.ojs_mlx import MLX_ATTRIBUTES, parse_mlx
 from placer.solver.jobs.formats.ojs_v01 import V01_META_KEYS, merge_forms, translate_meta
-from placer.solver.jobs.formats.ojs_v03 import parse_attributes
+from placer.solver.jobs.formats.ojs_v03 import V03_ATTRIBUTES, parse_attributes
 from placer.solver.jobs.formats.ojs_workflow import expand_workflow
 from placer.solver.jobs.model import Job, LastCheckpoint, PreemptionPolicy, ReadResult
 from placer.solver.jobs.options import ReadOptions
 
-__all__ = ["SOURCE_FORMAT", "Kind", "classify", "read", "read_envelope"]
+__all__ = ["ALIASES", "SOURCE_FORMAT", "Kind", "classify", "read", "read_envelope", "unknown_attribute"]
 
 #: ``Job.source_format`` of every job this reader produces (v0.1.0 and ``ext_mlx_*`` attributes are
 #: read into the same model, so one name).
@@ -397,6 +398,9 @@ def read_envelope(
     for k, v in env.items():
         if k not in f.read and k not in mf.read:
             unknown[str(k)] = v
+            warning = unknown_attribute(str(k))
+            if warning is not None:
+                warnings.append(warning)
     if issues:
         return _failed(
             job_id,
@@ -460,3 +464,36 @@ def read_envelope(
         source=source,
         path=path,
     )
+
+
+#: Names other OJS tools write for attributes the three documents name otherwise. They are *not* read (a
+#: rule placer does not know it is applying is worse than a warning); the warning names the spelling to use.
+ALIASES: dict[str, str] = {
+    "ext_ml_node_affinity": "ext_ml_affinity",
+    "ext_ml_affinity_rules": "ext_ml_affinity",
+    "ext_ml_gpu_type_preference": "ext_ml_gpu_type",
+    "ext_ml_tpu_chips": "ext_ml_tpu_chip_count",
+    "ext_ml_preemption_grace_period": "ext_ml_preemption_grace_period_s",
+}
+
+
+def unknown_attribute(key: str) -> Issue | None:
+    """A warning for an ``ext_ml_*`` / ``ext_mlx_*`` key none of the three OJS documents defines (kept in
+    ``Job.unknown`` all the same, as the extension contract asks), with "did you mean" for a near or known
+    other spelling; None for other keys.
+
+    >>> unknown_attribute("ext_ml_node_affinity").message.endswith("did you mean 'ext_ml_affinity'?")
+    True
+    >>> unknown_attribute("ext_ml_gpu_cuont").message.endswith("did you mean 'ext_ml_gpu_count'?")
+    True
+    >>> unknown_attribute("queue") is None
+    True
+    """
+    if not key.startswith(("ext_ml_", "ext_mlx_")):
+        return None
+    known = sorted(V03_ATTRIBUTES | MLX_ATTRIBUTES)
+    guess = ALIASES.get(key) or next(iter(difflib.get_close_matches(key, known, n=1, cutoff=0.8)), None)
+    message = "not an attribute of OJS ML resources v0.3.0 or the ML extensions (kept, not applied)"
+    if guess is not None:
+        message += f"; did you mean {guess!r}?"
+    return issue("unknown", key, message)
