@@ -4,7 +4,8 @@ The public API, resolved lazily (PEP 562) so that ``import placer`` — and ``pl
 OR-Tools and pandas until a name that needs them is used:
 
 * deciding: :func:`place` (``place(jobs, cluster, policy) -> Decision``), :class:`Policy`,
-  :class:`Decision`; the independent checker :func:`check` and its :class:`Violation`;
+  :class:`Decision`, and :class:`Session` (``place()`` on state kept between calls: ``decide``,
+  ``commit``, ``finish``); the independent checker :func:`check` and its :class:`Violation`;
 * jobs, in every supported format: :func:`read_files`, :func:`read_file`, :func:`read_text`,
   :func:`read_object`, :class:`Job`, :class:`ReadResult`, :class:`ReadOptions`, :class:`QueueConfig`;
 * clusters: :func:`load_cluster` (inventory YAML, kubectl, Slurm, Flux JGF, OJS workers),
@@ -31,29 +32,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-#: Public name -> module that defines it.
+from placer import solver as _solver  # its package module is light: names only, resolved lazily
+
+#: Public name -> module that defines it: the engine's public names (``placer.solver``), the checker, and
+#: the cluster and offline entry points.
 _EXPORTS: dict[str, str] = {
-    "place": "placer.solver.engine",
-    "Policy": "placer.solver.policy",
-    "Decision": "placer.solver.decision",
+    **_solver._EXPORTS,
     "check": "placer.solver.checks",
-    "Violation": "placer.solver.checks",
-    **{
-        name: "placer.solver.jobs"
-        for name in (
-            "Issue",
-            "Job",
-            "JobValidationError",
-            "QueueConfig",
-            "ReadOptions",
-            "ReadResult",
-            "check_batch",
-            "read_file",
-            "read_files",
-            "read_object",
-            "read_text",
-        )
-    },
     "load_cluster": "placer.topology.load",
     **{
         name: "placer.topology"

@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "Policy": "placer.solver.policy",
     "Decision": "placer.solver.decision",
     "Violation": "placer.solver.checks",
+    "Session": "placer.solver.session",
     **{
         name: "placer.solver.jobs"
         for name in (

@@ -21,14 +21,14 @@ batch and one instant:
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from placer.solver.core import decide
 from placer.solver.decision import Decision
 from placer.solver.gc_pause import paused_gc
 from placer.solver.holds import place_with_reservations
-from placer.solver.jobs.model import Job, ReadResult
+from placer.solver.jobs.model import GpuAffinity, Job, ReadResult
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.planning import jobs_by_id, with_plans
 from placer.solver.policy import Policy
@@ -91,10 +91,27 @@ def place(
         if add_preemptible_hints(decision, hints, cluster, policy, deadline=deadline, shielded=kept):
             decision.stats.cut_by.append("hints")
             decision.stats.deterministic = False
-        decision.stats.cost_per_hour = price_decision(decision, cluster, prices or PriceCatalog.default())
+        decision.stats.cost_per_hour = price_decision(
+            decision, cluster, prices or PriceCatalog.default(), whole=_holds_whole(hints)
+        )
     # The whole call, hints and pricing included (docs/decision.md): the core decisions set their own.
     decision.stats.wall_s = round(time.perf_counter() - t0, 6)
     return decision
+
+
+def _holds_whole(jobs: Mapping[str, Job]) -> Callable[[str, str | None], bool]:
+    """Whether a job's replica of a task group holds its node exclusively, and so pays all of it:
+    ``exclusive_nodes``, ``gpu_affinity: dedicated`` (MLX §7.1), or an exclusive group (Flux slots)."""
+
+    def whole(job_id: str, group: str | None) -> bool:
+        job = jobs.get(job_id)
+        if job is None:
+            return False
+        if job.placement.exclusive_nodes or job.placement.gpu_affinity is GpuAffinity.DEDICATED:
+            return True
+        return any(g.exclusive for g in job.tasks if g.name == group)
+
+    return whole
 
 
 def _may_plan(

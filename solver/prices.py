@@ -33,6 +33,7 @@ evicted) plus the decision's placements stay within them; over budget means pend
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import lru_cache
 from importlib.resources import files
 from typing import Annotated, Any
@@ -198,12 +199,21 @@ def to_units(dollars: float) -> int:
 
 
 def node_share_units(
-    node: Node, gpus: int, gpu_milli: int | None, cpu_cores: float, prices: PriceCatalog
+    node: Node,
+    gpus: int,
+    gpu_milli: int | None,
+    cpu_cores: float,
+    prices: PriceCatalog,
+    *,
+    whole: bool = False,
 ) -> int:
     """What a replica holding ``gpus`` GPUs (or one ``gpu_milli`` share) and ``cpu_cores`` cores of
     ``node`` costs per hour, in money units: its share of the node's price (GPUs over the node's GPUs;
-    CPU-only work: cores over the node's cores)."""
+    CPU-only work: cores over the node's cores). ``whole``: the replica holds the node exclusively
+    (``dedicated``, ``exclusive_nodes``, a Flux slot's node) and pays all of it, whatever it uses."""
     hour = prices.node_hour(node)
+    if whole:
+        return to_units(hour)
     if node.gpu_count and (gpus or gpu_milli):
         share = gpu_milli / 1000 if gpu_milli is not None else gpus
         return to_units(hour * share / node.gpu_count)
@@ -226,12 +236,13 @@ def pod_share_units(pod: TpuPod, chips: int, prices: PriceCatalog) -> int:
     return to_units(chips * prices.tpu_chip_hour(pod.generation, pod.capacity_class))
 
 
-def replica_units(cluster: Cluster, replica: Any, prices: PriceCatalog) -> int:
+def replica_units(cluster: Cluster, replica: Any, prices: PriceCatalog, *, whole: bool = False) -> int:
     """The one pricing function: a replica of a placement (:class:`~placer.solver.decision.ReplicaPlacement`)
     or
     of a running job's allocation (``placer.topology.ReplicaAllocation``) — both carry ``node``, ``gpus``,
     ``gpu_milli``, ``tpu_pod``, ``tpu_chips`` and ``cpu_cores`` — in money units per hour; 0 on a node or
-    pod the cluster does not have (the checker reports those)."""
+    pod the cluster does not have (the checker reports those). ``whole``: the replica holds its node
+    exclusively (see :func:`node_share_units`)."""
     if replica.tpu_pod is not None:
         try:
             pod = cluster.tpu_pod(replica.tpu_pod)
@@ -241,7 +252,9 @@ def replica_units(cluster: Cluster, replica: Any, prices: PriceCatalog) -> int:
     if replica.node is None or not cluster.has_node(replica.node):
         return 0
     node = cluster.node(replica.node)
-    return node_share_units(node, len(replica.gpus), replica.gpu_milli, replica.cpu_cores, prices)
+    return node_share_units(
+        node, len(replica.gpus), replica.gpu_milli, replica.cpu_cores, prices, whole=whole
+    )
 
 
 def running_units(cluster: Cluster, job: Any, prices: PriceCatalog) -> int:
@@ -249,11 +262,20 @@ def running_units(cluster: Cluster, job: Any, prices: PriceCatalog) -> int:
     return sum(replica_units(cluster, r, prices) for r in job.replicas)
 
 
-def price_decision(decision: Decision, cluster: Cluster, prices: PriceCatalog) -> float:
-    """Fill each placement's ``cost_per_hour`` (its replicas' share of their nodes) and return the total."""
+def price_decision(
+    decision: Decision,
+    cluster: Cluster,
+    prices: PriceCatalog,
+    whole: Callable[[str, str | None], bool] | None = None,
+) -> float:
+    """Fill each placement's ``cost_per_hour`` (its replicas' share of their nodes; the whole node for a
+    replica ``whole(job, task group)`` says holds its node exclusively) and return the total."""
     total = 0
     for p in decision.placements:
-        units = sum(replica_units(cluster, r, prices) for r in p.replicas)
+        units = sum(
+            replica_units(cluster, r, prices, whole=whole is not None and whole(p.job, r.task_group))
+            for r in p.replicas
+        )
         p.cost_per_hour = units / UNITS_PER_DOLLAR
         total += units
     return total / UNITS_PER_DOLLAR

@@ -98,12 +98,13 @@ def prepare(spec: ScenarioSpec, base: Path | None, *, seed: int | None = None) -
     seed = spec.seed if seed is None else seed
     cluster, background = build(spec.cluster, base)
     jobs = jobs_of(spec.workload, spec.start, spec.horizon, seed=seed, base=base)
-    if not jobs:  # a run of nothing would report 0 of everything as if it had measured something
+    if not jobs and spec.workload.trace is not None:
+        # A trace that yields nothing is a mistake (a wrong file, a `since` past its end): a run of nothing
+        # would report 0 of everything as if it had measured something. An explicit `jobs: []` is a choice.
         raise fail(
             "range",
-            "workload",
-            "the workload yields no job within the horizon (an empty trace, a loader that found nothing, or "
-            "rates too low for the horizon)",
+            "workload.trace",
+            "the trace yields no job within the horizon (an empty file, or `since`/the horizon outside it)",
         )
     return SimInputs(
         name=spec.name,

@@ -31,7 +31,7 @@ from typing import Any
 from placer.solver.checks.preemption import rank_of
 from placer.solver.checks.violation import Violation
 from placer.solver.decision import Decision
-from placer.solver.jobs.model import Job
+from placer.solver.jobs.model import GpuAffinity, Job
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.prices import UNITS_PER_DOLLAR, PriceCatalog, replica_units, to_units
 from placer.topology import Cluster
@@ -209,7 +209,9 @@ def _check_costs(
         job = by_id.get(p.job)
         if job is None or not (ks := keys(job.queue, job.tenant)):
             continue
-        units = sum(replica_units(cluster, r, prices) for r in p.replicas)
+        units = sum(
+            replica_units(cluster, r, prices, whole=_exclusive(job, r.task_group)) for r in p.replicas
+        )
         for k in ks:
             ledgers.setdefault(k, _Ledger()).placed.append((rank(job), units))
     for (kind, name), limit in sorted(limits.items()):
@@ -232,3 +234,11 @@ def _check_costs(
                 f"{kind} {name!r}: {_level_message(r, used / UNITS_PER_DOLLAR, 'dollars per hour')}; "
                 f"{what} is ${limit / UNITS_PER_DOLLAR:g}/h",
             )
+
+
+def _exclusive(job: Job, group: str | None) -> bool:
+    """A replica that holds its node exclusively (``exclusive_nodes``, ``dedicated``, an exclusive group)
+    counts the whole node against dollar budgets: it is what the queue pays for."""
+    if job.placement.exclusive_nodes or job.placement.gpu_affinity is GpuAffinity.DEDICATED:
+        return True
+    return any(g.exclusive for g in job.tasks if g.name == group)

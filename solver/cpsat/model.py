@@ -479,7 +479,11 @@ class _Builder:
 
                 def rank(c: int, nu: _NodeUnit = nu, need: int = need) -> tuple[float, ...]:
                     k = classes[c]
-                    price = 0 if self.pricing is None else self.pricing.on_node(k.rep, nu.unit.need)
+                    price = (
+                        0
+                        if self.pricing is None
+                        else self.pricing.on_node(k.rep, nu.unit.need, nu.unit.exclusive)
+                    )
                     return (-float(nu.pref[k.rep]), price, k.gpus - need, -k.count, c)
 
                 keep = set(sorted(cls, key=rank)[:limit]) | hinted.get((nu.p, nu.ui), set())
@@ -920,10 +924,16 @@ class _Built:
             return
         for nu in self.node_units:
             terms = [
-                (self.x[(nu.p, nu.ui, c)], pricing.on_node(self.classes[c].rep, nu.unit.need))
+                (
+                    self.x[(nu.p, nu.ui, c)],
+                    pricing.on_node(self.classes[c].rep, nu.unit.need, nu.unit.exclusive),
+                )
                 for c in nu.classes
             ]
-            terms += [(self.y[(nu.p, nu.ui, n)], pricing.on_node(n, nu.unit.need)) for n in nu.direct]
+            terms += [
+                (self.y[(nu.p, nu.ui, n)], pricing.on_node(n, nu.unit.need, nu.unit.exclusive))
+                for n in nu.direct
+            ]
             self.money.setdefault(nu.p, []).extend(terms)
             self.money_varies |= len({k for _, k in terms}) > 1
             self.money_max += nu.unit.replicas * max((k for _, k in terms), default=0)

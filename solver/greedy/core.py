@@ -208,7 +208,7 @@ def _place_node_units(
             cost = (
                 None
                 if state.pricing is None or state.scorer is not None
-                else state.pricing.node_costs(unit.need)
+                else state.pricing.node_costs(unit.need, unit.exclusive)
             )
             frag = None if state.scorer is not None else _frag(state, arrays, unit, plan.nvlink)
             grows = None if state.frag is None else _growth(state, unit)

@@ -37,21 +37,22 @@ class Pricing:
 
     def __init__(self, snap: Snapshot, prices: PriceCatalog) -> None:
         self.snap, self.prices = snap, prices
-        self._one: dict[tuple[int, Need], int] = {}
-        self._arrays: dict[Need, np.ndarray] = {}
+        self._one: dict[tuple[int, Need, bool], int] = {}
+        self._arrays: dict[tuple[Need, bool], np.ndarray] = {}
         self._hour: np.ndarray | None = None
         self._gpus: np.ndarray | None = None
         self._cores: np.ndarray | None = None
         self._codes: np.ndarray | None = None
 
     # -- exact, one replica at a time (budgets, CP-SAT coefficients) ---------------------------------------
-    def on_node(self, node: int, need: Need) -> int:
-        """Money units per hour of one replica of ``need`` on node ``node`` (snapshot index)."""
-        key = (node, need)
+    def on_node(self, node: int, need: Need, whole: bool = False) -> int:
+        """Money units per hour of one replica of ``need`` on node ``node`` (snapshot index); ``whole``:
+        it holds the node exclusively and pays all of it."""
+        key = (node, need, whole)
         hit = self._one.get(key)
         if hit is None:
             n = self.snap.nodes[node].node
-            hit = node_share_units(n, need.gpus, need.milli or None, need.cpu, self.prices)
+            hit = node_share_units(n, need.gpus, need.milli or None, need.cpu, self.prices, whole=whole)
             self._one[key] = hit
         return hit
 
@@ -65,7 +66,7 @@ class Pricing:
             return self.on_pod(r.pod, len(r.chips))
         if r.node is None:
             return 0
-        return self.on_node(r.node, r.unit.need)
+        return self.on_node(r.node, r.unit.need, r.unit.exclusive)
 
     def replicas(self, reps: Iterable[ReplicaAt]) -> int:
         """Money units per hour of a job's replicas."""
@@ -81,23 +82,26 @@ class Pricing:
             self._cores = np.fromiter((v.node.cpu_cores for v in nodes), np.float64, len(nodes))
         return self._hour
 
-    def node_costs(self, need: Need) -> np.ndarray:
+    def node_costs(self, need: Need, whole: bool = False) -> np.ndarray:
         """Money units per hour of one replica of ``need`` on each node (int64 array, shared: do not
-        modify); the arithmetic of :func:`placer.solver.prices.node_share_units`, vectorized."""
-        hit = self._arrays.get(need)
+        modify); the arithmetic of :func:`placer.solver.prices.node_share_units`, vectorized; ``whole``:
+        the node's whole price (an exclusive replica)."""
+        hit = self._arrays.get((need, whole))
         if hit is None:
             hour = self._node_hour()
             gpus, cores = self._gpus, self._cores
             assert gpus is not None and cores is not None
             with np.errstate(divide="ignore", invalid="ignore"):
                 by_cores = np.where(cores > 0, hour * need.cpu / cores, 0.0)
-                if need.gpus or need.milli:
+                if whole:
+                    dollars = hour
+                elif need.gpus or need.milli:
                     share = need.milli / 1000 if need.milli else need.gpus
                     dollars = np.where(gpus > 0, hour * share / gpus, by_cores)
                 else:
                     dollars = by_cores
             hit = np.rint(dollars * UNITS_PER_DOLLAR).astype(np.int64)
-            self._arrays[need] = hit
+            self._arrays[(need, whole)] = hit
         return hit
 
     def price_codes(self) -> np.ndarray:
@@ -137,4 +141,4 @@ class Pricing:
         mask = cand.now if cand.now.any() else cand.static
         if not mask.any():
             return 0
-        return int(self.node_costs(unit.need)[mask].min())
+        return int(self.node_costs(unit.need, unit.exclusive)[mask].min())

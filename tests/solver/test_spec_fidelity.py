@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from placer.solver.checks import check
 from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
 from placer.solver.jobs.model import GpuDemand, Job, LabelRule, Placement, TaskGroup
@@ -133,3 +135,50 @@ def test_an_unknown_ext_ml_attribute_is_kept_and_named_with_a_guess() -> None:
     assert warned["ext_ml_node_affinity"].endswith("did you mean 'ext_ml_affinity'?")
     # An alias is not read: its rule is not applied (placer says so instead of guessing).
     assert r.job.placement.required == []
+
+
+# -- 6. exclusive use is priced as exclusive ----------------------------------------------------------------
+
+
+def test_a_dedicated_job_pays_the_whole_node_and_its_queue_budget_counts_it(solve: Solve) -> None:
+    """A dedicated 2-GPU job holds a whole $98.32/h DGX H100 (catalog on-demand price): it costs $98.32/h,
+    not 2/8 of it ($24.58), so a $30/h queue budget keeps it waiting and a $100/h one admits it."""
+    from placer.solver.jobs.queues import QueueConfig
+    from placer.topology import capacity_pool
+
+    c = cluster_of(capacity_pool(name="od", on_demand=1))
+    job = Job(
+        id="d",
+        queue="train",
+        placement=Placement(gpu_affinity="dedicated"),  # type: ignore[arg-type]
+        tasks=[TaskGroup(cpu_cores=8, gpu=GpuDemand(count=2))],
+    )
+    d = solve([job], c)
+    assert d.placements[0].cost_per_hour == pytest.approx(98.32)
+    assert d.stats.cost_per_hour == pytest.approx(98.32)
+
+    def budget(dollars: float) -> dict[str, QueueConfig]:
+        cfg = {"queue": "train", "config": {"ml_limits": {"max_cost_per_hour": dollars}}}
+        return {"train": QueueConfig.model_validate(cfg)}
+
+    assert reason_codes(solve([job], c, queues=budget(30.0)), "d") == ["COST_BUDGET"]
+    assert [p.job for p in solve([job], c, queues=budget(100.0)).placements] == ["d"]
+
+
+def test_the_checker_counts_a_dedicated_replica_whole_against_a_dollar_budget() -> None:
+    from placer.solver.jobs.queues import QueueConfig
+    from placer.topology import capacity_pool
+
+    c = cluster_of(capacity_pool(name="od", on_demand=1))
+    job = Job(id="d", queue="train", placement=Placement(gpu_affinity="dedicated"),  # type: ignore[arg-type]
+              tasks=[TaskGroup(cpu_cores=8, gpu=GpuDemand(count=2))])  # fmt: skip
+    placed = Decision(
+        placements=[
+            JobPlacement(job="d", replicas=[ReplicaPlacement(node=c.nodes[0].name, gpus=[0, 1], cpu_cores=8)])
+        ]
+    )
+    cfg = {"queue": "train", "config": {"ml_limits": {"max_cost_per_hour": 30.0}}}
+    rules = [
+        v.rule for v in check(placed, [job], c, now=NOW, queues={"train": QueueConfig.model_validate(cfg)})
+    ]
+    assert rules == ["cost-budget"]

@@ -110,4 +110,4 @@ def test_a_workload_that_yields_no_job_is_an_error_not_an_empty_run(
     )
     assert main(["simulate", str(scenario), "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert "workload" in err and "no job" in err and "Traceback" not in err
+    assert "workload.trace" in err and "no job" in err and "Traceback" not in err

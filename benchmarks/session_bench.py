@@ -1,0 +1,107 @@
+"""One-arrival decisions through a Session on the openb cluster, and the online fill against FGD.
+
+    python benchmarks/session_bench.py                       # default trace, seed 42
+    python benchmarks/session_bench.py --trace gpushare40 --arrivals 300
+
+Prints, on the 1,213-node openb cluster (``../shared/traces/alibaba-gpu-v2023``):
+
+1. the state at 100 % arrived load (FGD's sampled arrivals up to there, each decided and committed by the
+   session): running pods, time to get there;
+2. ``--arrivals`` one-pod decisions on that state through a :class:`~placer.solver.session.Session` (the
+   default engine, no preemption or planning, as the fill runs it), each committed: median, p90 and max
+   milliseconds for ``decide`` and for ``commit``, next to ``place()`` from scratch on the same state (a
+   few calls: it is what a backend without a session pays);
+3. a whole online fill (``placer fill --policy auto``, one arrival per call) and the ``fgd`` policy on the
+   same arrivals: wall seconds, their ratio, and allocation at 100 % and 130 % arrived load.
+
+Every decision of part 2 is re-checked by the independent checker. Prints figures, asserts nothing. The
+machine is noisy: compare within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from placer.scenarios.fill.engines import NOW, arrival_jobs
+from placer.scenarios.fill.run import run_fill
+from placer.scenarios.traces import openb_dir
+from placer.scenarios.traces.alibaba import nodes_to_cluster, read_nodes, read_pods
+from placer.solver.checks import check
+from placer.solver.engine import place
+from placer.solver.policy import Policy
+from placer.solver.prices import PriceCatalog
+from placer.solver.session import Session
+
+
+def _ms(xs: list[float]) -> str:
+    xs = sorted(xs)
+    p90 = xs[int(0.9 * (len(xs) - 1))]
+    return (
+        f"median {statistics.median(xs) * 1000:.2f} ms, p90 {p90 * 1000:.2f} ms, max {xs[-1] * 1000:.2f} ms"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trace", default="default")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--arrivals", type=int, default=200)
+    ap.add_argument("--no-fill", action="store_true", help="skip part 3 (the whole online fill)")
+    args = ap.parse_args()
+    nodes_csv = openb_dir() / "openb_node_list_gpu_node.csv"
+    if not nodes_csv.is_file():
+        print(f"session_bench: no openb traces at {openb_dir()}")
+        return
+    nodes = read_nodes(nodes_csv)
+    pods = read_pods(openb_dir() / f"openb_pod_list_{args.trace}.csv")
+
+    print(f"== 1. {args.trace}: the state at 100 % arrived load, seed {args.seed} ==")
+    t = time.perf_counter()
+    full = run_fill(nodes, pods, load=1.3, seed=args.seed, policy="fgd")
+    k100 = int((full.arrived <= full.capacity_milli).sum())
+    policy = Policy(time_limit_s=1.0, preemption=False, plan=False, seed=args.seed)
+    session = Session(nodes_to_cluster(nodes), policy, prices=PriceCatalog())
+    for k in range(k100):  # the arrivals up to 100 % load, each decided and committed by the session
+        session.commit(session.decide(arrival_jobs(pods, full.order, [k]), now=NOW))
+    running = len(session.cluster.running_jobs())
+    print(f"{running} pods running after {k100} arrivals, built in {time.perf_counter() - t:.1f} s")
+
+    print(f"\n== 2. {args.arrivals} one-pod decisions on that state (engine auto, 1,213 nodes) ==")
+    decide_s, commit_s, violations = [], [], 0
+    for k in range(k100, min(k100 + args.arrivals, len(full.order))):
+        jobs = arrival_jobs(pods, full.order, [k])
+        t = time.perf_counter()
+        d = session.decide(jobs, now=NOW)
+        decide_s.append(time.perf_counter() - t)
+        violations += len(check(d, jobs, session.cluster, now=NOW))
+        t = time.perf_counter()
+        session.commit(d)
+        commit_s.append(time.perf_counter() - t)
+    print(f"Session.decide: {_ms(decide_s)}")
+    print(f"Session.commit: {_ms(commit_s)}")
+    scratch = []
+    for k in range(k100 + args.arrivals, k100 + args.arrivals + 10):
+        t = time.perf_counter()
+        place(arrival_jobs(pods, full.order, [k]), session.cluster, policy, now=NOW, prices=PriceCatalog())
+        scratch.append(time.perf_counter() - t)
+    print(f"place() from scratch, same state: {_ms(scratch)}; checker violations in part 2: {violations}")
+
+    if args.no_fill:
+        return
+    print("\n== 3. the whole online fill: auto (one arrival per place() call) vs fgd, same arrivals ==")
+    t = time.perf_counter()
+    fgd = run_fill(nodes, pods, load=1.3, seed=args.seed, policy="fgd")
+    fgd_s = time.perf_counter() - t
+    t = time.perf_counter()
+    auto = run_fill(nodes, pods, load=1.3, seed=args.seed, policy="auto", batch=1, time_limit_s=1.0)
+    auto_s = time.perf_counter() - t
+    for name, r, s in (("fgd", fgd, fgd_s), ("auto online", auto, auto_s)):
+        a = r.alloc_at([100, 130])
+        print(f"{name:<12} wall {s:7.1f} s   alloc@100 {a[100]:.2f}   alloc@130 {a[130]:.2f}")
+    print(f"auto online / fgd wall time: {auto_s / fgd_s:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
