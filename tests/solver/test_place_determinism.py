@@ -90,19 +90,19 @@ def test_a_reproducible_answer_does_not_depend_on_how_long_building_took(monkeyp
     # deterministic time, a fixed share of the limit, so a slow build must not change the answer.
     import time
 
-    from placer.solver.cpsat import model
+    from placer.solver.cpsat import reduce as model
     from placer.solver.engine import place
     from placer.solver.policy import Policy
 
     policy = Policy(engine="cpsat", time_limit_s=4.0, reproducible=True)
     first = place(contended_batch(), CONTENDED, policy, now=NOW)
-    build = model._Builder.build
+    build = model.Builder.build
 
-    def slow_build(self: model._Builder) -> object:
+    def slow_build(self: model.Builder) -> object:
         time.sleep(0.8)
         return build(self)
 
-    monkeypatch.setattr(model._Builder, "build", slow_build)
+    monkeypatch.setattr(model.Builder, "build", slow_build)
     second = place(contended_batch(), CONTENDED, policy, now=NOW)
     assert first.stats.status == second.stats.status == "OPTIMAL"  # the model ran both times
     assert first.stats.deterministic and second.stats.deterministic
@@ -114,17 +114,17 @@ def test_a_reproducible_run_cut_by_the_wall_clock_says_it_is_not_deterministic(m
     # answer may differ from an idle machine's: the decision must say so rather than claim reproducibility.
     import time
 
-    from placer.solver.cpsat import model
+    from placer.solver.cpsat import reduce as model
     from placer.solver.engine import place
     from placer.solver.policy import Policy
 
-    build = model._Builder.build
+    build = model.Builder.build
 
-    def build_past_the_deadline(self: model._Builder) -> object:
+    def build_past_the_deadline(self: model.Builder) -> object:
         time.sleep(max(0.0, self.deadline - time.perf_counter()))
         return build(self)
 
-    monkeypatch.setattr(model._Builder, "build", build_past_the_deadline)
+    monkeypatch.setattr(model.Builder, "build", build_past_the_deadline)
     d = place(contended_batch(), CONTENDED, Policy(engine="cpsat", time_limit_s=2.0, reproducible=True))
     assert d.placements, "greedy's answer still stands"
     assert d.stats.deterministic is False

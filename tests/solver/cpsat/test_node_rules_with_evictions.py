@@ -31,7 +31,8 @@ from ortools.sat.python import cp_model
 import placer.solver.core
 import placer.solver.cpsat
 from placer.solver.assignment import objective
-from placer.solver.cpsat.model import CpsatResult, _Built
+from placer.solver.cpsat import CpsatResult
+from placer.solver.cpsat.model import Model as _Built
 from placer.solver.decision import Decision
 from placer.solver.jobs.model import Job, LabelRule, Placement, TaskGroup
 from placer.topology import Cluster, cluster_of, cpu_nodes

@@ -117,7 +117,7 @@ def test_greedy_packing_of_small_replicas_is_not_filled_with_big_ones(
     # (32 cores), greedy's packing "2 of that type" does not fit the node on paper (64 cores) but was kept,
     # and CP-SAT filled it with the two preferred 20-core replicas: 40 cores on a 32-core node. Now the
     # small ones keep their real amounts; the best answer is one big (preferred) and one small: 22 cores.
-    monkeypatch.setattr("placer.solver.cpsat.model.MAX_TYPES", 1)
+    monkeypatch.setattr("placer.solver.cpsat.reduce.MAX_TYPES", 1)
     node = NodeSpec(
         name="n",
         cpu_cores=32,
@@ -172,7 +172,7 @@ def test_tagged_item_types_do_not_drive_the_rounding(monkeypatch: pytest.MonkeyP
     # only the plain job's demand could ever merge with another, and it is alone, so nothing is rounded and
     # the model is exact. Counting the tagged types (never merged) rounded every demand up to 128 cores and
     # 1 TB: on scenario M, 487 of 593 types were tagged and the plain ones all became 128-core replicas.
-    monkeypatch.setattr("placer.solver.cpsat.model.MAX_TYPES", 2)
+    monkeypatch.setattr("placer.solver.cpsat.reduce.MAX_TYPES", 2)
 
     def spec(name: str) -> NodeSpec:
         return NodeSpec(name=name, cpu_cores=32, memory_gb=256, gpus={"type": "nvidia-l4", "count": 2})  # type: ignore[arg-type]

@@ -1,0 +1,176 @@
+"""The pieces the CP-SAT stages hand each other: the result, a node unit, greedy's answer in classes
+(seeds), a TPU slice offer, the build deadline, the budget constants, and small arithmetic helpers.
+
+Why a module of their own: the stages — :mod:`~placer.solver.cpsat.reduce` (classes, demand types,
+patterns), :mod:`~placer.solver.cpsat.model` (variables, constraints, objective levels),
+:mod:`~placer.solver.cpsat.hint` (greedy's answer as a hint), :mod:`~placer.solver.cpsat.search` (the
+successive solves) and :mod:`~placer.solver.cpsat.realize` (model values back to nodes and devices) —
+all read them, and none should import another stage for a data class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from placer.solver.assignment import Assignment
+from placer.solver.candidates import UnitCandidates
+from placer.solver.cpsat.classes import NodeClass
+from placer.solver.cpsat.patterns import ItemType, Pattern, fits
+from placer.solver.demand import Unit
+from placer.solver.preempt import Victim
+from placer.solver.structure import shaped
+
+__all__ = [
+    "DET_SHARE",
+    "MAX_CPU_QUANTUM",
+    "MAX_TYPES",
+    "CpsatResult",
+    "Deadline",
+    "NodeUnit",
+    "Seeds",
+    "Slice",
+    "held_on",
+    "need_vec",
+    "pref_codes",
+    "shaped_unit",
+    "up",
+    "value",
+    "weighted",
+]
+
+
+@dataclass
+class CpsatResult:
+    """What the CP-SAT phase hands back to the engine."""
+
+    assignment: Assignment | None
+    status: str
+    bound: float | None = None
+    build_s: float = 0.0
+    solve_s: float = 0.0
+    variables: int | None = None
+    constraints: int | None = None
+    classes: int | None = None
+    improves_secondary: bool = False
+    exact: bool = False
+    eviction_cost: float = 0.0
+    #: Under ``Policy.reproducible``: False when the wall clock, not the deterministic budget, stopped a
+    #: solve (an overloaded machine), so the answer may differ from a run on an idle one.
+    deterministic: bool = True
+
+
+@dataclass
+class NodeUnit:
+    p: int
+    ui: int
+    unit: Unit
+    cand: UnitCandidates
+    pref: np.ndarray
+    type_idx: int = -1
+    classes: list[int] = field(default_factory=list)
+    direct: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Seeds:
+    """Greedy's answer in the model's terms: per class the packings greedy used (``patterns``, each with
+    the ``nodes`` it was used on), the units it put on each node, and hints for ``z`` and ``x``."""
+
+    patterns: dict[int, list[Pattern]] = field(default_factory=dict)
+    nodes: dict[tuple[int, Pattern], list[int]] = field(default_factory=dict)
+    units: dict[int, set[tuple[int, int]]] = field(default_factory=dict)
+    z_hint: dict[tuple[int, Pattern], int] = field(default_factory=dict)
+    x_hint: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    #: Whether every replica greedy placed on a class node is one the model offers there.
+    hint_ok: bool = True
+
+    def misfits(self, classes: list[NodeClass], types: list[ItemType]) -> list[tuple[int, Pattern]]:
+        """The packings that do not fit their class on the model's amounts (see ``_Builder.build``)."""
+        return [
+            (c, pat)
+            for c, pats in sorted(self.patterns.items())
+            for pat in pats
+            if not fits(classes[c], types, dict(pat))
+        ]
+
+
+@dataclass
+class Slice:
+    pod: int
+    chips: tuple[tuple[int, ...], ...]
+    #: Running jobs that must be evicted for this slice (they hold some of its chips or, for a dedicated
+    #: slice, of its hosts' chips).
+    victims: tuple[str, ...] = ()
+
+
+class Deadline(Exception):
+    pass
+
+
+#: Under ``Policy.reproducible`` the solve stages share this fraction of the time limit, counted in
+#: CP-SAT's deterministic time (about a second of work each on a typical core) instead of wall seconds.
+DET_SHARE = 0.5
+
+#: Above this many distinct per-replica demands (of untagged types), CPU/memory demands are rounded up to
+#: merge them.
+MAX_TYPES = 120
+#: The rounding of demands stops at this many cores (and 64 x ``memory_quantum_gb``), as classes' does.
+MAX_CPU_QUANTUM = 64.0
+
+
+def up(value: float, quantum: float) -> float:
+    """``value`` rounded up to a multiple of ``quantum`` (unchanged when ``quantum`` is 0)."""
+    if not quantum or not value:
+        return value
+    return float(np.ceil(value / quantum - 1e-9) * quantum)
+
+
+def pref_codes(node_units: list[NodeUnit]) -> np.ndarray | None:
+    """Per node, a code equal for nodes on which every unit's preference score is the same (None when no
+    unit prefers anything): classes split on it, so the preference level is exact in the model."""
+    distinct: dict[int, np.ndarray] = {}
+    for nu in node_units:
+        if nu.pref.any():
+            distinct.setdefault(id(nu.pref), nu.pref)
+    if not distinct:
+        return None
+    rows = np.stack(list(distinct.values()), axis=1)
+    return np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1)
+
+
+def shaped_unit(unit: Unit) -> bool:
+    return shaped(unit.structure, unit.need.milli)
+
+
+def weighted(terms: list[tuple[cp_model.IntVar, int]]) -> cp_model.LinearExprT:
+    """``sum(coefficient * variable)`` of ``(variable, coefficient)`` terms (0 when there are none)."""
+    if not terms:
+        return 0
+    return cp_model.LinearExpr.WeightedSum([v for v, _ in terms], [k for _, k in terms])
+
+
+def value(terms: list[tuple[cp_model.IntVar, int]], values: dict[cp_model.IntVar, int]) -> int:
+    """The value of ``sum(coefficient * variable)`` under ``values`` (absent variables count 0)."""
+    return sum(k * values.get(v, 0) for v, k in terms)
+
+
+def need_vec(unit: Unit) -> tuple[float, float, float, float, float]:
+    n = unit.need
+    return (n.gpus, n.cpu, n.mem, n.storage, n.shm)
+
+
+def held_on(v: Victim, node: str) -> tuple[float, float, float, float, float]:
+    """What a victim holds on one node: whole GPUs (shares count nothing: a shared GPU frees no whole GPU
+    unless every share leaves, which this conservative count ignores), cores, GB of memory/storage/shm."""
+    out = [0.0, 0.0, 0.0, 0.0, 0.0]
+    for r in v.job.replicas:
+        if r.node == node:
+            out[0] += 0 if r.gpu_milli is not None else len(r.gpus)
+            out[1] += r.cpu_cores
+            out[2] += r.memory_gb
+            out[3] += r.storage_gb
+            out[4] += r.shm_gb
+    return (out[0], out[1], out[2], out[3], out[4])

@@ -1,0 +1,515 @@
+"""CP-SAT, stage 1 — reduce: the batch and the cluster to classes, demand types and packing patterns.
+
+The model is described in :mod:`placer.solver.cpsat.model`; this stage decides its size. It builds the
+node classes (:mod:`~placer.solver.cpsat.classes`), the item types and patterns per class
+(:mod:`~placer.solver.cpsat.patterns`), the nodes modelled one by one (eviction candidates), the TPU
+slices offered, and greedy's answer in those terms (seeds, for the hint), then hands all of it to
+:class:`~placer.solver.cpsat.model.Model`.
+
+The model it reduces to:
+
+Variables (see ``docs/solver.md`` for the algebra):
+
+* ``placed[p]`` — job ``p`` runs (all replicas or none: gangs are all-or-nothing);
+* ``z[c, k]`` — how many nodes of class ``c`` use packing pattern ``k`` (at most the class's count; for a
+  greedy packing that fits the class only on the node greedy used, at most that many nodes, and those);
+* ``x[u, c]`` — how many replicas of unit ``u`` go to class ``c``; per class and item type, replicas never
+  exceed the slots the chosen patterns provide;
+* ``b[p, d]`` — gang ``p`` is confined to scope domain ``d`` (rack, block, zone, NVLink domain);
+* ``a[u, s]`` — TPU replica of unit ``u`` takes slice ``s``; slices sharing a chip exclude each other;
+* ``y[u, n]``, ``e[v]`` — replicas on a node with eviction candidates, modelled one by one; running job ``v``
+  evicted (a slice on chips ``v`` holds needs ``e[v]``).
+* ``on[p, n]`` — job ``p`` has a replica on such a node (for anti-affinity between jobs of the batch there;
+  exclusive units there have 0/1 ``y`` of their own).
+
+Objective, lexicographic by successive solves: (1) maximize priority-weighted demand placed; then, with
+(1) held at the value found, minimize the eviction cost; then (2) maximize preference score and (3)
+minimize GPUs left free on the nodes touched (best fit, so whole nodes and NVLink domains stay whole for
+big jobs); then, when some unit's options differ in price, with (2) held, minimize the decision's dollars
+per hour (the cost term: integer money units per replica, :mod:`placer.solver.objective.cost`) and then (3)
+again.
+
+Budgets are constraints: a queue's GPUs (thousandths) and GPU jobs (OJS ML §10.3), and a queue's or
+tenant's dollars per hour (money units: each replica variable weighted by what one replica costs in that
+class, on that node, or on that TPU slice), running jobs included and evictions giving back.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from placer.solver.assignment import Assignment
+from placer.solver.budgets import Budgets
+from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
+from placer.solver.cpsat.classes import NodeClass, build_classes
+from placer.solver.cpsat.model import Model
+from placer.solver.cpsat.parts import (
+    MAX_CPU_QUANTUM,
+    MAX_TYPES,
+    Deadline,
+    NodeUnit,
+    Seeds,
+    Slice,
+    pref_codes,
+    shaped_unit,
+    up,
+)
+from placer.solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for
+from placer.solver.demand import JobPlan, Unit
+from placer.solver.objective.cost import Pricing
+from placer.solver.policy import Policy
+from placer.solver.preempt import Victim, job_rank
+from placer.solver.rules import holds
+from placer.solver.structure import request_text
+from placer.solver.tpu_shapes import host_chips, tpu_shapes
+from placer.topology.tpu import slices_in_pod
+
+__all__ = ["Builder"]
+
+
+class Builder:
+    def __init__(
+        self,
+        plans: list[JobPlan],
+        candidates: dict[int, list[UnitCandidates]],
+        prefs: dict[int, list[np.ndarray]],
+        anti: dict[int, np.ndarray],
+        arrays: NodeArrays,
+        spot_ok: dict[int, bool],
+        hint: Assignment,
+        policy: Policy,
+        deadline: float,
+        victims: list[Victim],
+        budgets: Budgets | None = None,
+        pricing: Pricing | None = None,
+    ):
+        self.budgets, self.pricing = budgets, pricing
+        self.plans, self.candidates, self.prefs, self.anti = plans, candidates, prefs, anti
+        top = max((job_rank(plans[p].job) for p in candidates), default=None)
+        # Only jobs some plan outranks can be evicted; only their nodes are modelled one by one.
+        self.victims = [v for v in victims if top is not None and v.rank < top and (v.nodes or v.pods)]
+        self.direct: dict[int, list[Victim]] = {}
+        for v in self.victims:
+            for n in v.nodes:
+                self.direct.setdefault(n, []).append(v)
+        self.arrays, self.snap, self.spot_ok, self.hint, self.policy = (
+            arrays,
+            arrays.snap,
+            spot_ok,
+            hint,
+            policy,
+        )
+        self.deadline = deadline
+        self.m = cp_model.CpModel()
+        #: Whether the model is the real problem (no rounding, no truncated candidate lists).
+        self.exact = True
+        self.y_hint: dict[tuple[int, int, int], int] = {}
+
+    def _tick(self) -> None:
+        if time.perf_counter() > self.deadline - 0.05:
+            raise Deadline
+
+    # -- building ------------------------------------------------------------------------------------------
+    def build(self) -> Model:
+        plans, snap = self.plans, self.snap
+        ids = sorted(self.candidates)
+        node_units: list[NodeUnit] = []
+        tpu_units: list[tuple[int, int, Unit]] = []
+        for p in ids:
+            for ui, (u, c) in enumerate(zip(plans[p].units, self.candidates[p], strict=True)):
+                if u.tpu is None:
+                    node_units.append(NodeUnit(p, ui, u, c, self.prefs[p][ui]))
+                else:
+                    tpu_units.append((p, ui, u))
+        relevant = np.zeros(len(snap.nodes), dtype=bool)
+        for nu in node_units:
+            relevant |= nu.cand.now
+        for n in self.direct:
+            relevant[n] = False  # nodes with eviction candidates are modelled one by one
+        scopes = sorted({plans[p].scope for p in ids if plans[p].scope})
+        anti_plans = [p for p in ids if self.anti[p].any()]
+        classes, class_of, exact_classes = build_classes(
+            self.arrays,
+            relevant,
+            scopes,
+            [self.anti[p] for p in anti_plans],
+            self.policy,
+            self._tick,
+            price_codes=None if self.pricing is None else self.pricing.price_codes(),
+            shape_codes=self._shape_codes(node_units, relevant),
+            pref_codes=pref_codes(node_units),
+        )
+        self.exact &= exact_classes
+        self._tick()
+        types, _ = self._item_types(ids, node_units)
+        self._direct_nodes(node_units)
+        self._eligible_classes(node_units, classes, class_of)
+        self._tick()
+
+        # Greedy's answer, expressed in classes and patterns: the hint, and patterns that must exist.
+        seeds = self._seeds(node_units, class_of)
+        # A greedy packing is real on the node greedy used, with greedy's replicas; as a pattern it holds item
+        # types, so the model may fill its slots with any replica of those types and give it to any member of
+        # the class. That is sound only when it fits the class on the model's amounts; a seed that does not
+        # (demands rounded up, a class's capacity its smallest member's) made answers that realization could
+        # not turn into nodes (scenario M: REALIZE_FAILED). Such a seed's replicas keep their real amounts
+        # (then any replica of its types is at most as big as greedy's), and if it still does not fit, it is
+        # pinned: used at most on as many nodes as greedy used it, and realized on those very nodes.
+        misfits = seeds.misfits(classes, types)
+        if misfits:
+            exact = frozenset(u for c, pat in misfits for n in seeds.nodes[(c, pat)] for u in seeds.units[n])
+            types, _ = self._item_types(ids, node_units, exact)
+            seeds = self._seeds(node_units, class_of)
+            misfits = seeds.misfits(classes, types)
+            self._tick()
+        pinned = {key: seeds.nodes[key] for key in misfits}
+
+        # Patterns per class over the types eligible there.
+        eligible_types: dict[int, set[int]] = {}
+        for nu in node_units:
+            for c in nu.classes:
+                eligible_types.setdefault(c, set()).add(nu.type_idx)
+        patterns: dict[int, list[Pattern]] = {}
+        for c, tset in sorted(eligible_types.items()):
+            complete = [True]
+            patterns[c] = patterns_for(
+                classes[c],
+                types,
+                sorted(tset),
+                seeds.patterns.get(c, []),
+                self.policy.max_patterns_per_class,
+                complete,
+            )
+            limit_hit = len(patterns[c]) >= self.policy.max_patterns_per_class
+            if len(tset) > DFS_MAX_TYPES or limit_hit or not complete[0]:
+                self.exact = False  # maximal patterns were not all enumerated
+            self._tick()
+        tpu_slices = self._tpu_slices(tpu_units)
+        self._tick()
+        pins = {(c, patterns[c].index(pat)): nodes for (c, pat), nodes in pinned.items()}
+        return Model(self, ids, node_units, tpu_units, classes, types, patterns, tpu_slices, seeds, pins)
+
+    def _seeds(self, node_units: list[NodeUnit], class_of: np.ndarray) -> Seeds:
+        """Greedy's answer in the model's terms (with the current item types): the packing of each node it
+        used in a class, and the hints for the classes' and the one-by-one nodes' variables."""
+        out = Seeds()
+        self.y_hint = {}
+        key_of = {(nu.p, nu.ui): nu for nu in node_units}
+        per_node: dict[int, dict[int, int]] = {}
+        for p, reps in self.hint.placed.items():
+            for r in reps:
+                if r.node is None:
+                    continue
+                ui = self.plans[p].units.index(r.unit)
+                nu = key_of[(p, ui)]
+                c = int(class_of[r.node])
+                if r.node in nu.direct:
+                    key = (p, ui, r.node)
+                    self.y_hint[key] = self.y_hint.get(key, 0) + 1
+                    continue
+                if c < 0 or c not in nu.classes:
+                    out.hint_ok = False
+                    continue
+                counts = per_node.setdefault(r.node, {})
+                counts[nu.type_idx] = counts.get(nu.type_idx, 0) + 1
+                out.units.setdefault(r.node, set()).add((p, ui))
+                out.x_hint[(p, ui, c)] = out.x_hint.get((p, ui, c), 0) + 1
+        for n, counts in sorted(per_node.items()):
+            c = int(class_of[n])
+            pat = tuple(sorted(counts.items()))
+            if pat not in out.patterns.setdefault(c, []):
+                out.patterns[c].append(pat)
+            out.nodes.setdefault((c, pat), []).append(n)
+            out.z_hint[(c, pat)] = out.z_hint.get((c, pat), 0) + 1
+        return out
+
+    def _shape_codes(self, node_units: list[NodeUnit], relevant: np.ndarray) -> np.ndarray | None:
+        """When some unit has a Flux shape (sockets...): per node, a code equal for nodes with the same
+        inner tree and the same GPUs free (-1: no tree), so that a class's nodes match shapes alike and
+        patterns can be checked on one of them. None when no unit has a shape."""
+        if not any(shaped_unit(nu.unit) for nu in node_units):
+            return None
+        snap = self.snap
+        codes = np.full(len(snap.nodes), -1, dtype=np.int64)
+        ids: dict[tuple[object, ...], int] = {}
+        for k, n in enumerate(np.flatnonzero(relevant)):
+            if k % 1024 == 0:
+                self._tick()
+            tree = snap.tree(int(n))
+            if tree is not None:
+                codes[n] = ids.setdefault((tree.signature, snap.nodes[int(n)].free_gpus), len(ids))
+        return codes
+
+    def _item_types(
+        self, ids: list[int], node_units: list[NodeUnit], exact: frozenset[tuple[int, int]] = frozenset()
+    ) -> tuple[list[ItemType], dict]:
+        """Item types of the node units (sets ``nu.type_idx``); units in ``exact`` (plan, unit) keep their
+        real amounts when the others are rounded up."""
+        plans = self.plans
+        with_anti = [p for p in ids if plans[p].anti]
+        conflicts: dict[int, set[int]] = {}
+        for p in with_anti:
+            for q in ids:
+                if q == p:
+                    continue
+                if any(holds(r, plans[q].labels) for r in plans[p].anti):
+                    conflicts.setdefault(p, set()).add(q)
+                    conflicts.setdefault(q, set()).add(p)
+        self_anti = {p for p in with_anti if any(holds(r, plans[p].labels) for r in plans[p].anti)}
+        self.conflicts, self.self_anti = conflicts, self_anti
+        units_of: dict[int, list[NodeUnit]] = {}
+        for nu in node_units:
+            units_of.setdefault(nu.p, []).append(nu)
+
+        shape_keys: dict[int, tuple[object, str | None]] = {}
+
+        def shape_key(unit: Unit) -> str | None:
+            # Replicas with different Flux shapes never share an item type (patterns check shapes).
+            if not shaped_unit(unit):
+                return None
+            hit = shape_keys.get(id(unit.structure))
+            if hit is None:
+                hit = shape_keys[id(unit.structure)] = (unit.structure, request_text(unit.structure))
+            return hit[1]
+
+        def tag_of(nu: NodeUnit) -> tuple[object, ...] | None:
+            if nu.unit.exclusive or nu.unit.distinct or nu.p in conflicts or nu.p in self_anti:
+                return ("u", nu.p, nu.ui)
+            return None
+
+        # Item types follow distinct demands; when jobs ask for many slightly different CPU/memory
+        # amounts, demands are rounded *up* (valid, slightly conservative) until types are few. Only untagged
+        # types can merge: a tagged type is one unit's own, whatever its amounts, so tagged units are neither
+        # counted nor rounded (counting them once drove the quantum to 128 cores and 1 TB on scenario M,
+        # where most units are tagged, for no merge at all), and neither are ``exact`` units.
+        q_cpu, q_mem = 0.0, 0.0
+        distinct = {
+            (nu.unit.need, shape_key(nu.unit))
+            for nu in node_units
+            if tag_of(nu) is None and (nu.p, nu.ui) not in exact
+        }
+
+        def n_types(q_cpu: float, q_mem: float) -> int:
+            return len(
+                {
+                    (
+                        n.gpus,
+                        n.milli,
+                        up(n.cpu, q_cpu),
+                        up(n.mem, q_mem),
+                        up(n.storage, q_mem),
+                        up(n.shm, q_mem),
+                        s,
+                    )
+                    for n, s in distinct
+                }
+            )
+
+        while n_types(q_cpu, q_mem) > MAX_TYPES and q_cpu < MAX_CPU_QUANTUM:
+            q_cpu = q_cpu * 2 if q_cpu else self.policy.cpu_quantum
+            q_mem = q_mem * 2 if q_mem else self.policy.memory_quantum_gb
+        if q_cpu:
+            self.exact = False
+        types: list[ItemType] = []
+        index: dict[tuple[object, ...], int] = {}
+        for nu in node_units:
+            tag = tag_of(nu)
+            confl: set[tuple[object, ...]] = set()
+            if tag is not None:
+                for q in conflicts.get(nu.p, ()):
+                    confl |= {("u", q, o.ui) for o in units_of.get(q, [])}
+                if nu.p in self_anti:
+                    confl |= {("u", nu.p, o.ui) for o in units_of[nu.p] if o.ui != nu.ui}
+            need = nu.unit.need
+            qc, qm = (0.0, 0.0) if tag is not None or (nu.p, nu.ui) in exact else (q_cpu, q_mem)
+            t = ItemType(
+                gpus=need.gpus,
+                milli=need.milli,
+                cpu=up(need.cpu, qc),
+                mem=up(need.mem, qm),
+                storage=up(need.storage, qm),
+                shm=up(need.shm, qm),
+                tag=tag,
+                cap=1 if tag is not None and (nu.unit.distinct or nu.p in self_anti) else None,
+                exclusive=nu.unit.exclusive,
+                conflicts=frozenset(confl),
+                shape_key=shape_key(nu.unit),
+                structure=nu.unit.structure if shaped_unit(nu.unit) else (),
+            )
+            if not (t.gpus or t.milli or t.cpu or t.mem or t.storage or t.shm) and t.cap is None:
+                # A replica that takes nothing: any number fits, so cap it at what the batch could ask.
+                t = replace(t, cap=sum(o.unit.replicas for o in node_units))
+            key = (t.gpus, t.milli, t.cpu, t.mem, t.storage, t.shm, t.tag, t.shape_key)
+            if key not in index:
+                index[key] = len(types)
+                types.append(t)
+            nu.type_idx = index[key]
+        return types, index
+
+    def _eligible_classes(
+        self, node_units: list[NodeUnit], classes: list[NodeClass], class_of: np.ndarray
+    ) -> None:
+        limit = self.policy.max_classes_per_unit
+        hinted: dict[tuple[int, int], set[int]] = {}
+        for p, reps in self.hint.placed.items():
+            for r in reps:
+                if r.node is not None and class_of[r.node] >= 0:
+                    ui = self.plans[p].units.index(r.unit)
+                    hinted.setdefault((p, ui), set()).add(int(class_of[r.node]))
+        for k, nu in enumerate(node_units):
+            if k % 64 == 0:
+                self._tick()
+            ok = nu.cand.now & ~self.anti[nu.p]
+            cls = sorted({int(class_of[n]) for n in np.flatnonzero(ok) if class_of[n] >= 0})
+            if len(cls) > limit:
+                need = nu.unit.need.gpus
+
+                def rank(c: int, nu: NodeUnit = nu, need: int = need) -> tuple[float, ...]:
+                    k = classes[c]
+                    price = (
+                        0
+                        if self.pricing is None
+                        else self.pricing.on_node(k.rep, nu.unit.need, nu.unit.exclusive)
+                    )
+                    return (-float(nu.pref[k.rep]), price, k.gpus - need, -k.count, c)
+
+                keep = set(sorted(cls, key=rank)[:limit]) | hinted.get((nu.p, nu.ui), set())
+                cls = sorted(keep)
+                self.exact = False
+            nu.classes = cls
+
+    def _direct_nodes(self, node_units: list[NodeUnit]) -> None:
+        """For each unit, the nodes with eviction candidates it may use: statically possible, not
+        anti-affinity-blocked (by running jobs: evicting them does not lift it, as in greedy), and either
+        free enough now or holding victims of lower priority; for an exclusive unit, only nodes whose running
+        jobs are all such victims (it needs them all gone). Cheapest evictions first, capped at
+        ``Policy.max_classes_per_unit`` (plus the nodes greedy used); vectorized per priority level.
+
+        Exclusive units and units in anti-affinity conflict with other jobs of the batch get per-node
+        constraints there (:meth:`_Built._node_rules`); without them greedy's answer, which evicts for such
+        jobs, was no solution of the model. Fractional-GPU units stay off these nodes: the nodes' capacity
+        rows count whole GPUs, and packing shares onto partly used GPUs would need per-GPU variables."""
+        if not self.direct:
+            return
+        n_nodes = len(self.snap.nodes)
+        direct = np.zeros(n_nodes, dtype=bool)
+        direct[list(self.direct)] = True
+        # Per node, the running jobs (ids): an exclusive unit may go only where all of them are victims.
+        running = {n: set(self.snap.nodes[n].running) for n in self.direct}
+        hinted: dict[tuple[int, int], set[int]] = {}
+        for p, reps in self.hint.placed.items():
+            for r in reps:
+                if r.node is not None and r.node in self.direct:
+                    hinted.setdefault((p, self.plans[p].units.index(r.unit)), set()).add(r.node)
+        # Per distinct job priority: the cost of victims below it on each node, and whether any is below.
+        below_cost: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        limit = self.policy.max_classes_per_unit
+        trees: np.ndarray | None = None
+        for k, nu in enumerate(node_units):
+            if k % 64 == 0:
+                self._tick()
+            u = nu.unit
+            if u.need.milli:
+                continue
+            if shaped_unit(u) and trees is None:
+                trees = np.zeros(n_nodes, dtype=bool)
+                for n in self.direct:
+                    trees[n] = self.snap.tree(n) is not None
+            mine = job_rank(self.plans[nu.p].job)
+            if mine not in below_cost:
+                cost = np.zeros(n_nodes)
+                some = np.zeros(n_nodes, dtype=bool)
+                below: dict[int, set[str]] = {}
+                for v in self.victims:
+                    if v.rank < mine:
+                        for n in v.nodes:
+                            cost[n] += v.cost
+                            some[n] = True
+                            below.setdefault(n, set()).add(v.id)
+                every = np.zeros(n_nodes, dtype=bool)
+                for n, ids in below.items():
+                    every[n] = running[n] <= ids
+                below_cost[mine] = (cost, some, every)
+            cost, some, every = below_cost[mine]
+            ok = direct & nu.cand.static & ~self.anti[nu.p] & (some | nu.cand.now)
+            if u.exclusive:
+                ok &= every
+            if shaped_unit(u) and trees is not None:
+                # Per-node capacity rows know no sockets: Flux shapes stay off inner-tree nodes that are
+                # modelled one by one (greedy's own evictions for them are socket-aware).
+                ok &= ~trees
+            idx = np.flatnonzero(ok)
+            if idx.size > limit:
+                self.exact = False
+                idx = idx[np.argsort(cost[idx], kind="stable")[:limit]]
+            nu.direct = sorted(set(idx.tolist()) | hinted.get((nu.p, nu.ui), set()))
+
+    def _tpu_slices(self, tpu_units: list[tuple[int, int, Unit]]) -> dict[tuple[int, int], list[Slice]]:
+        """Per TPU unit, the slices it may take: boxes of free chips, and boxes that need chips of running
+        jobs it may evict (strictly lower priority; each slice names them, ``a[u, s] <= e[v]``). Eviction-free
+        slices first (cheapest, fullest pods), then by eviction cost, ``Policy.max_slices_per_job`` of them,
+        plus greedy's own (which may have evicted, so they are a solution of the model only with those
+        evictions: they used to be offered as if their chips were free, and CP-SAT's answers then put
+        slices on chips running jobs hold)."""
+        by_id = {v.id: v for v in self.victims}
+        holders: dict[int, dict[tuple[int, ...], Victim]] = {}
+        for pv in self.snap.pods:
+            held = self.snap.cluster.used_tpu_chips(pv.pod.name)
+            holders[pv.idx] = {tuple(c): by_id[j] for c, j in held.items() if j in by_id}
+
+        def needs(
+            pod_idx: int, chips: tuple[tuple[int, ...], ...], u: Unit, rank: int
+        ) -> tuple[str, ...] | None:
+            """The running jobs to evict for ``chips`` (a dedicated slice: its hosts' chips); None when a
+            chip is held by a job that may not be evicted for this unit."""
+            pv = self.snap.pods[pod_idx]
+            owned = host_chips(pv.pod, chips) if u.exclusive else chips
+            out: set[str] = set()
+            for c in owned:
+                if c in pv.used:
+                    v = holders[pod_idx].get(tuple(c))
+                    if v is None or v.rank >= rank:
+                        return None
+                    out.add(v.id)
+            return tuple(sorted(out))
+
+        out: dict[tuple[int, int], list[Slice]] = {}
+        hinted: dict[tuple[int, int], list[tuple[int, tuple[tuple[int, ...], ...]]]] = {}
+        for p, reps in self.hint.placed.items():
+            for r in reps:
+                if r.pod is not None:
+                    ui = self.plans[p].units.index(r.unit)
+                    hinted.setdefault((p, ui), []).append((r.pod, tuple(r.chips)))
+        for p, ui, u in tpu_units:
+            assert u.tpu is not None
+            rank = job_rank(self.plans[p].job)
+            found: list[tuple[tuple[int, float, int, int, str], Slice]] = []
+            for pv in self.snap.pods:
+                pod = pv.pod
+                if not pod_admits(u, pod, self.spot_ok[p]):
+                    continue
+                blocked = pv.used - {c for c, v in holders[pv.idx].items() if v.rank < rank}
+                for shape in tpu_shapes(u.tpu, pod):
+                    for s in slices_in_pod(pod, shape, blocked):
+                        need = needs(pv.idx, tuple(s.chips), u, rank)
+                        if need is None:
+                            continue  # dedicated: whole hosts nobody else keeps
+                        cost = sum(by_id[v].cost for v in need)
+                        price = 0 if self.pricing is None else self.pricing.on_pod(pv.idx, len(s.chips))
+                        key = (int(bool(need)), cost, price, pv.free_chips, pod.name)
+                        found.append((key, Slice(pv.idx, tuple(s.chips), need)))
+            found.sort(key=lambda f: f[0])
+            chosen = [s for _, s in found[: self.policy.max_slices_per_job]]
+            if len(found) > len(chosen):
+                self.exact = False
+            have = {(s.pod, frozenset(s.chips)) for s in chosen}
+            for pod_idx, chips in hinted.get((p, ui), []):
+                need = needs(pod_idx, chips, u, rank)
+                if need is not None and (pod_idx, frozenset(chips)) not in have:
+                    chosen.append(Slice(pod_idx, chips, need))
+            out[(p, ui)] = chosen
+        return out
