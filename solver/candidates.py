@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placer.solver.demand import Need, Unit
+from placer.solver.demand import Need, Unit, tolerated
 from placer.solver.jobs.model import FluxResource
 from placer.solver.rules import all_hold, rule_keys
-from placer.solver.snapshot import NodeView, Snapshot
+from placer.solver.snapshot import HARD_TAINT_EFFECTS, NodeView, Snapshot
 from placer.solver.structure import TRANSPARENT, compile_shape, fits_empty, match, request_text, shaped
 from placer.topology import TpuPod, canonical_gpu_type
 from placer.topology.inventory import LoadedModel
@@ -51,7 +51,8 @@ __all__ = [
 
 #: Static checks in the order they are blamed, with the words a user reads.
 STATIC_CHECKS: dict[str, str] = {
-    "unavailable": "node is cordoned, not ready, or tainted NoSchedule/NoExecute",
+    "unavailable": "node is cordoned or not ready",
+    "taint": "node has a NoSchedule/NoExecute taint the job does not tolerate",
     "accelerator": "node has no GPU",
     "gpu_type": "GPU type not among those requested",
     "gpu_memory": "GPU memory below the requested minimum",
@@ -272,7 +273,8 @@ def _dynamic(key: object) -> bool:
 def _static_signature(v: NodeView, keys: frozenset[str]) -> tuple[object, ...]:
     n = v.node
     return (
-        v.usable and not v.tainted,
+        v.usable,
+        tuple((t.key, t.value, t.effect) for t in n.taints),
         n.gpu_type,
         n.gpu_memory_gb,
         n.compute_capability,
@@ -320,6 +322,7 @@ def _static_mask(
         spot_ok,
         tuple(s.model_dump_json() for s in unit.structure),
         unit.model_pin,
+        tuple(t.model_dump_json() for t in unit.tolerations),
     )
     cached = arrays._static_cache.get(key)
     if cached is not None:
@@ -335,8 +338,10 @@ def _static_mask(
         reason = None
         if unit.tpu is not None:
             reason = "accelerator"  # TPU replicas go to TPU pods, never to nodes
-        elif not (v.usable and not v.tainted):
+        elif not v.usable:
             reason = "unavailable"
+        elif any(t.effect in HARD_TAINT_EFFECTS and not tolerated(t, unit.tolerations) for t in n.taints):
+            reason = "taint"
         elif wants_gpu and n.gpu_count == 0:
             reason = "accelerator"
         elif wants_gpu and want_types and n.gpu_type not in want_types:

@@ -27,11 +27,24 @@ from placer.solver.jobs.model import (
     Job,
     LabelRule,
     Rule,
+    TaskGroup,
+    Toleration,
     TpuDemand,
 )
 from placer.solver.rules import holds, job_labels
+from placer.topology.inventory import Taint
 
-__all__ = ["SCOPES", "JobPlan", "Need", "Unit", "expand", "largest_divisor_at_most"]
+__all__ = [
+    "RESOURCE_TAINTS",
+    "SCOPES",
+    "JobPlan",
+    "Need",
+    "Unit",
+    "expand",
+    "largest_divisor_at_most",
+    "tolerated",
+    "tolerations_of",
+]
 
 #: Node attributes a gang may be confined to (``Placement.topology_scope``).
 SCOPES = ("node", "rack", "block", "zone", "nvlink_domain")
@@ -69,6 +82,9 @@ class Unit:
     count_range: CountRange | None = None
     #: Flux resource subtree of one replica, matched against nodes' inner trees (sockets, cores).
     structure: tuple[FluxResource, ...] = ()
+    #: Taints the unit's replicas tolerate: the job's own, plus the taint of each extended resource it
+    #: requests (Kubernetes' ExtendedResourceToleration).
+    tolerations: tuple[Toleration, ...] = ()
     #: ``(model id, version)`` when the job pins a model version (OJS ML §4: only workers with that
     #: version loaded or accessible; a node advertising the model at other versions only is neither).
     model_pin: tuple[str, str] | None = None
@@ -196,6 +212,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 count_range=None if split else g.count_range,
                 structure=tuple(g.structure),
                 model_pin=(job.model.id, job.model.version) if job.model.id and job.model.version else None,
+                tolerations=tolerations_of(job, g),
             )
         )
     total_gpus = sum(u.replicas * u.need.gpus for u in units)
@@ -226,3 +243,44 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
         demand_units=demand,
         notes=notes,
     )
+
+
+#: The taint each requested extended resource brings a toleration for (Kubernetes' ExtendedResourceToleration
+#: admission controller, which GKE and EKS enable): GPU pods tolerate their GPU vendor's taint, TPU pods
+#: Google's TPU taint.
+RESOURCE_TAINTS: dict[str, tuple[str, ...]] = {
+    "gpu": ("nvidia.com/gpu", "amd.com/gpu"),
+    "tpu": ("google.com/tpu",),
+}
+
+
+def tolerations_of(job: Job, group: TaskGroup) -> tuple[Toleration, ...]:
+    """The job's tolerations, plus ``Exists`` for the taint of each extended resource the group requests."""
+    implicit: list[Toleration] = []
+    if group.gpu is not None and (group.gpu.count or group.gpu.share_milli):
+        implicit += [Toleration(key=k, operator="Exists") for k in RESOURCE_TAINTS["gpu"]]
+    if group.tpu is not None:
+        implicit += [Toleration(key=k, operator="Exists") for k in RESOURCE_TAINTS["tpu"]]
+    return (*job.placement.tolerations, *implicit)
+
+
+def tolerated(taint: Taint, tolerations: tuple[Toleration, ...]) -> bool:
+    """Whether one of ``tolerations`` matches ``taint`` (Kubernetes' rule: same key, or no key with
+    ``Exists``; ``Exists`` ignores the value, ``Equal`` compares it; no effect matches every effect).
+
+    >>> from placer.topology.inventory import Taint
+    >>> t = Taint(key="dedicated", value="ml", effect="NoSchedule")
+    >>> tolerated(t, (Toleration(key="dedicated", value="ml"),))
+    True
+    >>> tolerated(t, (Toleration(key="dedicated", value="x"),))
+    False
+    """
+    for tol in tolerations:
+        if tol.key is not None and tol.key != taint.key:
+            continue
+        if tol.operator == "Equal" and tol.value != taint.value:
+            continue
+        if tol.effect is not None and tol.effect != taint.effect:
+            continue
+        return True
+    return False

@@ -91,6 +91,9 @@ class Policy(BaseModel):
     model_locality: int = 50
     data_locality: int = 50
     spot_preference: int = 30
+    #: Subtracted where a node has a ``PreferNoSchedule`` taint the replica does not tolerate (Kubernetes
+    #: "tries to avoid" such nodes: a soft preference, never a refusal).
+    prefer_no_schedule: int = 20
 
     #: Preemption: GPU-seconds charged per GPU (or TPU chip, or 16 cores) of an evicted job on top of the
     #: work it loses, for restarting it (scheduling, image pull, model load). 300 s per GPU by default.

@@ -64,8 +64,9 @@ class NodeGpus(_Strict):
 
 
 class Taint(_Strict):
-    """A Kubernetes-style taint; jobs never tolerate ``NoSchedule``/``NoExecute`` ones unless the solver
-    is told (placer jobs carry no tolerations in the OJS specs, so tainted nodes are for nobody)."""
+    """A Kubernetes-style taint: a ``NoSchedule``/``NoExecute`` one keeps every job off the node but those
+    that tolerate it (``ext_ml_tolerations``, or requesting the resource it is for: ``nvidia.com/gpu``,
+    ``amd.com/gpu``, ``google.com/tpu``); a ``PreferNoSchedule`` one only makes the node less preferred."""
 
     key: str = Field(min_length=1)
     value: str | None = None

@@ -1,7 +1,8 @@
 """Rules 3 and 4: each replica's node exists and takes work, and has the accelerator the job needs.
 
-Why: a node that is cordoned, NotReady or tainted ``NoSchedule``/``NoExecute`` is refused by the backend
-(placer jobs carry no tolerations); OJS ML §3.1 forbids dispatching a ``gpu``/``tpu`` job to a worker
+Why: a node that is cordoned or NotReady is refused by the backend, and one tainted ``NoSchedule``/
+``NoExecute`` is refused to every job that does not tolerate the taint (its ``ext_ml_tolerations``, or
+the resource it requests: Kubernetes' ExtendedResourceToleration); OJS ML §3.1 forbids dispatching a ``gpu``/``tpu`` job to a worker
 without that accelerator, and §3.2 makes GPU memory and compute capability minimums MUSTs. GPU types
 compare as catalog ids (``H100`` and ``nvidia-h100`` are one type); capabilities as (major, minor).
 
@@ -54,14 +55,40 @@ def check_nodes(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Viola
         state = "cordoned (not schedulable)" if not node.schedulable else "NotReady"
         yield Violation("node-unusable", job.id, f"the node is {state}", rep.node)
     for t in node.taints:
-        if t.effect in _BLOCKING:
+        if t.effect in _BLOCKING and not _tolerates(job, rep, t.key, t.value, t.effect):
             value = f"={t.value}" if t.value else ""
             yield Violation(
                 "taint",
                 job.id,
-                f"the node has taint {t.key}{value}:{t.effect}, which no job tolerates",
+                f"the node has taint {t.key}{value}:{t.effect}, which the job does not tolerate",
                 rep.node,
             )
+
+
+#: Taints a job tolerates by requesting the resource (Kubernetes' ExtendedResourceToleration).
+_RESOURCE_TAINTS = {"gpu": ("nvidia.com/gpu", "amd.com/gpu"), "tpu": ("google.com/tpu",)}
+
+
+def _tolerates(job: Job, rep: ReplicaPlacement, key: str, value: str | None, effect: str) -> bool:
+    """Kubernetes' matching: a toleration with the taint's key (or no key and ``Exists``), ``Exists`` or an
+    equal value, and no effect or the taint's; or the replica's group requests the resource the taint is
+    for."""
+    g = group_of(job, rep)
+    if (
+        g is not None
+        and g.gpu is not None
+        and (g.gpu.count or g.gpu.share_milli)
+        and key in _RESOURCE_TAINTS["gpu"]
+    ):
+        return True
+    if g is not None and g.tpu is not None and key in _RESOURCE_TAINTS["tpu"]:
+        return True
+    for tol in job.placement.tolerations:
+        same_key = tol.key is None or tol.key == key
+        same_value = tol.operator == "Exists" or tol.value == value
+        if same_key and same_value and (tol.effect is None or tol.effect == effect):
+            return True
+    return False
 
 
 def _demands(job: Job, g: TaskGroup) -> Accelerator:

@@ -61,6 +61,7 @@ __all__ = [
     "Rule",
     "SpotPreference",
     "TaskGroup",
+    "Toleration",
     "TpuDemand",
 ]
 
@@ -410,6 +411,25 @@ class TaskGroup(_Model):
         return 0 if self.tpu is None or self.tpu.chip_count is None else self.tpu.chip_count
 
 
+class Toleration(_Model):
+    """A Kubernetes toleration (``ext_ml_tolerations``, a placer extension in Kubernetes syntax): the job may
+    use nodes with a matching taint. ``key`` None with ``Exists`` matches every taint; ``effect`` None
+    matches every effect."""
+
+    key: str | None = None
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> Toleration:
+        if self.operator == "Exists" and self.value is not None:
+            raise ValueError("a toleration with operator Exists has no value")
+        if self.key is None and self.operator != "Exists":
+            raise ValueError("a toleration without a key must use operator Exists")
+        return self
+
+
 class Placement(_Model):
     """Where a job may (hard) and would like to (soft) run.
 
@@ -431,6 +451,10 @@ class Placement(_Model):
     data_locality: str | None = None
     spot_preference: SpotPreference = SpotPreference.ANY
     node_count: CountRange | None = None
+    #: Taints the job tolerates (Kubernetes syntax; ``ext_ml_tolerations``). A job that requests GPUs or
+    #: TPUs also tolerates that resource's taint (``nvidia.com/gpu``, ``amd.com/gpu``, ``google.com/tpu``),
+    #: as Kubernetes' ExtendedResourceToleration admission adds it.
+    tolerations: list[Toleration] = Field(default_factory=list)
     exclusive_nodes: bool = False
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from placer.solver.candidates import NodeArrays
-from placer.solver.demand import JobPlan, Unit
+from placer.solver.demand import JobPlan, Unit, tolerated
 from placer.solver.jobs.model import PriorityClass, SpotPreference
 from placer.solver.policy import Policy
 from placer.solver.rules import holds
@@ -64,6 +64,7 @@ def preference_scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Pol
         job.placement.data_locality,
         job.placement.spot_preference,
         job.priority_class,
+        tuple(t.model_dump_json() for t in unit.tolerations),
     )
     hit = arrays._static_cache.get(key)
     if hit is None:
@@ -92,6 +93,12 @@ def _scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np
             prefixes = v.node.labels.get("data_locality")
             if prefixes and any(uri.startswith(p.strip()) for p in prefixes.split(",") if p.strip()):
                 out[v.idx] += policy.data_locality
+    # A PreferNoSchedule taint the unit does not tolerate: Kubernetes "tries to avoid" the node.
+    if policy.prefer_no_schedule:
+        for members in arrays.group_members:
+            taints = snap.nodes[int(members[0])].node.taints
+            if any(t.effect == "PreferNoSchedule" and not tolerated(t, unit.tolerations) for t in taints):
+                out[members] -= policy.prefer_no_schedule
     # Spot-tolerant work (spot_preferred, or a spot job) is steered to cheap spot capacity.
     spot_tolerant = job.placement.spot_preference is SpotPreference.SPOT_PREFERRED
     if spot_tolerant or job.priority_class is PriorityClass.SPOT:

@@ -187,7 +187,7 @@ def test_taints_no_schedule_and_no_execute_excluded_prefer_no_schedule_allowed(s
     assert nodes_of(d, "one") == ["t-prefer"]
     d = solve([gang("two", 2)], c)  # two distinct nodes needed, only one is allowed
     assert reason_codes(d, "two") == ["UNSATISFIABLE"]
-    assert d.pending[0].reasons[0].details["eliminated"]["unavailable"] == 2
+    assert d.pending[0].reasons[0].details["eliminated"]["taint"] == 2  # no toleration for "maint"
 
 
 @pytest.mark.parametrize("flag", ["schedulable", "ready"])

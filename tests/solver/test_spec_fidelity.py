@@ -182,3 +182,97 @@ def test_the_checker_counts_a_dedicated_replica_whole_against_a_dollar_budget() 
         v.rule for v in check(placed, [job], c, now=NOW, queues={"train": QueueConfig.model_validate(cfg)})
     ]
     assert rules == ["cost-budget"]
+
+
+# -- 3. taints and tolerations (Kubernetes semantics) --------------------------------------------------------
+
+
+def _tainted(name: str, gpus: int, *taints: tuple[str, str | None, str]) -> object:
+    from placer.topology import NodeSpec, Taint
+
+    spec: dict[str, object] = {"name": name, "cpu_cores": 32, "memory_gb": 128}
+    if gpus:
+        spec["gpus"] = {"type": "nvidia-h100", "count": gpus}
+    spec["taints"] = [Taint(key=k, value=v, effect=e) for k, v, e in taints]  # type: ignore[arg-type]
+    return NodeSpec.model_validate(spec)
+
+
+def _cluster_of(*specs: object):  # type: ignore[no-untyped-def]
+    from placer.topology import Inventory, build_cluster
+
+    return build_cluster(Inventory(nodes=list(specs)), source="test")  # type: ignore[arg-type]
+
+
+GPU_TAINT = ("nvidia.com/gpu", None, "NoSchedule")
+
+
+def test_a_gpu_taint_keeps_cpu_work_off_and_lets_gpu_work_on(solve: Solve) -> None:
+    """GKE/EKS taint GPU pools ``nvidia.com/gpu:NoSchedule``; a pod requesting ``nvidia.com/gpu`` tolerates
+    it (ExtendedResourceToleration), a CPU-only pod does not."""
+    c = _cluster_of(_tainted("gpu", 8, GPU_TAINT))
+    cpu_job = Job(id="cpu", tasks=[TaskGroup(cpu_cores=4)])
+    gpu_job = Job(id="gpu", tasks=[TaskGroup(cpu_cores=4, gpu=GpuDemand(count=1))])
+    d = solve([cpu_job, gpu_job], c)
+    assert [p.job for p in d.placements] == ["gpu"]
+    assert reason_codes(d, "cpu") == ["UNSATISFIABLE"]
+    assert d.pending[0].reasons[0].details["eliminated"] == {"taint": 1}
+
+
+def test_a_toleration_opens_a_dedicated_node_and_an_arm_tray(solve: Solve) -> None:
+    from placer.solver.jobs.model import Toleration
+
+    c = _cluster_of(
+        _tainted("ml", 8, ("dedicated", "ml", "NoSchedule")),
+        _tainted("arm", 4, ("kubernetes.io/arch", "arm64", "NoSchedule"), GPU_TAINT),
+    )
+    plain = Job(id="plain", tasks=[TaskGroup(cpu_cores=2, gpu=GpuDemand(count=4))])
+    assert reason_codes(solve([plain], c), "plain") == ["UNSATISFIABLE"]
+    ml = plain.model_copy(
+        update={"id": "ml", "placement": Placement(tolerations=[Toleration(key="dedicated", value="ml")])}
+    )
+    arm = plain.model_copy(
+        update={
+            "id": "arm",
+            "placement": Placement(tolerations=[Toleration(key="kubernetes.io/arch", operator="Exists")]),
+        }
+    )
+    d = solve([ml, arm], c)
+    assert nodes_of(d, "ml") == ["ml"] and nodes_of(d, "arm") == ["arm"]
+
+
+def test_prefer_no_schedule_is_a_preference_not_a_refusal(solve: Solve) -> None:
+    c = _cluster_of(_tainted("soft", 8, ("busy", None, "PreferNoSchedule")), _tainted("plain", 8))
+    job = Job(id="j", tasks=[TaskGroup(cpu_cores=2, gpu=GpuDemand(count=1))])
+    assert nodes_of(solve([job], c), "j") == ["plain"]
+    only_soft = _cluster_of(_tainted("soft", 8, ("busy", None, "PreferNoSchedule")))
+    assert nodes_of(solve([job], only_soft), "j") == ["soft"]
+
+
+def test_ojs_tolerations_are_read_in_kubernetes_syntax() -> None:
+    from placer.solver.jobs import read_text
+
+    (r,) = read_text(
+        '{"id": "a", "type": "ml.train", "ext_ml_gpu_count": 1, "ext_ml_tolerations": '
+        '[{"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}, '
+        '{"operator": "Exists"}]}'
+    )
+    assert r.ok and r.job is not None and "ext_ml_tolerations" not in r.job.unknown
+    assert [(t.key, t.operator) for t in r.job.placement.tolerations] == [
+        ("dedicated", "Equal"),
+        (None, "Exists"),
+    ]
+    (bad,) = read_text('{"id": "b", "ext_ml_tolerations": [{"operator": "Equal"}]}')
+    assert not bad.ok and [e.path for e in bad.errors] == ["ext_ml_tolerations[0]"]
+
+
+def test_the_checker_knows_who_tolerates_a_taint() -> None:
+    c = _cluster_of(_tainted("gpu", 8, GPU_TAINT))
+    cpu_job = Job(id="cpu", tasks=[TaskGroup(cpu_cores=4)])
+    gpu_job = Job(id="gpu", tasks=[TaskGroup(cpu_cores=4, gpu=GpuDemand(count=1))])
+    on = Decision(
+        placements=[
+            JobPlacement(job="cpu", replicas=[ReplicaPlacement(node="gpu", cpu_cores=4)]),
+            JobPlacement(job="gpu", replicas=[ReplicaPlacement(node="gpu", gpus=[0], cpu_cores=4)]),
+        ]
+    )
+    assert [(v.rule, v.job) for v in check(on, [cpu_job, gpu_job], c, now=NOW)] == [("taint", "cpu")]

@@ -124,9 +124,12 @@ def test_sample_state_and_capacity(sample: Inventory) -> None:
         ("kubernetes.azure.com/scalesetpriority", "NoSchedule"),
         ("node.kubernetes.io/unschedulable", "NoSchedule"),
     ]
-    # nvidia.com/gpu taints of the 2 H100 nodes + google.com/tpu taints of the 6 TPU hosts = 8 dropped
-    assert sample.metadata["accelerator_taints_dropped"] == 8
-    assert nodes["gke-a3-h100-node-1"].taints == []
+    # The nvidia.com/gpu taint GKE puts on the H100 pool is kept: GPU jobs tolerate it (they request the
+    # resource), CPU-only jobs do not, as in Kubernetes (ExtendedResourceToleration).
+    assert [(t.key, t.effect) for t in nodes["gke-a3-h100-node-1"].taints] == [
+        ("nvidia.com/gpu", "NoSchedule")
+    ]
+    assert "accelerator_taints_dropped" not in sample.metadata
 
 
 def test_sample_tpu_slices(sample: Inventory) -> None:

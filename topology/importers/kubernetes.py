@@ -20,9 +20,11 @@ needs, in labels written by NVIDIA GPU Feature Discovery (GFD), GKE and the clou
   ``block``, ``.../gce-topology-subblock`` -> ``rack`` (the next level down); ``.../gce-topology-host`` stays
   a label.
 * **State**: ``spec.unschedulable`` -> not schedulable; a ``Ready`` condition that is not ``True`` -> not
-  ready (no conditions at all -> ready, as stripped exports have none); taints are kept, except the
-  ``nvidia.com/gpu`` / ``google.com/tpu`` taints GKE puts on accelerator pools, which every accelerator pod
-  tolerates automatically (ExtendedResourceToleration) and which would otherwise make the nodes unusable.
+  ready (no conditions at all -> ready, as stripped exports have none); taints are kept as they are —
+  the ``nvidia.com/gpu`` / ``amd.com/gpu`` / ``google.com/tpu`` taints of accelerator pools included: a job
+  that requests the resource tolerates them (ExtendedResourceToleration), others do not, so CPU work stays
+  off GPU nodes as Kubernetes keeps it. A TPU host's other NoSchedule/NoExecute taints make its slice
+  unschedulable (TPU slices carry no taints of their own).
 * **Capacity class** ``spot`` when ``cloud.google.com/gke-spot``/``gke-preemptible`` is ``true``,
   ``cloud.google.com/gke-provisioning`` is ``spot``, ``eks.amazonaws.com/capacityType`` is ``SPOT``,
   ``karpenter.sh/capacity-type`` is ``spot`` (``reserved`` -> reserved), or
@@ -132,7 +134,6 @@ class _Node:
     tpu_chips: int = 0
     pool: str | None = None
     blocking_taints: list[str] = field(default_factory=list)
-    dropped_taints: int = 0
 
 
 @dataclass
@@ -181,9 +182,6 @@ def parse_kubernetes(
     problems.check()
 
     metadata: dict[str, Any] = {"format": FORMAT, "source": source}
-    dropped = sum(r.dropped_taints for r in records)
-    if dropped:
-        metadata["accelerator_taints_dropped"] = dropped
     running: list[RunningJob] = []
     if pods is not None:
         psource = pods_source or source
@@ -266,7 +264,7 @@ def _node(index: int, obj: Any, problems: Problems) -> _Node | None:
     storage = _quantity(resources, "ephemeral-storage", item, problems, where)
     gpus = _count(_quantity(resources, GPU_RESOURCE, item, problems, where), GPU_RESOURCE, item, problems)
     chips = _count(_quantity(resources, TPU_RESOURCE, item, problems, where), TPU_RESOURCE, item, problems)
-    taints, dropped, blocking = _taints(spec_obj.get("taints"), item, problems)
+    taints, blocking = _taints(spec_obj.get("taints"), item, problems)
     unschedulable = spec_obj.get("unschedulable", False)
     if not isinstance(unschedulable, bool):
         problems.add(item, f"spec.unschedulable must be true or false, got {short(unschedulable)}")
@@ -289,7 +287,7 @@ def _node(index: int, obj: Any, problems: Problems) -> _Node | None:
         "ready": ready,
         "capacity_class": _capacity_class(labels),
     }
-    record = _Node(index=index, item=item, spec=spec, blocking_taints=blocking, dropped_taints=dropped)
+    record = _Node(index=index, item=item, spec=spec, blocking_taints=blocking)
     if L_TPU_ACCEL in labels:
         record.tpu_accelerator = labels[L_TPU_ACCEL]
         record.tpu_topology = labels.get(L_TPU_TOPOLOGY)
@@ -306,15 +304,14 @@ def _first(labels: dict[str, str], keys: tuple[str, ...]) -> str | None:
     return next((labels[k] for k in keys if k in labels), None)
 
 
-def _taints(raw: Any, item: str, problems: Problems) -> tuple[list[dict[str, Any]], int, list[str]]:
-    """Taints to keep, how many accelerator taints were dropped, and the keys of the blocking ones."""
+def _taints(raw: Any, item: str, problems: Problems) -> tuple[list[dict[str, Any]], list[str]]:
+    """The node's taints, and the keys of those that make a TPU host's slice unschedulable."""
     if raw is None:
-        return [], 0, []
+        return [], []
     if not isinstance(raw, list):
         problems.add(item, f"spec.taints must be a list, got {short(raw)}")
-        return [], 0, []
+        return [], []
     kept: list[dict[str, Any]] = []
-    dropped = 0
     blocking: list[str] = []
     for i, taint in enumerate(raw):
         where = f"{item} spec.taints[{i}]"
@@ -331,13 +328,10 @@ def _taints(raw: Any, item: str, problems: Problems) -> tuple[list[dict[str, Any
             continue
         if key is None:
             continue
-        if key in ACCELERATOR_TAINTS:
-            dropped += 1
-            continue
         kept.append({"key": key, "value": value or None, "effect": effect})
-        if effect != "PreferNoSchedule":
-            blocking.append(key)
-    return kept, dropped, blocking
+        if effect != "PreferNoSchedule" and key not in ACCELERATOR_TAINTS:
+            blocking.append(key)  # (a TPU host's google.com/tpu taint is tolerated by every TPU job)
+    return kept, blocking
 
 
 def _ready(conditions: Any, item: str, problems: Problems) -> bool:

@@ -57,10 +57,19 @@ from placer.solver.jobs.formats.ojs_mlx import MLX_ATTRIBUTES, parse_mlx
 from placer.solver.jobs.formats.ojs_v01 import V01_META_KEYS, merge_forms, translate_meta
 from placer.solver.jobs.formats.ojs_v03 import V03_ATTRIBUTES, parse_attributes
 from placer.solver.jobs.formats.ojs_workflow import expand_workflow
-from placer.solver.jobs.model import Job, LastCheckpoint, PreemptionPolicy, ReadResult
+from placer.solver.jobs.model import Job, LastCheckpoint, PreemptionPolicy, ReadResult, Toleration
 from placer.solver.jobs.options import ReadOptions
 
-__all__ = ["ALIASES", "SOURCE_FORMAT", "Kind", "classify", "read", "read_envelope", "unknown_attribute"]
+__all__ = [
+    "ALIASES",
+    "SOURCE_FORMAT",
+    "Kind",
+    "classify",
+    "read",
+    "read_envelope",
+    "read_tolerations",
+    "unknown_attribute",
+]
 
 #: ``Job.source_format`` of every job this reader produces (v0.1.0 and ``ext_mlx_*`` attributes are
 #: read into the same model, so one name).
@@ -395,6 +404,7 @@ def read_envelope(
             }
         )
 
+    tolerations = read_tolerations(f.raw("ext_ml_tolerations"), issues)
     for k, v in env.items():
         if k not in f.read and k not in mf.read:
             unknown[str(k)] = v
@@ -412,6 +422,8 @@ def read_envelope(
 
     placement = attrs.pop("placement")
     hints: dict[str, Any] = {}
+    if tolerations:
+        hints["tolerations"] = tolerations
     if mlx.gpu_affinity is not None:
         hints["gpu_affinity"] = mlx.gpu_affinity
         if mlx.gpu_affinity.value == "dedicated":
@@ -497,3 +509,33 @@ def unknown_attribute(key: str) -> Issue | None:
     if guess is not None:
         message += f"; did you mean {guess!r}?"
     return issue("unknown", key, message)
+
+
+def read_tolerations(raw: Any, issues: list[Issue]) -> list[Toleration]:
+    """``ext_ml_tolerations`` — a placer extension, in Kubernetes syntax: a list of ``{key, operator
+    (Equal|Exists), value, effect (NoSchedule|PreferNoSchedule|NoExecute)}``. Bad entries are issues at
+    their path.
+
+    >>> [t.key for t in read_tolerations([{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}], [])]
+    ['dedicated']
+    >>> read_tolerations([{"operator": "Equal"}], errs := []) == [] and errs[0].path
+    'ext_ml_tolerations[0]'
+    """
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        issues.append(
+            issue("type", "ext_ml_tolerations", f"must be a list of tolerations, got {type_name(raw)}")
+        )
+        return []
+    out: list[Toleration] = []
+    for i, item in enumerate(raw):
+        path = f"ext_ml_tolerations[{i}]"
+        if not isinstance(item, Mapping):
+            issues.append(issue("type", path, f"a toleration must be an object, got {type_name(item)}"))
+            continue
+        try:
+            out.append(Toleration.model_validate(dict(item)))
+        except ValidationError as e:
+            issues.append(issue("type", path, "; ".join(str(x["msg"]) for x in e.errors())))
+    return out
