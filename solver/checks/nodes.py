@@ -2,9 +2,10 @@
 
 Why: a node that is cordoned or NotReady is refused by the backend, and one tainted ``NoSchedule``/
 ``NoExecute`` is refused to every job that does not tolerate the taint (its ``ext_ml_tolerations``, or
-the resource it requests: Kubernetes' ExtendedResourceToleration); OJS ML §3.1 forbids dispatching a ``gpu``/``tpu`` job to a worker
-without that accelerator, and §3.2 makes GPU memory and compute capability minimums MUSTs. GPU types
-compare as catalog ids (``H100`` and ``nvidia-h100`` are one type); capabilities as (major, minor).
+the resource it requests: Kubernetes' ExtendedResourceToleration); OJS ML §3.1 forbids dispatching a
+``gpu``/``tpu`` job to a worker without that accelerator, and §3.2 makes GPU memory and compute
+capability minimums MUSTs. GPU types compare as catalog ids (``H100`` and ``nvidia-h100`` are one
+type); capabilities as (major, minor).
 
 The accelerator gate applies to the groups that demand the accelerator (``g.gpu`` / ``g.tpu`` set); only
 when no group of a ``gpu``/``tpu`` job demands one (a bare ``ext_ml_accelerator``) does it apply to all.
