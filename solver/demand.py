@@ -254,13 +254,18 @@ RESOURCE_TAINTS: dict[str, tuple[str, ...]] = {
 }
 
 
+_IMPLICIT = {
+    kind: tuple(Toleration(key=k, operator="Exists") for k in keys) for kind, keys in RESOURCE_TAINTS.items()
+}
+
+
 def tolerations_of(job: Job, group: TaskGroup) -> tuple[Toleration, ...]:
     """The job's tolerations, plus ``Exists`` for the taint of each extended resource the group requests."""
-    implicit: list[Toleration] = []
+    implicit: tuple[Toleration, ...] = ()
     if group.gpu is not None and (group.gpu.count or group.gpu.share_milli):
-        implicit += [Toleration(key=k, operator="Exists") for k in RESOURCE_TAINTS["gpu"]]
+        implicit += _IMPLICIT["gpu"]
     if group.tpu is not None:
-        implicit += [Toleration(key=k, operator="Exists") for k in RESOURCE_TAINTS["tpu"]]
+        implicit += _IMPLICIT["tpu"]
     return (*job.placement.tolerations, *implicit)
 
 

@@ -112,9 +112,16 @@ def with_plans(
         # 3. once more, lower-priority jobs kept off the nodes held for plans they would overlap.
         restricted = [_keep_off(item, jobs, plans, now, cluster) for item in items]
         first = decision
-        decision = core(restricted, max(0.05, left * 0.5))
-        _blame_backfill(decision, first, conflicts, plans, jobs)
-        plans, conflicts = _plan(decision, jobs, cluster, now, fit, stop, reservations, plans)
+        second = core(restricted, max(0.05, left * 0.5))
+        if {"candidates", "greedy"} & set(second.stats.cut_by):
+            # The time left was too short for a whole second decision: one that never considered most of
+            # the batch would replace a complete answer with a worse one. Keep the first; step 4 withdraws
+            # what is in the way of plans.
+            cut[0] = True
+        else:
+            decision = second
+            _blame_backfill(decision, first, conflicts, plans, jobs)
+            plans, conflicts = _plan(decision, jobs, cluster, now, fit, stop, reservations, plans)
     for _ in range(4):  # 4. anything still in the way waits; plan again on what is left
         if not conflicts:
             break

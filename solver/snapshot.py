@@ -26,7 +26,7 @@ from placer.solver.structure import InnerTree
 from placer.topology import Cluster, Node, TpuPod
 from placer.topology.model import Coord
 
-__all__ = ["HARD_TAINT_EFFECTS", "NodeView", "PodView", "Snapshot", "scope_value", "updated"]
+__all__ = ["HARD_TAINT_EFFECTS", "SCOPE_ATTRS", "NodeView", "PodView", "Snapshot", "scope_value", "updated"]
 
 #: Reads a running job's rules (stored as JSON in the inventory) into the job model's rule objects.
 _RULES: TypeAdapter[Rule] = TypeAdapter(Rule)
@@ -198,11 +198,15 @@ def scope_value(snap: Snapshot, node: int, scope: str) -> str | None:
     if "+" in scope:
         parts = [scope_value(snap, node, s) for s in scope.split("+")]
         return None if any(v is None for v in parts) else "+".join(parts)  # type: ignore[arg-type]
-    n = snap.nodes[node].node
-    return {
-        "node": n.name,
-        "rack": n.rack,
-        "block": n.block,
-        "zone": n.zone,
-        "nvlink_domain": n.nvlink_domain,
-    }.get(scope)
+    attr = SCOPE_ATTRS.get(scope)
+    return None if attr is None else getattr(snap.nodes[node].node, attr)
+
+
+#: Gang scope -> the node attribute that holds its value (a hot path: greedy and CP-SAT ask per node).
+SCOPE_ATTRS = {
+    "node": "name",
+    "rack": "rack",
+    "block": "block",
+    "zone": "zone",
+    "nvlink_domain": "nvlink_domain",
+}
