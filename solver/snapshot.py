@@ -124,9 +124,7 @@ class Snapshot:
     def of(cluster: Cluster) -> Snapshot:
         """The view of ``cluster``: one pass over its nodes, nothing per GPU unless shares are held."""
         views = [_view(cluster, i, n) for i, n in enumerate(cluster.nodes)]
-        pods = tuple(
-            PodView(i, p, frozenset(cluster.used_tpu_chips(p.name))) for i, p in enumerate(cluster.tpu_pods())
-        )
+        pods = _pods(cluster)
         return Snapshot(
             cluster=cluster,
             nodes=tuple(views),
@@ -162,6 +160,13 @@ def _view(cluster: Cluster, i: int, n: Node) -> NodeView:
     )
 
 
+def _pods(cluster: Cluster) -> tuple[PodView, ...]:
+    """Every TPU pod of ``cluster`` with the chips in use there."""
+    return tuple(
+        PodView(i, p, frozenset(cluster.used_tpu_chips(p.name))) for i, p in enumerate(cluster.tpu_pods())
+    )
+
+
 def updated(snap: Snapshot, cluster: Cluster, changed: Iterable[str]) -> Snapshot:
     """The view of ``cluster`` when it differs from ``snap``'s cluster only in what runs on the nodes (and
     TPU pods) named ``changed``: those views are computed again, the rest are kept — time proportional to
@@ -174,9 +179,7 @@ def updated(snap: Snapshot, cluster: Cluster, changed: Iterable[str]) -> Snapsho
             views[i] = _view(cluster, i, views[i].node)
     pods = snap.pods
     if any(name in snap.pod_by_name for name in changed):
-        pods = tuple(
-            PodView(i, p, frozenset(cluster.used_tpu_chips(p.name))) for i, p in enumerate(cluster.tpu_pods())
-        )
+        pods = _pods(cluster)
     return Snapshot(
         cluster=cluster,
         nodes=tuple(views),

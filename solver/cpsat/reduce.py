@@ -1,37 +1,11 @@
 """CP-SAT, stage 1 — reduce: the batch and the cluster to classes, demand types and packing patterns.
 
-The model is described in :mod:`placer.solver.cpsat.model`; this stage decides its size. It builds the
-node classes (:mod:`~placer.solver.cpsat.classes`), the item types and patterns per class
-(:mod:`~placer.solver.cpsat.patterns`), the nodes modelled one by one (eviction candidates), the TPU
-slices offered, and greedy's answer in those terms (seeds, for the hint), then hands all of it to
-:class:`~placer.solver.cpsat.model.Model`.
-
-The model it reduces to:
-
-Variables (see ``docs/solver.md`` for the algebra):
-
-* ``placed[p]`` — job ``p`` runs (all replicas or none: gangs are all-or-nothing);
-* ``z[c, k]`` — how many nodes of class ``c`` use packing pattern ``k`` (at most the class's count; for a
-  greedy packing that fits the class only on the node greedy used, at most that many nodes, and those);
-* ``x[u, c]`` — how many replicas of unit ``u`` go to class ``c``; per class and item type, replicas never
-  exceed the slots the chosen patterns provide;
-* ``b[p, d]`` — gang ``p`` is confined to scope domain ``d`` (rack, block, zone, NVLink domain);
-* ``a[u, s]`` — TPU replica of unit ``u`` takes slice ``s``; slices sharing a chip exclude each other;
-* ``y[u, n]``, ``e[v]`` — replicas on a node with eviction candidates, modelled one by one; running job ``v``
-  evicted (a slice on chips ``v`` holds needs ``e[v]``).
-* ``on[p, n]`` — job ``p`` has a replica on such a node (for anti-affinity between jobs of the batch there;
-  exclusive units there have 0/1 ``y`` of their own).
-
-Objective, lexicographic by successive solves: (1) maximize priority-weighted demand placed; then, with
-(1) held at the value found, minimize the eviction cost; then (2) maximize preference score and (3)
-minimize GPUs left free on the nodes touched (best fit, so whole nodes and NVLink domains stay whole for
-big jobs); then, when some unit's options differ in price, with (2) held, minimize the decision's dollars
-per hour (the cost term: integer money units per replica, :mod:`placer.solver.objective.cost`) and then (3)
-again.
-
-Budgets are constraints: a queue's GPUs (thousandths) and GPU jobs (OJS ML §10.3), and a queue's or
-tenant's dollars per hour (money units: each replica variable weighted by what one replica costs in that
-class, on that node, or on that TPU slice), running jobs included and evictions giving back.
+This stage decides the model's size (its algebra is in :mod:`placer.solver.cpsat.model`). It builds the
+node classes (:mod:`~placer.solver.cpsat.classes`: nodes interchangeable for the whole batch, with a
+count), the item types and patterns per class (:mod:`~placer.solver.cpsat.patterns`), the nodes modelled
+one by one (those with eviction candidates), the TPU slices offered, and greedy's answer in those terms
+(seeds, for the hint), then hands all of it to :class:`~placer.solver.cpsat.model.Model`. A build that
+runs into the deadline raises :class:`~placer.solver.cpsat.parts.Deadline`.
 """
 
 from __future__ import annotations
