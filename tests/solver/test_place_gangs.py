@@ -210,15 +210,15 @@ def test_flux_jobspec_example_needs_two_nodes(solve: Solve) -> None:
 
 
 def test_sss_example_placed(solve: Solve) -> None:
-    # examples/jobs/analysis.sss.xml: 16 processors, memory >= 2 GB; SSS Appendix A: GB = 2^30 bytes, so
-    # 2 GB = 2 * 1.073741824 = 2.147483648 GB of 10^9 bytes (placer units).
+    # examples/jobs/analysis.sss.xml: 16 processors, memory >= 2 GB; SSS Appendix A: GB = 2^30 bytes, which
+    # is placer's GB too (docs/inventory.md, Units): 2 GB.
     rs = read_file(EXAMPLES / "jobs" / "analysis.sss.xml")
     assert [r.id for r in rs] == ["sss-analysis-1"] and rs[0].ok
     d = solve(rs, cluster_of(cpu_nodes(2)))
     p = d.placement_of("sss-analysis-1")
     assert p is not None and len(p.replicas) == 1
     assert p.replicas[0].cpu_cores == 16
-    assert abs(p.replicas[0].memory_gb - 2.147483648) < 1e-9
+    assert abs(p.replicas[0].memory_gb - 2.0) < 1e-9
 
 
 def test_sss_example_too_many_processors_for_the_cluster(solve: Solve) -> None:

@@ -276,3 +276,59 @@ def test_the_checker_knows_who_tolerates_a_taint() -> None:
         ]
     )
     assert [(v.rule, v.job) for v in check(on, [cpu_job, gpu_job], c, now=NOW)] == [("taint", "cpu")]
+
+
+# -- 5. one unit convention: the same amount in every format gives the same answer --------------------------
+
+
+def _memory_jobs(gb: int) -> list[object]:
+    """One job asking ``gb`` GB of memory in each format: OJS (``ext_ml_memory_gb``), SSS (``units="GB"``,
+    Appendix A: 2^30 bytes) and a Flux jobspec (``unit: GB``)."""
+    from placer.solver.jobs import read_text
+
+    ojs = f'{{"id": "ojs", "type": "t", "ext_ml_accelerator": "cpu", "ext_ml_memory_gb": {gb}}}'
+    sss = f'<Job><JobId>sss</JobId><Processors>1</Processors><Memory units="GB">{gb}</Memory></Job>'
+    flux = (
+        "version: 1\nresources:\n  - type: slot\n    count: 1\n    label: task\n    with:\n"
+        f"      - type: core\n        count: 1\n      - type: memory\n        count: {gb}\n        unit: GB\n"
+        "tasks:\n  - command: [app]\n    slot: task\n    count: {per_slot: 1}\n"
+        "attributes:\n  system:\n    duration: 60\n    job: {name: flux}\n"
+    )
+    out = [*read_text(ojs), *read_text(sss), *read_text(flux)]
+    assert all(r.ok for r in out), [r.errors for r in out]
+    return out
+
+
+def test_256_gb_asked_in_any_format_fits_a_node_of_256_gb_and_257_never_does(solve: Solve) -> None:
+    """placer's GB is 2^30 bytes everywhere (docs/inventory.md, *Units*): Kubernetes' ``256Gi``, an
+    inventory's ``memory_gb: 256``, and 256 GB asked as an OJS envelope, SSS XML or a Flux jobspec are one
+    amount."""
+    from placer.topology import cpu_nodes
+
+    c = cluster_of(cpu_nodes(1, memory_gb=256))
+    for r in _memory_jobs(256):
+        d = solve([r], c)
+        assert [p.job for p in d.placements] == [r.id], r.id
+    for r in _memory_jobs(257):
+        assert reason_codes(solve([r], c), r.id) == ["UNSATISFIABLE"], r.id
+
+
+def test_kubernetes_gi_is_placer_gb() -> None:
+    from placer.topology.load import inventory_from_input
+
+    node = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "n1", "labels": {}},
+                "status": {
+                    "allocatable": {"cpu": "8", "memory": "256Gi"},
+                    "capacity": {"cpu": "8", "memory": "256Gi"},
+                },
+            }
+        ],
+    }
+    assert inventory_from_input(node, "kubernetes", source="n.json").nodes[0].memory_gb == 256

@@ -49,19 +49,21 @@ VERTEX_KEYS: frozenset[str] = frozenset({"type", "count", "unit", "exclusive", "
 MEMORY_TYPES: frozenset[str] = frozenset({"memory"})
 STORAGE_TYPES: frozenset[str] = frozenset({"storage", "disk"})
 
-#: Byte units for memory and storage counts, in GB (10^9 bytes); matched case-insensitively.
+#: Byte units for memory and storage counts, in placer's GB (2^30 bytes; ``docs/inventory.md``, *Units*);
+#: matched case-insensitively. KB/MB/GB are binary here, as Fluxion reads them (its resource graphs count
+#: memory in binary GB), so ``4 GB`` in a jobspec is the 4 GB a Flux node states.
 BYTE_UNITS: dict[str, float] = {
-    "b": 1e-9,
-    "kb": 1e-6,
-    "mb": 1e-3,
+    "b": 2**-30,
+    "kb": 2**-20,
+    "mb": 2**-10,
     "gb": 1.0,
-    "tb": 1e3,
-    "pb": 1e6,
-    "kib": 2**10 / 1e9,
-    "mib": 2**20 / 1e9,
-    "gib": 2**30 / 1e9,
-    "tib": 2**40 / 1e9,
-    "pib": 2**50 / 1e9,
+    "tb": 2**10,
+    "pb": 2**20,
+    "kib": 2**-20,
+    "mib": 2**-10,
+    "gib": 1.0,
+    "tib": 2**10,
+    "pib": 2**20,
 }
 
 
@@ -103,7 +105,7 @@ def unit_factor(unit: str | None) -> float | None:
     """GB per counted unit of a memory/storage vertex (None for an unknown unit; no unit is GB).
 
     >>> unit_factor("MiB"), unit_factor(None), unit_factor("furlong")
-    (0.001048576, 1.0, None)
+    (0.0009765625, 1.0, None)
     """
     if unit is None:
         return 1.0

@@ -19,7 +19,7 @@ overridden by any element's ``awarenessPolicy`` attribute for itself and what it
 >>> xml = "<Job><JobId>PBS.1</JobId><Processors>16</Processors><Memory units='GB'>2</Memory></Job>"
 >>> r = read(xml, source="x.xml", options=ReadOptions())[0]
 >>> r.ok, r.job.id, r.job.tasks[0].cpu_cores, r.job.tasks[0].memory_gb
-(True, 'PBS.1', 16.0, 2.147483648)
+(True, 'PBS.1', 16.0, 2.0)
 >>> read("<Job><JobId a=”x”>1</JobId></Job>", source="q.xml", options=ReadOptions())[0].errors[0].message
 'curly quote U+201D (”) used as attribute quote at line 1 column 15 — replace with a straight quote (")'
 """

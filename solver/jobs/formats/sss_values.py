@@ -18,7 +18,7 @@ also be ISO-8601 ``xsd:dateTime`` (UTC when no offset is given, as the spec's ti
 >>> parse_duration("1:30:00"), parse_duration("PT1H"), parse_duration("2", units="hours")
 ((5400, None), (3600, None), (7200, None))
 >>> round(to_gb(2, "GB")[0], 9)
-2.147483648
+2.0
 """
 
 from __future__ import annotations
@@ -86,8 +86,10 @@ _UNIT_WORDS: dict[str, str] = {
 #: ``<Memory metric="Max">975</Memory>`` against a 1024 request) are megabytes, as in PBS and Maui.
 DEFAULT_BYTE_UNIT = "MB"
 
-#: Bytes in the model's GB (10^9, the OJS ``*_gb`` convention).
-BYTES_PER_GB = 10**9
+#: Bytes in the model's GB: 2^30, placer's one convention (``docs/inventory.md``, *Units*) — SSS's own
+#: Appendix A Gigabyte, Kubernetes' ``Gi``, Slurm's and Fluxion's GB; so 256 GB asked here is the 256 GB a
+#: node states.
+BYTES_PER_GB = 2**30
 
 #: Time units accepted in a ``units`` attribute on WallDuration (an extension: Appendix A has none).
 TIME_UNITS: dict[str, int] = {
@@ -237,10 +239,10 @@ def byte_unit(units: str | None) -> tuple[str, None] | tuple[None, str]:
 
 
 def to_gb(amount: float, units: str | None) -> tuple[float, None] | tuple[None, str]:
-    """Convert ``amount`` in ``units`` (Appendix A, binary multiples) to the model's GB (10^9 bytes).
+    """Convert ``amount`` in ``units`` (Appendix A, binary multiples) to the model's GB (2^30 bytes).
 
-    >>> to_gb(1024, None)
-    (1.073741824, None)
+    >>> to_gb(1024, None), to_gb(256, "GB")
+    ((1.0, None), (256.0, None))
     """
     unit, err = byte_unit(units)
     if unit is None:

@@ -566,8 +566,10 @@ def test_units_and_extra_resources() -> None:
         )
     )
     [g] = job.tasks
-    assert g.memory_gb == pytest.approx(4096 * 2**20 / 1e9 + 0.512)
-    assert g.storage_gb == pytest.approx(2000 + 100)
+    # placer's GB is 2^30 bytes, and KB/MB/GB/TB are binary as Fluxion reads them (docs/inventory.md, Units):
+    # 4096 MiB + 512 MB = 4.5 GB; 2 TB + 100 (GB by default) = 2148 GB.
+    assert g.memory_gb == pytest.approx(4096 / 1024 + 512 / 1024)
+    assert g.storage_gb == pytest.approx(2 * 1024 + 100)
     assert g.extra == {"ib10g": 1, "hwthread": 2}
 
 
@@ -642,8 +644,8 @@ def test_fixture_canonical_gpu_range() -> None:
     assert (g.count, g.cpu_cores, g.gpus_per_replica, g.exclusive) == (2, 32, 4, True)
     assert g.count_range is not None and g.count_range.values(100) == [2, 4, 8, 16]
     assert job.placement.node_count is not None and job.placement.node_count.values(100) == [2, 4, 8, 16]
-    assert g.memory_gb == pytest.approx(256 * 2**30 / 1e9)
-    assert g.storage_gb == 1000
+    assert g.memory_gb == pytest.approx(256)  # 256 GiB is 256 of placer's GB (2^30 bytes)
+    assert g.storage_gb == 1024  # 1 TB, binary as Fluxion reads it
     assert job.metadata["flux_tasks"][0]["total_tasks"] == 8  # per GPU: 4 per node, 2 nodes minimum
     assert job.duration_s is None  # 0. is unlimited
     assert job.preemption.preemptible is True

@@ -23,8 +23,8 @@ from placer.solver.jobs.model import (
 )
 from placer.solver.jobs.options import ReadOptions
 
-GIB = 2**30 / 1e9
-MIB = 2**20 / 1e9
+GIB = 2**30 / 2**30  # placer's GB is 2^30 bytes (docs/inventory.md, Units)
+MIB = 2**20 / 2**30
 Op = AffinityOperator
 
 
@@ -90,13 +90,13 @@ def test_credentials_mapping() -> None:
     ("units", "gb"),
     [
         (None, 512 * MIB),
-        ("KB", 512 * 2**10 / 1e9),
+        ("KB", 512 * 2**10 / 2**30),
         ("MB", 512 * MIB),
         ("GB", 512 * GIB),
-        ("TB", 512 * 2**40 / 1e9),
-        ("kilobytes", 512 * 2**10 / 1e9),
+        ("TB", 512 * 2**40 / 2**30),
+        ("kilobytes", 512 * 2**10 / 2**30),
         ("Gigabyte", 512 * GIB),
-        ("B", 512 / 1e9),
+        ("B", 512 / 2**30),
     ],
 )
 def test_memory_units_appendix_a(units: str | None, gb: float) -> None:
@@ -208,7 +208,7 @@ def test_node_memory_is_converted_and_features_and_names() -> None:
         '<Feature op="NE">gpu_type=nvidia-t4</Feature><Name op="NE">bad01</Name></NodeProperties>'
     )
     assert j.placement.required == [
-        LabelRule(key="memory_gb", operator=Op.GTE, values=[repr(64 * GIB)]),
+        LabelRule(key="memory_gb", operator=Op.GTE, values=["64"]),  # 64 GB: placer's GB is 2^30 bytes
         LabelRule(key="infiniband", operator=Op.EXISTS),
         LabelRule(key="gpu_type", operator=Op.NOT_IN, values=["nvidia-t4"]),
         LabelRule(key="hostname", operator=Op.NOT_IN, values=["bad01"]),

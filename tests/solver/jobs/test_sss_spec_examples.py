@@ -20,8 +20,8 @@ from placer.solver.jobs.options import ReadOptions
 from tests.conftest import FIXTURES
 
 SSS_FIXTURES = FIXTURES / "sss"
-GIB = 2**30 / 1e9  # GB per Appendix A gigabyte
-MIB = 2**20 / 1e9  # GB per Appendix A megabyte
+GIB = 2**30 / 2**30  # placer's GB is 2^30 bytes (docs/inventory.md, Units)  # GB per Appendix A gigabyte
+MIB = 2**20 / 2**30  # GB per Appendix A megabyte
 
 _HEADING = re.compile(r"^(\d+(?:\.\d+)*)\.? [A-Z]")
 _CURLY = {"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"}
