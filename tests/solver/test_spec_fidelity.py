@@ -332,3 +332,27 @@ def test_kubernetes_gi_is_placer_gb() -> None:
         ],
     }
     assert inventory_from_input(node, "kubernetes", source="n.json").nodes[0].memory_gb == 256
+
+
+# -- 10. the SSS job object's own rules -------------------------------------------------------------------
+
+
+def test_a_job_group_without_its_id_is_invalid() -> None:
+    """Table 1: JobGroupId's appearance is MUST."""
+    from placer.solver.jobs import read_text
+
+    job = "<Job><JobId>a</JobId><Processors>1</Processors></Job>"
+    doc = f"<JobGroup><JobGroupName>g</JobGroupName>{job}</JobGroup>"
+    results = read_text(doc)
+    assert results and not any(r.ok for r in results)
+    assert any(e.path.endswith("JobGroupId") and e.code == "required" for r in results for e in r.errors)
+    with_id = doc.replace("<JobGroupName>", "<JobGroupId>g.1</JobGroupId><JobGroupName>")
+    assert all(r.ok for r in read_text(with_id))
+
+
+def test_an_empty_node_properties_element_is_invalid() -> None:
+    """§5.1.9: NodeProperties "MUST contain one or more Node Properties"."""
+    from placer.solver.jobs import read_text
+
+    (r,) = read_text("<Job><JobId>a</JobId><Processors>1</Processors><NodeProperties></NodeProperties></Job>")
+    assert not r.ok and [(e.code, e.path) for e in r.errors] == [("required", "Job[0].NodeProperties")]

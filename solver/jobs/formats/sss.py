@@ -196,5 +196,7 @@ def _group_properties(group: Element, ctx: Ctx) -> tuple[PropertySet | None, dic
                 info[tag] = text(c)
         else:
             ctx.unsupported(c, f"element <{tag}> is not supported in a JobGroup")
+    if "JobGroupId" not in info:  # Table 1: JobGroupId's appearance is MUST
+        ctx.fail("required", f"{ctx.path(group)}.JobGroupId", "a JobGroup must carry its JobGroupId (§4.1.1)")
     meta: dict[str, Any] = {"job_group": info} if info else {}
     return defaults, meta, info.get("JobGroupId") or None

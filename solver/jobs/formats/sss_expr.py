@@ -176,6 +176,8 @@ def parse_sequence(elements: list[Element], ctx: Ctx, *, node_level: bool = Fals
             conj = "And"
         node: Node
         if tag in SUB_EXPRESSIONS:
+            if not children(el):  # §5.1.9: "This element MUST contain one or more Node Properties"
+                ctx.fail("required", path, f"<{tag}> must contain one or more node properties (§5.1.9)")
             node = Sub(el, parse_sequence(children(el), ctx, node_level=True))
         else:
             node = Atom(el, tag, op, pref, node_level)
