@@ -98,7 +98,8 @@ def admit(
     # Every id the batch names counts: a dependency on a job rejected here (duplicate, unknown
     # reservation, invalid) is unmet too — that job will not run.
     batch_ids = {j.id for j in valid} | {r.job for r in out.rejected}
-    running_ids = {r.job for r in cluster.running_jobs()}
+    # Running ids matter only to dependencies (a one-job decision on a busy cluster need not list them).
+    running_ids = {r.job for r in cluster.running_jobs()} if any(j.dependencies for j in admitted) else set()
     eligible: list[Job] = []
     for job in admitted:
         reason = _ineligible(job, batch_ids, running_ids, now)

@@ -21,6 +21,8 @@ import math
 import time
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from placer.solver.demand import JobPlan
 
 if TYPE_CHECKING:
@@ -210,14 +212,8 @@ def relaxation(problem: Problem) -> float:
     for p in plans:
         if p.idx in candidates:
             pool_of[p.idx] = "gpu" if p.job.total_gpu_milli else "tpu" if p.job.total_tpu_chips else "cpu"
-    gpu = sum(
-        len(v.free_gpus)
-        + sum(m for m in v.milli_free if 0 < m < 1000) / 1000
-        + ev_whole[v.idx]
-        + ev_shares[v.idx]
-        for v in snap.nodes
-        if v.usable
-    )
-    cpu = sum(max(0.0, v.free_cpu) + ev_cpu[v.idx] for v in snap.nodes if v.usable) / 16.0
+    u = arrays.usable
+    gpu = float(((arrays.gpus + arrays.partial + ev_whole + ev_shares) * u).sum())  # type: ignore[operator]
+    cpu = float(((np.maximum(arrays.cpu, 0.0) + ev_cpu) * u).sum()) / 16.0  # type: ignore[operator]
     tpu = float(sum(p.free_chips for p in snap.pods)) + sum(ev_chips.values())
     return relaxation_bound(plans, {"gpu": gpu, "cpu": cpu, "tpu": tpu}, pool_of)

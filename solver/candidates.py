@@ -97,6 +97,10 @@ class NodeArrays:
     cap_storage: np.ndarray
     cap_shm: np.ndarray
     empty: np.ndarray
+    #: Free milli of each node's partly used GPUs, in GPUs (whole free GPUs are ``gpus``).
+    partial: np.ndarray
+    #: Schedulable and ready (static).
+    usable: np.ndarray
     group: np.ndarray  # static group id per node
     group_members: list[np.ndarray]  # node indices per static group
     keys: frozenset[str]
@@ -134,6 +138,8 @@ class NodeArrays:
                 (np.inf if v.node.shm_gb is None else v.node.shm_gb for v in nodes), dtype=np.float64, count=n
             ),
             empty=f((v.empty for v in nodes), dtype=bool, count=n),
+            partial=f((_partial(v) for v in nodes), dtype=np.float64, count=n),
+            usable=f((v.usable for v in nodes), dtype=bool, count=n),
             group=group,
             group_members=members,
             keys=keys,
@@ -160,6 +166,8 @@ class NodeArrays:
             cap_storage=self.cap_storage,
             cap_shm=self.cap_shm,
             empty=self.empty.copy(),
+            partial=self.partial.copy(),
+            usable=self.usable,
             group=self.group,
             group_members=self.group_members,
             keys=self.keys,
@@ -172,7 +180,39 @@ class NodeArrays:
             out.cpu[i], out.mem[i] = v.free_cpu, v.free_mem
             out.storage[i], out.shm[i] = v.free_storage, v.free_shm
             out.empty[i] = v.empty
+            out.partial[i] = _partial(v)
+        anti = self._static_cache.get("__running_anti__")
+        if anti is not None:  # required anti-affinity of running jobs, by node: the changed rows again
+            rows = dict(anti)  # type: ignore[arg-type]
+            for i in idx.tolist():
+                rules = tuple(r for j in snap.nodes[i].running for r in snap.running_anti(j))
+                if rules:
+                    rows[i] = rules
+                else:
+                    rows.pop(i, None)
+            out._static_cache["__running_anti__"] = sorted(rows.items())  # type: ignore[assignment]
+        kept = self._static_cache.get("__milli_matrix__")
+        if kept is not None:  # per-GPU free milli, moved forward row by row (the fragmentation key reads it)
+            matrix = kept.copy()  # type: ignore[union-attr]
+            for i in idx.tolist():
+                row = snap.nodes[i].milli_free
+                matrix[i] = 0
+                matrix[i, : len(row)] = row
+            out._static_cache["__milli_matrix__"] = matrix
         return out
+
+    def milli_matrix(self) -> np.ndarray:
+        """Free milli of every GPU, ``[node, gpu]`` (0 for GPUs a node lacks); cached, and moved forward by
+        :meth:`refreshed` (callers copy before changing it)."""
+        hit = self._static_cache.get("__milli_matrix__")
+        if hit is None:
+            nodes = self.snap.nodes
+            width = max(1, int(self.cap_gpus.max(initial=0)))
+            hit = np.zeros((len(nodes), width), dtype=np.int64)
+            for v in nodes:
+                hit[v.idx, : len(v.milli_free)] = v.milli_free
+            self._static_cache["__milli_matrix__"] = hit  # type: ignore[assignment]
+        return hit  # type: ignore[return-value]
 
     def running_anti(self) -> list[tuple[int, tuple]]:
         """``(node index, required anti-affinity rules of the jobs running there)`` for nodes where a running
@@ -266,7 +306,13 @@ class NodeArrays:
 
 
 #: Cache entries that read free amounts or running jobs (the rest read node facts only).
-_DYNAMIC = frozenset({"__running_labels__", "__running_anti__", "__sockets__", "__anti__"})
+_DYNAMIC = frozenset(
+    {"__running_labels__", "__running_anti__", "__sockets__", "__anti__", "__milli_matrix__"}
+)
+
+
+def _partial(v: NodeView) -> float:
+    return sum(m for m in v.milli_free if 0 < m < 1000) / 1000
 
 
 def _dynamic(key: object) -> bool:

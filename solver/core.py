@@ -231,6 +231,8 @@ def _lp_bound(problem: Problem, policy: Policy, cpsat_deadline: float) -> list[t
     left = cpsat_deadline - time.perf_counter()
     if policy.engine == "greedy" or not problem.candidates or left <= LP_MIN_LEFT_S:
         return []
+    if policy.engine == "auto" and _one_replica(problem):
+        return []  # CP-SAT will not run (see _cpsat): the relaxation bound stands
     lp_deadline = time.perf_counter() + LP_SHARE * left
     lp = lp_bound(
         problem.plans, problem.candidates, problem.arrays, victims=problem.victims, deadline=lp_deadline

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from placer.solver.candidates import NodeArrays
 from placer.solver.objective.fragmentation import Learned, Shape, running_shapes
 from placer.solver.shielded import Shielded
-from placer.solver.snapshot import Snapshot, updated
+from placer.solver.snapshot import Snapshot, max_gpus_by_type, updated
 from placer.topology import Cluster, RunningJob
 
 __all__ = ["Prepared"]
@@ -37,6 +37,7 @@ class Prepared:
     _arrays: dict[frozenset[str], NodeArrays] = field(default_factory=dict)
     _shapes: dict[Shape, float] | None = None
     _shielded: Shielded | None = None
+    _max_gpus: dict[str, int] | None = None
     #: What a session has seen arrive (the fragmentation key's target workload); None outside sessions:
     #: then the batch and the running replicas stand for it.
     learned: Learned | None = None
@@ -59,6 +60,12 @@ class Prepared:
             self._shapes = running_shapes(r for rj in self.cluster.running_jobs() for r in rj.replicas)
         return self._shapes
 
+    def max_gpus_by_type(self) -> dict[str, int]:
+        """The GPU count of the biggest node of each GPU type (node facts: kept until nodes change)."""
+        if self._max_gpus is None:
+            self._max_gpus = max_gpus_by_type(self.snapshot())
+        return self._max_gpus
+
     def shielded(self) -> Shielded:
         """The running jobs nothing may evict, sorted by rank (what-if hints read them)."""
         if self._shielded is None:
@@ -75,7 +82,7 @@ class Prepared:
             {r.node for rj in [*started, *ended] for r in rj.replicas if r.node is not None}
             | {r.tpu_pod for rj in [*started, *ended] for r in rj.replicas if r.tpu_pod is not None}
         )
-        out = Prepared(cluster, learned=self.learned)
+        out = Prepared(cluster, learned=self.learned, _max_gpus=self._max_gpus)
         if self._snap is not None:
             out._snap = updated(self._snap, cluster, names)
             rows = [out._snap.by_name[n] for n in names if n in out._snap.by_name]

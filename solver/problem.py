@@ -47,7 +47,7 @@ from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, victims
 from placer.solver.prepared import Prepared
 from placer.solver.prices import PriceCatalog
-from placer.solver.snapshot import Snapshot
+from placer.solver.snapshot import Snapshot, max_gpus_by_type
 from placer.topology import Cluster, canonical_gpu_type
 
 __all__ = ["GREEDY_PER_CANDIDATE_S", "Problem", "build_problem"]
@@ -124,7 +124,7 @@ def build_problem(
     snap = prepared.snapshot() if prepared is not None else Snapshot.of(cluster)
     prices = policy.prices or PriceCatalog.default()
     # 3. demand
-    max_gpus = _max_gpus_by_type(snap)
+    max_gpus = prepared.max_gpus_by_type() if prepared is not None else max_gpus_by_type(snap)
     plans: list[JobPlan] = []
     for i, job in enumerate(eligible):
         plan = expand(job, i, max_node_gpus=_max_node_gpus(job, max_gpus))
@@ -138,7 +138,7 @@ def build_problem(
         arrays=arrays,
         plans=plans,
         prices=prices,
-        pricing=Pricing(snap, prices),
+        pricing=Pricing(snap, prices, cache=arrays._static_cache if prepared is not None else None),
         budgets=Budgets.of(queues or {}, cluster.running_jobs(), cluster=cluster, prices=prices),
         victims=victims(snap, now, policy.restart_penalty_s) if policy.preemption else [],
     )
@@ -209,15 +209,6 @@ def _targets(problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepa
         gpu_count=problem.arrays.cap_gpus,
     )
     return targets if targets.size else None
-
-
-def _max_gpus_by_type(snap: Snapshot) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in snap.nodes:
-        t = v.node.gpu_type
-        if t:
-            out[t] = max(out.get(t, 0), v.node.gpu_count)
-    return out
 
 
 def _max_node_gpus(job: Job, by_type: dict[str, int]) -> int:

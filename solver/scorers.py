@@ -112,10 +112,7 @@ class Context:
         if name not in SCORERS:
             raise KeyError(f"unknown scorer {name!r} (known: {', '.join(SCORERS)})")
         n = len(arrays.snap.nodes)
-        width = max(1, int(arrays.cap_gpus.max(initial=0)))
-        free = np.zeros((n, width), dtype=np.int64)
-        for v in arrays.snap.nodes:
-            free[v.idx, : len(v.milli_free)] = v.milli_free
+        free = arrays.milli_matrix().copy()
         if name == "fgd" and targets is None:
             targets = target_workload(plans, candidates, n)
         return Context(

@@ -26,7 +26,16 @@ from placer.solver.structure import InnerTree
 from placer.topology import Cluster, Node, TpuPod
 from placer.topology.model import Coord
 
-__all__ = ["HARD_TAINT_EFFECTS", "SCOPE_ATTRS", "NodeView", "PodView", "Snapshot", "scope_value", "updated"]
+__all__ = [
+    "HARD_TAINT_EFFECTS",
+    "SCOPE_ATTRS",
+    "NodeView",
+    "PodView",
+    "Snapshot",
+    "max_gpus_by_type",
+    "scope_value",
+    "updated",
+]
 
 #: Reads a running job's rules (stored as JSON in the inventory) into the job model's rule objects.
 _RULES: TypeAdapter[Rule] = TypeAdapter(Rule)
@@ -158,6 +167,16 @@ def _view(cluster: Cluster, i: int, n: Node) -> NodeView:
         milli_free=milli,
         running=u.jobs,
     )
+
+
+def max_gpus_by_type(snap: Snapshot) -> dict[str, int]:
+    """The GPU count of the biggest node of each GPU type (whether a job's GPUs must be split over nodes)."""
+    out: dict[str, int] = {}
+    for v in snap.nodes:
+        t = v.node.gpu_type
+        if t:
+            out[t] = max(out.get(t, 0), v.node.gpu_count)
+    return out
 
 
 def _pods(cluster: Cluster) -> tuple[PodView, ...]:

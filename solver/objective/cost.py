@@ -35,8 +35,12 @@ __all__ = ["Pricing"]
 class Pricing:
     """Prices of one decision's replicas, cached (a batch repeats the same few needs)."""
 
-    def __init__(self, snap: Snapshot, prices: PriceCatalog) -> None:
-        self.snap, self.prices = snap, prices
+    def __init__(
+        self, snap: Snapshot, prices: PriceCatalog, cache: dict[object, object] | None = None
+    ) -> None:
+        """``cache``: where per-node prices may be kept across decisions on the same nodes (a session's
+        node arrays): they depend on node facts and the catalog only."""
+        self.snap, self.prices, self._cache = snap, prices, cache
         self._one: dict[tuple[int, Need, bool], int] = {}
         self._arrays: dict[tuple[Need, bool], np.ndarray] = {}
         self._hour: np.ndarray | None = None
@@ -76,10 +80,16 @@ class Pricing:
     def _node_hour(self) -> np.ndarray:
         """Per node: its price per hour, GPU count and cores (computed once per decision)."""
         if self._hour is None:
+            kept = self._cache.get("__hour__") if self._cache is not None else None
+            if kept is not None and kept[0] is self.prices:  # type: ignore[index]
+                self._hour, self._gpus, self._cores = kept[1:]  # type: ignore[index]
+                return self._hour
             nodes = self.snap.nodes
             self._hour = np.fromiter((self.prices.node_hour(v.node) for v in nodes), np.float64, len(nodes))
             self._gpus = np.fromiter((v.node.gpu_count for v in nodes), np.float64, len(nodes))
             self._cores = np.fromiter((v.node.cpu_cores for v in nodes), np.float64, len(nodes))
+            if self._cache is not None:
+                self._cache["__hour__"] = (self.prices, self._hour, self._gpus, self._cores)
         return self._hour
 
     def node_costs(self, need: Need, whole: bool = False) -> np.ndarray:
