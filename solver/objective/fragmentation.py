@@ -177,7 +177,8 @@ class Learned:
         out = {k: w * keep for k, w in self.weights.items() if w * keep > 1e-6}
         for k, w in weight.items():
             out[k] = out.get(k, 0.0) + w
-        return Learned(out, {**self.masks, **masks})
+        known = {**self.masks, **masks}
+        return Learned(out, {k[3]: known[k[3]] for k in out})  # masks of shapes forgotten go too
 
 
 def shape_of(cpu: float, gpus: int, milli: int) -> Shape:
