@@ -28,6 +28,7 @@ from placer.solver.demand import JobPlan, Unit, tolerated
 from placer.solver.jobs.model import PriorityClass, SpotPreference
 from placer.solver.policy import Policy
 from placer.solver.rules import holds
+from placer.topology.inventory import Taint
 
 __all__ = ["preference_scores"]
 
@@ -95,9 +96,8 @@ def _scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np
                 out[v.idx] += policy.data_locality
     # A PreferNoSchedule taint the unit does not tolerate: Kubernetes "tries to avoid" the node.
     if policy.prefer_no_schedule:
-        for members in arrays.group_members:
-            taints = snap.nodes[int(members[0])].node.taints
-            if any(t.effect == "PreferNoSchedule" and not tolerated(t, unit.tolerations) for t in taints):
+        for members, taints in _soft_tainted(arrays):
+            if any(not tolerated(t, unit.tolerations) for t in taints):
                 out[members] -= policy.prefer_no_schedule
     # Spot-tolerant work (spot_preferred, or a spot job) is steered to cheap spot capacity.
     spot_tolerant = job.placement.spot_preference is SpotPreference.SPOT_PREFERRED
@@ -106,3 +106,18 @@ def _scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np
             if snap.nodes[int(members[0])].node.capacity_class == "spot":
                 out[members] += policy.spot_preference
     return out
+
+
+def _soft_tainted(arrays: NodeArrays) -> list[tuple[np.ndarray, tuple[Taint, ...]]]:
+    """The static groups whose nodes carry ``PreferNoSchedule`` taints, with those taints (most clusters
+    have none: then no unit pays a pass over every group); cached per node arrays."""
+    hit = arrays._static_cache.get("__soft_taints__")
+    if hit is None:
+        nodes = arrays.snap.nodes
+        hit = []
+        for members in arrays.group_members:
+            soft = tuple(t for t in nodes[int(members[0])].node.taints if t.effect == "PreferNoSchedule")
+            if soft:
+                hit.append((members, soft))
+        arrays._static_cache["__soft_taints__"] = hit  # type: ignore[assignment]
+    return hit  # type: ignore[return-value]
