@@ -21,6 +21,9 @@ Level 3 (fragmentation) is computed by each engine from free GPUs left on the no
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import numpy as np
 
 from placer.solver.candidates import NodeArrays
@@ -32,13 +35,23 @@ from placer.topology.inventory import Taint
 
 __all__ = ["preference_scores"]
 
+T = TypeVar("T")
+
+
+def _memo(arrays: NodeArrays, key: object, compute: Callable[[], T]) -> T:
+    """``compute()`` once per node arrays (a prepared cluster keeps its arrays, so once per cluster)."""
+    cache: dict[object, Any] = arrays._static_cache  # type: ignore[assignment]
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
 
 def _model_nodes(arrays: NodeArrays, model_id: str, version: str | None) -> np.ndarray:
-    """Indices of nodes with the model (that version, when given) loaded; cached per batch."""
-    key = ("__model__", model_id, version)
-    hit = arrays._static_cache.get(key)
-    if hit is None:
-        hit = np.array(
+    """Indices of nodes with the model (that version, when given) loaded."""
+    return _memo(
+        arrays,
+        ("__model__", model_id, version),
+        lambda: np.array(
             [
                 v.idx
                 for v in arrays.snap.nodes
@@ -48,9 +61,8 @@ def _model_nodes(arrays: NodeArrays, model_id: str, version: str | None) -> np.n
                 )
             ],
             dtype=np.int64,
-        )
-        arrays._static_cache[key] = hit  # type: ignore[assignment]
-    return hit  # type: ignore[return-value]
+        ),
+    )
 
 
 def preference_scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np.ndarray:
@@ -67,11 +79,7 @@ def preference_scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Pol
         job.priority_class,
         tuple(t.model_dump_json() for t in unit.tolerations),
     )
-    hit = arrays._static_cache.get(key)
-    if hit is None:
-        hit = _scores(plan, unit, arrays, policy)
-        arrays._static_cache[key] = hit  # type: ignore[assignment]
-    return hit  # type: ignore[return-value]
+    return _memo(arrays, key, lambda: _scores(plan, unit, arrays, policy))
 
 
 def _scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np.ndarray:
@@ -102,22 +110,32 @@ def _scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np
     # Spot-tolerant work (spot_preferred, or a spot job) is steered to cheap spot capacity.
     spot_tolerant = job.placement.spot_preference is SpotPreference.SPOT_PREFERRED
     if spot_tolerant or job.priority_class is PriorityClass.SPOT:
-        for members in arrays.group_members:
-            if snap.nodes[int(members[0])].node.capacity_class == "spot":
-                out[members] += policy.spot_preference
+        for members in _spot_groups(arrays):
+            out[members] += policy.spot_preference
     return out
 
 
 def _soft_tainted(arrays: NodeArrays) -> list[tuple[np.ndarray, tuple[Taint, ...]]]:
     """The static groups whose nodes carry ``PreferNoSchedule`` taints, with those taints (most clusters
-    have none: then no unit pays a pass over every group); cached per node arrays."""
-    hit = arrays._static_cache.get("__soft_taints__")
-    if hit is None:
+    have none: then no unit pays a pass over every group)."""
+
+    def compute() -> list[tuple[np.ndarray, tuple[Taint, ...]]]:
         nodes = arrays.snap.nodes
-        hit = []
+        out = []
         for members in arrays.group_members:
             soft = tuple(t for t in nodes[int(members[0])].node.taints if t.effect == "PreferNoSchedule")
             if soft:
-                hit.append((members, soft))
-        arrays._static_cache["__soft_taints__"] = hit  # type: ignore[assignment]
-    return hit  # type: ignore[return-value]
+                out.append((members, soft))
+        return out
+
+    return _memo(arrays, "__soft_taints__", compute)
+
+
+def _spot_groups(arrays: NodeArrays) -> list[np.ndarray]:
+    """The static groups of spot nodes."""
+    nodes = arrays.snap.nodes
+    return _memo(
+        arrays,
+        "__spot_groups__",
+        lambda: [m for m in arrays.group_members if nodes[int(m[0])].node.capacity_class == "spot"],
+    )
