@@ -30,8 +30,17 @@ Semantics (the contract the independent checker, ``solver/checks/shape.py``, ver
   and by jobs without a shape (their cores are not tied to sockets in the inputs), are *floating*: they
   fit wherever the vertices have room left, which the node's totals already decide.
 * Room: for every vertex, the cores bound inside its subtree stay within the cores it holds; a GPU is
-  taken by one job only. Sockets are otherwise shared between jobs (RFC 14's exclusive-by-default
-  resources inside a slot are not modelled: a socket is shared when it has room).
+  taken by one job only.
+* Exclusivity (RFC 14: ``exclusive`` defaults to true for a resource *inside a slot*, false elsewhere;
+  an explicit ``exclusive`` wins): a group vertex taken exclusively is held by one slot alone — no other
+  slot, of this replica, of another replica or of another shaped job on the node, may take it, a vertex
+  inside it, or (exclusively) a vertex above it. The slots of one replica never share a vertex either
+  (Flux counts distinct vertices: ``slot 2 > socket 2`` is 4 sockets). So "2 slots, each of 2 sockets
+  with 1 core" needs 4 sockets, not 2 sockets with room for 2 cores. A top-level request without a
+  ``slot`` vertex is one slot's contents (the readers strip the slot of a ``slot > ...`` replica), so
+  its groups are inside a slot. Usage by jobs without a shape is floating (above) and is judged by the
+  node's totals: the cores of an exclusively held socket that its slot does not ask for are not
+  withheld from them.
 
 The search is a depth-first backtracking over the vertices each group may take (best fit first: the
 vertex with the fewest free GPUs and cores that holds it), bounded by :data:`MAX_STEPS`; on reaching the
@@ -217,6 +226,8 @@ class Group:
     cores: float = 0.0
     gpus: int = 0
     amounts: tuple[tuple[str, float], ...] = ()
+    #: Held by its slot alone (RFC 14: the default inside a slot).
+    exclusive: bool = False
 
 
 @dataclass(frozen=True)
@@ -263,12 +274,22 @@ def may_shape(request: Sequence[FluxResource]) -> bool:
 
 def compile_shape(request: Sequence[FluxResource], tree: InnerTree) -> Shape:
     """``request`` (one replica's Flux resources) as groups and amounts on ``tree`` (module docstring)."""
-    groups, _cores, gpus, amounts = _level(request, tree, 1)
+    groups, _cores, gpus, amounts = _level(request, tree, 1, not _has_slot(request))
     return Shape(groups=tuple(groups), gpus=gpus, amounts=tuple(sorted(amounts.items())))
 
 
+def _has_slot(request: Sequence[FluxResource]) -> bool:
+    stack = list(request)
+    while stack:
+        r = stack.pop()
+        if r.type == "slot":
+            return True
+        stack.extend(r.with_)
+    return False
+
+
 def _level(
-    request: Sequence[FluxResource], tree: InnerTree, mult: int
+    request: Sequence[FluxResource], tree: InnerTree, mult: int, in_slot: bool
 ) -> tuple[list[Group], float, int, dict[str, float]]:
     groups: list[Group] = []
     cores, gpus = 0.0, 0
@@ -276,12 +297,13 @@ def _level(
     for r in request:
         n = r.count.min
         if r.type in OUTER:
-            sub = _level(r.with_, tree, mult)
+            sub = _level(r.with_, tree, mult, in_slot)
         elif r.type == "slot" or (r.with_ and r.type not in tree.described):
-            sub = _level(r.with_, tree, mult * n)
+            sub = _level(r.with_, tree, mult * n, in_slot or r.type == "slot")
         elif r.with_ or (r.type in tree.containers and r.type not in (CORE, GPU)):
-            kids, k_cores, k_gpus, k_amounts = _level(r.with_, tree, 1)
-            group = Group(r.type, n, tuple(kids), k_cores, k_gpus, tuple(sorted(k_amounts.items())))
+            kids, k_cores, k_gpus, k_amounts = _level(r.with_, tree, 1, in_slot)
+            own = r.exclusive if r.exclusive is not None else in_slot
+            group = Group(r.type, n, tuple(kids), k_cores, k_gpus, tuple(sorted(k_amounts.items())), own)
             groups.extend([group] * mult)
             continue
         else:
@@ -306,38 +328,57 @@ class _GiveUp(Exception):
     pass
 
 
+#: A group to place: the replica that owns it, its slot's token, the group.
+_Item = tuple[int, int, Group]
+
+
 class _Search:
     """One backtracking search over a tree. ``pools[i]`` is where shape ``i`` takes GPUs from: the
     shared set of free GPUs, or — for a replica already placed — its own GPUs (fixed by the decision; only
-    its cores may be arranged again). Mutated on the way down, restored on the way back."""
+    its cores may be arranged again). ``holds`` are the vertices taken so far, each with the slot that
+    took it (its replica, a token — one per top-level group item, inherited by its kids) and whether
+    exclusively.
+    Mutated on the way down, restored on the way back."""
 
     def __init__(self, tree: InnerTree, pools: list[set[int]], steps: int):
         self.tree = tree
         self.pools = pools
         self.load = [0.0] * len(tree.types)  # cores bound inside each vertex's subtree
+        self.holds: list[tuple[int, int, int, bool]] = []
         self.steps = steps
+
+    def _clashes(self, v: int, owner: int, token: int, exclusive: bool) -> bool:
+        """Whether ``v`` is already the vertex of another slot of the same replica (Flux counts distinct
+        vertices), lies in or is another slot's exclusive vertex, or (when ``exclusive``) holds or is
+        another slot's vertex."""
+        path = self.tree.path
+        for u, who, other, excl in self.holds:
+            if other == token:
+                continue
+            if (who == owner and u == v) or (excl and u in path(v)) or (exclusive and v in path(u)):
+                return True
+        return False
 
     def _room(self, owner: int, v: int) -> tuple[int, float, int]:
         t = self.tree
         pool = self.pools[owner]
         return (sum(1 for g in t.gpus_under[v] if g in pool), t.cores_under[v] - self.load[v], v)
 
-    def groups(self, items: Sequence[tuple[int, Group]], at: int, claims: list[Claim]) -> Iterator[None]:
+    def groups(self, items: Sequence[_Item], at: int, claims: list[Claim]) -> Iterator[None]:
         if not items:
             yield
             return
-        (owner, g), rest = items[0], items[1:]
+        (owner, token, g), rest = items[0], items[1:]
         cands = sorted(self.tree.nearest(at, g.type), key=lambda v: self._room(owner, v))
-        yield from self._pick(owner, g, cands, 0, g.count, rest, at, claims)
+        yield from self._pick((owner, token, g), cands, 0, g.count, rest, at, claims)
 
     def _pick(
         self,
-        owner: int,
-        g: Group,
+        item: _Item,
         cands: list[int],
         start: int,
         left: int,
-        rest: Sequence[tuple[int, Group]],
+        rest: Sequence[_Item],
         at: int,
         claims: list[Claim],
     ) -> Iterator[None]:
@@ -348,15 +389,20 @@ class _Search:
             self.steps -= 1
             if self.steps < 0:
                 raise _GiveUp
-            for _ in self._inside(owner, g, cands[i], claims):
-                yield from self._pick(owner, g, cands, i + 1, left - 1, rest, at, claims)
+            for _ in self._inside(item, cands[i], claims):
+                yield from self._pick(item, cands, i + 1, left - 1, rest, at, claims)
 
-    def _inside(self, owner: int, g: Group, v: int, claims: list[Claim]) -> Iterator[None]:
+    def _inside(self, item: _Item, v: int, claims: list[Claim]) -> Iterator[None]:
+        owner, token, g = item
+        if self._clashes(v, owner, token, g.exclusive):
+            return
         # Deeper groups first, so that the group's own leaves take what they leave.
-        for _ in self.groups([(owner, k) for k in g.kids], v, claims):
+        for _ in self.groups([(owner, token, k) for k in g.kids], v, claims):
             taken = self._take(owner, g, v, claims[owner])
             if taken is not None:
+                self.holds.append((v, owner, token, g.exclusive))
                 yield
+                self.holds.pop()
                 self._give_back(owner, g, v, taken, claims[owner])
 
     def _take(self, owner: int, g: Group, v: int, claim: Claim) -> tuple[int, ...] | None:
@@ -410,7 +456,9 @@ def match(
     pools = [free if h is None else set(h) for h in owned]
     search = _Search(tree, pools, max_steps)
     claims = [Claim() for _ in shapes]
-    items = [(i, g) for i, s in enumerate(shapes) for g in s.groups]
+    items = [
+        (i, token, g) for token, (i, g) in enumerate((i, g) for i, s in enumerate(shapes) for g in s.groups)
+    ]
     try:
         for _ in search.groups(items, ROOT, claims):
             out: list[Claim] = []

@@ -11,9 +11,16 @@ request names (distinct vertices for one request vertex's count), such that
   vertices in that subtree ask for are at most the replica's own GPUs in that subtree (GPU k is the k-th
   ``gpu`` vertex in depth-first order); GPUs it asks for outside any socket may be any of its others;
 * cores fit: for every vertex, the cores all shaped replicas bind inside its subtree are at most the
-  cores the subtree holds. Cores asked for outside any socket, and all cores of running jobs and of jobs
-  without a shape, are not tied to a vertex by the inputs; they need room somewhere, which is exactly
-  rule 6's node total.
+  cores the subtree holds;
+* exclusivity (RFC 14, *exclusive*: true by default for a slot's resources, false elsewhere, an explicit
+  value wins; a request without a ``slot`` vertex is one slot's contents): each top-level request vertex
+  copy is one slot's; a vertex given to a slot exclusively is not given to any other slot, nor is a
+  vertex inside it; a slot that takes a vertex exclusively takes none that is, or holds, another
+  slot's vertex; and one replica's slots get distinct vertices (RFC 14 counts distinct resources).
+
+Cores asked for outside any socket, and all cores of running jobs and of jobs without a shape, are not
+tied to a vertex by the inputs; they need room somewhere, which is exactly rule 6's node total. (So the
+cores of an exclusively held socket that its slot does not ask for are not withheld from unshaped jobs.)
 
 Request semantics are those of ``docs/solver.md`` (*Flux shapes*): ``slot`` repeats its children
 ``count.min`` times, ``node`` and vertices above it are looked through, a type the tree does not describe
@@ -121,7 +128,8 @@ def _flatten(inner: Sequence[InnerVertex]) -> _Tree:
 @dataclass
 class _Slot:
     """One vertex a replica must be given: its type, the slot it lies in (-1: the node), the previous
-    slot of the same request vertex (they take distinct vertices), and what it binds there."""
+    slot of the same request vertex (they take distinct vertices), what it binds there, the Flux task
+    slot it belongs to (``owner``: the first vertex of that slot's copy) and whether it is exclusive."""
 
     replica: int
     parent: int
@@ -129,6 +137,12 @@ class _Slot:
     prev: int
     cores: float = 0.0
     gpus: int = 0
+    owner: int = -1
+    exclusive: bool = False
+
+
+def _mentions_slot(request: Sequence[FluxResource]) -> bool:
+    return any(r.type == "slot" or _mentions_slot(r.with_) for r in request)
 
 
 def _slots(
@@ -138,21 +152,33 @@ def _slots(
     parent: int,
     mult: int,
     out: list[_Slot],
+    sloted: bool,
 ) -> None:
     kinds, containers = tree.kinds, tree.containers
     for r in request:
         n = r.count.min
         if r.type in _ABOVE:
-            _slots(r.with_, tree, replica, parent, mult, out)
+            _slots(r.with_, tree, replica, parent, mult, out, sloted)
         elif r.type == "slot" or (r.with_ and r.type not in kinds):
-            _slots(r.with_, tree, replica, parent, mult * n, out)
+            _slots(r.with_, tree, replica, parent, mult * n, out, sloted or r.type == "slot")
         elif r.with_ or (r.type in containers and r.type not in ("core", "gpu")):
+            excl = sloted if r.exclusive is None else r.exclusive
             for _ in range(mult):
+                owner = len(out) if parent < 0 else out[parent].owner  # a new copy of the slot
                 prev = -1
                 for _ in range(n):
                     me = len(out)
-                    out.append(_Slot(replica=replica, parent=parent, kind=r.type, prev=prev))
-                    _slots(r.with_, tree, replica, me, 1, out)
+                    out.append(
+                        _Slot(
+                            replica=replica,
+                            parent=parent,
+                            kind=r.type,
+                            prev=prev,
+                            owner=owner,
+                            exclusive=excl,
+                        )
+                    )
+                    _slots(r.with_, tree, replica, me, 1, out, sloted)
                     prev = me
         elif parent >= 0 and r.type == "core" and "core" in kinds:
             out[parent].cores += n * mult
@@ -186,6 +212,23 @@ def _arrangeable(tree: _Tree, slots: list[_Slot], gpus: list[set[int]]) -> bool:
             gpu_load[s.replica][w] = gpu_load[s.replica].get(w, 0) + sign * s.gpus
         bound[s.replica] += sign * s.gpus
 
+    def apart(i: int, v: int) -> bool:
+        """Whether giving ``v`` to ``slots[i]`` respects the task slots given vertices before it."""
+        s = slots[i]
+        mine = tree.upwards(v)
+        for j in range(i):
+            o = slots[j]
+            if o.owner == s.owner:
+                continue
+            u = at[j]
+            if s.replica == o.replica and u == v:
+                return False
+            if o.exclusive and u in mine:
+                return False
+            if s.exclusive and v in tree.upwards(u):
+                return False
+        return True
+
     def search(i: int) -> bool:
         if i == len(slots):
             return True
@@ -197,7 +240,7 @@ def _arrangeable(tree: _Tree, slots: list[_Slot], gpus: list[set[int]]) -> bool:
             steps[0] -= 1
             if steps[0] < 0:
                 raise _TooLong
-            if not room(s, v):
+            if not room(s, v) or not apart(i, v):
                 continue
             put(s, v, 1)
             at[i] = v
@@ -254,7 +297,7 @@ def check_shapes(ctx: Context) -> Iterator[Violation]:
                 tree = trees[node.name] = _flatten(node.spec.inner)
             here = per_node.setdefault(node.name, [])
             slots: list[_Slot] = []
-            _slots(group.structure, tree, 0, -1, 1, slots)
+            _slots(group.structure, tree, 0, -1, 1, slots, not _mentions_slot(group.structure))
             if slots:
                 here.append(_Shaped(job.id, set(rep.gpus), rep.cpu_cores, slots))
     for name, shaped in per_node.items():
@@ -288,6 +331,8 @@ def _node_violations(node: Node, tree: _Tree, shaped: list[_Shaped]) -> Iterator
                         prev=t.prev + base if t.prev >= 0 else -1,
                         cores=t.cores,
                         gpus=t.gpus,
+                        owner=t.owner + base,
+                        exclusive=t.exclusive,
                     )
                 )
         if not _arrangeable(tree, slots, [s.gpus for s in shaped]):

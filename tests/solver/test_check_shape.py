@@ -27,19 +27,20 @@ from tests.solver.check_helpers import decision, place, rep, rules
 JGF_SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "importers" / "flux_jgf.json"
 
 
-def _res(kind: str, n: int, *inside: FluxResource) -> FluxResource:
-    return FluxResource(type=kind, count=CountRange(min=n), with_=list(inside))
+def _res(kind: str, n: int, *inside: FluxResource, exclusive: bool | None = None) -> FluxResource:
+    return FluxResource(type=kind, count=CountRange(min=n), exclusive=exclusive, with_=list(inside))
 
 
-def socket_job(job_id: str, sockets: int, cores: int, gpus: int = 0) -> Job:
+def socket_job(job_id: str, sockets: int, cores: int, gpus: int = 0, *, exclusive: bool | None = None) -> Job:
     """One replica of ``sockets`` sockets, each with ``cores`` cores and ``gpus`` GPUs (what the Flux
-    reader makes of ``slot 1 > socket N > (core C, gpu G)``)."""
+    reader makes of ``slot 1 > socket N > (core C, gpu G)``): exclusive sockets unless ``exclusive=False``
+    (RFC 14's default inside a slot)."""
     inside = [_res("core", cores)] + ([_res("gpu", gpus)] if gpus else [])
     group = TaskGroup(
         name="s",
         cpu_cores=sockets * cores,
         gpu=GpuDemand(count=sockets * gpus) if gpus else None,
-        structure=[_res("socket", sockets, *inside)],
+        structure=[_res("socket", sockets, *inside, exclusive=exclusive)],
     )
     return Job(id=job_id, tasks=[group])
 
@@ -78,11 +79,12 @@ def test_forged_jgf_decision_two_gpus_of_one_socket_is_rejected() -> None:
 
 
 def test_third_socket_job_over_commits_a_socket() -> None:
-    # 2 sockets x 4 cores; jobs asking one socket with 3, 3 and 2 cores. In totals 3 + 3 + 2 = 8 fits the
-    # 8 cores (rule 6 says nothing), but the 3-core jobs need different sockets (3 + 3 > 4), leaving 1
-    # core on each: the 2-core job has no socket. Blamed on the last shaped job of the node.
+    # 2 sockets x 4 cores, shared (exclusive: false); jobs asking one socket with 3, 3 and 2 cores. In
+    # totals 3 + 3 + 2 = 8 fits the 8 cores (rule 6 says nothing), but the 3-core jobs need different
+    # sockets (3 + 3 > 4), leaving 1 core on each: the 2-core job has no socket. Blamed on the last
+    # shaped job of the node.
     cluster = two_socket_node(gpus=0)
-    a, b, c = socket_job("a", 1, 3), socket_job("b", 1, 3), socket_job("c", 1, 2)
+    a, b, c = (socket_job(j, 1, n, exclusive=False) for j, n in (("a", 3), ("b", 3), ("c", 2)))
     three = decision(
         place("a", s_rep("n", [], 3)), place("b", s_rep("n", [], 3)), place("c", s_rep("n", [], 2))
     )
@@ -90,7 +92,7 @@ def test_third_socket_job_over_commits_a_socket() -> None:
     two = decision(place("a", s_rep("n", [], 3)), place("b", s_rep("n", [], 3)), pending=("c",))
     assert rules(check(two, [a, b, c], cluster)) == []
     # 3 on one socket, 2 + 2 on the other: 3 <= 4 and 4 <= 4, valid.
-    d = socket_job("d", 1, 2)
+    d = socket_job("d", 1, 2, exclusive=False)
     fits = decision(
         place("a", s_rep("n", [], 3)), place("c", s_rep("n", [], 2)), place("d", s_rep("n", [], 2))
     )
@@ -118,6 +120,39 @@ def test_running_jobs_hold_gpus_and_total_cores_only() -> None:
     held5 = [RunningJob(job="r", replicas=[ReplicaAllocation(node="n", gpus=[0, 1], cpu_cores=5)])]
     found = rules(check(decision(place("j", s_rep("n", [2, 3], 4))), [j], two_socket_node(running=held5)))
     assert found == [("capacity", "j", "n")]
+
+
+def test_a_slots_sockets_are_exclusive_by_default() -> None:
+    # RFC 14: a slot's resources are exclusive unless they say otherwise. Jobs of one socket with 3 and 1
+    # cores side by side on socket 1 (3 + 1 <= 4 cores) are valid when the sockets are shared, a
+    # violation when they own theirs: only a third socket could hold all three.
+    cluster = two_socket_node(gpus=0)
+    both = decision(
+        place("a", s_rep("n", [], 3)), place("b", s_rep("n", [], 1)), place("c", s_rep("n", [], 4))
+    )
+    shared = [socket_job(j, 1, n, exclusive=False) for j, n in (("a", 3), ("b", 1), ("c", 4))]
+    assert rules(check(both, shared, cluster)) == []
+    owned = [socket_job(j, 1, n) for j, n in (("a", 3), ("b", 1), ("c", 4))]
+    assert rules(check(both, owned, cluster)) == [("structure", "c", "n")]
+    # Only a owns its socket: b may not join it, and c's 4 cores fill the other one.
+    a_owns = [socket_job("a", 1, 3), *shared[1:]]
+    assert rules(check(both, a_owns, cluster)) == [("structure", "c", "n")]
+    # Only c owns its socket: a and b share the other one, valid.
+    c_owns = [*shared[:2], socket_job("c", 1, 4)]
+    assert rules(check(both, c_owns, cluster)) == []
+
+
+def test_two_slots_of_two_sockets_on_two_sockets_is_rejected() -> None:
+    # The Flux reader's "node 1 > slot 2 > socket 2 > core 1": one replica, 2 slots of 2 sockets each.
+    # Counts multiply (4 sockets) and each slot's sockets are its own: a 2-socket node cannot hold it,
+    # although its 8 cores hold the 4 asked for. A 4-socket node can.
+    want = [_res("slot", 2, _res("socket", 2, _res("core", 1)))]
+    job = Job(id="j", tasks=[TaskGroup(name="s", cpu_cores=4, structure=want)])
+    placed = decision(place("j", s_rep("n", [], 4)))
+    assert rules(check(placed, [job], two_socket_node(gpus=0))) == [("structure", "j", "n")]
+    sock = InnerVertex(type="socket", children=[InnerVertex(type="core", size=1)])
+    four = NodeSpec(name="n", cpu_cores=4, memory_gb=64, inner=[sock] * 4)
+    assert rules(check(placed, [job], build_cluster(Inventory(nodes=[four]), source="t"))) == []
 
 
 def test_nodes_without_an_inner_tree_are_not_this_rules_business() -> None:

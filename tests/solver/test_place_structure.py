@@ -59,26 +59,38 @@ def test_nodes_without_an_inner_tree_are_judged_by_totals(solve: Solve, specs_di
 JGF_SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "importers" / "flux_jgf.json"
 
 
-def _socket_job(job_id: str, sockets: int, cores: int, gpus: int = 0) -> ReadResult:
-    """A Flux RFC 25 (version 1) jobspec: one slot of ``sockets`` sockets, each with ``cores`` cores and
-    ``gpus`` GPUs."""
+def _socket_job(
+    job_id: str, sockets: int, cores: int, gpus: int = 0, *, exclusive: bool | None = None, slots: int = 1
+) -> ReadResult:
+    """A Flux RFC 25 (version 1) jobspec: ``slots`` slots of ``sockets`` sockets, each with ``cores`` cores
+    and ``gpus`` GPUs. The sockets are exclusive unless ``exclusive=False`` (RFC 14: the default for a
+    slot's resources)."""
     inside: list[dict[str, object]] = [{"type": "core", "count": cores}]
     if gpus:
         inside.append({"type": "gpu", "count": gpus})
+    socket: dict[str, object] = {"type": "socket", "count": sockets, "with": inside}
+    if exclusive is not None:
+        socket["exclusive"] = exclusive
     spec = {
-        "version": 1,
-        "resources": [
-            {
-                "type": "slot",
-                "count": 1,
-                "label": "s",
-                "with": [{"type": "socket", "count": sockets, "with": inside}],
-            }
-        ],
+        "version": 1 if exclusive is None else 999,
+        "resources": [{"type": "slot", "count": slots, "label": "s", "with": [socket]}],
         "tasks": [{"command": ["app"], "slot": "s", "count": {"per_slot": 1}}],
         "attributes": {"system": {"duration": 3600}},
     }
     [r] = read_object(spec, source=job_id)
+    assert r.ok, r.issues
+    return r
+
+
+def _one_node_job(inside: dict[str, object]) -> ReadResult:
+    """A Flux jobspec (version 999: any RFC 14 tree) asking ``node 1 > inside``, whose slot is "s"."""
+    spec = {
+        "version": 999,
+        "resources": [{"type": "node", "count": 1, "with": [inside]}],
+        "tasks": [{"command": ["app"], "slot": "s", "count": {"per_slot": 1}}],
+        "attributes": {"system": {"duration": 3600}},
+    }
+    [r] = read_object(spec, source="j")
     assert r.ok, r.issues
     return r
 
@@ -118,22 +130,60 @@ def test_jgf_sample_one_gpu_per_socket_and_no_socket_overcommitted(solve: Solve)
 
 
 def test_third_socket_job_does_not_fit_two_sockets_of_four_cores(solve: Solve) -> None:
-    # One node, 2 sockets x 4 cores. "1 socket with 3 cores" twice takes 3 cores of each socket (1 left on
-    # each); "1 socket with 2 cores" then fits no socket although 2 cores are free in total. Any two of the
-    # three jobs fit (3 + 3, or 3 and 2 on different sockets), all three never do: exactly 2 are placed.
+    # One node, 2 sockets x 4 cores, sockets shared (exclusive: false). "1 socket with 3 cores" twice takes
+    # 3 cores of each socket (1 left on each); "1 socket with 2 cores" then fits no socket although 2 cores
+    # are free in total. Any two of the three jobs fit (3 + 3, or 3 and 2 on different sockets), all three
+    # never do: exactly 2 are placed.
     cluster = build_cluster(Inventory(nodes=[_node("n", 4, 4)]), source="t")
-    jobs = [_socket_job("a", 1, 3), _socket_job("b", 1, 3), _socket_job("c", 1, 2)]
+    jobs = [_socket_job(j, 1, c, exclusive=False) for j, c in (("a", 3), ("b", 3), ("c", 2))]
     d = solve(jobs, cluster)
     assert len(d.placements) == 2 and len(d.pending) == 1
 
 
 def test_socket_jobs_that_fill_both_sockets_exactly_all_fit(solve: Solve) -> None:
-    # 2 sockets x 4 cores and jobs asking one socket with 4, 3 and 1 cores: socket A takes 4, socket B 3 + 1
-    # = 4. The sockets' capacity is used exactly; nothing may be refused.
+    # 2 sockets x 4 cores, shared (exclusive: false), and jobs asking one socket with 4, 3 and 1 cores:
+    # socket A takes 4, socket B 3 + 1 = 4. The sockets' capacity is used exactly; nothing may be refused.
     cluster = build_cluster(Inventory(nodes=[_node("n", 4, 4)]), source="t")
-    jobs = [_socket_job("a", 1, 4), _socket_job("b", 1, 3), _socket_job("c", 1, 1)]
+    jobs = [_socket_job(j, 1, c, exclusive=False) for j, c in (("a", 4), ("b", 3), ("c", 1))]
     d = solve(jobs, cluster)
     assert sorted(p.job for p in d.placements) == ["a#0", "b#0", "c#0"]
+
+
+def test_a_slots_socket_is_exclusive_by_default(solve: Solve) -> None:
+    # RFC 14 "exclusive": true by default for a slot's resources. The same three jobs without
+    # "exclusive: false": socket B, given to the 3-core job, is not shared with the 1-core job although 1
+    # core is left there. 2 sockets, 3 jobs that each own one: exactly 2 run.
+    cluster = build_cluster(Inventory(nodes=[_node("n", 4, 4)]), source="t")
+    jobs = [_socket_job(j, 1, c) for j, c in (("a", 4), ("b", 3), ("c", 1))]
+    d = solve(jobs, cluster)
+    assert len(d.placements) == 2 and len(d.pending) == 1
+
+
+def test_two_slots_of_two_sockets_need_four_sockets(solve: Solve) -> None:
+    # The issue's case: one node with 2 slots, each of 2 sockets with 1 core. Flux counts multiply down
+    # (2 x 2 = 4 sockets) and a slot's sockets are its own: a 2-socket node, with 8 cores for 4, can never
+    # hold it (UNSATISFIABLE); a 4-socket node can.
+    socket = {"type": "socket", "count": 2, "with": [{"type": "core", "count": 1}]}
+    r = _one_node_job({"type": "slot", "count": 2, "label": "s", "with": [socket]})
+    assert r.job is not None and r.job.tasks[0].cpu_cores == 4  # 2 slots x 2 sockets x 1 core
+    two = build_cluster(Inventory(nodes=[_node("two", 4, 4)]), source="t")
+    assert (pending_reason(solve([r], two), r.id) or "").startswith("UNSATISFIABLE")
+    four = build_cluster(Inventory(nodes=[_node("two", 4, 4), _node("four", 1, 1, 1, 1)]), source="t")
+    assert nodes_of(solve([r], four), r.id) == ["four"]
+
+
+def test_two_replicas_of_one_job_do_not_share_a_socket(solve: Solve) -> None:
+    # "slot 2 > socket 1 > core 1" with no node above: 2 replicas, each one slot with its own socket. On
+    # a node of 2 sockets both fit; a second such job finds no free socket there (6 cores are still free).
+    # An exclusive socket is not shared with another job's shared one either.
+    cluster = build_cluster(Inventory(nodes=[_node("n", 4, 4)]), source="t")
+    a, b = _socket_job("a", 1, 1, slots=2), _socket_job("b", 1, 1, slots=2)
+    d = solve([a, b], cluster)
+    assert [p.job for p in d.placements] == ["a#0"] and len(nodes_of(d, a.id)) == 2
+    # Shared sockets (exclusive: false on both): the two jobs' replicas pair up on the two sockets.
+    a, b = (_socket_job(j, 1, 1, slots=2, exclusive=False) for j in ("a", "b"))
+    d = solve([a, b], cluster)
+    assert sorted(p.job for p in d.placements) == ["a#0", "b#0"]
 
 
 def test_running_gpus_count_per_socket(solve: Solve) -> None:
@@ -159,28 +209,9 @@ def test_running_gpus_count_per_socket(solve: Solve) -> None:
 def test_slot_count_inside_a_socket_multiplies_its_cores(solve: Solve) -> None:
     # node > socket 1 > slot 2 > core 2: each node share needs 2 slots x 2 cores = 4 cores inside ONE
     # socket. Sockets of 3 cores can never hold that (6 cores in total would be enough); sockets of 4 can.
-    spec = {
-        "version": 999,
-        "resources": [
-            {
-                "type": "node",
-                "count": 1,
-                "with": [
-                    {
-                        "type": "socket",
-                        "count": 1,
-                        "with": [
-                            {"type": "slot", "count": 2, "label": "s", "with": [{"type": "core", "count": 2}]}
-                        ],
-                    }
-                ],
-            }
-        ],
-        "tasks": [{"command": ["app"], "slot": "s", "count": {"per_slot": 1}}],
-        "attributes": {"system": {"duration": 3600}},
-    }
-    [r] = read_object(spec, source="j")
-    assert r.ok and r.job is not None and r.job.tasks[0].cpu_cores == 4
+    slot = {"type": "slot", "count": 2, "label": "s", "with": [{"type": "core", "count": 2}]}
+    r = _one_node_job({"type": "socket", "count": 1, "with": [slot]})
+    assert r.job is not None and r.job.tasks[0].cpu_cores == 4
     small = build_cluster(Inventory(nodes=[_node("small", 3, 3)]), source="t")
     assert (pending_reason(solve([r], small), r.id) or "").startswith("UNSATISFIABLE")
     big = build_cluster(Inventory(nodes=[_node("small", 3, 3), _node("big", 4, 4)]), source="t")
@@ -225,7 +256,8 @@ def test_eviction_for_a_shape_frees_one_whole_socket(solve: Solve) -> None:
 
 
 def test_cores_of_shapes_already_placed_may_move_to_another_socket(solve: Solve) -> None:
-    # Sockets of 4 and 2 cores. The reserved job x (1 socket with 1 core) is placed first; best fit puts
+    # Sockets of 4 and 2 cores, shared (exclusive: false). The reserved job x (1 socket with 1 core) is
+    # placed first; best fit puts
     # its core on the 2-core socket. Then y asks 2 sockets with 2 cores each: the 2-core socket must give
     # y both its cores, which is possible only with x's core on the 4-core socket (1 + 2 <= 4, 2 <= 2).
     # The decision names no cores, so that arrangement is as valid as the first: both jobs run.
@@ -238,10 +270,10 @@ def test_cores_of_shapes_already_placed_may_move_to_another_socket(solve: Solve)
             TaskGroup(
                 name="s",
                 cpu_cores=1,
-                structure=[FluxResource(type="socket", count=CountRange(min=1), with_=core)],
+                structure=[FluxResource(type="socket", count=CountRange(min=1), exclusive=False, with_=core)],
             )
         ],
     )
-    y = _socket_job("y", 2, 2)
+    y = _socket_job("y", 2, 2, exclusive=False)
     d = solve([x, y], cluster)
     assert sorted(p.job for p in d.placements) == ["x", "y#0"]
