@@ -54,7 +54,7 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
             cands = problem.candidates[plan.idx]
             reasons = _budget_reasons(plan, assignment, problem.budgets, plans, problem.pricing, cands)
             reasons = reasons or pending_reasons(plan, cands, assignment, plans, problem.snap, owners, ranks)
-        out.pending.append(PendingJob(job=plan.id, reasons=reasons))
+        out.pending.append(PendingJob(job=plan.id, reasons=reasons, notes=list(plan.notes)))
     return out
 
 
@@ -111,7 +111,12 @@ def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap
                     )
                 )
         decision.placements.append(
-            JobPlacement(job=plan.id, replicas=reps, priority_class=plan.job.priority_class.value)
+            JobPlacement(
+                job=plan.id,
+                replicas=reps,
+                priority_class=plan.job.priority_class.value,
+                notes=list(plan.notes),
+            )
         )
 
 

@@ -72,6 +72,9 @@ class JobPlacement(_Out):
     replicas: list[ReplicaPlacement]
     priority_class: str | None = None
     cost_per_hour: float | None = None
+    #: What the engine read into the request and the decision should say: a GPU count split across
+    #: nodes, a Flux level the cluster does not describe (assumed, not checked).
+    notes: list[str] = Field(default_factory=list)
 
 
 class Eviction(_Out):
@@ -109,6 +112,8 @@ class Reason(_Out):
 class PendingJob(_Out):
     job: str
     reasons: list[Reason]
+    #: As :attr:`JobPlacement.notes`.
+    notes: list[str] = Field(default_factory=list)
 
 
 class RejectedJob(_Out):

@@ -88,6 +88,10 @@ class Unit:
     #: ``(model id, version)`` when the job pins a model version (OJS ML §4: only workers with that
     #: version loaded or accessible; a node advertising the model at other versions only is neither).
     model_pin: tuple[str, str] | None = None
+    #: Flux levels above the node, outermost first: ``(level, count)`` — the replicas lie in exactly
+    #: ``count`` domains of ``level``, as many in each (:mod:`placer.solver.domains`). After
+    #: ``honour_domains`` only the levels the cluster describes are left.
+    domains: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -213,6 +217,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 structure=tuple(g.structure),
                 model_pin=(job.model.id, job.model.version) if job.model.id and job.model.version else None,
                 tolerations=tolerations_of(job, g),
+                domains=() if split else tuple((d.level, d.count) for d in g.domains),
             )
         )
     total_gpus = sum(u.replicas * u.need.gpus for u in units)

@@ -12,6 +12,7 @@ import numpy as np
 
 from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
 from placer.solver.demand import JobPlan, Unit
+from placer.solver.domains import domains_why
 from placer.solver.snapshot import Snapshot
 from placer.solver.tpu_shapes import tpu_shapes
 from placer.topology.tpu import slices_in_pod
@@ -52,6 +53,9 @@ def unsatisfiable_why(
                 f"task group {u.group!r} needs {u.replicas} distinct nodes; "
                 f"only {n} could ever hold one replica"
             )
+        why = domains_why(u, c, arrays)
+        if why is not None:
+            return why
     node_count = plan.job.placement.node_count
     if node_count is not None:
         least = max((u.replicas for u in plan.units if u.distinct and u.tpu is None), default=1)

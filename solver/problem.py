@@ -35,6 +35,7 @@ from placer.solver.candidates import (
 )
 from placer.solver.decision import Reason
 from placer.solver.demand import JobPlan, expand
+from placer.solver.domains import honour_domains
 from placer.solver.explain import unsatisfiable
 from placer.solver.greedy import priority_order
 from placer.solver.impossible import impossible_topology, unsatisfiable_why
@@ -132,6 +133,8 @@ def build_problem(
         plans.append(plan)
     keys = batch_keys([u for p in plans for u in p.units], [p.scope for p in plans])
     arrays = prepared.arrays(keys) if prepared is not None else NodeArrays.of(snap, keys)
+    for plan in plans:
+        honour_domains(plan, arrays)
     problem = Problem(
         now=now,
         snap=snap,

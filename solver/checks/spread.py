@@ -1,10 +1,16 @@
-"""Rules 10-12: exclusive nodes, distinct nodes, node counts and topology scopes.
+"""Rules 10-12: exclusive nodes, distinct nodes, node counts, topology scopes and Flux domain counts.
 
 Why: ML extensions §7.1 ``dedicated`` "require[s] exclusive access to all GPUs on the allocated node(s)";
 Flux RFC 14 ``exclusive`` nodes (the default inside a slot) are owned whole; a Flux ``node > slot``
 request or ``spread`` affinity puts replicas on distinct nodes (a ``slot > node: k`` replica spans k
 distinct nodes); RFC 14 node counts with ranges bound how many nodes a job may use; ``topology_scope``
 keeps a gang inside one rack, block, zone, NVLink domain or node.
+
+Domain counts (a task group's ``domains``, Flux levels above the node: ``rack: 2 > node: 1``): on a level
+the cluster describes, the group's replicas lie in exactly that many distinct domains, the same number in
+each; a replica on a node without a value for the level is in none. ``cluster`` is described by every
+inventory (it is one cluster); ``rack``/``block``/``zone`` when some node of the cluster has one; other
+levels are not checked (the decision notes them as assumed).
 
 Scopes: a node's ``rack``/``block``/``zone``/``nvlink_domain`` or its name (``node``). A job on a single
 node satisfies every scope. On more nodes, a node without that attribute belongs to no such domain and
@@ -32,7 +38,7 @@ from placer.solver.checks.violation import Violation
 from placer.solver.decision import JobPlacement, ReplicaPlacement
 from placer.solver.jobs.model import GpuAffinity, Job
 
-__all__ = ["SCOPES", "check_distinct", "check_exclusive", "check_scope"]
+__all__ = ["SCOPES", "check_distinct", "check_domains", "check_exclusive", "check_scope"]
 
 SCOPES = ("rack", "block", "zone", "nvlink_domain", "node")
 
@@ -142,3 +148,49 @@ def check_scope(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Vio
                 f"{first_at} in {first}",
                 where,
             )
+
+
+def _described(ctx: Context, level: str) -> bool:
+    if level == "cluster":
+        return True
+    return level in ("rack", "block", "zone") and any(
+        getattr(n, level) is not None for n in ctx.cluster.nodes
+    )
+
+
+def check_domains(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
+    """Rule 12 (domain counts) for one placed job."""
+    for g in job.tasks:
+        reps = [r for r in placement.replicas if r.task_group == g.name]
+        for d in g.domains:
+            if not reps or not _described(ctx, d.level):
+                continue
+            if d.level == "cluster":
+                if d.count != 1:
+                    yield Violation(
+                        "domain-count",
+                        job.id,
+                        f"task group {g.name} asks for {d.count} clusters and the inventory is one cluster",
+                    )
+                continue
+            per: dict[str, int] = {}
+            for r in reps:
+                node = ctx.node(r)
+                value = None if node is None else getattr(node, d.level)
+                if value is None:
+                    yield Violation(
+                        "domain-count",
+                        job.id,
+                        f"task group {g.name} must lie in {d.count} {d.level}s; this node is in no {d.level}",
+                        r.node,
+                    )
+                    continue
+                per[value] = per.get(value, 0) + 1
+            if per and (len(per) != d.count or len(set(per.values())) != 1):
+                spread = ", ".join(f"{v}: {n}" for v, n in sorted(per.items()))
+                yield Violation(
+                    "domain-count",
+                    job.id,
+                    f"task group {g.name} must lie in exactly {d.count} {d.level}s with as many replicas "
+                    f"in each; its replicas are spread {spread}",
+                )

@@ -56,6 +56,8 @@ RULES: dict[str, str] = {
     "distinct-nodes": "11. replicas that must be on distinct nodes are",
     "node-count": "11. the number of distinct nodes used is admissible",
     "topology-scope": "12. all replicas share one rack/block/zone/NVLink domain/node",
+    "domain-count": "12. a Flux level above the node (rack: 2) is honoured where the cluster describes it: "
+    "exactly that many domains, as many replicas in each",
     "tpu-pod": "13. a TPU replica names a usable pod of the requested generation",
     "tpu-chip": "13. TPU chips lie in the mesh and are distinct",
     "tpu-double-booked": "13. a TPU chip is held by one job only",

@@ -50,6 +50,21 @@ class Hinting:
                 hinted_domains.add((p, str(scope_value(b.snap, node, scope))))
         for (p, d), v in self.bvars.items():
             self.hint_values[v] = int(p in placed_hint and (p, d) in hinted_domains)
+        # A unit's Flux domains: those greedy's replicas are in.
+        used: set[tuple[int, int, str, str | None]] = set()
+        for (p, ui, c), n in x_hint.items():
+            if n:
+                used.update(
+                    (p, ui, level, classes[c].scopes[level]) for level, _ in self.plans[p].units[ui].domains
+                )
+        for (p, ui, node), n in b.y_hint.items():
+            if n:
+                used.update(
+                    (p, ui, level, scope_value(b.snap, node, level))
+                    for level, _ in self.plans[p].units[ui].domains
+                )
+        for key, v in self.dvars.items():
+            self.hint_values[v] = int(key in used)
         hinted_slices = {
             (p, b.plans[p].units.index(r.unit), r.pod, frozenset(r.chips))
             for p, reps in b.hint.placed.items()

@@ -133,6 +133,7 @@ class Model(Hinting, Searching, Realizing):
                     m.Add(self.y[(p, nu.ui, n)] <= nu.unit.replicas * bs[str(scope_value(snap, n, scope))])
                 for c in nu.classes:
                     m.Add(self.x[(p, nu.ui, c)] <= nu.unit.replicas * bs[str(classes[c].scopes[scope])])
+        self._domain_counts(node_units)
         # TPU slices; a slice on chips of running jobs needs their eviction (``_evictions``).
         self.a: dict[tuple[int, int, int], cp_model.IntVar] = {}
         #: Per victim, the slices (plan, unit, slice index) that need its eviction.
@@ -423,6 +424,34 @@ class Model(Hinting, Searching, Realizing):
             self._within(
                 sum(x for rank, x in used if rank <= r), room, sum(x for rank, x in back if rank < r)
             )
+
+    def _domain_counts(self, node_units: list[NodeUnit]) -> None:
+        """Flux levels above the node (:mod:`placer.solver.domains`): a unit asking for ``k`` domains of a
+        level has ``replicas / k`` replicas in each of exactly ``k`` of them, ``d[p, ui, level, v]`` saying
+        which; nodes in no domain of the level hold none. Classes are split by these levels, so a class
+        lies in one domain (``reduce.py``)."""
+        m, snap, classes = self.m, self.b.snap, self.classes
+        #: ``(p, ui, level, value)`` -> the unit uses that domain.
+        self.dvars: dict[tuple[int, int, str, str], cp_model.IntVar] = {}
+        for nu in node_units:
+            for level, k in nu.unit.domains:
+                per = nu.unit.replicas // k
+                counts: dict[str | None, list[cp_model.IntVar]] = {}
+                for c in nu.classes:
+                    counts.setdefault(classes[c].scopes[level], []).append(self.x[(nu.p, nu.ui, c)])
+                for n in nu.direct:
+                    counts.setdefault(scope_value(snap, n, level), []).append(self.y[(nu.p, nu.ui, n)])
+                uses = []
+                for value in sorted(counts, key=str):
+                    if value is None:
+                        for v in counts[value]:
+                            m.Add(v == 0)
+                        continue
+                    d = m.NewBoolVar(f"d[{nu.p},{nu.ui},{level},{value}]")
+                    self.dvars[(nu.p, nu.ui, level, value)] = d
+                    m.Add(sum(counts[value]) == per * d)
+                    uses.append(d)
+                m.Add(sum(uses) == k * self.placed[nu.p])
 
     def _within(self, used: cp_model.LinearExprT, room: int, back: cp_model.LinearExprT) -> None:
         """``used <= room + back`` (a budget's room left by running jobs, plus what evictions give back);

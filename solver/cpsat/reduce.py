@@ -104,7 +104,10 @@ class Builder:
             relevant |= nu.cand.now
         for n in self.direct:
             relevant[n] = False  # nodes with eviction candidates are modelled one by one
-        scopes = sorted({plans[p].scope for p in ids if plans[p].scope})
+        scopes = sorted(
+            {plans[p].scope for p in ids if plans[p].scope}
+            | {level for nu in node_units for level, _ in nu.unit.domains}
+        )
         anti_plans = [p for p in ids if self.anti[p].any()]
         classes, class_of, exact_classes = build_classes(
             self.arrays,

@@ -184,14 +184,22 @@ def _place_node_units(
     arrays: NodeArrays,
     blocked: np.ndarray,
     allowed: np.ndarray | None,
+    *,
+    count: int | None = None,
+    used_by_job: set[int] | None = None,
 ) -> list[ReplicaAt] | None:
+    """Every replica of ``units`` (or ``count`` of the single unit given, its domains already chosen),
+    node by node by the usual keys, within ``allowed``; None when one does not fit (the caller rolls
+    back). ``used_by_job``: nodes the job already holds (self-anti-affinity), updated."""
+    if count is None and any(u.domains for u, _, _ in units):
+        return _place_by_domains(plan, units, state, arrays, blocked, allowed)
     out: list[ReplicaAt] = []
-    used_by_job: set[int] = set()
+    used_by_job = set() if used_by_job is None else used_by_job
     self_anti = any(holds(r, plan.labels) for r in plan.anti)
     pack = plan.job.placement.gpu_affinity is GpuAffinity.PACK
     for unit, cand, pref in units:
         used_by_unit: set[int] = set()
-        for _ in range(unit.replicas):
+        for _ in range(unit.replicas if count is None else count):
             mask = cand.static & state.fits(unit) & ~blocked
             if allowed is not None:
                 mask &= allowed
@@ -238,6 +246,83 @@ def _place_node_units(
             used_by_job.add(node)
             out.append(ReplicaAt(unit=unit, node=node, gpus=gpus, milli=share))
     return out
+
+
+def _place_by_domains(
+    plan: JobPlan,
+    units: list[tuple[Unit, UnitCandidates, np.ndarray]],
+    state: State,
+    arrays: NodeArrays,
+    blocked: np.ndarray,
+    allowed: np.ndarray | None,
+) -> list[ReplicaAt] | None:
+    """Units with Flux levels above the node (:mod:`placer.solver.domains`): a unit asking for ``k``
+    domains of its innermost level gets ``replicas / k`` replicas in each of ``k`` distinct domains,
+    tried fullest first (best fit, as gang scopes), each domain's share placed whole or not at all; its
+    outer levels are then checked on the nodes chosen (a miss: None). Units without levels follow,
+    anywhere ``allowed``."""
+    out: list[ReplicaAt] = []
+    used_by_job: set[int] = set()
+    n = len(state.gpus)
+    for unit, cand, pref in sorted(units, key=lambda t: not t[0].domains):
+        if not unit.domains:
+            placed = _place_node_units(
+                plan,
+                [(unit, cand, pref)],
+                state,
+                arrays,
+                blocked,
+                allowed,
+                count=unit.replicas,
+                used_by_job=used_by_job,
+            )
+            if placed is None:
+                return None
+            out.extend(placed)
+            continue
+        level, k = unit.domains[-1]
+        per = unit.replicas // k
+        codes = arrays.scope_codes(level)
+        here = cand.static & (codes >= 0)
+        if allowed is not None:
+            here &= allowed
+        values = np.unique(codes[here])
+        free = {int(v): int(state.gpus[here & (codes == v)].sum()) for v in values}
+        got: list[ReplicaAt] = []
+        for v in sorted(free, key=lambda v: (free[v], v)):
+            if len(got) == unit.replicas:
+                break
+            inside = here & (codes == v)
+            if unit.distinct and int(inside.sum()) < per:
+                continue
+            mark = state.mark()
+            taken = set(used_by_job)
+            placed = _place_node_units(
+                plan, [(unit, cand, pref)], state, arrays, blocked, inside, count=per, used_by_job=taken
+            )
+            if placed is None:
+                state.rollback(mark)
+                continue
+            used_by_job |= taken
+            got.extend(placed)
+        if len(got) < unit.replicas or not _outer_levels_hold(unit, got, arrays, n):
+            return None
+        out.extend(got)
+    return out
+
+
+def _outer_levels_hold(unit: Unit, placed: list[ReplicaAt], arrays: NodeArrays, n: int) -> bool:
+    """Whether the replicas lie in exactly the asked number of domains of each outer level, as many in
+    each (the innermost level was chosen so)."""
+    for level, k in unit.domains[:-1]:
+        codes = arrays.scope_codes(level)
+        per: dict[int, int] = {}
+        for r in placed:
+            assert r.node is not None and r.node < n
+            per[int(codes[r.node])] = per.get(int(codes[r.node]), 0) + 1
+        if -1 in per or len(per) != k or len(set(per.values())) != 1:
+            return False
+    return True
 
 
 def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> list[ReplicaAt] | None:
@@ -442,7 +527,8 @@ def _place_fixed(
     if plan.scope is not None:
         placed = _place_in_domains(plan, plan.scope, node_units, state, arrays, snap, blocked)
         return None if placed is None else out + placed
-    if sum(u.replicas for u, _, _ in node_units) > 1 and state.penalty is None:
+    spread = any(u.domains for u, _, _ in node_units)  # Flux levels above the node choose their domains
+    if sum(u.replicas for u, _, _ in node_units) > 1 and state.penalty is None and not spread:
         # A gang that may span nodes: in the smallest described domain that holds it (rack, then block,
         # then zone), as Slurm's topology/tree and Kueue's topology-aware scheduling keep it; split across
         # domains only when none does. Not when placing by evictions: less work thrown away comes first

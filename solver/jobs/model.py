@@ -41,6 +41,7 @@ __all__ = [
     "Dependency",
     "DependencyCondition",
     "DistributedStrategy",
+    "DomainCount",
     "Escalation",
     "FluxResource",
     "GpuAffinity",
@@ -374,6 +375,21 @@ class FluxResource(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
 
+class DomainCount(_Model):
+    """A Flux level above the node (RFC 14 ``rack: 2 > node: 1 > ...``): the group's replicas lie in
+    exactly ``count`` distinct domains of type ``level`` (``rack``, ``block``, ``zone``, ``switch``,
+    ``cluster``...), the same number in each. Honoured where the cluster describes that level (nodes
+    carry a ``rack``/``block``/``zone``; the inventory is one ``cluster``); otherwise the decision notes
+    that it was assumed.
+
+    >>> DomainCount(level="rack", count=2)
+    DomainCount(level='rack', count=2)
+    """
+
+    level: str = Field(min_length=1)
+    count: int = Field(ge=1)
+
+
 class TaskGroup(_Model):
     """``count`` identical replicas, each needing the resources below.
 
@@ -381,6 +397,7 @@ class TaskGroup(_Model):
     ``exclusive``: each replica owns its nodes whole (Flux ``exclusive``, ``dedicated``).
     ``nodes_per_replica``: a replica spans this many nodes (Flux ``slot`` with ``node count=2``).
     ``structure``: the Flux resource subtree of one replica, for matching sockets/cores inside a node.
+    ``domains``: Flux levels above the node, outermost first; each ``count`` divides ``count``.
     """
 
     name: str = "default"
@@ -397,10 +414,18 @@ class TaskGroup(_Model):
     exclusive: bool = False
     nodes_per_replica: int = Field(default=1, ge=1)
     structure: list[FluxResource] = Field(default_factory=list)
+    domains: list[DomainCount] = Field(default_factory=list)
     #: Node-label rules only this group's nodes must satisfy / prefer (SSS ``TaskGroup`` node properties:
     #: a master group asking for a feature the slave group does not); ANDed with ``Job.placement``.
     required: list[Rule] = Field(default_factory=list)
     preferred: list[LabelRule] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _domains_divide(self) -> TaskGroup:
+        for d in self.domains:
+            if self.count % d.count:
+                raise ValueError(f"{self.count} replicas cannot be spread evenly over {d.count} {d.level}s")
+        return self
 
     @property
     def gpus_per_replica(self) -> int:

@@ -67,6 +67,13 @@ use case         resources                                    task groups
                                                               GPUs
 ===============  ===========================================  =========================================
 
+Levels above the node (``cluster``, ``rack``, ``switch``...) become the group's ``domains``: for each,
+the number of its instances (counts multiplied from the top down to it), over which the replicas are
+spread evenly — ``cluster 1 > rack 2 > node 1 > slot`` is 2 replicas in 2 distinct racks (RFC 14 use case
+1.7: ``switch 3 > slot 1 > node`` is 3 replicas on 3 switches). Left out: ``cluster: 1``, a single
+top-level ``node``/``rack``/``block``/``zone`` of count 1 (that is ``topology_scope``), and levels below a
+count range. The solver honours a level the cluster describes and notes the others as assumed.
+
 Job-level: ``placement.node_count`` is set when exactly one group uses nodes and its node count is a
 range. ``placement.topology_scope`` is set when the only top-level vertex has count 1 and is a ``node``,
 ``rack``, ``block`` or ``zone`` (everything inside one such domain). What the model cannot say is kept
@@ -92,7 +99,7 @@ from typing import Any
 from placer.solver.jobs.errors import Issue, issue
 from placer.solver.jobs.formats.flux_count import MAX_COUNT, fixed, is_fixed, product, relaxed, scale, sum_of
 from placer.solver.jobs.formats.flux_resources import MEMORY_TYPES, STORAGE_TYPES, Vertex, unit_factor
-from placer.solver.jobs.model import CountRange, FluxResource, GpuDemand, TaskGroup
+from placer.solver.jobs.model import CountRange, DomainCount, FluxResource, GpuDemand, TaskGroup
 
 __all__ = ["SCOPE_TYPES", "Plan", "SlotGroup", "plan_groups"]
 
@@ -188,11 +195,31 @@ def _nodes_per_replica(found: list[tuple[Vertex, CountRange, bool]]) -> tuple[Co
     return relaxed(lo, None if any(h is None for h in his) else sum(h for h in his if h is not None)), False
 
 
-def _group(slot: Vertex, ancestors: list[Vertex], issues: list[Issue]) -> SlotGroup | None:
+def _domains(above: list[Vertex], scoped_top: bool) -> list[DomainCount]:
+    """The levels above the node as domain counts (instances of each: the counts multiplied from the top
+    down to it). Left out: a top vertex of count 1 that ``topology_scope`` already says, ``cluster: 1``
+    (the inventory is one cluster), and everything when a count on the way is a range (no fixed number
+    of domains to honour; the ``within`` metadata still shows it)."""
+    if not all(is_fixed(v.count) for v in above):
+        return []
+    out: list[DomainCount] = []
+    instances = 1
+    for i, v in enumerate(above):
+        instances *= v.count.min
+        if instances == 1 and (v.type == "cluster" or (i == 0 and scoped_top)):
+            continue
+        out.append(DomainCount(level=v.type, count=instances))
+    return out
+
+
+def _group(
+    slot: Vertex, ancestors: list[Vertex], issues: list[Issue], scoped_top: bool = False
+) -> SlotGroup | None:
     start = len(issues)
     label = slot.label or ""
     within = [{"type": a.type, "count": a.count.model_dump(exclude_defaults=True)} for a in ancestors]
     node_at = next((i for i, a in enumerate(ancestors) if a.type == "node"), None)
+    domains = _domains(ancestors if node_at is None else ancestors[:node_at], scoped_top)
     if node_at is not None:
         outer, inner = ancestors[: node_at + 1], ancestors[node_at + 1 :]
         replicas, exact = product([a.count for a in outer])
@@ -249,6 +276,7 @@ def _group(slot: Vertex, ancestors: list[Vertex], issues: list[Issue]) -> SlotGr
         exclusive=exclusive,
         nodes_per_replica=nodes_per_replica,
         structure=structure,
+        domains=domains if is_fixed(replicas) else [],
     )
     return SlotGroup(
         label=label,
@@ -269,10 +297,11 @@ def _has_slot(v: Vertex) -> bool:
 def plan_groups(resources: list[Vertex], issues: list[Issue]) -> Plan:
     """Map every slot of the validated tree to a task group (issues appended; failed slots left out)."""
     plan = Plan()
+    scoped_top = len(resources) == 1 and resources[0].type in SCOPE_TYPES and resources[0].count == fixed(1)
 
     def walk(v: Vertex, ancestors: list[Vertex]) -> None:
         if v.type == "slot":
-            g = _group(v, ancestors, issues)
+            g = _group(v, ancestors, issues, scoped_top)
             if g is not None:
                 plan.groups.append(g)
             return
@@ -287,6 +316,6 @@ def plan_groups(resources: list[Vertex], issues: list[Issue]) -> Plan:
     with_nodes = [g for g in plan.groups if g.nodes is not None]
     if len(with_nodes) == 1 and with_nodes[0].nodes is not None and not is_fixed(with_nodes[0].nodes):
         plan.node_count = with_nodes[0].nodes
-    if len(resources) == 1 and resources[0].type in SCOPE_TYPES and resources[0].count == fixed(1):
+    if scoped_top:
         plan.topology_scope = resources[0].type
     return plan
