@@ -148,8 +148,9 @@ def job_errors(results: Sequence[ReadResult]) -> list[dict[str, str]]:
     the second envelope of the first document) and naming the job.
 
     >>> from placer.solver.jobs import read_object
-    >>> job_errors(read_object([{"id": "a"}, {"id": "b", "ext_ml_gpu_count": -1}], source="jobs[0]"))
-    [{'code': 'range', 'path': 'jobs[0][1].ext_ml_gpu_count', 'message': 'must be >= 0, got -1', 'job': 'b'}]
+    >>> [e] = job_errors(read_object([{"id": "a"}, {"id": "b", "ext_ml_gpu_count": -1}], source="jobs[0]"))
+    >>> e["path"], e["job"], e["message"]
+    ('jobs[0][1].ext_ml_gpu_count', 'b', 'must be >= 0, got -1 (OJS ML resources v0.3.0 §3.2)')
     """
     out = []
     for r in results:

@@ -296,7 +296,10 @@ def check_uris(job: Job, options: ReadOptions) -> list[Issue]:
             allowed_prefixes=prefixes,
         )
         if problem:
-            out.append(issue("uri", path, problem))
+            where = "§9.4, §15.3" if checkpoint else "§15.2"
+            out.append(
+                issue("uri", path, problem if "§" in problem else f"{problem} (OJS ML resources {where})")
+            )
     lc = job.last_checkpoint
     if lc is not None and lc.storage_key is not None:
         problem = check_uri(lc.storage_key, schemes=options.checkpoint_uri_schemes, allowed_prefixes=prefixes)

@@ -193,7 +193,8 @@ def test_fpga_worker_is_a_cpu_node_with_property() -> None:
         ),
         ({"worker_id": "w", "capabilities": {"memory_gb": -1}}, "workers[0] (w)", "'memory_gb' must be >= 0"),
         ({"worker_id": "w", "labels": ["gpu_count:x", "gpu:nvidia-t4"]}, "workers[0] (w)", "gpu_count:'x'"),
-        ({"worker_id": "w", "labels": ["nocolon"]}, "workers[0] (w)", "labels[0] must be a 'key:value'"),
+        ({"worker_id": "w", "labels": [7]}, "workers[0] (w)", "labels[0] must be a non-empty string"),
+        ({"worker_id": "w", "labels": [" "]}, "workers[0] (w)", "labels[0] must be a non-empty string"),
         ({"worker_id": "w", "labels": ["spot:maybe"]}, "workers[0] (w)", "label spot 'maybe'"),
         (
             {
@@ -232,3 +233,12 @@ def test_all_problems_reported_together() -> None:
             [{"worker_id": 1}, {"worker_id": "b", "capabilities": {"cpu_cores": "x"}}], source="w"
         )
     assert len(e.value.problems) == 2
+
+
+def test_a_label_without_a_colon_is_a_tag() -> None:
+    # The OJS worker-info schema (openjobspec/ojs-json-schema, schemas/v1/worker-info.schema.json) has
+    # labels as any strings ("canary", "v2.1"); v0.1.0 §2.3 writes capabilities as "key:value" in the
+    # same list. A tag is kept as a label with the empty value, so "canary Exists" selects the worker.
+    inv = parse_ojs_workers({"worker_id": "w", "labels": ["canary", "gpu:nvidia-t4"]}, source="w.json")
+    [n] = inv.nodes
+    assert n.labels["canary"] == "" and n.gpus is not None and n.gpus.count == 1

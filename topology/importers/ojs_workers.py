@@ -14,7 +14,8 @@ specs, and one document may mix them:
 A document is one advertisement, a list of them, or ``{"workers": [...]}``. Each worker is one node named
 by its ``worker_id``. Mapping rules (also in ``docs/importers.md``):
 
-* labels (dict form, or every ``key:value`` of the list form) are kept as node labels, because OJS node
+* labels (dict form, or every ``key:value`` of the list form; a list entry without a colon is a tag with
+  the empty value) are kept as node labels, because OJS node
   selectors and affinity rules match on them; ``region``/``zone``/``block``/``rack`` labels also fill
   the node's topology fields; ``spot: true`` (or ``capacity_class: spot|on-demand|reserved``) sets the
   capacity class;
@@ -190,11 +191,15 @@ def _worker(
 
 
 def _label_list(raw: list[Any], item: str, problems: Problems, node: dict[str, Any]) -> dict[str, str]:
-    """v0.1.0 §2.3 ``"key:value"`` labels; the well-known keys also fill the node's resources."""
+    """v0.1.0 §2.3 ``"key:value"`` labels; the well-known keys also fill the node's resources. A label
+    without a colon (``"canary"``: the OJS worker-info schema's labels are any strings) is a tag, kept as
+    the label ``canary`` with the empty value, which ``Exists`` rules match."""
     labels: dict[str, str] = {}
     for i, entry in enumerate(raw):
-        if not isinstance(entry, str) or ":" not in entry:
-            problems.add(item, f"labels[{i}] must be a 'key:value' string, got {short(entry)}")
+        if not isinstance(entry, str) or not entry.strip():
+            problems.add(
+                item, f"labels[{i}] must be a non-empty string ('key:value' or a tag), got {short(entry)}"
+            )
             continue
         key, _, value = entry.partition(":")
         key, value = key.strip(), value.strip()

@@ -54,6 +54,7 @@ from pydantic import ValidationError
 from placer.solver.jobs.errors import Issue, issue, located, prefixed
 from placer.solver.jobs.fields import Fields, type_name
 from placer.solver.jobs.formats.ojs_mlx import MLX_ATTRIBUTES, parse_mlx
+from placer.solver.jobs.formats.ojs_sections import cited
 from placer.solver.jobs.formats.ojs_v01 import V01_META_KEYS, merge_forms, translate_meta
 from placer.solver.jobs.formats.ojs_v03 import V03_ATTRIBUTES, parse_attributes
 from placer.solver.jobs.formats.ojs_workflow import expand_workflow
@@ -415,7 +416,7 @@ def read_envelope(
         return _failed(
             job_id,
             source,
-            located(path, issues),
+            located(path, cited(issues)),
             located(path, warnings),
             path,
         )
