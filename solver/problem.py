@@ -127,13 +127,20 @@ def build_problem(
     # 3. demand
     max_gpus = prepared.max_gpus_by_type() if prepared is not None else max_gpus_by_type(snap)
     plans: list[JobPlan] = []
+    variants: dict[int, list[JobPlan]] = {}
     for i, job in enumerate(eligible):
-        plan = expand(job, i, max_node_gpus=_max_node_gpus(job, max_gpus))
-        plan.weight = policy.job_weight(job.priority_class.value, job.priority, plan.demand_units)
-        plans.append(plan)
-    keys = batch_keys([u for p in plans for u in p.units], [p.scope for p in plans])
+        shapes = []
+        for v in job.variants():
+            plan = expand(v, i, max_node_gpus=_max_node_gpus(v, max_gpus))
+            plan.weight = policy.job_weight(v.priority_class.value, v.priority, plan.demand_units)
+            shapes.append(plan)
+        plans.append(shapes[0])
+        if len(shapes) > 1:
+            variants[i] = shapes
+    every = plans + [p for shapes in variants.values() for p in shapes[1:]]
+    keys = batch_keys([u for p in every for u in p.units], [p.scope for p in every])
     arrays = prepared.arrays(keys) if prepared is not None else NodeArrays.of(snap, keys)
-    for plan in plans:
+    for plan in every:
         honour_domains(plan, arrays)
     problem = Problem(
         now=now,
@@ -146,12 +153,37 @@ def build_problem(
         victims=victims(snap, now, policy.restart_penalty_s) if policy.preemption else [],
     )
     # 4. candidates
+    for i, shapes in variants.items():
+        problem.plans[i] = _shape(shapes, [a.label for a in eligible[i].alternatives], problem)
     _candidates(problem, policy, until)
     problem.targets = _targets(problem, policy, cluster, prepared)
     if prepared is not None and prepared.learned is not None:  # a session has now seen these arrive
         prepared.learned = prepared.learned.seen(problem.plans, problem.candidates)
     problem.build_s = time.perf_counter() - t_build
     return problem
+
+
+def _shape(shapes: list[JobPlan], labels: list[str], problem: Problem) -> JobPlan:
+    """The shape a job with alternatives (SSS ``Or`` of node shapes) runs in: the first, in the
+    document's order, whose every unit has a node it fits now; else the first the cluster could ever
+    hold; else the first (its reason says why it cannot run). The decision's notes say which."""
+    could: JobPlan | None = None
+    for plan in shapes:
+        ok = plan.job.placement.spot_preference is not SpotPreference.ON_DEMAND_ONLY
+        cands = [unit_candidates(u, problem.arrays, nvlink=plan.nvlink, spot_ok=ok) for u in plan.units]
+        if impossible_topology(plan, problem.snap, ok, problem.arrays) is not None:
+            continue
+        if unsatisfiable_why(plan, cands, problem.snap, ok, problem.arrays) is not None:
+            continue
+        could = could or plan
+        if all(c.now.any() for c in cands if c.unit.tpu is None):
+            could = plan
+            break
+    chosen = could or shapes[0]
+    k = shapes.index(chosen)
+    label = f": {labels[k - 1]}" if k and len(labels) >= k else ""
+    chosen.notes.append(f"runs in its node shape {k + 1} of {len(shapes)} (SSS Or alternatives){label}")
+    return chosen
 
 
 def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float]) -> None:

@@ -50,6 +50,7 @@ from typing import Any
 
 from placer.solver.checks.accounting import check_accounting
 from placer.solver.checks.affinity import check_anti_affinity, check_node_rules, check_running_anti_affinity
+from placer.solver.checks.alternatives import shaped
 from placer.solver.checks.budgets import check_budgets
 from placer.solver.checks.context import build_context
 from placer.solver.checks.devices import check_devices
@@ -95,6 +96,7 @@ def check(
     tenant budgets; default: the default catalog) bring rule 17.
     """
     now = now or decision.now  # a recorded decision is checked at its own time
+    jobs = shaped(decision, jobs, cluster)  # SSS alternative node shapes: the one each placement fits
     ctx = build_context(decision, jobs, cluster, now=now, reservations=reservations)
     out: list[Violation] = list(check_accounting(ctx, rejected_ids))
     for placement, job in ctx.placed:

@@ -48,6 +48,7 @@ __all__ = [
     "GpuDemand",
     "Interconnect",
     "Job",
+    "JobAlternative",
     "LabelRule",
     "LastCheckpoint",
     "ModelRef",
@@ -556,8 +557,22 @@ class Dependency(_Model):
 # ---------------------------------------------------------------------------------------------------
 
 
+class JobAlternative(_Model):
+    """Another shape the job may run in (SSS ``Or`` between node tests and amounts: "8 processors with
+    4 GB, or 4 processors with 8 GB"): its own task groups and required node rules, everything else the
+    job's. ``label`` says it in the document's words."""
+
+    label: str = ""
+    tasks: list[TaskGroup] = Field(min_length=1)
+    required: list[Rule] = Field(default_factory=list)
+
+
 class Job(_Model):
-    """One pending (or running) job, whatever format it came in."""
+    """One pending (or running) job, whatever format it came in.
+
+    ``alternatives``: other shapes the job may run in, besides ``tasks`` and ``placement.required``
+    (SSS ``Or``); the engines run it in one of them (:meth:`variants`), the checker accepts any.
+    """
 
     id: str = Field(min_length=1)
     name: str | None = None
@@ -593,6 +608,7 @@ class Job(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
     unknown: dict[str, Any] = Field(default_factory=dict)
     envelope: Any = None
+    alternatives: list[JobAlternative] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -650,6 +666,31 @@ class Job(_Model):
         if self.preemption.policy is not None:
             return True
         return self.priority_class is PriorityClass.SPOT
+
+    def variants(self) -> list[Job]:
+        """The job in each of its shapes: itself (without alternatives), then one per alternative, in
+        the document's order. A job without alternatives is its only variant.
+
+        >>> alt = JobAlternative(label="4 cores", tasks=[TaskGroup(cpu_cores=4)])
+        >>> job = Job(id="j", tasks=[TaskGroup(cpu_cores=8)], alternatives=[alt])
+        >>> [v.tasks[0].cpu_cores for v in job.variants()]
+        [8.0, 4.0]
+        """
+        if not self.alternatives:
+            return [self]
+        first = self.model_copy(update={"alternatives": []})
+        return [
+            first,
+            *(
+                first.model_copy(
+                    update={
+                        "tasks": a.tasks,
+                        "placement": self.placement.model_copy(update={"required": a.required}),
+                    }
+                )
+                for a in self.alternatives
+            ),
+        ]
 
     def may_span_nodes(self) -> bool:
         """Whether a single replica's GPUs may be split over several nodes (OJS ML §6: data/pipeline

@@ -356,3 +356,68 @@ def test_an_empty_node_properties_element_is_invalid() -> None:
 
     (r,) = read_text("<Job><JobId>a</JobId><Processors>1</Processors><NodeProperties></NodeProperties></Job>")
     assert not r.ok and [(e.code, e.path) for e in r.errors] == [("required", "Job[0].NodeProperties")]
+
+
+# -- SSS Or between node tests and amounts: alternative node shapes (rule 10) ---------------------------
+
+SHAPES_XML = """<Job><JobId>shapes</JobId><Requested>
+<NodeProperties group="1"><Feature>a100</Feature></NodeProperties><Processors group="-1">8</Processors>
+<NodeProperties conj="Or" group="1"><Feature>h100</Feature></NodeProperties>
+<Processors group="-1">4</Processors>
+</Requested></Job>"""
+
+
+def _featured(name: str, feature: str, cores: int) -> object:
+    from placer.topology import NodeSpec
+
+    return NodeSpec(name=name, cpu_cores=cores, memory_gb=16, labels={feature: ""})
+
+
+def test_sss_or_of_node_shapes_is_read_as_alternatives() -> None:
+    # "(a node with feature a100 and 8 processors) or (one with h100 and 4)": §8.1 conj="Or" with groups.
+    # Refused as unrepresentable before; now the first shape is the job's, the second an alternative.
+    from placer.solver.jobs import read_text
+
+    (r,) = read_text(SHAPES_XML)
+    assert r.ok and r.job is not None, r.errors
+    assert r.job.tasks[0].cpu_cores == 8
+    assert r.job.placement.required == [LabelRule(key="a100", operator="Exists")]
+    [alt] = r.job.alternatives
+    assert alt.tasks[0].cpu_cores == 4 and alt.required == [LabelRule(key="h100", operator="Exists")]
+
+
+def test_sss_alternative_shapes_run_in_the_one_the_cluster_has(solve: Solve) -> None:
+    from placer.solver.jobs import read_text
+    from placer.topology import Inventory, build_cluster
+
+    (r,) = read_text(SHAPES_XML)
+    # Only h100 nodes of 4 cores: the first shape (8 processors on an a100 node) never fits, the second does.
+    h100 = build_cluster(Inventory(nodes=[_featured("h", "h100", 4)]), source="t")
+    d = solve([r], h100)
+    [p] = d.placements
+    assert [(x.node, x.cpu_cores) for x in p.replicas] == [("h", 4)]
+    assert any("shape 2 of 2" in n for n in p.notes)
+    # With an a100 node of 8 cores too, the first shape (the document's order) is taken.
+    both = build_cluster(Inventory(nodes=[_featured("h", "h100", 4), _featured("a", "a100", 8)]), source="t")
+    [p] = solve([r], both).placements
+    assert [(x.node, x.cpu_cores) for x in p.replicas] == [("a", 8)]
+
+
+def test_the_checker_accepts_either_shape_and_nothing_else() -> None:
+    from placer.solver.jobs import read_text
+    from placer.topology import Inventory, build_cluster
+
+    (r,) = read_text(SHAPES_XML)
+    assert r.job is not None
+    nodes = [_featured("h", "h100", 8), _featured("a", "a100", 8), _featured("o", "other", 8)]
+    cluster = build_cluster(Inventory(nodes=nodes), source="t")
+
+    def rules_of(node: str, cores: float) -> list[str]:
+        rep = ReplicaPlacement(node=node, cpu_cores=cores)
+        d = Decision(placements=[JobPlacement(job="shapes", replicas=[rep])])
+        return sorted({v.rule for v in check(d, [r.job], cluster, now=NOW)})  # type: ignore[list-item]
+
+    assert rules_of("a", 8) == [] and rules_of("h", 4) == []
+    # 4 processors on the a100 node (the a100 shape asks 8), or any amount on a node with neither
+    # feature, is neither shape.
+    assert rules_of("a", 4) == ["gang"] and rules_of("o", 8) == ["label-rule"]

@@ -28,6 +28,7 @@ mapping, decided once:
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime
 from typing import Any
 from xml.etree.ElementTree import Element
@@ -37,7 +38,7 @@ from pydantic import ValidationError
 from placer.solver.jobs.formats.sss_context import Ctx, raw_xml, text
 from placer.solver.jobs.formats.sss_elements import SCALARS, PropertySet, check_value
 from placer.solver.jobs.formats.sss_expr import parse_sequence
-from placer.solver.jobs.formats.sss_properties import Collector
+from placer.solver.jobs.formats.sss_properties import MAX_ALTERNATIVES, Collector
 from placer.solver.jobs.formats.sss_values import parse_datetime, parse_integer
 from placer.solver.jobs.model import (
     CountRange,
@@ -45,6 +46,7 @@ from placer.solver.jobs.model import (
     DependencyCondition,
     GpuDemand,
     Job,
+    JobAlternative,
     Placement,
     Preemption,
     PriorityClass,
@@ -70,7 +72,7 @@ EXTRA_NAMES: dict[str, str] = {"Swap": "swap_gb", "Network": "network"}
 NOT_RESOURCES: frozenset[str] = frozenset({"NodeCount", "WallDuration"})
 
 
-def collect(ps: PropertySet, ctx: Ctx, *, scalars: bool) -> Collector:
+def collect(ps: PropertySet, ctx: Ctx, *, scalars: bool, choose: list[int] | None = None) -> Collector:
     """Run every placement property and requested expression of ``ps`` through one :class:`Collector`.
 
     >>> from xml.etree.ElementTree import fromstring
@@ -80,7 +82,7 @@ def collect(ps: PropertySet, ctx: Ctx, *, scalars: bool) -> Collector:
     >>> collect(PropertySet.scan(el, ctx), ctx, scalars=True).demand("Processors")
     8.0
     """
-    col = Collector(ctx)
+    col = Collector(ctx, choose)
     if scalars:
         for tag in (
             "UserId",
@@ -167,6 +169,7 @@ def build_job(
     for g in groups:
         dependencies += g.deps  # a task group's dependency holds the whole gang back
     tasks = _split_totals(groups, col, ctx, node_count)
+    alternatives = _alternatives(job_el, ps, col, ctx, meta) if col.shapes else []
     fields = _job_fields(ps, col, ctx, meta)
     if "duration_s" not in fields:  # a gang runs as long as its longest group
         group_walls = [
@@ -185,6 +188,7 @@ def build_job(
             tasks=[_task_group(g, ctx) for g in tasks],
             dependencies=_dedupe(dependencies),
             placement=Placement(required=col.required, preferred=col.preferred, node_count=node_count),
+            alternatives=alternatives,
             metadata={"sss": meta},
             unknown=dict(ctx.unknown),
             envelope=raw_xml(job_el),
@@ -199,6 +203,32 @@ def build_job(
     if ctx.errors:
         return ReadResult(id=jid, ok=False, errors=ctx.errors, warnings=ctx.warnings, source=source)
     return ReadResult(id=jid, ok=True, job=job, warnings=ctx.warnings, source=source)
+
+
+def _alternatives(
+    job_el: Element, ps: PropertySet, col: Collector, ctx: Ctx, meta: dict[str, Any]
+) -> list[JobAlternative]:
+    """The job's other node shapes: one per combination of the alternatives of its ``Or`` expressions
+    mixing node tests and amounts (the first combination is the job's own shape), each read again with
+    that choice (quietly: the first reading already reported every problem). Recorded in
+    ``metadata["sss"]["shapes"]``."""
+    meta["shapes"] = [{"expression": e, "alternatives": alts} for e, alts in col.shapes]
+    combos = list(itertools.product(*(range(len(alts)) for _, alts in col.shapes)))
+    if len(combos) > MAX_ALTERNATIVES:
+        ctx.fail(
+            "limit", ctx.path(job_el), f"the Or expressions give more than {MAX_ALTERNATIVES} node shapes"
+        )
+        return []
+    out: list[JobAlternative] = []
+    quiet = _Quiet(ctx)
+    for combo in combos[1:]:
+        c = collect(ps, quiet, scalars=True, choose=list(combo))
+        groups = _split_totals(_task_groups(ps, c, quiet, {}), c, quiet, _count_range(c))
+        label = "; ".join(alts[k] for (_, alts), k in zip(col.shapes, combo, strict=True))
+        out.append(
+            JobAlternative(label=label, tasks=[_task_group(g, quiet) for g in groups], required=c.required)
+        )
+    return out
 
 
 class _Quiet(Ctx):
@@ -246,6 +276,8 @@ def _explicit(
 ) -> _Group:
     name = _first_text(tps, "TaskGroupName", "TaskGroupId") or f"group{i}"
     col = collect(tps, ctx, scalars=False) if tg is not None else None
+    if col is not None and col.shapes and tg is not None:
+        ctx.unsupported(tg, "alternative node shapes (Or of node tests and amounts) inside a TaskGroup")
     gmeta: dict[str, Any] = {}
     if tg is not None:
         gmeta.update(tps.metadata(ctx))

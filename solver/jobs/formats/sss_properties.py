@@ -28,6 +28,10 @@ Why separate from the expression parser: the tree says *how* properties combine;
   matched against the whole name; the model's ``Matches`` is a glob, so the common regex forms
   (``.``, ``.*``, ``.+``, character classes, ``\\d``, escapes, ``^``/``$``) are translated and anything
   else (alternation, groups, counted repeats) is unsupported.
+* **Alternative node shapes** — ``Or`` between conjunctions that mix node tests and amounts
+  (``(Processors 8 and Memory >= 4 GB) or (Processors 4 and Memory >= 8 GB)``) — are expanded to DNF; each
+  term is one shape of the job (:class:`~placer.solver.jobs.model.JobAlternative`), the first in document
+  order is the job's own, the engines run it in one of them (``docs/solver.md``).
 * **Credentials** (``UserId``, ``ProjectId``, ``Queue``...) in ``Requested`` set the job's value; ``Or``
   alternatives of them (the §8.1 UserId/AccountName example) take the first alternative and record all.
 
@@ -241,8 +245,12 @@ class Alternative:
 class Collector:
     """Everything one property set (a job, or one task group) requests."""
 
-    def __init__(self, ctx: Ctx):
+    def __init__(self, ctx: Ctx, choose: list[int] | None = None):
         self.ctx = ctx
+        #: Alternative node shapes met so far (``Or`` between node tests and amounts): the expression and
+        #: the words of each of its alternatives. ``choose[k]`` is the alternative applied for the k-th.
+        self.shapes: list[tuple[str, list[str]]] = []
+        self.choose = choose
         self.amounts: dict[str, Interval] = {}
         self.types: dict[str, list[str]] = {}
         self.where: dict[str, Element] = {}
@@ -521,11 +529,7 @@ class Collector:
             return
         amounts = all(a.tag in AMOUNT_TAGS and not a.node_level for a in leaves)
         if not amounts and not all(a.tag in SCALAR_TAGS for a in leaves):
-            self.ctx.unsupported(
-                leaves[0].el,
-                f"expression {show(node)[:200]} combines node tests, amounts and credentials with "
-                "Or/Nand/Nor; the placer cannot represent it",
-            )
+            self._shapes(node, leaves)
             return
         dnf = _dnf(node)
         if dnf is None or len(dnf) > MAX_ALTERNATIVES:
@@ -540,6 +544,9 @@ class Collector:
             if any(m is None for _, m in measured):
                 return
             keys = {m.key for _, m in measured if m is not None}
+            if len(keys) > 1 and not any(a.op in ("NE", "Match") for a in leaves):
+                self._shapes(node, leaves)  # several consumables: alternative node shapes
+                return
             if len(keys) != 1 or any(a.op in ("NE", "Match") for a in leaves):
                 self.ctx.unsupported(
                     leaves[0].el,
@@ -572,6 +579,31 @@ class Collector:
         self.meta.setdefault("credential_alternatives", []).append(
             [{a.tag: a.value for a in conj} for conj in dnf]
         )
+
+    def _shapes(self, node: Node, leaves: list[Atom]) -> None:
+        """Node tests and amounts under ``Or``: alternative node shapes ("8 processors on a node with
+        feature a, or 4 on one with b"). Each DNF term is one shape; the collector applies the one
+        ``choose`` names (the first by default) and records them all for the job's alternatives.
+        Credentials mixed in, negated amounts or too many terms stay unsupported."""
+        dnf = None if any(a.tag in SCALAR_TAGS for a in leaves) else _dnf(node)
+        if dnf is None or len(dnf) > MAX_ALTERNATIVES:
+            self.ctx.unsupported(
+                leaves[0].el,
+                f"expression {show(node)[:200]} combines credentials with node tests or amounts, negates "
+                f"(Nand/Nor) amounts, or has more than {MAX_ALTERNATIVES} alternatives; the placer cannot "
+                "represent it",
+            )
+            return
+        k = len(self.shapes)
+        self.shapes.append((show(node), [" and ".join(show(a) for a in conj) for conj in dnf]))
+        pick = self.choose[k] if self.choose is not None and k < len(self.choose) else 0
+        for a in dnf[pick]:
+            if isinstance(a, Sub):
+                rule = self._rule(a)
+                if rule is not None:
+                    self.required.append(rule)
+            else:
+                self._atom(a)
 
     def _rule(self, node: Node) -> Rule | None:
         if isinstance(node, Atom):
@@ -724,14 +756,15 @@ def _groups(node: Node) -> list[Group]:
     return out
 
 
-def _dnf(node: Node) -> list[list[Atom]] | None:
-    """Disjunctive normal form over atoms, or None when a negation or node-property block is inside."""
-    if isinstance(node, Atom):
+def _dnf(node: Node) -> list[list[Atom | Sub]] | None:
+    """Disjunctive normal form over atoms and node-property blocks (a ``NodeProperties`` block is all
+    node tests: one operand), or None when a negation is inside."""
+    if isinstance(node, Atom | Sub):
         return [[node]]
     if isinstance(node, Group):
         return _dnf(node.tree())
     if isinstance(node, Or):
-        out: list[list[Atom]] = []
+        out: list[list[Atom | Sub]] = []
         for i in node.items:
             d = _dnf(i)
             if d is None:
@@ -741,7 +774,7 @@ def _dnf(node: Node) -> list[list[Atom]] | None:
                 return None
         return out
     if isinstance(node, And):
-        acc: list[list[Atom]] = [[]]
+        acc: list[list[Atom | Sub]] = [[]]
         for i in node.items:
             d = _dnf(i)
             if d is None or len(acc) * len(d) > MAX_ALTERNATIVES:

@@ -330,8 +330,17 @@ def test_alternatives_respect_other_bounds() -> None:
     assert j.tasks[0].cpu_cores == 16  # 12 contradicts GE 14, so 16 is the only feasible alternative
 
 
-def test_mixing_amounts_and_node_tests_with_or_is_unsupported() -> None:
-    r = job('<Requested><Processors>4</Processors><Feature conj="Or">x</Feature></Requested>')
+def test_mixing_amounts_and_node_tests_with_or_gives_node_shapes() -> None:
+    # "4 processors, or a node with feature x": two shapes of the job (SSS §8.1 Or), not an error.
+    j = ok('<Requested><Processors>4</Processors><Feature conj="Or">x</Feature></Requested>')
+    assert j.tasks[0].cpu_cores == 4 and j.placement.required == []
+    [alt] = j.alternatives
+    assert alt.required == [_has("x")] and alt.tasks[0].cpu_cores < 4
+    assert alt.label == "Feature=x"
+
+
+def test_or_mixing_credentials_and_amounts_is_unsupported() -> None:
+    r = job('<Requested><Processors>4</Processors><UserId conj="Or">x</UserId></Requested>')
     assert codes(r) == [("unsupported", "Job[0].Requested.Processors")]
 
 
