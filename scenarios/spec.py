@@ -133,7 +133,7 @@ ClassChoice = Annotated[
 ShapeChoice = Annotated[
     dict[Annotated[str, BeforeValidator(_shape)], float],
     BeforeValidator(_as_choice),
-    _choice_json({"type": "string", "pattern": r"^\d+(x\d+){1,2}$"}),
+    _choice_json({"type": "string", "pattern": r"^[0-9]+(x[0-9]+){1,2}$"}),
 ]
 
 

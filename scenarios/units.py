@@ -21,8 +21,8 @@ from pydantic import BeforeValidator, WithJsonSchema
 __all__ = ["DURATION_JSON", "Duration", "format_duration", "instant", "parse_duration"]
 
 _UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-_WHOLE = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+")
+_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])")
+_WHOLE = re.compile(r"(?:[0-9]+(?:\.[0-9]+)?[smhdw])+")
 
 
 def parse_duration(value: Any) -> float:
@@ -59,7 +59,7 @@ def parse_duration(value: Any) -> float:
 DURATION_JSON: dict[str, Any] = {
     "anyOf": [
         {"type": "number", "minimum": 0},
-        {"type": "string", "pattern": r"^\s*(\d+(\.\d+)?\s*[smhdw]?\s*)+$"},
+        {"type": "string", "pattern": r"^\s*([0-9]+(\.[0-9]+)?\s*[smhdw]?\s*)+$"},
     ],
     "description": "seconds (90), or number-unit parts: 90s, 30m, 4h, 2d, 1w, 1h30m",
 }

@@ -42,7 +42,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from placer.solver.decision import Decision
 from placer.solver.jobs.errors import JobValidationError, issue
+from placer.solver.jobs.queues import MAX_BUDGET_PER_HOUR
 from placer.topology import Cluster, Node, TpuPod
+from placer.topology.inventory import MAX_DOLLARS_PER_HOUR
 
 __all__ = [
     "CLASSES",
@@ -65,7 +67,7 @@ CLASSES = ("on-demand", "spot", "reserved")
 #: Money units per dollar: prices and budgets are added up as integer hundredths of a cent per hour.
 UNITS_PER_DOLLAR = 10_000
 
-ClassPrices = dict[str, float]
+ClassPrices = dict[str, Annotated[float, Field(ge=0, le=MAX_DOLLARS_PER_HOUR)]]
 
 
 class CostBudgets(BaseModel):
@@ -77,7 +79,7 @@ class CostBudgets(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tenants: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    tenants: dict[str, Annotated[float, Field(ge=0, le=MAX_BUDGET_PER_HOUR)]] = Field(default_factory=dict)
 
 
 class PriceCatalog(BaseModel):
@@ -161,7 +163,7 @@ def load_prices(obj_or_text: Any, *, source: str = "prices") -> PriceCatalog:
         raise JobValidationError(
             [
                 issue(
-                    "range" if err["type"] == "greater_than_equal" else "type",
+                    "range" if err["type"] in ("greater_than_equal", "less_than_equal") else "type",
                     ".".join(str(p) for p in err["loc"]) or source,
                     err["msg"],
                 )

@@ -23,7 +23,7 @@ from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, 
 
 __all__ = ["all_hold", "compare", "holds", "job_labels", "rule_keys"]
 
-_VERSION = re.compile(r"^\d+(\.\d+)*$")
+_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
 
 
 @lru_cache(maxsize=4096)

@@ -42,7 +42,7 @@ __all__ = [
     "tpu_info",
 ]
 
-_MEMORY_TOKEN = re.compile(r"^(\d+(?:\.\d+)?)gb?$")
+_MEMORY_TOKEN = re.compile(r"^([0-9]+(?:\.[0-9]+)?)gb?$")
 #: Tokens of product strings that say nothing about which GPU it is.
 _NOISE_TOKENS = frozenset(
     {
@@ -330,7 +330,7 @@ def tpu_accelerator_type(name: str) -> tuple[str, int] | None:
     """
     if not isinstance(name, str):
         return None
-    m = re.fullmatch(r"(v4|v5p|v5e|v5litepod|v5lite|v6e)-(\d{1,6})", _normalize(name))
+    m = re.fullmatch(r"(v4|v5p|v5e|v5litepod|v5lite|v6e)-([0-9]{1,6})", _normalize(name))
     if not m:
         return None
     gen = {"v5litepod": "v5e", "v5lite": "v5e"}.get(m.group(1), m.group(1))
@@ -362,7 +362,7 @@ def parse_shape(text: str) -> tuple[int, ...] | None:
     if not isinstance(text, str):
         return None
     m = re.fullmatch(
-        r"\s*(\d{1,4})(?:\s*[x\u00d7]\s*(\d{1,4}))?(?:\s*[x\u00d7]\s*(\d{1,4}))?\s*", text.lower()
+        r"\s*([0-9]{1,4})(?:\s*[x\u00d7]\s*([0-9]{1,4}))?(?:\s*[x\u00d7]\s*([0-9]{1,4}))?\s*", text.lower()
     )
     if not m:
         return None

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "MAX_DOLLARS_PER_HOUR",
     "CapacityClass",
     "InnerVertex",
     "Inventory",
@@ -43,6 +44,12 @@ CapacityClass = Literal["spot", "on-demand", "reserved"]
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
+#: Highest price a node, pod or catalog entry may have, in dollars per hour (a GB200 NVL72 rack rents for a
+#: few hundred): prices are summed as integer hundredths of a cent over thousands of nodes, and a price of
+#: 10^15 would overflow the CP-SAT model's 64-bit coefficients.
+MAX_DOLLARS_PER_HOUR = 1_000_000.0
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -58,7 +65,7 @@ class NodeGpus(_Strict):
     type: str = Field(min_length=1)
     count: int = Field(ge=0, le=1024)
     memory_gb: float | None = Field(default=None, gt=0)
-    compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d+$")
+    compute_capability: str | None = Field(default=None, pattern=r"^[0-9]+\.[0-9]+$")
     interconnect: Literal["nvlink", "pcie"] | None = None
     nvlink_domain: str | None = None
 
@@ -116,7 +123,7 @@ class NodeSpec(_Strict):
     schedulable: bool = True
     ready: bool = True
     capacity_class: CapacityClass = "on-demand"
-    price_per_hour: float | None = Field(default=None, ge=0)
+    price_per_hour: float | None = Field(default=None, ge=0, le=MAX_DOLLARS_PER_HOUR)
     models_loaded: list[LoadedModel] = Field(default_factory=list)
     runtimes: list[str] = Field(default_factory=list)
     inner: list[InnerVertex] = Field(default_factory=list)
@@ -140,7 +147,7 @@ class TpuPodSpec(_Strict):
     wrap: list[bool] | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     capacity_class: CapacityClass = "on-demand"
-    price_per_hour: float | None = Field(default=None, ge=0)
+    price_per_hour: float | None = Field(default=None, ge=0, le=MAX_DOLLARS_PER_HOUR)
     cpu_cores_per_host: float = Field(default=0, ge=0)
     memory_gb_per_host: float = Field(default=0, ge=0)
     #: Names of the machines (TPU VMs / Kubernetes nodes) that hold the chips, when the source names them

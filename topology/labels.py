@@ -38,8 +38,8 @@ DERIVED_KEYS = (
     "rank",
 )
 
-_GCP_ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
-_AWS_ZONE = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)[a-z]$")
+_GCP_ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
+_AWS_ZONE = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-[0-9]+)[a-z]$")
 
 
 def region_of_zone(zone: str | None) -> str | None:

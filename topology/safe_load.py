@@ -4,7 +4,12 @@ Why one implementation for the whole project: job files, inventories and importe
 outside; the rules must be the same everywhere and fixed once. The rules: a size cap, a nesting cap, strict
 JSON (no NaN/Infinity, no duplicate keys), YAML through a safe loader that refuses object-constructing
 tags, duplicate keys and alias bombs, and that turns a constructor failure (an impossible date such as
-``2001-12-99``) into a refusal rather than a traceback.
+``2001-12-99``) into a refusal rather than a traceback. And one rule for every number of every document
+(:func:`check_values`): finite, and of magnitude at most :data:`MAX_NUMBER` (2^53, the integers an IEEE
+double holds exactly: I-JSON, RFC 7493 §2.2). ``1e400`` (which Python reads as infinity), an integer of
+hundreds of digits and YAML's ``.inf`` are refused naming the field; so is a string holding a lone UTF-16
+surrogate (``"\ud800"``), which no UTF-8 output can carry. Fields have narrower ranges of their own,
+checked by their models.
 
 :func:`load_json`, :func:`load_yaml` and :func:`load_text` raise :class:`UnsafeDocument` (a ``ValueError``);
 the layers wrap it in their own structured errors: :func:`parse_text` and friends here raise
@@ -24,6 +29,7 @@ lives in ``topology`` because ``topology`` is the lower layer (``solver`` may im
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import yaml
@@ -34,9 +40,11 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_DOCUMENT_CHARS",
     "MAX_EXPANDED_NODES",
+    "MAX_NUMBER",
     "MAX_YAML_ALIASES",
     "MAX_YAML_CHARS",
     "UnsafeDocument",
+    "check_values",
     "load_json",
     "load_text",
     "load_yaml",
@@ -59,8 +67,83 @@ MAX_EXPANDED_NODES = 2_000_000
 MAX_YAML_CHARS = 8 * 1024 * 1024
 
 
+#: Largest magnitude of any number in a document (2^53: I-JSON, RFC 7493 §2.2).
+MAX_NUMBER = 2**53
+
+
+def _where(path: list[str | int]) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "document"
+
+
+def check_values(obj: Any) -> None:
+    """Refuse (:class:`UnsafeDocument`, naming the field) a number that is not finite or whose magnitude
+    exceeds :data:`MAX_NUMBER`, and a string or key holding a lone surrogate.
+
+    >>> check_values({"nodes": [{"cpu_cores": 8, "price": 2.5}]})
+    >>> try:
+    ...     check_values({"nodes": [{"cpu_cores": float("inf")}]})
+    ... except UnsafeDocument as e:
+    ...     print(e)
+    nodes[0].cpu_cores: inf is not a finite number
+    """
+    stack: list[tuple[Any, list[str | int]]] = [(obj, [])]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for k, v in node.items():
+                if isinstance(k, str):
+                    _check_string(k, path)
+                stack.append((v, [*path, str(k)]))
+        elif isinstance(node, list):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.extend((v, [*path, i]) for i, v in enumerate(node))
+        elif isinstance(node, bool):
+            continue
+        elif isinstance(node, int):
+            if abs(node) > MAX_NUMBER:
+                digits = len(str(abs(node))) if abs(node) < 10**4000 else "thousands of"
+                raise UnsafeDocument(
+                    f"{_where(path)}: an integer of {digits} digits is beyond the largest accepted "
+                    f"magnitude 2^53 ({MAX_NUMBER})",
+                    _where(path),
+                )
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                raise UnsafeDocument(f"{_where(path)}: {node} is not a finite number", _where(path))
+            if abs(node) > MAX_NUMBER:
+                raise UnsafeDocument(
+                    f"{_where(path)}: {node:g} is beyond the largest accepted magnitude 2^53 ({MAX_NUMBER})",
+                    _where(path),
+                )
+        elif isinstance(node, str):
+            _check_string(node, path)
+
+
+def _check_string(text: str, path: list[str | int]) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UnsafeDocument(
+            f"{_where(path)}: a string holds a lone UTF-16 surrogate (not valid Unicode text)", _where(path)
+        ) from None
+
+
 class UnsafeDocument(ValueError):
-    """Text that is not a well-formed, bounded JSON/YAML document; the message says why."""
+    """Text that is not a well-formed, bounded JSON/YAML document; the message says why. ``path`` names
+    the field when one value broke the rule (a number, a string), else it is None."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
 
 
 def _check_size(text: str, max_chars: int) -> None:
@@ -120,6 +203,7 @@ def load_json(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
     except ValueError as e:
         raise UnsafeDocument(f"invalid JSON: {e}") from None
     _check_depth(obj)
+    check_values(obj)
     return obj
 
 
@@ -177,6 +261,7 @@ def load_yaml(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
     except (ValueError, TypeError, OverflowError) as e:  # a constructor refused a value (2001-12-99)
         raise UnsafeDocument(f"invalid YAML value: {e}"[:500]) from None
     _check_depth(obj, MAX_EXPANDED_NODES)  # only YAML can repeat a subtree (aliases)
+    check_values(obj)
     return obj
 
 

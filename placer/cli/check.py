@@ -21,6 +21,7 @@ import json
 import sys
 from typing import Any
 
+from placer.cli.printable import printable
 from placer.topology.inputs import read_input
 
 __all__ = ["add_parser", "run"]
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps([v.to_json() for v in violations], indent=2))
     else:
         for v in violations:
-            print(v)
+            print(printable(str(v)))
         if not violations:
             print(f"ok: {len(decision.placements)} placements, {len(jobs) + len(refused)} jobs, no violation")
     return 1 if violations else 0

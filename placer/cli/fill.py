@@ -34,6 +34,8 @@ import json
 import sys
 from typing import Any
 
+from placer.cli import numbers
+
 __all__ = ["MAX_PRINTED", "add_parser", "run"]
 
 #: Most problems printed before "... and N more".
@@ -45,14 +47,18 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("fill", help="the FGD cluster-fill experiment on an openb node list and pod list")
     p.add_argument("--nodes", required=True, metavar="NODES.csv", help="openb node list (sn, cpu_milli, ...)")
     p.add_argument("--pods", required=True, metavar="PODS.csv", help="openb pod list (name, cpu_milli, ...)")
-    p.add_argument("--load", type=float, default=1.3, help="arrive until GPU requests reach LOAD x capacity")
-    p.add_argument("--seed", type=int, default=42, help="sampling and tie-break seed (default 42)")
+    p.add_argument(
+        "--load", type=numbers.load, default=1.3, help="arrive until GPU requests reach LOAD x capacity"
+    )
+    p.add_argument("--seed", type=numbers.seed, default=42, help="sampling and tie-break seed (default 42)")
     p.add_argument(
         "--policy", default="auto", help="auto (placer's default engine), greedy, cpsat, fgd, a baseline, ..."
     )
-    p.add_argument("--batch", type=int, default=1, help="arrivals per place() call (engines)")
+    p.add_argument("--batch", type=numbers.count, default=1, help="arrivals per place() call (engines)")
     p.add_argument("--sampling", default="sample", choices=("sample", "artifact"), help="how pods are drawn")
-    p.add_argument("--time-limit", type=float, default=2.0, help="seconds per place() call (engines)")
+    p.add_argument(
+        "--time-limit", type=numbers.seconds, default=2.0, help="seconds per place() call (engines)"
+    )
     p.add_argument("--verify", action="store_true", help="re-check every placement with placer's checker")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(run=run)

@@ -39,11 +39,16 @@ import sys
 from datetime import datetime
 from typing import Any
 
+from placer.cli import numbers
+from placer.cli.printable import printable
+
 __all__ = ["ENGINE_CHOICES", "add_parser", "decision_table", "parse_rfc3339", "run"]
 
 _NAME = "placer place"
 #: RFC 3339 ``date-time`` (section 5.6): full date, ``T`` (or space), full time with a mandatory offset.
-_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+_RFC3339 = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+)
 #: ``--engine`` values: placer's engines, then the baseline scorers (``placer.solver.policy.ENGINES`` and
 #: ``BASELINES``; spelled out so that ``placer --help`` need not import pydantic).
 ENGINE_CHOICES = (
@@ -83,17 +88,6 @@ def parse_rfc3339(text: str) -> datetime:
         raise ValueError(f"{text!r} is not a valid timestamp: {e}") from None
 
 
-def _positive_seconds(text: str) -> float:
-    """argparse type for ``--time-limit``: a finite number of seconds > 0 (a usage error otherwise)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: the time limit must be a positive number of seconds")
-    return value
-
-
 def add_parser(sub: Any) -> None:
     """Register ``placer place`` on an ``argparse`` subparsers object."""
     p = sub.add_parser("place", help="place a batch of jobs on a cluster and print the decision")
@@ -124,7 +118,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--now", metavar="RFC3339", help="the decision time (default: now)")
     p.add_argument(
         "--time-limit",
-        type=_positive_seconds,
+        type=numbers.seconds,
         default=5.0,
         metavar="S",
         help="seconds the solver may use, greedy included (default: 5)",
@@ -135,7 +129,9 @@ def add_parser(sub: Any) -> None:
         choices=ENGINE_CHOICES,
         help="default: auto; a baseline (first-fit ... fgd) is greedy with that node scorer",
     )
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="CP-SAT random seed (default: 0)")
+    p.add_argument(
+        "--seed", type=numbers.seed, default=0, metavar="N", help="CP-SAT random seed (default: 0)"
+    )
     p.add_argument(
         "--reproducible",
         action="store_true",
@@ -285,4 +281,4 @@ def decision_table(decision: Any) -> str:
         f"engine {s.engine}, status {s.status}, objective {num(s.objective)}, bound {num(s.bound)}, "
         f"gap {num(s.gap)}, build {s.build_s:.3f} s, solve {s.solve_s:.3f} s, wall {s.wall_s:.3f} s"
     )
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)

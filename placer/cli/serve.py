@@ -26,7 +26,7 @@ import argparse
 import sys
 from typing import Any
 
-from placer.cli.place import _positive_seconds
+from placer.cli import numbers
 
 __all__ = ["add_parser", "limits_of", "run"]
 
@@ -35,7 +35,7 @@ _NAME = "placer serve"
 
 def _count(text: str) -> int:
     """argparse type for counts: an integer >= 1 (a usage error otherwise)."""
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
     return int(text)
 
@@ -45,17 +45,26 @@ def add_parser(sub: Any) -> None:
     :func:`run` so that registering stays free of the service's imports)."""
     p = sub.add_parser("serve", help="run the HTTP service (batch placements, validation, FETCH matching)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8080, help="port (default: 8080; 0 picks a free one)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="a host name clients may use besides loopback and --host (repeatable; DNS-rebinding defence)",
+    )
+    p.add_argument("--port", type=numbers.port, default=8080, help="port (default: 8080; 0 picks a free one)")
     p.add_argument("--workers", type=_count, default=2, metavar="N", help="placements at once (default: 2)")
     p.add_argument("--state", metavar="FILE", help="SQLite file for stateful clusters (default: memory only)")
     p.add_argument("--max-body-bytes", type=_count, metavar="N", help="default: 32 MiB")
     p.add_argument("--max-jobs", type=_count, metavar="N", help="jobs per request (default: 10000)")
     p.add_argument("--max-nodes", type=_count, metavar="N", help="nodes per cluster (default: 20000)")
     p.add_argument(
-        "--max-time-limit", type=_positive_seconds, metavar="S", help="cap on time_limit_s (default: 30)"
+        "--max-time-limit", type=numbers.seconds, metavar="S", help="cap on time_limit_s (default: 30)"
     )
     p.add_argument(
-        "--max-queued", type=int, metavar="N", help="requests waiting beyond --workers (default: 32)"
+        "--max-queued",
+        type=int,
+        metavar="N",
+        help="requests waiting beyond --workers (default: 32)",
     )
     p.add_argument(
         "--limits",
@@ -122,7 +131,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{_NAME}: limits file {args.limits} is invalid: {e}", file=sys.stderr)
         return 1
     try:
-        app = create_app(ServiceConfig(limits=limits, workers=args.workers, state_path=args.state))
+        allowed = (args.host, *(args.allow_host or ()))
+        app = create_app(
+            ServiceConfig(limits=limits, workers=args.workers, state_path=args.state, allowed_hosts=allowed)
+        )
     except (OSError, RuntimeError, sqlite3.Error) as e:
         print(f"{_NAME}: cannot open the state {args.state}: {e}", file=sys.stderr)
         return 1

@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from placer.cli import numbers
 from placer.cli.place import ENGINE_CHOICES
 
 __all__ = ["add_parser", "run"]
@@ -48,7 +49,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("scenario", metavar="SCENARIO", help="scenario YAML/JSON (docs/simulator.md)")
     p.add_argument("--out", metavar="DIR", help="write the tables and summary.json into DIR")
-    p.add_argument("--seed", type=int, help="seed of the workload, failures and solver (default: the file's)")
+    p.add_argument(
+        "--seed", type=numbers.seed, help="seed of the workload, failures and solver (default: the file's)"
+    )
     p.add_argument("--format", choices=("auto", "parquet", "csv"), default="auto", help="table files")
     p.add_argument("--verify", action="store_true", help="check every decision with the independent checker")
     p.add_argument("--plots", action="store_true", help="also write PNG plots into --out (needs matplotlib)")
@@ -63,7 +66,7 @@ def add_parser(sub: Any) -> None:
     over.add_argument("--horizon", metavar="DURATION", help="e.g. 6h, 2d")
     over.add_argument("--interval", metavar="DURATION", help="scheduling interval, e.g. 30s, 5m")
     over.add_argument("--engine", choices=ENGINE_CHOICES, help="placer's, or a baseline (first-fit ... fgd)")
-    over.add_argument("--time-limit", type=float, metavar="S", dest="time_limit_s")
+    over.add_argument("--time-limit", type=numbers.seconds, metavar="S", dest="time_limit_s")
     over.add_argument("--plan", dest="plan", action="store_true", default=None, help="time planning on")
     over.add_argument("--no-plan", dest="plan", action="store_false", help="time planning off")
     over.add_argument("--preemption", dest="preemption", action="store_true", default=None)

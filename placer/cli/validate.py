@@ -17,6 +17,8 @@ import json
 import sys
 from typing import Any
 
+from placer.cli.printable import printable
+
 __all__ = ["add_parser", "result_json", "run"]
 
 
@@ -96,4 +98,6 @@ def _human(r: Any) -> str:
         lines.append(f"ERROR {r.id}  (from {r.source})")
         lines.extend(f"      {i.path}: {i.message} [{i.code}]" for i in r.errors)
     lines.extend(f"      warning: {i.path}: {i.message} [{i.code}]" for i in r.warnings)
-    return "\n".join(lines)
+    return "\n".join(
+        printable(line) for line in lines
+    )  # each line built whole: an id's own newline is escaped

@@ -32,6 +32,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from placer.service.errors import ApiError
+from placer.service.guard import GuardMiddleware
 from placer.service.limits import Limits
 from placer.service.metrics import Metrics
 from placer.service.pool import SolverPool
@@ -60,6 +61,9 @@ class ServiceConfig:
     state_path: str | None = None
     #: Most clusters stateful mode holds (507 past it).
     max_clusters: int = 1000
+    #: Host names requests may name besides the loopback ones (``--allow-host``; ``placer serve`` adds the
+    #: address it listens on): DNS-rebinding defence (``service/guard.py``).
+    allowed_hosts: tuple[str, ...] = ()
 
 
 @dataclass
@@ -198,5 +202,6 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _internal_error)
     app.add_middleware(MetricsMiddleware, metrics=svc.metrics)
+    app.add_middleware(GuardMiddleware, allowed_hosts=config.allowed_hosts)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -265,6 +265,14 @@ def parse_json(raw: bytes, max_chars: int) -> Any:
     try:
         return load_json(text, max_chars=max_chars)
     except UnsafeDocument as e:
+        if e.path is not None:  # well-formed JSON, one value out of range: 422 naming the field
+            message = str(e)[len(e.path) + 2 :]
+            raise ApiError(
+                422,
+                "invalid_value",
+                f"{e}"[:500],
+                [{"code": "range", "path": e.path, "message": message[:300]}],
+            ) from None
         raise ApiError(400, "malformed", f"the body is not valid JSON: {e}"[:500]) from None
 
 

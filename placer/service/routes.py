@@ -14,6 +14,7 @@ breaks a rule (cluster, running jobs, queue configuration, reservations, prices,
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -223,6 +224,14 @@ async def match(request: Request) -> JSONResponse:
 # ---------------------------------------------------------------------------------------------------
 
 
+def _rendered(stored: Stored) -> dict[str, Any]:
+    """The answer to a write, rendered and proved to be JSON before the store commits the write: a write
+    whose answer cannot be given is not made (no 500 after a commit)."""
+    view = _view(stored)
+    json.dumps(view, allow_nan=False)
+    return view
+
+
 def _view(stored: Stored, *, inventory: bool = False) -> dict[str, Any]:
     from placer.topology.views import summary
 
@@ -266,8 +275,9 @@ async def put_cluster(cluster_id: str, request: Request) -> JSONResponse:
             raise ApiError(
                 507, "store_full", f"the server holds {svc.max_clusters} clusters; DELETE one first"
             )
-        stored, created = svc.store.put(cluster_id, cluster)
-        return _view(stored), created
+        views: list[dict[str, Any]] = []
+        _, created = svc.store.put(cluster_id, cluster, before_commit=lambda s: views.append(_rendered(s)))
+        return views[0], created
 
     view, created = await svc.pool.run(work)
     headers = {"Location": f"/v1/clusters/{cluster_id}"}
@@ -290,13 +300,19 @@ async def patch_cluster(cluster_id: str, request: Request) -> JSONResponse:
         svc.limits.check_count("changes", len(body.changes), svc.limits.max_running)
         try:
             changes = [normalize_change(c.model_dump(), f"changes[{i}]") for i, c in enumerate(body.changes)]
-            stored = svc.store.patch(cluster_id, changes, if_version=body.if_version)
+            views: list[dict[str, Any]] = []
+            svc.store.patch(
+                cluster_id,
+                changes,
+                if_version=body.if_version,
+                before_commit=lambda s: views.append(_rendered(s)),
+            )
         except ChangeError as e:
             status, code = (409, "conflict") if e.kind == "conflict" else (422, "invalid_change")
             raise ApiError(status, code, str(e)[:500], e.errors) from None
         except KeyError:
             raise ApiError(404, "unknown_cluster", f"no cluster {cluster_id!r}") from None
-        return _view(stored)
+        return views[0]
 
     return JSONResponse(await svc.pool.run(work))
 

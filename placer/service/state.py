@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -226,11 +226,17 @@ class ClusterStore:
 
     # -- writing --------------------------------------------------------------------------------------
 
-    def put(self, cluster_id: str, cluster: Cluster) -> tuple[Stored, bool]:
-        """Store (or replace) a snapshot; returns it and whether it is new."""
+    def put(
+        self, cluster_id: str, cluster: Cluster, *, before_commit: Callable[[Stored], object] | None = None
+    ) -> tuple[Stored, bool]:
+        """Store (or replace) a snapshot; returns it and whether it is new. ``before_commit`` sees the
+        new version first (the route renders its answer there): if it raises, nothing is stored."""
         with self._lock(cluster_id):
             old = self._clusters.get(cluster_id)
             stored = Stored(cluster_id, (old.version + 1) if old else 1, cluster, _now())
+            text = _inventory_json(cluster)  # everything that may fail happens before the commit
+            if before_commit is not None:
+                before_commit(stored)
             with self._transaction() as db:
                 db.execute("DELETE FROM changes WHERE id = ?", (cluster_id,))
                 db.execute(
@@ -239,7 +245,7 @@ class ClusterStore:
                         cluster_id,
                         stored.version,
                         stored.version,
-                        _inventory_json(cluster),
+                        text,
                         cluster.source,
                         stored.updated_at.isoformat(),
                     ),
@@ -248,10 +254,16 @@ class ClusterStore:
             return stored, old is None
 
     def patch(
-        self, cluster_id: str, changes: Sequence[Mapping[str, Any]], *, if_version: int | None = None
+        self,
+        cluster_id: str,
+        changes: Sequence[Mapping[str, Any]],
+        *,
+        if_version: int | None = None,
+        before_commit: Callable[[Stored], object] | None = None,
     ) -> Stored:
         """Apply normalized changes, all or none. ``KeyError`` for an unknown id, ``ChangeError`` when
-        a change is invalid or conflicts (also when ``if_version`` is not the current version)."""
+        a change is invalid or conflicts (also when ``if_version`` is not the current version).
+        ``before_commit`` as for :meth:`put`: the version is committed only once it has returned."""
         with self._lock(cluster_id):
             old = self._clusters.get(cluster_id)
             if old is None:
@@ -269,6 +281,10 @@ class ClusterStore:
                 )
             cluster = apply_changes(old.cluster, changes)
             stored = Stored(cluster_id, old.version + 1, cluster, _now())
+            text = _inventory_json(cluster)
+            logged = json.dumps(list(changes))
+            if before_commit is not None:
+                before_commit(stored)
             with self._transaction() as db:
                 (base_version,) = db.execute(
                     "SELECT base_version FROM clusters WHERE id = ?", (cluster_id,)
@@ -281,7 +297,7 @@ class ClusterStore:
                         (
                             stored.version,
                             stored.version,
-                            _inventory_json(cluster),
+                            text,
                             stored.updated_at.isoformat(),
                             cluster_id,
                         ),
@@ -289,7 +305,7 @@ class ClusterStore:
                 else:
                     db.execute(
                         "INSERT INTO changes VALUES (?, ?, ?)",
-                        (cluster_id, stored.version, json.dumps(list(changes))),
+                        (cluster_id, stored.version, logged),
                     )
                     db.execute(
                         "UPDATE clusters SET version = ?, updated_at = ? WHERE id = ?",

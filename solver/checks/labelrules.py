@@ -23,8 +23,8 @@ from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, 
 
 __all__ = ["compare", "describe", "label_rule_holds", "satisfied"]
 
-_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
-_VERSION = re.compile(r"^\d+(\.\d+)+$")
+_NUMBER = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)+$")
 _ORDER = {
     AffinityOperator.GT: lambda c: c > 0,
     AffinityOperator.GTE: lambda c: c >= 0,

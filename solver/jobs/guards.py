@@ -294,6 +294,7 @@ def check_uris(job: Job, options: ReadOptions) -> list[Issue]:
             schemes=options.checkpoint_uri_schemes if checkpoint else options.artifact_uri_schemes,
             require_trailing_slash=checkpoint,
             allowed_prefixes=prefixes,
+            private_ok=options.private_hosts_allowed,
         )
         if problem:
             where = "§9.4, §15.3" if checkpoint else "§15.2"
@@ -302,7 +303,12 @@ def check_uris(job: Job, options: ReadOptions) -> list[Issue]:
             )
     lc = job.last_checkpoint
     if lc is not None and lc.storage_key is not None:
-        problem = check_uri(lc.storage_key, schemes=options.checkpoint_uri_schemes, allowed_prefixes=prefixes)
+        problem = check_uri(
+            lc.storage_key,
+            schemes=options.checkpoint_uri_schemes,
+            allowed_prefixes=prefixes,
+            private_ok=options.private_hosts_allowed,
+        )
         if problem:
             out.append(issue("uri", _path(job, "storage_key"), problem))
     return out

@@ -314,7 +314,7 @@ class GpuDemand(_Model):
     count: int = Field(default=1, ge=0)
     types: list[str] = Field(default_factory=list)
     min_memory_gb: float | None = Field(default=None, ge=0)
-    min_compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d+$")
+    min_compute_capability: str | None = Field(default=None, pattern=r"^[0-9]+\.[0-9]+$")
     interconnect: Interconnect = Interconnect.ANY
     share_milli: int | None = Field(default=None, ge=1, le=1000)
 

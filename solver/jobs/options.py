@@ -70,6 +70,9 @@ class ReadOptions:
     checkpoint_uri_schemes: frozenset[str] = CHECKPOINT_URI_SCHEMES
     artifact_uri_schemes: frozenset[str] = ARTIFACT_URI_SCHEMES
     allowed_uri_prefixes: tuple[str, ...] = ()
+    #: Whether URIs may name private addresses (10/8, 172.16/12, 192.168/16, fc00::/7): on-premises
+    #: storage. Off by default (SSRF, OJS ML §15.2); loopback, link-local and metadata never are.
+    private_hosts_allowed: bool = False
     allowed_model_ids: frozenset[str] | None = None
     sss_awareness: str = "Reject"
     now: datetime | None = None
@@ -98,6 +101,7 @@ class ReadLimits(BaseModel):
     checkpoint_uri_schemes: list[str] = Field(default_factory=lambda: sorted(CHECKPOINT_URI_SCHEMES))
     artifact_uri_schemes: list[str] = Field(default_factory=lambda: sorted(ARTIFACT_URI_SCHEMES))
     allowed_uri_prefixes: list[str] = Field(default_factory=list)
+    private_hosts_allowed: bool = False
     allowed_model_ids: list[str] | None = None
     sss_awareness: Literal["Reject", "Warn", "Ignore"] = "Reject"
 

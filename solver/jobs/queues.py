@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
 
 __all__ = [
+    "MAX_BUDGET_PER_HOUR",
     "MlLimits",
     "QueueConfig",
     "QueueSettings",
@@ -39,6 +40,11 @@ __all__ = [
     "load_queue_configs",
     "pydantic_issues",
 ]
+
+
+#: Highest dollar budget (queue ``max_cost_per_hour``, the prices file's tenant budgets), in dollars per hour:
+#: budgets are compared as integer hundredths of a cent in the CP-SAT model.
+MAX_BUDGET_PER_HOUR = 1_000_000_000.0
 
 
 class MlLimits(BaseModel):
@@ -56,7 +62,7 @@ class MlLimits(BaseModel):
     max_total_gpus: int | None = Field(default=None, ge=0)
     #: placer extension (not OJS): dollars per hour the queue's active jobs may cost, running and placed,
     #: priced like ``cost_per_hour`` (``placer.solver.prices``). A budget like §10.3's: over it a job waits.
-    max_cost_per_hour: float | None = Field(default=None, ge=0)
+    max_cost_per_hour: float | None = Field(default=None, ge=0, le=MAX_BUDGET_PER_HOUR)
 
 
 class QueueSettings(BaseModel):

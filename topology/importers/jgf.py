@@ -379,7 +379,7 @@ def expand_hostlist(text: str) -> list[str]:
             continue
         for part in ranges.split(","):
             lo, _, hi = part.partition("-")
-            if not lo.isdigit() or (hi and not hi.isdigit()):
+            if not (lo.isascii() and lo.isdigit()) or (hi and not (hi.isascii() and hi.isdigit())):
                 raise ValueError(f"hostlist range {part!r} is malformed")
             width = len(lo)
             last = int(hi or lo)
@@ -399,7 +399,7 @@ def expand_idset(text: str) -> list[int]:
     """
     out: list[int] = []
     for part in str(text).split(","):
-        m = re.fullmatch(r"\s*(\d{1,7})(?:-(\d{1,7}))?\s*", part)
+        m = re.fullmatch(r"\s*([0-9]{1,7})(?:-([0-9]{1,7}))?\s*", part)
         if not m or int(m[2] or m[1]) < int(m[1]):
             raise ValueError(f"idset {str(text)[:40]!r} is malformed")
         out.extend(range(int(m[1]), int(m[2] or m[1]) + 1))

@@ -371,7 +371,7 @@ def _label_int(labels: dict[str, str], key: str, item: str, problems: Problems) 
     if key not in labels:
         return None
     text = labels[key].strip()
-    if not text.isdigit() or len(text) > 9:
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
         problems.add(item, f"label {key} {labels[key]!r} is not a whole number")
         return None
     return int(text)

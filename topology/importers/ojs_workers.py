@@ -257,7 +257,7 @@ def _gpus(gpu: dict[str, Any], item: str, problems: Problems) -> dict[str, Any] 
         return None
     out = {**gpu_fields(name, memory), "count": count}
     if capability is not None:
-        if not re.fullmatch(r"\d+\.\d+", capability):
+        if not re.fullmatch(r"[0-9]+\.[0-9]+", capability):
             problems.add(where, f"compute_capability {capability!r} is not 'major.minor'")
         out["compute_capability"] = capability
     if interconnect is not None:

@@ -32,9 +32,11 @@ __all__ = ["MAX_EXPONENT", "parse_quantity"]
 
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+#: ASCII digits only: ``\d`` would also take Arabic-Indic and other Unicode digits (``٨``), which Kubernetes'
+#: own parser refuses.
 _QUANTITY = re.compile(
-    r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
-    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?\d+)|(?P<dec>[numkMGTPE]?))$"
+    r"^(?P<num>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|[eE](?P<exp>[+-]?[0-9]+)|(?P<dec>[numkMGTPE]?))$"
 )
 #: Largest decimal exponent accepted, so ``1e999999999`` cannot make a gigantic Decimal.
 MAX_EXPONENT = 30
@@ -49,6 +51,10 @@ def parse_quantity(value: Any) -> Decimal:
     Traceback (most recent call last):
     ...
     ValueError: '12Zi' is not a Kubernetes quantity
+    >>> parse_quantity("\u0668")  # ARABIC-INDIC DIGIT EIGHT
+    Traceback (most recent call last):
+    ...
+    ValueError: '٨' is not a Kubernetes quantity
     """
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a Kubernetes quantity")

@@ -205,7 +205,7 @@ def parse_index_list(text: str) -> tuple[int, ...] | None:
     """
     out: list[int] = []
     for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d{1,5})(?:-(\d{1,5}))?\s*", part)
+        m = re.fullmatch(r"\s*([0-9]{1,5})(?:-([0-9]{1,5}))?\s*", part)
         if not m:
             return None
         lo, hi = int(m[1]), int(m[2] or m[1])
@@ -251,11 +251,11 @@ def parse_gres(text: str) -> list[Gres]:
         if not m:
             raise ValueError(f"gres entry {entry!r} is not name[:type][:count][(S:..)]")
         name, typ, count_text, extra = m[1], m[2], m[3], m[4]
-        if count_text is None and typ is not None and re.fullmatch(r"\d+[KMGT]?", typ):
+        if count_text is None and typ is not None and re.fullmatch(r"[0-9]+[KMGT]?", typ):
             typ, count_text = None, typ
         count = 1
         if count_text is not None:
-            cm = re.fullmatch(r"(\d{1,12})([KMGT]?)", count_text)
+            cm = re.fullmatch(r"([0-9]{1,12})([KMGT]?)", count_text)
             if not cm:
                 raise ValueError(f"gres entry {entry!r}: count {count_text!r} is not a number")
             count = int(cm[1]) * _SCALE[cm[2]]
@@ -285,7 +285,7 @@ def parse_memory_mb(text: str) -> float:
     >>> parse_memory_mb("256G"), parse_memory_mb("1024")
     (262144.0, 1024.0)
     """
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGTP]?)", text.strip())
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([KMGTP]?)", text.strip())
     if not m:
         raise ValueError(f"memory {text!r} is not like 256G")
     factor = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3}[m[2]]
@@ -387,7 +387,7 @@ def _int(record: dict[str, str], key: str, item: str, problems: Problems, defaul
     text = record.get(key, "").strip()
     if text in _NULL:
         return default
-    if not text.isdigit() or len(text) > 15:
+    if not (text.isascii() and text.isdigit()) or len(text) > 15:
         problems.add(item, f"{key} {text!r} is not a whole number")
         return default
     return int(text)

@@ -118,8 +118,8 @@ RUNTIMES: tuple[str, ...] = ("pytorch", "tensorflow", "onnx", "triton", "vllm", 
 #: §4 ``{algorithm}:{digest}``. The digest is not forced to hex: the normative §5.2 example elides it
 #: (``"sha256:e3b0c44298fc..."``).
 CHECKSUM_PATTERN = re.compile(r"^[a-z0-9-]+:\S+$")
-_CC_PATTERN = re.compile(r"^\d+\.\d+$")
-_TOPOLOGY = re.compile(r"^(\d+)x(\d+)(?:x(\d+))?$")
+_CC_PATTERN = re.compile(r"^[0-9]+\.[0-9]+$")
+_TOPOLOGY = re.compile(r"^([0-9]+)x([0-9]+)(?:x([0-9]+))?$")
 
 _GPU_ATTRS = (
     "ext_ml_gpu_type", "ext_ml_gpu_count", "ext_ml_gpu_memory_gb",
@@ -177,7 +177,7 @@ def parse_tpu_topology(text: str) -> tuple[int, ...] | None:
 OJS_OPERATORS: tuple[str, ...] = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Gte", "Lt", "Lte")
 _NO_VALUES = {"Exists", "DoesNotExist"}
 _ONE_VALUE = {"Gt", "Gte", "Lt", "Lte"}
-_ORDERABLE = re.compile(r"^-?\d+(\.\d+)*$|^-?\d*\.\d+$")
+_ORDERABLE = re.compile(r"^-?[0-9]+(\.[0-9]+)*$|^-?[0-9]*\.[0-9]+$")
 _RULE_KEYS = {"key", "operator", "values", "weight"}
 
 

@@ -46,10 +46,10 @@ __all__ = [
 #: Largest DateTime/Duration: the spec's types are 32-bit unsigned seconds (§2.2).
 MAX_UINT32 = 2**32 - 1
 
-_INTEGER = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_COLON_DURATION = re.compile(r"(?:(?:(?:(\d+):)?(\d+):)?(\d+):)?(\d+)")
-_ISO_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_COLON_DURATION = re.compile(r"(?:(?:(?:([0-9]+):)?([0-9]+):)?([0-9]+):)?([0-9]+)")
+_ISO_DURATION = re.compile(r"P(?:([0-9]+)D)?(?:T(?:([0-9]+)H)?(?:([0-9]+)M)?(?:([0-9]+(?:\.[0-9]+)?)S)?)?")
 
 #: Appendix A "Units of Measure Abbreviations": bytes per unit (binary multiples: KB is 2^10 bytes).
 BYTE_UNITS: dict[str, int] = {

@@ -17,7 +17,10 @@ PODS = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\ns,1000,1024,1,500,
 def run(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="placer")
     fill.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["fill", *argv])
+    try:
+        args = parser.parse_args(["fill", *argv])
+    except SystemExit as e:  # argparse's usage errors (a flag's type refused its value)
+        return int(e.code or 0)
     return args.run(args)
 
 
@@ -75,7 +78,9 @@ def test_missing_column_is_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[
     [
         (["--policy", "tetris"], "unknown policy 'tetris'"),
         (["--policy", "fgd", "--batch", "10"], "--batch must be 1"),
-        (["--load", "0"], "--load must be"),
+        (["--load", "0"], "a load is a number above 0"),
+        (["--seed", "2147483648"], "a seed is an integer from 0"),
+        (["--time-limit", "1e306"], "seconds must be a number above 0"),
     ],
 )
 def test_usage_errors_are_exit_2(

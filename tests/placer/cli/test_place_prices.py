@@ -124,5 +124,6 @@ def test_schemas_document_both_budgets() -> None:
     assert prices["properties"]["budgets"] == {"$ref": "#/$defs/CostBudgets"}
     tenants = prices["$defs"]["CostBudgets"]["properties"]["tenants"]
     assert tenants["additionalProperties"]["minimum"] == 0
+    assert tenants["additionalProperties"]["maximum"] == 1e9  # $/h: summed as integers in CP-SAT
     limits = schema("queue-config")["$defs"]["MlLimits"]["properties"]
-    assert {"type": "number", "minimum": 0} in limits["max_cost_per_hour"]["anyOf"]
+    assert {"type": "number", "minimum": 0, "maximum": 1e9} in limits["max_cost_per_hour"]["anyOf"]

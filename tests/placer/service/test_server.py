@@ -34,6 +34,9 @@ from tests.placer.service.conftest import (
 )
 from tests.topology.test_importers_ojs import SPEC_V03_AD
 
+#: The content type every request body must name (``service/guard.py``).
+JSON_TYPE = {"content-type": "application/json"}
+
 
 def conforms(doc: dict[str, Any], answer: httpx.Response, path: str, method: str = "post") -> None:
     """Fail unless the answer's body matches the schema the OpenAPI document gives for its status."""
@@ -640,7 +643,7 @@ def test_metrics_count_requests_engines_gaps_and_jobs(http: httpx.Client) -> Non
     body = example_body(policy={"engine": "greedy"})
     decision = http.post("/v1/placements", json=body).json()
     checked(decision, body)
-    assert http.post("/v1/placements", content=b"{").status_code == 400
+    assert http.post("/v1/placements", content=b"{", headers=JSON_TYPE).status_code == 400
     r = http.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     after = _samples(r.text)

@@ -1,0 +1,87 @@
+"""Requests a browser could be tricked into sending are refused before any route runs.
+
+Why: ``placer serve`` listens on loopback by default, and loopback is reachable from every web page the
+operator opens. Two classic attacks need nothing else: DNS rebinding (a page on ``evil.example`` whose name
+now resolves to 127.0.0.1 talks to the service, its ``Host`` header still ``evil.example``) and a
+cross-site form (a ``text/plain`` or ``application/x-www-form-urlencoded`` POST needs no CORS preflight).
+So every request must name an allowed host (the loopback names and the address the server listens on, plus
+``--allow-host`` names), and every request with a body must say it is JSON (``application/json`` or
+``application/*+json``): 421 ``misdirected_host`` and 415 ``unsupported_media_type`` otherwise.
+
+>>> host_of(b"127.0.0.1:8080"), host_of(b"[::1]:80"), host_of(b"Placer.Example.")
+('127.0.0.1', '::1', 'placer.example')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+__all__ = ["LOOPBACK_HOSTS", "GuardMiddleware", "host_of", "is_json"]
+
+#: Host names every server accepts.
+LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+
+
+def host_of(header: bytes) -> str:
+    """The host name of a ``Host`` header: lower case, without port, brackets or trailing dot."""
+    text = header.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        text = text[1 : text.find("]")] if "]" in text else text[1:]
+    elif text.count(":") == 1:
+        text = text.split(":", 1)[0]
+    return text.rstrip(".")
+
+
+def is_json(content_type: bytes) -> bool:
+    """``application/json`` or ``application/<something>+json``, parameters (``; charset=utf-8``) aside."""
+    media = content_type.decode("latin-1").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+class GuardMiddleware:
+    """Pure ASGI middleware: the Host allow-list and the JSON content type (module docstring)."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], allowed_hosts: Iterable[str]):
+        self.app = app
+        self.allowed = frozenset(h.lower().strip("[]").rstrip(".") for h in allowed_hosts) | LOOPBACK_HOSTS
+
+    async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        host = host_of(headers.get(b"host", b""))
+        if host not in self.allowed:
+            await _refuse(
+                send, 421, "misdirected_host", f"this server does not answer for host {host[:80]!r}"
+            )
+            return
+        has_body = scope["method"] in ("POST", "PUT", "PATCH") and (
+            headers.get(b"content-length", b"0") not in (b"0", b"") or b"transfer-encoding" in headers
+        )
+        if has_body and not is_json(headers.get(b"content-type", b"")):
+            await _refuse(
+                send,
+                415,
+                "unsupported_media_type",
+                "request bodies must be JSON (Content-Type: application/json)",
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Any, status: int, code: str, message: str) -> None:
+    body = json.dumps({"error": {"status": status, "code": code, "message": message, "errors": []}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
