@@ -67,6 +67,26 @@ def add_parser(sub: Any) -> None:
         help="requests waiting beyond --workers (default: 32)",
     )
     p.add_argument(
+        "--body-timeout",
+        type=numbers.seconds,
+        metavar="S",
+        help="seconds to receive a body (default: 30; 408)",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=numbers.seconds,
+        default=10.0,
+        metavar="S",
+        help="seconds a new connection may take to send its request head (default: 10; then closed)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=numbers.count,
+        default=256,
+        metavar="N",
+        help="connections and requests held at once; beyond them requests get 503 (default: 256)",
+    )
+    p.add_argument(
         "--limits",
         metavar="FILE",
         help="administrative limits every request's jobs are read under (as placer validate --limits); "
@@ -94,6 +114,7 @@ def limits_of(args: argparse.Namespace) -> Any:
         "max_nodes": args.max_nodes,
         "max_time_limit_s": args.max_time_limit,
         "max_queued": args.max_queued,
+        "body_timeout_s": getattr(args, "body_timeout", None),
     }
     read_limits = None
     if getattr(args, "limits", None):
@@ -111,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn
 
         from placer.service.app import ServiceConfig, create_app
+        from placer.service.protocol import protocol_with
     except ModuleNotFoundError as e:
         print(
             f"{_NAME}: {e.name} is missing; install the extra: pip install 'placer-engine[service]'",
@@ -145,5 +167,8 @@ def run(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=not args.no_access_log,
         timeout_graceful_shutdown=10,
+        http=protocol_with(args.header_timeout),
+        limit_concurrency=args.max_connections,
+        timeout_keep_alive=5,
     )
     return 0

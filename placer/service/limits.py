@@ -18,6 +18,7 @@ placer.service.errors.ApiError: jobs: 3 items; the server accepts at most 2 per 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,8 @@ class Limits:
     max_time_limit_s: float = 30.0
     #: Requests that may wait for a solver thread beyond those running; more are refused with 503.
     max_queued: int = 32
+    #: Seconds a client may take to send a request body (slow uploads hold memory and a connection).
+    body_timeout_s: float = 30.0
     #: The operator's administrative limits on jobs (``placer serve --limits FILE``, the same file
     #: ``placer validate``/``place`` take): set by the server, never by a request, so clients cannot
     #: relax them. None: the readers' defaults.
@@ -80,9 +83,10 @@ class Limits:
         self.check_count(what, nodes, self.max_nodes)
 
 
-async def read_body(request: Request, max_bytes: int) -> bytes:
+async def read_body(request: Request, max_bytes: int, timeout_s: float = 30.0) -> bytes:
     """The request body, refused with 413 as soon as it is known to exceed ``max_bytes``: from the
-    ``Content-Length`` header before anything is read, else while streaming (chunked bodies)."""
+    ``Content-Length`` header before anything is read, else while streaming (chunked bodies); 408 when it
+    takes longer than ``timeout_s`` to arrive."""
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
@@ -93,11 +97,17 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
             raise _too_large(size, max_bytes)
     chunks: list[bytes] = []
     total = 0
-    async for chunk in request.stream():
-        total += len(chunk)
-        if total > max_bytes:
-            raise _too_large(total, max_bytes, at_least=True)
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                total += len(chunk)
+                if total > max_bytes:
+                    raise _too_large(total, max_bytes, at_least=True)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise ApiError(
+            408, "request_timeout", f"the body did not arrive within {timeout_s:g} s ({total} bytes came)"
+        ) from None
     return b"".join(chunks)
 
 

@@ -162,7 +162,7 @@ def _place(body: PlacementInputs, cluster: Any, svc: Service) -> tuple[Decision,
 async def placements(request: Request) -> JSONResponse:
     """Place a batch on the cluster in the body: the Decision JSON, as ``placer place --json``."""
     svc = service(request)
-    raw = await read_body(request, svc.limits.max_body_bytes)
+    raw = await read_body(request, svc.limits.max_body_bytes, svc.limits.body_timeout_s)
 
     def work() -> tuple[Decision, float]:
         body = parse_body(PlacementRequest, raw, svc.limits.max_body_bytes)
@@ -182,7 +182,7 @@ async def validate(request: Request) -> JSONResponse:
     from placer.cli.validate import result_json
 
     svc = service(request)
-    raw = await read_body(request, svc.limits.max_body_bytes)
+    raw = await read_body(request, svc.limits.max_body_bytes, svc.limits.body_timeout_s)
 
     def work() -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
         body = parse_body(ValidateRequest, raw, svc.limits.max_body_bytes)
@@ -208,7 +208,7 @@ async def match(request: Request) -> JSONResponse:
     from placer.service.matching import match as match_jobs
 
     svc = service(request)
-    raw = await read_body(request, svc.limits.max_body_bytes)
+    raw = await read_body(request, svc.limits.max_body_bytes, svc.limits.body_timeout_s)
 
     def work() -> dict[str, Any]:
         body = parse_body(MatchRequest, raw, svc.limits.max_body_bytes)
@@ -266,7 +266,7 @@ async def put_cluster(cluster_id: str, request: Request) -> JSONResponse:
     """Store a snapshot (201 new, 200 replaced), committed before the answer."""
     svc = service(request)
     _check_id(cluster_id)
-    raw = await read_body(request, svc.limits.max_body_bytes)
+    raw = await read_body(request, svc.limits.max_body_bytes, svc.limits.body_timeout_s)
 
     def work() -> tuple[dict[str, Any], bool]:
         body = parse_body(ClusterPut, raw, svc.limits.max_body_bytes)
@@ -293,7 +293,7 @@ async def patch_cluster(cluster_id: str, request: Request) -> JSONResponse:
     """Apply changes in order, all or none (422 invalid change, 409 conflict), committed before the answer."""
     svc = service(request)
     _stored(svc, cluster_id)
-    raw = await read_body(request, svc.limits.max_body_bytes)
+    raw = await read_body(request, svc.limits.max_body_bytes, svc.limits.body_timeout_s)
 
     def work() -> dict[str, Any]:
         body = parse_body(ClusterPatch, raw, svc.limits.max_body_bytes)
@@ -345,7 +345,7 @@ async def cluster_placements(cluster_id: str, request: Request) -> JSONResponse:
     ``X-Placer-Cluster-Version``). Placing changes nothing: report started jobs with PATCH."""
     svc = service(request)
     stored = _stored(svc, cluster_id)
-    raw = await read_body(request, svc.limits.max_body_bytes)
+    raw = await read_body(request, svc.limits.max_body_bytes, svc.limits.body_timeout_s)
 
     def work() -> tuple[Decision, float]:
         body = parse_body(PlacementInputs, raw, svc.limits.max_body_bytes)
