@@ -12,6 +12,8 @@ and prints:
 2. hostile inputs (``tests/reliability/test_hostile_inputs.py``): inputs tried per reader / importer and
    how many escaped as an unexpected exception; then the named attacks (XML entities, YAML bombs, deep
    and 20 MB documents) with their time and peak memory;
+2b. hostile numbers as text (``tests/reliability/test_hardening.py``): literals beyond the number rule in
+   every reader and the service's write endpoints: refused (naming the field), escaped, accepted;
 3. the deadline matrix (``tests/reliability/test_deadline_matrix.py``): wall time per cell and the worst
    overshoot past the time limit (documented bound: 0.5 s).
 
@@ -148,6 +150,123 @@ def hostile_inputs(n: int) -> None:
         print(f"  {name:<34}{verdict:<22}{seconds:>7.2f} s{peak:>9.1f} MB")
 
 
+def _hostile_literals(n: int) -> list[str]:
+    """``n`` number literals beyond the one rule (finite, |x| <= 2^53), deterministic."""
+    import random
+
+    rng = random.Random(7)
+    out: list[str] = []
+    while len(out) < n:
+        kind = rng.randrange(4)
+        if kind == 0:
+            out.append(
+                ("-" if rng.random() < 0.5 else "") + str(rng.randint(2**53 + 1, 10 ** rng.randint(17, 400)))
+            )
+        elif kind == 1:
+            out.append(f"{rng.choice(['', '-'])}{rng.randint(1, 9)}e{rng.randint(309, 4000)}")
+        elif kind == 2:
+            out.append(f"{rng.uniform(1, 9):.3f}e{rng.randint(16, 308)}")
+        else:
+            out.append(str(-(2**53) - rng.randint(1, 10**6)))
+    return out
+
+
+def hostile_numbers(n: int) -> None:
+    """Section 2b: hostile numbers as text through every reader and the service's write endpoints."""
+    from fastapi.testclient import TestClient
+
+    from placer.service.app import ServiceConfig, create_app
+    from tests.reliability import test_hardening as hard
+
+    print(f"\n== 2b. hostile numbers as text (beyond finite and 2^53), {n} per target ==")
+    print(f"{'target':<28}{'tried':>8}{'refused':>9}{'named':>7}{'escaped':>9}{'accepted':>10}")
+    literals = _hostile_literals(n)
+
+    def jobs(text: str) -> str:
+        [r] = hard.read_text(text, source="h.json")
+        return "" if r.ok else " ".join(f"{e.path} {e.message}" for e in r.errors)
+
+    def cluster(text: str) -> str:
+        try:
+            hard.load_cluster_text(text, source="h.json")
+        except hard.TopologyError as e:
+            return str(e)
+        return ""
+
+    def config(load: Any) -> Any:
+        def run(text: str) -> str:
+            try:
+                load(text)
+            except hard.JobValidationError as e:
+                return str(e)
+            return ""
+
+        return run
+
+    targets = [
+        ("reader ojs", hard._ojs, jobs, "ext_ml_memory_gb"),
+        ("importer inventory", hard._inventory, cluster, "cpu_cores"),
+        ("importer ojs-workers", hard._workers, cluster, "memory_gb"),
+        (
+            "queue config",
+            hard._queue,
+            config(lambda t: hard.load_queue_configs(t, source="q")),
+            "max_cost_per_hour",
+        ),
+        ("prices", hard._prices, config(lambda t: hard.load_prices(t, source="p")), "tenants"),
+    ]
+    with TestClient(
+        create_app(ServiceConfig()), base_url="http://127.0.0.1", raise_server_exceptions=False
+    ) as c:
+        json_type = {"content-type": "application/json"}
+
+        def endpoint(method: str, path: str) -> Any:
+            def run(text: str) -> str:
+                r = c.request(method, path, content=text, headers=json_type)
+                if r.status_code >= 500:
+                    raise RuntimeError(f"{method} {path}: {r.status_code}")
+                return r.text if r.status_code >= 400 else ""
+
+            return run
+
+        targets += [
+            (
+                "PUT /v1/clusters/{id}",
+                lambda x: '{"cluster": ' + hard._inventory(x) + "}",
+                endpoint("PUT", "/v1/clusters/h"),
+                "cpu_cores",
+            ),
+            (
+                "POST /v1/placements",
+                lambda x: '{"cluster": ' + hard._inventory(x) + ', "jobs": []}',
+                endpoint("POST", "/v1/placements"),
+                "cpu_cores",
+            ),
+            (
+                "POST /v1/jobs:validate",
+                lambda x: '{"jobs": [' + hard._ojs(x) + "]}",
+                endpoint("POST", "/v1/jobs:validate"),
+                "ext_ml_memory_gb",
+            ),
+        ]
+        for name, make, call, field in targets:
+            refused = named = escaped = accepted = 0
+            for lit in literals:
+                try:
+                    why = call(make(lit))
+                except Exception:  # counted, never raised: the figure is how many escaped
+                    escaped += 1
+                    continue
+                if why:
+                    refused += 1
+                    named += field in why
+                else:
+                    accepted += 1
+            print(f"{name:<28}{len(literals):>8}{refused:>9}{named:>7}{escaped:>9}{accepted:>10}")
+        stored = c.get("/v1/clusters").json()
+    print(f"clusters stored after {n} hostile PUTs: {len(stored.get('clusters', stored)) if stored else 0}")
+
+
 def deadline_matrix() -> None:
     """Section 3: every cell of the deadline matrix once; the worst overshoot past the limit."""
     print("\n== 3. deadline matrix (wall time of place(), documented bound: limit + 0.5 s) ==")
@@ -180,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     property_cases(args.cases)
     hostile_inputs(args.hostile)
+    hostile_numbers(min(args.hostile, 500))
     deadline_matrix()
     print(f"\ntotal seconds: {time.perf_counter() - t0:.1f}")
     return 0
