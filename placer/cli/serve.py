@@ -87,6 +87,12 @@ def add_parser(sub: Any) -> None:
         help="connections and requests held at once; beyond them requests get 503 (default: 256)",
     )
     p.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="bearer tokens, one 'TENANT TOKEN' per line: every request but /healthz must carry one, "
+        "and each tenant sees only its own stored clusters (docs/service.md, Tenants)",
+    )
+    p.add_argument(
         "--limits",
         metavar="FILE",
         help="administrative limits every request's jobs are read under (as placer validate --limits); "
@@ -152,10 +158,35 @@ def run(args: argparse.Namespace) -> int:
     except JobValidationError as e:
         print(f"{_NAME}: limits file {args.limits} is invalid: {e}", file=sys.stderr)
         return 1
+    tokens = None
+    if args.tokens:
+        from placer.service.guard import read_tokens
+
+        try:
+            with open(args.tokens, encoding="utf-8") as f:
+                tokens = read_tokens(f.read(), source=args.tokens)
+        except OSError as e:
+            print(f"{_NAME}: cannot open tokens file {args.tokens}: {e.strerror or e}", file=sys.stderr)
+            return 2
+        except (ValueError, UnicodeDecodeError) as e:
+            print(f"{_NAME}: tokens file {e}", file=sys.stderr)
+            return 1
+    if tokens is None and args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"{_NAME}: warning: listening on {args.host} without --tokens: anyone who reaches it can "
+            "read and change every stored cluster",
+            file=sys.stderr,
+        )
     try:
         allowed = (args.host, *(args.allow_host or ()))
         app = create_app(
-            ServiceConfig(limits=limits, workers=args.workers, state_path=args.state, allowed_hosts=allowed)
+            ServiceConfig(
+                limits=limits,
+                workers=args.workers,
+                state_path=args.state,
+                allowed_hosts=allowed,
+                tokens=tokens,
+            )
         )
     except (OSError, RuntimeError, sqlite3.Error) as e:
         print(f"{_NAME}: cannot open the state {args.state}: {e}", file=sys.stderr)

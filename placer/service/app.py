@@ -64,6 +64,8 @@ class ServiceConfig:
     #: Host names requests may name besides the loopback ones (``--allow-host``; ``placer serve`` adds the
     #: address it listens on): DNS-rebinding defence (``service/guard.py``).
     allowed_hosts: tuple[str, ...] = ()
+    #: Bearer token -> tenant (``--tokens``); None: no authentication, one tenant (loopback use).
+    tokens: dict[str, str] | None = None
 
 
 @dataclass
@@ -202,6 +204,6 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _internal_error)
     app.add_middleware(MetricsMiddleware, metrics=svc.metrics)
-    app.add_middleware(GuardMiddleware, allowed_hosts=config.allowed_hosts)
+    app.add_middleware(GuardMiddleware, allowed_hosts=config.allowed_hosts, tokens=config.tokens)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

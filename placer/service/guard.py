@@ -8,17 +8,31 @@ So every request must name an allowed host (the loopback names and the address t
 ``--allow-host`` names), and every request with a body must say it is JSON (``application/json`` or
 ``application/*+json``): 421 ``misdirected_host`` and 415 ``unsupported_media_type`` otherwise.
 
+Tenants: with ``placer serve --tokens FILE`` every request but ``/healthz`` needs ``Authorization: Bearer
+TOKEN`` (401 ``unauthorized`` otherwise), and the token's tenant owns what it stores: another tenant's
+cluster is invisible to it (404, absent from the list), whatever id it guesses. Without tokens every
+client is the one tenant; ``placer serve`` warns when it listens beyond loopback like that.
+
 >>> host_of(b"127.0.0.1:8080"), host_of(b"[::1]:80"), host_of(b"Placer.Example.")
 ('127.0.0.1', '::1', 'placer.example')
 """
 
 from __future__ import annotations
 
+import hmac
 import json
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
-__all__ = ["LOOPBACK_HOSTS", "GuardMiddleware", "host_of", "is_json"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "OPEN_PATHS",
+    "GuardMiddleware",
+    "host_of",
+    "is_json",
+    "read_tokens",
+    "tenant_of",
+]
 
 #: Host names every server accepts.
 LOOPBACK_HOSTS: frozenset[str] = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -43,12 +57,63 @@ def is_json(content_type: bytes) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-class GuardMiddleware:
-    """Pure ASGI middleware: the Host allow-list and the JSON content type (module docstring)."""
+#: Paths answered without a token (a load balancer's health check).
+OPEN_PATHS: frozenset[str] = frozenset({"/healthz"})
 
-    def __init__(self, app: Callable[..., Awaitable[None]], allowed_hosts: Iterable[str]):
+
+def read_tokens(text: str, source: str = "tokens") -> dict[str, str]:
+    r"""Bearer tokens from a tokens file: one ``TENANT TOKEN`` pair per line, ``#`` comments and blank
+    lines ignored. Tokens are at least 16 characters and unique; ``ValueError`` naming the line otherwise.
+
+    >>> read_tokens("# team tokens\nteam-a 0123456789abcdef0123\nteam-b fedcba9876543210fedc\n")
+    {'0123456789abcdef0123': 'team-a', 'fedcba9876543210fedc': 'team-b'}
+    """
+    out: dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise ValueError(f"{source}:{n}: expected 'TENANT TOKEN'")
+        tenant, token = parts
+        if len(token) < 16 or not token.isascii() or not token.isprintable():
+            raise ValueError(f"{source}:{n}: a token is at least 16 printable ASCII characters")
+        if token in out:
+            raise ValueError(f"{source}:{n}: this token is given twice")
+        out[token] = tenant
+    if not out:
+        raise ValueError(f"{source}: no token")
+    return out
+
+
+def tenant_of(header: bytes, tokens: Mapping[str, str]) -> str | None:
+    """The tenant an ``Authorization: Bearer TOKEN`` header names, or None. Every token is compared in
+    constant time, so the answer's timing does not reveal how much of a token was right."""
+    text = header.decode("latin-1").strip()
+    if not text.lower().startswith("bearer "):
+        return None
+    given = text[7:].strip().encode()
+    found = None
+    for token, tenant in tokens.items():
+        if hmac.compare_digest(given, token.encode()):
+            found = tenant
+    return found
+
+
+class GuardMiddleware:
+    """Pure ASGI middleware: the Host allow-list, the JSON content type and, with ``tokens``, bearer-token
+    tenants (module docstring); the tenant goes to ``request.state.tenant`` (None without tokens)."""
+
+    def __init__(
+        self,
+        app: Callable[..., Awaitable[None]],
+        allowed_hosts: Iterable[str],
+        tokens: Mapping[str, str] | None = None,
+    ):
         self.app = app
         self.allowed = frozenset(h.lower().strip("[]").rstrip(".") for h in allowed_hosts) | LOOPBACK_HOSTS
+        self.tokens = dict(tokens) if tokens else None
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Any) -> None:
         if scope["type"] != "http":
@@ -72,6 +137,15 @@ class GuardMiddleware:
                 "request bodies must be JSON (Content-Type: application/json)",
             )
             return
+        tenant = None
+        if self.tokens is not None and scope.get("path") not in OPEN_PATHS:
+            tenant = tenant_of(headers.get(b"authorization", b""), self.tokens)
+            if tenant is None:
+                await _refuse(
+                    send, 401, "unauthorized", "send Authorization: Bearer <token> (placer serve --tokens)"
+                )
+                return
+        scope.setdefault("state", {})["tenant"] = tenant
         await self.app(scope, receive, send)
 
 

@@ -103,9 +103,24 @@ def _check_id(cluster_id: str) -> None:
         )
 
 
-def _stored(svc: Service, cluster_id: str) -> Stored:
+#: Between a tenant and a cluster id in the store's key (a cluster id never holds it).
+TENANT_SEP = "/"
+
+
+def _key(request: Request, cluster_id: str) -> str:
+    """The store key of ``cluster_id`` for the request's tenant (``service/guard.py``): tenants never see
+    each other's clusters, whatever id they name."""
+    tenant = getattr(request.state, "tenant", None)
+    return cluster_id if tenant is None else f"{tenant}{TENANT_SEP}{cluster_id}"
+
+
+def _public(key: str) -> str:
+    return key.rsplit(TENANT_SEP, 1)[-1]
+
+
+def _stored(svc: Service, cluster_id: str, request: Request) -> Stored:
     _check_id(cluster_id)
-    stored = svc.store.get(cluster_id)
+    stored = svc.store.get(_key(request, cluster_id))
     if stored is None:
         raise ApiError(404, "unknown_cluster", f"no cluster {cluster_id!r}; PUT it first")
     return stored
@@ -237,7 +252,7 @@ def _view(stored: Stored, *, inventory: bool = False) -> dict[str, Any]:
 
     c = stored.cluster
     out: dict[str, Any] = {
-        "id": stored.id,
+        "id": _public(stored.id),
         "version": stored.version,
         "updated_at": stored.updated_at.isoformat(),
         "summary": summary(c),
@@ -254,7 +269,10 @@ def _view(stored: Stored, *, inventory: bool = False) -> dict[str, Any]:
 @router.get("/v1/clusters", responses={200: {"model": answers.ClusterList}})
 async def list_clusters(request: Request) -> JSONResponse:
     """Ids of the stored clusters."""
-    return JSONResponse({"clusters": service(request).store.ids()})
+    tenant = getattr(request.state, "tenant", None)
+    ids = service(request).store.ids()
+    mine = ids if tenant is None else [i for i in ids if i.startswith(f"{tenant}{TENANT_SEP}")]
+    return JSONResponse({"clusters": sorted(_public(i) for i in mine)})
 
 
 @router.put(
@@ -266,17 +284,18 @@ async def put_cluster(cluster_id: str, request: Request) -> JSONResponse:
     """Store a snapshot (201 new, 200 replaced), committed before the answer."""
     svc = service(request)
     _check_id(cluster_id)
+    key = _key(request, cluster_id)
     raw = await read_body(request, svc.limits.max_body_bytes, svc.limits.body_timeout_s)
 
     def work() -> tuple[dict[str, Any], bool]:
         body = parse_body(ClusterPut, raw, svc.limits.max_body_bytes)
         cluster = with_running(cluster_of(body, svc.limits), body.running, svc.limits)
-        if svc.store.get(cluster_id) is None and len(svc.store) >= svc.max_clusters:
+        if svc.store.get(key) is None and len(svc.store) >= svc.max_clusters:
             raise ApiError(
                 507, "store_full", f"the server holds {svc.max_clusters} clusters; DELETE one first"
             )
         views: list[dict[str, Any]] = []
-        _, created = svc.store.put(cluster_id, cluster, before_commit=lambda s: views.append(_rendered(s)))
+        _, created = svc.store.put(key, cluster, before_commit=lambda s: views.append(_rendered(s)))
         return views[0], created
 
     view, created = await svc.pool.run(work)
@@ -292,7 +311,8 @@ async def put_cluster(cluster_id: str, request: Request) -> JSONResponse:
 async def patch_cluster(cluster_id: str, request: Request) -> JSONResponse:
     """Apply changes in order, all or none (422 invalid change, 409 conflict), committed before the answer."""
     svc = service(request)
-    _stored(svc, cluster_id)
+    _stored(svc, cluster_id, request)
+    key = _key(request, cluster_id)
     raw = await read_body(request, svc.limits.max_body_bytes, svc.limits.body_timeout_s)
 
     def work() -> dict[str, Any]:
@@ -302,7 +322,7 @@ async def patch_cluster(cluster_id: str, request: Request) -> JSONResponse:
             changes = [normalize_change(c.model_dump(), f"changes[{i}]") for i, c in enumerate(body.changes)]
             views: list[dict[str, Any]] = []
             svc.store.patch(
-                cluster_id,
+                key,
                 changes,
                 if_version=body.if_version,
                 before_commit=lambda s: views.append(_rendered(s)),
@@ -321,7 +341,7 @@ async def patch_cluster(cluster_id: str, request: Request) -> JSONResponse:
 async def get_cluster(cluster_id: str, request: Request, inventory: bool = False) -> JSONResponse:
     """The stored cluster's version and summary; with ``?inventory=true`` the snapshot itself."""
     svc = service(request)
-    stored = _stored(svc, cluster_id)
+    stored = _stored(svc, cluster_id, request)
     return JSONResponse(await asyncio.to_thread(_view, stored, inventory=inventory))
 
 
@@ -329,8 +349,8 @@ async def get_cluster(cluster_id: str, request: Request, inventory: bool = False
 async def delete_cluster(cluster_id: str, request: Request) -> Response:
     """Forget a cluster (committed before the answer)."""
     svc = service(request)
-    _stored(svc, cluster_id)
-    if not await asyncio.to_thread(svc.store.delete, cluster_id):
+    _stored(svc, cluster_id, request)
+    if not await asyncio.to_thread(svc.store.delete, _key(request, cluster_id)):
         raise ApiError(404, "unknown_cluster", f"no cluster {cluster_id!r}")
     return Response(status_code=204)
 
@@ -344,7 +364,7 @@ async def cluster_placements(cluster_id: str, request: Request) -> JSONResponse:
     """Place a batch on a stored cluster (its current version; the answer names it in
     ``X-Placer-Cluster-Version``). Placing changes nothing: report started jobs with PATCH."""
     svc = service(request)
-    stored = _stored(svc, cluster_id)
+    stored = _stored(svc, cluster_id, request)
     raw = await read_body(request, svc.limits.max_body_bytes, svc.limits.body_timeout_s)
 
     def work() -> tuple[Decision, float]:

@@ -279,3 +279,53 @@ def test_bodies_must_say_they_are_json(client: Any, content_type: str | None) ->
     r = client.put("/v1/clusters/c", content=json.dumps({"cluster": SMALL}), headers=headers)
     assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type"
     assert client.get("/v1/clusters/c").status_code == 404
+
+
+# -- tenants ------------------------------------------------------------------------------------------------
+
+TOKENS = {"a" * 20: "team-a", "b" * 20: "team-b"}
+
+
+@pytest.fixture
+def tenants() -> Any:
+    from fastapi.testclient import TestClient
+
+    from placer.service.app import ServiceConfig, create_app
+
+    app = create_app(ServiceConfig(tokens=TOKENS))
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
+        yield c
+
+
+def _as(tenant: str) -> dict[str, str]:
+    token = next(t for t, name in TOKENS.items() if name == tenant)
+    return {"authorization": f"Bearer {token}"}
+
+
+def test_requests_without_a_valid_token_are_refused(tenants: Any) -> None:
+    assert tenants.get("/v1/clusters").status_code == 401
+    assert tenants.get("/v1/clusters", headers={"authorization": "Bearer " + "c" * 20}).status_code == 401
+    assert tenants.get("/healthz").status_code == 200  # health checks need no token
+
+
+def test_a_tenant_cannot_see_or_touch_another_tenants_cluster(tenants: Any) -> None:
+    assert tenants.put("/v1/clusters/c", json={"cluster": SMALL}, headers=_as("team-a")).status_code == 201
+    assert tenants.get("/v1/clusters", headers=_as("team-a")).json()["clusters"] == ["c"]
+    b = _as("team-b")
+    assert tenants.get("/v1/clusters", headers=b).json()["clusters"] == []
+    assert tenants.get("/v1/clusters/c", headers=b).status_code == 404
+    assert tenants.delete("/v1/clusters/c", headers=b).status_code == 404
+    assert tenants.patch("/v1/clusters/c", json={"changes": []}, headers=b).status_code == 404
+    assert tenants.post("/v1/clusters/c/placements", json={"jobs": []}, headers=b).status_code == 404
+    # team-b's own "c" is another cluster; team-a's is untouched.
+    assert tenants.put("/v1/clusters/c", json={"cluster": SMALL}, headers=b).status_code == 201
+    assert tenants.get("/v1/clusters/c", headers=_as("team-a")).json()["version"] == 1
+
+
+def test_tokens_files_are_checked() -> None:
+    from placer.service.guard import read_tokens
+
+    with pytest.raises(ValueError, match="tokens:1"):
+        read_tokens("team-a short\n")
+    with pytest.raises(ValueError, match="given twice"):
+        read_tokens(f"a {'x' * 20}\nb {'x' * 20}\n")
