@@ -212,12 +212,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ranges(indices: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2,5``."""
+    out: list[str] = []
+    for i in sorted(set(indices)):
+        if out and out[-1].split("-")[-1] == str(i - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        else:
+            out.append(str(i))
+    return ",".join(out)
+
+
 def _gpu_text(replicas: list[Any]) -> str:
+    """GPUs held: how many (shares as fractions), then the indices on each node in the NODES column's
+    order, ``/`` between nodes: ``8 [0-7]``, ``16 [0-7 / 0-7]``, ``0.5 [3]``.
+
+    >>> from placer.solver.decision import ReplicaPlacement as R
+    >>> _gpu_text([R(node="a", gpus=[0, 1, 2, 3]), R(node="b", gpus=[4, 5, 6, 7])])
+    '8 [0-3 / 4-7]'
+    """
     whole = sum(len(r.gpus) for r in replicas if r.gpu_milli is None)
     shares = [r.gpu_milli for r in replicas if r.gpu_milli is not None]
     parts = [str(whole)] if whole or not shares else []
     parts += [f"{m / 1000:g}" for m in shares]
-    return "+".join(parts)
+    by_node: dict[str, list[int]] = {}
+    for r in replicas:
+        by_node.setdefault(r.node, []).extend(r.gpus)
+    indices = " / ".join(_ranges(g) for g in by_node.values() if g)
+    return "+".join(parts) + (f" [{indices}]" if indices else "")
 
 
 def decision_table(decision: Any) -> str:
@@ -228,8 +250,8 @@ def decision_table(decision: Any) -> str:
     >>> d = Decision(placements=[JobPlacement(job="a", replicas=[ReplicaPlacement(node="n1", gpus=[0, 1])])],
     ...              stats=Stats(engine="greedy", status="FEASIBLE", objective=20.0))
     >>> print(decision_table(d))
-    JOB  ENGINE  NODES  GPUS  TPU CHIPS
-    a    greedy  n1     2     0
+    JOB  ENGINE  NODES  GPUS     TPU CHIPS
+    a    greedy  n1     2 [0-1]  0
     <BLANKLINE>
     engine greedy, status FEASIBLE, objective 20, bound -, gap -, build 0.000 s, solve 0.000 s, wall 0.000 s
     """

@@ -30,6 +30,10 @@ def detect_object(obj: Any, *, source: str = "") -> str:
     if isinstance(obj, str) and obj.lstrip("\ufeff \t\r\n").startswith("<"):
         return "sss"
     if isinstance(obj, dict):
+        from placer.solver.jobs.formats.kubernetes_pods import is_pod_document
+
+        if is_pod_document(obj):
+            return "kubernetes"
         if {"version", "resources", "tasks"} <= obj.keys():
             return "flux"
         if {"version", "resources"} <= obj.keys() and not any(

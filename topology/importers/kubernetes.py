@@ -93,6 +93,7 @@ __all__ = [
     "L_ZONE",
     "TPU_RESOURCE",
     "parse_kubernetes",
+    "pod_request",
     "priority_class_for",
 ]
 
@@ -547,7 +548,7 @@ def priority_class_for(name: str | None) -> str:
     return "on-demand"
 
 
-_RESOURCE_KEYS = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE, TPU_RESOURCE)
+_RESOURCE_KEYS = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE, "amd.com/gpu", TPU_RESOURCE)
 
 
 def _container_request(c: Any, item: str, problems: Problems) -> dict[str, Decimal]:
@@ -567,7 +568,7 @@ def _container_request(c: Any, item: str, problems: Problems) -> dict[str, Decim
         return {}
     out: dict[str, Decimal] = {}
     for key in _RESOURCE_KEYS:
-        extended = key in (GPU_RESOURCE, TPU_RESOURCE)
+        extended = key in (GPU_RESOURCE, "amd.com/gpu", TPU_RESOURCE)
         first, second = (limits, requests) if extended else (requests, limits)
         source = first if key in first else second
         value = _quantity(source, key, item, problems, "resources")
@@ -580,7 +581,7 @@ def _add(a: dict[str, Decimal], b: dict[str, Decimal]) -> dict[str, Decimal]:
     return {k: a.get(k, Decimal(0)) + b.get(k, Decimal(0)) for k in set(a) | set(b)}
 
 
-def _pod_request(spec: dict[str, Any], item: str, problems: Problems) -> dict[str, Decimal]:
+def pod_request(spec: dict[str, Any], item: str, problems: Problems) -> dict[str, Decimal]:
     """Kubernetes' effective pod request: max(sum of containers + sidecars, each init container with the
     sidecars started before it) + overhead."""
     containers = spec.get("containers") or []
@@ -733,7 +734,7 @@ def _pod(index: int, raw: Any, problems: Problems, skipped: dict[str, int]) -> _
         if phase not in ("Succeeded", "Failed"):
             problems.add(item, f"status.phase {short(phase)} is not a Kubernetes pod phase")
         return None
-    request = _pod_request(spec, item, problems)
+    request = pod_request(spec, item, problems)
     if len(problems.items) > before:
         return None
     owner = _controller(meta.get("ownerReferences"))

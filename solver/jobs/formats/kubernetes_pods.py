@@ -1,0 +1,335 @@
+"""Kubernetes pods (``kubectl get pods -o json``) read as jobs: each pending pod is one job, so a
+Kubernetes or Kueue user can ask placer where a pending pod would fit and why it does not.
+
+Why a reader of its own: most GPU fleets are Kubernetes clusters, and their work already exists as pods.
+What a pod says, and what it becomes (``docs/kubernetes.md``):
+
+* the pod's effective request — containers summed, init containers and sidecars as kube-scheduler
+  counts them, plus ``overhead`` (the importer's own arithmetic, ``topology/importers/kubernetes.py``):
+  ``cpu`` -> cores, ``memory`` -> GB (2^30 bytes), ``ephemeral-storage`` -> storage GB, ``nvidia.com/gpu``
+  and ``amd.com/gpu`` -> whole GPUs, ``google.com/tpu`` -> TPU chips;
+* ``nodeSelector`` -> node selector; ``affinity.nodeAffinity`` required terms (ORed, their expressions
+  ANDed; ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt``, ``Lt``) -> required rules, preferred
+  terms of one expression -> preferred rules with their weight (1-100);
+* ``affinity.podAntiAffinity`` required terms on ``kubernetes.io/hostname`` with a ``labelSelector`` ->
+  anti-affinity against the labels of the jobs on a node (running pods read with ``--pods`` carry their
+  labels);
+* ``tolerations`` -> tolerations; ``priority`` -> priority; ``priorityClassName`` -> priority class
+  (:func:`~placer.topology.importers.kubernetes.priority_class_for`); labels -> job labels.
+
+A pod already bound to a node (``spec.nodeName``) is running work, not a job to place: give the same file
+to ``--pods`` (``placer place --cluster nodes.json --pods pods.json --jobs pods.json``), which counts it
+on its node; here it is refused with code ``conflict`` naming ``spec.nodeName``, never dropped silently.
+Finished pods (``Succeeded``/``Failed``) likewise. Anything a pod says that placer cannot represent
+(``podAffinity``, anti-affinity on another topology key, ``matchFields`` other than ``metadata.name``, a
+multi-expression preferred term, ``topologySpreadConstraints``) is refused with code ``unsupported`` and
+the field path, never ignored. A ``schedulerName`` other than ``default-scheduler`` is kept in metadata
+with a warning: that pod is not the default scheduler's to place.
+
+>>> pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
+...        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"},
+...                 "requests": {"cpu": "4", "memory": "16Gi"}}}], "nodeSelector": {"pool": "a100"}},
+...        "status": {"phase": "Pending"}}
+>>> [r] = read(pod, source="p.json", options=None)
+>>> r.id, r.job.tasks[0].gpus_per_replica, r.job.tasks[0].cpu_cores, r.job.placement.node_selector
+('ml/train', 2, 4.0, {'pool': 'a100'})
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from pydantic import ValidationError
+
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.model import (
+    AffinityOperator,
+    AllOf,
+    AnyOf,
+    GpuDemand,
+    Job,
+    LabelRule,
+    Placement,
+    PriorityClass,
+    ReadResult,
+    Rule,
+    TaskGroup,
+    Toleration,
+    TpuDemand,
+)
+from placer.topology.importers._common import Problems
+from placer.topology.importers.kubernetes import pod_request, priority_class_for
+
+__all__ = ["AMD_GPU", "GPU_RESOURCES", "HOSTNAME", "is_pod_document", "read"]
+
+AMD_GPU = "amd.com/gpu"
+#: Extended resources read as whole GPUs.
+GPU_RESOURCES = ("nvidia.com/gpu", AMD_GPU)
+#: The only topology key pod anti-affinity can use here: one node.
+HOSTNAME = "kubernetes.io/hostname"
+_GIB = Decimal(2**30)
+_OPERATORS = {
+    "In": AffinityOperator.IN,
+    "NotIn": AffinityOperator.NOT_IN,
+    "Exists": AffinityOperator.EXISTS,
+    "DoesNotExist": AffinityOperator.DOES_NOT_EXIST,
+    "Gt": AffinityOperator.GT,
+    "Lt": AffinityOperator.LT,
+}
+
+
+def is_pod_document(doc: Any) -> bool:
+    """A Pod, or a List / PodList whose items are pods (what ``kubectl get pods -o json`` prints)."""
+    if not isinstance(doc, dict):
+        return False
+    if doc.get("kind") == "Pod":
+        return True
+    items = doc.get("items")
+    return (
+        doc.get("kind") in ("List", "PodList")
+        and isinstance(items, list)
+        and bool(items)
+        and all(isinstance(i, dict) and i.get("kind", "Pod") == "Pod" for i in items)
+    )
+
+
+def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
+    """Every pod of the document as one result (module docstring); never raises for bad input."""
+    if isinstance(doc, dict) and doc.get("kind") == "Pod":
+        return [_pod(doc, "", source)]
+    items = doc.get("items") if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        err = issue(
+            "malformed", source or "<input>", "expected a Pod or a PodList (kubectl get pods -o json)"
+        )
+        return [ReadResult(id=source or "<input>", ok=False, errors=[err], source=source)]
+    return [_pod(p, f"items[{i}]", source) for i, p in enumerate(items)]
+
+
+def _at(base: str, path: str) -> str:
+    return f"{base}.{path}" if base else path
+
+
+def _pod(raw: Any, base: str, source: str) -> ReadResult:
+    errors: list[Issue] = []
+    warnings: list[Issue] = []
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    namespace = meta.get("namespace") if isinstance(meta, dict) and meta.get("namespace") else "default"
+    rid = f"{namespace}/{name}" if isinstance(name, str) and name else f"{source}#{base or 0}"
+    spec = raw.get("spec") if isinstance(raw, dict) else None
+    if not isinstance(spec, dict) or not isinstance(name, str) or not name:
+        errors.append(
+            issue("required", _at(base, "metadata.name" if not name else "spec"), "a pod needs both")
+        )
+        return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
+    status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+    if spec.get("nodeName"):
+        errors.append(
+            issue(
+                "conflict",
+                _at(base, "spec.nodeName"),
+                f"bound to {str(spec['nodeName'])[:80]!r}: running work, not a job to place; give this "
+                "file to --pods as well, which counts it on its node",
+            )
+        )
+    elif status.get("phase") in ("Succeeded", "Failed"):
+        errors.append(
+            issue("conflict", _at(base, "status.phase"), f"the pod has {status['phase']}; nothing to place")
+        )
+    if errors:
+        return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
+    problems = Problems(source)
+    request = pod_request(spec, base or "pod", problems)
+    for p in problems.items:
+        errors.append(issue("range", _at(base, "spec.containers"), p.message))
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items() if isinstance(v, str)}
+    placement = _placement(spec, base, errors)
+    priority = spec.get("priority", 0)
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        errors.append(issue("type", _at(base, "spec.priority"), "must be an integer"))
+        priority = 0
+    scheduler = spec.get("schedulerName")
+    if scheduler not in (None, "default-scheduler"):
+        warnings.append(
+            issue(
+                "unsupported",
+                _at(base, "spec.schedulerName"),
+                f"{str(scheduler)[:80]!r}: this pod is another scheduler's to place; placed here as if it "
+                "were not",
+            )
+        )
+    for key in ("topologySpreadConstraints", "resourceClaims"):
+        if spec.get(key):
+            errors.append(issue("unsupported", _at(base, f"spec.{key}"), "not represented by placer"))
+    if errors:
+        return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
+    gpus = sum(int(request.get(r, Decimal(0))) for r in GPU_RESOURCES)
+    chips = int(request.get("google.com/tpu", Decimal(0)))
+    group = TaskGroup(
+        cpu_cores=float(request.get("cpu", Decimal(0))),
+        memory_gb=float(request.get("memory", Decimal(0)) / _GIB),
+        storage_gb=float(request.get("ephemeral-storage", Decimal(0)) / _GIB),
+        gpu=GpuDemand(count=gpus) if gpus else None,
+        tpu=TpuDemand(chip_count=chips) if chips else None,
+    )
+    try:
+        job = Job(
+            id=rid,
+            name=name,
+            type="kubernetes.pod",
+            source_format="kubernetes-pod",
+            queue=labels.get("kueue.x-k8s.io/queue-name"),
+            priority_class=PriorityClass(priority_class_for(spec.get("priorityClassName"))),
+            priority=priority,
+            tasks=[group],
+            placement=placement,
+            labels=labels,
+            metadata={"kubernetes": {"namespace": namespace, "schedulerName": scheduler}},
+            envelope=raw,
+        )
+    except ValidationError as e:
+        errs = [
+            issue("range", _at(base, ".".join(str(x) for x in err["loc"])), str(err["msg"])[:300])
+            for err in e.errors()
+        ]
+        return ReadResult(id=rid, ok=False, errors=errs, warnings=warnings, source=source, path=base)
+    return ReadResult(id=rid, ok=True, job=job, warnings=warnings, source=source, path=base)
+
+
+def _expressions(raw: Any, path: str, errors: list[Issue]) -> list[Rule]:
+    out: list[Rule] = []
+    for i, e in enumerate(raw or []):
+        where = f"{path}[{i}]"
+        if (
+            not isinstance(e, dict)
+            or not isinstance(e.get("key"), str)
+            or e.get("operator") not in _OPERATORS
+        ):
+            errors.append(
+                issue("enum", where, f"a match expression with key and operator in {', '.join(_OPERATORS)}")
+            )
+            continue
+        values = e.get("values") or []
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            errors.append(issue("type", f"{where}.values", "a list of strings"))
+            continue
+        try:
+            out.append(LabelRule(key=e["key"], operator=_OPERATORS[e["operator"]], values=values))
+        except ValidationError as err:
+            errors.append(issue("range", where, str(err.errors()[0]["msg"])[:200]))
+    return out
+
+
+def _term(term: Any, path: str, errors: list[Issue]) -> Rule | None:
+    if not isinstance(term, dict):
+        errors.append(issue("type", path, "a node selector term is an object"))
+        return None
+    rules = _expressions(term.get("matchExpressions"), f"{path}.matchExpressions", errors)
+    for i, f in enumerate(term.get("matchFields") or []):
+        if isinstance(f, dict) and f.get("key") == "metadata.name":
+            rules += _expressions([{**f, "key": "hostname"}], f"{path}.matchFields[{i}]", errors)
+        else:
+            errors.append(
+                issue("unsupported", f"{path}.matchFields[{i}]", "only metadata.name is represented")
+            )
+    if not rules:
+        return None
+    return rules[0] if len(rules) == 1 else AllOf(rules=rules)
+
+
+def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placement:
+    selector = spec.get("nodeSelector") or {}
+    if not isinstance(selector, dict) or not all(isinstance(v, str) for v in selector.values()):
+        errors.append(issue("type", _at(base, "spec.nodeSelector"), "an object of strings"))
+        selector = {}
+    required: list[Rule] = [
+        LabelRule(key=k, operator=AffinityOperator.IN, values=[v]) for k, v in selector.items()
+    ]
+    preferred: list[LabelRule] = []
+    anti: list[Rule] = []
+    affinity = spec.get("affinity") or {}
+    node = affinity.get("nodeAffinity") or {} if isinstance(affinity, dict) else {}
+    path = _at(base, "spec.affinity.nodeAffinity")
+    hard = (node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+    terms: list[Rule] = []
+    for i, t in enumerate(hard):
+        rule = _term(
+            t, f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]", errors
+        )
+        if rule is not None:
+            terms.append(rule)
+    if terms:
+        required.append(terms[0] if len(terms) == 1 else AnyOf(rules=terms))
+    for i, p in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+        where = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
+        exprs = (p.get("preference") or {}).get("matchExpressions") if isinstance(p, dict) else None
+        weight = p.get("weight") if isinstance(p, dict) else None
+        if (
+            not isinstance(exprs, list)
+            or len(exprs) != 1
+            or not isinstance(weight, int)
+            or not 1 <= weight <= 100
+        ):
+            errors.append(
+                issue("unsupported", where, "a preferred term of one match expression and a weight 1-100")
+            )
+            continue
+        [rule] = _expressions(exprs, f"{where}.preference.matchExpressions", errors) or [None]
+        if isinstance(rule, LabelRule):
+            preferred.append(rule.model_copy(update={"weight": weight}))
+    if isinstance(affinity, dict) and affinity.get("podAffinity"):
+        errors.append(
+            issue("unsupported", _at(base, "spec.affinity.podAffinity"), "pod affinity is not represented")
+        )
+    pod_anti = affinity.get("podAntiAffinity") or {} if isinstance(affinity, dict) else {}
+    for i, t in enumerate(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []):
+        where = _at(
+            base, f"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
+        )
+        if not isinstance(t, dict) or t.get("topologyKey") != HOSTNAME:
+            errors.append(
+                issue("unsupported", f"{where}.topologyKey", f"only {HOSTNAME} (one node) is represented")
+            )
+            continue
+        sel = t.get("labelSelector") or {}
+        rules: list[Rule] = [
+            LabelRule(key=k, operator=AffinityOperator.IN, values=[v])
+            for k, v in (sel.get("matchLabels") or {}).items()
+        ]
+        rules += _expressions(sel.get("matchExpressions"), f"{where}.labelSelector.matchExpressions", errors)
+        if rules:
+            anti.append(rules[0] if len(rules) == 1 else AllOf(rules=rules))
+    if pod_anti.get("preferredDuringSchedulingIgnoredDuringExecution"):
+        errors.append(
+            issue(
+                "unsupported",
+                _at(base, "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
+                "preferred pod anti-affinity is not represented",
+            )
+        )
+    tolerations: list[Toleration] = []
+    for i, t in enumerate(spec.get("tolerations") or []):
+        where = _at(base, f"spec.tolerations[{i}]")
+        if not isinstance(t, dict):
+            errors.append(issue("type", where, "a toleration is an object"))
+            continue
+        try:
+            tolerations.append(
+                Toleration(
+                    key=t.get("key") or None,
+                    operator=t.get("operator", "Equal"),
+                    value=t.get("value") or None,
+                    effect=t.get("effect") or None,
+                )
+            )
+        except ValidationError as err:
+            errors.append(issue("range", where, str(err.errors()[0]["msg"])[:200]))
+    return Placement(
+        node_selector={str(k): v for k, v in selector.items()},
+        required=required,
+        preferred=preferred,
+        anti_affinity=anti,
+        tolerations=tolerations,
+    )

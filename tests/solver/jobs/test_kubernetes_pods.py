@@ -1,0 +1,141 @@
+"""Pending Kubernetes pods read as jobs (issue "Kubernetes-native", item 1): ``kubectl get pods -o json``
+as kubectl prints it (``tests/fixtures/kubernetes/pending_pods.json``: a List of pods with the admission
+defaults a real API server adds — the not-ready/unreachable NoExecute tolerations, schedulerName,
+PodScheduled=False conditions)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from placer.solver.jobs import read_file, read_object
+from placer.solver.jobs.model import AffinityOperator, AllOf, LabelRule, PriorityClass
+
+PODS = Path(__file__).resolve().parents[2] / "fixtures" / "kubernetes" / "pending_pods.json"
+
+
+def _doc() -> dict[str, Any]:
+    return json.loads(PODS.read_text())
+
+
+def test_a_pod_list_is_detected_and_each_pending_pod_is_one_job() -> None:
+    results = {r.id: r for r in read_file(PODS)}
+    assert sorted(results) == [
+        "ml/cpu-prep",
+        "ml/done-0",
+        "ml/h100-train",
+        "ml/l4-infer",
+        "ml/serve-0",
+        "ml/serve-1",
+    ]
+    train = results["ml/h100-train"].job
+    assert train is not None and train.source_format == "kubernetes-pod"
+    [g] = train.tasks
+    # requests.cpu 32, memory 256Gi (= 256 GB of 2^30 bytes), limits nvidia.com/gpu 8 (extended resources
+    # are read from limits).
+    assert (g.cpu_cores, g.memory_gb, g.gpus_per_replica) == (32, 256, 8)
+    assert train.placement.node_selector == {"cloud.google.com/gke-nodepool": "a3-pool"}
+    assert train.priority == 100000 and train.priority_class is PriorityClass.RESERVED  # "high-priority"
+    assert train.queue == "team-a"  # kueue.x-k8s.io/queue-name
+    # The API server's default NoExecute tolerations are kept as written.
+    assert {t.key for t in train.placement.tolerations} == {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    }
+
+
+def test_node_affinity_and_pod_anti_affinity_become_rules() -> None:
+    serve = next(r for r in read_file(PODS) if r.id == "ml/serve-0").job
+    assert serve is not None
+    assert serve.placement.required == [
+        LabelRule(key="nvidia.com/gpu.product", operator=AffinityOperator.IN, values=["NVIDIA-GB200"])
+    ]
+    assert serve.placement.anti_affinity == [
+        LabelRule(key="app", operator=AffinityOperator.IN, values=["serve"])
+    ]
+    assert serve.labels == {"app": "serve"}
+
+
+def test_a_bound_pod_is_refused_naming_its_node_not_dropped() -> None:
+    done = next(r for r in read_file(PODS) if r.id == "ml/done-0")
+    assert not done.ok and [(e.code, e.path) for e in done.errors] == [("conflict", "items[5].spec.nodeName")]
+
+
+def _with(spec_update: dict[str, Any]) -> Any:
+    doc = _doc()
+    pod = copy.deepcopy(doc["items"][0])
+    pod["spec"].update(spec_update)
+    return read_object(pod, source="pod.json")[0]
+
+
+@pytest.mark.parametrize(
+    ("update", "path"),
+    [
+        (
+            {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}},
+            "spec.affinity.podAffinity",
+        ),
+        (
+            {
+                "affinity": {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "labelSelector": {"matchLabels": {"a": "b"}},
+                                "topologyKey": "topology.kubernetes.io/zone",
+                            }
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+        ),
+        (
+            {
+                "topologySpreadConstraints": [
+                    {"maxSkew": 1, "topologyKey": "x", "whenUnsatisfiable": "DoNotSchedule"}
+                ]
+            },
+            "spec.topologySpreadConstraints",
+        ),
+    ],
+)
+def test_what_placer_cannot_represent_is_refused_with_the_field_path(
+    update: dict[str, Any], path: str
+) -> None:
+    r = _with(update)
+    assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", path)]
+
+
+def test_required_terms_are_ored_and_their_expressions_anded() -> None:
+    terms = [
+        {
+            "matchExpressions": [
+                {"key": "a", "operator": "In", "values": ["1"]},
+                {"key": "b", "operator": "Exists"},
+            ]
+        },
+        {"matchExpressions": [{"key": "c", "operator": "Gt", "values": ["3"]}]},
+    ]
+    r = _with(
+        {
+            "nodeSelector": None,
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+                }
+            },
+        }
+    )
+    assert r.ok and r.job is not None
+    [rule] = r.job.placement.required
+    assert rule.kind == "any_of" and isinstance(rule.rules[0], AllOf) and len(rule.rules[0].rules) == 2
+
+
+def test_another_schedulers_pod_is_read_with_a_warning() -> None:
+    r = _with({"schedulerName": "volcano"})
+    assert r.ok and [w.path for w in r.warnings] == ["spec.schedulerName"]
