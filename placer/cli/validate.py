@@ -25,7 +25,7 @@ __all__ = ["add_parser", "result_json", "run"]
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("validate", help="read and validate job files in any supported format")
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--format", default="auto", choices=["auto", "ojs", "flux", "sss"])
+    p.add_argument("--format", default="auto", choices=["auto", "ojs", "flux", "sss", "kubernetes"])
     p.add_argument(
         "--queue-config", metavar="FILE", help="OJS §10 queue configuration (ml_defaults/ml_limits)"
     )

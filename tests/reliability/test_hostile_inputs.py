@@ -250,6 +250,10 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], None]]] = {
         st.one_of(mangled(SSS_SEEDS), RANDOM_TEXT, mutated(OJS_SEEDS + FLUX_SEEDS).map(json.dumps)),
         lambda text: well_formed(read_text(text, source="fuzz", options=OPTIONS)),
     ),
+    "reader kubernetes pods": (
+        st.one_of(mutated([_json(FIXTURES / "kubernetes" / "pending_pods.json")]), JSON),
+        _reader("kubernetes"),
+    ),
     "importer ojs-workers": (
         st.one_of(mutated([OJS_WORKERS]), JSON),
         lambda doc: only_topology_errors(lambda: parse_ojs_workers(doc, source="fuzz")),

@@ -107,6 +107,15 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
     return [_pod(p, f"items[{i}]", source) for i, p in enumerate(items)]
 
 
+def _map(value: Any) -> dict[str, Any]:
+    """``value`` when it is an object, else empty (its shape is reported where it matters)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _at(base: str, path: str) -> str:
     return f"{base}.{path}" if base else path
 
@@ -124,7 +133,7 @@ def _pod(raw: Any, base: str, source: str) -> ReadResult:
             issue("required", _at(base, "metadata.name" if not name else "spec"), "a pod needs both")
         )
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
-    status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+    status = _map(raw.get("status"))
     if spec.get("nodeName"):
         errors.append(
             issue(
@@ -144,12 +153,15 @@ def _pod(raw: Any, base: str, source: str) -> ReadResult:
     request = pod_request(spec, base or "pod", problems)
     for p in problems.items:
         errors.append(issue("range", _at(base, "spec.containers"), p.message))
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items() if isinstance(v, str)}
+    labels = {str(k): v for k, v in _map(meta.get("labels")).items() if isinstance(v, str)}
     placement = _placement(spec, base, errors)
     priority = spec.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool):
         errors.append(issue("type", _at(base, "spec.priority"), "must be an integer"))
         priority = 0
+    pclass = spec.get("priorityClassName")
+    if pclass is not None and not isinstance(pclass, str):
+        errors.append(issue("type", _at(base, "spec.priorityClassName"), "must be a string"))
     scheduler = spec.get("schedulerName")
     if scheduler not in (None, "default-scheduler"):
         warnings.append(
@@ -181,7 +193,7 @@ def _pod(raw: Any, base: str, source: str) -> ReadResult:
             type="kubernetes.pod",
             source_format="kubernetes-pod",
             queue=labels.get("kueue.x-k8s.io/queue-name"),
-            priority_class=PriorityClass(priority_class_for(spec.get("priorityClassName"))),
+            priority_class=PriorityClass(priority_class_for(pclass if isinstance(pclass, str) else None)),
             priority=priority,
             tasks=[group],
             placement=placement,
@@ -200,12 +212,13 @@ def _pod(raw: Any, base: str, source: str) -> ReadResult:
 
 def _expressions(raw: Any, path: str, errors: list[Issue]) -> list[Rule]:
     out: list[Rule] = []
-    for i, e in enumerate(raw or []):
+    for i, e in enumerate(_list(raw)):
         where = f"{path}[{i}]"
         if (
             not isinstance(e, dict)
             or not isinstance(e.get("key"), str)
-            or e.get("operator") not in _OPERATORS
+            or not isinstance(e.get("operator"), str)
+            or e["operator"] not in _OPERATORS
         ):
             errors.append(
                 issue("enum", where, f"a match expression with key and operator in {', '.join(_OPERATORS)}")
@@ -227,7 +240,7 @@ def _term(term: Any, path: str, errors: list[Issue]) -> Rule | None:
         errors.append(issue("type", path, "a node selector term is an object"))
         return None
     rules = _expressions(term.get("matchExpressions"), f"{path}.matchExpressions", errors)
-    for i, f in enumerate(term.get("matchFields") or []):
+    for i, f in enumerate(_list(term.get("matchFields"))):
         if isinstance(f, dict) and f.get("key") == "metadata.name":
             rules += _expressions([{**f, "key": "hostname"}], f"{path}.matchFields[{i}]", errors)
         else:
@@ -249,10 +262,10 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
     ]
     preferred: list[LabelRule] = []
     anti: list[Rule] = []
-    affinity = spec.get("affinity") or {}
-    node = affinity.get("nodeAffinity") or {} if isinstance(affinity, dict) else {}
+    affinity = _map(spec.get("affinity"))
+    node = _map(affinity.get("nodeAffinity"))
     path = _at(base, "spec.affinity.nodeAffinity")
-    hard = (node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
+    hard = _list(_map(node.get("requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms"))
     terms: list[Rule] = []
     for i, t in enumerate(hard):
         rule = _term(
@@ -262,9 +275,9 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
             terms.append(rule)
     if terms:
         required.append(terms[0] if len(terms) == 1 else AnyOf(rules=terms))
-    for i, p in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+    for i, p in enumerate(_list(node.get("preferredDuringSchedulingIgnoredDuringExecution"))):
         where = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
-        exprs = (p.get("preference") or {}).get("matchExpressions") if isinstance(p, dict) else None
+        exprs = _map(p.get("preference")).get("matchExpressions") if isinstance(p, dict) else None
         weight = p.get("weight") if isinstance(p, dict) else None
         if (
             not isinstance(exprs, list)
@@ -279,12 +292,12 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
         [rule] = _expressions(exprs, f"{where}.preference.matchExpressions", errors) or [None]
         if isinstance(rule, LabelRule):
             preferred.append(rule.model_copy(update={"weight": weight}))
-    if isinstance(affinity, dict) and affinity.get("podAffinity"):
+    if affinity.get("podAffinity"):
         errors.append(
             issue("unsupported", _at(base, "spec.affinity.podAffinity"), "pod affinity is not represented")
         )
-    pod_anti = affinity.get("podAntiAffinity") or {} if isinstance(affinity, dict) else {}
-    for i, t in enumerate(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []):
+    pod_anti = _map(affinity.get("podAntiAffinity"))
+    for i, t in enumerate(_list(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution"))):
         where = _at(
             base, f"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
         )
@@ -293,10 +306,11 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
                 issue("unsupported", f"{where}.topologyKey", f"only {HOSTNAME} (one node) is represented")
             )
             continue
-        sel = t.get("labelSelector") or {}
+        sel = _map(t.get("labelSelector"))
         rules: list[Rule] = [
-            LabelRule(key=k, operator=AffinityOperator.IN, values=[v])
-            for k, v in (sel.get("matchLabels") or {}).items()
+            LabelRule(key=str(k), operator=AffinityOperator.IN, values=[v])
+            for k, v in _map(sel.get("matchLabels")).items()
+            if isinstance(v, str) and k
         ]
         rules += _expressions(sel.get("matchExpressions"), f"{where}.labelSelector.matchExpressions", errors)
         if rules:
@@ -310,7 +324,7 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
             )
         )
     tolerations: list[Toleration] = []
-    for i, t in enumerate(spec.get("tolerations") or []):
+    for i, t in enumerate(_list(spec.get("tolerations"))):
         where = _at(base, f"spec.tolerations[{i}]")
         if not isinstance(t, dict):
             errors.append(issue("type", where, "a toleration is an object"))
