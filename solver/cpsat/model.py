@@ -121,6 +121,9 @@ class Model(Hinting, Searching, Realizing):
             if scope is None:
                 continue
             snap = b.snap
+            # A node without a value of the scope belongs to no domain: it may hold a gang of one replica
+            # (one node satisfies every scope) but no part of a bigger one, as greedy and rule 12 say.
+            single = sum(nu.unit.replicas for nu in nus) <= 1
             domains = sorted(
                 {str(classes[c].scopes[scope]) for nu in nus for c in nu.classes}
                 | {str(scope_value(snap, n, scope)) for nu in nus for n in nu.direct}
@@ -130,9 +133,15 @@ class Model(Hinting, Searching, Realizing):
             m.Add(sum(bs.values()) == self.placed[p])
             for nu in nus:
                 for n in nu.direct:
-                    m.Add(self.y[(p, nu.ui, n)] <= nu.unit.replicas * bs[str(scope_value(snap, n, scope))])
+                    value = scope_value(snap, n, scope)
+                    if value is None and not single:
+                        m.Add(self.y[(p, nu.ui, n)] == 0)
+                    m.Add(self.y[(p, nu.ui, n)] <= nu.unit.replicas * bs[str(value)])
                 for c in nu.classes:
-                    m.Add(self.x[(p, nu.ui, c)] <= nu.unit.replicas * bs[str(classes[c].scopes[scope])])
+                    value = classes[c].scopes[scope]
+                    if value is None and not single:
+                        m.Add(self.x[(p, nu.ui, c)] == 0)
+                    m.Add(self.x[(p, nu.ui, c)] <= nu.unit.replicas * bs[str(value)])
         self._domain_counts(node_units)
         # TPU slices; a slice on chips of running jobs needs their eviction (``_evictions``).
         self.a: dict[tuple[int, int, int], cp_model.IntVar] = {}

@@ -30,7 +30,7 @@ def detect_object(obj: Any, *, source: str = "") -> str:
     if isinstance(obj, str) and obj.lstrip("\ufeff \t\r\n").startswith("<"):
         return "sss"
     if isinstance(obj, dict):
-        from placer.solver.jobs.formats.kubernetes_pods import is_pod_document
+        from placer.solver.jobs.formats.kubernetes import is_pod_document
 
         if is_pod_document(obj):
             return "kubernetes"

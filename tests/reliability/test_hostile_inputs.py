@@ -251,7 +251,10 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], None]]] = {
         lambda text: well_formed(read_text(text, source="fuzz", options=OPTIONS)),
     ),
     "reader kubernetes pods": (
-        st.one_of(mutated([_json(FIXTURES / "kubernetes" / "pending_pods.json")]), JSON),
+        st.one_of(
+            mutated([_json(FIXTURES / "kubernetes" / n) for n in ("pending_pods.json", "workloads.json")]),
+            JSON,
+        ),
         _reader("kubernetes"),
     ),
     "importer ojs-workers": (

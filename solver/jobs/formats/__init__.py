@@ -23,7 +23,7 @@ READERS: dict[str, str] = {
     "ojs": "placer.solver.jobs.formats.ojs",
     "flux": "placer.solver.jobs.formats.flux",
     "sss": "placer.solver.jobs.formats.sss",
-    "kubernetes": "placer.solver.jobs.formats.kubernetes_pods",
+    "kubernetes": "placer.solver.jobs.formats.kubernetes",
 }
 
 FORMATS: tuple[str, ...] = tuple(READERS)

@@ -30,7 +30,7 @@ with a warning: that pod is not the default scheduler's to place.
 ...        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"},
 ...                 "requests": {"cpu": "4", "memory": "16Gi"}}}], "nodeSelector": {"pool": "a100"}},
 ...        "status": {"phase": "Pending"}}
->>> [r] = read(pod, source="p.json", options=None)
+>>> r = read_pod(pod, "", "p.json")
 >>> r.id, r.job.tasks[0].gpus_per_replica, r.job.tasks[0].cpu_cores, r.job.placement.node_selector
 ('ml/train', 2, 4.0, {'pool': 'a100'})
 """
@@ -61,7 +61,7 @@ from placer.solver.jobs.model import (
 from placer.topology.importers._common import Problems
 from placer.topology.importers.kubernetes import pod_request, priority_class_for
 
-__all__ = ["AMD_GPU", "GPU_RESOURCES", "HOSTNAME", "is_pod_document", "read"]
+__all__ = ["AMD_GPU", "GPU_RESOURCES", "HOSTNAME", "read_pod", "template_group"]
 
 AMD_GPU = "amd.com/gpu"
 #: Extended resources read as whole GPUs.
@@ -79,34 +79,6 @@ _OPERATORS = {
 }
 
 
-def is_pod_document(doc: Any) -> bool:
-    """A Pod, or a List / PodList whose items are pods (what ``kubectl get pods -o json`` prints)."""
-    if not isinstance(doc, dict):
-        return False
-    if doc.get("kind") == "Pod":
-        return True
-    items = doc.get("items")
-    return (
-        doc.get("kind") in ("List", "PodList")
-        and isinstance(items, list)
-        and bool(items)
-        and all(isinstance(i, dict) and i.get("kind", "Pod") == "Pod" for i in items)
-    )
-
-
-def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
-    """Every pod of the document as one result (module docstring); never raises for bad input."""
-    if isinstance(doc, dict) and doc.get("kind") == "Pod":
-        return [_pod(doc, "", source)]
-    items = doc.get("items") if isinstance(doc, dict) else None
-    if not isinstance(items, list):
-        err = issue(
-            "malformed", source or "<input>", "expected a Pod or a PodList (kubectl get pods -o json)"
-        )
-        return [ReadResult(id=source or "<input>", ok=False, errors=[err], source=source)]
-    return [_pod(p, f"items[{i}]", source) for i, p in enumerate(items)]
-
-
 def _map(value: Any) -> dict[str, Any]:
     """``value`` when it is an object, else empty (its shape is reported where it matters)."""
     return value if isinstance(value, dict) else {}
@@ -120,7 +92,8 @@ def _at(base: str, path: str) -> str:
     return f"{base}.{path}" if base else path
 
 
-def _pod(raw: Any, base: str, source: str) -> ReadResult:
+def read_pod(raw: Any, base: str, source: str) -> ReadResult:
+    """One pod as one result (module docstring); never raises for bad input."""
     errors: list[Issue] = []
     warnings: list[Issue] = []
     meta = raw.get("metadata") if isinstance(raw, dict) else None
@@ -149,43 +122,10 @@ def _pod(raw: Any, base: str, source: str) -> ReadResult:
         )
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
-    problems = Problems(source)
-    request = pod_request(spec, base or "pod", problems)
-    for p in problems.items:
-        errors.append(issue("range", _at(base, "spec.containers"), p.message))
+    group, placement, priority, pclass = template_group(spec, base, source, "default", 1, errors, warnings)
     labels = {str(k): v for k, v in _map(meta.get("labels")).items() if isinstance(v, str)}
-    placement = _placement(spec, base, errors)
-    priority = spec.get("priority", 0)
-    if not isinstance(priority, int) or isinstance(priority, bool):
-        errors.append(issue("type", _at(base, "spec.priority"), "must be an integer"))
-        priority = 0
-    pclass = spec.get("priorityClassName")
-    if pclass is not None and not isinstance(pclass, str):
-        errors.append(issue("type", _at(base, "spec.priorityClassName"), "must be a string"))
-    scheduler = spec.get("schedulerName")
-    if scheduler not in (None, "default-scheduler"):
-        warnings.append(
-            issue(
-                "unsupported",
-                _at(base, "spec.schedulerName"),
-                f"{str(scheduler)[:80]!r}: this pod is another scheduler's to place; placed here as if it "
-                "were not",
-            )
-        )
-    for key in ("topologySpreadConstraints", "resourceClaims"):
-        if spec.get(key):
-            errors.append(issue("unsupported", _at(base, f"spec.{key}"), "not represented by placer"))
-    if errors:
+    if errors or group is None:
         return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
-    gpus = sum(int(request.get(r, Decimal(0))) for r in GPU_RESOURCES)
-    chips = int(request.get("google.com/tpu", Decimal(0)))
-    group = TaskGroup(
-        cpu_cores=float(request.get("cpu", Decimal(0))),
-        memory_gb=float(request.get("memory", Decimal(0)) / _GIB),
-        storage_gb=float(request.get("ephemeral-storage", Decimal(0)) / _GIB),
-        gpu=GpuDemand(count=gpus) if gpus else None,
-        tpu=TpuDemand(chip_count=chips) if chips else None,
-    )
     try:
         job = Job(
             id=rid,
@@ -193,12 +133,12 @@ def _pod(raw: Any, base: str, source: str) -> ReadResult:
             type="kubernetes.pod",
             source_format="kubernetes-pod",
             queue=labels.get("kueue.x-k8s.io/queue-name"),
-            priority_class=PriorityClass(priority_class_for(pclass if isinstance(pclass, str) else None)),
+            priority_class=PriorityClass(priority_class_for(pclass)),
             priority=priority,
             tasks=[group],
             placement=placement,
             labels=labels,
-            metadata={"kubernetes": {"namespace": namespace, "schedulerName": scheduler}},
+            metadata={"kubernetes": {"namespace": namespace, "schedulerName": spec.get("schedulerName")}},
             envelope=raw,
         )
     except ValidationError as e:
@@ -208,6 +148,64 @@ def _pod(raw: Any, base: str, source: str) -> ReadResult:
         ]
         return ReadResult(id=rid, ok=False, errors=errs, warnings=warnings, source=source, path=base)
     return ReadResult(id=rid, ok=True, job=job, warnings=warnings, source=source, path=base)
+
+
+def template_group(
+    spec: dict[str, Any],
+    base: str,
+    source: str,
+    name: str,
+    count: int,
+    errors: list[Issue],
+    warnings: list[Issue],
+) -> tuple[TaskGroup | None, Placement, int, str | None]:
+    """A pod spec (a pod's, or a pod template's) as ``count`` replicas of one task group named ``name``,
+    with its placement, numeric priority and priority class name; problems appended (paths under
+    ``base``). The group is None when the spec has an error."""
+    start = len(errors)
+    problems = Problems(source)
+    request = pod_request(spec, base or "pod", problems)
+    for p in problems.items:
+        errors.append(issue("range", _at(base, "spec.containers"), p.message))
+    placement = _placement(spec, base, errors)
+    priority = spec.get("priority", 0)
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        errors.append(issue("type", _at(base, "spec.priority"), "must be an integer"))
+        priority = 0
+    pclass = spec.get("priorityClassName")
+    if pclass is not None and not isinstance(pclass, str):
+        errors.append(issue("type", _at(base, "spec.priorityClassName"), "must be a string"))
+        pclass = None
+    scheduler = spec.get("schedulerName")
+    if scheduler not in (None, "default-scheduler"):
+        warnings.append(
+            issue(
+                "unsupported",
+                _at(base, "spec.schedulerName"),
+                f"{str(scheduler)[:80]!r}: another scheduler's pods; placed here as if they were not",
+            )
+        )
+    for key in ("topologySpreadConstraints", "resourceClaims"):
+        if spec.get(key):
+            errors.append(issue("unsupported", _at(base, f"spec.{key}"), "not represented by placer"))
+    if len(errors) > start:
+        return None, placement, priority, pclass
+    gpus = sum(int(request.get(r, Decimal(0))) for r in GPU_RESOURCES)
+    chips = int(request.get("google.com/tpu", Decimal(0)))
+    try:
+        group = TaskGroup(
+            name=name,
+            count=count,
+            cpu_cores=float(request.get("cpu", Decimal(0))),
+            memory_gb=float(request.get("memory", Decimal(0)) / _GIB),
+            storage_gb=float(request.get("ephemeral-storage", Decimal(0)) / _GIB),
+            gpu=GpuDemand(count=gpus) if gpus else None,
+            tpu=TpuDemand(chip_count=chips) if chips else None,
+        )
+    except ValidationError as e:
+        errors.append(issue("range", _at(base, "spec"), str(e.errors()[0]["msg"])[:200]))
+        return None, placement, priority, pclass
+    return group, placement, priority, pclass
 
 
 def _expressions(raw: Any, path: str, errors: list[Issue]) -> list[Rule]:

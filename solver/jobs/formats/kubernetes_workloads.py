@@ -1,0 +1,260 @@
+"""Kubernetes workloads read as gangs: a batch/v1 ``Job``, a JobSet and a Kueue ``Workload`` are each one
+placer job whose task groups are their pod sets — admitted whole, as Kueue admits them.
+
+Why beside the pod reader: these are what operators submit (a Kueue user's unit is the Workload, not the
+pod), and each is a list of pod templates with counts, which is exactly a placer job's task groups.
+
+* ``Job`` (batch/v1): one group of ``parallelism`` replicas (default 1; at most ``completions`` when
+  that is smaller) of ``spec.template``.
+* ``JobSet`` (jobset.x-k8s.io/v1alpha2): one group per ``replicatedJobs[i]``, named by it, of ``replicas``
+  x the child Job's ``parallelism`` replicas.
+* ``Workload`` (kueue.x-k8s.io/v1beta1 and v1beta2): one group per ``podSets[i]``, ``count`` replicas of
+  its ``template``; ``queueName``, ``priorityClassName`` and ``priority`` of the spec.
+
+Kueue topology-aware scheduling: a pod template annotated ``kueue.x-k8s.io/podset-required-topology`` (or a
+podSet's ``topologyRequest.required``) with a node label placer knows as a level keeps the gang in one
+domain of it (``topology_scope``): ``kubernetes.io/hostname`` -> node,
+``cloud.google.com/gce-topology-subblock`` -> rack, ``cloud.google.com/gce-topology-block`` -> block,
+``topology.kubernetes.io/zone`` -> zone (the importer maps the same labels, ``docs/importers.md``). Another
+label is refused (``unsupported``, the annotation's path): placer would not know which nodes share it.
+placer's scope is the job's: a required level on any pod set keeps the whole job in one such domain
+(Kueue scopes each pod set on its own, so placer is stricter when only some pod sets ask). A
+``preferred`` topology is what placer does anyway for an unscoped gang (smallest rack, then block, then
+zone that holds it), so it is recorded in metadata. Pod templates of one job must agree on tolerations,
+node selector, affinity and anti-affinity unless they differ only in required node rules (kept per group);
+other differences are refused. A suspended Job (``spec.suspend: true``, as Kueue creates them) is still a
+job to place; one with active pods, or a Workload with ``status.admission``, is running work (``conflict``).
+
+>>> job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml"},
+...        "spec": {"parallelism": 4, "template": {"spec": {"containers": [{"name": "c",
+...                 "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}}
+>>> [r] = read_workload(job, "", "j.json")
+>>> r.id, r.job.tasks[0].count, r.job.total_gpus
+('ml/train', 4, 32)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME, template_group
+from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, TaskGroup
+from placer.topology.importers.kubernetes import priority_class_for
+
+__all__ = ["KINDS", "LEVELS", "REQUIRED_TOPOLOGY", "read_workload"]
+
+#: Workload kinds this module reads.
+KINDS = frozenset({"Job", "JobSet", "Workload"})
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+#: Node labels Kueue topologies use -> placer's topology scopes.
+LEVELS: dict[str, str] = {
+    HOSTNAME: "node",
+    "cloud.google.com/gce-topology-subblock": "rack",
+    "cloud.google.com/gce-topology-block": "block",
+    "topology.kubernetes.io/zone": "zone",
+}
+
+
+def _map(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any, default: int, path: str, errors: list[Issue]) -> int:
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100_000:
+        errors.append(issue("range", path, "an integer from 0 to 100000"))
+        return default
+    return value
+
+
+def _pod_sets(
+    raw: dict[str, Any], kind: str, base: str, errors: list[Issue]
+) -> list[tuple[str, int, Any, str]]:
+    """``(name, count, pod template, path of the template)`` of each pod set."""
+    spec = _map(raw.get("spec"))
+    at = f"{base}." if base else ""
+    if kind == "Job":
+        parallelism = _count(spec.get("parallelism"), 1, f"{at}spec.parallelism", errors)
+        completions = spec.get("completions")
+        if (
+            isinstance(completions, int)
+            and not isinstance(completions, bool)
+            and 0 < completions < parallelism
+        ):
+            parallelism = completions
+        return [("default", parallelism, spec.get("template"), f"{at}spec.template")]
+    if kind == "JobSet":
+        out = []
+        for i, rj in enumerate(spec.get("replicatedJobs") or []):
+            where = f"{at}spec.replicatedJobs[{i}]"
+            rj = _map(rj)
+            job_spec = _map(_map(rj.get("template")).get("spec"))
+            replicas = _count(rj.get("replicas"), 1, f"{where}.replicas", errors)
+            parallelism = _count(job_spec.get("parallelism"), 1, f"{where}.template.spec.parallelism", errors)
+            name = rj.get("name") if isinstance(rj.get("name"), str) and rj.get("name") else f"job{i}"
+            out.append(
+                (name, replicas * parallelism, job_spec.get("template"), f"{where}.template.spec.template")
+            )
+        return out
+    out = []
+    for i, ps in enumerate(spec.get("podSets") or []):
+        where = f"{at}spec.podSets[{i}]"
+        ps = _map(ps)
+        name = ps.get("name") if isinstance(ps.get("name"), str) and ps.get("name") else f"set{i}"
+        template = _map(ps.get("template"))
+        request = _map(ps.get("topologyRequest"))
+        if request.get("required") is not None or request.get("preferred") is not None:
+            # The podSet's own topology request (Kueue copies the annotations there): read as the annotations.
+            tmeta = _map(template.get("metadata"))
+            annotations = dict(_map(tmeta.get("annotations")))
+            if request.get("required") is not None:
+                annotations[REQUIRED_TOPOLOGY] = request["required"]
+            if request.get("preferred") is not None:
+                annotations[PREFERRED_TOPOLOGY] = request["preferred"]
+            template = {**template, "metadata": {**tmeta, "annotations": annotations}}
+        out.append(
+            (name, _count(ps.get("count"), 1, f"{where}.count", errors), template, f"{where}.template")
+        )
+    return out
+
+
+def _running(raw: dict[str, Any], kind: str, base: str) -> Issue | None:
+    status = _map(raw.get("status"))
+    at = f"{base}." if base else ""
+    if kind == "Workload" and status.get("admission"):
+        return issue(
+            "conflict", f"{at}status.admission", "already admitted: running work, not a job to place"
+        )
+    if kind == "Job" and (status.get("active") or status.get("succeeded")):
+        return issue("conflict", f"{at}status", "the Job has active or finished pods: not a job to place")
+    return None
+
+
+def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
+    """One Job, JobSet or Workload as one result (module docstring); never raises for bad input."""
+    errors: list[Issue] = []
+    warnings: list[Issue] = []
+    meta = _map(raw.get("metadata")) if isinstance(raw, dict) else {}
+    kind = raw.get("kind") if isinstance(raw, dict) and isinstance(raw.get("kind"), str) else None
+    name = meta.get("name")
+    namespace = (
+        meta.get("namespace")
+        if isinstance(meta.get("namespace"), str) and meta.get("namespace")
+        else "default"
+    )
+    at = f"{base}." if base else ""
+    if not isinstance(name, str) or not name or kind not in KINDS:
+        rid = f"{source}#{base or 0}"
+        err = issue("required", f"{at}metadata.name", f"a {kind} needs a name")
+        return [ReadResult(id=rid, ok=False, errors=[err], source=source, path=base)]
+    rid = f"{namespace}/{name}"
+    running = _running(raw, str(kind), base)
+    if running is not None:
+        return [ReadResult(id=rid, ok=False, errors=[running], source=source, path=base)]
+    sets = _pod_sets(raw, str(kind), base, errors)
+    if not sets and not errors:
+        errors.append(issue("required", f"{at}spec", f"a {kind} needs at least one pod template"))
+    groups: list[TaskGroup] = []
+    placements: list[Placement] = []
+    scopes: set[str] = set()
+    priority, pclass = 0, None
+    preferred: dict[str, str] = {}
+    for set_name, count, template, where in sets:
+        template = _map(template)
+        tmeta = _map(template.get("metadata"))
+        tspec = template.get("spec")
+        if not isinstance(tspec, dict):
+            errors.append(issue("required", f"{where}.spec", "a pod template needs a spec"))
+            continue
+        annotations = _map(tmeta.get("annotations"))
+        required = annotations.get(REQUIRED_TOPOLOGY)
+        if required is not None:
+            level = LEVELS.get(required) if isinstance(required, str) else None
+            if level is None:
+                errors.append(
+                    issue(
+                        "unsupported",
+                        f"{where}.metadata.annotations.{REQUIRED_TOPOLOGY}",
+                        f"{str(required)[:80]!r} is not a node label placer knows as a level "
+                        f"({', '.join(LEVELS)})",
+                    )
+                )
+            else:
+                scopes.add(level)
+        if isinstance(annotations.get(PREFERRED_TOPOLOGY), str):
+            preferred[set_name] = annotations[PREFERRED_TOPOLOGY]
+        group, placement, prio, pc = template_group(
+            tspec, where, source, set_name, max(count, 1), errors, warnings
+        )
+        if count == 0:
+            continue  # an empty pod set holds nothing
+        if group is not None:
+            groups.append(group)
+            placements.append(placement)
+            priority, pclass = max(priority, prio), pclass or pc
+    spec = _map(raw.get("spec")) if isinstance(raw, dict) else {}
+    if kind == "Workload":
+        if isinstance(spec.get("priority"), int) and not isinstance(spec.get("priority"), bool):
+            priority = spec["priority"]
+        if isinstance(spec.get("priorityClassName"), str):
+            pclass = spec["priorityClassName"]
+    if len(scopes) > 1:
+        errors.append(
+            issue("unsupported", f"{at}spec", f"pod sets ask for different topology levels: {sorted(scopes)}")
+        )
+    placement = _merged(placements, groups, f"{at}spec", errors)
+    if errors or not groups:
+        if not errors:
+            errors.append(issue("range", f"{at}spec", "every pod set has a count of 0: nothing to place"))
+        return [ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)]
+    labels = {str(k): v for k, v in _map(meta.get("labels")).items() if isinstance(v, str)}
+    queue = spec.get("queueName") if kind == "Workload" else labels.get("kueue.x-k8s.io/queue-name")
+    try:
+        job = Job(
+            id=rid,
+            name=name,
+            type=f"kubernetes.{str(kind).lower()}",
+            source_format=f"kubernetes-{str(kind).lower()}",
+            queue=queue if isinstance(queue, str) else None,
+            priority_class=PriorityClass(priority_class_for(pclass)),
+            priority=priority,
+            tasks=groups,
+            placement=placement.model_copy(update={"topology_scope": next(iter(scopes), None)}),
+            labels=labels,
+            metadata={"kubernetes": {"namespace": namespace, "kind": kind, "preferred_topology": preferred}},
+            envelope=raw,
+        )
+    except ValidationError as e:
+        errs = [issue("range", f"{at}spec", str(err["msg"])[:300]) for err in e.errors()]
+        return [ReadResult(id=rid, ok=False, errors=errs, warnings=warnings, source=source, path=base)]
+    return [ReadResult(id=rid, ok=True, job=job, warnings=warnings, source=source, path=base)]
+
+
+def _merged(
+    placements: list[Placement], groups: list[TaskGroup], path: str, errors: list[Issue]
+) -> Placement:
+    """One job-level placement for the pod sets: equal ones as they are; ones that differ only in required
+    node rules keep those rules on their groups (``TaskGroup.required``); any other difference is refused."""
+    if not placements:
+        return Placement()
+    first = placements[0]
+    if all(p == first for p in placements):
+        return first
+    bare = [p.model_copy(update={"required": [], "node_selector": {}}) for p in placements]
+    if any(b != bare[0] for b in bare):
+        errors.append(
+            issue(
+                "unsupported",
+                path,
+                "pod templates differ in tolerations, anti-affinity or preferred rules; a job has one set",
+            )
+        )
+        return first
+    for k, (g, p) in enumerate(zip(groups, placements, strict=True)):
+        groups[k] = g.model_copy(update={"required": [*g.required, *p.required]})
+    return bare[0]
