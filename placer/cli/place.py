@@ -143,7 +143,14 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="decide only what starts now: no planned starts, no backfill rule (docs/solver.md)",
     )
-    p.add_argument("--json", action="store_true", help="print the Decision JSON")
+    p.add_argument("--json", action="store_true", help="print the Decision JSON (as --output json)")
+    p.add_argument(
+        "--output",
+        choices=("table", "json", "bindings"),
+        default=None,
+        help="table (default), json (the Decision JSON), or bindings: v1 Binding objects for the placed "
+        "pending pods, for kubectl create -f - (docs/kubernetes.md)",
+    )
     p.set_defaults(run=run)
 
 
@@ -205,7 +212,15 @@ def run(args: argparse.Namespace) -> int:
         if not (e.name or "").startswith("placer.solver.cpsat"):
             raise
         return _usage(f"the CP-SAT engine is not available ({e}); use --engine greedy")
-    if args.json:
+    output = args.output or ("json" if args.json else "table")
+    if output == "bindings":
+        from placer.cli.bindings import bindings
+
+        doc, skipped = bindings(decision, [r.job for r in results if r.ok and r.job is not None])
+        print(json.dumps(doc, indent=2))
+        for note in skipped:
+            print(f"{_NAME}: {printable(note)}", file=sys.stderr)
+    elif output == "json":
         print(json.dumps(decision.to_json(), indent=2))
     else:
         print(decision_table(decision))
