@@ -137,7 +137,11 @@ def read_text(path: str | os.PathLike[str]) -> str:
 
 
 def load_inventory(
-    path: str | os.PathLike[str], format: str = "auto", *, pods: str | os.PathLike[str] | None = None
+    path: str | os.PathLike[str],
+    format: str = "auto",
+    *,
+    pods: str | os.PathLike[str] | None = None,
+    levels: dict[str, str] | None = None,
 ) -> Inventory:
     """Read a cluster description file into an Inventory (no graph). ``pods``: a ``kubectl get pods -A
     -o json`` file, only with the Kubernetes format.
@@ -159,6 +163,7 @@ def load_inventory(
         source=source,
         pods_source=None if pods is None else source_name(pods),
         pods_what="--pods",
+        levels=levels,
     )
 
 
@@ -170,6 +175,7 @@ def inventory_from_input(
     source: str = "",
     pods_source: str | None = None,
     pods_what: str = "a pod list",
+    levels: dict[str, str] | None = None,
 ) -> Inventory:
     """A cluster description already in memory (text, or a parsed JSON document) -> Inventory: what
     :func:`load_inventory` does after reading the file, for callers that never had a file (the HTTP
@@ -198,6 +204,8 @@ def inventory_from_input(
             "document",
             f"{pods_what} goes with a Kubernetes node list, not with {format}",
         )
+    if levels and format != "kubernetes":
+        raise _fail(source, "document", f"topology labels apply to Kubernetes node lists, not to {format}")
     if format == "slurm":
         if not is_text:
             raise _fail(source, "document", "scontrol show node output is text, not a JSON document")
@@ -206,12 +214,16 @@ def inventory_from_input(
         return inventory_from_document(obj, source)
     if format == "kubernetes":
         pods_obj = parse_text(pods, source=pods_source or "pods") if isinstance(pods, str) else pods
-        return IMPORTERS["kubernetes"](obj, pods_obj, source=source, pods_source=pods_source)
+        return IMPORTERS["kubernetes"](obj, pods_obj, source=source, pods_source=pods_source, levels=levels)
     return IMPORTERS[format](obj, source=source)
 
 
 def load_cluster(
-    path: str | os.PathLike[str], format: str = "auto", *, pods: str | os.PathLike[str] | None = None
+    path: str | os.PathLike[str],
+    format: str = "auto",
+    *,
+    pods: str | os.PathLike[str] | None = None,
+    levels: dict[str, str] | None = None,
 ) -> Cluster:
     """Read a cluster description file and build the cluster graph
     (:func:`placer.topology.build.build_cluster`).
@@ -223,5 +235,5 @@ def load_cluster(
     """
     from placer.topology.build import build_cluster
 
-    inventory = load_inventory(path, format, pods=pods)
+    inventory = load_inventory(path, format, pods=pods, levels=levels)
     return build_cluster(inventory, source=source_name(path))

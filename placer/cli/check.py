@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         prices_arg,
         read_options_arg,
         reservations_arg,
+        topology_labels_arg,
         with_running_arg,
     )
     from placer.cli.place import parse_rfc3339
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             return _fail(f"--now: {e}")
     try:
-        cluster = cluster_arg(args.cluster, args.pods)
+        cluster = cluster_arg(args.cluster, args.pods, topology_labels_arg(args.topology_labels))
         # The jobs are read under the queue configuration and limits placer place had, so both agree on
         # which jobs are rejected.
         options = read_options_arg(args.queue_config, args.limits)

@@ -81,14 +81,49 @@ def _read(what: str, path: str, load: Callable[[], T], invalid: str = "is invali
         raise InputError("content", f"{what} {path} {invalid}: {shown(list(e.issues))}") from None
 
 
-def cluster_arg(path: str, pods: str | None = None) -> Cluster:
+def topology_labels_arg(value: str | None) -> dict[str, str] | None:
+    """``--topology-labels``: ``LABEL=LEVEL,...`` (levels zone, block, rack), or ``@FILE`` holding a Kueue
+    ``Topology`` object (``kubectl get topology NAME -o json``); None when not given.
+
+    >>> topology_labels_arg("example.com/rack=rack,example.com/pod=block")
+    {'example.com/rack': 'rack', 'example.com/pod': 'block'}
+    """
+    if not value:
+        return None
+    from placer.topology.importers.kubernetes import LEVELS, kueue_topology_levels
+
+    if value.startswith("@"):
+        from placer.topology.safe_load import UnsafeDocument, load_text
+
+        try:
+            with open(value[1:], encoding="utf-8") as f:
+                return kueue_topology_levels(load_text(f.read()))
+        except OSError as e:
+            raise InputError(
+                "usage", f"cannot open --topology-labels file {value[1:]}: {e.strerror or e}"
+            ) from None
+        except (ValueError, UnsafeDocument) as e:
+            raise InputError("content", f"--topology-labels {value[1:]}: {e}") from None
+    out: dict[str, str] = {}
+    for part in value.split(","):
+        label, sep, level = part.strip().partition("=")
+        if not sep or not label or level not in LEVELS:
+            raise InputError(
+                "usage", f"--topology-labels: {part!r} is not LABEL=LEVEL with LEVEL in {', '.join(LEVELS)}"
+            )
+        out[label] = level
+    return out
+
+
+def cluster_arg(path: str, pods: str | None = None, levels: dict[str, str] | None = None) -> Cluster:
     """``--cluster`` (any format ``placer cluster`` reads, detected automatically) and ``--pods`` (``kubectl
-    get pods -A -o json``: what runs on a Kubernetes cluster, as ``placer cluster --pods`` reads it)."""
+    get pods -A -o json``: what runs on a Kubernetes cluster, as ``placer cluster --pods`` reads it);
+    ``levels``: node labels read as topology levels (``--topology-labels``)."""
     from placer.topology import TopologyError
     from placer.topology.load import load_cluster
 
     try:
-        return load_cluster(path, pods=pods)
+        return load_cluster(path, pods=pods, levels=levels)
     except OSError as e:
         what = "pods" if pods is not None and e.filename == pods else "cluster"
         raise InputError("usage", f"cannot open {what} {e.filename or path}: {e.strerror or e}") from None
@@ -97,11 +132,18 @@ def cluster_arg(path: str, pods: str | None = None) -> Cluster:
 
 
 def add_pods_argument(p: argparse.ArgumentParser) -> None:
-    """``--pods FILE``, shared by ``place`` and ``check``: the running pods of a Kubernetes cluster."""
+    """``--pods FILE`` and ``--topology-labels``, shared by ``place`` and ``check``: the running pods of a
+    Kubernetes cluster, and which node labels are its racks and blocks."""
     p.add_argument(
         "--pods",
         metavar="FILE",
         help="kubectl get pods -A -o json: what already runs on a Kubernetes cluster (with a node list)",
+    )
+    p.add_argument(
+        "--topology-labels",
+        metavar="LABEL=LEVEL,...|@FILE",
+        help="node labels read as topology levels (zone, block, rack), or @FILE with a Kueue Topology; "
+        "GKE, EKS and CoreWeave labels are known by default (docs/kubernetes.md)",
     )
 
 

@@ -174,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         read_options_arg,
         reservations_arg,
         shown,
+        topology_labels_arg,
         with_running_arg,
     )
     from placer.solver.engine import place
@@ -186,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             return _usage(f"--now: {e}")
     try:
-        cluster = cluster_arg(args.cluster, args.pods)
+        cluster = cluster_arg(args.cluster, args.pods, topology_labels_arg(args.topology_labels))
         options = read_options_arg(args.queue_config, args.limits)
         results = jobs_arg(args.jobs, options)
         unreadable = [r for r in results if r.unreadable]

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -73,8 +74,10 @@ from placer.topology.inventory import Inventory, NodeSpec, ReplicaAllocation, Ru
 
 __all__ = [
     "ACCELERATOR_TAINTS",
+    "DEFAULT_LEVEL_LABELS",
     "FORMAT",
     "GPU_RESOURCE",
+    "LEVELS",
     "L_BLOCK",
     "L_CLIQUE",
     "L_COUNT",
@@ -92,6 +95,8 @@ __all__ = [
     "L_TPU_TOPOLOGY",
     "L_ZONE",
     "TPU_RESOURCE",
+    "kueue_topology_levels",
+    "level_labels",
     "parse_kubernetes",
     "pod_request",
     "priority_class_for",
@@ -145,8 +150,66 @@ class _TpuHost:
     chips: list[list[int]]
 
 
+#: Node labels of the common clouds read as topology levels by default (first present wins), below the
+#: zone: GKE's compact-placement block and sub-block, EKS's instance-topology network layers (layer 1 is
+#: the farthest from the node), CoreWeave's NVLink domain as a rack-sized domain.
+DEFAULT_LEVEL_LABELS: dict[str, tuple[str, ...]] = {
+    "block": (L_BLOCK, "topology.k8s.aws/network-node-layer-2"),
+    "rack": (L_SUBBLOCK, "topology.k8s.aws/network-node-layer-3", "ds.coreweave.com/nvlink.domain"),
+}
+#: Levels a label may be mapped to (``--topology-labels``, a Kueue ``Topology``).
+LEVELS = ("zone", "block", "rack")
+
+
+def level_labels(mapping: Mapping[str, str] | None) -> dict[str, tuple[str, ...]]:
+    """Label keys per level: ``mapping`` (label -> level) first, then the defaults; the zone keeps the
+    well-known zone labels after any label mapped to it.
+
+    >>> level_labels({"example.com/rack": "rack"})["rack"][:2]
+    ('example.com/rack', 'cloud.google.com/gce-topology-subblock')
+    """
+    out: dict[str, tuple[str, ...]] = {"zone": L_ZONE, **DEFAULT_LEVEL_LABELS}
+    for label, level in (mapping or {}).items():
+        out[level] = (label, *(x for x in out.get(level, ()) if x != label))
+    return out
+
+
+def kueue_topology_levels(obj: Any) -> dict[str, str]:
+    """A Kueue ``Topology`` (``spec.levels[].nodeLabel``, broadest first) as label -> level: the levels
+    above ``kubernetes.io/hostname`` are, from the node up, rack, block, zone (a fourth is refused).
+
+    >>> kueue_topology_levels({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Topology", "spec": {"levels":
+    ...     [{"nodeLabel": "cloud.google.com/gce-topology-block"}, {"nodeLabel": "example.com/rack"},
+    ...      {"nodeLabel": "kubernetes.io/hostname"}]}})
+    {'example.com/rack': 'rack', 'cloud.google.com/gce-topology-block': 'block'}
+    """
+    if not isinstance(obj, dict) or obj.get("kind") != "Topology":
+        raise ValueError("not a Kueue Topology (kind: Topology)")
+    levels = (obj.get("spec") or {}).get("levels") if isinstance(obj.get("spec"), dict) else None
+    if not isinstance(levels, list) or not levels:
+        raise ValueError("spec.levels must be a non-empty list")
+    labels = []
+    for i, lv in enumerate(levels):
+        label = lv.get("nodeLabel") if isinstance(lv, dict) else None
+        if not isinstance(label, str) or not label:
+            raise ValueError(f"spec.levels[{i}].nodeLabel must be a label key")
+        labels.append(label)
+    if labels[-1] == "kubernetes.io/hostname":
+        labels = labels[:-1]
+    if len(labels) > len(LEVELS):
+        raise ValueError(
+            f"{len(labels)} levels above the node; placer knows {len(LEVELS)} (zone, block, rack)"
+        )
+    return {label: level for label, level in zip(reversed(labels), reversed(LEVELS), strict=False)}
+
+
 def parse_kubernetes(
-    nodes: Any, pods: Any = None, *, source: str, pods_source: str | None = None
+    nodes: Any,
+    pods: Any = None,
+    *,
+    source: str,
+    pods_source: str | None = None,
+    levels: Mapping[str, str] | None = None,
 ) -> Inventory:
     """``kubectl get nodes -o json`` (object or JSON/YAML text), and optionally ``kubectl get pods -A -o
     json``, -> Inventory. Raises :class:`~placer.topology.errors.TopologyError` naming each bad item.
@@ -161,8 +224,9 @@ def parse_kubernetes(
     obj = parse_text(nodes, source=source) if isinstance(nodes, str) else nodes
     records: list[_Node] = []
     seen: set[str] = set()
+    by_level = level_labels(levels)
     for index, item_obj in enumerate(_items(obj, "Node", problems)):
-        record = _node(index, item_obj, problems)
+        record = _node(index, item_obj, problems, by_level)
         if record is None:
             continue
         name = record.spec["name"]
@@ -240,7 +304,9 @@ def _count(value: Decimal | None, key: str, item: str, problems: Problems) -> in
     return int(value)
 
 
-def _node(index: int, obj: Any, problems: Problems) -> _Node | None:
+def _node(
+    index: int, obj: Any, problems: Problems, by_level: Mapping[str, tuple[str, ...]] | None = None
+) -> _Node | None:
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     raw_name = meta.get("name") if isinstance(meta, dict) else None
     item = join_item("items", index, raw_name if isinstance(raw_name, str) else None)
@@ -275,10 +341,10 @@ def _node(index: int, obj: Any, problems: Problems) -> _Node | None:
 
     spec: dict[str, Any] = {
         "name": name,
-        "zone": _first(labels, L_ZONE),
+        "zone": _first(labels, (by_level or level_labels(None))["zone"]),
         "region": _first(labels, L_REGION),
-        "block": labels.get(L_BLOCK),
-        "rack": labels.get(L_SUBBLOCK),
+        "block": _first(labels, (by_level or level_labels(None))["block"]),
+        "rack": _first(labels, (by_level or level_labels(None))["rack"]),
         "cpu_cores": float(cpu or 0),
         "memory_gb": float((memory or 0) / GB),
         "storage_gb": None if storage is None else float(storage / GB),

@@ -1,0 +1,124 @@
+"""Node labels read as topology levels (issue "Kubernetes-native", item 2): the clouds' own labels by
+default, a mapping on the command line, or a Kueue ``Topology`` object."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from placer.cli import main
+from placer.topology.importers.kubernetes import kueue_topology_levels, parse_kubernetes
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _node(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+        "spec": {},
+        "status": {
+            "allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _nodes(label: str) -> dict[str, Any]:
+    racks = {"n1": "r1", "n2": "r1", "n3": "r2", "n4": "r2"}
+    return {"apiVersion": "v1", "kind": "List", "items": [_node(n, {label: r}) for n, r in racks.items()]}
+
+
+def test_eks_network_layers_are_known_by_default() -> None:
+    inv = parse_kubernetes(_nodes("topology.k8s.aws/network-node-layer-3"), source="n.json")
+    assert [n.rack for n in inv.nodes] == ["r1", "r1", "r2", "r2"]
+
+
+def test_a_mapping_names_a_sites_own_labels() -> None:
+    assert [n.rack for n in parse_kubernetes(_nodes("example.com/rack"), source="n.json").nodes] == [None] * 4
+    inv = parse_kubernetes(_nodes("example.com/rack"), source="n.json", levels={"example.com/rack": "rack"})
+    assert [n.rack for n in inv.nodes] == ["r1", "r1", "r2", "r2"]
+
+
+def test_a_kueue_topology_maps_its_levels_from_the_node_up() -> None:
+    topo = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Topology",
+        "metadata": {"name": "default"},
+        "spec": {
+            "levels": [
+                {"nodeLabel": "example.com/block"},
+                {"nodeLabel": "example.com/rack"},
+                {"nodeLabel": "kubernetes.io/hostname"},
+            ]
+        },
+    }
+    assert kueue_topology_levels(topo) == {"example.com/rack": "rack", "example.com/block": "block"}
+    with pytest.raises(ValueError):
+        kueue_topology_levels(
+            {"kind": "Topology", "spec": {"levels": [{"nodeLabel": f"l{i}"} for i in range(5)]}}
+        )
+
+
+def test_place_keeps_a_rack_scoped_job_in_a_rack_named_by_the_topology(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps(_nodes("example.com/rack")))
+    topo = tmp_path / "topology.json"
+    topo.write_text(
+        json.dumps(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta1",
+                "kind": "Topology",
+                "spec": {
+                    "levels": [{"nodeLabel": "example.com/rack"}, {"nodeLabel": "kubernetes.io/hostname"}]
+                },
+            }
+        )
+    )
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "t", "namespace": "ml"},
+        "spec": {
+            "parallelism": 2,
+            "template": {
+                "metadata": {
+                    "annotations": {
+                        "kueue.x-k8s.io/podset-required-topology": "cloud.google.com/gce-topology-subblock"
+                    }
+                },
+                "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+            },
+        },
+    }
+    jobs = tmp_path / "job.json"
+    jobs.write_text(json.dumps(job))
+    rc = main(
+        ["place", "--cluster", str(nodes), "--topology-labels", f"@{topo}", "--jobs", str(jobs), "--json"]
+    )
+    decision = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    [p] = decision["placements"]
+    racks = {"n1": "r1", "n2": "r1", "n3": "r2", "n4": "r2"}
+    assert len({racks[r["node"]] for r in p["replicas"]}) == 1 and len(p["replicas"]) == 2
+
+
+def test_bad_mappings_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(
+        [
+            "place",
+            "--cluster",
+            str(REPO / "examples/importers/kubernetes_nodes.json"),
+            "--topology-labels",
+            "example.com/x=planet",
+            "--jobs",
+            str(REPO / "examples/jobs/batch.json"),
+        ]
+    )
+    assert rc == 2 and "LABEL=LEVEL" in capsys.readouterr().err
