@@ -100,7 +100,28 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--no-access-log", action="store_true", help="do not log one line per request")
+    _env_defaults(p)
     p.set_defaults(run=run)
+
+
+def _env_defaults(p: argparse.ArgumentParser) -> None:
+    """Every flag may also come from the environment: ``PLACER_<FLAG>`` (``PLACER_PORT=9000``,
+    ``PLACER_TOKENS=/etc/placer/tokens``, ``PLACER_ALLOW_HOST=a,b``, ``PLACER_NO_ACCESS_LOG=1``); a flag on
+    the command line wins. Values go through the flag's own type, so a bad one is a usage error."""
+    import os
+
+    for action in p._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        value = os.environ.get(f"PLACER_{action.dest.upper()}")
+        if value is None:
+            continue
+        if isinstance(action, argparse._StoreTrueAction):
+            action.default = value.strip().lower() in ("1", "true", "yes", "on")
+        elif isinstance(action, argparse._AppendAction):
+            action.default = [v.strip() for v in value.split(",") if v.strip()]
+        else:
+            action.default = value  # argparse applies the type to string defaults
 
 
 def limits_of(args: argparse.Namespace) -> Any:

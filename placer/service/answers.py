@@ -49,8 +49,14 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorResponse(BaseModel):
-    """Every 4xx and 5xx answer."""
+    """Every 4xx and 5xx answer: an RFC 9457 problem (``application/problem+json``) whose ``error`` member
+    is placer's own shape."""
 
+    type: str | None = Field(None, description="urn:placer:problem:<code>")
+    title: str | None = Field(None, description="the HTTP reason phrase")
+    status: int | None = None
+    detail: str | None = Field(None, description="the message")
+    instance: str | None = Field(None, description="the request path")
     error: ErrorDetail
 
 

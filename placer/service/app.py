@@ -31,7 +31,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from placer.service.errors import ApiError
+from placer.service.errors import PROBLEM_JSON, ApiError
 from placer.service.guard import GuardMiddleware
 from placer.service.limits import Limits
 from placer.service.metrics import Metrics
@@ -83,6 +83,10 @@ class Service:
         self.store.close()
 
 
+#: Paths FastAPI serves itself, labelled by their path in the metrics (not "unmatched").
+FRAMEWORK_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+
 class MetricsMiddleware:
     """Counts every request by route template, method and status, and times it (pure ASGI, so it sees
     the status of every answer, errors included)."""
@@ -109,23 +113,28 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_status)
         finally:
             self.metrics.in_flight.dec()
-            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            route = getattr(scope.get("route"), "path", None)
+            if route is None:  # FastAPI's own pages (/openapi.json, /docs, /redoc) carry no route object
+                route = scope["path"] if scope["path"] in FRAMEWORK_PATHS else "unmatched"
             self.metrics.observe_request(route, scope["method"], status, time.perf_counter() - start)
 
 
-def _error_response(e: ApiError) -> JSONResponse:
-    return JSONResponse(e.body(), status_code=e.status, headers=e.headers)
+def _error_response(e: ApiError, request: Request | None = None) -> JSONResponse:
+    instance = None if request is None else request.url.path
+    return JSONResponse(e.body(instance), status_code=e.status, headers=e.headers, media_type=PROBLEM_JSON)
 
 
 async def _api_error(request: Request, e: Exception) -> JSONResponse:
     assert isinstance(e, ApiError)
-    return _error_response(e)
+    return _error_response(e, request)
 
 
 async def _http_error(request: Request, e: Exception) -> JSONResponse:
     assert isinstance(e, StarletteHTTPException)
     codes = {404: "not_found", 405: "method_not_allowed"}
-    return _error_response(ApiError(e.status_code, codes.get(e.status_code, "http_error"), str(e.detail)))
+    return _error_response(
+        ApiError(e.status_code, codes.get(e.status_code, "http_error"), str(e.detail)), request
+    )
 
 
 async def _validation_error(request: Request, e: Exception) -> JSONResponse:
@@ -138,12 +147,16 @@ async def _validation_error(request: Request, e: Exception) -> JSONResponse:
         }
         for err in e.errors()
     ]
-    return _error_response(ApiError(400, "invalid_request", "the request's parameters are invalid", problems))
+    return _error_response(
+        ApiError(400, "invalid_request", "the request's parameters are invalid", problems), request
+    )
 
 
 async def _internal_error(request: Request, e: Exception) -> JSONResponse:
     log.exception("internal error on %s %s", request.method, request.url.path, exc_info=e)
-    return _error_response(ApiError(500, "internal", "internal error; the server log has the details"))
+    return _error_response(
+        ApiError(500, "internal", "internal error; the server log has the details"), request
+    )
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
@@ -157,6 +170,12 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         for name, sub in body.pop("$defs", {}).items():
             components.setdefault(name, sub)
         components[model.__name__] = body
+    for ops in schema.get("paths", {}).values():  # error answers are application/problem+json (RFC 9457)
+        for op in ops.values():
+            for status, answer in (op.get("responses") or {}).items():
+                content = answer.get("content") or {}
+                if status[:1] in ("4", "5") and "application/json" in content:
+                    content[PROBLEM_JSON] = content.pop("application/json")
     app.openapi_schema = schema
     return schema
 
@@ -188,6 +207,7 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(_warm_up)
+        app.state.ready = True  # /readyz answers 200 from here on
         yield
         svc.close()
 

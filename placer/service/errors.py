@@ -25,7 +25,15 @@ from typing import Any
 from placer.solver.jobs.errors import Issue
 from placer.topology.errors import Problem, TopologyError
 
-__all__ = ["MAX_ERRORS", "ApiError", "issues", "issues_of_topology", "unprocessable"]
+__all__ = [
+    "MAX_ERRORS",
+    "PROBLEM_JSON",
+    "ApiError",
+    "issues",
+    "issues_of_topology",
+    "problem",
+    "unprocessable",
+]
 
 #: Most individual problems listed in one error body (a 10,000-node export can have 10,000).
 MAX_ERRORS = 200
@@ -50,13 +58,55 @@ class ApiError(Exception):
         self.errors = [dict(e) for e in errors]
         self.headers = dict(headers or {})
 
-    def body(self) -> dict[str, Any]:
-        """The JSON body: at most :data:`MAX_ERRORS` problems, then one line saying how many more."""
-        shown = self.errors[:MAX_ERRORS]
-        more = len(self.errors) - MAX_ERRORS
-        if more > 0:
-            shown.append({"code": "truncated", "path": "", "message": f"... and {more} more problems"})
-        return {"error": {"status": self.status, "code": self.code, "message": self.message, "errors": shown}}
+    def body(self, instance: str | None = None) -> dict[str, Any]:
+        """The JSON body, an RFC 9457 problem (``type``, ``title``, ``status``, ``detail``, ``instance``)
+        that keeps placer's own ``error`` member: at most :data:`MAX_ERRORS` problems, then one line saying
+        how many more."""
+        return problem(self.status, self.code, self.message, self.errors, instance)
+
+
+#: Media type of every error answer (RFC 9457).
+PROBLEM_JSON = "application/problem+json"
+
+
+def problem(
+    status: int,
+    code: str,
+    message: str,
+    errors: Iterable[Mapping[str, Any]] = (),
+    instance: str | None = None,
+) -> dict[str, Any]:
+    """An RFC 9457 problem for one refusal: ``type`` names placer's code (``urn:placer:problem:<code>``),
+    ``title`` the HTTP reason, ``detail`` the message; ``error`` carries the same in placer's own shape
+    (clients written against it keep working).
+
+    >>> sorted(problem(404, "unknown_cluster", "no cluster 'c'", instance="/v1/clusters/c"))
+    ['detail', 'error', 'instance', 'status', 'title', 'type']
+    """
+    every = [dict(e) for e in errors]
+    shown = every[:MAX_ERRORS]
+    more = len(every) - MAX_ERRORS
+    if more > 0:
+        shown.append({"code": "truncated", "path": "", "message": f"... and {more} more problems"})
+    out: dict[str, Any] = {
+        "type": f"urn:placer:problem:{code}",
+        "title": _reason(status),
+        "status": status,
+        "detail": message,
+    }
+    if instance is not None:
+        out["instance"] = instance
+    out["error"] = {"status": status, "code": code, "message": message, "errors": shown}
+    return out
+
+
+def _reason(status: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
 
 
 def issues(items: Iterable[Issue]) -> list[dict[str, str]]:

@@ -58,7 +58,7 @@ def is_json(content_type: bytes) -> bool:
 
 
 #: Paths answered without a token (a load balancer's health check).
-OPEN_PATHS: frozenset[str] = frozenset({"/healthz"})
+OPEN_PATHS: frozenset[str] = frozenset({"/healthz", "/readyz"})
 
 
 def read_tokens(text: str, source: str = "tokens") -> dict[str, str]:
@@ -150,12 +150,17 @@ class GuardMiddleware:
 
 
 async def _refuse(send: Any, status: int, code: str, message: str) -> None:
-    body = json.dumps({"error": {"status": status, "code": code, "message": message, "errors": []}}).encode()
+    from placer.service.errors import PROBLEM_JSON, problem
+
+    body = json.dumps(problem(status, code, message)).encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", PROBLEM_JSON.encode()),
+                (b"content-length", str(len(body)).encode()),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

@@ -31,7 +31,7 @@ from placer.service.bodies import (
     ValidateRequest,
     parse_body,
 )
-from placer.service.errors import ApiError
+from placer.service.errors import PROBLEM_JSON, ApiError
 from placer.service.inputs import (
     cluster_of,
     job_errors,
@@ -145,6 +145,18 @@ async def healthz(request: Request) -> JSONResponse:
     )
 
 
+@router.get("/readyz", responses={200: {"model": answers.Health}, 503: {"model": answers.ErrorResponse}})
+async def readyz(request: Request) -> JSONResponse:
+    """Readiness: 200 once the engine's imports are warm and the store answers; 503 ``not_ready`` before
+    (a load balancer sends no placements to a server still starting)."""
+    svc = service(request)
+    if not getattr(request.app.state, "ready", False):
+        raise ApiError(503, "not_ready", "the server is still starting", headers={"Retry-After": "1"})
+    return JSONResponse(
+        {"status": "ready", "clusters": len(svc.store), "busy": svc.pool.busy, "workers": svc.pool.workers}
+    )
+
+
 @router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
 async def metrics(request: Request) -> Response:
     """Prometheus text exposition (``docs/service.md``, *Metrics*)."""
@@ -210,7 +222,9 @@ async def validate(request: Request) -> JSONResponse:
     if not bad:
         return JSONResponse({"valid": True, "jobs": results})
     err = ApiError(422, "invalid_jobs", f"{bad} of {len(results)} jobs break the specification", problems)
-    return JSONResponse({**err.body(), "jobs": results}, status_code=422)
+    return JSONResponse(
+        {**err.body(request.url.path), "jobs": results}, status_code=422, media_type=PROBLEM_JSON
+    )
 
 
 @router.post(

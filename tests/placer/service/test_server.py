@@ -40,7 +40,8 @@ JSON_TYPE = {"content-type": "application/json"}
 
 def conforms(doc: dict[str, Any], answer: httpx.Response, path: str, method: str = "post") -> None:
     """Fail unless the answer's body matches the schema the OpenAPI document gives for its status."""
-    content = doc["paths"][path][method]["responses"][str(answer.status_code)]["content"]["application/json"]
+    media = answer.headers["content-type"].split(";")[0]  # application/json, or problem+json for errors
+    content = doc["paths"][path][method]["responses"][str(answer.status_code)]["content"][media]
     jsonschema.validate(answer.json(), {**content["schema"], "components": doc["components"]})
 
 
@@ -69,6 +70,7 @@ def test_health_openapi_and_docs(http: httpx.Client, openapi: dict[str, Any]) ->
     conforms(openapi, r, "/healthz", "get")
     assert set(openapi["paths"]) == {
         "/healthz",
+        "/readyz",
         "/metrics",
         "/v1/placements",
         "/v1/jobs:validate",
