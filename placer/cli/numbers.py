@@ -2,8 +2,8 @@
 naming the flag's value — never a traceback from deep inside the engine.
 
 Ranges: seconds in (0, :data:`MAX_SECONDS`] (a day: no placement call runs longer); seeds in
-[0, 2^31 - 1] (CP-SAT's ``random_seed`` is a 32-bit integer); counts in [1, :data:`MAX_COUNT`]; loads
-(multiples of capacity) in (0, 10].
+[0, 2^31 - 1] (CP-SAT's ``random_seed`` is a 32-bit integer); counts in [1, :data:`MAX_COUNT`] (10^12,
+byte counts included); loads (multiples of capacity) in (0, 10].
 
 >>> seconds("2.5"), seed("7"), count("3")
 (2.5, 7, 3)
@@ -22,7 +22,7 @@ __all__ = ["MAX_COUNT", "MAX_SECONDS", "MAX_SEED", "count", "load", "port", "sec
 
 MAX_SECONDS = 86_400.0
 MAX_SEED = 2**31 - 1
-MAX_COUNT = 1_000_000
+MAX_COUNT = 10**12
 
 
 def _number(text: str) -> float:
@@ -36,7 +36,7 @@ def _number(text: str) -> float:
 def _integer(text: str, low: int, high: int, what: str) -> int:
     """``text`` as an ASCII integer within [low, high], else a usage error saying ``what`` it must be."""
     t = text.strip()
-    ok = t.isascii() and t.lstrip("+-").isdigit() and len(t) <= 12
+    ok = t.isascii() and t.lstrip("+-").isdigit() and len(t) <= 14
     if not ok or not low <= int(t) <= high:
         raise argparse.ArgumentTypeError(f"{text!r}: {what}")
     return int(t)
@@ -58,7 +58,7 @@ def seed(text: str) -> int:
 
 
 def count(text: str) -> int:
-    """A count of things (batch size, workers, parallel cells): an integer from 1 to 10^6."""
+    """A count of things (batch size, bytes, parallel cells): an integer from 1 to 10^12."""
     return _integer(text, 1, MAX_COUNT, f"a count is an integer from 1 to {MAX_COUNT}")
 
 

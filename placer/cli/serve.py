@@ -87,6 +87,13 @@ def add_parser(sub: Any) -> None:
         help="connections and requests held at once; beyond them requests get 503 (default: 256)",
     )
     p.add_argument(
+        "--max-bytes-in-flight",
+        type=numbers.count,
+        default=256 * 1024 * 1024,
+        metavar="N",
+        help="request body bytes held at once; a request that would pass it gets 503 (default: 256 MiB)",
+    )
+    p.add_argument(
         "--tokens",
         metavar="FILE",
         help="bearer tokens, one 'TENANT TOKEN' per line: every request but /healthz must carry one, "
@@ -207,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
                 state_path=args.state,
                 allowed_hosts=allowed,
                 tokens=tokens,
+                max_bytes_in_flight=args.max_bytes_in_flight,
             )
         )
     except (OSError, RuntimeError, sqlite3.Error) as e:

@@ -66,6 +66,8 @@ class ServiceConfig:
     allowed_hosts: tuple[str, ...] = ()
     #: Bearer token -> tenant (``--tokens``); None: no authentication, one tenant (loopback use).
     tokens: dict[str, str] | None = None
+    #: Request body bytes held at once (``--max-bytes-in-flight``); beyond it 503 ``busy``.
+    max_bytes_in_flight: int = 256 * 1024 * 1024
 
 
 @dataclass
@@ -224,6 +226,11 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _internal_error)
     app.add_middleware(MetricsMiddleware, metrics=svc.metrics)
-    app.add_middleware(GuardMiddleware, allowed_hosts=config.allowed_hosts, tokens=config.tokens)
+    app.add_middleware(
+        GuardMiddleware,
+        allowed_hosts=config.allowed_hosts,
+        tokens=config.tokens,
+        max_bytes_in_flight=config.max_bytes_in_flight,
+    )
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

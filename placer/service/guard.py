@@ -6,7 +6,10 @@ now resolves to 127.0.0.1 talks to the service, its ``Host`` header still ``evil
 cross-site form (a ``text/plain`` or ``application/x-www-form-urlencoded`` POST needs no CORS preflight).
 So every request must name an allowed host (the loopback names and the address the server listens on, plus
 ``--allow-host`` names), and every request with a body must say it is JSON (``application/json`` or
-``application/*+json``): 421 ``misdirected_host`` and 415 ``unsupported_media_type`` otherwise.
+``application/*+json``): 421 ``misdirected_host`` and 415 ``unsupported_media_type`` otherwise. Bodies in
+flight are admitted against a byte budget (``--max-bytes-in-flight``): a request whose declared body would
+take the server past it is refused with 503 ``busy`` before a byte is read, and its bytes count until its
+answer is sent.
 
 Tenants: with ``placer serve --tokens FILE`` every request but ``/healthz`` needs ``Authorization: Bearer
 TOKEN`` (401 ``unauthorized`` otherwise), and the token's tenant owns what it stores: another tenant's
@@ -110,10 +113,14 @@ class GuardMiddleware:
         app: Callable[..., Awaitable[None]],
         allowed_hosts: Iterable[str],
         tokens: Mapping[str, str] | None = None,
+        max_bytes_in_flight: int | None = None,
     ):
         self.app = app
         self.allowed = frozenset(h.lower().strip("[]").rstrip(".") for h in allowed_hosts) | LOOPBACK_HOSTS
         self.tokens = dict(tokens) if tokens else None
+        #: Request bytes the server holds at once (bodies being read or worked on); None: no cap.
+        self.max_bytes_in_flight = max_bytes_in_flight
+        self.bytes_in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]], send: Any) -> None:
         if scope["type"] != "http":
@@ -146,7 +153,22 @@ class GuardMiddleware:
                 )
                 return
         scope.setdefault("state", {})["tenant"] = tenant
-        await self.app(scope, receive, send)
+        declared = headers.get(b"content-length", b"0")
+        size = int(declared) if declared.isdigit() and len(declared) < 16 else 0
+        cap = self.max_bytes_in_flight
+        if cap is not None and size and self.bytes_in_flight + size > cap:
+            await _refuse(
+                send,
+                503,
+                "busy",
+                f"the server holds {self.bytes_in_flight} request bytes already; retry shortly",
+            )
+            return
+        self.bytes_in_flight += size
+        try:
+            await self.app(scope, receive, send)
+        finally:  # held until the answer is sent: the body lives as long as the work on it
+            self.bytes_in_flight -= size
 
 
 async def _refuse(send: Any, status: int, code: str, message: str) -> None:

@@ -329,3 +329,18 @@ def test_tokens_files_are_checked() -> None:
         read_tokens("team-a short\n")
     with pytest.raises(ValueError, match="given twice"):
         read_tokens(f"a {'x' * 20}\nb {'x' * 20}\n")
+
+
+def test_bodies_in_flight_are_admitted_against_a_byte_budget() -> None:
+    # Bodies are buffered before the solver pool's admission control; a byte budget bounds what clients
+    # can make the server hold. A request that would pass it is refused before a byte is read.
+    from fastapi.testclient import TestClient
+
+    from placer.service.app import ServiceConfig, create_app
+
+    app = create_app(ServiceConfig(max_bytes_in_flight=1000))
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as c:
+        big = json.dumps({"cluster": SMALL, "pad": "x" * 2000})
+        r = c.put("/v1/clusters/c", content=big, headers=JSON)
+        assert r.status_code == 503 and r.json()["error"]["code"] == "busy"
+        assert c.put("/v1/clusters/c", json={"cluster": SMALL}).status_code == 201  # small ones still pass
