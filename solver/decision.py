@@ -179,6 +179,23 @@ class Decision(_Out):
         if bound is not None:
             self.stats.gap = 0.0 if bound == 0 else (bound - self.stats.objective) / bound
 
+    def to_frame(self) -> Any:
+        """One row per replica placed, as a pandas DataFrame (:mod:`placer.solver.frames`)."""
+        from placer.solver.frames import replica_frame
+
+        return replica_frame(self)
+
+    def pending_frame(self) -> Any:
+        """One row per pending job with its first reason (:mod:`placer.solver.frames`)."""
+        from placer.solver.frames import pending_frame
+
+        return pending_frame(self)
+
+    def _repr_html_(self) -> str:
+        from placer.solver.frames import decision_html
+
+        return decision_html(self)
+
     def placement_of(self, job: str) -> JobPlacement | None:
         for p in self.placements:
             if p.job == job:

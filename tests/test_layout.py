@@ -34,8 +34,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("placer.cli", "placer.service", "placer"),
 )
 #: What the checker may reach, directly or through other placer modules.
-CHECKER_VOCABULARY = ("placer.solver.checks", "placer.solver.decision", "placer.solver.jobs",
-                      "placer.solver.prices", "placer.topology")  # fmt: skip
+# placer.solver.frames is the Decision's own presentation (tables for notebooks, imported by the
+# Decision's methods); it imports the Decision and pandas only, no engine.
+CHECKER_VOCABULARY = ("placer.solver.checks", "placer.solver.decision", "placer.solver.frames",
+                      "placer.solver.jobs", "placer.solver.prices", "placer.topology")  # fmt: skip
 BARE = ("solver", "topology", "scenarios")
 
 

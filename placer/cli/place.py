@@ -145,6 +145,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the Decision JSON (as --output json)")
     p.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="also draw the decision: every GPU of every node by rack, coloured by job (needs matplotlib)",
+    )
+    p.add_argument(
         "--output",
         choices=("table", "json", "bindings"),
         default=None,
@@ -213,6 +218,15 @@ def run(args: argparse.Namespace) -> int:
         if not (e.name or "").startswith("placer.solver.cpsat"):
             raise
         return _usage(f"the CP-SAT engine is not available ({e}); use --engine greedy")
+    if args.plot:
+        try:
+            from placer.plot import decision as draw
+        except ModuleNotFoundError as e:
+            return _usage(f"--plot needs {e.name}; install the extra: pip install 'placer-engine[sim]'")
+        try:
+            draw(decision, cluster).savefig(args.plot, dpi=150)
+        except OSError as e:
+            return _usage(f"cannot write {args.plot}: {e.strerror or e}")
     output = args.output or ("json" if args.json else "table")
     if output == "bindings":
         from placer.cli.bindings import bindings
