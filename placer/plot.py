@@ -32,10 +32,7 @@ FREE = "#ffffff"
 def decision(decision: Decision, cluster: Cluster, *, title: str | None = None) -> Any:
     """The picture of ``decision`` on ``cluster`` (module docstring): a matplotlib Figure, with the counts
     of what it drew in ``fig.placer_cells``."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # whatever backend is current: inline in a notebook, Agg headless
     from matplotlib.patches import Rectangle
 
     placed: dict[tuple[str, int], str] = {}
