@@ -263,7 +263,6 @@ def _place_by_domains(
     anywhere ``allowed``."""
     out: list[ReplicaAt] = []
     used_by_job: set[int] = set()
-    n = len(state.gpus)
     for unit, cand, pref in sorted(units, key=lambda t: not t[0].domains):
         if not unit.domains:
             placed = _place_node_units(
@@ -305,20 +304,20 @@ def _place_by_domains(
                 continue
             used_by_job |= taken
             got.extend(placed)
-        if len(got) < unit.replicas or not _outer_levels_hold(unit, got, arrays, n):
+        if len(got) < unit.replicas or not _outer_levels_hold(unit, got, arrays):
             return None
         out.extend(got)
     return out
 
 
-def _outer_levels_hold(unit: Unit, placed: list[ReplicaAt], arrays: NodeArrays, n: int) -> bool:
+def _outer_levels_hold(unit: Unit, placed: list[ReplicaAt], arrays: NodeArrays) -> bool:
     """Whether the replicas lie in exactly the asked number of domains of each outer level, as many in
     each (the innermost level was chosen so)."""
     for level, k in unit.domains[:-1]:
         codes = arrays.scope_codes(level)
         per: dict[int, int] = {}
         for r in placed:
-            assert r.node is not None and r.node < n
+            assert r.node is not None
             per[int(codes[r.node])] = per.get(int(codes[r.node]), 0) + 1
         if -1 in per or len(per) != k or len(set(per.values())) != 1:
             return False

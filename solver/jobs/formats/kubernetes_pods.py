@@ -61,7 +61,7 @@ from placer.solver.jobs.model import (
 from placer.topology.importers._common import Problems
 from placer.topology.importers.kubernetes import pod_request, priority_class_for
 
-__all__ = ["AMD_GPU", "GPU_RESOURCES", "HOSTNAME", "read_pod", "template_group"]
+__all__ = ["AMD_GPU", "GPU_RESOURCES", "HOSTNAME", "as_list", "as_map", "read_pod", "template_group"]
 
 AMD_GPU = "amd.com/gpu"
 #: Extended resources read as whole GPUs.
@@ -79,12 +79,12 @@ _OPERATORS = {
 }
 
 
-def _map(value: Any) -> dict[str, Any]:
+def as_map(value: Any) -> dict[str, Any]:
     """``value`` when it is an object, else empty (its shape is reported where it matters)."""
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
@@ -106,7 +106,7 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
             issue("required", _at(base, "metadata.name" if not name else "spec"), "a pod needs both")
         )
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
-    status = _map(raw.get("status"))
+    status = as_map(raw.get("status"))
     if spec.get("nodeName"):
         errors.append(
             issue(
@@ -123,7 +123,7 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
     group, placement, priority, pclass = template_group(spec, base, source, "default", 1, errors, warnings)
-    labels = {str(k): v for k, v in _map(meta.get("labels")).items() if isinstance(v, str)}
+    labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
     if errors or group is None:
         return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
     try:
@@ -210,7 +210,7 @@ def template_group(
 
 def _expressions(raw: Any, path: str, errors: list[Issue]) -> list[Rule]:
     out: list[Rule] = []
-    for i, e in enumerate(_list(raw)):
+    for i, e in enumerate(as_list(raw)):
         where = f"{path}[{i}]"
         if (
             not isinstance(e, dict)
@@ -238,7 +238,7 @@ def _term(term: Any, path: str, errors: list[Issue]) -> Rule | None:
         errors.append(issue("type", path, "a node selector term is an object"))
         return None
     rules = _expressions(term.get("matchExpressions"), f"{path}.matchExpressions", errors)
-    for i, f in enumerate(_list(term.get("matchFields"))):
+    for i, f in enumerate(as_list(term.get("matchFields"))):
         if isinstance(f, dict) and f.get("key") == "metadata.name":
             rules += _expressions([{**f, "key": "hostname"}], f"{path}.matchFields[{i}]", errors)
         else:
@@ -260,10 +260,12 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
     ]
     preferred: list[LabelRule] = []
     anti: list[Rule] = []
-    affinity = _map(spec.get("affinity"))
-    node = _map(affinity.get("nodeAffinity"))
+    affinity = as_map(spec.get("affinity"))
+    node = as_map(affinity.get("nodeAffinity"))
     path = _at(base, "spec.affinity.nodeAffinity")
-    hard = _list(_map(node.get("requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms"))
+    hard = as_list(
+        as_map(node.get("requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms")
+    )
     terms: list[Rule] = []
     for i, t in enumerate(hard):
         rule = _term(
@@ -273,9 +275,9 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
             terms.append(rule)
     if terms:
         required.append(terms[0] if len(terms) == 1 else AnyOf(rules=terms))
-    for i, p in enumerate(_list(node.get("preferredDuringSchedulingIgnoredDuringExecution"))):
+    for i, p in enumerate(as_list(node.get("preferredDuringSchedulingIgnoredDuringExecution"))):
         where = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
-        exprs = _map(p.get("preference")).get("matchExpressions") if isinstance(p, dict) else None
+        exprs = as_map(p.get("preference")).get("matchExpressions") if isinstance(p, dict) else None
         weight = p.get("weight") if isinstance(p, dict) else None
         if (
             not isinstance(exprs, list)
@@ -294,8 +296,8 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
         errors.append(
             issue("unsupported", _at(base, "spec.affinity.podAffinity"), "pod affinity is not represented")
         )
-    pod_anti = _map(affinity.get("podAntiAffinity"))
-    for i, t in enumerate(_list(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution"))):
+    pod_anti = as_map(affinity.get("podAntiAffinity"))
+    for i, t in enumerate(as_list(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution"))):
         where = _at(
             base, f"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
         )
@@ -304,10 +306,10 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
                 issue("unsupported", f"{where}.topologyKey", f"only {HOSTNAME} (one node) is represented")
             )
             continue
-        sel = _map(t.get("labelSelector"))
+        sel = as_map(t.get("labelSelector"))
         rules: list[Rule] = [
             LabelRule(key=str(k), operator=AffinityOperator.IN, values=[v])
-            for k, v in _map(sel.get("matchLabels")).items()
+            for k, v in as_map(sel.get("matchLabels")).items()
             if isinstance(v, str) and k
         ]
         rules += _expressions(sel.get("matchExpressions"), f"{where}.labelSelector.matchExpressions", errors)
@@ -322,7 +324,7 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
             )
         )
     tolerations: list[Toleration] = []
-    for i, t in enumerate(_list(spec.get("tolerations"))):
+    for i, t in enumerate(as_list(spec.get("tolerations"))):
         where = _at(base, f"spec.tolerations[{i}]")
         if not isinstance(t, dict):
             errors.append(issue("type", where, "a toleration is an object"))

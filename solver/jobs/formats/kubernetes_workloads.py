@@ -40,7 +40,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from placer.solver.jobs.errors import Issue, issue
-from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME, template_group
+from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME, as_map, template_group
 from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, TaskGroup
 from placer.topology.importers.kubernetes import priority_class_for
 
@@ -59,10 +59,6 @@ LEVELS: dict[str, str] = {
 }
 
 
-def _map(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _count(value: Any, default: int, path: str, errors: list[Issue]) -> int:
     if value is None:
         return default
@@ -76,7 +72,7 @@ def _pod_sets(
     raw: dict[str, Any], kind: str, base: str, errors: list[Issue]
 ) -> list[tuple[str, int, Any, str]]:
     """``(name, count, pod template, path of the template)`` of each pod set."""
-    spec = _map(raw.get("spec"))
+    spec = as_map(raw.get("spec"))
     at = f"{base}." if base else ""
     if kind == "Job":
         parallelism = _count(spec.get("parallelism"), 1, f"{at}spec.parallelism", errors)
@@ -92,8 +88,8 @@ def _pod_sets(
         out = []
         for i, rj in enumerate(spec.get("replicatedJobs") or []):
             where = f"{at}spec.replicatedJobs[{i}]"
-            rj = _map(rj)
-            job_spec = _map(_map(rj.get("template")).get("spec"))
+            rj = as_map(rj)
+            job_spec = as_map(as_map(rj.get("template")).get("spec"))
             replicas = _count(rj.get("replicas"), 1, f"{where}.replicas", errors)
             parallelism = _count(job_spec.get("parallelism"), 1, f"{where}.template.spec.parallelism", errors)
             name = rj.get("name") if isinstance(rj.get("name"), str) and rj.get("name") else f"job{i}"
@@ -104,14 +100,14 @@ def _pod_sets(
     out = []
     for i, ps in enumerate(spec.get("podSets") or []):
         where = f"{at}spec.podSets[{i}]"
-        ps = _map(ps)
+        ps = as_map(ps)
         name = ps.get("name") if isinstance(ps.get("name"), str) and ps.get("name") else f"set{i}"
-        template = _map(ps.get("template"))
-        request = _map(ps.get("topologyRequest"))
+        template = as_map(ps.get("template"))
+        request = as_map(ps.get("topologyRequest"))
         if request.get("required") is not None or request.get("preferred") is not None:
             # The podSet's own topology request (Kueue copies the annotations there): read as the annotations.
-            tmeta = _map(template.get("metadata"))
-            annotations = dict(_map(tmeta.get("annotations")))
+            tmeta = as_map(template.get("metadata"))
+            annotations = dict(as_map(tmeta.get("annotations")))
             if request.get("required") is not None:
                 annotations[REQUIRED_TOPOLOGY] = request["required"]
             if request.get("preferred") is not None:
@@ -124,7 +120,7 @@ def _pod_sets(
 
 
 def _running(raw: dict[str, Any], kind: str, base: str) -> Issue | None:
-    status = _map(raw.get("status"))
+    status = as_map(raw.get("status"))
     at = f"{base}." if base else ""
     if kind == "Workload" and status.get("admission"):
         return issue(
@@ -139,7 +135,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
     """One Job, JobSet or Workload as one result (module docstring); never raises for bad input."""
     errors: list[Issue] = []
     warnings: list[Issue] = []
-    meta = _map(raw.get("metadata")) if isinstance(raw, dict) else {}
+    meta = as_map(raw.get("metadata")) if isinstance(raw, dict) else {}
     kind = raw.get("kind") if isinstance(raw, dict) and isinstance(raw.get("kind"), str) else None
     name = meta.get("name")
     namespace = (
@@ -165,13 +161,13 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
     priority, pclass = 0, None
     preferred: dict[str, str] = {}
     for set_name, count, template, where in sets:
-        template = _map(template)
-        tmeta = _map(template.get("metadata"))
+        template = as_map(template)
+        tmeta = as_map(template.get("metadata"))
         tspec = template.get("spec")
         if not isinstance(tspec, dict):
             errors.append(issue("required", f"{where}.spec", "a pod template needs a spec"))
             continue
-        annotations = _map(tmeta.get("annotations"))
+        annotations = as_map(tmeta.get("annotations"))
         required = annotations.get(REQUIRED_TOPOLOGY)
         if required is not None:
             level = LEVELS.get(required) if isinstance(required, str) else None
@@ -197,7 +193,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
             groups.append(group)
             placements.append(placement)
             priority, pclass = max(priority, prio), pclass or pc
-    spec = _map(raw.get("spec")) if isinstance(raw, dict) else {}
+    spec = as_map(raw.get("spec")) if isinstance(raw, dict) else {}
     if kind == "Workload":
         if isinstance(spec.get("priority"), int) and not isinstance(spec.get("priority"), bool):
             priority = spec["priority"]
@@ -212,7 +208,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
         if not errors:
             errors.append(issue("range", f"{at}spec", "every pod set has a count of 0: nothing to place"))
         return [ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)]
-    labels = {str(k): v for k, v in _map(meta.get("labels")).items() if isinstance(v, str)}
+    labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
     queue = spec.get("queueName") if kind == "Workload" else labels.get("kueue.x-k8s.io/queue-name")
     try:
         job = Job(
