@@ -26,6 +26,7 @@ time counts against the limit and CP-SAT gets what is left, minus a reserve for 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -53,6 +54,7 @@ __all__ = [
     "RESERVE_S",
     "decide",
     "probe_fit",
+    "problem_status",
 ]
 
 #: Seconds kept back from the time limit for turning the answer into a Decision: a fixed part (the
@@ -111,7 +113,8 @@ def decide(
     # 6. CP-SAT: its answer must also leave time for the checker.
     cpsat_deadline = deadline - (CHECK_PER_REPLICA_S * problem.considered if policy.verify else 0.0)
     bounds += _lp_bound(problem, policy, cpsat_deadline)
-    best, solve_s = _cpsat(problem, policy, greedy_best, stats, cpsat_deadline, bounds)
+    proven = [False]
+    best, solve_s = _cpsat(problem, policy, greedy_best, stats, cpsat_deadline, bounds, proven)
     stats.objective = float(objective(best, problem.plans))
     # 7-8. choose and explain
     decision = _explained(problem, best, admission, policy)
@@ -134,6 +137,7 @@ def decide(
             stats.status = f"CPSAT_REJECTED_BY_CHECKER: {violations[0].message}"[:300]
             stats.objective = stats.greedy_objective
     _report_bound(stats, bounds)
+    stats.status = problem_status(stats, proven[0])
     # Determinism: every phase cut by the wall clock is named; any of them makes the decision depend on
     # the machine (CP-SAT's own search counts only in reproducible mode, with a deterministic budget).
     if problem.cut:
@@ -210,6 +214,9 @@ def _report_bound(stats: Stats, bounds: list[tuple[float, str]]) -> None:
     the decision's objective does not exceed, and where it came from. A bound below the objective of a
     checked answer is wrong — a bug, named in ``bound_error`` and never clamped up to look valid."""
     objective_value = stats.objective or 0.0
+    # Level 1 sums integer weights, so a bound B proves floor(B) too; rounding (with a hair for the LP's
+    # float noise: 1399.9999999999998 proves 1400) keeps a proven optimum's gap exactly 0.
+    bounds = [(float(math.floor(b + 1e-6)), s) for b, s in bounds]
     valid = [(b, s) for b, s in bounds if b >= objective_value - 1e-6]
     wrong = [(b, s) for b, s in bounds if b < objective_value - 1e-6]
     if wrong:
@@ -222,6 +229,35 @@ def _report_bound(stats: Stats, bounds: list[tuple[float, str]]) -> None:
         stats.gap = 0.0 if stats.bound == 0 else (stats.bound - objective_value) / stats.bound
     else:
         stats.bound = stats.bound_source = stats.gap = None
+
+
+#: Model statuses that come with an answer of the model: the problem's status is then OPTIMAL or FEASIBLE.
+_ANSWERED = ("OPTIMAL", "FEASIBLE")
+
+
+def problem_status(stats: Stats, proven: bool) -> str:
+    """The problem's status (``stats.status``), which is not the model's (``stats.model_status``).
+
+    ``OPTIMAL`` only when the decision is proven optimal for the problem: a valid bound equals its level-1
+    objective (gap 0), and an exact model proved its levels up to preferences (eviction cost, preferences)
+    optimal, so the kept answer, which scores at least as high as the model's, is optimal on them too. A
+    model solved to optimality over an approximation (``model_exact: false``) proves nothing about the
+    problem, and a greedy answer with gap 0 is proven on level 1 only: both are ``FEASIBLE``. When the
+    model gave no answer, its status is the reason (``NO_TIME``, ``BUILD_TIMEOUT``, ``UNKNOWN``,
+    ``REALIZE_FAILED``...), and a checker rejection keeps its message.
+
+    >>> problem_status(Stats(status="OPTIMAL", model_status="OPTIMAL", gap=0.25), proven=False)
+    'FEASIBLE'
+    >>> problem_status(Stats(status="OPTIMAL", model_status="OPTIMAL", gap=0.0), proven=True)
+    'OPTIMAL'
+    >>> problem_status(Stats(status="NO_TIME", model_status="NO_TIME", gap=0.0), proven=False)
+    'NO_TIME'
+    """
+    if stats.status.startswith("CPSAT_REJECTED_BY_CHECKER") or stats.model_status is None:
+        return stats.status
+    if stats.model_status not in _ANSWERED:
+        return stats.model_status
+    return "OPTIMAL" if proven and stats.gap == 0.0 else "FEASIBLE"
 
 
 def _lp_bound(problem: Problem, policy: Policy, cpsat_deadline: float) -> list[tuple[float, str]]:
@@ -247,6 +283,7 @@ def _cpsat(
     stats: Stats,
     cpsat_deadline: float,
     bounds: list[tuple[float, str]],
+    proven: list[bool],
 ) -> tuple[Assignment, float]:
     """Phase 6 and the engines' half of phase 7: CP-SAT from greedy's hint, and whichever answer scores
     higher on the one objective (:func:`~placer.solver.objective.score.score`). Returns the better answer
@@ -275,9 +312,11 @@ def _cpsat(
         pricing=problem.pricing,
     )
     problem.build_s += result.build_s
-    stats.status = result.status
+    stats.status = stats.model_status = result.status
+    proven[0] = result.proven
     stats.model_bound = result.bound
     stats.model_exact = result.exact
+    stats.model_approximations = result.approximations
     stats.model_variables = result.variables
     stats.model_constraints = result.constraints
     stats.node_classes = result.classes

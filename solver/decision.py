@@ -137,8 +137,14 @@ class Stats(_Out):
     bound_error: str | None = None
     #: Dollars per hour of the capacity this decision's placements take (``solver/prices.py``).
     cost_per_hour: float | None = None
+    #: How CP-SAT's run on its model ended (its own word: ``OPTIMAL`` there is about the model, which may
+    #: approximate the problem); null when CP-SAT did not run. ``status`` is the problem's.
+    model_status: str | None = None
     model_bound: float | None = None
     model_exact: bool | None = None
+    #: When ``model_exact`` is false, what the model approximated (node classes, patterns, rounded
+    #: demands, cut candidate lists), so a user knows which constraint the bound and status do not cover.
+    model_approximations: list[str] = Field(default_factory=list)
     model_variables: int | None = None
     model_constraints: int | None = None
     node_classes: int | None = None

@@ -56,6 +56,12 @@ class CpsatResult:
     classes: int | None = None
     improves_secondary: bool = False
     exact: bool = False
+    #: The model is exact and every level it scores up to preferences was solved to optimality (level 1,
+    #: the eviction cost when evictions are weighed, preferences when the batch has any): what the
+    #: problem's ``status: OPTIMAL`` needs besides a zero gap.
+    proven: bool = False
+    #: What made the model inexact (empty when ``exact``).
+    approximations: list[str] = field(default_factory=list)
     eviction_cost: float = 0.0
     #: Under ``Policy.reproducible``: False when the wall clock, not the deterministic budget, stopped a
     #: solve (an overloaded machine), so the answer may differ from a run on an idle one.

@@ -90,6 +90,10 @@ class Searching:
         bound = float(s1.BestObjectiveBound())
         values = self._values(s1)
         status = name1
+        # Whether every level the model scores was solved to optimality: level 1 (just now), the eviction
+        # cost when there are evictions to weigh, and preferences with best fit when there are preferences
+        # (a level that did not run for lack of time is not proven).
+        proven = st1 == cp_model.OPTIMAL
         m.Add(self.level1 >= v1)
         # Eviction cost (work thrown away), minimized under level 1 held at what was found.
         left = self._left()
@@ -106,6 +110,9 @@ class Searching:
                 m.Add(self.level_cost <= round(sc.ObjectiveValue()))
                 if stc != cp_model.OPTIMAL:
                     status = "FEASIBLE"
+            proven &= stc == cp_model.OPTIMAL
+        elif self.e:
+            proven = False
         # Level 2-3 under the levels above held at what was found.
         left = self._left()
         improves = False
@@ -119,13 +126,14 @@ class Searching:
             s2 = self._solver(left * 0.5 if self.money_varies else left, presolve=False)
             st2 = s2.Solve(m)
             self._spend(s2, st2)
+            proven &= st2 == cp_model.OPTIMAL or not self.l2_terms
             if st2 in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 values = self._values(s2)
-                if st1 != cp_model.OPTIMAL:
-                    status = "FEASIBLE"
                 values = self._cheapest(values)
                 greedy = self._secondary(self.hint_values) if self.hint_ok else None
                 improves = greedy is None or self._secondary(values) > greedy
+        elif self.l2_terms:
+            proven = False
         assignment = self._realize(values)
         return CpsatResult(
             assignment,
@@ -135,6 +143,8 @@ class Searching:
             solve_s=time.perf_counter() - t_solve,
             improves_secondary=improves,
             exact=self.b.exact,
+            proven=proven and self.b.exact,
+            approximations=list(self.b.approximations),
             eviction_cost=sum(v.cost for v in self.b.victims if v.id in self.e and values[self.e[v.id]]),
             deterministic=self.deterministic,
             **stats,
