@@ -40,6 +40,7 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
     _emit_evictions(out, assignment, problem.snap, problem.now)
     owners = owners_of(assignment, plans)
     ranks = {p.id: job_rank(p.job) for p in plans}
+    memo: dict = {}  # pending jobs that could use the same nodes share who took them
     for plan in plans:
         if plan.idx in assignment.placed:
             continue
@@ -53,7 +54,9 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
         else:
             cands = problem.candidates[plan.idx]
             reasons = _budget_reasons(plan, assignment, problem.budgets, plans, problem.pricing, cands)
-            reasons = reasons or pending_reasons(plan, cands, assignment, plans, problem.snap, owners, ranks)
+            reasons = reasons or pending_reasons(
+                plan, cands, assignment, plans, problem.snap, owners, ranks, memo
+            )
         out.pending.append(PendingJob(job=plan.id, reasons=reasons, notes=list(plan.notes)))
     return out
 
