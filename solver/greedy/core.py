@@ -33,6 +33,7 @@ from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
 from placer.solver.demand import JobPlan, Unit
 from placer.solver.greedy.evictions import place_with_evictions
 from placer.solver.greedy.state import State
+from placer.solver.greedy.tpu_index import PodHeap
 from placer.solver.jobs.model import AffinityOperator, GpuAffinity, LabelRule
 from placer.solver.objective.cost import Pricing
 from placer.solver.objective.fragmentation import COARSE_LEVELS, SCORE_LEVELS, Targets, quantized
@@ -310,6 +311,13 @@ def _place_by_domains(
     return out
 
 
+def _chips(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _outer_levels_hold(unit: Unit, placed: list[ReplicaAt], arrays: NodeArrays) -> bool:
     """Whether the replicas lie in exactly the asked number of domains of each outer level, as many in
     each (the innermost level was chosen so)."""
@@ -324,42 +332,81 @@ def _outer_levels_hold(unit: Unit, placed: list[ReplicaAt], arrays: NodeArrays) 
     return True
 
 
+def _tpu_options(
+    unit: Unit, state: State, snap: Snapshot, spot_ok: bool
+) -> dict[int, tuple[list[tuple[int, ...]], int]]:
+    """The pods ``unit`` may use, its slice shapes in each and the price of one such slice there
+    (:attr:`State.tpu_options`, shared by every unit with the same TPU demand and rules)."""
+    assert unit.tpu is not None
+    key = _tpu_key(unit, spot_ok)
+    hit = state.tpu_options.get(key)
+    if hit is None:
+        hit = {}
+        for pv in snap.pods:
+            if pod_admits(unit, pv.pod, spot_ok):
+                shapes = tpu_shapes(unit.tpu, pv.pod)
+                if shapes:
+                    price = 0 if state.pricing is None else state.pricing.on_pod(pv.idx, _chips(shapes[0]))
+                    hit[pv.idx] = (shapes, price)
+        state.tpu_options[key] = hit
+    return hit
+
+
+def _tpu_key(unit: Unit, spot_ok: bool) -> tuple[object, ...]:
+    return (unit.tpu, unit.exclusive, spot_ok, repr(unit.rules))
+
+
 def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> list[ReplicaAt] | None:
+    """Each replica on the cheapest, then fullest, then first-named pod with a free slice of its shape,
+    on that pod's first free slice (:mod:`~placer.solver.greedy.tpu_index` finds the pod)."""
     assert unit.tpu is not None
     out: list[ReplicaAt] = []
-    for _ in range(unit.replicas):
-        best: tuple[tuple[int, int, str], TpuSlice] | None = None
-        for pv in snap.pods:
-            pod = pv.pod
-            if not pod_admits(unit, pod, spot_ok):
-                continue
-            used = state.pod_used[pv.idx]
-            free = pod.chips - len(used)
-            for shape in tpu_shapes(unit.tpu, pod):
-                key = (pv.idx, shape)
-                if key not in state.slice_cache:
-                    state.slice_cache[key] = slices_in_pod(pod, shape, used)
-                fitting = state.slice_cache[key]
-                if unit.exclusive:  # dedicated: whole hosts nobody else uses
-                    fitting = [s for s in fitting if not host_chips(pod, s.chips) & used]
-                if fitting:
-                    price = (
-                        0 if state.pricing is None else state.pricing.on_pod(pv.idx, len(fitting[0].chips))
-                    )
-                    if best is None or (price, free, pod.name) < best[0]:
-                        best = ((price, free, pod.name), fitting[0])
-                    break
-        if best is None:
+    shapes_of = _tpu_options(unit, state, snap, spot_ok)
+    key = _tpu_key(unit, spot_ok)
+
+    def entry(pidx: int) -> tuple[int, int, str, int, int] | None:
+        if pidx not in shapes_of:
             return None
-        sl = best[1]
-        pidx = snap.pod_by_name[sl.pod]
-        chips = sl.chips
+        pod = snap.pods[pidx].pod
+        free = pod.chips - len(state.pod_used[pidx])
+        return (shapes_of[pidx][1], free, pod.name, pidx, state.pod_version.get(pidx, 0))
+
+    heap = state.tpu_heaps.get(key)
+    if heap is None:
+        entries = [e for e in (entry(pidx) for pidx in shapes_of) if e is not None]
+        heap = state.tpu_heaps[key] = PodHeap(entries, cursor=len(state.pod_changes))
+    found: dict[int, TpuSlice] = {}
+
+    def fits(pidx: int) -> bool:
+        pod = snap.pods[pidx].pod
+        used = state.pod_used[pidx]
+        shapes = shapes_of[pidx][0]
+        if pod.chips - len(used) < _chips(shapes[0]):
+            return False  # every shape of the demand has as many chips: too few are free
+        cache = state.slice_cache.setdefault(pidx, {})
+        for shape in shapes:
+            fitting = cache.get(shape)
+            if fitting is None:
+                fitting = cache[shape] = slices_in_pod(pod, shape, used)
+            if unit.exclusive:  # dedicated: whole hosts nobody else uses
+                fitting = [s for s in fitting if not host_chips(pod, s.chips) & used]
+            if fitting:
+                found[pidx] = fitting[0]
+                return True
+        return False
+
+    for _ in range(unit.replicas):
+        heap.refresh(state.pod_changes, entry)
+        found.clear()
+        pidx = heap.best(fits, state.pod_version)
+        if pidx is None:
+            return None
+        chips = found[pidx].chips
         taken = set(host_chips(snap.pods[pidx].pod, chips)) if unit.exclusive else set(chips)
         taken -= state.pod_used[pidx]
         state.pod_used[pidx] |= taken
         state.log.append(("pod", pidx, taken))
-        for key in [k for k in state.slice_cache if k[0] == pidx]:
-            del state.slice_cache[key]
+        state.pod_changed(pidx)
         out.append(ReplicaAt(unit=unit, pod=pidx, chips=tuple(chips)))
     return out
 

@@ -15,6 +15,7 @@ import numpy as np
 from placer.solver.assignment import ReplicaAt
 from placer.solver.candidates import NodeArrays
 from placer.solver.demand import JobPlan, Unit
+from placer.solver.greedy.tpu_index import PodHeap
 from placer.solver.objective.cost import Pricing
 from placer.solver.preempt import Victim
 from placer.solver.snapshot import Snapshot
@@ -45,7 +46,17 @@ class State:
     milli_idx: dict[int, list[int]] = field(default_factory=dict)
     labels_on: dict[int, list[tuple[dict[str, str], tuple]]] = field(default_factory=dict)
     pod_used: dict[int, set[Coord]] = field(default_factory=dict)
-    slice_cache: dict[tuple[int, tuple[int, ...]], list[TpuSlice]] = field(default_factory=dict)
+    #: Per pod, per slice shape, the free slices (first-free order); a pod's entry goes when its chips change.
+    slice_cache: dict[int, dict[tuple[int, ...], list[TpuSlice]]] = field(default_factory=dict)
+    #: Per TPU demand (type, shape or chips, exclusive, spot, rules), the pods it may use and their shapes:
+    #: static within a decision, so 5,000 alike jobs on 1,000 pods ask once, not 5 million times.
+    #: Per pod, how many times its chips changed, and every change in order (:mod:`~.tpu_index`).
+    pod_version: dict[int, int] = field(default_factory=dict)
+    pod_changes: list[int] = field(default_factory=list)
+    tpu_heaps: dict[tuple[object, ...], PodHeap] = field(default_factory=dict)
+    tpu_options: dict[tuple[object, ...], dict[int, tuple[list[tuple[int, ...]], int]]] = field(
+        default_factory=dict
+    )
     log: list[tuple[object, ...]] = field(default_factory=list)
     anti_groups: dict[tuple[str, ...], tuple[tuple, list[int]]] = field(default_factory=dict)
     label_index: dict[tuple[str, str], set[int]] = field(default_factory=dict)
@@ -280,9 +291,15 @@ class State:
                 chips = {tuple(c) for c in r.tpu_chips}
                 self.pod_used[pidx] -= chips
                 self.log.append(("podfree", pidx, chips))
-                self.slice_cache = {k: s for k, s in self.slice_cache.items() if k[0] != pidx}
+                self.pod_changed(pidx)
         self.evicted[victim.id] = victim.rank
         self.log.append(("evicted", victim.id))
+
+    def pod_changed(self, pidx: int) -> None:
+        """Pod ``pidx``'s used chips changed: its cached slices go, its version moves on."""
+        self.slice_cache.pop(pidx, None)
+        self.pod_version[pidx] = self.pod_version.get(pidx, 0) + 1
+        self.pod_changes.append(pidx)
 
     def note(self, plan: JobPlan, replicas: list[ReplicaAt]) -> None:
         """Record a committed placement for the anti-affinity checks of later jobs."""
@@ -327,10 +344,10 @@ class State:
                 self.labels_on[entry[1]].pop()
             elif kind == "pod":
                 self.pod_used[entry[1]] -= entry[2]
-                self.slice_cache = {k: v for k, v in self.slice_cache.items() if k[0] != entry[1]}
+                self.pod_changed(entry[1])
             elif kind == "podfree":
                 self.pod_used[entry[1]] |= entry[2]
-                self.slice_cache = {k: v for k, v in self.slice_cache.items() if k[0] != entry[1]}
+                self.pod_changed(entry[1])
             elif kind == "evicted":
                 self.evicted.pop(entry[1], None)
 
