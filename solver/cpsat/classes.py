@@ -52,6 +52,9 @@ class NodeClass:
     free_gpus: tuple[int, ...] = ()
     #: Whether a multiset of shaped item types fits the tree together (see ``patterns.shape_fits``).
     shape_memo: dict[tuple[tuple[int, int], ...], bool] = field(default_factory=dict, repr=False)
+    #: Set when first-fit decreasing refused GPU shares that do fit these GPUs some other way (see
+    #: ``patterns.fits``): the class's patterns then miss a packing, and the model is not exact.
+    shares_missed: bool = field(default=False, repr=False)
 
     @property
     def count(self) -> int:

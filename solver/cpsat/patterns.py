@@ -33,6 +33,7 @@ __all__ = [
     "DFS_MAX_TYPES",
     "DFS_MAX_VISITS",
     "EPS",
+    "SHARES_MAX_VISITS",
     "ItemType",
     "Packer",
     "Pattern",
@@ -40,6 +41,7 @@ __all__ = [
     "patterns_for",
     "shape_claims",
     "shape_fits",
+    "shares_pack",
 ]
 
 EPS = 1e-9
@@ -153,14 +155,64 @@ def fits(cls: NodeClass, types: list[ItemType], counts: dict[int, int]) -> bool:
             return False
     if shares:
         bins = [1000] * (cls.gpus - int(g)) + list(cls.milli)
+        start = list(bins)
         for s in sorted(shares, reverse=True):  # first-fit decreasing: conservative, never wrong
             for i, free in enumerate(bins):
                 if free >= s:
                     bins[i] = free - s
                     break
             else:
+                # Realization packs shares the same way, so the pattern stays out; but when the shares do
+                # fit these GPUs another way, the model misses a packing and must not call itself exact.
+                if (
+                    not cls.shares_missed
+                    and sum(shares) <= sum(start)
+                    and shares_pack(shares, start) is not False
+                ):
+                    cls.shares_missed = True
                 return False
     return shape_fits(cls, types, counts)
+
+
+#: Search steps :func:`shares_pack` may take before it gives up (and says it does not know).
+SHARES_MAX_VISITS = 20_000
+
+
+def shares_pack(shares: list[int], bins: list[int]) -> bool | None:
+    """Whether GPU shares (thousandths) fit the GPUs' free thousandths ``bins``, exactly (a depth-first
+    search, largest share first, GPUs with equal room tried once); None when :data:`SHARES_MAX_VISITS` ran
+    out first.
+
+    >>> shares_pack([400, 400, 300, 300, 300, 300], [1000, 1000])  # first-fit decreasing fails here
+    True
+    >>> shares_pack([600, 600], [1000])
+    False
+    """
+    items = sorted(shares, reverse=True)
+    room = list(bins)
+    visits = [0]
+
+    def go(k: int) -> bool | None:
+        if k == len(items):
+            return True
+        visits[0] += 1
+        if visits[0] > SHARES_MAX_VISITS:
+            return None
+        tried: set[int] = set()
+        unknown = False
+        for i, free in enumerate(room):
+            if free < items[k] or free in tried:
+                continue
+            tried.add(free)
+            room[i] = free - items[k]
+            got = go(k + 1)
+            room[i] = free
+            if got:
+                return True
+            unknown |= got is None
+        return None if unknown else False
+
+    return go(0)
 
 
 def _as_pattern(counts: dict[int, int]) -> Pattern:

@@ -171,6 +171,8 @@ class Builder:
                 self.policy.max_patterns_per_class,
                 complete,
             )
+            if classes[c].shares_missed:
+                self._approximate("GPU shares: packed first-fit decreasing, missing a packing a node allows")
             limit_hit = len(patterns[c]) >= self.policy.max_patterns_per_class
             if len(tset) > DFS_MAX_TYPES or limit_hit or not complete[0]:
                 self._approximate("packing patterns: not every maximal pattern of a node class enumerated")

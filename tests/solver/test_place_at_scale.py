@@ -94,3 +94,33 @@ def test_mutually_anti_affine_jobs_share_one_item_type() -> None:
         sizes.append(d.stats.model_variables)
     # 10x the jobs: placed[p] and x[u, c] per job (one class), so about 10x the variables, not 100x.
     assert sizes[1] <= 11 * sizes[0]
+
+
+def test_gpu_shares_first_fit_decreasing_misses_a_packing_and_says_so() -> None:
+    # Two free L4 GPUs; shares of 400, 400, 300, 300, 300, 300 thousandths fit exactly (400 + 300 + 300 on
+    # each GPU), but first-fit decreasing puts both 400s on one GPU and has no room for the last 300. The
+    # model packs shares that way, so it misses that packing: it must not call itself exact, nor its answer
+    # OPTIMAL. (Greedy, which puts each share on the fullest GPU it fits, finds all 6; its answer stands.)
+    from datetime import timedelta
+
+    from placer.scenarios.synthetic import NOW
+    from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+    from placer.topology import cluster_of, pcie_inference
+
+    cluster = cluster_of(pcie_inference(1, gpus_per_node=2, cpu_cores=24, memory_gb=96), name="shares")
+    jobs = [
+        Job(
+            id=f"s{i}",
+            source_format="synthetic",
+            priority=50,
+            submit_time=NOW - timedelta(minutes=10 - i),
+            tasks=[TaskGroup(cpu_cores=1, memory_gb=1, gpu=GpuDemand(count=1, share_milli=m))],
+        )
+        for i, m in enumerate([400, 400, 300, 300, 300, 300])
+    ]
+    d = place(jobs, cluster, Policy(engine="cpsat", time_limit_s=5.0), now=NOW)
+    assert_valid(d, jobs, cluster, NOW)
+    _status_is_honest(d)
+    assert d.stats.model_exact is False and d.stats.status != "OPTIMAL"
+    assert any("GPU shares" in a for a in d.stats.model_approximations)
+    assert len(d.placements) == 6
