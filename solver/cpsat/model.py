@@ -281,8 +281,9 @@ class Model(Hinting, Searching, Realizing):
         offered it (evicting that job does not lift the rule, as in greedy)."""
         b, m = self.b, self.m
         here = {nu.p for nu in nus}
-        rules = sorted(p for p in here if self.plans[p].anti and b.conflicts.get(p, set()) & here)
-        involved = set(rules) | {q for p in rules for q in b.conflicts[p] & here}
+        rules = sorted(p for p in here if self.plans[p].anti and b.conflicts.any_in(p, here))
+        against = {p: b.conflicts.among(p, here) for p in rules}
+        involved = set(rules) | {q for p in rules for q in against[p]}
         on: dict[int, cp_model.IntVar] = {}
         for p in sorted(involved):
             w = m.NewBoolVar(f"on[{p},{n}]")
@@ -292,7 +293,7 @@ class Model(Hinting, Searching, Realizing):
             m.Add(sum(y for y, _ in ys) >= w)
             on[p] = self.on[(p, n)] = w
         for p in rules:
-            m.Add(sum(on[q] for q in sorted(b.conflicts[p] & here)) == 0).OnlyEnforceIf(on[p])
+            m.Add(sum(on[q] for q in against[p]) == 0).OnlyEnforceIf(on[p])
         running = set(b.snap.nodes[n].running)
         for nu in nus:
             if not nu.unit.exclusive:

@@ -180,7 +180,7 @@ class Realizing:
             here = on_node.get(node, set())
             if nu.unit.distinct and (nu.p, nu.ui) in unit_on.get(node, set()):
                 return False
-            if (nu.p in self_anti and nu.p in here) or here & conflicts.get(nu.p, set()):
+            if (nu.p in self_anti and nu.p in here) or conflicts.any_in(nu.p, here):
                 return False
             if nu.unit.exclusive and here - {nu.p}:
                 return False

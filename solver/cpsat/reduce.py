@@ -21,6 +21,7 @@ from placer.solver.assignment import Assignment
 from placer.solver.budgets import Budgets
 from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
 from placer.solver.cpsat.classes import NodeClass, build_classes
+from placer.solver.cpsat.conflicts import Conflicts
 from placer.solver.cpsat.model import Model
 from placer.solver.cpsat.parts import (
     MAX_CPU_QUANTUM,
@@ -38,7 +39,6 @@ from placer.solver.demand import JobPlan, Unit
 from placer.solver.objective.cost import Pricing
 from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, job_rank
-from placer.solver.rules import holds
 from placer.solver.structure import request_text
 from placer.solver.tpu_shapes import host_chips, tpu_shapes
 from placer.topology.tpu import slices_in_pod
@@ -238,17 +238,8 @@ class Builder:
     ) -> tuple[list[ItemType], dict]:
         """Item types of the node units (sets ``nu.type_idx``); units in ``exact`` (plan, unit) keep their
         real amounts when the others are rounded up."""
-        plans = self.plans
-        with_anti = [p for p in ids if plans[p].anti]
-        conflicts: dict[int, set[int]] = {}
-        for p in with_anti:
-            for q in ids:
-                if q == p:
-                    continue
-                if any(holds(r, plans[q].labels) for r in plans[p].anti):
-                    conflicts.setdefault(p, set()).add(q)
-                    conflicts.setdefault(q, set()).add(p)
-        self_anti = {p for p in with_anti if any(holds(r, plans[p].labels) for r in plans[p].anti)}
+        conflicts = Conflicts(self.plans, ids, self._tick)
+        self_anti = conflicts.self_anti
         self.conflicts, self.self_anti = conflicts, self_anti
         units_of: dict[int, list[NodeUnit]] = {}
         for nu in node_units:
@@ -266,6 +257,7 @@ class Builder:
             return hit[1]
 
         tags, caps = self._tags(node_units, units_of, shape_key)
+        group_tags: dict[int, set[tuple[object, ...]]] = {}
 
         def tag_of(nu: NodeUnit) -> tuple[object, ...] | None:
             return tags.get((nu.p, nu.ui))
@@ -309,10 +301,14 @@ class Builder:
             tag = tag_of(nu)
             confl: set[tuple[object, ...]] = set()
             if tag is not None:
-                for q in conflicts.get(nu.p, ()):
-                    confl |= {tags[(q, o.ui)] for o in units_of.get(q, [])}
-                if nu.p in self_anti:
-                    confl |= {tags[(nu.p, o.ui)] for o in units_of[nu.p] if o.ui != nu.ui}
+                # The tags of every unit of every job it conflicts with (its own other units too when it is
+                # self-anti-affine: its group is then among those it conflicts with), group by group.
+                for h in conflicts.groups_against(nu.p):
+                    if h not in group_tags:
+                        group_tags[h] = {
+                            tags[(q, o.ui)] for q in conflicts.members[h] for o in units_of.get(q, [])
+                        }
+                    confl |= group_tags[h]
                 confl.discard(tag)  # within a group, its cap is the rule (at most one on a node)
             need = nu.unit.need
             qc, qm = (0.0, 0.0) if tag is not None or (nu.p, nu.ui) in exact else (q_cpu, q_mem)
@@ -356,10 +352,12 @@ class Builder:
 
         * **exclusive**, at most one replica per node (one replica, ``distinct`` or self-anti-affine), same
           demand: an exclusive replica is alone on its node, so a cap of 1 says everything;
-        * **true twins** (at most one replica per node each, same demand, each conflicting with the
-          others and with the same jobs outside): no node holds two of them — a cap of 1;
-        * **false twins** (no per-node limit of their own, same demand, conflicting with the same jobs and
-          not with each other): any number may share a node — no cap, the shared conflicts.
+        * **true twins** (same demand, same labels and anti-affinity rules, and those rules match those
+          labels: :mod:`~placer.solver.cpsat.conflicts`): each conflicts with the others and with the same
+          jobs outside, so no node holds two of them — a cap of 1;
+        * **false twins** (same demand, labels and rules, which do not match their own labels; not
+          ``distinct``): they conflict with the same jobs and not with each other, so any number may share
+          a node — no cap, the shared conflicts.
 
         Jobs of several units (task groups) keep a tag per unit, as do the rest.
         """
@@ -373,23 +371,18 @@ class Builder:
                 continue
             one = u.replicas == 1 or u.distinct or p in self_anti
             demand = (u.need, shape_key(u))
+            g = conflicts.group_of[p]
             if len(units_of[p]) > 1 or (u.exclusive and not one):
                 key: tuple[object, ...] = ("u", p, nu.ui)
             elif u.exclusive:
                 key = ("x", demand)
-            elif one:
-                key = ("t", demand, frozenset(conflicts.get(p, set()) | {p}))
+            elif p in self_anti:
+                key = ("t", demand, g)  # its group's jobs all conflict with each other and with the same jobs
+            elif not u.distinct:
+                key = ("f", demand, g)  # its group's jobs conflict with the same jobs, not with each other
             else:
-                key = ("f", demand, frozenset(conflicts.get(p, set())))
+                key = ("u", p, nu.ui)
             groups.setdefault(key, []).append(nu)
-        # A true-twin group of one is a job on its own; with one replica and no self-anti-affinity it may
-        # still be a false twin of others (``one`` only said it never stacks).
-        for key in [k for k, g in groups.items() if k[0] == "t" and len(g) == 1]:
-            (nu,) = groups[key]
-            if nu.unit.replicas == 1 and not nu.unit.distinct and nu.p not in self_anti:
-                del groups[key]
-                alt = ("f", key[1], frozenset(conflicts.get(nu.p, set())))
-                groups.setdefault(alt, []).append(nu)
         for n, (key, members) in enumerate(sorted(groups.items(), key=lambda kv: (kv[1][0].p, kv[1][0].ui))):
             if key[0] == "u":
                 tag: tuple[object, ...] = key
