@@ -68,6 +68,9 @@ RESERVE_PER_REPLICA_S = 0.00003
 #: Kept back as well, per replica, when CP-SAT's answer may have to pass the checker (``policy.verify``):
 #: checking scenario L's ~5,500 placed replicas takes 0.3-0.8 s.
 CHECK_PER_REPLICA_S = 0.0001
+#: Rounds of large-neighbourhood search in reproducible mode (each on a deterministic budget).
+LNS_REPRODUCIBLE_ROUNDS = 12
+
 #: At most this share of the time left for CP-SAT goes to the LP bound (:func:`placer.solver.bound.lp_bound`),
 #: which only sharpens the reported gap; and only when CP-SAT gets at least ``LP_MIN_LEFT_S``.
 LP_SHARE = 0.25
@@ -163,6 +166,60 @@ def probe_fit(
     )
     d = decide([job], cluster, quick, now=now)
     return d.placements[0] if d.placements else None
+
+
+def _budgeted(problem: Problem) -> bool:
+    """Whether a queue or dollar budget applies: budgets span the whole answer, so a neighbourhood
+    cannot be searched on its own."""
+    b = problem.budgets
+    return bool(b.max_gpus or b.max_jobs or b.max_cost or b.tenant_max_cost)
+
+
+def _lns(
+    problem: Problem,
+    policy: Policy,
+    greedy_best: Assignment,
+    stats: Stats,
+    cpsat_deadline: float,
+    bounds: list[tuple[float, str]],
+) -> tuple[Assignment, float]:
+    """Phase 6 when the joint model is too big (more node classes than ``Policy.lns_above_classes``): CP-SAT
+    on neighbourhoods of greedy's answer (:mod:`placer.solver.cpsat.lns`).
+    Each round's model is exact on its neighbourhood but the search is not a proof: the status is
+    ``FEASIBLE``, the bound the relaxation's or the LP's. In reproducible mode the search runs a fixed
+    number of rounds on deterministic budgets; a wall clock that stops it earlier is named in ``cut_by``."""
+    from placer.solver.cpsat.lns import improve  # OR-Tools: imported only when CP-SAT runs
+
+    t0 = time.perf_counter()
+
+    def better(a: Assignment, b: Assignment) -> bool:
+        return score(a, problem) > score(b, problem)
+
+    result = improve(
+        problem.plans,
+        problem.candidates,
+        problem.prefs,
+        problem.anti,
+        problem.arrays,
+        problem.spot_ok,
+        greedy_best,
+        policy,
+        better,
+        deadline=cpsat_deadline,
+        victims=problem.victims,
+        pricing=problem.pricing,
+        max_rounds=LNS_REPRODUCIBLE_ROUNDS if policy.reproducible else None,
+        bound=min((b for b, _ in bounds), default=None),
+    )
+    stats.status = stats.model_status = "FEASIBLE"
+    stats.lns_rounds, stats.lns_accepted = result.rounds, result.accepted
+    if not policy.reproducible or result.cut:
+        stats.cut_by.append("cpsat")
+    best = result.assignment
+    best.skipped = set(greedy_best.skipped)
+    if result.accepted:
+        stats.engine = "cpsat"
+    return best, time.perf_counter() - t0
 
 
 def _one_replica(problem: Problem) -> bool:
@@ -305,13 +362,17 @@ def _cpsat(
         problem.arrays,
         problem.spot_ok,
         greedy_best,
-        policy,
+        policy.model_copy(update={"lns_above_classes": 0}) if _budgeted(problem) else policy,
         deadline=cpsat_deadline,
         victims=problem.victims,
         budgets=problem.budgets,
         pricing=problem.pricing,
     )
     problem.build_s += result.build_s
+    if result.status == "TOO_BIG":
+        stats.node_classes = result.classes
+        best, solve_s = _lns(problem, policy, greedy_best, stats, cpsat_deadline, bounds)
+        return best, solve_s
     stats.status = stats.model_status = result.status
     proven[0] = result.proven
     stats.model_bound = result.bound

@@ -145,6 +145,9 @@ class Stats(_Out):
     #: When ``model_exact`` is false, what the model approximated (node classes, patterns, rounded
     #: demands, cut candidate lists), so a user knows which constraint the bound and status do not cover.
     model_approximations: list[str] = Field(default_factory=list)
+    #: Large-neighbourhood search (big batches): rounds run and rounds whose answer was kept.
+    lns_rounds: int | None = None
+    lns_accepted: int | None = None
     model_variables: int | None = None
     model_constraints: int | None = None
     node_classes: int | None = None

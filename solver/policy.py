@@ -134,6 +134,10 @@ class Policy(BaseModel):
     max_classes_per_unit: int = Field(default=12, ge=1)
     max_patterns_per_class: int = Field(default=16, ge=1)
     max_slices_per_job: int = Field(default=48, ge=1)
+    #: When the joint model would have more node classes than this, CP-SAT runs as large-neighbourhood
+    #: search on greedy's answer instead (``cpsat/lns.py``): a model that big does not fit a backend's
+    #: latency (scenario M: ~380 classes, 30,000 variables, nothing found in 2 s). 0: always one model.
+    lns_above_classes: int = Field(default=150, ge=0)
     cpu_quantum: float = Field(default=1.0, gt=0)
     memory_quantum_gb: float = Field(default=8.0, gt=0)
 

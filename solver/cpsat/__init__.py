@@ -18,7 +18,7 @@ import numpy as np
 from placer.solver.assignment import Assignment
 from placer.solver.budgets import Budgets
 from placer.solver.candidates import NodeArrays, UnitCandidates
-from placer.solver.cpsat.parts import CpsatResult, Deadline
+from placer.solver.cpsat.parts import CpsatResult, Deadline, TooBig
 from placer.solver.cpsat.reduce import Builder
 from placer.solver.demand import JobPlan
 from placer.solver.objective.cost import Pricing
@@ -64,5 +64,7 @@ def solve(
         ).build()
     except Deadline:
         return CpsatResult(None, "BUILD_TIMEOUT", build_s=time.perf_counter() - t0)
+    except TooBig as big:
+        return CpsatResult(None, "TOO_BIG", build_s=time.perf_counter() - t0, classes=big.classes)
     build_s = time.perf_counter() - t0
     return built.run(build_s)

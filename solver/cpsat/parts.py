@@ -116,6 +116,14 @@ class Deadline(Exception):
     pass
 
 
+class TooBig(Exception):
+    """The joint model would have more node classes than ``Policy.lns_above_classes``."""
+
+    def __init__(self, classes: int):
+        super().__init__(f"{classes} node classes")
+        self.classes = classes
+
+
 #: Under ``Policy.reproducible`` the solve stages share this fraction of the time limit, counted in
 #: CP-SAT's deterministic time (about a second of work each on a typical core) instead of wall seconds.
 DET_SHARE = 0.5

@@ -30,6 +30,7 @@ from placer.solver.cpsat.parts import (
     NodeUnit,
     Seeds,
     Slice,
+    TooBig,
     pref_codes,
     shaped_unit,
     up,
@@ -129,6 +130,8 @@ class Builder:
             shape_codes=self._shape_codes(node_units, relevant),
             pref_codes=pref_codes(node_units),
         )
+        if 0 < self.policy.lns_above_classes < len(classes):
+            raise TooBig(len(classes))
         if not exact_classes:
             self._approximate("node classes: free amounts rounded to keep the class count bounded")
         self._tick()
