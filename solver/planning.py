@@ -83,6 +83,11 @@ def with_plans(
     # of the limit, and planning used to spend all of it (scenario M, greedy: 5.1 s of a 5 s limit for a
     # decision made in 0.3 s).
     end = min(t0 + limit, time.perf_counter() + budget) - 0.02
+    if policy.reproducible:
+        # A count of fits bounds reproducible planning (below); its wall clock is then the time limit's
+        # alone, so that a loaded machine, where a fit takes longer than modelled, still finishes the same
+        # fits (scenario M with another process running: planning was cut in 5 runs of 5).
+        end = t0 + limit - 0.02
     deadline = end - probe_s  # the last moment a fit may start
     if time.perf_counter() > deadline - 0.01:
         _cut(decision)  # no time left to plan: the core decision stands, unprotected this cycle
