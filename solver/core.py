@@ -183,8 +183,8 @@ def _lns(
     cpsat_deadline: float,
     bounds: list[tuple[float, str]],
 ) -> tuple[Assignment, float]:
-    """Phase 6 when the joint model is too big (more node classes than ``Policy.lns_above_classes``): CP-SAT
-    on neighbourhoods of greedy's answer (:mod:`placer.solver.cpsat.lns`).
+    """Phase 6 when the joint model is too big (node classes x node units above
+    ``Policy.lns_above_size``): CP-SAT on neighbourhoods of greedy's answer (:mod:`placer.solver.cpsat.lns`).
     Each round's model is exact on its neighbourhood but the search is not a proof: the status is
     ``FEASIBLE``, the bound the relaxation's or the LP's. In reproducible mode the search runs a fixed
     number of rounds on deterministic budgets; a wall clock that stops it earlier is named in ``cut_by``."""
@@ -362,7 +362,7 @@ def _cpsat(
         problem.arrays,
         problem.spot_ok,
         greedy_best,
-        policy.model_copy(update={"lns_above_classes": 0}) if _budgeted(problem) else policy,
+        policy.model_copy(update={"lns_above_size": 0}) if _budgeted(problem) else policy,
         deadline=cpsat_deadline,
         victims=problem.victims,
         budgets=problem.budgets,

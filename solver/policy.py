@@ -134,10 +134,12 @@ class Policy(BaseModel):
     max_classes_per_unit: int = Field(default=12, ge=1)
     max_patterns_per_class: int = Field(default=16, ge=1)
     max_slices_per_job: int = Field(default=48, ge=1)
-    #: When the joint model would have more node classes than this, CP-SAT runs as large-neighbourhood
-    #: search on greedy's answer instead (``cpsat/lns.py``): a model that big does not fit a backend's
-    #: latency (scenario M: ~380 classes, 30,000 variables, nothing found in 2 s). 0: always one model.
-    lns_above_classes: int = Field(default=150, ge=0)
+    #: When the joint model would be bigger than this — node classes times node units (the replica
+    #: groups of the batch that go to nodes) — CP-SAT runs as large-neighbourhood search on greedy's answer
+    #: instead (``cpsat/lns.py``): scenario M (~380 classes x 1,000 units, 30,000 variables) builds in most
+    #: of 2 s and finds nothing in the rest. A fill batch (~250 x 100) or the traps replicated 1,000 times
+    #: (2-3 x 13,000) stay one model. 0: always one model.
+    lns_above_size: int = Field(default=60_000, ge=0)
     cpu_quantum: float = Field(default=1.0, gt=0)
     memory_quantum_gb: float = Field(default=8.0, gt=0)
 

@@ -194,7 +194,7 @@ def improve(
         budget = policy.time_limit_s / (2 * max_rounds) if max_rounds else ROUND_SHARE * left
         budget = max(MIN_ROUND_S, budget)
         round_deadline = time.perf_counter() + budget
-        sub_policy = policy.model_copy(update={"time_limit_s": budget, "lns_above_classes": 0})
+        sub_policy = policy.model_copy(update={"time_limit_s": budget, "lns_above_size": 0})
         res = solve(
             plans,
             sub_cands,

@@ -117,7 +117,7 @@ class Deadline(Exception):
 
 
 class TooBig(Exception):
-    """The joint model would have more node classes than ``Policy.lns_above_classes``."""
+    """The joint model would be bigger (node classes x node units) than ``Policy.lns_above_size``."""
 
     def __init__(self, classes: int):
         super().__init__(f"{classes} node classes")

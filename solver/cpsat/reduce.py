@@ -130,7 +130,7 @@ class Builder:
             shape_codes=self._shape_codes(node_units, relevant),
             pref_codes=pref_codes(node_units),
         )
-        if 0 < self.policy.lns_above_classes < len(classes):
+        if 0 < self.policy.lns_above_size < len(classes) * len(node_units):
             raise TooBig(len(classes))
         if not exact_classes:
             self._approximate("node classes: free amounts rounded to keep the class count bounded")

@@ -21,14 +21,14 @@ def _frozen(d: object) -> str:
 
 
 def test_search_finds_what_greedy_misses_on_the_traps() -> None:
-    # lns_above_classes=1 sends even these small batches (two node classes each) to the search: a
-    # neighbourhood around a job greedy left pending holds its nodes and the jobs on them, solved exactly.
+    # lns_above_size=1 sends even these small batches to the search: a neighbourhood around a job greedy
+    # left pending holds its nodes and the jobs on them, solved exactly.
     # On the exclusive trap greedy places 3 of each 4 jobs; on the fragmentation trap it already reaches
     # the optimum, and the search must not lose it.
     for trap, greedy_short in ((exclusive_trap(), True), (fragmentation_trap(), False)):
         sc = replicate(trap, 3)
         greedy = place(list(sc.jobs), sc.cluster, Policy(engine="greedy"), now=sc.now)
-        d = place(list(sc.jobs), sc.cluster, Policy(engine="cpsat", lns_above_classes=1), now=sc.now)
+        d = place(list(sc.jobs), sc.cluster, Policy(engine="cpsat", lns_above_size=1), now=sc.now)
         assert_valid(d, list(sc.jobs), sc.cluster, sc.now)
         assert (len(greedy.placements) < sc.optimal_placed) == greedy_short
         assert d.stats.lns_rounds is not None
@@ -42,7 +42,7 @@ def test_search_is_never_worse_than_greedy_and_every_answer_is_checked() -> None
     for seed in range(3):
         sc = scenario_s(seed)
         # Planning off: it may withdraw placements after the engine, on either engine's answer.
-        policy = Policy(engine="auto", lns_above_classes=1, time_limit_s=1.5, seed=seed, plan=False)
+        policy = Policy(engine="auto", lns_above_size=1, time_limit_s=1.5, seed=seed, plan=False)
         d = place(list(sc.jobs), sc.cluster, policy, now=sc.now)
         assert_valid(d, list(sc.jobs), sc.cluster, sc.now)
         assert d.stats.objective is not None and d.stats.greedy_objective is not None
@@ -52,7 +52,7 @@ def test_search_is_never_worse_than_greedy_and_every_answer_is_checked() -> None
 
 def test_reproducible_search_gives_the_same_decision() -> None:
     sc = replicate(exclusive_trap(), 4)
-    policy = Policy(engine="cpsat", lns_above_classes=1, reproducible=True, seed=3, time_limit_s=4.0)
+    policy = Policy(engine="cpsat", lns_above_size=1, reproducible=True, seed=3, time_limit_s=4.0)
     first = place(list(sc.jobs), sc.cluster, policy, now=sc.now)
     second = place(list(sc.jobs), sc.cluster, policy, now=sc.now)
     assert _frozen(first) == _frozen(second)
@@ -67,7 +67,5 @@ def test_budgets_keep_the_joint_model() -> None:
     sc = replicate(exclusive_trap(), 2)
     limits = {"max_total_gpus": 100}
     queues = {"default": QueueConfig.model_validate({"queue": "default", "config": {"ml_limits": limits}})}
-    d = place(
-        list(sc.jobs), sc.cluster, Policy(engine="cpsat", lns_above_classes=1), now=sc.now, queues=queues
-    )
+    d = place(list(sc.jobs), sc.cluster, Policy(engine="cpsat", lns_above_size=1), now=sc.now, queues=queues)
     assert d.stats.lns_rounds is None
