@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.importers import IMPORTERS
 from placer.topology.importers._common import short
+from placer.topology.importers.slurm_json import is_slurm_json
 from placer.topology.importers.text import parse_text
 from placer.topology.inputs import read_input, source_name
 from placer.topology.inventory import Inventory
@@ -107,6 +108,8 @@ def _detect_object(obj: Any, source: str) -> str | None:
                 source, "document", "this is a Kubernetes pod list; give it with --pods next to the node list"
             )
         return "kubernetes"
+    if is_slurm_json(obj):
+        return "slurm"
     if "graph" in obj or "scheduling" in obj or ("execution" in obj and "version" in obj):
         return "jgf"
     if "workers" in obj or "worker_id" in obj:
@@ -194,7 +197,7 @@ def inventory_from_input(
     if format == "auto" and is_text and _is_slurm_text(text_or_obj):
         format = "slurm"
     obj = text_or_obj
-    if format != "slurm":
+    if format != "slurm" or (is_text and not _is_slurm_text(text_or_obj)):
         obj = parse_text(text_or_obj, source=source) if is_text else text_or_obj  # parsed once
         if format == "auto":
             format = detect_cluster_format(obj, source=source)
@@ -207,8 +210,14 @@ def inventory_from_input(
     if levels and format != "kubernetes":
         raise _fail(source, "document", f"topology labels apply to Kubernetes node lists, not to {format}")
     if format == "slurm":
+        if is_slurm_json(obj):  # sinfo --json, scontrol show node --json
+            return IMPORTERS["slurm"](obj, source=source)
         if not is_text:
-            raise _fail(source, "document", "scontrol show node output is text, not a JSON document")
+            raise _fail(
+                source,
+                "document",
+                "Slurm input is `scontrol show node` text or `sinfo --json` (meta + nodes)",
+            )
         return IMPORTERS["slurm"](text_or_obj, source=source)
     if format == "inventory":
         return inventory_from_document(obj, source)

@@ -292,3 +292,55 @@ def test_untyped_gres_builds_a_cluster_whose_gpus_match_no_typed_request() -> No
     node = cluster.node("g01")
     assert (node.gpu_type, node.gpu_count, node.gpu_memory_gb) == ("unknown-gpu", 8, None)
     assert summary(cluster)["gpus"] == {"unknown-gpu": 8}
+
+
+# -- what Slurm 22.05 printed (captured from the live Slurm of test_importers_slurm_live.py) ----------------
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
+
+
+def _free_gpus(inv: Inventory) -> dict[str, int]:
+    from placer.topology import build_cluster
+
+    cluster = build_cluster(inv)
+    return {n.name: len(cluster.free_gpus(n.name)) for n in cluster.nodes if n.gpu_count}
+
+
+def test_sinfo_json_and_show_node_d_agree_on_gpus_in_use() -> None:
+    # The capture: mine (8 H100, jobs of 2 + 3 GPUs), gpu01 (4 of 8 held), gpu02 (1 of 8), gpu03 (4 A100
+    # of 4), gpu04 (8, down, none held).
+    import json
+
+    from placer.topology.load import inventory_from_input
+
+    d = _free_gpus(parse_slurm((REAL / "show-node-d-22.05.txt").read_text(), source="show-node-d"))
+    j = _free_gpus(inventory_from_input(json.loads((REAL / "sinfo-22.05.json").read_text()), source="sinfo"))
+    assert d == j
+    assert sum(j.values()) == (8 - 5) + (8 - 4) + (8 - 1) + (4 - 4) + 8
+
+
+def test_plain_show_node_without_gpu_accounting_is_refused() -> None:
+    with pytest.raises(TopologyError, match="GPU usage unknown"):
+        parse_slurm((REAL / "show-node-22.05.txt").read_text(), source="show-node")
+
+
+def test_an_idle_node_without_gres_usage_is_read_as_free() -> None:
+    # Nothing runs there (no CPUs or memory allocated), so no GPU can be held either.
+    text = "NodeName=g1 CPUTot=8 RealMemory=1000 Gres=gpu:h100:8 State=IDLE CPUAlloc=0"
+    inv = parse_slurm(text, source="x")
+    assert _free_gpus(inv) == {"g1": 8}
+
+
+def test_gpu_accounting_makes_alloc_tres_authoritative() -> None:
+    # CfgTRES lists gres/gpu when it is accounted: AllocTRES then says how many GPUs are held.
+    text = (
+        "NodeName=g1 CPUTot=8 RealMemory=1000 Gres=gpu:h100:8 State=MIXED CPUAlloc=2 "
+        "CfgTRES=cpu=8,mem=1000M,gres/gpu=8 AllocTRES=cpu=2,gres/gpu=3"
+    )
+    assert _free_gpus(parse_slurm(text, source="x")) == {"g1": 5}
+
+
+def test_json_node_that_is_not_an_object_is_named() -> None:
+    doc = {"meta": {"Slurm": {"release": "22.05.8"}}, "nodes": [{"name": "a", "cpus": 2}, 7]}
+    with pytest.raises(TopologyError, match=r"nodes\[1\]"):
+        parse_slurm(doc, source="sinfo.json")

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from placer.topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, short
+from placer.topology.importers.slurm_json import is_slurm_json, json_records
 from placer.topology.inventory import InnerVertex, Inventory, NodeSpec, RunningJob
 
 __all__ = [
@@ -338,6 +339,12 @@ def parse_slurm(text: Any, *, source: str) -> Inventory:
     placer.topology.errors.TopologyError: n.txt: record 1 (NodeName=g01): CPUTot 'x' is not a whole number
     """
     problems = Problems(source)
+    if isinstance(text, dict) and is_slurm_json(text):
+        records = list(enumerate(json_records(text), start=1))
+        if not records:
+            problems.add("nodes", "the node list is empty")
+            problems.check()
+        return _inventory(records, problems, source, item_of=_json_item)
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -352,12 +359,30 @@ def parse_slurm(text: Any, *, source: str) -> Inventory:
     if not records:
         problems.add("document", "no NodeName= records (is this `scontrol show node` output?)")
         problems.check()
+    return _inventory(records, problems, source)
+
+
+def _record_item(number: int, name: str) -> str:
+    return f"record {number} (NodeName={name})"
+
+
+def _json_item(number: int, name: str) -> str:
+    return f"nodes[{number - 1}] ({name})"
+
+
+def _inventory(
+    records: list[tuple[int, dict[str, str]]],
+    problems: Problems,
+    source: str,
+    item_of: Any = _record_item,
+) -> Inventory:
+    """The inventory of the node records (text or JSON alike)."""
     nodes: list[NodeSpec] = []
     running: list[RunningJob] = []
     seen: set[str] = set()
     for number, (_, record) in enumerate(records, start=1):
         name = record.get("NodeName", "").strip()
-        item = f"record {number} (NodeName={name})"
+        item = item_of(number, name)
         if not name:
             problems.add(item, "NodeName is empty")
             continue
@@ -443,6 +468,10 @@ def _node(
         labels["arch"] = record["Arch"].strip()
     if state_text:
         labels["slurm_state"] = state_text
+    for key, label in (("Reason", "slurm_reason"), ("Comment", "slurm_comment"), ("Extra", "slurm_extra")):
+        value = record.get(key, "").strip()
+        if value not in _NULL:
+            labels[label] = value[:256]
     features = record.get("ActiveFeatures")
     if features is None or features.strip() in _NULL:
         features = record.get("AvailableFeatures", "")
@@ -521,6 +550,23 @@ def _allocation(
             tres[key.strip()] = value.strip()
     cpus: float = _int(record, "CPUAlloc", item, problems)
     memory_mb: float = _int(record, "AllocMem", item, problems)
+    # Plain `scontrol show node` prints GPU usage only when gres/gpu is an accounted TRES
+    # (AccountingStorageTRES; CfgTRES then lists it). Without it, a node with work on it may hold any of its
+    # GPUs: reading them as free double-books them.
+    unknown = (
+        node.gpus is not None
+        and node.gpus.count > 0
+        and "GresUsed" not in record
+        and "gres/gpu" not in record.get("CfgTRES", "")
+    )
+    if unknown and (cpus or memory_mb):
+        problems.add(
+            item,
+            "GPU usage unknown: the node runs work and neither GresUsed nor a gres/gpu TRES is printed "
+            "(plain `scontrol show node` without gres/gpu accounting); give `scontrol show node -d`, "
+            "`sinfo --json` or `scontrol show node --json`",
+        )
+        return None
     used_gpus = [g for g in used if g.name == "gpu"]
     gpus = sum(g.count for g in used_gpus)
     try:

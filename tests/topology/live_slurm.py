@@ -1,0 +1,209 @@
+"""A throw-away Slurm on this host, for tests: one ``slurmctld`` and five ``slurmd`` (several ``slurmd`` on
+one host, each with its own port), fake GPUs as ``mknod`` character devices, jobs on them, a drained and a
+down node; it captures what Slurm prints and stops every process it started, by PID.
+
+Why a live Slurm: placer reads what Slurm prints, and what Slurm prints (which GPUs it reports used, in
+which command, in which form) is exactly what broke with hand-written fixtures — plain ``scontrol show
+node`` reports every GPU free when gres/gpu is not accounted. Debian's packages (``slurmctld slurmd
+slurm-client munge``, Slurm 22.05) start in under a second; ``.ci/run`` installs them. Root is needed.
+
+Jobs (what the tests' arithmetic relies on):
+
+* ``a`` holds 2 H100 and ``b`` 3 H100 of ``gpu01`` (8): 3 free there;
+* ``c`` holds 4 of ``gpu02``'s 8 H100, which is then drained (``drain while job runs``);
+* ``d`` holds all 4 A100 of ``gpu03``;
+* ``gpu04`` (8 H100) is idle and set down (``down by hand``); ``cpu01`` (no GPU) is drained idle;
+* ``f`` asks 8 H100 on ``gpu01`` and stays pending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+__all__ = ["LiveSlurm", "available", "start"]
+
+BINARIES = ("slurmctld", "slurmd", "scontrol", "sbatch", "munged", "munge")
+#: Node name -> (slurmd port, Gres, gres.conf line or "").
+NODES = {
+    "gpu01": (17001, "gpu:h100:8", "Name=gpu Type=h100 File={dev}/nvidia[0-7]"),
+    "gpu02": (17002, "gpu:h100:8", "Name=gpu Type=h100 File={dev}/nvidia[0-7]"),
+    "gpu03": (17003, "gpu:a100:4", "Name=gpu Type=a100 File={dev}/nvidia[0-3]"),
+    "gpu04": (17004, "gpu:h100:8", "Name=gpu Type=h100 File={dev}/nvidia[0-7]"),
+    "cpu01": (17011, "", ""),
+}
+JOBS = [
+    ("a", "gpu01", "gpu:h100:2"),
+    ("b", "gpu01", "gpu:h100:3"),
+    ("c", "gpu02", "gpu:h100:4"),
+    ("d", "gpu03", "gpu:a100:4"),
+]
+
+
+def available() -> str | None:
+    """None when a live Slurm can start here, else why not."""
+    if os.geteuid() != 0:
+        return "needs root (mknod, slurmd)"
+    missing = [b for b in BINARIES if shutil.which(b) is None]
+    if missing:
+        return f"missing {', '.join(missing)} (apt-get install -y slurmctld slurmd slurm-client munge)"
+    return None
+
+
+class LiveSlurm:
+    """A started Slurm: its directory, environment, and the PIDs it must stop."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.env = {**os.environ, "SLURM_CONF": str(root / "etc" / "slurm.conf")}
+        self.pids: list[int] = []
+        self.munged: int | None = None
+        self.out: dict[str, str] = {}
+
+    def run(self, *cmd: str, check: bool = True) -> str:
+        r = subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=60)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: {r.returncode}: {r.stderr.strip()}")
+        return r.stdout
+
+    def wait(self, what: str, ok: object, seconds: float = 30.0) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if ok():  # type: ignore[operator]
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"live Slurm: {what} not reached in {seconds:g} s")
+
+    def stop(self) -> None:
+        """Cancel the jobs, then stop the daemons it started (slurmds first) and munged if it started it."""
+        self.run("scancel", "--user=root", check=False)
+        end = time.monotonic() + 10
+        while time.monotonic() < end and self.run("squeue", "-h", "-t", "R,CG", check=False).strip():
+            time.sleep(0.2)
+        run = self.root / "run"
+        for pid_file in [*sorted(run.glob("slurmd-*.pid")), run / "slurmctld.pid"]:
+            if pid_file.exists():
+                _kill(int(pid_file.read_text().split()[0]))
+        if self.munged is not None:
+            _kill(self.munged)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, 15)
+    except ProcessLookupError:
+        return
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, 9)
+
+
+def _conf(root: Path, host: str) -> str:
+    lines = f"""ClusterName=placer
+SlurmctldHost={host}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+SlurmctldPort=16817
+SlurmdPort=16818
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool/%n
+SlurmctldPidFile={root}/run/slurmctld.pid
+SlurmdPidFile={root}/run/slurmd-%n.pid
+SlurmctldLogFile={root}/log/slurmctld.log
+SlurmdLogFile={root}/log/slurmd-%n.log
+SwitchType=switch/none
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MailProg=/bin/true
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=100
+GresTypes=gpu
+ReturnToService=2
+SlurmdTimeout=30
+InactiveLimit=0
+MinJobAge=300
+KillWait=5
+""".splitlines()
+    for name, (port, gres, _) in NODES.items():
+        g = f" Gres={gres}" if gres else ""
+        lines.append(
+            f"NodeName={name} NodeHostname={host} Port={port} CPUs=2 Sockets=1 CoresPerSocket=2 "
+            f"ThreadsPerCore=1 RealMemory=4000{g}"
+        )
+    lines.append("PartitionName=gpu Nodes=gpu[01-04],cpu01 Default=YES MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+def start(root: Path) -> LiveSlurm:
+    """Start Slurm under ``root``, put the jobs of the module docstring on it, drain and down nodes, and
+    capture ``scontrol show node`` (plain and ``-d``) and ``sinfo --json`` into ``LiveSlurm.out``. On any
+    failure it stops what it started before raising."""
+    s = LiveSlurm(root)
+    host = socket.gethostname().split(".")[0]
+    for d in ("etc", "state", "run", "log", "dev", *(f"spool/{n}" for n in NODES)):
+        (root / d).mkdir(parents=True, exist_ok=True)
+    for i in range(8):
+        os.mknod(root / "dev" / f"nvidia{i}", 0o666 | 0o020000, os.makedev(195, i))
+    (root / "etc" / "slurm.conf").write_text(_conf(root, host))
+    gres = ["AutoDetect=off"] + [
+        f"NodeName={n} " + line.format(dev=root / "dev") for n, (_, _, line) in NODES.items() if line
+    ]
+    (root / "etc" / "gres.conf").write_text("\n".join(gres) + "\n")
+    try:
+        if subprocess.run(["munge", "-n"], capture_output=True).returncode != 0:
+            for d in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
+                Path(d).mkdir(parents=True, exist_ok=True)
+                shutil.chown(d, "munge", "munge")
+            pid_file = Path("/run/munge/placer-tests-munged.pid")  # munged runs as munge: its own dir
+            pid_file.unlink(missing_ok=True)
+            subprocess.run(
+                ["runuser", "-u", "munge", "--", "munged", f"--pid-file={pid_file}"], check=True, timeout=30
+            )
+            s.wait("munged", pid_file.exists, 10)
+            s.munged = int(pid_file.read_text().split()[0])
+            s.wait("munge", lambda: subprocess.run(["munge", "-n"], capture_output=True).returncode == 0, 10)
+        s.run("slurmctld", "-f", s.env["SLURM_CONF"], "-c", "-i")
+        s.wait("slurmctld", lambda: "UP" in s.run("scontrol", "ping", check=False))
+        for n in NODES:
+            s.run("slurmd", "-f", s.env["SLURM_CONF"], "-N", n)
+
+        def registered() -> bool:
+            states = set(s.run("sinfo", "-h", "-N", "-o", "%t", check=False).split())
+            return bool(states) and not any("unk" in x or "*" in x for x in states)
+
+        s.wait("nodes registered", registered)
+        # No slurm-<id>.out in the caller's directory; one core each; the job just sleeps.
+        quiet = ("-Q", "-o", "/dev/null", "-D", str(root), "-c", "1", "--wrap", "sleep 600")
+        for name, node, gres in JOBS:
+            s.run("sbatch", "-J", name, "-w", node, f"--gres={gres}", *quiet)
+        s.run("sbatch", "-J", "f", "-w", "gpu01", "--gres=gpu:h100:8", *quiet)
+        s.wait("jobs running", lambda: len(s.run("squeue", "-h", "-t", "R").splitlines()) >= len(JOBS))
+        s.run("scontrol", "update", "nodename=gpu02", "state=drain", "reason=drain while job runs")
+        s.run("scontrol", "update", "nodename=cpu01", "state=drain", "reason=drain idle")
+        s.run("scontrol", "update", "nodename=gpu04", "state=down", "reason=down by hand")
+        s.out["show-node"] = s.run("scontrol", "show", "node")
+        s.out["show-node-d"] = s.run("scontrol", "show", "node", "-d")
+        s.out["sinfo-json"] = s.run("sinfo", "--json")
+    except BaseException:
+        s.stop()
+        raise
+    return s
