@@ -113,8 +113,8 @@ def test_sample_inner_tree(sample: Inventory) -> None:
 def test_one_line_format() -> None:
     text = (
         "NodeName=g1 Arch=x86_64 CoresPerSocket=4 CPUAlloc=0 CPUTot=8 Gres=gpu:a100:2 "
-        "OS=Linux 5.15.0 #1 SMP Tue RealMemory=64000 Sockets=2 State=IDLE ThreadsPerCore=1 "
-        "Reason=Not responding [root@2024] Partitions=a\n"
+        "OS=Linux 5.15.0 #1 SMP Tue RealMemory=64000 Sockets=2 State=IDLE ThreadsPerCore=1 Partitions=a "
+        "Reason=Not responding [root@2024]\n"
         "NodeName=g2 CPUTot=4 RealMemory=1024 State=ALLOCATED+DRAIN\n"
     )
     inv = parse_slurm(text, source="o.txt")
@@ -344,3 +344,14 @@ def test_json_node_that_is_not_an_object_is_named() -> None:
     doc = {"meta": {"Slurm": {"release": "22.05.8"}}, "nodes": [{"name": "a", "cpus": 2}, 7]}
     with pytest.raises(TopologyError, match=r"nodes\[1\]"):
         parse_slurm(doc, source="sinfo.json")
+
+
+def test_a_reason_holding_key_like_words_is_free_text() -> None:
+    # An operator's reason may say anything, `Port=` and `State=` included (both forms print it last).
+    why = "Reason=moved Port=2 State=bad [ops@t]"
+    multi = f"NodeName=g1 CPUTot=8 RealMemory=1000 State=IDLE+DRAIN\n   {why}\n"
+    one = f"NodeName=g2 CPUTot=8 RealMemory=1000 State=IDLE+DRAIN {why} Comment=rack 4 swap\n"
+    inv = parse_slurm(multi + "\n" + one, source="x")
+    assert [n.labels["slurm_reason"] for n in inv.nodes] == ["moved Port=2 State=bad [ops@t]"] * 2
+    assert [n.schedulable for n in inv.nodes] == [False, False]
+    assert inv.nodes[1].labels["slurm_comment"] == "rack 4 swap"

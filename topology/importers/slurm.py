@@ -5,8 +5,10 @@ one line per node) is the one description every Slurm site can produce. Mapping 
 ``docs/importers.md``):
 
 * Records start at ``NodeName=``; each is ``Key=Value`` pairs separated by blanks. Only ``Reason``, ``OS``,
-  ``Comment`` and ``Extra`` values may contain blanks: they run until the next known ``Key=`` or the end of
-  the line. Any other stray text is a problem, not ignored.
+  ``Comment`` and ``Extra`` values may contain blanks: ``Reason`` (free text, printed at the end of its
+  line) runs to the end of the line or to a ``Comment=``/``Extra=`` after it, the others until the next
+  known ``Key=`` or the end of the line. Any other
+  stray text is a problem, not ignored.
 * ``CPUTot`` -> cores, ``RealMemory``/``TmpDisk`` (MB, i.e. MiB) -> GB of 2**30 bytes.
 * ``Gres`` -> GPUs: ``gpu:h100:8(S:0-1)``, ``gpu:8`` (type unknown: ``unknown-gpu``), ``gpu:h100``
   (count 1); non-GPU gres (``shard``, ``mps``, ``nic``...) stay as labels ``gres/<name>``. A node listing
@@ -319,6 +321,17 @@ def split_records(text: str, problems: Problems) -> list[tuple[int, dict[str, st
                     return records
                 if key in current:
                     problems.add(f"line {lineno}", f"{key} is given twice in one node record")
+                if key == "Reason":
+                    # Slurm prints Reason at the end of its line (alone in the multi-line form, last in -o,
+                    # at most Comment= or Extra= after it): free text, `Port=` or `State=` inside included.
+                    rest = line.split("Reason=", 1)[1]
+                    cut = re.search(r"\s(?:Comment|Extra)=", rest)
+                    current[key] = (rest[: cut.start()] if cut else rest).strip()
+                    if cut is None:
+                        break
+                    tail = rest[cut.start() :].split()
+                    _more(tail, current, lineno, problems)
+                    break
                 current[key] = m[2]
             elif key in SPACE_KEYS and current is not None:
                 current[key] += " " + token
@@ -326,6 +339,20 @@ def split_records(text: str, problems: Problems) -> list[tuple[int, dict[str, st
                 problems.add(f"line {lineno}", f"unexpected text {short(token)} (expected Key=Value)")
                 return records
     return records
+
+
+def _more(tokens: list[str], current: dict[str, str], lineno: int, problems: Problems) -> None:
+    """``Comment=`` / ``Extra=`` after a Reason on the same line (blank-containing values)."""
+    key: str | None = None
+    for token in tokens:
+        m = _PAIR.match(token)
+        if m is not None and m[1] in ("Comment", "Extra"):
+            key = m[1]
+            if key in current:
+                problems.add(f"line {lineno}", f"{key} is given twice in one node record")
+            current[key] = m[2]
+        elif key is not None:
+            current[key] += " " + token
 
 
 def parse_slurm(text: Any, *, source: str) -> Inventory:
