@@ -116,8 +116,7 @@ def decide(
     # 6. CP-SAT: its answer must also leave time for the checker.
     cpsat_deadline = deadline - (CHECK_PER_REPLICA_S * problem.considered if policy.verify else 0.0)
     bounds += _lp_bound(problem, policy, cpsat_deadline)
-    proven = [False]
-    best, solve_s = _cpsat(problem, policy, greedy_best, stats, cpsat_deadline, bounds, proven)
+    best, solve_s, proven = _cpsat(problem, policy, greedy_best, stats, cpsat_deadline, bounds)
     stats.objective = float(objective(best, problem.plans))
     # 7-8. choose and explain
     decision = _explained(problem, best, admission, policy)
@@ -140,7 +139,7 @@ def decide(
             stats.status = f"CPSAT_REJECTED_BY_CHECKER: {violations[0].message}"[:300]
             stats.objective = stats.greedy_objective
     _report_bound(stats, bounds)
-    stats.status = problem_status(stats, proven[0])
+    stats.status = problem_status(stats, proven)
     # Determinism: every phase cut by the wall clock is named; any of them makes the decision depend on
     # the machine (CP-SAT's own search counts only in reproducible mode, with a deterministic budget).
     if problem.cut:
@@ -191,10 +190,6 @@ def _lns(
     from placer.solver.cpsat.lns import improve  # OR-Tools: imported only when CP-SAT runs
 
     t0 = time.perf_counter()
-
-    def better(a: Assignment, b: Assignment) -> bool:
-        return score(a, problem) > score(b, problem)
-
     result = improve(
         problem.plans,
         problem.candidates,
@@ -204,7 +199,7 @@ def _lns(
         problem.spot_ok,
         greedy_best,
         policy,
-        better,
+        lambda a: score(a, problem),
         deadline=cpsat_deadline,
         victims=problem.victims,
         pricing=problem.pricing,
@@ -340,18 +335,18 @@ def _cpsat(
     stats: Stats,
     cpsat_deadline: float,
     bounds: list[tuple[float, str]],
-    proven: list[bool],
-) -> tuple[Assignment, float]:
+) -> tuple[Assignment, float, bool]:
     """Phase 6 and the engines' half of phase 7: CP-SAT from greedy's hint, and whichever answer scores
-    higher on the one objective (:func:`~placer.solver.objective.score.score`). Returns the better answer
-    and CP-SAT's solve time; an exact model's bound joins ``bounds``."""
+    higher on the one objective (:func:`~placer.solver.objective.score.score`). Returns the better answer,
+    CP-SAT's solve time and whether its model proved its levels (:func:`problem_status`); an exact model's
+    bound joins ``bounds``."""
     if policy.engine == "greedy" or not problem.candidates:
-        return greedy_best, 0.0
+        return greedy_best, 0.0, False
     if policy.engine == "auto" and _one_replica(problem):
-        return greedy_best, 0.0  # greedy's node is already the best on every level the model has
+        return greedy_best, 0.0, False  # greedy's node is already the best on every level the model has
     if cpsat_deadline - time.perf_counter() <= 0.05:
         stats.cut_by.append("cpsat")  # no time was left for it: a faster machine would have run it
-        return greedy_best, 0.0
+        return greedy_best, 0.0, False
     from placer.solver.cpsat import solve  # OR-Tools: imported only when CP-SAT runs
 
     result = solve(
@@ -372,9 +367,8 @@ def _cpsat(
     if result.status == "TOO_BIG":
         stats.node_classes = result.classes
         best, solve_s = _lns(problem, policy, greedy_best, stats, cpsat_deadline, bounds)
-        return best, solve_s
+        return best, solve_s, False
     stats.status = stats.model_status = result.status
-    proven[0] = result.proven
     stats.model_bound = result.bound
     stats.model_exact = result.exact
     stats.model_approximations = result.approximations
@@ -391,4 +385,4 @@ def _cpsat(
     # CP-SAT's bound is a bound on the real problem only when its model is exact.
     if result.exact and result.bound is not None:
         bounds.append((result.bound, "cpsat"))
-    return best, result.solve_s
+    return best, result.solve_s, result.proven

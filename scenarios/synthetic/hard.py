@@ -89,6 +89,7 @@ def _at(job: Job, node: str, gpus: list[int]) -> RunningJob:
     t = job.tasks[0]
     return RunningJob(
         job=job.id,
+        labels=dict(job.labels),  # what other jobs' anti-affinity tests (the rule traps' witnesses)
         replicas=[ReplicaAllocation(node=node, gpus=gpus, cpu_cores=t.cpu_cores, memory_gb=t.memory_gb)],
     )
 

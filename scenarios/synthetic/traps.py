@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from placer.scenarios.synthetic.hard import _at, _busy
 from placer.scenarios.synthetic.scenario import NOW, Scenario, weighted_demand
 from placer.solver.jobs.model import GpuDemand, Job, LabelRule, Placement, TaskGroup
-from placer.topology import ReplicaAllocation, RunningJob, cluster_of, dgx_h100, pcie_inference
+from placer.topology import cluster_of, dgx_h100, pcie_inference
 
 __all__ = ["anti_affinity_trap", "exclusive_trap", "rule_traps"]
 
@@ -43,15 +44,6 @@ def _job(
         labels={"app": app},
         placement=placement or Placement(),
         tasks=[TaskGroup(cpu_cores=4, memory_gb=16, gpu=GpuDemand(count=gpus, types=[gpu_type]), **task)],
-    )
-
-
-def _at(job: Job, node: str, gpus: list[int]) -> RunningJob:
-    t = job.tasks[0]
-    return RunningJob(
-        job=job.id,
-        labels=dict(job.labels),
-        replicas=[ReplicaAllocation(node=node, gpus=gpus, cpu_cores=t.cpu_cores, memory_gb=t.memory_gb)],
     )
 
 
@@ -116,18 +108,7 @@ def exclusive_trap() -> Scenario:
     4
     """
     nodes = [f"dgx-h100-{i}" for i in range(1, 5)]
-    busy = [
-        RunningJob(
-            job=f"bg-{k}",
-            priority_class="reserved",
-            priority=900,
-            preemptible=False,
-            started_at=NOW - timedelta(hours=3),
-            labels={"app": "background"},
-            replicas=[ReplicaAllocation(node=nodes[k - 1], gpus=[0, 1, 2, 3])],
-        )
-        for k in (3, 4)
-    ]
+    busy = [_busy(f"bg-{k}", nodes[k - 1], [0, 1, 2, 3]) for k in (3, 4)]
     cluster = cluster_of(dgx_h100(4), name="trap-exclusive").with_allocations(busy)
     jobs = [_job(i, "a", 2, "nvidia-h100", app="small") for i in (1, 2)]
     jobs += [_job(i, "x", 4, "nvidia-h100", app="whole", exclusive=True) for i in (3, 4)]

@@ -22,7 +22,8 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,6 @@ class LnsResult:
     accepted: int = 0
     #: Whether the wall clock (not the round count) ended the search.
     cut: bool = False
-    log: list[str] = field(default_factory=list)
 
 
 def _placed_on(a: Assignment) -> dict[int, set[int]]:
@@ -111,7 +111,7 @@ def improve(
     spot_ok: dict[int, bool],
     start: Assignment,
     policy: Policy,
-    better: Callable[[Assignment, Assignment], bool],
+    score_of: Callable[[Assignment], Any],
     *,
     deadline: float,
     victims: list[Victim],
@@ -120,13 +120,13 @@ def improve(
     bound: float | None = None,
 ) -> LnsResult:
     """Improve ``start`` neighbourhood by neighbourhood until ``deadline`` (``time.perf_counter()``) or
-    ``max_rounds``; ``better(a, b)`` says whether answer ``a`` scores higher than ``b``. Deterministic for
-    a seed when the rounds, not the clock, end it (``LnsResult.cut`` says which). The search stops early
+    ``max_rounds``; ``score_of(answer)`` is an answer's comparable score (higher is better). Deterministic
+    for a seed when the rounds, not the clock, end it (``LnsResult.cut`` says which). The search stops early
     when the answer's level 1 reaches ``bound`` (a proven upper bound): its rounds aim at pending jobs."""
     from placer.solver.cpsat import solve  # the package imports this module's neighbours
 
     rng = random.Random(policy.seed)
-    best = start
+    best, best_score = start, score_of(start)
     out = LnsResult(best)
     by_id = {v.id: v for v in victims}
     node_units = {p: [c for c in cands if c.unit.tpu is None] for p, cands in candidates.items()}
@@ -142,6 +142,9 @@ def improve(
     ]
     if not pending:
         return out
+    # Who sits where, and whom the answer evicts: they change only when a round's answer is kept.
+    on = _placed_on(best)
+    evicted = {v: by_id[v] for v in best.evictions if v in by_id}
     k = 0
     while max_rounds is None or out.rounds < max_rounds:
         left = deadline - time.perf_counter()
@@ -154,7 +157,6 @@ def improve(
         s = still[k % len(still)]
         k += 1
         out.rounds += 1
-        on = _placed_on(best)
         mask = np.zeros(len(arrays.snap.nodes), dtype=bool)
         for c in node_units[s]:
             mask |= c.static
@@ -162,7 +164,6 @@ def improve(
         if pool.size == 0:
             continue
         seed_nodes = {int(n) for n in rng.sample(list(pool), min(NODES, pool.size))}
-        evicted = {v: by_id[v] for v in best.evictions if v in by_id}
         hood = _closure(seed_nodes, best, on, evicted)
         if hood is None:
             continue
@@ -180,8 +181,6 @@ def improve(
             ]
             for p in jobs
         }
-        if any(c.unit.tpu is not None for p in jobs for c in sub_cands[p]):
-            continue
         vic_ids = {v.id for v in sub_victims}
         # Victims wholly inside may be evicted for jobs here; the rest stay where they are.
         free_vics = [v for v in victims if set(v.nodes) <= nodes and not v.pods]
@@ -216,9 +215,11 @@ def improve(
         merged.placed.update(res.assignment.placed)
         merged.evictions = {v: ids for v, ids in best.evictions.items() if v not in vic_ids}
         merged.evictions.update(res.assignment.evictions)
-        if better(merged, best):
-            best = merged
+        merged_score = score_of(merged)
+        if merged_score > best_score:
+            best, best_score = merged, merged_score
             out.accepted += 1
-            out.log.append(f"round {out.rounds}: job {plans[s].id}, {len(nodes)} nodes, {len(jobs)} jobs")
+            on = _placed_on(best)
+            evicted = {v: by_id[v] for v in best.evictions if v in by_id}
     out.assignment = best
     return out

@@ -21,6 +21,7 @@ that scorer's key instead (after the eviction cost, when evicting), everything e
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -311,13 +312,6 @@ def _place_by_domains(
     return out
 
 
-def _chips(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def _outer_levels_hold(unit: Unit, placed: list[ReplicaAt], arrays: NodeArrays) -> bool:
     """Whether the replicas lie in exactly the asked number of domains of each outer level, as many in
     each (the innermost level was chosen so)."""
@@ -333,12 +327,11 @@ def _outer_levels_hold(unit: Unit, placed: list[ReplicaAt], arrays: NodeArrays) 
 
 
 def _tpu_options(
-    unit: Unit, state: State, snap: Snapshot, spot_ok: bool
+    unit: Unit, key: tuple[object, ...], state: State, snap: Snapshot, spot_ok: bool
 ) -> dict[int, tuple[list[tuple[int, ...]], int]]:
     """The pods ``unit`` may use, its slice shapes in each and the price of one such slice there
-    (:attr:`State.tpu_options`, shared by every unit with the same TPU demand and rules)."""
+    (:attr:`State.tpu_options`, shared by every unit with the same ``key``: TPU demand and rules)."""
     assert unit.tpu is not None
-    key = _tpu_key(unit, spot_ok)
     hit = state.tpu_options.get(key)
     if hit is None:
         hit = {}
@@ -346,7 +339,7 @@ def _tpu_options(
             if pod_admits(unit, pv.pod, spot_ok):
                 shapes = tpu_shapes(unit.tpu, pv.pod)
                 if shapes:
-                    price = 0 if state.pricing is None else state.pricing.on_pod(pv.idx, _chips(shapes[0]))
+                    price = 0 if state.pricing is None else state.pricing.on_pod(pv.idx, math.prod(shapes[0]))
                     hit[pv.idx] = (shapes, price)
         state.tpu_options[key] = hit
     return hit
@@ -361,8 +354,8 @@ def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> 
     on that pod's first free slice (:mod:`~placer.solver.greedy.tpu_index` finds the pod)."""
     assert unit.tpu is not None
     out: list[ReplicaAt] = []
-    shapes_of = _tpu_options(unit, state, snap, spot_ok)
     key = _tpu_key(unit, spot_ok)
+    shapes_of = _tpu_options(unit, key, state, snap, spot_ok)
 
     def entry(pidx: int) -> tuple[int, int, str, int, int] | None:
         if pidx not in shapes_of:
@@ -381,7 +374,7 @@ def _place_tpu_unit(unit: Unit, state: State, snap: Snapshot, spot_ok: bool) -> 
         pod = snap.pods[pidx].pod
         used = state.pod_used[pidx]
         shapes = shapes_of[pidx][0]
-        if pod.chips - len(used) < _chips(shapes[0]):
+        if pod.chips - len(used) < math.prod(shapes[0]):
             return False  # every shape of the demand has as many chips: too few are free
         cache = state.slice_cache.setdefault(pidx, {})
         for shape in shapes:

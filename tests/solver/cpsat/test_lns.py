@@ -55,9 +55,8 @@ def test_reproducible_search_gives_the_same_decision() -> None:
     policy = Policy(engine="cpsat", lns_above_size=1, reproducible=True, seed=3, time_limit_s=4.0)
     first = place(list(sc.jobs), sc.cluster, policy, now=sc.now)
     second = place(list(sc.jobs), sc.cluster, policy, now=sc.now)
+    assert first.stats.lns_rounds  # the decision compared is the search's
     assert _frozen(first) == _frozen(second)
-    # A fixed number of rounds on deterministic budgets: nothing a wall clock cut, unless it did.
-    assert first.stats.deterministic == ("cpsat" not in first.stats.cut_by)
 
 
 def test_budgets_keep_the_joint_model() -> None:
