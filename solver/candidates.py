@@ -24,8 +24,9 @@ The elimination order (the first failing check is blamed) is :data:`STATIC_CHECK
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,8 @@ from placer.topology.inventory import LoadedModel
 __all__ = [
     "DYNAMIC_CHECKS",
     "STATIC_CHECKS",
+    "Answers",
+    "Clock",
     "NodeArrays",
     "UnitCandidates",
     "anti_affinity_mask",
@@ -104,7 +107,12 @@ class NodeArrays:
     group: np.ndarray  # static group id per node
     group_members: list[np.ndarray]  # node indices per static group
     keys: frozenset[str]
-    _static_cache: dict[object, tuple[np.ndarray, dict[str, int]]] = field(default_factory=dict, repr=False)
+    #: Per node, a stamp of its free state: unique over every state of the arrays refreshed from one
+    #: another (``clock`` is shared by them), so an answer computed for a node at one stamp is valid exactly
+    #: while the node has that stamp, in this call or a later one (FGD's measure is cached that way).
+    stamp: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    clock: Clock = field(default_factory=lambda: Clock(), repr=False)
+    _static_cache: Answers = field(default_factory=lambda: Answers(), repr=False)
 
     @staticmethod
     def of(snap: Snapshot, keys: Iterable[str]) -> NodeArrays:
@@ -143,6 +151,8 @@ class NodeArrays:
             group=group,
             group_members=members,
             keys=keys,
+            stamp=(clock := Clock()).ticks(n),
+            clock=clock,
         )
 
     def refreshed(self, snap: Snapshot, changed: Iterable[int]) -> NodeArrays:
@@ -150,7 +160,8 @@ class NodeArrays:
         running jobs of the nodes ``changed`` (:func:`placer.solver.snapshot.updated`): the static parts
         (capacities, static groups, candidate masks, preference scores) are shared, the free amounts are
         copied and those rows written again, and every cached answer that reads free amounts or running
-        jobs is dropped. Time: the changed rows plus a copy of seven arrays."""
+        jobs is dropped. Time: the changed rows plus a copy of seven arrays (the static answers are one
+        shared dict, not copied: :class:`Answers`)."""
         idx = np.fromiter(changed, dtype=np.int64)
         out = NodeArrays(
             snap=snap,
@@ -171,8 +182,11 @@ class NodeArrays:
             group=self.group,
             group_members=self.group_members,
             keys=self.keys,
-            _static_cache={k: v for k, v in self._static_cache.items() if not _dynamic(k)},
+            stamp=self.stamp.copy(),
+            clock=self.clock,
+            _static_cache=self._static_cache.refreshed(),
         )
+        out.stamp[idx] = self.clock.ticks(idx.size)
         for i in idx.tolist():
             v = snap.nodes[i]
             out.gpus[i] = len(v.free_gpus)
@@ -309,6 +323,80 @@ class NodeArrays:
 _DYNAMIC = frozenset(
     {"__running_labels__", "__running_anti__", "__sockets__", "__anti__", "__milli_matrix__"}
 )
+
+
+class Clock:
+    """A counter shared by arrays refreshed from one another: each tick is a stamp never given before.
+
+    >>> c = Clock()
+    >>> c.ticks(3).tolist(), c.tick()
+    ([0, 1, 2], 3)
+    """
+
+    __slots__ = ("next",)
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def tick(self) -> int:
+        self.next += 1
+        return self.next - 1
+
+    def ticks(self, k: int) -> np.ndarray:
+        out = np.arange(self.next, self.next + k, dtype=np.int64)
+        self.next += k
+        return out
+
+
+class Answers(MutableMapping[object, Any]):
+    """Cached answers of one :class:`NodeArrays`, in two dicts: those that read node facts only (shared,
+    as one dict, by every refreshed copy: they stay true when work starts or ends) and those that read
+    free amounts or running jobs (:func:`_dynamic`; dropped by :meth:`refreshed`).
+
+    Why two dicts: a session refreshes the arrays once per committed decision, and copying hundreds of
+    static answers each time cost more than deciding one job.
+
+    >>> a = Answers()
+    >>> a["__nvlink__"], a["__anti__"] = 1, 2
+    >>> b = a.refreshed()
+    >>> ("__nvlink__" in b, "__anti__" in b, b.static is a.static)
+    (True, False, True)
+    """
+
+    __slots__ = ("dynamic", "static")
+
+    def __init__(self, static: dict[object, Any] | None = None) -> None:
+        self.static: dict[object, Any] = {} if static is None else static
+        self.dynamic: dict[object, Any] = {}
+
+    def refreshed(self) -> Answers:
+        """The answers that stay true when free amounts change (the same static dict)."""
+        return Answers(self.static)
+
+    def _of(self, key: object) -> dict[object, Any]:
+        return self.dynamic if _dynamic(key) else self.static
+
+    def __getitem__(self, key: object) -> Any:
+        return self._of(key)[key]
+
+    def get(self, key: object, default: Any = None) -> Any:
+        return self._of(key).get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._of(key)
+
+    def __setitem__(self, key: object, value: Any) -> None:
+        self._of(key)[key] = value
+
+    def __delitem__(self, key: object) -> None:
+        del self._of(key)[key]
+
+    def __iter__(self) -> Iterator[object]:
+        yield from self.static
+        yield from self.dynamic
+
+    def __len__(self) -> int:
+        return len(self.static) + len(self.dynamic)
 
 
 def _partial(v: NodeView) -> float:

@@ -42,7 +42,13 @@ from placer.solver.impossible import impossible_topology, unsatisfiable_why
 from placer.solver.jobs.model import Job, SpotPreference
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.cost import Pricing
-from placer.solver.objective.fragmentation import Targets, running_shapes, shape_of, target_workload
+from placer.solver.objective.fragmentation import (
+    Targets,
+    batch_shapes,
+    running_shapes,
+    shape_of,
+    target_workload,
+)
 from placer.solver.objective.preferences import preference_scores
 from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, victims
@@ -157,8 +163,6 @@ def build_problem(
         problem.plans[i] = _shape(shapes, [a.label for a in eligible[i].alternatives], problem)
     _candidates(problem, policy, until)
     problem.targets = _targets(problem, policy, cluster, prepared)
-    if prepared is not None and prepared.learned is not None:  # a session has now seen these arrive
-        prepared.learned = prepared.learned.seen(problem.plans, problem.candidates)
     problem.build_s = time.perf_counter() - t_build
     return problem
 
@@ -220,8 +224,27 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
 
 
 def _targets(problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepared | None) -> Targets | None:
-    """The target workload of the fragmentation key: the policy's profile, or the batch plus the running
-    replicas (``objective/fragmentation.py``); None when the policy switches it off (``[]``)."""
+    """The target workload of the fragmentation key: the policy's profile; in a session, the target in
+    force of what it has seen arrive (:class:`~placer.solver.objective.fragmentation.Learned`), which then
+    learns the batch; else the batch plus the running replicas (``objective/fragmentation.py``). None when
+    the policy switches it off (``[]``)."""
+    learned = None if prepared is None else prepared.learned
+    if learned is not None and policy.target_workload is None:
+        assert prepared is not None
+        batch = batch_shapes(problem.plans, problem.candidates)
+        made = learned.in_force(batch) or target_workload(
+            problem.plans,
+            problem.candidates,
+            len(problem.snap.nodes),
+            learned=learned,
+            gpu_count=problem.arrays.cap_gpus,
+            batch=batch,
+        )
+        prepared.learned = learned.seen(problem.plans, problem.candidates, batch=batch, target=made)
+        return made if made.size else None
+    if learned is not None:  # a session has now seen these arrive
+        assert prepared is not None
+        prepared.learned = learned.seen(problem.plans, problem.candidates)
     if policy.target_workload == []:
         return None
     profile = None
@@ -240,7 +263,6 @@ def _targets(problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepa
         len(problem.snap.nodes),
         running=running,
         profile=profile,
-        learned=None if prepared is None else prepared.learned,
         gpu_count=problem.arrays.cap_gpus,
     )
     return targets if targets.size else None

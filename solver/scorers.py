@@ -59,7 +59,13 @@ import numpy as np
 
 from placer.solver.candidates import NodeArrays, UnitCandidates
 from placer.solver.demand import JobPlan, Unit
-from placer.solver.objective.fragmentation import MILLI, Targets, fragmentation, target_workload
+from placer.solver.objective.fragmentation import (
+    MILLI,
+    Targets,
+    fragmentation,
+    fragmentation_after_share,
+    target_workload,
+)
 
 if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
     from placer.solver.greedy.state import State
@@ -83,10 +89,37 @@ class _Deltas:
 
 
 @dataclass(eq=False)
+class _Store:
+    """FGD's answers for one target workload, per node stamp (:attr:`NodeArrays.stamp`): the node's
+    fragmentation now, and its increase per replica shape. Kept in the arrays' static answers, so a
+    session's next decision reuses every row whose node did not change."""
+
+    targets: Targets | None
+    now: np.ndarray
+    now_ver: np.ndarray
+    deltas: dict[tuple[float, int, int], _Deltas] = field(default_factory=dict)
+
+    @staticmethod
+    def of(arrays: NodeArrays, targets: Targets | None) -> _Store:
+        """The store of ``arrays`` for ``targets`` (the same object: a session's target in force), or a
+        fresh one that replaces it."""
+        n = len(arrays.snap.nodes)
+        hit = arrays._static_cache.get("__fgd__")
+        if hit is not None and hit.targets is targets and targets is not None and hit.now.size == n:
+            return hit  # type: ignore[no-any-return]
+        store = _Store(targets, np.zeros(n), np.full(n, -1, dtype=np.int64))
+        if targets is not None:
+            arrays._static_cache["__fgd__"] = store
+        return store
+
+
+@dataclass(eq=False)
 class Context:
     """A scorer for one greedy call: its key function, the cluster's normalizers, FGD's target workload,
     and the free milli of every GPU (``free[n, g]``), kept in step with greedy's state through
-    ``State.changed`` (``version[n]`` counts the changes seen on node ``n``, for FGD's caches)."""
+    ``State.changed``. ``version[n]`` is the stamp of node ``n``'s state: the arrays' stamp at first, a
+    fresh tick of their clock each time greedy changes the node, so FGD's cached answers (``store``) are
+    read only for the state they were computed on."""
 
     name: str
     arrays: NodeArrays
@@ -94,10 +127,7 @@ class Context:
     targets: Targets | None = None
     free: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     version: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    #: FGD: the node's fragmentation now (valid at ``now_ver``), and increases per replica shape.
-    now: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    now_ver: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    deltas: dict[tuple[float, int, int], _Deltas] = field(default_factory=dict)
+    store: _Store | None = None
 
     @staticmethod
     def of(
@@ -121,9 +151,8 @@ class Context:
             fn=SCORERS[name],
             targets=targets,
             free=free,
-            version=np.zeros(n, dtype=np.int64),
-            now=np.zeros(n),
-            now_ver=np.full(n, -1, dtype=np.int64),
+            version=arrays.stamp.copy(),
+            store=_Store.of(arrays, targets) if name == "fgd" else None,
         )
 
     @property
@@ -143,7 +172,7 @@ class Context:
                 shares = state.snap.nodes[n].milli_free if row is None else row
                 self.free[n] = 0
                 self.free[n, : len(shares)] = shares
-                self.version[n] += 1
+                self.version[n] = self.arrays.clock.tick()
             state.changed.clear()
         return self.free[idx]
 
@@ -219,7 +248,9 @@ def _fgd_deltas(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tupl
     node until greedy changes the node."""
     ctx.gpus(state, idx[:0])  # bring the versions up to date
     need = unit.need
-    cache = ctx.deltas.setdefault((float(need.cpu), need.gpus, need.milli), _Deltas.of(len(ctx.version)))
+    assert ctx.store is not None
+    key = (float(need.cpu), need.gpus, need.milli)
+    cache = ctx.store.deltas.setdefault(key, _Deltas.of(len(ctx.version)))
     stale = idx[cache.ver[idx] != ctx.version[idx]]
     if stale.size:
         cache.delta[stale], cache.gpu[stale] = _fgd_compute(ctx, state, unit, stale)
@@ -232,22 +263,18 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
     assert t is not None
     gpu = ctx.gpus(state, idx)
     acc = t.access[idx]
-    old = idx[ctx.now_ver[idx] != ctx.version[idx]]
+    store = ctx.store
+    assert store is not None
+    old = idx[store.now_ver[idx] != ctx.version[idx]]
     if old.size:
-        ctx.now[old] = fragmentation(state.cpu[old], ctx.free[old], t.access[old], t)
-        ctx.now_ver[old] = ctx.version[old]
-    now = ctx.now[idx]
+        store.now[old] = fragmentation(state.cpu[old], ctx.free[old], t.access[old], t)
+        store.now_ver[old] = ctx.version[old]
+    now = store.now[idx]
     cpu = state.cpu[idx] - unit.need.cpu
     need = unit.need
     choice = np.full(idx.size, -1, dtype=np.int64)
     if need.milli and not need.gpus:  # a share: try each GPU it fits on, keep the best
-        width = gpu.shape[1]
-        after = np.repeat(gpu[:, None, :], width, axis=1)
-        diag = np.arange(width)
-        after[:, diag, diag] -= need.milli
-        f = fragmentation(
-            np.repeat(cpu, width), after.reshape(-1, width), np.repeat(acc, width, axis=0), t
-        ).reshape(-1, width)
+        f = fragmentation_after_share(cpu, gpu, need.milli, acc, t)
         delta = np.round(f - now[:, None], FGD_DECIMALS)
         delta = np.where(gpu >= need.milli, delta, np.inf)
         choice = delta.argmin(axis=1)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -28,11 +29,13 @@ __all__ = [
     "MAX_SHAPES",
     "MILLI",
     "SCORE_LEVELS",
+    "BatchShapes",
     "Learned",
     "Shape",
     "Targets",
     "batch_shapes",
     "fragmentation",
+    "fragmentation_after_share",
     "quantized",
     "running_shapes",
     "shape_of",
@@ -64,10 +67,19 @@ class Targets:
     milli: np.ndarray
     num: np.ndarray
     access: np.ndarray
+    #: The weight of the lightest shape kept when heavier ones crowded others out (0: none was dropped):
+    #: a shape that arrives later lighter than this would not have made it in either.
+    floor: float = 0.0
 
     @property
     def size(self) -> int:
         return int(self.p.size)
+
+    @cached_property
+    def levels(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct milli per GPU of the shapes, and each shape's index into them."""
+        levels, col = np.unique(self.milli, return_inverse=True)
+        return levels, col.reshape(-1)
 
 
 def target_workload(
@@ -80,6 +92,7 @@ def target_workload(
     learned: Learned | None = None,
     gpu_count: np.ndarray | None = None,
     max_shapes: int = MAX_SHAPES,
+    batch: BatchShapes | None = None,
 ) -> Targets:
     """The target workload a decision measures fragmentation against.
 
@@ -95,6 +108,7 @@ def target_workload(
     With ``learned`` (what a :class:`~placer.solver.session.Session` has seen arrive, decayed), the batch
     plus that instead of the running replicas: arrivals keep the nodes their hard constraints allowed (a
     pod that may only use T4 nodes counts against T4 nodes only), which running replicas do not tell.
+    ``batch``: :func:`batch_shapes` of ``plans``, when the caller has it.
 
     Why the running work: it is what an online scheduler has seen arrive, the best estimate it has of what
     arrives next (FGD's paper uses the whole trace, which no scheduler knows in advance).
@@ -106,9 +120,9 @@ def target_workload(
         masks.update(learned.masks)
         running = None
     if profile is None:
-        batch, batch_masks = batch_shapes(plans, candidates)
+        batch_weight, batch_masks = batch if batch is not None else batch_shapes(plans, candidates)
         masks.update(batch_masks)
-        for key, w in batch.items():
+        for key, w in batch_weight.items():
             weight[key] = weight.get(key, 0.0) + w
     extra = dict(profile) if profile is not None else dict(running or {})
     by_size: dict[Shape, tuple[float, int, int, bytes]] = {}
@@ -125,7 +139,9 @@ def target_workload(
             masks.setdefault(mask, ok)
             key = by_size[shape] = (*shape, mask)
         weight[key] = weight.get(key, 0.0) + w
-    keys = sorted(weight, key=lambda k: (-weight[k], k[:3], k[3]))[:max_shapes]
+    ranked = sorted(weight, key=lambda k: (-weight[k], k[:3], k[3]))
+    keys = ranked[:max_shapes]
+    floor = weight[keys[-1]] if len(ranked) > max_shapes else 0.0
     keys.sort(key=lambda k: (k[:3], k[3]))
     w = np.array([weight[k] for k in keys], dtype=np.float64)
     return Targets(
@@ -134,12 +150,11 @@ def target_workload(
         milli=np.array([k[1] for k in keys], dtype=np.int64),
         num=np.array([k[2] for k in keys], dtype=np.int64),
         access=np.stack([masks[k[3]] for k in keys], axis=1) if keys else np.zeros((n, 0), dtype=bool),
+        floor=floor,
     )
 
 
-def batch_shapes(
-    plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]]
-) -> tuple[dict[tuple[float, int, int, bytes], float], dict[bytes, np.ndarray]]:
+def batch_shapes(plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]]) -> BatchShapes:
     """The batch's node units as target shapes, each with the nodes its hard constraints allow (the
     packed mask is part of the key), weighted by replicas."""
     weight: dict[tuple[float, int, int, bytes], float] = {}
@@ -157,28 +172,80 @@ def batch_shapes(
     return weight, masks
 
 
+#: A batch's node units as target shapes: (CPU, milli, GPU count, packed node mask) -> replicas, and the
+#: masks by their packed bytes (:func:`batch_shapes`).
+BatchShapes = tuple[dict[tuple[float, int, int, bytes], float], dict[bytes, np.ndarray]]
+
+
 @dataclass(eq=False)
 class Learned:
     """The shapes a session has seen arrive, with where each may run, decayed: every replica seen
     multiplies the weight of everything seen before by ``0.5 ** (1 / HALF_LIFE)``, so the profile follows a
-    workload that changes, over about ``HALF_LIFE`` arrivals."""
+    workload that changes, over about ``HALF_LIFE`` arrivals.
+
+    It also keeps the *target in force*: the target workload made from it at some arrival, used until the
+    replicas seen since reach ``REFRESH_SHARE`` of all seen (at least ``REFRESH_MIN``), or a batch brings
+    a shape it did not know, heavy enough to be among the target's shapes (:attr:`Targets.floor`).
+    Why not a new target per decision: FGD's measure of every node is computed
+    against the target, and a target that moves with each arrival makes every node's cached measure stale,
+    which cost a one-pod decision ten times what deciding it did. A profile of thousands of arrivals barely
+    moves in a sixteenth of them; FGD's paper keeps one target for the whole run.
+    """
 
     #: Replicas after which an arrival counts half.
     HALF_LIFE = 10_000
+    #: The target in force is made again when the replicas seen since it was made reach this share of all
+    #: replicas seen so far (so about 16 targets per doubling of what was seen) ...
+    REFRESH_SHARE = 1 / 16
+    #: ... and at least this many (the first arrivals change the profile most).
+    REFRESH_MIN = 16.0
 
     weights: dict[tuple[float, int, int, bytes], float]
     masks: dict[bytes, np.ndarray]
+    #: The target in force (None until the first decision makes one).
+    target: Targets | None = None
+    #: The shapes the target in force was made from (a batch with another shape makes a new one).
+    known: frozenset[tuple[float, int, int, bytes]] = frozenset()
+    #: Replicas seen since the target in force was made, and in all.
+    since: float = 0.0
+    total: float = 0.0
 
-    def seen(self, plans: list[JobPlan], candidates: dict[int, list[UnitCandidates]]) -> Learned:
-        """The profile after the batch's arrivals (a new object; this one is unchanged)."""
-        weight, masks = batch_shapes(plans, candidates)
+    def in_force(self, batch: BatchShapes) -> Targets | None:
+        """The target in force, if it still stands for a decision on ``batch`` (its shapes known and not
+        too much seen since); None when a new one should be made."""
+        t = self.target
+        if t is None or self.since >= max(self.REFRESH_MIN, self.REFRESH_SHARE * self.total):
+            return None
+        floor = t.floor * 0.5 ** (self.since / self.HALF_LIFE)
+        if any(w > floor for k, w in batch[0].items() if k not in self.known):
+            return None
+        return t
+
+    def seen(
+        self,
+        plans: list[JobPlan],
+        candidates: dict[int, list[UnitCandidates]],
+        *,
+        batch: BatchShapes | None = None,
+        target: Targets | None = None,
+    ) -> Learned:
+        """The profile after the batch's arrivals (a new object; this one is unchanged). ``target``: the
+        target the batch was decided against (the one in force, or a new one made from this profile and
+        the batch); ``batch``: :func:`batch_shapes` of the batch, when the caller has it."""
+        weight, masks = batch if batch is not None else batch_shapes(plans, candidates)
         replicas = sum(weight.values())
         keep = 0.5 ** (replicas / self.HALF_LIFE)
         out = {k: w * keep for k, w in self.weights.items() if w * keep > 1e-6}
         for k, w in weight.items():
             out[k] = out.get(k, 0.0) + w
         known = {**self.masks, **masks}
-        return Learned(out, {k[3]: known[k[3]] for k in out})  # masks of shapes forgotten go too
+        after = Learned(out, {k[3]: known[k[3]] for k in out}, total=self.total + replicas)  # masks of
+        # shapes forgotten go too
+        if target is not None and target is self.target:
+            after.target, after.known, after.since = target, self.known, self.since + replicas
+        elif target is not None:  # made for this batch, from this profile and the batch
+            after.target, after.known = target, frozenset(self.weights) | frozenset(weight)
+        return after
 
 
 def shape_of(cpu: float, gpus: int, milli: int) -> Shape:
@@ -232,9 +299,47 @@ def fragmentation(cpu: np.ndarray, gpu: np.ndarray, access: np.ndarray, t: Targe
     total = gpu.sum(axis=1).astype(np.float64)
     if t.size == 0:
         return np.zeros(len(cpu))
-    levels, col = np.unique(t.milli, return_inverse=True)
+    levels, col = t.levels
     g = gpu[:, :, None]
     fits = (g >= levels[None, None, :]).sum(axis=1)[:, col]  # GPUs with m's share free, (K, M)
     below = (g * (g < levels[None, None, :])).sum(axis=1)[:, col].astype(np.float64)  # too-full GPUs' milli
     ok = access & (cpu[:, None] + 1e-9 >= t.cpu[None, :]) & (fits >= t.num[None, :]) & (t.num[None, :] > 0)
     return np.where(ok, below, total[:, None]) @ t.p
+
+
+def fragmentation_after_share(
+    cpu: np.ndarray, gpu: np.ndarray, milli: int, access: np.ndarray, t: Targets
+) -> np.ndarray:
+    """:func:`fragmentation` of ``K`` nodes after a share of ``milli`` is taken from each one of their
+    GPUs in turn: ``[k, g]`` is node ``k``'s fragmentation with ``milli`` less free on GPU ``g`` (and CPU
+    ``cpu[k]``, already net of the share's CPU). Only GPUs with ``milli`` free are meaningful.
+
+    Why not :func:`fragmentation` on ``K x G`` copies of the nodes: taking from one GPU moves each shape's
+    count of fitting GPUs and milli of too-full GPUs by that GPU's terms alone, so the per-GPU answers
+    come from the node's sums in ``K x G x M`` steps instead of ``K x G x G x M``.
+
+    >>> t = Targets(p=np.array([0.5, 0.5]), cpu=np.array([4.0, 1.0]), milli=np.array([1000, 500]),
+    ...             num=np.array([1, 1]), access=np.ones((1, 2), dtype=bool))
+    >>> gpu, acc = np.array([[1000, 600]]), np.ones((1, 2), dtype=bool)
+    >>> fragmentation_after_share(np.array([8.0]), gpu, 200, acc, t).tolist()
+    [[700.0, 400.0]]
+    >>> [fragmentation(np.array([8.0]), np.array(g), acc, t).tolist() for g in ([[800, 600]], [[1000, 400]])]
+    [[700.0], [400.0]]
+    """
+    k = len(cpu)
+    if t.size == 0:
+        return np.zeros((k, gpu.shape[1]))
+    levels, col = t.levels
+    g = gpu[:, :, None]  # (K, G, 1) against levels (L,)
+    ge = g >= levels
+    fits = ge.sum(axis=1)  # (K, L)
+    below = (g * ~ge).sum(axis=1)  # (K, L)
+    h = g - milli  # the GPU after the share
+    he = h >= levels
+    fits_after = fits[:, None, :] - ge + he  # (K, G, L)
+    below_after = below[:, None, :] - g * ~ge + h * ~he
+    total_after = (gpu.sum(axis=1) - milli).astype(np.float64)  # (K,)
+    fits_m, below_m = fits_after[:, :, col], below_after[:, :, col].astype(np.float64)  # (K, G, M)
+    static = access & (cpu[:, None] + 1e-9 >= t.cpu[None, :]) & (t.num[None, :] > 0)  # (K, M)
+    ok = static[:, None, :] & (fits_m >= t.num)
+    return np.where(ok, below_m, total_after[:, None, None]) @ t.p
