@@ -19,7 +19,7 @@ job in time, the rest are ``skipped`` (pending with ``NOT_CONSIDERED``, for the 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -55,7 +55,7 @@ from placer.solver.preempt import Victim, victims
 from placer.solver.prepared import Prepared
 from placer.solver.prices import PriceCatalog
 from placer.solver.snapshot import Snapshot, max_gpus_by_type
-from placer.topology import Cluster, canonical_gpu_type
+from placer.topology import Cluster, RunningJob, canonical_gpu_type
 
 __all__ = ["GREEDY_PER_CANDIDATE_S", "Problem", "build_problem"]
 
@@ -155,7 +155,7 @@ def build_problem(
         plans=plans,
         prices=prices,
         pricing=Pricing(snap, prices, cache=arrays._static_cache if prepared is not None else None),
-        budgets=Budgets.of(queues or {}, cluster.running_jobs(), cluster=cluster, prices=prices),
+        budgets=Budgets.of(queues or {}, _running(cluster), cluster=cluster, prices=prices),
         victims=victims(snap, now, policy.restart_penalty_s) if policy.preemption else [],
     )
     # 4. candidates
@@ -165,6 +165,11 @@ def build_problem(
     problem.targets = _targets(problem, policy, cluster, prepared)
     problem.build_s = time.perf_counter() - t_build
     return problem
+
+
+def _running(cluster: Cluster) -> Iterator[RunningJob]:
+    """The running jobs, listed only when read (budgets read them only when some queue has one)."""
+    yield from cluster.running_jobs()
 
 
 def _shape(shapes: list[JobPlan], labels: list[str], problem: Problem) -> JobPlan:

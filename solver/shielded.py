@@ -22,6 +22,9 @@ class Shielded:
     (a fill keeps thousands of running jobs; ranking them again per waiting job was most of greedy's
     time there)."""
 
+    #: Changes a pool may hold unapplied before it applies them (each one costs a copy of the lists).
+    LAZY = 64
+
     def __init__(self, cluster: Cluster, evicted: set[str]) -> None:
         pool = sorted(
             (_key(rj), rj) for rj in cluster.running_jobs() if rj.job not in evicted and _shielded(rj)
@@ -29,24 +32,46 @@ class Shielded:
         self._keys = [k for k, _ in pool]
         self._ranks = [k[0] for k in self._keys]
         self._jobs = [rj for _, rj in pool]
+        #: Unapplied: the pool this one moved forward from, the jobs that started and ended, and how many
+        #: such steps separate it from a pool with its lists built.
+        self._parent: Shielded | None = None
+        self._delta: tuple[list[RunningJob], list[RunningJob]] = ([], [])
+        self._depth = 0
 
     def advanced(self, started: Iterable[RunningJob], ended: Iterable[RunningJob]) -> Shielded:
         """The pool after ``started`` jobs began and ``ended`` ones stopped (a :class:`~placer.solver.
-        session.Session` keeps one): each is inserted or removed by bisection, not re-sorted."""
+        session.Session` keeps one). Lazy: a session commits after every decision but reads the pool
+        only when a job waits, so the changes are kept and applied (by bisection, not re-sorting) when
+        it is read, or after :attr:`LAZY` of them."""
         out = Shielded.__new__(Shielded)
-        out._keys, out._ranks, out._jobs = list(self._keys), list(self._ranks), list(self._jobs)
-        for rj in ended:
-            if _shielded(rj):
-                i = bisect_left(out._keys, _key(rj))
-                if i < len(out._keys) and out._keys[i] == _key(rj):
-                    del out._keys[i], out._ranks[i], out._jobs[i]
-        for rj in started:
-            if _shielded(rj):
-                i = bisect_left(out._keys, _key(rj))
-                out._keys.insert(i, _key(rj))
-                out._ranks.insert(i, _key(rj)[0])
-                out._jobs.insert(i, rj)
+        out._keys, out._ranks, out._jobs = [], [], []
+        out._parent, out._delta, out._depth = self, (list(started), list(ended)), self._depth + 1
+        if out._depth >= self.LAZY:
+            out._build()
         return out
+
+    def _build(self) -> None:
+        """Apply the unapplied changes: copy the nearest built pool's lists, then each step in order."""
+        steps: list[tuple[list[RunningJob], list[RunningJob]]] = []
+        node: Shielded = self
+        while node._parent is not None:
+            steps.append(node._delta)
+            node = node._parent
+        keys, ranks, jobs = list(node._keys), list(node._ranks), list(node._jobs)
+        for started, ended in reversed(steps):
+            for rj in ended:
+                if _shielded(rj):
+                    i = bisect_left(keys, _key(rj))
+                    if i < len(keys) and keys[i] == _key(rj):
+                        del keys[i], ranks[i], jobs[i]
+            for rj in started:
+                if _shielded(rj):
+                    i = bisect_left(keys, _key(rj))
+                    keys.insert(i, _key(rj))
+                    ranks.insert(i, _key(rj)[0])
+                    jobs.insert(i, rj)
+        self._keys, self._ranks, self._jobs = keys, ranks, jobs
+        self._parent, self._delta, self._depth = None, ([], []), 0
 
     def below(self, limit: int) -> list[RunningJob]:
         """Those of priority rank below ``limit``.
@@ -55,6 +80,8 @@ class Shielded:
         >>> Shielded(cluster_of(dgx_h100(1)), set()).below(10**9)
         []
         """
+        if self._parent is not None:
+            self._build()
         return self._jobs[: bisect_left(self._ranks, limit)]
 
 
