@@ -187,7 +187,8 @@ def jobs_arg(paths: list[str], options: ReadOptions) -> list[Any]:
 
 def with_running_arg(cluster: Cluster, path: str | None) -> Cluster:
     """``--running``: the cluster with the file's running jobs added (a JSON list of job envelopes plus
-    where they run, :mod:`placer.solver.running`)."""
+    where they run, :mod:`placer.solver.running`), or Slurm's ``squeue --json``, whose jobs replace the
+    anonymous per-node allocations a Slurm node file gives (:mod:`placer.topology.importers.slurm_jobs`)."""
     if not path:
         return cluster
     from placer.solver.jobs import JobValidationError
@@ -200,7 +201,11 @@ def with_running_arg(cluster: Cluster, path: str | None) -> Cluster:
         raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None
     except ValueError as e:  # not JSON, or not UTF-8
         raise InputError("content", f"running jobs {path} are not JSON: {e}") from None
+    from placer.topology.importers.slurm_jobs import is_squeue_json, squeue_running, with_slurm_jobs
+
     try:
+        if is_squeue_json(items):  # `squeue --json`: Slurm's jobs by name, in place of its anonymous ones
+            return with_slurm_jobs(cluster, squeue_running(items, source=path))
         return cluster.with_allocations(running_from_envelopes(items, path))
     except JobValidationError as e:
         raise InputError("content", f"running jobs are invalid: {shown(list(e.issues))}") from None

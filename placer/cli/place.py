@@ -4,8 +4,9 @@
 The cluster file may be in any format ``placer cluster`` reads (auto-detected); job files in any job format
 (OJS, Flux jobspec, SSS XML). Jobs the readers refuse are not dropped: they go to the decision's
 ``rejected`` with their errors. ``--running`` is a JSON list of running jobs (job envelopes plus
-``node``/``gpus`` or ``replicas``, see :mod:`placer.solver.running`) added to what the cluster file already
-runs.
+``node``/``gpus`` or ``replicas``, see :mod:`placer.solver.running`), or Slurm's ``squeue --json`` (its
+jobs by name in place of the anonymous per-node allocations of a Slurm node file), added to what the
+cluster file already runs.
 ``--now`` (RFC 3339 with an offset, e.g. ``2025-06-01T12:00:00Z``) is the decision time that
 ``not_before`` and dependencies are compared with; default: the current time. ``--queue-config`` and
 ``--limits`` read jobs under the same queue configuration and administrative limits as ``placer validate``.
@@ -96,7 +97,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cluster", required=True, metavar="FILE", help="cluster description (any format)")
     add_pods_argument(p)
     p.add_argument("--jobs", required=True, nargs="+", metavar="FILE", help="job files (OJS, Flux, SSS)")
-    p.add_argument("--running", metavar="FILE", help="JSON list of running jobs (envelopes + node/gpus)")
+    p.add_argument(
+        "--running",
+        metavar="FILE",
+        help="running jobs: a JSON list (envelopes + node/gpus), or squeue --json",
+    )
     p.add_argument(
         "--queue-config",
         metavar="FILE",

@@ -9,9 +9,9 @@ slurm-client munge``, Slurm 22.05) start in under a second; ``.ci/run`` installs
 
 Jobs (what the tests' arithmetic relies on):
 
-* ``a`` holds 2 H100 and ``b`` 3 H100 of ``gpu01`` (8): 3 free there;
-* ``c`` holds 4 of ``gpu02``'s 8 H100, which is then drained (``drain while job runs``);
-* ``d`` holds all 4 A100 of ``gpu03``;
+* ``a`` holds 2 H100 (time limit 30 minutes) and ``b`` 3 H100 (120 minutes) of ``gpu01`` (8): 3 free there;
+* ``c`` holds 4 of ``gpu02``'s 8 H100 (no time limit), which is then drained (``drain while job runs``);
+* ``d`` holds all 4 A100 of ``gpu03`` (90 minutes);
 * ``gpu04`` (8 H100) is idle and set down (``down by hand``); ``cpu01`` (no GPU) is drained idle;
 * ``f`` asks 8 H100 on ``gpu01`` and stays pending.
 """
@@ -37,11 +37,12 @@ NODES = {
     "gpu04": (17004, "gpu:h100:8", "Name=gpu Type=h100 File={dev}/nvidia[0-7]"),
     "cpu01": (17011, "", ""),
 }
+#: (name, node, --gres, --time in minutes or None for unlimited).
 JOBS = [
-    ("a", "gpu01", "gpu:h100:2"),
-    ("b", "gpu01", "gpu:h100:3"),
-    ("c", "gpu02", "gpu:h100:4"),
-    ("d", "gpu03", "gpu:a100:4"),
+    ("a", "gpu01", "gpu:h100:2", 30),
+    ("b", "gpu01", "gpu:h100:3", 120),
+    ("c", "gpu02", "gpu:h100:4", None),
+    ("d", "gpu03", "gpu:a100:4", 90),
 ]
 
 
@@ -155,7 +156,8 @@ KillWait=5
 
 def start(root: Path) -> LiveSlurm:
     """Start Slurm under ``root``, put the jobs of the module docstring on it, drain and down nodes, and
-    capture ``scontrol show node`` (plain and ``-d``) and ``sinfo --json`` into ``LiveSlurm.out``. On any
+    capture ``scontrol show node`` (plain and ``-d``), ``sinfo --json`` and ``squeue --json`` into
+    ``LiveSlurm.out``. On any
     failure it stops what it started before raising."""
     s = LiveSlurm(root)
     host = socket.gethostname().split(".")[0]
@@ -193,8 +195,9 @@ def start(root: Path) -> LiveSlurm:
         s.wait("nodes registered", registered)
         # No slurm-<id>.out in the caller's directory; one core each; the job just sleeps.
         quiet = ("-Q", "-o", "/dev/null", "-D", str(root), "-c", "1", "--wrap", "sleep 600")
-        for name, node, gres in JOBS:
-            s.run("sbatch", "-J", name, "-w", node, f"--gres={gres}", *quiet)
+        for name, node, gres, minutes in JOBS:
+            limit = ("-t", str(minutes)) if minutes is not None else ()
+            s.run("sbatch", "-J", name, "-w", node, f"--gres={gres}", *limit, *quiet)
         s.run("sbatch", "-J", "f", "-w", "gpu01", "--gres=gpu:h100:8", *quiet)
         s.wait("jobs running", lambda: len(s.run("squeue", "-h", "-t", "R").splitlines()) >= len(JOBS))
         s.run("scontrol", "update", "nodename=gpu02", "state=drain", "reason=drain while job runs")
@@ -203,6 +206,8 @@ def start(root: Path) -> LiveSlurm:
         s.out["show-node"] = s.run("scontrol", "show", "node")
         s.out["show-node-d"] = s.run("scontrol", "show", "node", "-d")
         s.out["sinfo-json"] = s.run("sinfo", "--json")
+        s.out["squeue-json"] = s.run("squeue", "--json")
+        s.out["squeue-ids"] = s.run("squeue", "-h", "-t", "R", "-o", "%i %j")
     except BaseException:
         s.stop()
         raise

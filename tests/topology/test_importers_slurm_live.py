@@ -9,15 +9,23 @@ ready.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from placer.solver.checks import check
+from placer.solver.engine import place
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.solver.policy import Policy
 from placer.topology import build_cluster
 from placer.topology.errors import TopologyError
+from placer.topology.importers.slurm_jobs import squeue_running, with_slurm_jobs
 from placer.topology.load import inventory_from_input
-from tests.topology.live_slurm import LiveSlurm, available, start
+from tests.topology.live_slurm import JOBS, LiveSlurm, available, start
 
 #: Free GPUs per node by the module docstring's arithmetic, and which GPU indices are held.
 FREE = {"gpu01": 3, "gpu02": 4, "gpu03": 0, "gpu04": 8}
@@ -71,3 +79,98 @@ def test_states_and_reasons_come_through(slurm: LiveSlurm) -> None:
     assert nodes["gpu02"].labels["slurm_reason"] == "drain while job runs"
     assert nodes["gpu04"].labels["slurm_reason"] == "down by hand"
     assert nodes["gpu03"].gpus is not None and nodes["gpu03"].gpus.type == "nvidia-a100"
+
+
+def _named(slurm: LiveSlurm):  # type: ignore[no-untyped-def]
+    """The cluster from ``sinfo --json`` with ``squeue --json``'s running jobs by name."""
+    cluster = build_cluster(inventory_from_input(json.loads(slurm.out["sinfo-json"]), source="sinfo.json"))
+    jobs = squeue_running(json.loads(slurm.out["squeue-json"]), source="squeue.json")
+    return with_slurm_jobs(cluster, jobs)
+
+
+def test_squeue_json_names_the_running_jobs_with_what_each_holds(slurm: LiveSlurm) -> None:
+    # Slurm's own ids, from its plain-text squeue: the pending job f is not running.
+    ids = dict(reversed(line.split()) for line in slurm.out["squeue-ids"].splitlines())
+    assert sorted(ids) == ["a", "b", "c", "d"]
+    cluster = _named(slurm)
+    running = {rj.job: rj for rj in cluster.running_jobs()}
+    assert sorted(running) == sorted(ids.values())  # every allocation explained: no anonymous one left
+    wanted = {name: (node, int(gres.rsplit(":", 1)[1])) for name, node, gres, _ in JOBS}
+    for name, jid in ids.items():
+        (replica,) = running[jid].replicas
+        assert (replica.node, len(replica.gpus)) == wanted[name], name
+        assert running[jid].labels["slurm_job_name"] == name
+    assert not set(running[ids["a"]].replicas[0].gpus) & set(running[ids["b"]].replicas[0].gpus)
+    # Nothing counted twice, nothing lost: the same free GPUs as the node forms alone.
+    assert {n.name: len(cluster.free_gpus(n.name)) for n in cluster.nodes if n.gpu_count} == FREE
+
+
+def test_squeue_json_gives_end_times_from_time_limits(slurm: LiveSlurm) -> None:
+    ids = dict(reversed(line.split()) for line in slurm.out["squeue-ids"].splitlines())
+    running = {rj.job: rj for rj in _named(slurm).running_jobs()}
+    for name, _, _, minutes in JOBS:
+        rj = running[ids[name]]
+        assert rj.started_at is not None
+        if minutes is None:  # unlimited: Slurm's end_time is a placeholder a year ahead, not an end
+            assert rj.expected_end is None
+        else:
+            assert rj.expected_end == rj.started_at + timedelta(minutes=minutes), name
+
+
+def test_a_planned_start_names_the_slurm_job_it_waits_for(slurm: LiveSlurm) -> None:
+    # 5 H100 on one node: gpu01 has 3 free until job a (2 GPUs, 30 minutes) ends; gpu02 is drained and
+    # gpu04 down. So the job is planned at a's end, after a, by a's Slurm id.
+    ids = dict(reversed(line.split()) for line in slurm.out["squeue-ids"].splitlines())
+    cluster = _named(slurm)
+    a = cluster.running_job(ids["a"])
+    assert a.started_at is not None and a.expected_end is not None
+    job = Job(id="big", tasks=[TaskGroup(gpu=GpuDemand(count=5, types=["nvidia-h100"]))])
+    now = a.started_at + timedelta(minutes=1)
+    decision = place([job], cluster, Policy(engine="greedy"), now=now)
+    (pending,) = decision.pending
+    (reason,) = [r for r in pending.reasons if r.code == "PLANNED_START"]
+    assert reason.details["after"] == [ids["a"]]
+    assert reason.details["start"] == a.expected_end.isoformat()
+    assert check(decision, [job], cluster, now=now) == []
+
+
+def test_placer_place_reads_squeue_json_as_running(slurm: LiveSlurm, tmp_path: Path) -> None:
+    (tmp_path / "sinfo.json").write_text(slurm.out["sinfo-json"])
+    (tmp_path / "squeue.json").write_text(slurm.out["squeue-json"])
+    (tmp_path / "job.json").write_text(
+        json.dumps(
+            {
+                "id": "big",
+                "type": "train",
+                "queue": "gpu",
+                "args": [],
+                "ext_ml_gpu_count": 5,
+                "ext_ml_gpu_type": "nvidia-h100",
+            }
+        )
+    )
+    ids = dict(reversed(line.split()) for line in slurm.out["squeue-ids"].splitlines())
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "placer",
+            "place",
+            "--cluster",
+            str(tmp_path / "sinfo.json"),
+            "--running",
+            str(tmp_path / "squeue.json"),
+            "--jobs",
+            str(tmp_path / "job.json"),
+            "--engine",
+            "greedy",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    (pending,) = json.loads(out.stdout)["pending"]
+    codes = {r["code"]: r for r in pending["reasons"]}
+    assert codes["PLANNED_START"]["details"]["after"] == [ids["a"]]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["is_slurm_json", "json_records"]
+__all__ = ["is_slurm_json", "is_slurm_output", "json_records"]
 
 #: JSON field -> ``scontrol show node`` key (values printed as ``str``).
 _FIELDS = {
@@ -53,7 +53,13 @@ def is_slurm_json(obj: Any) -> bool:
     >>> is_slurm_json({"meta": {"Slurm": {}}, "nodes": []}), is_slurm_json({"nodes": []})
     (True, False)
     """
-    if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), list):
+    return is_slurm_output(obj, "nodes")
+
+
+def is_slurm_output(obj: Any, listing: str) -> bool:
+    """Whether ``obj`` is JSON a Slurm command printed with a ``listing`` list (``nodes``, ``jobs``): its
+    ``meta`` names Slurm or Slurm's OpenAPI plugin."""
+    if not isinstance(obj, dict) or not isinstance(obj.get(listing), list):
         return False
     meta = obj.get("meta")
     return isinstance(meta, dict) and ("Slurm" in meta or "plugin" in meta or "slurm" in meta)

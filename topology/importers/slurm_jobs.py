@@ -1,0 +1,305 @@
+"""Slurm's running jobs (``squeue --json``) -> named :class:`~placer.topology.inventory.RunningJob` objects.
+
+Why: the node forms (``scontrol show node``, ``sinfo --json``) say what each node has allocated but not to
+whom, so placer reads them as one anonymous job per node (``slurm-alloc-<node>``, priority 0, no end
+time). Preemption, planning ("starts when job 4711 ends") and anti-affinity need the real jobs: their ids,
+owners, partitions, priorities, start and end times, and which GPUs of which node each one holds.
+``squeue --json`` prints all of that (Slurm's OpenAPI plugins ``v0.0.37``-``v0.0.39``, Slurm 21.08-23.02;
+the numbers of ``v0.0.40``+, ``{"set": true, "number": N}``, are read too).
+
+Mapping (also in ``docs/importers.md``):
+
+* Jobs whose ``job_state`` is ``RUNNING``, ``SUSPENDED`` or ``COMPLETING`` (they still hold what they
+  were given) are running jobs; others (pending, completed, ...) are left out.
+* Id: ``job_id``; array tasks ``<array_job_id>_<array_task_id>``, heterogeneous components
+  ``<het_job_id>+<het_job_offset>``, as Slurm prints them.
+* One replica per allocated node (``job_resources.allocated_nodes``): GPUs from the ``gres_detail`` entry of
+  the same position (``gpu:h100:2(IDX:0-1)``: the indices); CPUs are the job's ``cpu=`` of
+  ``tres_alloc_str`` split over nodes in proportion to the cores allocated on each; memory is the node's
+  ``memory_allocated`` (MB, else ``mem=`` split evenly), in GB of 2**30 bytes.
+* ``partition`` -> queue, ``account`` (else ``user_name``) -> tenant, ``priority`` -> priority (class
+  ``on-demand``: Slurm has no spot class); ``start_time`` -> started at; ``end_time`` -> expected end when
+  the job has a time limit (an unlimited job's ``end_time`` is a placeholder a year ahead, so none);
+  labels ``slurm_job_id``, ``slurm_job_name``, ``slurm_user``, ``slurm_account``, ``slurm_partition``,
+  ``slurm_qos``, ``slurm_state``. Preemptibility stays unknown (``squeue`` does not print the partition's or
+  QOS's ``PreemptMode``).
+
+:func:`with_slurm_jobs` puts them on a cluster read from a node form: each node's anonymous allocation
+keeps only what the named jobs do not explain (nothing, when ``squeue`` listed every job), so no GPU is
+counted twice and none is lost. Every problem names the job by its position and id; nothing is dropped
+silently.
+
+>>> doc = {"meta": {"plugin": {"type": "openapi/v0.0.38"}}, "jobs": [{"job_id": 7, "name": "train",
+...     "job_state": "RUNNING", "partition": "gpu", "user_name": "ana", "account": "ml", "priority": 90,
+...     "start_time": 1700000000, "end_time": 1700003600, "time_limit": 60,
+...     "tres_alloc_str": "cpu=8,mem=64G,node=1,gres/gpu=2", "gres_detail": ["gpu:h100:2(IDX:2-3)"],
+...     "job_resources": {"allocated_nodes": [{"nodename": "g1", "memory_allocated": 65536}]}}]}
+>>> (rj,) = squeue_running(doc, source="squeue.json")
+>>> rj.job, rj.queue, rj.tenant, rj.replicas[0].gpus, rj.replicas[0].cpu_cores, rj.replicas[0].memory_gb
+('7', 'gpu', 'ml', [2, 3], 8.0, 64.0)
+>>> rj.expected_end.isoformat()
+'2023-11-14T23:13:20+00:00'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from placer.topology.importers._common import GB, Problems, short
+from placer.topology.importers.slurm import parse_gres, parse_memory_mb
+from placer.topology.importers.slurm_json import is_slurm_output
+from placer.topology.inventory import ReplicaAllocation, RunningJob
+
+if TYPE_CHECKING:
+    from placer.topology.cluster import Cluster
+
+__all__ = ["ANONYMOUS_PREFIX", "RUNNING_STATES", "is_squeue_json", "squeue_running", "with_slurm_jobs"]
+
+#: Job states in which a Slurm job holds its allocation.
+RUNNING_STATES = frozenset({"RUNNING", "SUSPENDED", "COMPLETING"})
+#: Id prefix of the per-node anonymous allocations the node importers make.
+ANONYMOUS_PREFIX = "slurm-alloc-"
+
+
+def is_squeue_json(obj: Any) -> bool:
+    """Whether ``obj`` is ``squeue --json`` output: a ``meta`` naming Slurm or its plugin, and ``jobs``.
+
+    >>> is_squeue_json({"meta": {"Slurm": {}}, "jobs": []}), is_squeue_json({"jobs": []})
+    (True, False)
+    """
+    return is_slurm_output(obj, "jobs")
+
+
+def _number(value: Any) -> float | None:
+    """A Slurm number: plain, or ``{"set": .., "infinite": .., "number": ..}`` (None when unset or
+    infinite, and for anything that is not a finite number)."""
+    if isinstance(value, dict):
+        if value.get("set") is False or value.get("infinite"):
+            return None
+        value = value.get("number")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if value == value and abs(value) < 1e18 else None
+
+
+def _states(value: Any) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    return [str(v).upper() for v in items if isinstance(v, str)]
+
+
+def _job_id(job: Mapping[str, Any]) -> str | None:
+    jid = _number(job.get("job_id"))
+    if jid is None:
+        return None
+    array_id, task = _number(job.get("array_job_id")), _number(job.get("array_task_id"))
+    if array_id and task is not None:
+        return f"{int(array_id)}_{int(task)}"
+    het_id, offset = _number(job.get("het_job_id")), _number(job.get("het_job_offset"))
+    if het_id and offset is not None:
+        return f"{int(het_id)}+{int(offset)}"
+    return str(int(jid))
+
+
+def _tres(text: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    if isinstance(text, str):
+        for part in text.split(","):
+            key, sep, value = part.partition("=")
+            if sep:
+                out[key.strip()] = value.strip()
+    return out
+
+
+def _allocated_nodes(job: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The per-node allocation objects, in Slurm's order (``v0.0.37`` prints them as an object keyed by
+    position, ``v0.0.38``-``v0.0.39`` as a list, ``v0.0.40``+ under ``nodes.allocation``)."""
+    res = job.get("job_resources")
+    if not isinstance(res, dict):
+        return None
+    nodes = res.get("allocated_nodes")
+    if nodes is None and isinstance(res.get("nodes"), dict):
+        nodes = res["nodes"].get("allocation")
+    if isinstance(nodes, dict):
+        try:
+            nodes = [nodes[k] for k in sorted(nodes, key=int)]
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(nodes, list) or not all(isinstance(n, dict) for n in nodes):
+        return None
+    return nodes
+
+
+def _cores(node: Mapping[str, Any]) -> float:
+    """Cores allocated on one node: ``cpus`` (v0.0.37), ``cpus.count`` (v0.0.40+), else the cores marked
+    allocated under ``sockets``."""
+    n = _number(node.get("cpus"))
+    if n is None and isinstance(node.get("cpus"), dict):
+        n = _number(node["cpus"].get("count"))
+    if n is not None:
+        return n
+    sockets = node.get("sockets")
+    count = 0
+    if isinstance(sockets, dict):
+        for sock in sockets.values():
+            cores = sock.get("cores") if isinstance(sock, dict) else None
+            if isinstance(cores, dict):
+                count += sum(1 for v in cores.values() if isinstance(v, str) and v.lower() == "allocated")
+    return float(count)
+
+
+def _memory_mb(node: Mapping[str, Any]) -> float | None:
+    for key in ("memory_allocated", "memory"):
+        value = node.get(key)
+        if isinstance(value, dict):
+            value = value.get("allocated")
+        n = _number(value)
+        if n is not None:
+            return n
+    return None
+
+
+def _when(value: Any) -> datetime | None:
+    n = _number(value)
+    if n is None or n <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(n, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value and value != "(null)" else None
+
+
+def squeue_running(obj: Mapping[str, Any], *, source: str) -> list[RunningJob]:
+    """The running jobs of ``squeue --json`` output (see the module docstring). Raises ``TopologyError``
+    listing every job it cannot read (by position and id)."""
+    problems = Problems(source)
+    out: list[RunningJob] = []
+    for k, job in enumerate(obj.get("jobs") or []):
+        item = f"jobs[{k}]"
+        if not isinstance(job, dict):
+            problems.add(item, f"a job must be an object, got {short(job)}")
+            continue
+        if not RUNNING_STATES & set(_states(job.get("job_state"))):
+            continue
+        jid = _job_id(job)
+        if jid is None:
+            problems.add(item, f"job_id must be a number, got {short(job.get('job_id'))}")
+            continue
+        item = f"jobs[{k}] (job {jid})"
+        rj = _running(job, jid, item, problems)
+        if rj is not None:
+            out.append(rj)
+    problems.check()
+    return out
+
+
+def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) -> RunningJob | None:
+    nodes = _allocated_nodes(job)
+    if not nodes:
+        problems.add(
+            item, "job_resources.allocated_nodes is missing (squeue --json prints it for running jobs)"
+        )
+        return None
+    tres = _tres(job.get("tres_alloc_str"))
+    detail = job.get("gres_detail")
+    detail = detail if isinstance(detail, list) else []
+    cores = [_cores(n) for n in nodes]
+    try:
+        total_cpu = float(tres["cpu"]) if "cpu" in tres else sum(cores)
+        total_mem = parse_memory_mb(tres["mem"]) if "mem" in tres else None
+    except ValueError as e:
+        problems.add(item, f"tres_alloc_str {short(job.get('tres_alloc_str'))}: {e}")
+        return None
+    replicas: list[ReplicaAllocation] = []
+    for i, node in enumerate(nodes):
+        name = node.get("nodename") or node.get("name")
+        if not isinstance(name, str) or not name:
+            problems.add(item, f"allocated node {i} has no nodename")
+            return None
+        gpus: list[int] = []
+        if i < len(detail) and isinstance(detail[i], str):
+            try:
+                entries = [g for g in parse_gres(detail[i]) if g.name == "gpu"]
+            except ValueError as e:
+                problems.add(item, f"gres_detail[{i}]: {e}")
+                return None
+            for g in entries:
+                if g.indices is None and g.count:
+                    problems.add(item, f"gres_detail[{i}] {detail[i]!r} gives no GPU indices (IDX)")
+                    return None
+                gpus.extend(g.indices or ())
+        share = cores[i] / sum(cores) if sum(cores) > 0 else 1 / len(nodes)
+        mem = _memory_mb(node)
+        if mem is None:
+            mem = (total_mem or 0.0) / len(nodes)
+        replicas.append(
+            ReplicaAllocation(
+                node=name, gpus=sorted(set(gpus)), cpu_cores=total_cpu * share, memory_gb=mem * 2**20 / GB
+            )
+        )
+    if "gres/gpu" in tres and not any(r.gpus for r in replicas):
+        problems.add(item, f"tres_alloc_str counts {tres['gres/gpu']} GPUs but gres_detail names none")
+        return None
+    limit = job.get("time_limit")
+    limited = _number(limit) is not None and not (isinstance(limit, str) and limit.upper() == "UNLIMITED")
+    labels = {
+        "slurm_job_id": jid,
+        "slurm_job_name": _text(job.get("name")),
+        "slurm_user": _text(job.get("user_name")),
+        "slurm_account": _text(job.get("account")),
+        "slurm_partition": _text(job.get("partition")),
+        "slurm_qos": _text(job.get("qos")),
+        "slurm_state": "+".join(_states(job.get("job_state"))),
+    }
+    priority = _number(job.get("priority"))
+    return problems.model(
+        RunningJob,
+        {
+            "job": jid,
+            "queue": _text(job.get("partition")),
+            "tenant": _text(job.get("account")) or _text(job.get("user_name")),
+            "priority": int(priority) if priority is not None else 0,
+            "started_at": _when(job.get("start_time")),
+            "expected_end": _when(job.get("end_time")) if limited else None,
+            "labels": {k: v for k, v in labels.items() if v},
+            "replicas": [r.model_dump() for r in replicas],
+        },
+        item,
+    )
+
+
+def with_slurm_jobs(cluster: Cluster, jobs: list[RunningJob]) -> Cluster:
+    """``cluster`` (read from a Slurm node form) with ``jobs`` running on it by name: each node's anonymous
+    ``slurm-alloc-<node>`` allocation keeps only the GPUs, CPUs and memory the named jobs on that node do
+    not account for (and goes when they account for all). ``TopologyError`` when a job does not fit (an
+    unknown node, a GPU index the node lacks, more than the node has)."""
+    on: dict[str, list[ReplicaAllocation]] = {}
+    for rj in jobs:
+        for r in rj.replicas:
+            if r.node is not None:
+                on.setdefault(r.node, []).append(r)
+    anonymous = [rj for rj in cluster.running_jobs() if rj.job.startswith(ANONYMOUS_PREFIX)]
+    kept: list[RunningJob] = []
+    for rj in anonymous:
+        left: list[ReplicaAllocation] = []
+        for r in rj.replicas:
+            named = on.get(r.node or "", [])
+            taken = {g for n in named for g in n.gpus}
+            rest = r.model_copy(
+                update={
+                    "gpus": [g for g in r.gpus if g not in taken],
+                    "cpu_cores": max(0.0, r.cpu_cores - sum(n.cpu_cores for n in named)),
+                    "memory_gb": max(0.0, r.memory_gb - sum(n.memory_gb for n in named)),
+                }
+            )
+            if rest.gpus or rest.cpu_cores > 1e-9 or rest.memory_gb > 1e-9:
+                left.append(rest)
+        if left:
+            kept.append(rj.model_copy(update={"replicas": left}))
+    base = cluster.release(*[rj.job for rj in anonymous]) if anonymous else cluster
+    return base.with_allocations([*kept, *jobs])
