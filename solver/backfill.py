@@ -434,13 +434,14 @@ def planned_reason(job: str, busy: Busy, after: Sequence[str]) -> Reason:
     """What would change the outcome: the job fits at its planned start, after these jobs end."""
     nodes = sorted({r.tpu_pod or r.node for r in busy.replicas})
     when = busy.start.isoformat()
+    said = busy.start.isoformat(timespec="seconds")  # the message reads to the second; details keep it all
     if after:
         names = few(after, 5)
         message = (
-            f"fits after {names} end{'s' if len(after) == 1 else ''} at {when}; capacity is held for it then"
+            f"fits after {names} end{'s' if len(after) == 1 else ''} at {said}; capacity is held for it then"
         )
     else:
-        message = f"planned to start at {when}; capacity is held for it then"
+        message = f"planned to start at {said}; capacity is held for it then"
     return Reason(
         code="PLANNED_START",
         message=message,

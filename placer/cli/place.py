@@ -277,27 +277,106 @@ def _gpu_text(replicas: list[Any]) -> str:
     return "+".join(parts) + (f" [{indices}]" if indices else "")
 
 
+def _when(t: datetime | None) -> str:
+    """A time to the second, ``Z`` for UTC: ``2026-01-01 02:30:00Z``.
+
+    >>> from datetime import UTC, timedelta, timezone
+    >>> _when(datetime(2026, 1, 1, 2, 30, 0, 123456, tzinfo=UTC))
+    '2026-01-01 02:30:00Z'
+    >>> _when(datetime(2026, 1, 1, 2, 30, tzinfo=timezone(timedelta(hours=2)))), _when(None)
+    ('2026-01-01 02:30:00+02:00', '?')
+    """
+    if t is None:
+        return "?"
+    text = t.isoformat(sep=" ", timespec="seconds")
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    """Rows as aligned columns; a column empty (``""``) on every row below the header is left out."""
+    keep = [i for i in range(len(rows[0])) if any(r[i] for r in rows[1:])] if len(rows) > 1 else []
+    rows = [tuple(r[i] for i in keep) for r in rows]
+    if not rows or not rows[0]:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def stats_line(decision: Any) -> str:
+    """The stats in plain words: what was placed, at what price, how good the answer is proven to be (on
+    placed work, the objective's first level), what CP-SAT added to greedy's answer, and where the time
+    went. Every claim is the stats' own: a gap is the proven one, "optimal" only with a bound to match.
+
+    >>> from placer.solver.decision import Decision, Stats
+    >>> d = Decision(stats=Stats(engine="cpsat", status="FEASIBLE", objective=1600.0, bound=1700.0,
+    ...     gap=100 / 1700, greedy_objective=1540.0, model_status="FEASIBLE", wall_s=1.2, build_s=0.3,
+    ...     solve_s=0.8))
+    >>> print(stats_line(d))
+    cpsat placed 0 of 0 jobs.
+    Placed work 1,600, proven within 5.9 % of optimal (bound 1,700); status FEASIBLE.
+    CP-SAT improved greedy's answer by 3.9 % (greedy 1,540). 1.200 s (model 0.300 s, search 0.800 s).
+    """
+    s = decision.stats
+    n = len(decision.placements) + len(decision.pending) + len(decision.rejected)
+    first = f"{s.engine} placed {len(decision.placements)} of {n} jobs"
+    if decision.pending or decision.rejected:
+        first += f" ({len(decision.pending)} pending, {len(decision.rejected)} rejected)"
+    if s.cost_per_hour:
+        first += f", ${s.cost_per_hour:,.2f}/h"
+    second = ""
+    if s.objective is not None:
+        second = f"Placed work {s.objective:,.0f}, "
+        if s.gap is None or s.bound is None:
+            second += "no bound proven; "
+        elif s.gap == 0:
+            second += f"proven optimal (bound {s.bound:,.0f}); "
+        else:
+            second += f"proven within {s.gap * 100:.2g} % of optimal (bound {s.bound:,.0f}); "
+    second += f"status {s.status}"
+    if s.status != "OPTIMAL" and s.gap == 0:
+        second += ": later levels (preferences, fragmentation, cost) not proven"
+        if s.model_exact is False and s.model_approximations:
+            second += f", the model approximated {s.model_approximations[0]}"
+    third = ""
+    g = s.greedy_objective
+    if s.model_status is not None and g is not None and s.objective is not None:
+        if s.engine == "cpsat" and s.objective > g:
+            gain = (s.objective - g) / max(g, 1e-9) * 100
+            third = f"CP-SAT improved greedy's answer by {gain:.2g} % (greedy {g:,.0f}). "
+        elif s.engine == "cpsat":
+            third = "CP-SAT's answer ties greedy's on placed work and wins on a later level. "
+        else:
+            third = "CP-SAT found nothing better than greedy's answer. "
+    timing = f"{s.wall_s:.3f} s (model {s.build_s:.3f} s, search {s.solve_s:.3f} s)."
+    if s.cut_by:
+        timing += f" Wall-clock limits bounded {', '.join(s.cut_by)}: not reproducible (see --reproducible)."
+    return f"{first}.\n{second}.\n{third}{timing}"
+
+
 def decision_table(decision: Any) -> str:
-    """The human-readable decision: placed jobs, pending jobs with their first reason, rejected jobs with
-    their first error, and the stats line.
+    """The human-readable decision: placed jobs (nodes, GPU indices, TPU chips and price where there are
+    any), pending jobs with their first reason, rejected jobs with their first error, plans, declared
+    reservations, evictions, and the stats in words (:func:`stats_line`).
 
     >>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement, Stats
     >>> d = Decision(placements=[JobPlacement(job="a", replicas=[ReplicaPlacement(node="n1", gpus=[0, 1])])],
     ...              stats=Stats(engine="greedy", status="FEASIBLE", objective=20.0))
     >>> print(decision_table(d))
-    JOB  ENGINE  NODES  GPUS     TPU CHIPS
-    a    greedy  n1     2 [0-1]  0
+    JOB  NODES  GPUS
+    a    n1     2 [0-1]
     <BLANKLINE>
-    engine greedy, status FEASIBLE, objective 20, bound -, gap -, build 0.000 s, solve 0.000 s, wall 0.000 s
+    greedy placed 1 of 1 jobs.
+    Placed work 20, no bound proven; status FEASIBLE.
+    0.000 s (model 0.000 s, search 0.000 s).
     """
-    s = decision.stats
-    rows = [("JOB", "ENGINE", "NODES", "GPUS", "TPU CHIPS")]
+    rows: list[tuple[str, ...]] = [("JOB", "NODES", "GPUS", "TPU CHIPS", "$/H")]
     for p in decision.placements:
-        nodes = ",".join(dict.fromkeys(r.node for r in p.replicas))
+        nodes = ",".join(dict.fromkeys(r.tpu_pod or r.node for r in p.replicas))
         chips = sum(len(r.tpu_chips) for r in p.replicas)
-        rows.append((p.job, s.engine, nodes, _gpu_text(p.replicas), str(chips)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        gpus = _gpu_text(p.replicas) if any(r.gpus for r in p.replicas) else ""
+        price = f"{p.cost_per_hour:,.2f}" if p.cost_per_hour else ""
+        rows.append((p.job, nodes, gpus, str(chips) if chips else "", price))
+    lines = _table(rows) if decision.placements else ["nothing placed"]
     if decision.pending:
         lines.append("")
         lines.append(f"pending ({len(decision.pending)}):")
@@ -311,15 +390,22 @@ def decision_table(decision: Any) -> str:
         for r in decision.rejected:
             e = r.errors[0] if r.errors else {}
             lines.append(f"  {r.job}: {e.get('path', '')}: {e.get('message', '')} [{e.get('code', '')}]")
-    holds = [h for h in decision.reservations if h.kind != "reservation"]
-    if holds:
+    for title, holds in (
+        ("planned", [h for h in decision.reservations if h.kind != "reservation"]),
+        ("reservations held", [h for h in decision.reservations if h.kind == "reservation"]),
+    ):
+        if not holds:
+            continue
         lines.append("")
-        lines.append(f"planned ({len(holds)}):")
+        lines.append(f"{title} ({len(holds)}):")
         for h in holds:
-            nodes = ",".join(dict.fromkeys(r.node for r in h.replicas))
-            until = h.end.isoformat() if h.end else "open end"
-            start = h.start.isoformat() if h.start else "?"
-            lines.append(f"  {h.job}: {h.kind} {start} .. {until} on {nodes} ({_gpu_text(h.replicas)} GPUs)")
+            nodes = ",".join(dict.fromkeys(r.tpu_pod or r.node for r in h.replicas))
+            until = _when(h.end) if h.end else "open end"
+            who = (
+                h.job if h.kind != "reservation" else f"{h.reservation}" + (f" for {h.job}" if h.job else "")
+            )
+            gpus = f", GPUs {_gpu_text(h.replicas)}" if any(r.gpus for r in h.replicas) else ""
+            lines.append(f"  {who}: {h.kind} {_when(h.start)} .. {until} on {nodes}{gpus}")
     if decision.preemptions:
         lines.append("")
         lines.append(f"preemptions ({len(decision.preemptions)}):")
@@ -330,12 +416,5 @@ def decision_table(decision: Any) -> str:
                 f"loses {ev.expected_work_lost_gpu_s / 3600:.1f} GPU-h (a scheduling event, not a failure)"
             )
     lines.append("")
-
-    def num(v: float | None) -> str:
-        return "-" if v is None else f"{v:g}"
-
-    lines.append(
-        f"engine {s.engine}, status {s.status}, objective {num(s.objective)}, bound {num(s.bound)}, "
-        f"gap {num(s.gap)}, build {s.build_s:.3f} s, solve {s.solve_s:.3f} s, wall {s.wall_s:.3f} s"
-    )
+    lines.extend(stats_line(decision).splitlines())
     return "\n".join(printable(line) for line in lines)
