@@ -39,7 +39,16 @@ from placer.service.pool import SolverPool
 from placer.service.routes import BODIES, router
 from placer.service.state import ClusterStore
 
-__all__ = ["ASGIApp", "Message", "MetricsMiddleware", "Scope", "Service", "ServiceConfig", "create_app"]
+__all__ = [
+    "ASGIApp",
+    "ContainErrorsMiddleware",
+    "Message",
+    "MetricsMiddleware",
+    "Scope",
+    "Service",
+    "ServiceConfig",
+    "create_app",
+]
 
 log = logging.getLogger("placer.service")
 
@@ -119,6 +128,41 @@ class MetricsMiddleware:
             if route is None:  # FastAPI's own pages (/openapi.json, /docs, /redoc) carry no route object
                 route = scope["path"] if scope["path"] in FRAMEWORK_PATHS else "unmatched"
             self.metrics.observe_request(route, scope["method"], status, time.perf_counter() - start)
+
+
+class ContainErrorsMiddleware:
+    """An unexpected exception answered as a 500 problem *inside* the app.
+
+    Why not only Starlette's ``Exception`` handler: that one runs in the outermost middleware, which sends
+    the 500 and then re-raises, and uvicorn closes the connection on an exception — so a client's
+    keep-alive connection was reset after every 500. Here the exception stops before it reaches uvicorn:
+    the 500 is sent and logged, the connection stays open for the client's next request. (An exception
+    after the answer began cannot be answered again; it still propagates.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception:
+            if started:
+                raise
+            log.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
+            error = ApiError(500, "internal", "internal error; the server log has the details")
+            await JSONResponse(error.body(scope.get("path")), status_code=500, media_type=PROBLEM_JSON)(
+                scope, receive, send
+            )
 
 
 def _error_response(e: ApiError, request: Request | None = None) -> JSONResponse:
@@ -225,6 +269,7 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _internal_error)
+    app.add_middleware(ContainErrorsMiddleware)  # innermost: the metrics see its 500s
     app.add_middleware(MetricsMiddleware, metrics=svc.metrics)
     app.add_middleware(
         GuardMiddleware,

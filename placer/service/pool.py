@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -36,19 +36,36 @@ T = TypeVar("T")
 class SolverPool:
     """A bounded thread pool for placements; admission is decided on the event loop's thread."""
 
+    #: Seconds between two looks at whether a waiting request's client is still there.
+    POLL_S = 0.2
+
     def __init__(self, workers: int, max_queued: int):
         self.workers = workers
         self.max_queued = max_queued
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="placer-solve")
         self._admitted = 0
+        #: Queued requests dropped because their client went away before a thread took them.
+        self.cancelled = 0
 
     @property
     def busy(self) -> int:
         """Requests running or waiting."""
         return self._admitted
 
-    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(*args, **kwargs)`` in a solver thread; 503 ``busy`` when the pool and its queue are full."""
+    async def run(
+        self,
+        fn: Callable[..., T],
+        *args: Any,
+        client_gone: Callable[[], Awaitable[bool]] | None = None,
+        **kwargs: Any,
+    ) -> T:
+        """``fn(*args, **kwargs)`` in a solver thread; 503 ``busy`` when the pool and its queue are full.
+
+        ``client_gone`` (Starlette's ``request.is_disconnected``) is asked every :attr:`POLL_S` while the
+        work waits or runs: work still queued when its client has gone is cancelled and never runs (499
+        ``client_closed``, which nobody reads), so clients that give up do not keep the pool busy. Work a
+        thread has begun cannot be interrupted; it ends within its own time limit, and its slot is held
+        until then."""
         if self._admitted >= self.workers + self.max_queued:
             raise ApiError(
                 503,
@@ -58,8 +75,17 @@ class SolverPool:
             )
         self._admitted += 1
         try:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+            job = self._executor.submit(functools.partial(fn, *args, **kwargs))
+            waiting = asyncio.wrap_future(job)
+            if client_gone is None:
+                return await waiting
+            while True:
+                done, _ = await asyncio.wait({waiting}, timeout=self.POLL_S)
+                if done:
+                    return waiting.result()
+                if await client_gone() and job.cancel():
+                    self.cancelled += 1
+                    raise ApiError(499, "client_closed", "the client closed the connection before its turn")
         finally:
             self._admitted -= 1
 

@@ -141,7 +141,13 @@ async def healthz(request: Request) -> JSONResponse:
     """Liveness: answers while placements run (they run in the solver pool)."""
     svc = service(request)
     return JSONResponse(
-        {"status": "ok", "clusters": len(svc.store), "busy": svc.pool.busy, "workers": svc.pool.workers}
+        {
+            "status": "ok",
+            "clusters": len(svc.store),
+            "busy": svc.pool.busy,
+            "workers": svc.pool.workers,
+            "cancelled": svc.pool.cancelled,
+        }
     )
 
 
@@ -195,7 +201,7 @@ async def placements(request: Request) -> JSONResponse:
         body = parse_body(PlacementRequest, raw, svc.limits.max_body_bytes)
         return _place(body, cluster_of(body, svc.limits), svc)
 
-    decision, limit = await svc.pool.run(work)
+    decision, limit = await svc.pool.run(work, client_gone=request.is_disconnected)
     return _decision_response(svc, decision, limit)
 
 
@@ -217,7 +223,7 @@ async def validate(request: Request) -> JSONResponse:
         results = read_jobs(body.jobs, options, svc.limits, fmt=body.format)
         return [result_json(r) for r in results], job_errors([r for r in results if not r.ok])
 
-    results, problems = await svc.pool.run(work)
+    results, problems = await svc.pool.run(work, client_gone=request.is_disconnected)
     bad = sum(1 for r in results if not r["ok"])
     if not bad:
         return JSONResponse({"valid": True, "jobs": results})
@@ -245,7 +251,7 @@ async def match(request: Request) -> JSONResponse:
         jobs = read_jobs(body.jobs, options, svc.limits)
         return match_jobs(body.worker, jobs, queues=options.queues, now=body.now)
 
-    return JSONResponse(await svc.pool.run(work))
+    return JSONResponse(await svc.pool.run(work, client_gone=request.is_disconnected))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -312,7 +318,7 @@ async def put_cluster(cluster_id: str, request: Request) -> JSONResponse:
         _, created = svc.store.put(key, cluster, before_commit=lambda s: views.append(_rendered(s)))
         return views[0], created
 
-    view, created = await svc.pool.run(work)
+    view, created = await svc.pool.run(work, client_gone=request.is_disconnected)
     headers = {"Location": f"/v1/clusters/{cluster_id}"}
     return JSONResponse(view, status_code=201 if created else 200, headers=headers)
 
@@ -348,7 +354,7 @@ async def patch_cluster(cluster_id: str, request: Request) -> JSONResponse:
             raise ApiError(404, "unknown_cluster", f"no cluster {cluster_id!r}") from None
         return views[0]
 
-    return JSONResponse(await svc.pool.run(work))
+    return JSONResponse(await svc.pool.run(work, client_gone=request.is_disconnected))
 
 
 @router.get("/v1/clusters/{cluster_id}", responses={200: {"model": answers.ClusterView}, **_ERRORS})
@@ -385,5 +391,5 @@ async def cluster_placements(cluster_id: str, request: Request) -> JSONResponse:
         body = parse_body(PlacementInputs, raw, svc.limits.max_body_bytes)
         return _place(body, stored.cluster, svc)
 
-    decision, limit = await svc.pool.run(work)
+    decision, limit = await svc.pool.run(work, client_gone=request.is_disconnected)
     return _decision_response(svc, decision, limit, **{"X-Placer-Cluster-Version": str(stored.version)})

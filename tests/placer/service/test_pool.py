@@ -51,3 +51,61 @@ def test_an_error_in_the_work_reaches_the_caller_and_frees_the_slot() -> None:
         assert asyncio.run(scenario()) == 0
     finally:
         pool.shutdown()
+
+
+def test_queued_work_whose_client_went_away_never_runs() -> None:
+    # One thread, busy; two more requests wait. The first waiting client goes away: its work is dropped
+    # before a thread takes it (499, counted), the other waiting request still runs.
+    release = threading.Event()
+    ran: list[str] = []
+    pool = SolverPool(workers=1, max_queued=2)
+    gone = asyncio.Event()
+
+    async def is_gone() -> bool:
+        return gone.is_set()
+
+    async def still_here() -> bool:
+        return False
+
+    async def scenario() -> list[object]:
+        busy = asyncio.ensure_future(pool.run(lambda: (release.wait(10), ran.append("busy"))[1]))
+        leaver = asyncio.ensure_future(pool.run(lambda: ran.append("leaver"), client_gone=is_gone))
+        stayer = asyncio.ensure_future(pool.run(lambda: ran.append("stayer"), client_gone=still_here))
+        await asyncio.sleep(0.05)
+        gone.set()
+        with pytest.raises(ApiError) as e:
+            await leaver
+        assert (e.value.status, e.value.code) == (499, "client_closed")
+        assert pool.busy == 2  # the running one and the one still waiting
+        release.set()
+        await busy
+        await stayer
+        return [ran, pool.cancelled, pool.busy]
+
+    try:
+        assert asyncio.run(scenario()) == [["busy", "stayer"], 1, 0]
+    finally:
+        release.set()
+        pool.shutdown()
+
+
+def test_running_work_is_not_dropped_when_its_client_goes() -> None:
+    # A thread cannot be interrupted: work it has begun runs to its end (within its own time limit).
+    release = threading.Event()
+    pool = SolverPool(workers=1, max_queued=0)
+
+    async def gone() -> bool:
+        return True
+
+    async def scenario() -> object:
+        running = asyncio.ensure_future(pool.run(lambda: (release.wait(10), "done")[1], client_gone=gone))
+        await asyncio.sleep(0.5)  # several looks at the gone client
+        release.set()
+        return await running
+
+    try:
+        assert asyncio.run(scenario()) == "done"
+        assert pool.cancelled == 0
+    finally:
+        release.set()
+        pool.shutdown()
