@@ -203,8 +203,60 @@ def hostile_numbers(n: int) -> None:
 
         return run
 
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    flux = (examples / "jobs" / "mpi-job.flux.yaml").read_text()
+    sss = (examples / "jobs" / "analysis.sss.xml").read_text()
+    slurm = (examples / "importers" / "slurm_nodes.txt").read_text()
+    squeue = (
+        Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "slurm" / "squeue-22.05.json"
+    ).read_text()
+
+    def flux_jobs(text: str) -> str:
+        [r] = hard.read_text(text, source="h.yaml")
+        return "" if r.ok else " ".join(f"{e.path} {e.message}" for e in r.errors)
+
+    def sss_jobs(text: str) -> str:
+        [r] = hard.read_text(text, source="h.xml")
+        return "" if r.ok else " ".join(f"{e.path} {e.message}" for e in r.errors)
+
+    def slurm_nodes(text: str) -> str:
+        try:
+            hard.load_cluster_text(text, source="h.txt")
+        except hard.TopologyError as e:
+            return str(e)
+        return ""
+
+    def running(text: str) -> str:
+        from placer.topology.importers.slurm_jobs import squeue_running
+        from placer.topology.safe_load import UnsafeDocument, load_json
+
+        try:
+            squeue_running(load_json(text), source="q.json")
+        except (UnsafeDocument, hard.TopologyError) as e:
+            return str(e)
+        return ""
+
     targets = [
         ("reader ojs", hard._ojs, jobs, "ext_ml_memory_gb"),
+        ("reader flux (YAML)", lambda x: flux.replace("count: 16", f"count: {x}", 1), flux_jobs, "count"),
+        (
+            "reader sss (XML)",
+            lambda x: sss.replace("<Processors>16<", f"<Processors>{x}<"),
+            sss_jobs,
+            "Processors",
+        ),
+        (
+            "importer slurm text",
+            lambda x: slurm.replace("CPUTot=224", f"CPUTot={x}", 1),
+            slurm_nodes,
+            "CPUTot",
+        ),
+        (
+            "running squeue --json",
+            lambda x: squeue.replace('"priority": 4294901759', f'"priority": {x}', 1),
+            running,
+            "priority",
+        ),
         ("importer inventory", hard._inventory, cluster, "cpu_cores"),
         ("importer ojs-workers", hard._workers, cluster, "memory_gb"),
         (

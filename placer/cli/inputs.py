@@ -17,7 +17,6 @@ usage | cannot open cluster /no/such/cluster.yaml
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -194,12 +193,15 @@ def with_running_arg(cluster: Cluster, path: str | None) -> Cluster:
     from placer.solver.jobs import JobValidationError
     from placer.solver.running import running_from_envelopes
     from placer.topology import TopologyError
+    from placer.topology.safe_load import UnsafeDocument, load_json
 
     try:
-        items = json.loads(read_input(path).decode("utf-8-sig"))
+        items = load_json(read_input(path).decode("utf-8-sig"))
     except OSError as e:
         raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None
-    except ValueError as e:  # not JSON, or not UTF-8
+    except UnsafeDocument as e:  # strict JSON: no NaN or Infinity, every number finite and at most 2^53
+        raise InputError("content", f"running jobs {path}: {e}") from None
+    except ValueError as e:  # not UTF-8
         raise InputError("content", f"running jobs {path} are not JSON: {e}") from None
     from placer.topology.importers.slurm_jobs import is_squeue_json, squeue_running, with_slurm_jobs
 

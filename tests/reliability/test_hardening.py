@@ -94,6 +94,41 @@ def test_hostile_numbers_are_refused_by_every_reader_naming_the_field(number: st
     assert "tenants" in _config_refuses(lambda t: load_prices(t, source="p.json"), _prices(number))
 
 
+SSS = "<Job><JobId>s</JobId><Requested><Processors>NUMBER</Processors></Requested></Job>"
+FLUX = (
+    "version: 1\nresources:\n  - type: slot\n    count: 1\n    label: s\n    with:\n"
+    "      - type: core\n        count: NUMBER\ntasks:\n  - command: [a]\n    slot: s\n"
+    "    count: {per_slot: 1}\nattributes: {system: {duration: 60}}\n"
+)
+SLURM = "NodeName=g1 CPUTot=NUMBER RealMemory=1000 State=IDLE"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.one_of(
+        st.integers().filter(lambda n: abs(n) > 2**53).map(str),
+        st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: abs(x) > 2**53).map(repr),
+        st.integers(min_value=309, max_value=5000).map(lambda e: f"1e{e}"),
+    )
+)
+def test_text_formats_refuse_numbers_beyond_the_rule_naming_the_field(number: str) -> None:
+    # SSS XML, Flux YAML and Slurm's Key=Value text do not go through the JSON loader's number check:
+    # each reader applies the same rule itself (finite, magnitude at most 2^53).
+    [sss] = read_text(SSS.replace("NUMBER", number), source="h.xml")
+    assert not sss.ok and any("Processors" in f"{e.path} {e.message}" for e in sss.errors)
+    [flux] = read_text(FLUX.replace("NUMBER", number), source="h.yaml")
+    assert not flux.ok and any("count" in f"{e.path} {e.message}" for e in flux.errors)
+    assert "CPUTot" in _cluster_refuses(SLURM.replace("NUMBER", number))
+
+
+def test_text_formats_read_numbers_within_the_rule() -> None:
+    [sss] = read_text(SSS.replace("NUMBER", "16"), source="ok.xml")
+    assert sss.ok and sss.job is not None and sss.job.tasks[0].cpu_cores == 16
+    [flux] = read_text(FLUX.replace("NUMBER", "4"), source="ok.yaml")
+    assert flux.ok and flux.job is not None and flux.job.tasks[0].cpu_cores == 4
+    assert load_cluster_text(SLURM.replace("NUMBER", "64"), source="ok.txt").nodes[0].cpu_cores == 64
+
+
 def test_yaml_infinity_and_nan_are_refused_too() -> None:
     for value in (".inf", "-.inf", ".nan"):
         assert "cpu_cores" in _cluster_refuses(

@@ -100,3 +100,36 @@ def test_newer_plugins_numbers_and_states_are_read() -> None:
     assert a.started_at is not None and a.expected_end is not None
     assert (a.expected_end - a.started_at).total_seconds() == 30 * 60
     assert jobs["3"].expected_end is None  # unlimited
+
+
+@pytest.mark.parametrize("value", [10**400, float("inf"), float("nan"), -(2**60)])
+def test_hostile_numbers_are_refused_naming_the_field(value: float) -> None:
+    doc = _squeue()
+    doc["jobs"][1]["priority"] = value
+    with pytest.raises(TopologyError) as e:
+        squeue_running(doc, source="squeue.json")
+    assert "squeue.json: jobs[1].priority: " in str(e.value)
+
+
+def test_a_start_time_that_is_no_time_is_named() -> None:
+    doc = _squeue()
+    doc["jobs"][0]["start_time"] = 2**53
+    with pytest.raises(TopologyError) as e:
+        squeue_running(doc, source="squeue.json")
+    assert "jobs[0] (job 1): start_time 9007199254740992 is not a Unix time" in str(e.value)
+
+
+def test_placer_place_refuses_a_hostile_squeue_file_with_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from placer.cli import main
+
+    text = (REAL / "squeue-22.05.json").read_text().replace('"priority": 4294901759', '"priority": 1e400', 1)
+    (tmp_path / "squeue.json").write_text(text)
+    (tmp_path / "job.json").write_text(
+        '{"id": "j", "type": "t", "queue": "q", "args": [], "ext_ml_gpu_count": 1}'
+    )
+    argv = ["place", "--cluster", str(REAL / "sinfo-squeue-pair-22.05.json"), "--running"]
+    assert main([*argv, str(tmp_path / "squeue.json"), "--jobs", str(tmp_path / "job.json")]) == 1
+    err = capsys.readouterr().err
+    assert "jobs[0].priority" in err and "Traceback" not in err

@@ -51,6 +51,7 @@ from placer.topology.importers._common import GB, Problems, short
 from placer.topology.importers.slurm import parse_gres, parse_memory_mb
 from placer.topology.importers.slurm_json import is_slurm_output
 from placer.topology.inventory import ReplicaAllocation, RunningJob
+from placer.topology.safe_load import UnsafeDocument, check_values
 
 if TYPE_CHECKING:
     from placer.topology.cluster import Cluster
@@ -74,14 +75,14 @@ def is_squeue_json(obj: Any) -> bool:
 
 def _number(value: Any) -> float | None:
     """A Slurm number: plain, or ``{"set": .., "infinite": .., "number": ..}`` (None when unset or
-    infinite, and for anything that is not a finite number)."""
+    infinite, or not a number; :func:`squeue_running` has refused non-finite and huge ones already)."""
     if isinstance(value, dict):
         if value.get("set") is False or value.get("infinite"):
             return None
         value = value.get("number")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if value == value and abs(value) < 1e18 else None
+    return float(value)
 
 
 def _states(value: Any) -> list[str]:
@@ -160,13 +161,16 @@ def _memory_mb(node: Mapping[str, Any]) -> float | None:
     return None
 
 
-def _when(value: Any) -> datetime | None:
-    n = _number(value)
+def _when(job: Mapping[str, Any], field: str, item: str, problems: Problems) -> datetime | None:
+    """A Unix time of the job (None when unset or 0, as Slurm prints a time not yet known); a value that is
+    no time at all is a problem naming the field."""
+    n = _number(job.get(field))
     if n is None or n <= 0:
         return None
     try:
         return datetime.fromtimestamp(n, UTC)
     except (OverflowError, OSError, ValueError):
+        problems.add(item, f"{field} {short(job.get(field))} is not a Unix time")
         return None
 
 
@@ -178,6 +182,11 @@ def squeue_running(obj: Mapping[str, Any], *, source: str) -> list[RunningJob]:
     """The running jobs of ``squeue --json`` output (see the module docstring). Raises ``TopologyError``
     listing every job it cannot read (by position and id)."""
     problems = Problems(source)
+    try:
+        check_values(obj)  # the one rule for every number: finite, at most 2^53 (topology/safe_load.py)
+    except UnsafeDocument as e:
+        problems.add(e.path or "document", str(e))
+        problems.check()
     out: list[RunningJob] = []
     for k, job in enumerate(obj.get("jobs") or []):
         item = f"jobs[{k}]"
@@ -264,8 +273,8 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
             "queue": _text(job.get("partition")),
             "tenant": _text(job.get("account")) or _text(job.get("user_name")),
             "priority": int(priority) if priority is not None else 0,
-            "started_at": _when(job.get("start_time")),
-            "expected_end": _when(job.get("end_time")) if limited else None,
+            "started_at": _when(job, "start_time", item, problems),
+            "expected_end": _when(job, "end_time", item, problems) if limited else None,
             "labels": {k: v for k, v in labels.items() if v},
             "replicas": [r.model_dump() for r in replicas],
         },

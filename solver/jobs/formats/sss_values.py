@@ -27,6 +27,8 @@ import math
 import re
 from datetime import UTC, datetime
 
+from placer.topology.safe_load import MAX_NUMBER
+
 __all__ = [
     "BYTES_PER_GB",
     "BYTE_UNITS",
@@ -126,6 +128,8 @@ def parse_integer(text: str | None) -> tuple[int, None] | tuple[None, str]:
     t = (text or "").strip()
     if not _INTEGER.fullmatch(t) or len(t) > 40:
         return None, f"must be an integer (xsd:integer), got {_show(t)}"
+    if abs(int(t)) > MAX_NUMBER:
+        return None, f"is beyond the largest accepted magnitude 2^53 ({MAX_NUMBER}), got {_show(t)}"
     return int(t), None
 
 
@@ -134,6 +138,8 @@ def parse_float(text: str | None) -> tuple[float, None] | tuple[None, str]:
 
     >>> parse_float("1.89"), parse_float("NaN")[1]
     ((1.89, None), "must be a finite decimal number (xsd:float), got 'NaN'")
+    >>> parse_float("1e300")[1]
+    "is beyond the largest accepted magnitude 2^53 (9007199254740992), got '1e300'"
     """
     t = (text or "").strip()
     if not _FLOAT.fullmatch(t) or len(t) > 60:
@@ -141,6 +147,8 @@ def parse_float(text: str | None) -> tuple[float, None] | tuple[None, str]:
     v = float(t)
     if not math.isfinite(v):
         return None, f"must be a finite decimal number (xsd:float), got {_show(t)}"
+    if abs(v) > MAX_NUMBER:  # the one rule for every number (topology/safe_load.py)
+        return None, f"is beyond the largest accepted magnitude 2^53 ({MAX_NUMBER}), got {_show(t)}"
     return v, None
 
 

@@ -362,7 +362,8 @@ def test_unparseable_jobs_file_exit_1(tmp_path: Path, capsys: pytest.CaptureFixt
 @pytest.mark.parametrize(
     ("text", "what"),
     [
-        ("[{", "are not JSON"),
+        ("[{", "invalid JSON at line 1 column 3"),
+        ('[{"id": "r", "ext_ml_gpu_count": 1e400}]', "[0].ext_ml_gpu_count: inf is not a finite number"),
         ('{"id": "r"}', "running jobs are invalid"),
         (
             '[{"id": "r", "ext_ml_gpu_count": 1, "node": "no-such-node", "gpus": [0]}]',
