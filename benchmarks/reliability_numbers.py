@@ -182,16 +182,24 @@ def hostile_numbers(n: int) -> None:
     print(f"{'target':<28}{'tried':>8}{'refused':>9}{'named':>7}{'escaped':>9}{'accepted':>10}")
     literals = _hostile_literals(n)
 
-    def jobs(text: str) -> str:
-        [r] = hard.read_text(text, source="h.json")
-        return "" if r.ok else " ".join(f"{e.path} {e.message}" for e in r.errors)
+    def jobs_in(source: str) -> Any:  # the reader is chosen by the name's extension
+        def run(text: str) -> str:
+            [r] = hard.read_text(text, source=source)
+            return "" if r.ok else " ".join(f"{e.path} {e.message}" for e in r.errors)
 
-    def cluster(text: str) -> str:
-        try:
-            hard.load_cluster_text(text, source="h.json")
-        except hard.TopologyError as e:
-            return str(e)
-        return ""
+        return run
+
+    def cluster_in(source: str) -> Any:
+        def run(text: str) -> str:
+            try:
+                hard.load_cluster_text(text, source=source)
+            except hard.TopologyError as e:
+                return str(e)
+            return ""
+
+        return run
+
+    jobs, cluster = jobs_in("h.json"), cluster_in("h.json")
 
     def config(load: Any) -> Any:
         def run(text: str) -> str:
@@ -211,20 +219,7 @@ def hostile_numbers(n: int) -> None:
         Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "slurm" / "squeue-22.05.json"
     ).read_text()
 
-    def flux_jobs(text: str) -> str:
-        [r] = hard.read_text(text, source="h.yaml")
-        return "" if r.ok else " ".join(f"{e.path} {e.message}" for e in r.errors)
-
-    def sss_jobs(text: str) -> str:
-        [r] = hard.read_text(text, source="h.xml")
-        return "" if r.ok else " ".join(f"{e.path} {e.message}" for e in r.errors)
-
-    def slurm_nodes(text: str) -> str:
-        try:
-            hard.load_cluster_text(text, source="h.txt")
-        except hard.TopologyError as e:
-            return str(e)
-        return ""
+    flux_jobs, sss_jobs, slurm_nodes = jobs_in("h.yaml"), jobs_in("h.xml"), cluster_in("h.txt")
 
     def running(text: str) -> str:
         from placer.topology.importers.slurm_jobs import squeue_running

@@ -94,6 +94,12 @@ def test_hostile_numbers_are_refused_by_every_reader_naming_the_field(number: st
     assert "tenants" in _config_refuses(lambda t: load_prices(t, source="p.json"), _prices(number))
 
 
+#: Number literals beyond the one rule (finite, magnitude at most 2^53).
+BEYOND_THE_RULE = st.one_of(
+    st.integers().filter(lambda n: abs(n) > 2**53).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: abs(x) > 2**53).map(repr),
+    st.integers(min_value=309, max_value=5000).map(lambda e: f"1e{e}"),
+)
 SSS = "<Job><JobId>s</JobId><Requested><Processors>NUMBER</Processors></Requested></Job>"
 FLUX = (
     "version: 1\nresources:\n  - type: slot\n    count: 1\n    label: s\n    with:\n"
@@ -104,13 +110,7 @@ SLURM = "NodeName=g1 CPUTot=NUMBER RealMemory=1000 State=IDLE"
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.one_of(
-        st.integers().filter(lambda n: abs(n) > 2**53).map(str),
-        st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: abs(x) > 2**53).map(repr),
-        st.integers(min_value=309, max_value=5000).map(lambda e: f"1e{e}"),
-    )
-)
+@given(BEYOND_THE_RULE)
 def test_text_formats_refuse_numbers_beyond_the_rule_naming_the_field(number: str) -> None:
     # SSS XML, Flux YAML and Slurm's Key=Value text do not go through the JSON loader's number check:
     # each reader applies the same rule itself (finite, magnitude at most 2^53).
@@ -137,13 +137,7 @@ def test_yaml_infinity_and_nan_are_refused_too() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    st.one_of(
-        st.integers().filter(lambda n: abs(n) > 2**53).map(str),
-        st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: abs(x) > 2**53).map(repr),
-        st.integers(min_value=309, max_value=5000).map(lambda e: f"1e{e}"),
-    )
-)
+@given(BEYOND_THE_RULE)
 def test_any_number_beyond_the_rule_is_refused_never_read(number: str) -> None:
     # Every such literal, in a job and in an inventory: a structured refusal, never an accepted infinity.
     results = read_text(_ojs(number), source="hostile.json")
