@@ -1,10 +1,11 @@
 """Recognize which job format a document is in, and parse it once.
 
-Rules, in order: text starting with ``<`` is SSS XML; a mapping with ``version``, ``resources`` and
-``tasks`` is a Flux jobspec (RFC 14/25; JSON or YAML); so is a mapping with ``version`` and ``resources``
-but no ``ext_ml*`` key (a jobspec missing ``tasks``: the Flux reader then names the missing key, where the
-OJS reader could only say "not an envelope"); any other JSON/YAML mapping or list is OJS (flat
-``ext_ml_*`` envelope, v0.1.0 ``meta`` form, a workflow, or a list of envelopes).
+Rules, in order: text starting with ``<`` is SSS XML; Kubernetes objects are ``kubernetes``; ``squeue
+--json`` output (``meta`` naming Slurm, and ``jobs``) is ``slurm``; a mapping with ``version``,
+``resources`` and ``tasks`` is a Flux jobspec (RFC 14/25; JSON or YAML); so is a mapping with ``version``
+and ``resources`` but no ``ext_ml*`` key (a jobspec missing ``tasks``: the Flux reader then names the
+missing key, where the OJS reader could only say "not an envelope"); any other JSON/YAML mapping or list
+is OJS (flat ``ext_ml_*`` envelope, v0.1.0 ``meta`` form, a workflow, or a list of envelopes).
 
 >>> parse_document('{"type": "ml.train", "ext_ml_gpu_count": 2}')[0]
 'ojs'
@@ -31,9 +32,12 @@ def detect_object(obj: Any, *, source: str = "") -> str:
         return "sss"
     if isinstance(obj, dict):
         from placer.solver.jobs.formats.kubernetes import is_pod_document
+        from placer.topology.importers.slurm_json import is_slurm_output
 
         if is_pod_document(obj):
             return "kubernetes"
+        if is_slurm_output(obj, "jobs"):  # squeue --json: its pending jobs
+            return "slurm"
         if {"version", "resources", "tasks"} <= obj.keys():
             return "flux"
         if {"version", "resources"} <= obj.keys() and not any(

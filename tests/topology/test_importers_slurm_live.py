@@ -174,3 +174,28 @@ def test_placer_place_reads_squeue_json_as_running(slurm: LiveSlurm, tmp_path: P
     (pending,) = json.loads(out.stdout)["pending"]
     codes = {r["code"]: r for r in pending["reasons"]}
     assert codes["PLANNED_START"]["details"]["after"] == [ids["a"]]
+
+
+def test_placer_answers_where_the_pending_slurm_job_would_run(slurm: LiveSlurm, tmp_path: Path) -> None:
+    # Job f (-w gpu01, 8 H100) waits in Slurm. The same squeue --json gives placer the running jobs and
+    # the pending one: f fits gpu01 once a (2 GPUs, 30 min) and b (3 GPUs, 120 min) have ended.
+    (tmp_path / "sinfo.json").write_text(slurm.out["sinfo-json"])
+    (tmp_path / "squeue.json").write_text(slurm.out["squeue-json"])
+    ids = dict(reversed(line.split()) for line in slurm.out["squeue-ids"].splitlines())
+    pending_id = next(
+        str(j["job_id"]) for j in json.loads(slurm.out["squeue-json"])["jobs"] if j["name"] == "f"
+    )
+    squeue = str(tmp_path / "squeue.json")
+    cmd = [sys.executable, "-m", "placer", "place", "--cluster", str(tmp_path / "sinfo.json")]
+    out = subprocess.run(
+        [*cmd, "--running", squeue, "--jobs", squeue, "--engine", "greedy", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    decision = json.loads(out.stdout)
+    assert decision["placements"] == [] and [p["job"] for p in decision["pending"]] == [pending_id]
+    reasons = {r["code"]: r for r in decision["pending"][0]["reasons"]}
+    assert reasons["PLANNED_START"]["details"]["after"] == [ids["b"]]
+    assert reasons["PLANNED_START"]["details"]["nodes"] == ["gpu01"]

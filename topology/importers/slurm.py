@@ -15,7 +15,8 @@ one line per node) is the one description every Slurm site can produce. Mapping 
   two GPU types (``gpu:a100:4(S:0),gpu:t4:2``) is parsed, but is reported as a problem: an inventory node
   holds one GPU type.
 * ``State`` (``IDLE``, ``MIXED``, ``ALLOCATED``, ``DOWN*``, ``IDLE+DRAIN``, ...): see :func:`parse_state`.
-* ``Partitions`` -> labels ``partition`` (the first) and ``partitions`` (all, comma-separated);
+* ``Partitions`` -> labels ``partition`` (the first), ``partitions`` (all, comma-separated) and
+  ``partition/<name>: "true"`` for each (what a Slurm job's partition is matched against);
   ``ActiveFeatures`` (else ``AvailableFeatures``) -> properties; ``Arch`` -> label ``arch``; the raw state
   -> label ``slurm_state``.
 * What is allocated on the node becomes one synthetic running job ``slurm-alloc-<node>``: cores, memory
@@ -491,6 +492,7 @@ def _node(
     if partitions:
         labels["partition"] = partitions[0]
         labels["partitions"] = ",".join(partitions)
+        labels.update({f"partition/{p.strip()}": "true" for p in partitions})  # what a job's partition reads
     if record.get("Arch", "").strip() not in _NULL:
         labels["arch"] = record["Arch"].strip()
     if state_text:

@@ -56,7 +56,15 @@ from placer.topology.safe_load import UnsafeDocument, check_values
 if TYPE_CHECKING:
     from placer.topology.cluster import Cluster
 
-__all__ = ["ANONYMOUS_PREFIX", "RUNNING_STATES", "is_squeue_json", "squeue_running", "with_slurm_jobs"]
+__all__ = [
+    "ANONYMOUS_PREFIX",
+    "RUNNING_STATES",
+    "is_squeue_json",
+    "slurm_number",
+    "slurm_states",
+    "squeue_running",
+    "with_slurm_jobs",
+]
 
 #: Job states in which a Slurm job holds its allocation.
 RUNNING_STATES = frozenset({"RUNNING", "SUSPENDED", "COMPLETING"})
@@ -73,7 +81,7 @@ def is_squeue_json(obj: Any) -> bool:
     return is_slurm_output(obj, "jobs")
 
 
-def _number(value: Any) -> float | None:
+def slurm_number(value: Any) -> float | None:
     """A Slurm number: plain, or ``{"set": .., "infinite": .., "number": ..}`` (None when unset or
     infinite, or not a number; :func:`squeue_running` has refused non-finite and huge ones already)."""
     if isinstance(value, dict):
@@ -85,19 +93,20 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _states(value: Any) -> list[str]:
+def slurm_states(value: Any) -> list[str]:
+    """A job state as Slurm prints it (a word, or a list of words in ``v0.0.40``+), upper case."""
     items = value if isinstance(value, list) else [value]
     return [str(v).upper() for v in items if isinstance(v, str)]
 
 
 def _job_id(job: Mapping[str, Any]) -> str | None:
-    jid = _number(job.get("job_id"))
+    jid = slurm_number(job.get("job_id"))
     if jid is None:
         return None
-    array_id, task = _number(job.get("array_job_id")), _number(job.get("array_task_id"))
+    array_id, task = slurm_number(job.get("array_job_id")), slurm_number(job.get("array_task_id"))
     if array_id and task is not None:
         return f"{int(array_id)}_{int(task)}"
-    het_id, offset = _number(job.get("het_job_id")), _number(job.get("het_job_offset"))
+    het_id, offset = slurm_number(job.get("het_job_id")), slurm_number(job.get("het_job_offset"))
     if het_id and offset is not None:
         return f"{int(het_id)}+{int(offset)}"
     return str(int(jid))
@@ -135,9 +144,9 @@ def _allocated_nodes(job: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 def _cores(node: Mapping[str, Any]) -> float:
     """Cores allocated on one node: ``cpus`` (v0.0.37), ``cpus.count`` (v0.0.40+), else the cores marked
     allocated under ``sockets``."""
-    n = _number(node.get("cpus"))
+    n = slurm_number(node.get("cpus"))
     if n is None and isinstance(node.get("cpus"), dict):
-        n = _number(node["cpus"].get("count"))
+        n = slurm_number(node["cpus"].get("count"))
     if n is not None:
         return n
     sockets = node.get("sockets")
@@ -155,7 +164,7 @@ def _memory_mb(node: Mapping[str, Any]) -> float | None:
         value = node.get(key)
         if isinstance(value, dict):
             value = value.get("allocated")
-        n = _number(value)
+        n = slurm_number(value)
         if n is not None:
             return n
     return None
@@ -164,7 +173,7 @@ def _memory_mb(node: Mapping[str, Any]) -> float | None:
 def _when(job: Mapping[str, Any], field: str, item: str, problems: Problems) -> datetime | None:
     """A Unix time of the job (None when unset or 0, as Slurm prints a time not yet known); a value that is
     no time at all is a problem naming the field."""
-    n = _number(job.get(field))
+    n = slurm_number(job.get(field))
     if n is None or n <= 0:
         return None
     try:
@@ -193,7 +202,7 @@ def squeue_running(obj: Mapping[str, Any], *, source: str) -> list[RunningJob]:
         if not isinstance(job, dict):
             problems.add(item, f"a job must be an object, got {short(job)}")
             continue
-        if not RUNNING_STATES & set(_states(job.get("job_state"))):
+        if not RUNNING_STATES & set(slurm_states(job.get("job_state"))):
             continue
         jid = _job_id(job)
         if jid is None:
@@ -255,7 +264,9 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
         problems.add(item, f"tres_alloc_str counts {tres['gres/gpu']} GPUs but gres_detail names none")
         return None
     limit = job.get("time_limit")
-    limited = _number(limit) is not None and not (isinstance(limit, str) and limit.upper() == "UNLIMITED")
+    limited = slurm_number(limit) is not None and not (
+        isinstance(limit, str) and limit.upper() == "UNLIMITED"
+    )
     labels = {
         "slurm_job_id": jid,
         "slurm_job_name": _text(job.get("name")),
@@ -263,9 +274,9 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
         "slurm_account": _text(job.get("account")),
         "slurm_partition": _text(job.get("partition")),
         "slurm_qos": _text(job.get("qos")),
-        "slurm_state": "+".join(_states(job.get("job_state"))),
+        "slurm_state": "+".join(slurm_states(job.get("job_state"))),
     }
-    priority = _number(job.get("priority"))
+    priority = slurm_number(job.get("priority"))
     return problems.model(
         RunningJob,
         {

@@ -24,6 +24,7 @@ READERS: dict[str, str] = {
     "flux": "placer.solver.jobs.formats.flux",
     "sss": "placer.solver.jobs.formats.sss",
     "kubernetes": "placer.solver.jobs.formats.kubernetes",
+    "slurm": "placer.solver.jobs.formats.slurm",
 }
 
 FORMATS: tuple[str, ...] = tuple(READERS)

@@ -1,0 +1,277 @@
+"""The ``slurm`` job format: the pending jobs of ``squeue --json``, read as placer jobs.
+
+Why: a Slurm user's question is "where would my pending job run, and if not, why?". With the cluster from
+``sinfo --json`` (or ``scontrol show node -d``), the running jobs from the same ``squeue --json``
+(``placer place --running``) and the pending ones read here, ``placer place`` answers it on the live
+cluster, by placer's rules, with the reasons and planned starts it gives any job.
+
+Mapping of one pending job (Slurm's OpenAPI fields, plugins ``v0.0.37``-``v0.0.39``; the
+``{"set", "number"}`` numbers of ``v0.0.40``+ too):
+
+==============================  ===================================================================
+placer                          from
+==============================  ===================================================================
+id, name                        ``job_id``, ``name``
+queue, tenant, user             ``partition``, ``account`` (else ``user_name``), ``user_name``
+priority                        ``priority``; submit time ``submit_time``
+replicas                        ``node_count`` replicas, one per node (``--nodes``), all or none
+per node                        CPUs: ``cpus`` / nodes; memory: ``memory_per_node`` (MB), else
+                                ``memory_per_cpu`` x CPUs per node; GPUs: ``tres_per_node``
+                                (``gres:gpu:h100:8``, ``gres/gpu:h100=8``, ``gres:gpu:2``)
+duration                        ``time_limit`` (minutes; none when unlimited)
+where it may run                nodes of its ``partition`` (any of a comma list; node label
+                                ``partition/<name>``), ``required_nodes`` (``-w``, a hostlist),
+                                not ``excluded_nodes`` (``-x``), ``features`` (``-C``: ``a&b``,
+                                ``a|b``; node features are node properties)
+dependencies                    ``dependency``: ``afterok``, ``afterany``, ``afternotok``, ``after``
+                                with ``:``-separated job ids
+==============================  ===================================================================
+
+Jobs in other states (running, completed, ...) are not pending work and are not read here (give the
+same file to ``--running``). What placer cannot represent is refused with the field and the reason, never
+read halfway: GPUs per job or per task (``--gpus``, ``--gpus-per-task``), other generic resources
+(``gres:nic``), pending job arrays (``array_task_string``), heterogeneous jobs, feature counts and
+brackets, ``singleton`` and other dependency kinds.
+
+>>> doc = {"meta": {"plugin": {"type": "openapi/v0.0.38"}}, "jobs": [{"job_id": 9, "name": "big",
+...     "job_state": "PENDING", "partition": "gpu", "user_name": "ana", "node_count": 2, "cpus": 16,
+...     "memory_per_node": 65536, "tres_per_node": "gres:gpu:h100:8", "time_limit": 120,
+...     "required_nodes": "", "excluded_nodes": "", "features": "ib", "dependency": ""}]}
+>>> (r,) = read(doc, source="squeue.json", options=None)
+>>> g = r.job.tasks[0]
+>>> r.job.id, r.job.queue, g.count, g.one_per_node, g.cpu_cores, g.memory_gb, g.gpu.count, g.gpu.types
+('9', 'gpu', 2, True, 8.0, 64.0, 8, ['nvidia-h100'])
+>>> r.job.duration_s, [x.key for x in r.job.placement.required]
+(7200.0, ['partition/gpu', 'ib'])
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.formats.flux_ids import FluxLimitError, FluxSyntaxError, expand_hostlist
+from placer.solver.jobs.model import (
+    AffinityOperator,
+    AnyOf,
+    Dependency,
+    DependencyCondition,
+    DistributedStrategy,
+    GpuDemand,
+    Job,
+    LabelRule,
+    Placement,
+    ReadResult,
+    Rule,
+    TaskGroup,
+)
+from placer.topology import canonical_gpu_type
+from placer.topology.importers.slurm_jobs import slurm_number, slurm_states
+
+__all__ = ["PENDING_STATES", "read"]
+
+#: Job states of work still waiting to start.
+PENDING_STATES = frozenset({"PENDING"})
+#: Most nodes a ``required_nodes`` / ``excluded_nodes`` hostlist may expand to.
+MAX_HOSTS = 100_000
+_DEPENDENCIES = {
+    "after": DependencyCondition.START,
+    "afterok": DependencyCondition.SUCCESS,
+    "afternotok": DependencyCondition.FAILURE,
+    "afterany": DependencyCondition.EXIT,
+}
+
+
+def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
+    """Every pending job of ``squeue --json`` output as one result (module docstring); never raises for
+    bad input."""
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    if not isinstance(jobs, list):
+        err = issue("malformed", source or "<input>", "expected squeue --json output: an object with 'jobs'")
+        return [ReadResult(id=source or "<input>", ok=False, errors=[err], source=source)]
+    out: list[ReadResult] = []
+    for k, raw in enumerate(jobs):
+        base = f"jobs[{k}]"
+        if not isinstance(raw, dict):
+            err = issue("type", base, "a job must be an object")
+            out.append(ReadResult(id=f"{source}#{k}", ok=False, errors=[err], source=source, path=base))
+            continue
+        if not PENDING_STATES & set(slurm_states(raw.get("job_state"))):
+            continue
+        out.append(_job(raw, base, source))
+    return out
+
+
+def _text(value: Any) -> str:
+    return value.strip() if isinstance(value, str) and value.strip() not in ("", "(null)") else ""
+
+
+def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
+    errors: list[Issue] = []
+
+    def at(field: str) -> str:
+        return f"{base}.{field}"
+
+    jid = slurm_number(raw.get("job_id"))
+    rid = str(int(jid)) if jid is not None else f"{source}#{base}"
+    if jid is None:
+        errors.append(issue("required", at("job_id"), "a job needs its numeric job_id"))
+    if _text(raw.get("array_task_string")) or slurm_number(raw.get("array_task_id")) is not None:
+        errors.append(issue("unsupported", at("array_task_string"), "pending job arrays are not read"))
+    if slurm_number(raw.get("het_job_id")):
+        errors.append(issue("unsupported", at("het_job_id"), "heterogeneous jobs are not read"))
+    for field, flag in (("tres_per_job", "--gpus"), ("tres_per_task", "--gpus-per-task")):
+        if "gpu" in _text(raw.get(field)):
+            errors.append(
+                issue(
+                    "unsupported",
+                    at(field),
+                    f"GPUs per {field.removeprefix('tres_per_')} ({flag}) are not read: "
+                    "ask GPUs per node (--gres, --gpus-per-node)",
+                )
+            )
+    nodes = int(slurm_number(raw.get("node_count")) or 1)
+    cpus = slurm_number(raw.get("cpus")) or 0.0
+    gpu = _gpus(_text(raw.get("tres_per_node")), at("tres_per_node"), errors)
+    per_cpu, per_node = slurm_number(raw.get("memory_per_cpu")), slurm_number(raw.get("memory_per_node"))
+    cpu_per_node = cpus / nodes if nodes > 0 else cpus
+    memory_mb = per_node if per_node is not None else (per_cpu or 0.0) * cpu_per_node
+    rules = _rules(raw, at, errors)
+    dependencies = _dependencies(_text(raw.get("dependency")), at("dependency"), errors)
+    if errors:
+        return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
+    limit = slurm_number(raw.get("time_limit"))
+    submitted = slurm_number(raw.get("submit_time"))
+    partition = _text(raw.get("partition"))
+    try:
+        job = Job(
+            id=rid,
+            name=_text(raw.get("name")) or None,
+            type="slurm.job",
+            source_format="slurm",
+            queue=partition.split(",")[0] if partition else None,
+            tenant=_text(raw.get("account")) or _text(raw.get("user_name")) or None,
+            user=_text(raw.get("user_name")) or None,
+            priority=int(slurm_number(raw.get("priority")) or 0),
+            submit_time=datetime.fromtimestamp(submitted, UTC) if submitted else None,
+            duration_s=limit * 60 if limit is not None else None,
+            dependencies=dependencies,
+            distributed_strategy=DistributedStrategy.DATA_PARALLEL if nodes > 1 else None,
+            tasks=[
+                TaskGroup(
+                    count=nodes,
+                    one_per_node=nodes > 1,
+                    cpu_cores=cpu_per_node,
+                    memory_gb=memory_mb / 1024,
+                    gpu=gpu,
+                )
+            ],
+            placement=Placement(required=rules),
+            labels={k: v for k, v in {"slurm_job_name": _text(raw.get("name"))}.items() if v},
+            metadata={"slurm": {"state_reason": _text(raw.get("state_reason"))}},
+            envelope=raw,
+        )
+    except (ValidationError, ValueError, OverflowError, OSError) as e:
+        found = e.errors() if isinstance(e, ValidationError) else [{"loc": (), "msg": str(e)}]
+        errs = [
+            issue("range", at(".".join(str(x) for x in err["loc"]) or "job"), str(err["msg"])[:300])
+            for err in found
+        ]
+        return ReadResult(id=rid, ok=False, errors=errs, source=source, path=base)
+    return ReadResult(id=rid, ok=True, job=job, source=source, path=base)
+
+
+_GRES = re.compile(r"^(?:gres[:/])?([A-Za-z][\w.-]*)(?:[:=]([^:=,]+))?(?:[:=]([0-9]+))?$")
+
+
+def _gpus(text: str, path: str, errors: list[Issue]) -> GpuDemand | None:
+    """``tres_per_node`` -> GPUs per node (22.05 ``gres:gpu:h100:8``, 23.02+ ``gres/gpu:h100=8``)."""
+    demand: GpuDemand | None = None
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        m = _GRES.match(part)
+        if not m:
+            errors.append(issue("malformed", path, f"{part!r} is not gres:name[:type][:count]"))
+            continue
+        name, typ, count_text = m[1], m[2], m[3]
+        if name != "gpu":
+            if name in ("cpu", "mem", "node", "billing"):
+                continue
+            errors.append(issue("unsupported", path, f"generic resource {name!r} is not read (GPUs only)"))
+            continue
+        if count_text is None and typ is not None and typ.isdigit():
+            typ, count_text = None, typ
+        count = int(count_text or 1)
+        if demand is not None:
+            errors.append(issue("unsupported", path, "GPUs of several types per node are not read"))
+            continue
+        types = [canonical_gpu_type(typ) or typ] if typ else []
+        demand = GpuDemand(count=count, types=types) if count > 0 else None
+    return demand
+
+
+def _rules(raw: dict[str, Any], at: Any, errors: list[Issue]) -> list[Rule]:
+    rules: list[Rule] = []
+    partitions = [p for p in _text(raw.get("partition")).split(",") if p]
+    if partitions:
+        alts: list[Rule] = [
+            LabelRule(key=f"partition/{p}", operator=AffinityOperator.EXISTS) for p in partitions
+        ]
+        rules.append(alts[0] if len(alts) == 1 else AnyOf(rules=alts))
+    for field, op in (("required_nodes", AffinityOperator.IN), ("excluded_nodes", AffinityOperator.NOT_IN)):
+        text = _text(raw.get(field))
+        if not text:
+            continue
+        try:
+            hosts = expand_hostlist(text, MAX_HOSTS)
+        except (FluxLimitError, FluxSyntaxError) as e:
+            errors.append(issue("malformed", at(field), f"not a Slurm hostlist: {e}"[:300]))
+            continue
+        rules.append(LabelRule(key="hostname", operator=op, values=list(dict.fromkeys(hosts))))
+    features = _text(raw.get("features"))
+    if features:
+        if re.search(r"[\[\]*()!]", features):
+            errors.append(
+                issue("unsupported", at("features"), f"{features!r}: counts, brackets and ! are not read")
+            )
+        elif "&" in features and "|" in features:
+            errors.append(issue("unsupported", at("features"), f"{features!r}: & and | mixed are not read"))
+        else:
+            sep = "|" if "|" in features else "&"
+            alts = [LabelRule(key=f, operator=AffinityOperator.EXISTS) for f in features.split(sep) if f]
+            if sep == "&":
+                rules.extend(alts)
+            else:
+                rules.append(AnyOf(rules=alts))
+    return rules
+
+
+def _dependencies(text: str, path: str, errors: list[Issue]) -> list[Dependency]:
+    """``afterok:12:13,afterany:14`` (Slurm prints ``(unfulfilled)`` after each; ``?`` joins any-of)."""
+    out: list[Dependency] = []
+    if not text:
+        return out
+    if "?" in text:
+        errors.append(issue("unsupported", path, "dependencies joined by ? (any of) are not read"))
+        return out
+    for part in text.split(","):
+        part = re.sub(r"\((?:un)?fulfilled\)$", "", part.strip())
+        kind, _, ids = part.partition(":")
+        condition = _DEPENDENCIES.get(kind)
+        if condition is None or not ids:
+            errors.append(
+                issue("unsupported", path, f"dependency {part!r} is not after/afterok/afterany/afternotok")
+            )
+            continue
+        for jid in ids.split(":"):
+            if "+" in jid:  # afterok:12+30: 30 minutes after 12 ends; placer's dependencies have no delay
+                errors.append(issue("unsupported", path, f"{part!r}: a delay after a dependency is not read"))
+                continue
+            if not jid.isdigit():
+                errors.append(issue("malformed", path, f"{jid!r} is not a job id"))
+                continue
+            out.append(Dependency(job=jid, condition=condition))
+    return out

@@ -1,0 +1,137 @@
+"""Pending Slurm jobs from ``squeue --json`` read as placer jobs (``solver/jobs/formats/slurm.py``).
+
+The fixture is what a live Slurm 22.05 printed (``tests/topology/live_slurm.py``): job f (id 5) pending,
+``-w gpu01 --gres=gpu:h100:8``, one core, 100 MB per CPU, no time limit, while jobs 1 and 2 hold 2 and 3
+of gpu01's 8 H100 for 30 and 120 minutes. Variations of the same object check the other fields.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from placer.solver.checks import check
+from placer.solver.engine import place
+from placer.solver.jobs import read_text
+from placer.solver.jobs.model import AffinityOperator, DependencyCondition
+from placer.solver.policy import Policy
+from placer.topology import build_cluster
+from placer.topology.importers.slurm_jobs import squeue_running, with_slurm_jobs
+from placer.topology.load import inventory_from_input
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
+
+
+def _doc() -> dict[str, Any]:
+    return json.loads((REAL / "squeue-22.05.json").read_text())  # type: ignore[no-any-return]
+
+
+def _pending(doc: dict[str, Any]) -> dict[str, Any]:
+    return next(j for j in doc["jobs"] if j["job_state"] == "PENDING")
+
+
+def _read(doc: dict[str, Any]) -> list[Any]:
+    return read_text(json.dumps(doc), source="squeue.json")
+
+
+def test_only_pending_jobs_are_read_with_what_they_ask() -> None:
+    [r] = _read(_doc())  # four running jobs are the cluster's (--running), not work to place
+    assert r.ok and r.job is not None
+    job = r.job
+    assert (job.id, job.name, job.queue, job.source_format) == ("5", "f", "gpu", "slurm")
+    (g,) = job.tasks
+    assert (g.count, g.cpu_cores, g.gpu.count if g.gpu else 0) == (1, 1.0, 8)
+    assert g.gpu is not None and g.gpu.types == ["nvidia-h100"]
+    assert g.memory_gb == pytest.approx(100 / 1024)  # 100 MB per CPU x 1 CPU
+    assert job.duration_s is None  # no time limit
+    keys = {(rule.key, rule.operator): rule.values for rule in job.placement.required}
+    assert keys[("partition/gpu", AffinityOperator.EXISTS)] == []
+    assert keys[("hostname", AffinityOperator.IN)] == ["gpu01"]  # -w gpu01
+
+
+def test_the_pending_job_is_planned_after_the_slurm_job_it_waits_for() -> None:
+    cluster = build_cluster(
+        inventory_from_input(json.loads((REAL / "sinfo-squeue-pair-22.05.json").read_text()), source="s")
+    )
+    cluster = with_slurm_jobs(cluster, squeue_running(_doc(), source="squeue.json"))
+    [r] = _read(_doc())
+    b = cluster.running_job("2")  # 3 H100 for 120 minutes; a (2 H100) ends first, at 30 minutes
+    assert b.started_at is not None and b.expected_end is not None
+    now = b.started_at + timedelta(minutes=1)
+    decision = place([r.job], cluster, Policy(engine="greedy"), now=now)
+    (pending,) = decision.pending
+    planned = [x for x in pending.reasons if x.code == "PLANNED_START"]
+    # 8 GPUs on gpu01 only: after both 1 and 2 end, i.e. at 2's end (it holds the last 3).
+    assert planned and planned[0].details["after"] == ["2"]
+    assert planned[0].details["start"] == b.expected_end.isoformat()
+    assert check(decision, [r.job], cluster, now=now) == []
+
+
+def test_nodes_memory_time_features_and_dependencies() -> None:
+    doc = _doc()
+    job = _pending(doc)
+    job.update(
+        node_count=2,
+        cpus=32,
+        memory_per_node=131072,
+        memory_per_cpu=None,
+        time_limit=90,
+        required_nodes="gpu[01-02]",
+        excluded_nodes="gpu03",
+        features="ib&nvlink",
+        dependency="afterok:3(unfulfilled),afterany:4(unfulfilled)",
+        partition="gpu,debug",
+    )
+    [r] = _read(doc)
+    assert r.ok and r.job is not None, r.errors
+    (g,) = r.job.tasks
+    assert (g.count, g.one_per_node, g.cpu_cores, g.memory_gb) == (2, True, 16.0, 128.0)
+    assert r.job.duration_s == 90 * 60
+    rules = r.job.placement.required
+    hosts = {rule.operator: rule.values for rule in rules if getattr(rule, "key", "") == "hostname"}
+    assert hosts == {AffinityOperator.IN: ["gpu01", "gpu02"], AffinityOperator.NOT_IN: ["gpu03"]}
+    assert {getattr(rule, "key", None) for rule in rules} >= {"ib", "nvlink"}
+    assert any(getattr(rule, "kind", "") == "any" or type(rule).__name__ == "AnyOf" for rule in rules)
+    deps = [(d.job, d.condition) for d in r.job.dependencies]
+    assert deps == [("3", DependencyCondition.SUCCESS), ("4", DependencyCondition.EXIT)]
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        ({"array_task_string": "1-10"}, "jobs[4].array_task_string", "pending job arrays"),
+        ({"tres_per_job": "gres:gpu:16"}, "jobs[4].tres_per_job", "--gpus"),
+        ({"tres_per_task": "gres:gpu:1"}, "jobs[4].tres_per_task", "--gpus-per-task"),
+        ({"tres_per_node": "gres:nic:1"}, "jobs[4].tres_per_node", "generic resource 'nic'"),
+        ({"features": "[a*2&b]"}, "jobs[4].features", "counts, brackets"),
+        ({"dependency": "singleton"}, "jobs[4].dependency", "is not after"),
+        ({"dependency": "afterok:3+30"}, "jobs[4].dependency", "a delay"),
+        ({"required_nodes": "gpu[01-"}, "jobs[4].required_nodes", "not a Slurm hostlist"),
+    ],
+)
+def test_what_placer_cannot_represent_is_refused_naming_the_field(
+    change: dict[str, Any], path: str, words: str
+) -> None:
+    doc = copy.deepcopy(_doc())
+    _pending(doc).update(change)
+    [r] = _read(doc)
+    assert not r.ok
+    assert any(e.path == path and words in e.message for e in r.errors), r.errors
+
+
+def test_newer_plugins_numbers_are_read() -> None:
+    doc = _doc()
+    job = _pending(doc)
+    for key in ("job_id", "node_count", "cpus", "memory_per_cpu", "priority", "submit_time"):
+        job[key] = {"set": True, "infinite": False, "number": job[key]}
+    job["time_limit"] = {"set": True, "infinite": False, "number": 45}
+    job["job_state"] = ["PENDING"]
+    job["tres_per_node"] = "gres/gpu:h100=8"
+    [r] = _read(doc)
+    assert r.ok and r.job is not None and r.job.id == "5" and r.job.duration_s == 45 * 60
+    assert r.job.tasks[0].gpu is not None and r.job.tasks[0].gpu.count == 8
