@@ -156,10 +156,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--output",
-        choices=("table", "json", "bindings"),
+        choices=("table", "json", "bindings", "slurm"),
         default=None,
-        help="table (default), json (the Decision JSON), or bindings: v1 Binding objects for the placed "
-        "pending pods, for kubectl create -f - (docs/kubernetes.md)",
+        help="table (default), json (the Decision JSON), bindings: v1 Binding objects for the placed "
+        "pending pods, for kubectl create -f - (docs/kubernetes.md), or slurm: the scontrol commands that "
+        "pin and release held Slurm jobs and requeue evicted ones (docs/slurm.md)",
     )
     p.set_defaults(run=run)
 
@@ -238,6 +239,14 @@ def run(args: argparse.Namespace) -> int:
 
         doc, skipped = bindings(decision, [r.job for r in results if r.ok and r.job is not None])
         print(json.dumps(doc, indent=2))
+        for note in skipped:
+            print(f"{_NAME}: {printable(note)}", file=sys.stderr)
+    elif output == "slurm":
+        from placer.cli.slurm_apply import slurm_script
+
+        ran = {rj.job for rj in cluster.running_jobs() if "slurm_job_id" in rj.labels}
+        text, skipped = slurm_script(decision, [r.job for r in results if r.ok and r.job is not None], ran)
+        print(text, end="")
         for note in skipped:
             print(f"{_NAME}: {printable(note)}", file=sys.stderr)
     elif output == "json":

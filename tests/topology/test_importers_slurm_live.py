@@ -199,3 +199,51 @@ def test_placer_answers_where_the_pending_slurm_job_would_run(slurm: LiveSlurm, 
     reasons = {r["code"]: r for r in decision["pending"][0]["reasons"]}
     assert reasons["PLANNED_START"]["details"]["after"] == [ids["b"]]
     assert reasons["PLANNED_START"]["details"]["nodes"] == ["gpu01"]
+
+
+def test_zz_held_jobs_applied_by_placer_start_where_placer_chose(slurm: LiveSlurm, tmp_path: Path) -> None:
+    # Last in the module: it changes the live cluster. gpu04 comes back (8 idle H100, 2 cores); three
+    # jobs are submitted held (sbatch -H; 10-minute limits, so they end before job f's planned start).
+    # Each node has 2 cores and every job takes one: gpu01 has GPUs but no core left, gpu03 a core but no
+    # GPU. So h1 (5 H100) and h2 (3 H100) can only share gpu04 and h3 (one core) only gpu03. placer
+    # decides from what Slurm prints now; its script pins and releases them; each must start exactly there.
+    slurm.run("scontrol", "update", "nodename=gpu04", "state=resume")
+    # "idle*" (not responding) until slurmctld hears from its slurmd again, about a second: placer reads
+    # a node that is not responding as not ready, as Slurm treats it.
+    slurm.wait("gpu04 back", lambda: slurm.run("sinfo", "-h", "-n", "gpu04", "-o", "%t").strip() == "idle")
+    quiet = ("-o", "/dev/null", "-D", str(tmp_path), "-t", "10", "--wrap", "sleep 600")
+    held = {
+        name: slurm.run("sbatch", "--parsable", "-H", "-J", name, *gres, *quiet).strip()
+        for name, gres in (("h1", ["--gres=gpu:h100:5"]), ("h2", ["--gres=gpu:h100:3"]), ("h3", ["-c", "1"]))
+    }
+    (tmp_path / "sinfo.json").write_text(slurm.run("sinfo", "--json"))
+    (tmp_path / "squeue.json").write_text(slurm.run("squeue", "--json"))
+    squeue = str(tmp_path / "squeue.json")
+    cmd = [sys.executable, "-m", "placer", "place", "--cluster", str(tmp_path / "sinfo.json"), "--engine"]
+    decided = subprocess.run(
+        [*cmd, "greedy", "--running", squeue, "--jobs", squeue, "--json"], capture_output=True, text=True
+    )
+    assert decided.returncode == 0, decided.stderr
+    chosen = {
+        p["job"]: sorted({r["node"] for r in p["replicas"]}) for p in json.loads(decided.stdout)["placements"]
+    }
+    assert set(chosen) == set(held.values()), chosen  # all three fit now; f (needs gpu01 whole) waits
+    assert chosen == {held["h1"]: ["gpu04"], held["h2"]: ["gpu04"], held["h3"]: ["gpu03"]}
+    script = subprocess.run(
+        [*cmd, "greedy", "--running", squeue, "--jobs", squeue, "--output", "slurm"],
+        capture_output=True,
+        text=True,
+    )
+    assert script.returncode == 0, script.stderr
+    applied = subprocess.run(["sh", "-c", script.stdout], env=slurm.env, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+
+    def started() -> bool:
+        running = slurm.run("squeue", "-h", "-t", "R", "-o", "%i").split()
+        return all(jid in running for jid in held.values())
+
+    slurm.wait("the applied jobs running", started)
+    for jid, nodes in chosen.items():
+        shown = slurm.run("scontrol", "show", "job", "-d", jid)
+        node_list = next(w.split("=", 1)[1] for w in shown.split() if w.startswith("NodeList="))
+        assert node_list == ",".join(nodes), (jid, node_list, nodes)

@@ -1,0 +1,92 @@
+"""A decision as the ``scontrol`` commands that apply it to Slurm, for ``placer place --output slurm``.
+
+Why a script: an administrator (or a cron loop) wants to read what will happen before it happens, and Slurm's
+own tools are the interface that always exists. placer decides for jobs *held* for it (``sbatch -H``, or
+held by an administrator); the script pins each placed job to the nodes placer chose and releases it:
+
+* ``scontrol update JobId=<id> NumNodes=<n> NodeList=<nodes>`` — Slurm will start it only there;
+* ``scontrol release <id>`` — only when the update succeeded (``&&``), so a job is never released to run
+  anywhere;
+* an eviction is ``scontrol requeuehold <id>``: the running job is requeued (it ends now and runs again
+  later) *and held*, so it does not take the capacity back before the job it made room for starts; a
+  later decision releases it. Its grace period is honoured by signalling it first and waiting:
+  ``scancel --signal=TERM --full <id>``, ``sleep <grace>``, then the requeue.
+
+Slurm chooses the GPU indices on each node itself (``gres.conf``); placer's indices are in a comment, and
+its node choice is what is applied. Only Slurm jobs are applied (jobs read from ``squeue --json``); others
+are named in ``skipped`` (stderr). A job placed on several nodes gets them all in its ``NodeList``.
+
+>>> from placer.solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
+>>> from placer.solver.jobs.model import Job
+>>> d = Decision(placements=[JobPlacement(job="5", replicas=[ReplicaPlacement(node="gpu01", gpus=[0, 1])])],
+...              preemptions=[Eviction(job="2", for_=["5"], grace_period_s=30)])
+>>> text, skipped = slurm_script(d, [Job(id="5", source_format="slurm")], {"2"})
+>>> print(text.split("set -u", 1)[1].strip())
+# eviction: job 2, for 5 (grace 30 s)
+scancel --signal=TERM --full 2
+sleep 30
+scontrol requeuehold 2
+<BLANKLINE>
+# job 5: gpu01 (placer's GPUs: gpu01 [0,1])
+scontrol update JobId=5 NumNodes=1 NodeList=gpu01 && scontrol release 5
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Collection, Iterable
+
+from placer.solver.decision import Decision
+from placer.solver.jobs.model import Job
+
+__all__ = ["slurm_script"]
+
+#: A Slurm job id as ``squeue`` prints it (plain, array task, heterogeneous component).
+_JOB_ID = re.compile(r"^[0-9]+(?:_[0-9]+|\+[0-9]+)?$")
+#: A node name as Slurm accepts it in a NodeList (no blanks, brackets or commas inside one name).
+_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def slurm_script(
+    decision: Decision, jobs: Iterable[Job], running_ids: Collection[str]
+) -> tuple[str, list[str]]:
+    """``(shell script, notes on what was not applied)`` for ``decision`` (module docstring).
+    ``running_ids``: ids of the running Slurm jobs (from ``squeue --json``), the only ones an eviction
+    may requeue."""
+    by_id = {j.id: j for j in jobs}
+    skipped: list[str] = []
+    lines = [
+        "#!/bin/sh",
+        f"# placer's decision applied to Slurm: {len(decision.placements)} placed, "
+        f"{len(decision.preemptions)} evicted.",
+        "# Slurm chooses the GPU indices on each node itself; placer's node choice is what is applied.",
+        "set -u",
+    ]
+    for ev in decision.preemptions:
+        if ev.job not in running_ids or not _JOB_ID.match(ev.job):
+            skipped.append(f"{ev.job}: to evict, but it is not a running Slurm job; not requeued")
+            continue
+        lines += ["", f"# eviction: job {ev.job}, for {', '.join(ev.for_)} (grace {ev.grace_period_s} s)"]
+        if ev.grace_period_s > 0:
+            lines += [f"scancel --signal=TERM --full {ev.job}", f"sleep {ev.grace_period_s}"]
+        lines.append(f"scontrol requeuehold {ev.job}")
+    for p in decision.placements:
+        job = by_id.get(p.job)
+        if job is None or job.source_format != "slurm" or not _JOB_ID.match(p.job):
+            what = "no job" if job is None else job.source_format
+            skipped.append(f"{p.job}: placed, but it is not a pending Slurm job ({what}); not applied")
+            continue
+        nodes = list(dict.fromkeys(r.node for r in p.replicas))
+        bad = [n for n in nodes if not _NODE.match(n)]
+        if bad:
+            skipped.append(f"{p.job}: node name {bad[0]!r} cannot be in a Slurm NodeList; not applied")
+            continue
+        gpus = "; ".join(f"{r.node} [{','.join(map(str, r.gpus))}]" for r in p.replicas if r.gpus)
+        lines += ["", f"# job {p.job}: {','.join(nodes)}" + (f" (placer's GPUs: {gpus})" if gpus else "")]
+        node_list = shlex.quote(",".join(nodes))
+        lines.append(
+            f"scontrol update JobId={p.job} NumNodes={len(nodes)} NodeList={node_list} "
+            f"&& scontrol release {p.job}"
+        )
+    return "\n".join(lines) + "\n", skipped
