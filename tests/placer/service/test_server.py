@@ -665,12 +665,12 @@ def test_metrics_count_requests_engines_gaps_and_jobs(http: httpx.Client) -> Non
     assert "placer_clusters_stored" in after and "placer_http_requests_in_flight" in after
 
 
-def test_the_readme_example_places_the_shipped_batch(
+def test_the_cli_reference_example_places_the_shipped_batch(
     server: Server, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "cli.md").read_text()
     found = re.search(r"## HTTP service.*?```python\n(.*?)```", readme, re.S)
-    assert found, "README lost its HTTP service example"
+    assert found, "docs/cli.md lost its HTTP service example"
     monkeypatch.chdir(REPO)
     exec(compile(found.group(1).replace("http://127.0.0.1:8080", server.url), "README.md", "exec"), {})
     engine, _, jobs = capsys.readouterr().out.strip().partition(" ")
