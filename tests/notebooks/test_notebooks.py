@@ -86,3 +86,34 @@ def test_runs_and_plots(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert not errors, f"{path.name}: {[f'{o.ename}: {o.evalue}' for o in errors]}"
     images = [o for c in code for o in c.outputs if "image/png" in o.get("data", {})]
     assert images, f"{path.name} ran but drew no plot (no image/png output)"
+
+
+def test_the_documented_way_to_run_one_leaves_the_notebooks_clean(tmp_path: Path) -> None:
+    # notebooks/README.md's command (issue: "jupyter execute --inplace" saved outputs into the notebook,
+    # and the test above then failed). Run as documented, on the quickstart, small settings.
+    import hashlib
+    import os
+    import re
+    import subprocess
+
+    readme = (NOTEBOOKS / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if x.startswith("jupyter execute --output="))
+    assert "--inplace" not in line
+    out = tmp_path / "out" / "notebooks"
+    out.mkdir(parents=True)
+    command = re.sub(r"notebooks/[\w-]+\.ipynb", "notebooks/00-quickstart.ipynb", line).replace(
+        "$PWD/out", str(tmp_path / "out")
+    )
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in NOTEBOOKS.iterdir() if p.is_file()}
+    env = {**os.environ, "PLACER_NOTEBOOK_SMALL": "1", "MPLBACKEND": "Agg"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    r = subprocess.run(
+        ["bash", "-c", command], cwd=NOTEBOOKS.parent, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    executed = nbformat.read(out / "00-quickstart.ipynb", as_version=4)
+    assert any(
+        o.get("output_type") for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])
+    )
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in NOTEBOOKS.iterdir() if p.is_file()}
+    assert after == before  # nothing written into notebooks/
