@@ -55,9 +55,11 @@ def _fail(source: str, item: str, message: str) -> TopologyError:
     return TopologyError([Problem(source or "<input>", item, message)])
 
 
-def detect_cluster_format(text_or_obj: Any, *, source: str = "") -> str:
+def detect_cluster_format(text_or_obj: Any, *, source: str = "", format_hint: str = "--format") -> str:
     """Which importer a document is for: ``inventory``, ``ojs-workers``, ``kubernetes``, ``slurm`` or
-    ``jgf``. Text is parsed (JSON/YAML) unless it is Slurm text. ``TopologyError`` when no format fits.
+    ``jgf``. Text is parsed (JSON/YAML) unless it is Slurm text. ``TopologyError`` when no format fits;
+    its message tells the caller how to give the format (``format_hint``: the CLI's ``--format``, the
+    service's body field ``cluster_format``).
 
     >>> detect_cluster_format({"graph": {"nodes": [], "edges": []}}), detect_cluster_format("nodes: []")
     ('jgf', 'inventory')
@@ -76,7 +78,7 @@ def detect_cluster_format(text_or_obj: Any, *, source: str = "") -> str:
             "document",
             f"cannot tell the cluster format of {short(obj, 80)}; expected an inventory (nodes:), a "
             "Kubernetes node List, scontrol show node text, a Flux JGF/R, or OJS worker advertisements "
-            "(give the format explicitly with --format)",
+            f"(give the format explicitly with {format_hint})",
         )
     return found
 
@@ -179,11 +181,13 @@ def inventory_from_input(
     pods_source: str | None = None,
     pods_what: str = "a pod list",
     levels: dict[str, str] | None = None,
+    format_hint: str = "--format",
 ) -> Inventory:
     """A cluster description already in memory (text, or a parsed JSON document) -> Inventory: what
     :func:`load_inventory` does after reading the file, for callers that never had a file (the HTTP
     service gets clusters in request bodies). ``pods``: a Kubernetes pod list (text or parsed); ``pods_what``
-    names it in errors. Text is parsed once, format detection included.
+    names it in errors; ``format_hint`` how the caller gives a format (errors name it). Text is parsed
+    once, format detection included.
 
     >>> inv = inventory_from_input({"nodes": [{"name": "a", "gpus": {"type": "nvidia-l4", "count": 2}}]})
     >>> inv.nodes[0].gpus.count
@@ -200,7 +204,7 @@ def inventory_from_input(
     if format != "slurm" or (is_text and not _is_slurm_text(text_or_obj)):
         obj = parse_text(text_or_obj, source=source) if is_text else text_or_obj  # parsed once
         if format == "auto":
-            format = detect_cluster_format(obj, source=source)
+            format = detect_cluster_format(obj, source=source, format_hint=format_hint)
     if pods is not None and format != "kubernetes":
         raise _fail(
             pods_source or "pods",

@@ -17,6 +17,7 @@ traceback (the traceback goes to the server log).
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
 import time
@@ -126,7 +127,14 @@ class MetricsMiddleware:
             self.metrics.in_flight.dec()
             route = getattr(scope.get("route"), "path", None)
             if route is None:  # FastAPI's own pages (/openapi.json, /docs, /redoc) carry no route object
-                route = scope["path"] if scope["path"] in FRAMEWORK_PATHS else "unmatched"
+                path = scope["path"]
+                route = (
+                    path
+                    if path in FRAMEWORK_PATHS
+                    else DOCS_ASSETS
+                    if path.startswith(DOCS_ASSETS)
+                    else "unmatched"
+                )
             self.metrics.observe_request(route, scope["method"], status, time.perf_counter() - start)
 
 
@@ -226,6 +234,54 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return schema
 
 
+#: Where Swagger UI's and ReDoc's scripts are served from (the package ``fastapi-offline`` ships them).
+DOCS_ASSETS = "/docs-assets"
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI) and ``/redoc`` with their scripts served by the app itself.
+
+    Why: FastAPI's default pages load Swagger UI and ReDoc from a CDN, so on an air-gapped GPU cluster
+    they are blank. The assets come from the ``fastapi-offline`` package (MIT; Swagger UI and ReDoc are
+    Apache-2.0 and MIT); without it installed the pages answer 404 rather than a blank page."""
+    try:
+        import fastapi_offline
+    except ModuleNotFoundError:
+        return
+    from pathlib import Path
+
+    from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+    from fastapi.responses import HTMLResponse
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount(
+        DOCS_ASSETS,
+        StaticFiles(directory=Path(fastapi_offline.__file__).parent / "static"),
+        name="docs-assets",
+    )
+
+    def page(path: str, render: Callable[..., HTMLResponse], **assets: str) -> None:
+        @app.get(path, include_in_schema=False)
+        async def html(request: Request) -> HTMLResponse:
+            root = request.scope.get("root_path", "")
+            urls = {key: f"{root}{DOCS_ASSETS}/{name}" for key, name in assets.items()}
+            return render(openapi_url=f"{root}/openapi.json", title="placer API", **urls)
+
+    page(
+        "/docs",
+        get_swagger_ui_html,
+        swagger_js_url="swagger-ui-bundle.js",
+        swagger_css_url="swagger-ui.css",
+        swagger_favicon_url="favicon.png",
+    )
+    page(
+        "/redoc",
+        functools.partial(get_redoc_html, with_google_fonts=False),
+        redoc_js_url="redoc.standalone.js",
+        redoc_favicon_url="favicon.png",
+    )
+
+
 def _warm_up() -> None:
     """Import the engine, CP-SAT and the cluster views before the first request: their imports (OR-Tools,
     pandas) take most of a second, which the first client would otherwise wait for."""
@@ -262,7 +318,10 @@ def create_app(config: ServiceConfig | None = None) -> FastAPI:
         version="0.1.0",
         description="Placement engine for ML/AI jobs on GPU and TPU clusters (docs/service.md).",
         lifespan=lifespan,
+        docs_url=None,  # served below from packaged assets, not from a CDN
+        redoc_url=None,
     )
+    _offline_docs(app)
     app.state.service = svc
     app.include_router(router)
     app.add_exception_handler(ApiError, _api_error)

@@ -33,6 +33,7 @@ from placer.topology.safe_load import UnsafeDocument, load_json
 
 __all__ = [
     "CHANGE_OPS",
+    "EXAMPLES",
     "Change",
     "ClusterFields",
     "ClusterFormat",
@@ -85,6 +86,42 @@ Document = Annotated[
 #: RFC 3339 with a mandatory offset (a naive time would shift every start by the server's zone).
 Timestamp = Annotated[datetime, BeforeValidator(_rfc3339)]
 ClusterFormat = Literal["auto", "inventory", "ojs-workers", "kubernetes", "slurm", "jgf"]
+
+
+#: A node and two jobs: the request examples of the OpenAPI document (``/docs`` shows them, and a test
+#: sends each one and expects it to succeed).
+_EXAMPLE_CLUSTER: dict[str, Any] = {
+    "nodes": [
+        {"name": "dgx-1", "cpu_cores": 224, "memory_gb": 2048, "gpus": {"type": "nvidia-h100", "count": 8}},
+        {"name": "l4-1", "cpu_cores": 48, "memory_gb": 192, "gpus": {"type": "nvidia-l4", "count": 4}},
+    ]
+}
+_EXAMPLE_JOBS: list[dict[str, Any]] = [
+    {
+        "id": "train-1",
+        "type": "ml.train",
+        "queue": "training",
+        "args": [],
+        "ext_ml_gpu_count": 4,
+        "ext_ml_gpu_type": "nvidia-h100",
+        "ext_ml_priority_class": "on-demand",
+    },
+    {
+        "id": "serve-1",
+        "type": "ml.serve",
+        "queue": "inference",
+        "args": [],
+        "ext_ml_gpu_count": 1,
+        "ext_ml_gpu_type": "nvidia-l4",
+    },
+]
+#: Model name -> request example (a body that succeeds).
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "PlacementRequest": {"cluster": _EXAMPLE_CLUSTER, "jobs": _EXAMPLE_JOBS, "time_limit_s": 2},
+    "ClusterPut": {"cluster": _EXAMPLE_CLUSTER},
+    "PlacementInputs": {"jobs": _EXAMPLE_JOBS, "time_limit_s": 2, "policy": {"engine": "greedy"}},
+    "ValidateRequest": {"jobs": _EXAMPLE_JOBS},
+}
 
 
 class _Body(BaseModel):

@@ -80,7 +80,12 @@ def cluster_of(body: ClusterFields, limits: Limits) -> Cluster:
 
     try:
         inventory = inventory_from_input(
-            body.cluster, body.cluster_format, pods=body.pods, source="cluster", pods_source="pods"
+            body.cluster,
+            body.cluster_format,
+            pods=body.pods,
+            source="cluster",
+            pods_source="pods",
+            format_hint="the body field cluster_format",
         )
     except TopologyError as e:
         raise unprocessable("invalid_cluster", "the cluster cannot be read", issues_of_topology(e)) from None

@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse
 
 from placer.service import answers
 from placer.service.bodies import (
+    EXAMPLES,
     ClusterPatch,
     ClusterPut,
     MatchRequest,
@@ -86,7 +87,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 def _body(model: type) -> dict[str, Any]:
     schema = {"$ref": f"#/components/schemas/{model.__name__}"}
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+    content: dict[str, Any] = {"schema": schema}
+    if model.__name__ in EXAMPLES:
+        content["examples"] = {"example": {"summary": "a small batch", "value": EXAMPLES[model.__name__]}}
+    return {"requestBody": {"required": True, "content": {"application/json": content}}}
 
 
 def service(request: Request) -> Service:

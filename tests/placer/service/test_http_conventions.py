@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,3 +70,41 @@ def test_serve_flags_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
     serve.add_parser(parser.add_subparsers())
     with pytest.raises(SystemExit):
         parser.parse_args(["serve"])
+
+
+def test_docs_pages_need_no_network(client: Any) -> None:
+    # Air-gapped clusters: /docs and /redoc load their scripts from the service itself, never a CDN.
+    for page in ("/docs", "/redoc"):
+        html = client.get(page).text
+        refs = re.findall(r'(?:src|href)="([^"]+)"', html)
+        assert refs and all(r.startswith("/") for r in refs), (page, refs)
+        for ref in refs:
+            if ref.endswith((".js", ".css")):
+                r = client.get(ref)
+                assert r.status_code == 200 and len(r.content) > 10_000, ref  # the real bundle, not a stub
+    assert "https://" not in client.get("/docs").text and "https://" not in client.get("/redoc").text
+
+
+def test_every_request_example_of_the_schema_succeeds(client: Any) -> None:
+    doc = client.get("/openapi.json").json()
+    examples = [
+        (method, path, example["value"])
+        for path, ops in doc["paths"].items()
+        for method, op in ops.items()
+        for example in (op.get("requestBody") or {})
+        .get("content", {})
+        .get("application/json", {})
+        .get("examples", {})
+        .values()
+    ]
+    assert len(examples) >= 4
+    for method, path, value in sorted(examples, key=lambda e: (e[0] != "put", e[1])):  # store, then use
+        r = client.request(method.upper(), path.replace("{cluster_id}", "example"), json=value)
+        assert r.status_code in (200, 201), (method, path, r.text[:300])
+
+
+def test_an_error_names_the_body_field_not_a_cli_flag(client: Any) -> None:
+    r = client.post("/v1/placements", json={"cluster": {"foo": 1}, "jobs": []})
+    assert r.status_code == 422
+    text = r.text
+    assert "cluster_format" in text and "--format" not in text
