@@ -3,6 +3,7 @@ files written, the optional progress bar and plots."""
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from pathlib import Path
@@ -157,8 +158,54 @@ def test_plots_are_written(preempted, tmp_path: Path) -> None:  # type: ignore[n
     from placer.scenarios.sim.plots import save_all
 
     paths = save_all(preempted, tmp_path)
-    assert [p.name for p in paths] == ["gpus.png", "queue.png", "waits.png"]
+    assert [p.name for p in paths] == ["gpus.png", "queue.png", "waits.png", "spend.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def _ax():  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots()[1]
+
+
+def test_the_gpu_plot_is_in_percent_of_usable_gpus(preempted) -> None:  # type: ignore[no-untyped-def]
+    from placer.scenarios.sim.plots import plot_gpus
+
+    ax = plot_gpus(preempted, _ax())
+    assert ax.get_ylabel() == "% of usable GPUs" and ax.get_xlabel() == "time (UTC)"
+    busy = next(line for line in ax.get_lines() if line.get_label().startswith("busy"))
+    # One DGX: the spot job (8 GPUs) runs from 0, then prod: 100 % busy at some point, never above.
+    assert max(busy.get_ydata()) == 100.0
+
+
+def test_the_wait_plot_counts_jobs_still_waiting(preempted) -> None:  # type: ignore[no-untyped-def]
+    from placer.scenarios.sim.plots import plot_waits
+
+    r = copy.copy(preempted)
+    r.jobs = preempted.jobs.copy()
+    r.jobs.loc[r.jobs["priority_class"] == "on-demand", ["state", "wait_s"]] = ["pending", None]
+    ax = plot_waits(r, _ax())
+    labels = [line.get_label() for line in ax.get_lines()]
+    spot = next(line for line in ax.get_lines() if line.get_label().startswith("spot"))
+    prod = next(line for line in ax.get_lines() if line.get_label().startswith("on-demand"))
+    assert max(spot.get_ydata()) == 100.0  # its one job started (after 0 s, drawn at 1 s on the log axis)
+    assert max(prod.get_ydata()) == 0.0  # its one job still waits: the curve never rises
+    assert any("1 still waiting at the horizon" in x for x in labels) and ax.get_xscale() == "log"
+
+
+def test_the_spend_plot_adds_up_to_what_the_attempts_cost(preempted) -> None:  # type: ignore[no-untyped-def]
+    from placer.scenarios.sim.plots import plot_spend
+
+    ax = plot_spend(preempted, _ax())
+    spend = ax.get_lines()[0].get_ydata()
+    exact = metrics.cost(preempted)["cost_usd"]  # from the attempts' held seconds, not sampled
+    one_interval = 98.32 * preempted.meta["interval_s"] / 3600
+    assert abs(spend[-1] - exact) <= one_interval, (spend[-1], exact)
+    (evictions,) = [a for a in ax.figure.axes if a is not ax]
+    assert max(evictions.get_lines()[0].get_ydata()) == 1  # the spot job, once
 
 
 def test_progress_bar_falls_back_silently(
