@@ -68,9 +68,10 @@ def shown(items: list[Any]) -> str:
 
 
 def _read(what: str, path: str, load: Callable[[], T], invalid: str = "is invalid") -> T:
-    """``load()``, with an unopenable file as ``usage`` and a job-style validation error as ``content``,
-    both naming ``what`` and ``path``."""
+    """``load()``, with an unopenable file as ``usage`` and a job-style validation error or a topology
+    error as ``content``, each naming ``what`` and ``path``."""
     from placer.solver.jobs import JobValidationError
+    from placer.topology import TopologyError
 
     try:
         return load()
@@ -78,6 +79,8 @@ def _read(what: str, path: str, load: Callable[[], T], invalid: str = "is invali
         raise InputError("usage", f"cannot open {what} {path}: {e.strerror or e}") from None
     except JobValidationError as e:
         raise InputError("content", f"{what} {path} {invalid}: {shown(list(e.issues))}") from None
+    except TopologyError as e:
+        raise InputError("content", f"{what} {path} cannot be read: {shown(list(e.problems))}") from None
 
 
 def topology_labels_arg(value: str | None) -> dict[str, str] | None:
@@ -114,18 +117,39 @@ def topology_labels_arg(value: str | None) -> dict[str, str] | None:
     return out
 
 
-def cluster_arg(path: str, pods: str | None = None, levels: dict[str, str] | None = None) -> Cluster:
+def cluster_arg(
+    path: str,
+    pods: str | None = None,
+    levels: dict[str, str] | None = None,
+    slurm_topology: str | None = None,
+) -> Cluster:
     """``--cluster`` (any format ``placer cluster`` reads, detected automatically) and ``--pods`` (``kubectl
     get pods -A -o json``: what runs on a Kubernetes cluster, as ``placer cluster --pods`` reads it);
-    ``levels``: node labels read as topology levels (``--topology-labels``)."""
+    ``levels``: node labels read as topology levels (``--topology-labels``); ``slurm_topology``: Slurm's
+    ``topology.conf``, ``scontrol show topology`` or ``topology.yaml``, whose switches and blocks become
+    the nodes' racks and blocks (``--slurm-topology``)."""
     from placer.topology import TopologyError
-    from placer.topology.load import load_cluster
+    from placer.topology.build import build_cluster
+    from placer.topology.importers.slurm_topology import read_topology_file, with_topology_levels
+    from placer.topology.inputs import source_name
+    from placer.topology.load import load_inventory
 
     try:
-        return load_cluster(path, pods=pods, levels=levels)
+        inventory = load_inventory(path, pods=pods, levels=levels)
     except OSError as e:
         what = "pods" if pods is not None and e.filename == pods else "cluster"
         raise InputError("usage", f"cannot open {what} {e.filename or path}: {e.strerror or e}") from None
+    except TopologyError as e:
+        raise InputError("content", f"cluster {path} cannot be read: {shown(list(e.problems))}") from None
+    if slurm_topology:
+        levels_of = _read("topology", slurm_topology, lambda: read_topology_file(slurm_topology))
+        inventory = _read(
+            "topology",
+            slurm_topology,
+            lambda: with_topology_levels(inventory, levels_of, source=source_name(slurm_topology)),
+        )
+    try:
+        return build_cluster(inventory, source=source_name(path))
     except TopologyError as e:
         raise InputError("content", f"cluster {path} cannot be read: {shown(list(e.problems))}") from None
 
@@ -143,6 +167,12 @@ def add_pods_argument(p: argparse.ArgumentParser) -> None:
         metavar="LABEL=LEVEL,...|@FILE",
         help="node labels read as topology levels (zone, block, rack), or @FILE with a Kueue Topology; "
         "GKE, EKS and CoreWeave labels are known by default (docs/kubernetes.md)",
+    )
+    p.add_argument(
+        "--slurm-topology",
+        metavar="FILE",
+        help="Slurm's topology.conf, scontrol show topology or topology.yaml: leaf switches become racks, "
+        "the switches above them blocks and zones, topology/block blocks blocks (docs/slurm.md)",
     )
 
 

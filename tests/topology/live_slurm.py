@@ -37,6 +37,12 @@ NODES = {
     "gpu04": (17004, "gpu:h100:8", "Name=gpu Type=h100 File={dev}/nvidia[0-7]"),
     "cpu01": (17011, "", ""),
 }
+#: topology/tree: two leaf switches under a spine (Slurm reads it; placer reads the same file and what
+#: ``scontrol show topology`` prints).
+TOPOLOGY = (
+    "SwitchName=leaf1 Nodes=gpu[01-02]\nSwitchName=leaf2 Nodes=gpu[03-04],cpu01\n"
+    "SwitchName=spine Switches=leaf[1-2]\n"
+)
 #: (name, node, --gres, --time in minutes or None for unlimited).
 JOBS = [
     ("a", "gpu01", "gpu:h100:2", 30),
@@ -143,6 +149,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 MinJobAge=300
 KillWait=5
+TopologyPlugin=topology/tree
 """.splitlines()
     for name, (port, gres, _) in NODES.items():
         g = f" Gres={gres}" if gres else ""
@@ -170,6 +177,7 @@ def start(root: Path) -> LiveSlurm:
         f"NodeName={n} " + line.format(dev=root / "dev") for n, (_, _, line) in NODES.items() if line
     ]
     (root / "etc" / "gres.conf").write_text("\n".join(gres) + "\n")
+    (root / "etc" / "topology.conf").write_text(TOPOLOGY)
     try:
         if subprocess.run(["munge", "-n"], capture_output=True).returncode != 0:
             for d in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
@@ -208,6 +216,7 @@ def start(root: Path) -> LiveSlurm:
         s.out["sinfo-json"] = s.run("sinfo", "--json")
         s.out["squeue-json"] = s.run("squeue", "--json")
         s.out["squeue-ids"] = s.run("squeue", "-h", "-t", "R", "-o", "%i %j")
+        s.out["show-topology"] = s.run("scontrol", "show", "topology")
     except BaseException:
         s.stop()
         raise

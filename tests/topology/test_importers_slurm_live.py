@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from placer.cli.inputs import cluster_arg
 from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
@@ -24,8 +25,9 @@ from placer.solver.policy import Policy
 from placer.topology import build_cluster
 from placer.topology.errors import TopologyError
 from placer.topology.importers.slurm_jobs import squeue_running, with_slurm_jobs
+from placer.topology.importers.slurm_topology import parse_slurm_topology
 from placer.topology.load import inventory_from_input
-from tests.topology.live_slurm import JOBS, LiveSlurm, available, start
+from tests.topology.live_slurm import JOBS, TOPOLOGY, LiveSlurm, available, start
 
 #: Free GPUs per node by the module docstring's arithmetic, and which GPU indices are held.
 FREE = {"gpu01": 3, "gpu02": 4, "gpu03": 0, "gpu04": 8}
@@ -199,6 +201,27 @@ def test_placer_answers_where_the_pending_slurm_job_would_run(slurm: LiveSlurm, 
     reasons = {r["code"]: r for r in decision["pending"][0]["reasons"]}
     assert reasons["PLANNED_START"]["details"]["after"] == [ids["b"]]
     assert reasons["PLANNED_START"]["details"]["nodes"] == ["gpu01"]
+
+
+def test_slurms_topology_and_placers_reading_of_it_agree(slurm: LiveSlurm, tmp_path: Path) -> None:
+    # The fixture's topology.conf, as Slurm itself prints it back (scontrol show topology): each node's
+    # leaf switch is its rack, the spine its block, by Slurm's own reading and by placer's.
+    from_slurm = parse_slurm_topology(slurm.out["show-topology"], source="scontrol show topology")
+    from_file = parse_slurm_topology(TOPOLOGY, source="topology.conf")
+    assert from_slurm == from_file
+    assert {n: v["rack"] for n, v in from_slurm.items()} == {
+        "gpu01": "leaf1",
+        "gpu02": "leaf1",
+        "gpu03": "leaf2",
+        "gpu04": "leaf2",
+        "cpu01": "leaf2",
+    }
+    (tmp_path / "sinfo.json").write_text(slurm.out["sinfo-json"])
+    (tmp_path / "topology.txt").write_text(slurm.out["show-topology"])
+    cluster = cluster_arg(str(tmp_path / "sinfo.json"), slurm_topology=str(tmp_path / "topology.txt"))
+    assert {n.name: (n.rack, n.block) for n in cluster.nodes} == {
+        n: (v["rack"], v["block"]) for n, v in from_file.items()
+    }
 
 
 def test_zz_held_jobs_applied_by_placer_start_where_placer_chose(slurm: LiveSlurm, tmp_path: Path) -> None:

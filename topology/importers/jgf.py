@@ -367,7 +367,18 @@ def expand_hostlist(text: str) -> list[str]:
 
     >>> expand_hostlist("gpu[01-03],login")
     ['gpu01', 'gpu02', 'gpu03', 'login']
+    >>> expand_hostlist("n[1-")
+    Traceback (most recent call last):
+    ...
+    ValueError: hostlist 'n[1-' has unbalanced brackets
     """
+    depth = 0
+    for ch in text:  # brackets must pair, unnested: "n[1-" is not a hostlist
+        depth += (ch == "[") - (ch == "]")
+        if depth not in (0, 1):
+            raise ValueError(f"hostlist {text[:40]!r} has unbalanced brackets")
+    if depth:
+        raise ValueError(f"hostlist {text[:40]!r} has unbalanced brackets")
     out: list[str] = []
     for m in re.finditer(r"([^,\[\]]*)(?:\[([^\]]*)\])?([^,\[\]]*)(?:,|$)", text):
         if not m.group(0):
