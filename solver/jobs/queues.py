@@ -166,8 +166,9 @@ def _check_defaults(defaults: Mapping[str, Any], limits: MlLimits, path: str) ->
 
 def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueConfig]:
     """Queue configurations by queue name, from one ``{"queue", "config"}`` object, a list of them, or
-    their JSON/YAML text. Raises :class:`~placer.solver.jobs.errors.JobValidationError` for a bad
-    configuration.
+    their JSON/YAML text; or Kueue's ClusterQueues and LocalQueues (:mod:`placer.solver.jobs.kueue`: each
+    LocalQueue gets its ClusterQueue's GPU quota as its budget). Raises
+    :class:`~placer.solver.jobs.errors.JobValidationError` for a bad configuration.
 
     >>> qs = load_queue_configs('{"queue": "gpu", "config": {"ml_defaults": {"ext_ml_gpu_count": 1}}}')
     >>> qs["gpu"].config.ml_defaults
@@ -182,6 +183,10 @@ def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueCon
         from placer.solver.jobs.parse import parse_json_or_yaml
 
         obj_or_text = parse_json_or_yaml(obj_or_text, source=source)
+    from placer.solver.jobs.kueue import is_kueue_document, kueue_queue_configs
+
+    if is_kueue_document(obj_or_text):  # kubectl get clusterqueues,localqueues -A -o json
+        return kueue_queue_configs(obj_or_text, source)
     single = isinstance(obj_or_text, Mapping)
     items = [obj_or_text] if single else obj_or_text
     if not isinstance(items, list):

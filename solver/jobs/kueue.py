@@ -1,0 +1,155 @@
+"""Kueue's ``ClusterQueue`` GPU quotas read as placer queue budgets (``--queue-config``).
+
+Why: on a Kubernetes cluster with Kueue, how many GPUs a team may hold is a ``ClusterQueue``'s
+``nominalQuota`` for ``nvidia.com/gpu`` (or ``amd.com/gpu``), and the team's pods name their
+``LocalQueue`` (label ``kueue.x-k8s.io/queue-name``), which points to that ClusterQueue. placer's queue
+budget (``ml_limits.max_total_gpus``, the same ledger both engines and the checker keep) is per queue name,
+and the pod reader gives each pod its LocalQueue's name as queue, so each LocalQueue gets its
+ClusterQueue's GPU quota (the sum over the ClusterQueue's flavors) as its budget. Running pods count
+against it by the same label.
+
+What is not modelled, and refused or said rather than approximated:
+
+* a ClusterQueue shared by several LocalQueues: Kueue counts them against one quota, placer's budgets are
+  per queue name — refused, naming the ClusterQueue and its LocalQueues;
+* two LocalQueues of one name in different namespaces (pods name a LocalQueue by name only) — refused;
+* borrowing within a cohort (``borrowingLimit``, ``lendingLimit``): the budget is the nominal quota,
+  what Kueue guarantees; a ClusterQueue in a cohort may be admitted more by Kueue, never less;
+* CPU, memory and ``pods`` quotas: placer's queue budgets count GPUs (``docs/kubernetes.md`` says so).
+
+The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o yaml``) prints: a
+``List``, or one object.
+
+>>> doc = {"apiVersion": "v1", "kind": "List", "items": [
+...     {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+...      "spec": {"resourceGroups": [{"coveredResources": ["cpu", "nvidia.com/gpu"], "flavors": [
+...          {"name": "h100", "resources": [{"name": "cpu", "nominalQuota": 64},
+...                                         {"name": "nvidia.com/gpu", "nominalQuota": "16"}]}]}]}},
+...     {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+...      "metadata": {"namespace": "team-a", "name": "team-a-queue"}, "spec": {"clusterQueue": "cq"}}]}
+>>> is_kueue_document(doc), kueue_queue_configs(doc)["team-a-queue"].config.ml_limits.max_total_gpus
+(True, 16)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from placer.solver.jobs.errors import Issue, JobValidationError, issue
+from placer.solver.jobs.queues import QueueConfig
+from placer.topology.importers.quantity import parse_quantity
+
+__all__ = ["GPU_RESOURCES", "KINDS", "is_kueue_document", "kueue_queue_configs"]
+
+#: Resource names counted as GPUs in a quota.
+GPU_RESOURCES = frozenset({"nvidia.com/gpu", "amd.com/gpu"})
+#: Kueue kinds this reader takes (ResourceFlavors and Cohorts may come along in a List; they are read past).
+KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort"})
+
+
+def _items(obj: Any) -> list[Any] | None:
+    if isinstance(obj, dict) and obj.get("kind") in KINDS:
+        return [obj]
+    if isinstance(obj, dict) and obj.get("kind") == "List" and isinstance(obj.get("items"), list):
+        return obj["items"]
+    return None
+
+
+def is_kueue_document(obj: Any) -> bool:
+    """A Kueue ClusterQueue or LocalQueue, or a List holding only Kueue objects and at least one of them."""
+    items = _items(obj)
+    if not items:
+        return False
+    kinds = {i.get("kind") if isinstance(i, dict) else None for i in items}
+    return kinds <= KINDS and bool(kinds & {"ClusterQueue", "LocalQueue"})
+
+
+def kueue_queue_configs(obj: Any, source: str = "") -> dict[str, QueueConfig]:
+    """One queue configuration per LocalQueue whose ClusterQueue has a GPU quota (module docstring).
+    Raises :class:`~placer.solver.jobs.errors.JobValidationError` naming every problem."""
+    where = source or "<config>"
+    problems: list[Issue] = []
+    quotas: dict[str, int] = {}
+    cluster_queues: set[str] = set()
+    local: dict[str, list[tuple[str, str, str]]] = {}  # LocalQueue name -> [(namespace, ClusterQueue, path)]
+    for i, item in enumerate(_items(obj) or []):
+        path = f"{where}: items[{i}]"
+        if not isinstance(item, dict):
+            problems.append(issue("type", path, "an item must be a Kubernetes object"))
+            continue
+        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        name = meta.get("name")
+        spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
+        if item.get("kind") == "ClusterQueue" and isinstance(name, str):
+            cluster_queues.add(name)
+            total = _gpu_quota(spec, f"{path}.spec", problems)
+            if total is not None:
+                quotas[name] = total
+        elif item.get("kind") == "LocalQueue" and isinstance(name, str):
+            cq = spec.get("clusterQueue")
+            if not isinstance(cq, str) or not cq:
+                problems.append(
+                    issue("required", f"{path}.spec.clusterQueue", "a LocalQueue names its ClusterQueue")
+                )
+                continue
+            local.setdefault(name, []).append((str(meta.get("namespace") or "default"), cq, path))
+    users: dict[str, list[str]] = {}
+    for name, entries in local.items():
+        if len(entries) > 1:
+            spaces = ", ".join(sorted(ns for ns, _, _ in entries))
+            problems.append(
+                issue(
+                    "conflict",
+                    entries[1][2],
+                    f"LocalQueue {name!r} exists in namespaces {spaces}: pods name it by name only",
+                )
+            )
+        for _, cq, _ in entries:
+            users.setdefault(cq, []).append(name)
+    for cq, names in users.items():
+        if len(set(names)) > 1 and cq in quotas:
+            problems.append(
+                issue(
+                    "conflict",
+                    where,
+                    f"ClusterQueue {cq!r} is shared by LocalQueues {', '.join(sorted(set(names)))}: "
+                    "Kueue counts them against one quota, placer's budgets are per queue name",
+                )
+            )
+    out: dict[str, QueueConfig] = {}
+    for name, entries in local.items():
+        _, cq, path = entries[0]
+        if cq not in cluster_queues:
+            problems.append(
+                issue("dependency", f"{path}.spec.clusterQueue", f"no ClusterQueue {cq!r} in the document")
+            )
+        elif cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
+            limits = {"max_total_gpus": quotas[cq]}
+            out[name] = QueueConfig.model_validate({"queue": name, "config": {"ml_limits": limits}})
+    if problems:
+        raise JobValidationError(problems)
+    return out
+
+
+def _gpu_quota(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | None:
+    """The GPUs of a ClusterQueue's nominal quotas, summed over its flavors; None without a GPU quota."""
+    total = None
+    groups = spec.get("resourceGroups")
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        flavors = group.get("flavors") if isinstance(group, dict) else None
+        for f, flavor in enumerate(flavors if isinstance(flavors, list) else []):
+            resources = flavor.get("resources") if isinstance(flavor, dict) else None
+            for r, res in enumerate(resources if isinstance(resources, list) else []):
+                if not isinstance(res, dict) or res.get("name") not in GPU_RESOURCES:
+                    continue
+                at = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}].nominalQuota"
+                try:
+                    value = parse_quantity(res.get("nominalQuota"))
+                except (ValueError, TypeError) as e:
+                    problems.append(issue("type", at, f"not a Kubernetes quantity: {e}"))
+                    continue
+                if value != value.to_integral_value() or value < 0:
+                    problems.append(issue("range", at, f"a GPU quota is a whole number, got {value}"))
+                    continue
+                total = (total or 0) + int(value)
+    return total
