@@ -38,6 +38,17 @@ def test_eks_network_layers_are_known_by_default() -> None:
     assert [n.rack for n in inv.nodes] == ["r1", "r1", "r2", "r2"]
 
 
+def test_coreweave_racks_and_superpods_are_known_by_default() -> None:
+    # CoreWeave's InfiniBand labels (docs.coreweave.com, "InfiniBand Labels"): the physical rack and the
+    # superpod; AKS has no such labels, so nothing is assumed for it.
+    inv = parse_kubernetes(_nodes("node.coreweave.cloud/rack"), source="n.json")
+    assert [n.rack for n in inv.nodes] == ["r1", "r1", "r2", "r2"]
+    inv = parse_kubernetes(_nodes("ib.coreweave.cloud/superpod"), source="n.json")
+    assert [n.block for n in inv.nodes] == ["r1", "r1", "r2", "r2"]
+    inv = parse_kubernetes(_nodes("kubernetes.azure.com/agentpool"), source="n.json")
+    assert [(n.rack, n.block) for n in inv.nodes] == [(None, None)] * 4
+
+
 def test_a_mapping_names_a_sites_own_labels() -> None:
     assert [n.rack for n in parse_kubernetes(_nodes("example.com/rack"), source="n.json").nodes] == [None] * 4
     inv = parse_kubernetes(_nodes("example.com/rack"), source="n.json", levels={"example.com/rack": "rack"})

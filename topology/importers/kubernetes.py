@@ -152,10 +152,17 @@ class _TpuHost:
 
 #: Node labels of the common clouds read as topology levels by default (first present wins), below the
 #: zone: GKE's compact-placement block and sub-block, EKS's instance-topology network layers (layer 1 is
-#: the farthest from the node), CoreWeave's NVLink domain as a rack-sized domain.
+#: the farthest from the node), CoreWeave's NVLink domain and physical rack (``node.coreweave.cloud/rack``)
+#: as racks and its InfiniBand superpod (``ib.coreweave.cloud/superpod``) as a block. AKS publishes no
+#: rack or block label (only the zone), so none is assumed for it.
 DEFAULT_LEVEL_LABELS: dict[str, tuple[str, ...]] = {
-    "block": (L_BLOCK, "topology.k8s.aws/network-node-layer-2"),
-    "rack": (L_SUBBLOCK, "topology.k8s.aws/network-node-layer-3", "ds.coreweave.com/nvlink.domain"),
+    "block": (L_BLOCK, "topology.k8s.aws/network-node-layer-2", "ib.coreweave.cloud/superpod"),
+    "rack": (
+        L_SUBBLOCK,
+        "topology.k8s.aws/network-node-layer-3",
+        "ds.coreweave.com/nvlink.domain",
+        "node.coreweave.cloud/rack",
+    ),
 }
 #: Levels a label may be mapped to (``--topology-labels``, a Kueue ``Topology``).
 LEVELS = ("zone", "block", "rack")
