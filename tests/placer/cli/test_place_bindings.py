@@ -51,3 +51,48 @@ def test_the_schema_can_fail() -> None:
         jsonschema.validate(
             {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"}, "target": {}}, SCHEMA
         )
+
+
+def _apply(doc: dict, patch: list[dict]) -> dict:  # type: ignore[type-arg]
+    """RFC 6902 test/add/remove on a copy of ``doc`` — written here, apart from placer's code."""
+    import copy
+
+    out = copy.deepcopy(doc)
+    for op in patch:
+        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        target = out
+        for p in parents:
+            target = target[int(p)] if isinstance(target, list) else target[p]
+        key = int(last) if isinstance(target, list) else last
+        if op["op"] == "test":
+            assert target[key] == op["value"], op
+        elif op["op"] == "add":
+            target[key] = op["value"]
+        elif op["op"] == "remove":
+            del target[key]
+        else:
+            raise AssertionError(op)
+    return out
+
+
+def test_a_gated_pod_gets_the_patch_that_pins_it_and_lifts_placers_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shlex
+
+    pods = json.loads(Path(PODS).read_text())
+    train = next(p for p in pods["items"] if p["metadata"]["name"] == "h100-train")
+    train["spec"]["schedulingGates"] = [{"name": "example.com/quota"}, {"name": "placer.io/place"}]
+    other = next(p for p in pods["items"] if p["metadata"]["name"] == "cpu-prep")
+    other["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    (tmp_path / "pods.json").write_text(json.dumps(pods))
+    rc, out, err = _run(capsys, "--jobs", str(tmp_path / "pods.json"), "--output", "bindings")
+    bound = {b["metadata"]["name"] for b in json.loads(out)["items"]}
+    assert rc == 0 and "h100-train" not in bound and "cpu-prep" not in bound  # gated pods cannot be bound
+    line = next(x for x in err.splitlines() if "ml/h100-train: gated" in x)
+    argv = shlex.split(line.split(" with: ", 1)[1])
+    assert argv[:7] == ["kubectl", "patch", "pod", "h100-train", "-n", "ml", "--type=json"]
+    patched = _apply(train, json.loads(argv[8]))
+    assert patched["spec"]["nodeSelector"]["kubernetes.io/hostname"] == "gke-a3-h100-node-1"
+    assert patched["spec"]["schedulingGates"] == [{"name": "example.com/quota"}]  # only placer's gate lifted
+    assert "ml/cpu-prep: placed on" in err and "gated by others' scheduling gates" in err
