@@ -216,28 +216,41 @@ def jobs_arg(paths: list[str], options: ReadOptions) -> list[Any]:
 
 def with_running_arg(cluster: Cluster, path: str | None) -> Cluster:
     """``--running``: the cluster with the file's running jobs added (a JSON list of job envelopes plus
-    where they run, :mod:`placer.solver.running`), or Slurm's ``squeue --json``, whose jobs replace the
-    anonymous per-node allocations a Slurm node file gives (:mod:`placer.topology.importers.slurm_jobs`)."""
+    where they run, :mod:`placer.solver.running`), or Slurm's ``squeue --json`` or ``scontrol show job -d``,
+    whose jobs replace the anonymous per-node allocations a Slurm node file gives
+    (:mod:`placer.topology.importers.slurm_jobs`, :mod:`~placer.topology.importers.slurm_job_text`)."""
     if not path:
         return cluster
     from placer.solver.jobs import JobValidationError
     from placer.solver.running import running_from_envelopes
     from placer.topology import TopologyError
+    from placer.topology.importers.slurm_job_text import is_show_job_text, show_job_running
+    from placer.topology.importers.slurm_jobs import is_squeue_json, squeue_running, with_slurm_jobs
     from placer.topology.safe_load import UnsafeDocument, load_json
 
     try:
-        items = load_json(read_input(path).decode("utf-8-sig"))
+        text = read_input(path).decode("utf-8-sig")
+        items = None if is_show_job_text(text) else load_json(text)
     except OSError as e:
         raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None
     except UnsafeDocument as e:  # strict JSON: no NaN or Infinity, every number finite and at most 2^53
         raise InputError("content", f"running jobs {path}: {e}") from None
     except ValueError as e:  # not UTF-8
         raise InputError("content", f"running jobs {path} are not JSON: {e}") from None
-    from placer.topology.importers.slurm_jobs import is_squeue_json, squeue_running, with_slurm_jobs
-
+    try:  # Slurm's jobs by name (scontrol show job -d, squeue --json), in place of its anonymous ones
+        if items is None:
+            slurm = show_job_running(text, source=path)
+        elif is_squeue_json(items):
+            slurm = squeue_running(items, source=path)
+        else:
+            slurm = None
+    except TopologyError as e:
+        raise InputError(
+            "content", f"running jobs {path} cannot be read: {shown(list(e.problems))}"
+        ) from None
     try:
-        if is_squeue_json(items):  # `squeue --json`: Slurm's jobs by name, in place of its anonymous ones
-            return with_slurm_jobs(cluster, squeue_running(items, source=path))
+        if slurm is not None:
+            return with_slurm_jobs(cluster, slurm)
         return cluster.with_allocations(running_from_envelopes(items, path))
     except JobValidationError as e:
         raise InputError("content", f"running jobs are invalid: {shown(list(e.issues))}") from None

@@ -217,6 +217,7 @@ def start(root: Path) -> LiveSlurm:
         s.out["squeue-json"] = s.run("squeue", "--json")
         s.out["squeue-ids"] = s.run("squeue", "-h", "-t", "R", "-o", "%i %j")
         s.out["show-topology"] = s.run("scontrol", "show", "topology")
+        s.out["show-job-d"] = s.run("scontrol", "show", "job", "-d")
     except BaseException:
         s.stop()
         raise

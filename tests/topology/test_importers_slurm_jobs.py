@@ -73,9 +73,7 @@ def _bad(mutate: Any) -> str:
 
 
 def test_bad_jobs_are_named_not_dropped() -> None:
-    assert "jobs[0] (job 1): job_resources.allocated_nodes is missing" in _bad(
-        lambda j: j.pop("job_resources")
-    )
+    assert "jobs[0] (job 1): which node holds what is missing" in _bad(lambda j: j.pop("job_resources"))
     assert "gives no GPU indices" in _bad(lambda j: j.update(gres_detail=["gpu:h100:2"]))
     assert "jobs[0]: job_id must be a number" in _bad(lambda j: j.update(job_id="x"))
     unknown = _bad(lambda j: j["job_resources"]["allocated_nodes"][0].update(nodename="nope"))
@@ -133,3 +131,44 @@ def test_placer_place_refuses_a_hostile_squeue_file_with_exit_1(
     assert main([*argv, str(tmp_path / "squeue.json"), "--jobs", str(tmp_path / "job.json")]) == 1
     err = capsys.readouterr().err
     assert "jobs[0].priority" in err and "Traceback" not in err
+
+
+SHOW_JOB = """JobId=12 JobName=two words
+   UserId=ana(1000) GroupId=ana(1000) MCS_label=N/A
+   Priority=50 Nice=0 Account=(null) QOS=normal
+   JobState=RUNNING Reason=None Dependency=(null)
+   RunTime=00:05:00 TimeLimit=1-00:00:00 TimeMin=N/A
+   StartTime=2026-01-01T00:00:00 EndTime=2026-01-02T00:00:00 Deadline=N/A
+   Partition=gpu AllocNode:Sid=login:1
+   NodeList=gpu[01-02]
+   TRES=cpu=4,mem=200M,node=2,billing=4,gres/gpu=4
+     Nodes=gpu[01-02] CPU_IDs=0-1 Mem=100 GRES=gpu:h100:2(IDX:5-6)
+   Command=/bin/sh -c sleep 600
+   WorkDir=/home/ana/my dir
+
+JobId=13 JobName=waiting
+   JobState=PENDING Reason=Resources Dependency=(null)
+   Partition=gpu
+"""
+
+
+def test_scontrol_show_job_d_text_is_read_by_the_same_rules() -> None:
+    from placer.topology.importers.slurm_job_text import show_job_running
+
+    (rj,) = show_job_running(SHOW_JOB, source="jobs.txt")  # the pending job is not running work
+    assert (rj.job, rj.labels["slurm_job_name"], rj.tenant, rj.queue) == ("12", "two words", "ana", "gpu")
+    assert [(r.node, r.gpus, r.cpu_cores) for r in rj.replicas] == [
+        ("gpu01", [5, 6], 2.0),
+        ("gpu02", [5, 6], 2.0),
+    ]
+    assert rj.started_at is not None and rj.expected_end is not None
+    assert (rj.expected_end - rj.started_at).total_seconds() == 24 * 3600  # a 1-day limit
+
+
+def test_scontrol_show_job_without_details_is_refused() -> None:
+    from placer.topology.importers.slurm_job_text import show_job_running
+
+    plain = "\n".join(x for x in SHOW_JOB.splitlines() if not x.strip().startswith("Nodes="))
+    with pytest.raises(TopologyError) as e:
+        show_job_running(plain, source="jobs.txt")
+    assert "(job 12): which node holds what is missing" in str(e.value) and "with -d" in str(e.value)

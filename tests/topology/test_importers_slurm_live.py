@@ -24,6 +24,7 @@ from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.solver.policy import Policy
 from placer.topology import build_cluster
 from placer.topology.errors import TopologyError
+from placer.topology.importers.slurm_job_text import show_job_running
 from placer.topology.importers.slurm_jobs import squeue_running, with_slurm_jobs
 from placer.topology.importers.slurm_topology import parse_slurm_topology
 from placer.topology.load import inventory_from_input
@@ -201,6 +202,25 @@ def test_placer_answers_where_the_pending_slurm_job_would_run(slurm: LiveSlurm, 
     reasons = {r["code"]: r for r in decision["pending"][0]["reasons"]}
     assert reasons["PLANNED_START"]["details"]["after"] == [ids["b"]]
     assert reasons["PLANNED_START"]["details"]["nodes"] == ["gpu01"]
+
+
+def test_scontrol_show_job_d_gives_the_same_running_jobs_as_squeue_json(slurm: LiveSlurm) -> None:
+    # Two forms Slurm prints about the same jobs, read by one set of rules: ids, nodes, GPU indices, CPUs,
+    # start and end times agree (times: Slurm's local time, read in this machine's zone, which is the
+    # controller's here).
+    def key(rj):  # type: ignore[no-untyped-def]
+        return (
+            rj.job,
+            [(r.node, r.gpus, r.cpu_cores) for r in rj.replicas],
+            rj.started_at,
+            rj.expected_end,
+            rj.labels.get("slurm_job_name"),
+        )
+
+    from_json = squeue_running(json.loads(slurm.out["squeue-json"]), source="squeue.json")
+    from_text = show_job_running(slurm.out["show-job-d"], source="show-job.txt")
+    assert sorted(map(key, from_text)) == sorted(map(key, from_json))
+    assert len(from_text) == len(JOBS)
 
 
 def test_slurms_topology_and_placers_reading_of_it_agree(slurm: LiveSlurm, tmp_path: Path) -> None:

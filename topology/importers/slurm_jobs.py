@@ -220,7 +220,9 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
     nodes = _allocated_nodes(job)
     if not nodes:
         problems.add(
-            item, "job_resources.allocated_nodes is missing (squeue --json prints it for running jobs)"
+            item,
+            "which node holds what is missing: squeue --json prints job_resources.allocated_nodes, "
+            "scontrol show job prints it only with -d",
         )
         return None
     tres = _tres(job.get("tres_alloc_str"))
