@@ -188,11 +188,12 @@ class Decision(_Out):
         if bound is not None:
             self.stats.gap = 0.0 if bound == 0 else (bound - self.stats.objective) / bound
 
-    def to_frame(self) -> Any:
-        """One row per replica placed, as a pandas DataFrame (:mod:`placer.solver.frames`)."""
+    def to_frame(self, cluster: Any = None) -> Any:
+        """One row per replica placed, as a pandas DataFrame (:mod:`placer.solver.frames`); with the
+        ``cluster`` decided on, also each replica's zone, block, rack and NVLink domain."""
         from placer.solver.frames import replica_frame
 
-        return replica_frame(self)
+        return replica_frame(self, cluster)
 
     def pending_frame(self) -> Any:
         """One row per pending job with its first reason (:mod:`placer.solver.frames`)."""

@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from placer.solver.decision import Decision
+    from placer.topology import Cluster
 
-__all__ = ["REPLICA_COLUMNS", "decision_html", "pending_frame", "replica_frame"]
+__all__ = ["REPLICA_COLUMNS", "TOPOLOGY_COLUMNS", "decision_html", "pending_frame", "replica_frame"]
 
 #: Columns of :func:`replica_frame`, in order.
 REPLICA_COLUMNS = (
@@ -39,8 +40,21 @@ REPLICA_COLUMNS = (
 )
 
 
-def replica_frame(decision: Decision) -> pd.DataFrame:
-    """One row per replica placed (:data:`REPLICA_COLUMNS`); GPU indices as ``"0,1"``."""
+#: Columns added when the cluster is given: where each replica sits in the topology.
+TOPOLOGY_COLUMNS = ("zone", "block", "rack", "nvlink_domain")
+
+
+def replica_frame(decision: Decision, cluster: Cluster | None = None) -> pd.DataFrame:
+    """One row per replica placed (:data:`REPLICA_COLUMNS`); GPU indices as ``"0,1"``. With ``cluster``
+    (the one decided on), also each replica's zone, block, rack and NVLink domain
+    (:data:`TOPOLOGY_COLUMNS`): a decision names nodes, the cluster knows where they are.
+
+    >>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
+    >>> from placer.topology import cluster_of, dgx_h100
+    >>> d = Decision(placements=[JobPlacement(job="a", replicas=[ReplicaPlacement(node="dgx-h100-r2-1")])])
+    >>> replica_frame(d, cluster_of(dgx_h100(8, nodes_per_rack=4)))[["node", "rack"]].values.tolist()
+    [['dgx-h100-r2-1', 'dgx-h100-rack-2']]
+    """
     import pandas as pd
 
     rows: list[dict[str, Any]] = []
@@ -62,7 +76,12 @@ def replica_frame(decision: Decision) -> pd.DataFrame:
                     "job_cost_per_hour": p.cost_per_hour,
                 }
             )
-    return pd.DataFrame(rows, columns=list(REPLICA_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(REPLICA_COLUMNS))
+    if cluster is not None:
+        where = {n.name: n for n in cluster.nodes}
+        for col in TOPOLOGY_COLUMNS:
+            frame[col] = [getattr(where[n], col, None) if n in where else None for n in frame["node"]]
+    return frame
 
 
 def pending_frame(decision: Decision) -> pd.DataFrame:
