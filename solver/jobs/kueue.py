@@ -27,8 +27,8 @@ The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o 
 ...                                         {"name": "nvidia.com/gpu", "nominalQuota": "16"}]}]}]}},
 ...     {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
 ...      "metadata": {"namespace": "team-a", "name": "team-a-queue"}, "spec": {"clusterQueue": "cq"}}]}
->>> is_kueue_document(doc), kueue_queue_configs(doc)["team-a-queue"].config.ml_limits.max_total_gpus
-(True, 16)
+>>> is_kueue_document(doc), kueue_queue_configs(doc)
+(True, [{'queue': 'team-a-queue', 'config': {'ml_limits': {'max_total_gpus': 16}}}])
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from __future__ import annotations
 from typing import Any
 
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
-from placer.solver.jobs.queues import QueueConfig
 from placer.topology.importers.quantity import parse_quantity
 
 __all__ = ["GPU_RESOURCES", "KINDS", "is_kueue_document", "kueue_queue_configs"]
@@ -64,9 +63,11 @@ def is_kueue_document(obj: Any) -> bool:
     return kinds <= KINDS and bool(kinds & {"ClusterQueue", "LocalQueue"})
 
 
-def kueue_queue_configs(obj: Any, source: str = "") -> dict[str, QueueConfig]:
-    """One queue configuration per LocalQueue whose ClusterQueue has a GPU quota (module docstring).
-    Raises :class:`~placer.solver.jobs.errors.JobValidationError` naming every problem."""
+def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
+    """One OJS §10 queue-configuration document (``{"queue", "config"}``) per LocalQueue whose
+    ClusterQueue has a GPU quota (module docstring); :func:`placer.solver.jobs.queues.load_queue_configs`
+    validates them as it validates any. Raises :class:`~placer.solver.jobs.errors.JobValidationError`
+    naming every problem."""
     where = source or "<config>"
     problems: list[Issue] = []
     quotas: dict[str, int] = {}
@@ -116,7 +117,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> dict[str, QueueConfig]:
                     "Kueue counts them against one quota, placer's budgets are per queue name",
                 )
             )
-    out: dict[str, QueueConfig] = {}
+    out: list[dict[str, Any]] = []
     for name, entries in local.items():
         _, cq, path = entries[0]
         if cq not in cluster_queues:
@@ -124,8 +125,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> dict[str, QueueConfig]:
                 issue("dependency", f"{path}.spec.clusterQueue", f"no ClusterQueue {cq!r} in the document")
             )
         elif cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
-            limits = {"max_total_gpus": quotas[cq]}
-            out[name] = QueueConfig.model_validate({"queue": name, "config": {"ml_limits": limits}})
+            out.append({"queue": name, "config": {"ml_limits": {"max_total_gpus": quotas[cq]}}})
     if problems:
         raise JobValidationError(problems)
     return out

@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
+from placer.solver.jobs.kueue import is_kueue_document, kueue_queue_configs
 
 __all__ = [
     "MAX_BUDGET_PER_HOUR",
@@ -183,10 +184,8 @@ def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueCon
         from placer.solver.jobs.parse import parse_json_or_yaml
 
         obj_or_text = parse_json_or_yaml(obj_or_text, source=source)
-    from placer.solver.jobs.kueue import is_kueue_document, kueue_queue_configs
-
     if is_kueue_document(obj_or_text):  # kubectl get clusterqueues,localqueues -A -o json
-        return kueue_queue_configs(obj_or_text, source)
+        obj_or_text = kueue_queue_configs(obj_or_text, source)
     single = isinstance(obj_or_text, Mapping)
     items = [obj_or_text] if single else obj_or_text
     if not isinstance(items, list):
