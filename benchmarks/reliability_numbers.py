@@ -338,6 +338,25 @@ def deadline_matrix() -> None:
     )
 
 
+def service_under_hostile_clients(seconds: float = 20.0) -> None:
+    """Section 4: ``placer serve`` while hostile clients hold it (``benchmarks/service_load.py``'s
+    :func:`hostile`): what it held, how ``/healthz`` and an ordinary client fared."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("service_load", Path(__file__).with_name("service_load.py"))
+    assert spec is not None and spec.loader is not None
+    load = importlib.util.module_from_spec(spec)
+    sys.modules["service_load"] = load  # its dataclasses look their module up there
+    spec.loader.exec_module(load)
+    print("\n== 4. the service under hostile clients ==")
+    srv = load.Server(2)
+    try:
+        big, _ = load.thousand_nodes(100)
+        load.hostile(srv, big, load.example_body(), seconds)
+    finally:
+        srv.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--cases", type=int, default=300, help="random property cases (default 300)")
@@ -348,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     hostile_inputs(args.hostile)
     hostile_numbers(min(args.hostile, 500))
     deadline_matrix()
+    service_under_hostile_clients()
     print(f"\ntotal seconds: {time.perf_counter() - t0:.1f}")
     return 0
 

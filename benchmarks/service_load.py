@@ -16,9 +16,12 @@ Scenarios:
   (``PUT /v1/clusters/m``) and placed by id (``POST /v1/clusters/m/placements``).
 
 Each is run with greedy (milliseconds) and with the default engine (greedy, then CP-SAT within the time
-limit). Latency is client-side (request sent to answer read); throughput is requests / wall time of the
-whole run. Every answered decision goes through the independent checker (``placer.solver.checks``) afterwards,
-with the same inputs the body gave; ``violations`` counts what it finds.
+limit). Then hostile clients (:func:`hostile`): idle connections, slowloris heads, a slow body and clients
+that send a big placement and hang up, while an ordinary client keeps placing and checking ``/healthz``;
+it prints what the server held and answered. Latency is client-side (request sent to answer read);
+throughput is requests / wall time of the whole run. Every answered decision goes through the independent
+checker (``placer.solver.checks``) afterwards, with the same inputs the body gave; ``violations`` counts
+what it finds.
 """
 
 from __future__ import annotations
@@ -193,6 +196,130 @@ def row(run: Run, n_violations: int) -> str:
     )
 
 
+# ---------------------------------------------------------------------------------------------------
+# Hostile clients
+# ---------------------------------------------------------------------------------------------------
+
+
+def _rss_mb(pid: int) -> float:
+    """The server's resident memory (Linux ``/proc``), in MB; 0 where it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def hostile(srv: Server, big: dict[str, Any], example: dict[str, Any], seconds: float) -> None:
+    """While ordinary clients place the example batch, hostile ones hold the server: idle connections,
+    slowloris headers, a slow body, and clients that send a 1k-node placement and hang up at once. Prints
+    what the server held (connections, memory), how ``/healthz`` answered meanwhile, what the ordinary
+    clients got, and how many abandoned placements it dropped (``/healthz`` ``cancelled``)."""
+    import socket
+    import threading
+
+    host, port = "127.0.0.1", int(srv.url.rsplit(":", 1)[1])
+    stop = threading.Event()
+    held: list[socket.socket] = []
+    for _ in range(100):  # idle: connect, send nothing
+        held.append(socket.create_connection((host, port), timeout=5))
+    slow: list[socket.socket] = []
+    for _ in range(20):  # slowloris: a request head that never ends
+        s = socket.create_connection((host, port), timeout=5)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        slow.append(s)
+    body = socket.create_connection((host, port), timeout=5)  # a 1 MB body, one byte a second
+    body.sendall(
+        b"POST /v1/placements HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 1000000\r\n\r\n{"
+    )
+    payload = json.dumps({**big, "time_limit_s": 2}).encode()
+    head = (
+        f"POST /v1/placements HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\n\r\n"
+    ).encode()
+
+    def hang_ups() -> int:  # send a whole 1k-node placement, then close without reading the answer
+        n = 0
+        while not stop.is_set():
+            try:
+                with socket.create_connection((host, port), timeout=5) as s:
+                    s.sendall(head + payload)
+                n += 1
+            except OSError:
+                pass
+            time.sleep(0.2)
+        return n
+
+    def dribble() -> None:
+        while not stop.is_set():
+            try:
+                body.sendall(b" ")
+                for s in slow:
+                    s.sendall(b"X-A: b\r\n")
+            except OSError:
+                return
+            time.sleep(1)
+
+    health: list[float] = []
+    health_errors = 0
+    rss = [_rss_mb(srv.proc.pid)]
+    threading.Thread(target=dribble, daemon=True).start()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        gone = pool.submit(hang_ups)
+        t_end = time.perf_counter() + seconds
+        with httpx.Client(base_url=srv.url, timeout=10) as c:
+            ok = errs = 0
+            while time.perf_counter() < t_end:
+                t = time.perf_counter()
+                try:
+                    assert c.get("/healthz").status_code == 200
+                    health.append(time.perf_counter() - t)
+                except (httpx.HTTPError, AssertionError):
+                    health_errors += 1
+                try:
+                    r = c.post("/v1/placements", json={**example, "policy": {"engine": "greedy"}})
+                    ok += r.status_code == 200
+                    errs += r.status_code != 200
+                except httpx.HTTPError:
+                    errs += 1
+                rss.append(_rss_mb(srv.proc.pid))
+        stop.set()
+        hung_up = gone.result()
+    closed = 0
+    for s in [*held, *slow, body]:
+        try:
+            s.settimeout(0.5)
+            closed += s.recv(1) == b""
+        except OSError:
+            pass
+        finally:
+            s.close()
+    time.sleep(3)
+    with httpx.Client(base_url=srv.url, timeout=10) as c:
+        after = c.get("/healthz").json()
+    lat = sorted(health)
+    print(
+        f"\n== hostile clients for {seconds:.0f} s: 100 idle connections, 20 slowloris, "
+        "one 1 MB body at 1 B/s,"
+    )
+    print("   and clients that send a 1k-node placement (auto, 2 s) and hang up at once ==")
+    print(f"ordinary placements (example, greedy): {ok} answered, {errs} errors")
+    if lat:
+        print(
+            f"/healthz: {len(lat)} answered, p50 {1000 * lat[len(lat) // 2]:.1f} ms, "
+            f"max {1000 * lat[-1]:.0f} ms, {health_errors} errors"
+        )
+    print(
+        f"hang-ups sent: {hung_up}; dropped before they ran (cancelled): {after.get('cancelled')}; "
+        f"busy now: {after['busy']}"
+    )
+    print(f"hostile connections closed by the server by the end: {closed} of {len(held) + len(slow) + 1}")
+    print(f"server memory: {rss[0]:.0f} MB at the start, {max(rss):.0f} MB at most")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer requests")
@@ -241,6 +368,7 @@ def main() -> None:
             load(srv.url, path, body, min(2, n), 1, "warm-up")
             run = load(srv.url, path, body, n, args.clients, name)
             print(row(run, violations(run, body, stored)), flush=True)
+        hostile(srv, big, example, 15 if args.quick else 30)
         with httpx.Client(base_url=srv.url) as c:
             metrics = c.get("/metrics").text
         counts = re.findall(r"^placer_http_requests_total\{[^}]*\} (\S+)$", metrics, re.M)
