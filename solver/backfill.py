@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from placer.solver.cancel import cancelled
 from placer.solver.decision import Decision, Hold, JobPlacement, Reason, ReplicaPlacement, as_running
 from placer.solver.explain import CAPACITY_CODES, few
 from placer.solver.jobs.model import DependencyCondition, Job, LabelRule
@@ -218,7 +219,7 @@ def earliest_start(
     rank = rank_of(job)
     first = _first_possible(job, times, line, fit, rank, deadline)
     for t in times[first : first + MAX_TIMES]:
-        if time.perf_counter() > deadline:
+        if time.perf_counter() > deadline or cancelled():
             return None
         end = ends(t, job.duration_s)
         try:
@@ -367,7 +368,7 @@ def plan_holds(
     for _ in range(3):  # sweeps: a workflow step is planned once the step it waits for has a plan
         progress = False
         for job in waiting:
-            if job.id in out.holds or time.perf_counter() > deadline:
+            if job.id in out.holds or time.perf_counter() > deadline or cancelled():
                 continue
             floor = dependency_floor(job, line, out.holds, placed, batch)
             if floor is None:

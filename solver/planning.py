@@ -39,6 +39,7 @@ from placer.solver.backfill import (
     rank_of,
     settle,
 )
+from placer.solver.cancel import cancelled
 from placer.solver.core import probe_fit
 from placer.solver.decision import Decision, JobPlacement, PendingJob, ReplicaPlacement
 from placer.solver.jobs.model import Job, ReadResult
@@ -102,7 +103,7 @@ def with_plans(
         if fits_left[0] == 0:
             return None
         fits_left[0] -= 1
-        if time.perf_counter() > deadline:
+        if time.perf_counter() > deadline or cancelled():
             cut[0] = True
             return None
         return probe_fit(job, view, policy, t, end - time.perf_counter())

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from placer.solver.cancel import cancelled
 from placer.solver.core import probe_fit
 from placer.solver.decision import Decision, Reason, as_running
 from placer.solver.explain import CAPACITY_CODES, few
@@ -71,7 +72,7 @@ def add_preemptible_hints(
     probe_s = PROBE_PER_NODE_S * len(cluster.nodes)
     for p in waiting[:MAX_JOBS]:
         started = time.perf_counter()
-        if started + probe_s > deadline - 0.02:
+        if started + probe_s > deadline - 0.02 or cancelled():
             return True
         job = jobs[p.job]
         pool = pool or (shielded if shielded is not None and not evicted else Shielded(cluster, evicted))

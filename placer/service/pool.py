@@ -21,12 +21,12 @@ thread picks it up, not when it was queued.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from placer.service.errors import ApiError
+from placer.solver.cancel import Cancel, cancellable
 
 __all__ = ["SolverPool", "T"]
 
@@ -46,6 +46,8 @@ class SolverPool:
         self._admitted = 0
         #: Queued requests dropped because their client went away before a thread took them.
         self.cancelled = 0
+        #: Running requests told to stop because their client went away (they end at their next check).
+        self.interrupted = 0
 
     @property
     def busy(self) -> int:
@@ -63,9 +65,9 @@ class SolverPool:
 
         ``client_gone`` (Starlette's ``request.is_disconnected``) is asked every :attr:`POLL_S` while the
         work waits or runs: work still queued when its client has gone is cancelled and never runs (499
-        ``client_closed``, which nobody reads), so clients that give up do not keep the pool busy. Work a
-        thread has begun cannot be interrupted; it ends within its own time limit, and its slot is held
-        until then."""
+        ``client_closed``, which nobody reads); work a thread has begun is told to stop
+        (:mod:`placer.solver.cancel`: CP-SAT searches are stopped, the loops that would run to the
+        deadline end at their next turn), so clients that give up do not keep the pool busy."""
         if self._admitted >= self.workers + self.max_queued:
             raise ApiError(
                 503,
@@ -74,8 +76,14 @@ class SolverPool:
                 headers={"Retry-After": "1"},
             )
         self._admitted += 1
+        stop = Cancel()
+
+        def work() -> T:
+            with cancellable(stop):
+                return fn(*args, **kwargs)
+
         try:
-            job = self._executor.submit(functools.partial(fn, *args, **kwargs))
+            job = self._executor.submit(work)
             waiting = asyncio.wrap_future(job)
             if client_gone is None:
                 return await waiting
@@ -83,9 +91,14 @@ class SolverPool:
                 done, _ = await asyncio.wait({waiting}, timeout=self.POLL_S)
                 if done:
                     return waiting.result()
-                if await client_gone() and job.cancel():
-                    self.cancelled += 1
-                    raise ApiError(499, "client_closed", "the client closed the connection before its turn")
+                if not stop.event.is_set() and await client_gone():
+                    if job.cancel():  # still queued: it never runs
+                        self.cancelled += 1
+                        raise ApiError(
+                            499, "client_closed", "the client closed the connection before its turn"
+                        )
+                    stop.cancel()  # running: place() stops at its next check (solver/cancel.py)
+                    self.interrupted += 1
         finally:
             self._admitted -= 1
 

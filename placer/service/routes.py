@@ -151,6 +151,7 @@ async def healthz(request: Request) -> JSONResponse:
             "busy": svc.pool.busy,
             "workers": svc.pool.workers,
             "cancelled": svc.pool.cancelled,
+            "interrupted": svc.pool.interrupted,
         }
     )
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from placer.solver.assignment import Assignment
+from placer.solver.cancel import cancelled
 from placer.solver.candidates import NodeArrays, UnitCandidates
 from placer.solver.demand import JobPlan
 from placer.solver.objective.cost import Pricing
@@ -148,7 +149,7 @@ def improve(
     k = 0
     while max_rounds is None or out.rounds < max_rounds:
         left = deadline - time.perf_counter()
-        if left < MIN_ROUND_S:
+        if left < MIN_ROUND_S or cancelled():
             out.cut = max_rounds is None or out.rounds < max_rounds
             break
         still = [p for p in pending if p not in best.placed]

@@ -13,6 +13,7 @@ import time
 
 from ortools.sat.python import cp_model
 
+from placer.solver.cancel import register
 from placer.solver.cpsat.parts import DET_SHARE, CpsatResult, value
 
 __all__ = ["Searching"]
@@ -50,6 +51,8 @@ class Searching:
         s = cp_model.CpSolver()
         wall = self.b.deadline - time.perf_counter()
         s.parameters.max_time_in_seconds = max(0.01, wall if self.det_left is not None else seconds)
+        if not register(s):  # the call was cancelled: no time for another search
+            s.parameters.max_time_in_seconds = 0.001
         if not presolve:
             # Later lexicographic stages re-solve the same model with one more constraint and a full hint;
             # presolving it again is what overruns the time limit on big models, and gains little.

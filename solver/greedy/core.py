@@ -30,6 +30,7 @@ import numpy as np
 
 from placer.solver.assignment import Assignment, ReplicaAt, node_count_ok
 from placer.solver.budgets import Budgets, budget_cost, charge_budget, cost_left, within_budget
+from placer.solver.cancel import cancelled
 from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
 from placer.solver.demand import JobPlan, Unit
 from placer.solver.greedy.evictions import place_with_evictions
@@ -443,7 +444,12 @@ def greedy(
     for k, i in enumerate(sequence):
         # With evictions each job may cost milliseconds: look at the clock every job, not every 16.
         every = 1 if victims else 16
-        if deadline is not None and k >= 16 and k % every == 0 and time.perf_counter() > deadline:
+        if (
+            deadline is not None
+            and k >= 16
+            and k % every == 0
+            and (time.perf_counter() > deadline or cancelled())
+        ):
             result.skipped = set(sequence[k:])
             break
         if i not in candidates:
