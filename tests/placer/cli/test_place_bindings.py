@@ -17,6 +17,7 @@ NODES = str(REPO / "examples" / "importers" / "kubernetes_nodes.json")
 PODS = str(REPO / "tests" / "fixtures" / "kubernetes" / "pending_pods.json")
 WORKLOADS = str(REPO / "tests" / "fixtures" / "kubernetes" / "workloads.json")
 SCHEMA = json.loads((REPO / "tests" / "fixtures" / "kubernetes" / "binding.schema.json").read_text())
+PATCH_SCHEMA = json.loads((REPO / "tests" / "fixtures" / "kubernetes" / "json-patch.schema.json").read_text())
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -92,7 +93,15 @@ def test_a_gated_pod_gets_the_patch_that_pins_it_and_lifts_placers_gate(
     line = next(x for x in err.splitlines() if "ml/h100-train: gated" in x)
     argv = shlex.split(line.split(" with: ", 1)[1])
     assert argv[:7] == ["kubectl", "patch", "pod", "h100-train", "-n", "ml", "--type=json"]
+    jsonschema.validate(json.loads(argv[8]), PATCH_SCHEMA)  # a well-formed RFC 6902 document
     patched = _apply(train, json.loads(argv[8]))
     assert patched["spec"]["nodeSelector"]["kubernetes.io/hostname"] == "gke-a3-h100-node-1"
     assert patched["spec"]["schedulingGates"] == [{"name": "example.com/quota"}]  # only placer's gate lifted
     assert "ml/cpu-prep: placed on" in err and "gated by others' scheduling gates" in err
+
+
+def test_the_patch_schema_can_fail() -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate([{"op": "add", "path": "/spec/nodeSelector"}], PATCH_SCHEMA)  # add needs a value
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate([{"op": "remove", "path": "spec"}], PATCH_SCHEMA)  # not a JSON Pointer
