@@ -348,6 +348,9 @@ class Clock:
         return out
 
 
+_ABSENT = object()
+
+
 class Answers(MutableMapping[object, Any]):
     """Cached answers of one :class:`NodeArrays`, in two dicts: those that read node facts only (shared,
     as one dict, by every refreshed copy: they stay true when work starts or ends) and those that read
@@ -376,14 +379,17 @@ class Answers(MutableMapping[object, Any]):
     def _of(self, key: object) -> dict[object, Any]:
         return self.dynamic if _dynamic(key) else self.static
 
+    # Reads look in both dicts rather than classify the key (a key lives in one only, as written by
+    # __setitem__): answers are read far more often than written, on greedy's and the problem's hot path.
     def __getitem__(self, key: object) -> Any:
-        return self._of(key)[key]
+        return self.static[key] if key in self.static else self.dynamic[key]
 
     def get(self, key: object, default: Any = None) -> Any:
-        return self._of(key).get(key, default)
+        hit = self.static.get(key, _ABSENT)
+        return self.dynamic.get(key, default) if hit is _ABSENT else hit
 
     def __contains__(self, key: object) -> bool:
-        return key in self._of(key)
+        return key in self.static or key in self.dynamic
 
     def __setitem__(self, key: object, value: Any) -> None:
         self._of(key)[key] = value

@@ -94,22 +94,20 @@ class _Store:
     fragmentation now, and its increase per replica shape. Kept in the arrays' static answers, so a
     session's next decision reuses every row whose node did not change."""
 
-    targets: Targets | None
+    targets: Targets
     now: np.ndarray
     now_ver: np.ndarray
     deltas: dict[tuple[float, int, int], _Deltas] = field(default_factory=dict)
 
     @staticmethod
-    def of(arrays: NodeArrays, targets: Targets | None) -> _Store:
+    def of(arrays: NodeArrays, targets: Targets) -> _Store:
         """The store of ``arrays`` for ``targets`` (the same object: a session's target in force), or a
         fresh one that replaces it."""
-        n = len(arrays.snap.nodes)
         hit = arrays._static_cache.get("__fgd__")
-        if hit is not None and hit.targets is targets and targets is not None and hit.now.size == n:
+        if hit is not None and hit.targets is targets:
             return hit  # type: ignore[no-any-return]
-        store = _Store(targets, np.zeros(n), np.full(n, -1, dtype=np.int64))
-        if targets is not None:
-            arrays._static_cache["__fgd__"] = store
+        n = len(arrays.snap.nodes)
+        store = arrays._static_cache["__fgd__"] = _Store(targets, np.zeros(n), np.full(n, -1, dtype=np.int64))
         return store
 
 
@@ -152,7 +150,7 @@ class Context:
             targets=targets,
             free=free,
             version=arrays.stamp.copy(),
-            store=_Store.of(arrays, targets) if name == "fgd" else None,
+            store=_Store.of(arrays, targets) if name == "fgd" and targets is not None else None,
         )
 
     @property

@@ -167,8 +167,7 @@ class ContainErrorsMiddleware:
             if started:
                 raise
             log.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
-            error = ApiError(500, "internal", "internal error; the server log has the details")
-            await JSONResponse(error.body(scope.get("path")), status_code=500, media_type=PROBLEM_JSON)(
+            await JSONResponse(_internal().body(scope.get("path")), status_code=500, media_type=PROBLEM_JSON)(
                 scope, receive, send
             )
 
@@ -206,11 +205,14 @@ async def _validation_error(request: Request, e: Exception) -> JSONResponse:
     )
 
 
+def _internal() -> ApiError:
+    """What a client is told about a bug: that it happened, not how (the log has the traceback)."""
+    return ApiError(500, "internal", "internal error; the server log has the details")
+
+
 async def _internal_error(request: Request, e: Exception) -> JSONResponse:
     log.exception("internal error on %s %s", request.method, request.url.path, exc_info=e)
-    return _error_response(
-        ApiError(500, "internal", "internal error; the server log has the details"), request
-    )
+    return _error_response(_internal(), request)
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

@@ -239,8 +239,8 @@ class Learned:
         for k, w in weight.items():
             out[k] = out.get(k, 0.0) + w
         known = {**self.masks, **masks}
-        after = Learned(out, {k[3]: known[k[3]] for k in out}, total=self.total + replicas)  # masks of
-        # shapes forgotten go too
+        # The masks of shapes forgotten go too.
+        after = Learned(out, {k[3]: known[k[3]] for k in out}, total=self.total + replicas)
         if target is not None and target is self.target:
             after.target, after.known, after.since = target, self.known, self.since + replicas
         elif target is not None:  # made for this batch, from this profile and the batch

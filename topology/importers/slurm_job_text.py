@@ -41,6 +41,7 @@ from typing import Any
 
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.importers.jgf import expand_hostlist
+from placer.topology.importers.slurm import parse_index_list
 from placer.topology.importers.slurm_jobs import squeue_running
 from placer.topology.inventory import RunningJob
 
@@ -92,15 +93,6 @@ def _fields(line: str) -> dict[str, str]:
     return out
 
 
-def _count_ids(text: str) -> int:
-    total = 0
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        if lo.isdigit():
-            total += (int(hi) if hi.isdigit() else int(lo)) - int(lo) + 1
-    return total
-
-
 def _epoch(text: str | None) -> int | None:
     if not text or text in ("Unknown", "None", "N/A"):
         return None
@@ -132,7 +124,7 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
                 nodes.append(
                     {
                         "nodename": name,
-                        "cpus": _count_ids(d.get("CPU_IDs", "")),
+                        "cpus": len(parse_index_list(d.get("CPU_IDs", "")) or ()),
                         "memory_allocated": _number(d.get("Mem")),
                     }
                 )

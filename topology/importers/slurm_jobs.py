@@ -62,6 +62,7 @@ __all__ = [
     "is_squeue_json",
     "slurm_number",
     "slurm_states",
+    "slurm_text",
     "squeue_running",
     "with_slurm_jobs",
 ]
@@ -183,8 +184,13 @@ def _when(job: Mapping[str, Any], field: str, item: str, problems: Problems) -> 
         return None
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value and value != "(null)" else None
+def slurm_text(value: Any) -> str:
+    """A Slurm string field: "" for a missing, blank or ``(null)`` one, else the text stripped.
+
+    >>> slurm_text(" gpu "), slurm_text("(null)"), slurm_text(None)
+    ('gpu', '', '')
+    """
+    return value.strip() if isinstance(value, str) and value.strip() not in ("", "(null)") else ""
 
 
 def squeue_running(obj: Mapping[str, Any], *, source: str) -> list[RunningJob]:
@@ -271,11 +277,11 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
     )
     labels = {
         "slurm_job_id": jid,
-        "slurm_job_name": _text(job.get("name")),
-        "slurm_user": _text(job.get("user_name")),
-        "slurm_account": _text(job.get("account")),
-        "slurm_partition": _text(job.get("partition")),
-        "slurm_qos": _text(job.get("qos")),
+        "slurm_job_name": slurm_text(job.get("name")),
+        "slurm_user": slurm_text(job.get("user_name")),
+        "slurm_account": slurm_text(job.get("account")),
+        "slurm_partition": slurm_text(job.get("partition")),
+        "slurm_qos": slurm_text(job.get("qos")),
         "slurm_state": "+".join(slurm_states(job.get("job_state"))),
     }
     priority = slurm_number(job.get("priority"))
@@ -283,8 +289,8 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
         RunningJob,
         {
             "job": jid,
-            "queue": _text(job.get("partition")),
-            "tenant": _text(job.get("account")) or _text(job.get("user_name")),
+            "queue": slurm_text(job.get("partition")) or None,
+            "tenant": slurm_text(job.get("account")) or slurm_text(job.get("user_name")) or None,
             "priority": int(priority) if priority is not None else 0,
             "started_at": _when(job, "start_time", item, problems),
             "expected_end": _when(job, "end_time", item, problems) if limited else None,

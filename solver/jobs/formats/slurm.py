@@ -70,7 +70,8 @@ from placer.solver.jobs.model import (
     TaskGroup,
 )
 from placer.topology import canonical_gpu_type
-from placer.topology.importers.slurm_jobs import slurm_number, slurm_states
+from placer.topology.importers.slurm import parse_gres
+from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
 
 __all__ = ["PENDING_STATES", "read"]
 
@@ -106,10 +107,6 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
     return out
 
 
-def _text(value: Any) -> str:
-    return value.strip() if isinstance(value, str) and value.strip() not in ("", "(null)") else ""
-
-
 def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
     errors: list[Issue] = []
 
@@ -120,12 +117,12 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
     rid = str(int(jid)) if jid is not None else f"{source}#{base}"
     if jid is None:
         errors.append(issue("required", at("job_id"), "a job needs its numeric job_id"))
-    if _text(raw.get("array_task_string")) or slurm_number(raw.get("array_task_id")) is not None:
+    if slurm_text(raw.get("array_task_string")) or slurm_number(raw.get("array_task_id")) is not None:
         errors.append(issue("unsupported", at("array_task_string"), "pending job arrays are not read"))
     if slurm_number(raw.get("het_job_id")):
         errors.append(issue("unsupported", at("het_job_id"), "heterogeneous jobs are not read"))
     for field, flag in (("tres_per_job", "--gpus"), ("tres_per_task", "--gpus-per-task")):
-        if "gpu" in _text(raw.get(field)):
+        if "gpu" in slurm_text(raw.get(field)):
             errors.append(
                 issue(
                     "unsupported",
@@ -136,26 +133,26 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
             )
     nodes = int(slurm_number(raw.get("node_count")) or 1)
     cpus = slurm_number(raw.get("cpus")) or 0.0
-    gpu = _gpus(_text(raw.get("tres_per_node")), at("tres_per_node"), errors)
+    gpu = _gpus(slurm_text(raw.get("tres_per_node")), at("tres_per_node"), errors)
     per_cpu, per_node = slurm_number(raw.get("memory_per_cpu")), slurm_number(raw.get("memory_per_node"))
     cpu_per_node = cpus / nodes if nodes > 0 else cpus
     memory_mb = per_node if per_node is not None else (per_cpu or 0.0) * cpu_per_node
     rules = _rules(raw, at, errors)
-    dependencies = _dependencies(_text(raw.get("dependency")), at("dependency"), errors)
+    dependencies = _dependencies(slurm_text(raw.get("dependency")), at("dependency"), errors)
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
     limit = slurm_number(raw.get("time_limit"))
     submitted = slurm_number(raw.get("submit_time"))
-    partition = _text(raw.get("partition"))
+    partition = slurm_text(raw.get("partition"))
     try:
         job = Job(
             id=rid,
-            name=_text(raw.get("name")) or None,
+            name=slurm_text(raw.get("name")) or None,
             type="slurm.job",
             source_format="slurm",
             queue=partition.split(",")[0] if partition else None,
-            tenant=_text(raw.get("account")) or _text(raw.get("user_name")) or None,
-            user=_text(raw.get("user_name")) or None,
+            tenant=slurm_text(raw.get("account")) or slurm_text(raw.get("user_name")) or None,
+            user=slurm_text(raw.get("user_name")) or None,
             priority=int(slurm_number(raw.get("priority")) or 0),
             submit_time=datetime.fromtimestamp(submitted, UTC) if submitted else None,
             duration_s=limit * 60 if limit is not None else None,
@@ -171,8 +168,8 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
                 )
             ],
             placement=Placement(required=rules),
-            labels={k: v for k, v in {"slurm_job_name": _text(raw.get("name"))}.items() if v},
-            metadata={"slurm": {"state_reason": _text(raw.get("state_reason"))}},
+            labels={k: v for k, v in {"slurm_job_name": slurm_text(raw.get("name"))}.items() if v},
+            metadata={"slurm": {"state_reason": slurm_text(raw.get("state_reason"))}},
             envelope=raw,
         )
     except (ValidationError, ValueError, OverflowError, OSError) as e:
@@ -185,44 +182,41 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
     return ReadResult(id=rid, ok=True, job=job, source=source, path=base)
 
 
-_GRES = re.compile(r"^(?:gres[:/])?([A-Za-z][\w.-]*)(?:[:=]([^:=,]+))?(?:[:=]([0-9]+))?$")
-
-
 def _gpus(text: str, path: str, errors: list[Issue]) -> GpuDemand | None:
-    """``tres_per_node`` -> GPUs per node (22.05 ``gres:gpu:h100:8``, 23.02+ ``gres/gpu:h100=8``)."""
+    """``tres_per_node`` -> GPUs per node (22.05 ``gres:gpu:h100:8``, 23.02+ ``gres/gpu:h100=8``), read
+    by the node importer's ``Gres`` parser once the ``gres`` prefix and ``=`` spelling are taken off."""
     demand: GpuDemand | None = None
     for part in (p.strip() for p in text.split(",") if p.strip()):
-        m = _GRES.match(part)
-        if not m:
+        entry = re.sub(r"^gres[:/]", "", part).replace("=", ":")
+        try:
+            (gres,) = parse_gres(entry)
+        except ValueError:
             errors.append(issue("malformed", path, f"{part!r} is not gres:name[:type][:count]"))
             continue
-        name, typ, count_text = m[1], m[2], m[3]
-        if name != "gpu":
-            if name in ("cpu", "mem", "node", "billing"):
-                continue
-            errors.append(issue("unsupported", path, f"generic resource {name!r} is not read (GPUs only)"))
+        if gres.name != "gpu":
+            if gres.name not in ("cpu", "mem", "node", "billing"):
+                errors.append(
+                    issue("unsupported", path, f"generic resource {gres.name!r} is not read (GPUs only)")
+                )
             continue
-        if count_text is None and typ is not None and typ.isdigit():
-            typ, count_text = None, typ
-        count = int(count_text or 1)
         if demand is not None:
             errors.append(issue("unsupported", path, "GPUs of several types per node are not read"))
             continue
-        types = [canonical_gpu_type(typ) or typ] if typ else []
-        demand = GpuDemand(count=count, types=types) if count > 0 else None
+        types = [canonical_gpu_type(gres.type) or gres.type] if gres.type else []
+        demand = GpuDemand(count=gres.count, types=types) if gres.count > 0 else None
     return demand
 
 
 def _rules(raw: dict[str, Any], at: Any, errors: list[Issue]) -> list[Rule]:
     rules: list[Rule] = []
-    partitions = [p for p in _text(raw.get("partition")).split(",") if p]
+    partitions = [p for p in slurm_text(raw.get("partition")).split(",") if p]
     if partitions:
         alts: list[Rule] = [
             LabelRule(key=f"partition/{p}", operator=AffinityOperator.EXISTS) for p in partitions
         ]
         rules.append(alts[0] if len(alts) == 1 else AnyOf(rules=alts))
     for field, op in (("required_nodes", AffinityOperator.IN), ("excluded_nodes", AffinityOperator.NOT_IN)):
-        text = _text(raw.get(field))
+        text = slurm_text(raw.get(field))
         if not text:
             continue
         try:
@@ -231,7 +225,7 @@ def _rules(raw: dict[str, Any], at: Any, errors: list[Issue]) -> list[Rule]:
             errors.append(issue("malformed", at(field), f"not a Slurm hostlist: {e}"[:300]))
             continue
         rules.append(LabelRule(key="hostname", operator=op, values=list(dict.fromkeys(hosts))))
-    features = _text(raw.get("features"))
+    features = slurm_text(raw.get("features"))
     if features:
         if re.search(r"[\[\]*()!]", features):
             errors.append(

@@ -116,8 +116,6 @@ def test_example_batch_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "pending (1):" in out
     assert "  finetune-train: DEPENDENCY_UNMET: " in out
     assert "  t5-xxl-tpu: ext_ml_tpu_topology: " in out
-    placed = sum(1 for line in lines[1:] if line and not line.startswith(" ") and line.split()[0] in out)
-    assert placed >= 1
     first, second, third = lines[-3:]
     rows = lines[1 : lines.index("")]
     assert first.startswith(f"greedy placed {len(rows)} of {len(rows) + 2} jobs (1 pending, 1 rejected), $")
