@@ -70,7 +70,9 @@ def run(args: argparse.Namespace) -> int:
         prices_arg,
         read_options_arg,
         reservations_arg,
+        slurm_partitions_arg,
         topology_labels_arg,
+        with_partition_tiers_arg,
         with_running_arg,
     )
     from placer.cli.place import parse_rfc3339
@@ -98,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:  # JSON or pydantic ValidationError (a ValueError subclass)
             detail = _pydantic_lines(e) if isinstance(e, ValidationError) else str(e)
             return _fail(f"decision {args.decision} is not a valid decision: {detail}")
-        cluster = with_running_arg(cluster, args.running)
+        partitions = slurm_partitions_arg(args.slurm_partitions)
+        results = with_partition_tiers_arg(results, partitions)
+        cluster = with_running_arg(cluster, args.running, partitions)
         declared: list[object] = [*args.reservation, *(reservations_arg(args.reservations, cluster) or [])]
         prices = prices_arg(args.prices)
     except InputError as e:  # nothing can be checked without every input: exit 2 either way

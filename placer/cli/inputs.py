@@ -174,6 +174,12 @@ def add_pods_argument(p: argparse.ArgumentParser) -> None:
         help="Slurm's topology.conf, scontrol show topology or topology.yaml: leaf switches become racks, "
         "the switches above them blocks and zones, topology/block blocks blocks (docs/slurm.md)",
     )
+    p.add_argument(
+        "--slurm-partitions",
+        metavar="FILE",
+        help="scontrol show partition (or slurm.conf): Slurm jobs rank by their partition's PriorityTier and "
+        "running ones may be evicted as its PreemptMode (REQUEUE, CANCEL) and GraceTime say (docs/slurm.md)",
+    )
 
 
 def add_limits_argument(p: argparse.ArgumentParser) -> None:
@@ -214,11 +220,32 @@ def jobs_arg(paths: list[str], options: ReadOptions) -> list[Any]:
         raise InputError("usage", f"cannot open jobs file {e.filename or ''}: {e.strerror or e}") from None
 
 
-def with_running_arg(cluster: Cluster, path: str | None) -> Cluster:
+def slurm_partitions_arg(path: str | None) -> dict[str, Any] | None:
+    """``--slurm-partitions``: Slurm's partitions by name
+    (:mod:`placer.topology.importers.slurm_partitions`)."""
+    if not path:
+        return None
+    from placer.topology.importers.slurm_partitions import read_partitions_file
+
+    return _read("slurm partitions", path, lambda: read_partitions_file(path))
+
+
+def with_partition_tiers_arg(results: list[Any], partitions: dict[str, Any] | None) -> list[Any]:
+    """The read jobs with Slurm's pending jobs ranked by their partitions' tiers (when given)."""
+    if partitions is None:
+        return results
+    from placer.solver.jobs.formats.slurm import with_partition_tiers
+
+    return with_partition_tiers(results, partitions)
+
+
+def with_running_arg(cluster: Cluster, path: str | None, partitions: dict[str, Any] | None = None) -> Cluster:
     """``--running``: the cluster with the file's running jobs added (a JSON list of job envelopes plus
     where they run, :mod:`placer.solver.running`), or Slurm's ``squeue --json`` or ``scontrol show job -d``,
     whose jobs replace the anonymous per-node allocations a Slurm node file gives
-    (:mod:`placer.topology.importers.slurm_jobs`, :mod:`~placer.topology.importers.slurm_job_text`)."""
+    (:mod:`placer.topology.importers.slurm_jobs`, :mod:`~placer.topology.importers.slurm_job_text`); with
+    ``partitions`` (``--slurm-partitions``), Slurm's running jobs get their partition's tier, preemption
+    mode and grace time."""
     if not path:
         return cluster
     from placer.solver.jobs import JobValidationError
@@ -244,6 +271,10 @@ def with_running_arg(cluster: Cluster, path: str | None) -> Cluster:
             slurm = squeue_running(items, source=path)
         else:
             slurm = None
+        if slurm is not None and partitions is not None:
+            from placer.topology.importers.slurm_partitions import with_partition_rules
+
+            slurm = with_partition_rules(slurm, partitions, source=path)
     except TopologyError as e:
         raise InputError(
             "content", f"running jobs {path} cannot be read: {shown(list(e.problems))}"

@@ -185,7 +185,9 @@ def run(args: argparse.Namespace) -> int:
         read_options_arg,
         reservations_arg,
         shown,
+        slurm_partitions_arg,
         topology_labels_arg,
+        with_partition_tiers_arg,
         with_running_arg,
     )
     from placer.solver.engine import place
@@ -206,7 +208,9 @@ def run(args: argparse.Namespace) -> int:
         unreadable = [r for r in results if r.unreadable]
         if unreadable:  # a whole document failed: it names no job that could be answered in the decision
             return _bad_content("; ".join(f"{r.source}: {shown(list(r.errors))}" for r in unreadable))
-        cluster = with_running_arg(cluster, args.running)
+        partitions = slurm_partitions_arg(args.slurm_partitions)
+        results = with_partition_tiers_arg(results, partitions)
+        cluster = with_running_arg(cluster, args.running, partitions)
         reservations = reservations_arg(args.reservations, cluster)
         prices = prices_arg(args.prices)
     except InputError as e:
@@ -246,8 +250,11 @@ def run(args: argparse.Namespace) -> int:
     elif output == "slurm":
         from placer.cli.slurm_apply import slurm_script
 
-        ran = {rj.job for rj in cluster.running_jobs() if "slurm_job_id" in rj.labels}
-        text, skipped = slurm_script(decision, [r.job for r in results if r.ok and r.job is not None], ran)
+        slurm = [rj for rj in cluster.running_jobs() if "slurm_job_id" in rj.labels]
+        cancel = {rj.job for rj in slurm if rj.labels.get("slurm_preempt_mode") == "CANCEL"}
+        text, skipped = slurm_script(
+            decision, [r.job for r in results if r.ok and r.job is not None], {rj.job for rj in slurm}, cancel
+        )
         print(text, end="")
         for note in skipped:
             print(f"{_NAME}: {printable(note)}", file=sys.stderr)

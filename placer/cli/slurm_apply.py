@@ -10,7 +10,8 @@ held by an administrator); the script pins each placed job to the nodes placer c
 * an eviction is ``scontrol requeuehold <id>``: the running job is requeued (it ends now and runs again
   later) *and held*, so it does not take the capacity back before the job it made room for starts; a
   later decision releases it. Its grace period is honoured by signalling it first and waiting:
-  ``scancel --signal=TERM --full <id>``, ``sleep <grace>``, then the requeue.
+  ``scancel --signal=TERM --full <id>``, ``sleep <grace>``, then the requeue. A job whose partition's
+  ``PreemptMode`` is ``CANCEL`` (``--slurm-partitions``) is cancelled instead, as Slurm would.
 
 Slurm chooses the GPU indices on each node itself (``gres.conf``); placer's indices are in a comment, and
 its node choice is what is applied. Only Slurm jobs are applied (jobs read from ``squeue --json``); others
@@ -49,11 +50,12 @@ _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def slurm_script(
-    decision: Decision, jobs: Iterable[Job], running_ids: Collection[str]
+    decision: Decision, jobs: Iterable[Job], running_ids: Collection[str], cancel: Collection[str] = ()
 ) -> tuple[str, list[str]]:
     """``(shell script, notes on what was not applied)`` for ``decision`` (module docstring).
     ``running_ids``: ids of the running Slurm jobs (from ``squeue --json``), the only ones an eviction
-    may requeue."""
+    may requeue; ``cancel``: those of them whose partition cancels preempted jobs rather than requeue
+    them."""
     by_id = {j.id: j for j in jobs}
     skipped: list[str] = []
     lines = [
@@ -70,7 +72,7 @@ def slurm_script(
         lines += ["", f"# eviction: job {ev.job}, for {', '.join(ev.for_)} (grace {ev.grace_period_s} s)"]
         if ev.grace_period_s > 0:
             lines += [f"scancel --signal=TERM --full {ev.job}", f"sleep {ev.grace_period_s}"]
-        lines.append(f"scontrol requeuehold {ev.job}")
+        lines.append(f"scancel {ev.job}" if ev.job in cancel else f"scontrol requeuehold {ev.job}")
     for p in decision.placements:
         job = by_id.get(p.job)
         if job is None or job.source_format != "slurm" or not _JOB_ID.match(p.job):

@@ -43,6 +43,12 @@ TOPOLOGY = (
     "SwitchName=leaf1 Nodes=gpu[01-02]\nSwitchName=leaf2 Nodes=gpu[03-04],cpu01\n"
     "SwitchName=spine Switches=leaf[1-2]\n"
 )
+#: Partition -> its settings: ``gpu`` (the default) outranks ``scavenger``, whose jobs Slurm's
+#: ``preempt/partition_prio`` may requeue after a 1-second grace time; ``gpu``'s jobs are never preempted.
+PARTITIONS = {
+    "gpu": "Default=YES MaxTime=INFINITE PriorityTier=10 PreemptMode=OFF",
+    "scavenger": "MaxTime=INFINITE PriorityTier=1 PreemptMode=REQUEUE GraceTime=1",
+}
 #: (name, node, --gres, --time in minutes or None for unlimited).
 JOBS = [
     ("a", "gpu01", "gpu:h100:2", 30),
@@ -150,6 +156,8 @@ InactiveLimit=0
 MinJobAge=300
 KillWait=5
 TopologyPlugin=topology/tree
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
 """.splitlines()
     for name, (port, gres, _) in NODES.items():
         g = f" Gres={gres}" if gres else ""
@@ -157,7 +165,7 @@ TopologyPlugin=topology/tree
             f"NodeName={name} NodeHostname={host} Port={port} CPUs=2 Sockets=1 CoresPerSocket=2 "
             f"ThreadsPerCore=1 RealMemory=4000{g}"
         )
-    lines.append("PartitionName=gpu Nodes=gpu[01-04],cpu01 Default=YES MaxTime=INFINITE State=UP")
+    lines += [f"PartitionName={p} Nodes=gpu[01-04],cpu01 {rest} State=UP" for p, rest in PARTITIONS.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -218,6 +226,7 @@ def start(root: Path) -> LiveSlurm:
         s.out["squeue-ids"] = s.run("squeue", "-h", "-t", "R", "-o", "%i %j")
         s.out["show-topology"] = s.run("scontrol", "show", "topology")
         s.out["show-job-d"] = s.run("scontrol", "show", "job", "-d")
+        s.out["show-partition"] = s.run("scontrol", "show", "partition")
     except BaseException:
         s.stop()
         raise

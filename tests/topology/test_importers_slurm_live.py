@@ -290,3 +290,48 @@ def test_zz_held_jobs_applied_by_placer_start_where_placer_chose(slurm: LiveSlur
         shown = slurm.run("scontrol", "show", "job", "-d", jid)
         node_list = next(w.split("=", 1)[1] for w in shown.split() if w.startswith("NodeList="))
         assert node_list == ",".join(nodes), (jid, node_list, nodes)
+
+
+def test_zzz_an_eviction_placer_applies_requeues_the_victim_held(slurm: LiveSlurm, tmp_path: Path) -> None:
+    # After test_zz (it changes the live cluster again). The held jobs of test_zz end; a scavenger job
+    # (PriorityTier 1, PreemptMode=REQUEUE, GraceTime=1) takes all 8 H100 of gpu04. A job held for placer
+    # in gpu (tier 10) asks 6 H100: gpu01 has 3 free and no free core, gpu02 is drained, gpu03 has A100,
+    # so only gpu04 can hold it, and only if the scavenger job goes. Slurm's own scheduler leaves both
+    # alone (u is held). placer, told the partitions, evicts s for u; its script requeues s held and
+    # starts u on gpu04.
+    earlier = slurm.run("squeue", "-h", "--name=h1,h2,h3", "-o", "%i").split()
+    if earlier:
+        slurm.run("scancel", *earlier)
+    gone = lambda: not slurm.run("squeue", "-h", "--name=h1,h2,h3", "-t", "R,CG").strip()  # noqa: E731
+    slurm.wait("test_zz's jobs gone", gone)
+    quiet = ("-o", "/dev/null", "-D", str(tmp_path), "-t", "10", "--wrap", "sleep 600")
+    run = ("sbatch", "--parsable")
+    s = slurm.run(*run, "-J", "s", "-p", "scavenger", "-w", "gpu04", "--gres=gpu:h100:8", *quiet).strip()
+    slurm.wait("s running", lambda: slurm.run("squeue", "-h", "-j", s, "-o", "%T").strip() == "RUNNING")
+    u = slurm.run(*run, "-H", "-J", "u", "--gres=gpu:h100:6", *quiet).strip()
+    (tmp_path / "sinfo.json").write_text(slurm.run("sinfo", "--json"))
+    (tmp_path / "squeue.json").write_text(slurm.run("squeue", "--json"))
+    (tmp_path / "partitions.txt").write_text(slurm.run("scontrol", "show", "partition"))
+    sq = str(tmp_path / "squeue.json")
+    cmd = [sys.executable, "-m", "placer", "place", "--cluster", str(tmp_path / "sinfo.json")]
+    cmd += ["--running", sq, "--jobs", sq, "--engine", "greedy"]
+    cmd += ["--slurm-partitions", str(tmp_path / "partitions.txt")]
+    decided = subprocess.run([*cmd, "--json"], capture_output=True, text=True)
+    assert decided.returncode == 0, decided.stderr
+    d = json.loads(decided.stdout)
+    assert [(e["job"], e["for"], e["grace_period_s"]) for e in d["preemptions"]] == [(s, [u], 1)]
+    assert [(p["job"], [r["node"] for r in p["replicas"]]) for p in d["placements"]] == [(u, ["gpu04"])]
+    script = subprocess.run([*cmd, "--output", "slurm"], capture_output=True, text=True)
+    assert script.returncode == 0, script.stderr
+    assert f"scontrol requeuehold {s}" in script.stdout.splitlines()
+    applied = subprocess.run(["sh", "-c", script.stdout], env=slurm.env, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    slurm.wait("u running", lambda: slurm.run("squeue", "-h", "-j", u, "-o", "%T").strip() == "RUNNING")
+    shown = slurm.run("scontrol", "show", "job", "-d", u)
+    assert "NodeList=gpu04 " in shown.replace("\n", " ")
+    # The victim is back in the queue, held (it does not race u), and Slurm counts the restart
+    victim = dict(w.split("=", 1) for w in slurm.run("scontrol", "show", "job", s).split() if "=" in w)
+    assert victim["JobState"] == "PENDING", victim
+    # Slurm 22.05 says "job_requeued_in_held_state"; a held job's priority is 0 (it never starts by itself)
+    assert "held" in victim["Reason"].lower() and victim["Priority"] == "0", victim
+    assert int(victim["Restarts"]) >= 1, victim

@@ -69,11 +69,12 @@ from placer.solver.jobs.model import (
     Rule,
     TaskGroup,
 )
-from placer.topology import canonical_gpu_type
+from placer.topology import TopologyError, canonical_gpu_type
 from placer.topology.importers.slurm import parse_gres
 from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
+from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
 
-__all__ = ["PENDING_STATES", "read"]
+__all__ = ["PENDING_STATES", "read", "with_partition_tiers"]
 
 #: Job states of work still waiting to start.
 PENDING_STATES = frozenset({"PENDING"})
@@ -104,6 +105,39 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
         if not PENDING_STATES & set(slurm_states(raw.get("job_state"))):
             continue
         out.append(_job(raw, base, source))
+    return out
+
+
+def with_partition_tiers(results: list[ReadResult], table: dict[str, SlurmPartition]) -> list[ReadResult]:
+    """The pending Slurm jobs of ``results`` with their partitions' ``PriorityTier`` as priority (the
+    highest of a comma list; Slurm's priority number kept as the label ``slurm_priority``), so that
+    placer evicts for them exactly where Slurm's ``preempt/partition_prio`` would
+    (:mod:`placer.topology.importers.slurm_partitions`). A job whose partition is not in ``table`` is
+    rejected, naming its ``partition`` field; other formats pass unchanged.
+
+    >>> from placer.topology.importers.slurm_partitions import SlurmPartition
+    >>> doc = {"jobs": [{"job_id": 9, "job_state": "PENDING", "partition": "gpu", "priority": 4294901759,
+    ...                  "node_count": 1, "cpus": 1}]}
+    >>> (r,) = with_partition_tiers(read(doc, source="q.json", options=None),
+    ...                             {"gpu": SlurmPartition("gpu", priority_tier=10)})
+    >>> r.job.priority, r.job.labels["slurm_priority"]
+    (10, '4294901759')
+    """
+    out: list[ReadResult] = []
+    for r in results:
+        job = r.job
+        if not r.ok or job is None or job.source_format != "slurm":
+            out.append(r)
+            continue
+        partitions = slurm_text((job.envelope or {}).get("partition"))
+        try:
+            tier = tier_of(partitions, table, item=job.id)
+        except TopologyError as e:
+            err = issue("enum", f"{r.path}.partition", e.problems[0].message)
+            out.append(r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]}))
+            continue
+        labels = {**job.labels, "slurm_priority": str(job.priority)}
+        out.append(r.model_copy(update={"job": job.model_copy(update={"priority": tier, "labels": labels})}))
     return out
 
 
