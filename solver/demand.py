@@ -31,6 +31,7 @@ from placer.solver.jobs.model import (
     Toleration,
     TpuDemand,
 )
+from placer.solver.jobs.model import tolerated as job_tolerated
 from placer.solver.rules import holds, job_labels
 from placer.topology.inventory import Taint
 
@@ -275,22 +276,11 @@ def tolerations_of(job: Job, group: TaskGroup) -> tuple[Toleration, ...]:
 
 
 def tolerated(taint: Taint, tolerations: tuple[Toleration, ...]) -> bool:
-    """Whether one of ``tolerations`` matches ``taint`` (Kubernetes' rule: same key, or no key with
-    ``Exists``; ``Exists`` ignores the value, ``Equal`` compares it; no effect matches every effect).
+    """Whether one of ``tolerations`` matches ``taint`` (Kubernetes' rule,
+    :func:`placer.solver.jobs.model.tolerated`).
 
     >>> from placer.topology.inventory import Taint
-    >>> t = Taint(key="dedicated", value="ml", effect="NoSchedule")
-    >>> tolerated(t, (Toleration(key="dedicated", value="ml"),))
-    True
-    >>> tolerated(t, (Toleration(key="dedicated", value="x"),))
+    >>> tolerated(Taint(key="dedicated", value="ml", effect="NoSchedule"), (Toleration(key="dedicated"),))
     False
     """
-    for tol in tolerations:
-        if tol.key is not None and tol.key != taint.key:
-            continue
-        if tol.operator == "Equal" and tol.value != taint.value:
-            continue
-        if tol.effect is not None and tol.effect != taint.effect:
-            continue
-        return True
-    return False
+    return job_tolerated(taint, tolerations)

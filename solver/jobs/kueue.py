@@ -1,4 +1,5 @@
-"""Kueue's ``ClusterQueue`` GPU quotas read as placer queue budgets (``--queue-config``).
+"""Kueue's ``ClusterQueue`` GPU quotas read as placer queue budgets, and its ``ResourceFlavor``s as the
+queue's node flavors (``--queue-config``).
 
 Why: on a Kubernetes cluster with Kueue, how many GPUs a team may hold is a ``ClusterQueue``'s
 ``nominalQuota`` for ``nvidia.com/gpu`` (or ``amd.com/gpu``), and the team's pods name their
@@ -7,6 +8,13 @@ budget (``ml_limits.max_total_gpus``, the same ledger both engines and the check
 and the pod reader gives each pod its LocalQueue's name as queue, so each LocalQueue gets its
 ClusterQueue's GPU quota (the sum over the ClusterQueue's flavors) as its budget. Running pods count
 against it by the same label.
+
+**Flavors.** When the document holds ``ResourceFlavor`` objects (``kubectl get
+clusterqueues,localqueues,resourceflavors -A -o json``), each LocalQueue's configuration also gets its
+ClusterQueue's resource groups with their flavors' ``nodeLabels``, ``nodeTaints`` and ``tolerations``
+(``flavor_groups``), which keep the queue's jobs on those nodes (:mod:`placer.solver.jobs.flavors`). A
+ClusterQueue naming a flavor the document lacks is refused then; a document without any ResourceFlavor
+gives budgets only (the flavors' nodes are not known).
 
 What is not modelled, and refused or said rather than approximated:
 
@@ -71,7 +79,8 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     where = source or "<config>"
     problems: list[Issue] = []
     quotas: dict[str, int] = {}
-    cluster_queues: set[str] = set()
+    cluster_queues: dict[str, tuple[dict[str, Any], str]] = {}  # name -> (spec, path)
+    flavors: dict[str, dict[str, Any]] = {}
     local: dict[str, list[tuple[str, str, str]]] = {}  # LocalQueue name -> [(namespace, ClusterQueue, path)]
     for i, item in enumerate(_items(obj) or []):
         path = f"{where}: items[{i}]"
@@ -81,8 +90,10 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
         meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
         name = meta.get("name")
         spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
-        if item.get("kind") == "ClusterQueue" and isinstance(name, str):
-            cluster_queues.add(name)
+        if item.get("kind") == "ResourceFlavor" and isinstance(name, str):
+            flavors[name] = _flavor(name, spec, f"{path}.spec", problems)
+        elif item.get("kind") == "ClusterQueue" and isinstance(name, str):
+            cluster_queues[name] = (spec, f"{path}.spec")
             total = _gpu_quota(spec, f"{path}.spec", problems)
             if total is not None:
                 quotas[name] = total
@@ -117,6 +128,10 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                     "Kueue counts them against one quota, placer's budgets are per queue name",
                 )
             )
+    groups = {
+        cq: _flavor_groups(spec, at, flavors, problems) if flavors else []
+        for cq, (spec, at) in cluster_queues.items()
+    }
     out: list[dict[str, Any]] = []
     for name, entries in local.items():
         _, cq, path = entries[0]
@@ -124,8 +139,14 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             problems.append(
                 issue("dependency", f"{path}.spec.clusterQueue", f"no ClusterQueue {cq!r} in the document")
             )
-        elif cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
-            out.append({"queue": name, "config": {"ml_limits": {"max_total_gpus": quotas[cq]}}})
+            continue
+        config: dict[str, Any] = {}
+        if cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
+            config["ml_limits"] = {"max_total_gpus": quotas[cq]}
+        if groups[cq]:
+            config["flavor_groups"] = groups[cq]
+        if config:
+            out.append({"queue": name, "config": config})
     if problems:
         raise JobValidationError(problems)
     return out
@@ -153,3 +174,57 @@ def _gpu_quota(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | 
                     continue
                 total = (total or 0) + int(value)
     return total
+
+
+def _flavor(name: str, spec: dict[str, Any], path: str, problems: list[Issue]) -> dict[str, Any]:
+    """A ResourceFlavor as a :class:`~placer.solver.jobs.flavors.Flavor` document (validated by the queue
+    configuration's model, which names a wrong field); wrong container types are named here."""
+    out: dict[str, Any] = {"name": name}
+    for field, key, kind in (
+        ("nodeLabels", "node_labels", dict),
+        ("nodeTaints", "node_taints", list),
+        ("tolerations", "tolerations", list),
+    ):
+        value = spec.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, kind):
+            what = "an object" if kind is dict else "a list"
+            problems.append(issue("type", f"{path}.{field}", f"must be {what}"))
+            continue
+        if field == "nodeTaints":  # v1.Taint; timeAdded is bookkeeping
+            value = [
+                {k: v for k, v in t.items() if k != "timeAdded"} if isinstance(t, dict) else t for t in value
+            ]
+        out[key] = value
+    return out
+
+
+def _flavor_groups(
+    spec: dict[str, Any], path: str, flavors: dict[str, dict[str, Any]], problems: list[Issue]
+) -> list[dict[str, Any]]:
+    """A ClusterQueue's resource groups as ``flavor_groups`` (covered resources, their flavors in order)."""
+    out: list[dict[str, Any]] = []
+    groups = spec.get("resourceGroups")
+    for g, group in enumerate(groups if isinstance(groups, list) else []):
+        if not isinstance(group, dict):
+            continue
+        covered = group.get("coveredResources")
+        names = [
+            f.get("name")
+            for f in group.get("flavors") or []
+            if isinstance(f, dict) and isinstance(f.get("name"), str)
+        ]
+        missing = [n for n in names if n not in flavors]
+        for n in missing:
+            problems.append(
+                issue(
+                    "dependency",
+                    f"{path}.resourceGroups[{g}].flavors",
+                    f"no ResourceFlavor {n!r} in the document",
+                )
+            )
+        if missing or not names or not isinstance(covered, list):
+            continue
+        out.append({"covered": [str(c) for c in covered], "flavors": [flavors[n] for n in names]})
+    return out

@@ -46,10 +46,19 @@ def _read_parsed(fmt: str, doc: Any, source: str, options: ReadOptions) -> list[
 def _guard(result: ReadResult, options: ReadOptions) -> ReadResult:
     if not result.ok or result.job is None:
         return result
+    from placer.solver.jobs.flavors import with_flavors
     from placer.solver.jobs.guards import check_job
 
+    job = result.job
+    qc = options.queues.get(job.queue) if job.queue is not None else None
+    if qc is not None and qc.config.flavor_groups:  # the queue's node flavors (Kueue ResourceFlavors)
+        job, kept_off = with_flavors(job, qc.config.flavor_groups)
+        if kept_off:
+            errors = [*result.errors, *located(result.path, kept_off)]
+            return result.model_copy(update={"ok": False, "job": None, "errors": errors})
+        result = result.model_copy(update={"job": job})
     # Guard paths are relative to the job's envelope; locate them in the document as the reader's are.
-    problems = located(result.path, check_job(result.job, options))
+    problems = located(result.path, check_job(job, options))
     if not problems:
         return result
     return result.model_copy(update={"ok": False, "job": None, "errors": [*result.errors, *problems]})

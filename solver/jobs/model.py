@@ -22,6 +22,7 @@ replicas with ``one_per_node``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -65,6 +66,7 @@ __all__ = [
     "TaskGroup",
     "Toleration",
     "TpuDemand",
+    "tolerated",
 ]
 
 # ---------------------------------------------------------------------------------------------------
@@ -454,6 +456,29 @@ class Toleration(_Model):
         if self.key is None and self.operator != "Exists":
             raise ValueError("a toleration without a key must use operator Exists")
         return self
+
+
+def tolerated(taint: Any, tolerations: Iterable[Toleration]) -> bool:
+    """Whether one of ``tolerations`` matches ``taint`` (anything with ``key``, ``value``, ``effect``), by
+    Kubernetes' rule: same key, or no key with ``Exists``; ``Exists`` ignores the value, ``Equal``
+    compares it; no effect matches every effect. (The independent checker has its own reading.)
+
+    >>> from placer.topology.inventory import Taint
+    >>> t = Taint(key="dedicated", value="ml", effect="NoSchedule")
+    >>> tolerated(t, (Toleration(key="dedicated", value="ml"),))
+    True
+    >>> tolerated(t, (Toleration(key="dedicated", value="x"),))
+    False
+    """
+    for tol in tolerations:
+        if tol.key is not None and tol.key != taint.key:
+            continue
+        if tol.operator == "Equal" and tol.value != taint.value:
+            continue
+        if tol.effect is not None and tol.effect != taint.effect:
+            continue
+        return True
+    return False
 
 
 class Placement(_Model):

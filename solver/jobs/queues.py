@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
+from placer.solver.jobs.flavors import FlavorGroup
 from placer.solver.jobs.kueue import is_kueue_document, kueue_queue_configs
 
 __all__ = [
@@ -71,6 +72,9 @@ class QueueSettings(BaseModel):
 
     ml_defaults: dict[str, Any] = Field(default_factory=dict)
     ml_limits: MlLimits = Field(default_factory=MlLimits)
+    #: placer extension (not OJS): the queue's node flavors by resource group (Kueue ResourceFlavors of
+    #: its ClusterQueue, :mod:`placer.solver.jobs.flavors`): its jobs run only on their nodes.
+    flavor_groups: list[FlavorGroup] = Field(default_factory=list)
 
 
 class QueueConfig(BaseModel):

@@ -118,3 +118,102 @@ def test_what_placer_cannot_express_is_refused_naming_it() -> None:
     assert "no ClusterQueue 'nope' in the document" in _refused(orphan)
     assert "not a Kubernetes quantity" in _refused(_kueue("lots"))
     assert "a GPU quota is a whole number" in _refused(_kueue("1.5"))
+
+
+# ResourceFlavors: the queue's jobs run only on its flavors' nodes, with their tolerations.
+
+
+def _with_flavors(cpu_flavor: dict[str, Any]) -> dict[str, Any]:
+    """The ClusterQueue with a CPU/memory group whose one flavor is ``cpu_flavor`` (a ResourceFlavor
+    ``spec``) and the GPU group of :func:`_kueue`; both groups' flavors are in the document."""
+    doc = copy.deepcopy(_kueue(8))
+    doc["items"].insert(
+        0,
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta1",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "cpu-nodes"},
+            "spec": cpu_flavor,
+        },
+    )
+    cq = doc["items"][3]
+    assert cq["kind"] == "ClusterQueue"
+    gpu_group = cq["spec"]["resourceGroups"][0]
+    gpu_group["coveredResources"] = ["nvidia.com/gpu"]
+    for f in gpu_group["flavors"]:
+        f["resources"] = [r for r in f["resources"] if r["name"] == "nvidia.com/gpu"]
+    cq["spec"]["resourceGroups"].insert(
+        0,
+        {
+            "coveredResources": ["cpu", "memory"],
+            "flavors": [
+                {
+                    "name": "cpu-nodes",
+                    "resources": [
+                        {"name": "cpu", "nominalQuota": 96},
+                        {"name": "memory", "nominalQuota": "1Ti"},
+                    ],
+                }
+            ],
+        },
+    )
+    return doc
+
+
+def _prep_in_team_a() -> list[Any]:
+    """The shipped pending pods, ``ml/cpu-prep`` (8 CPUs, no GPU, node selector zone us-central1-a) put in
+    LocalQueue team-a."""
+    import json
+
+    pods = json.loads(PODS.read_text())
+    (prep,) = [p for p in pods["items"] if p["metadata"]["name"] == "cpu-prep"]
+    prep["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "team-a"
+    return pods
+
+
+def _read(pods: Any, kueue: dict[str, Any]) -> list[Any]:
+    from placer.solver.jobs import read_object
+    from placer.solver.jobs.options import ReadOptions
+
+    return read_object(pods, source="pods.json", options=ReadOptions(queues=load_queue_configs(kueue)))
+
+
+A3 = {"cloud.google.com/gke-nodepool": "a3-pool"}  # gke-a3-h100-node-1 and -2, tainted nvidia.com/gpu
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+
+
+def test_a_queues_flavor_keeps_its_pods_on_the_flavors_nodes_with_its_tolerations(solve: Solve) -> None:
+    cluster = load_cluster(NODES)
+    free = solve(_read(_prep_in_team_a(), _kueue(8)), cluster)
+    assert nodes_of(free, "ml/cpu-prep") == ["gke-cpu-pool-5f2a"]  # a CPU pod keeps off GPU nodes
+    # The flavor's nodes are the a3 pool; it tolerates the GPU taint they carry, and gives that toleration
+    tolerate = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    flavored = _with_flavors({"nodeLabels": A3, "nodeTaints": [GPU_TAINT], "tolerations": tolerate})
+    kept = solve(_read(_prep_in_team_a(), flavored), cluster, queues=load_queue_configs(flavored))
+    assert nodes_of(kept, "ml/cpu-prep")[0].startswith("gke-a3-h100-node-")
+    # Pods of other queues are not kept anywhere new: the same of them are placed
+    others = {p.job for p in free.placements} - {"ml/cpu-prep"}
+    assert others and {p.job for p in kept.placements} - {"ml/cpu-prep"} == others
+    # The flavor's labels and the pod's own selector both hold: p4d nodes are not in us-central1-a
+    elsewhere = _with_flavors({"nodeLabels": {"node.kubernetes.io/instance-type": "p4d.24xlarge"}})
+    d = solve(_read(_prep_in_team_a(), elsewhere), cluster, queues=load_queue_configs(elsewhere))
+    assert (pending_reason(d, "ml/cpu-prep") or "").startswith("UNSATISFIABLE")
+
+
+def test_a_flavor_whose_taints_the_pod_does_not_tolerate_is_not_its_flavor() -> None:
+    # cpu-prep asks no GPU, so it does not tolerate the GPU taint: Kueue would not assign the flavor
+    flavored = _with_flavors({"nodeLabels": A3, "nodeTaints": [GPU_TAINT]})
+    (prep,) = [r for r in _read(_prep_in_team_a(), flavored) if r.id == "ml/cpu-prep"]
+    assert not prep.ok
+    (err,) = prep.errors
+    assert err.code == "limit"
+    assert "tolerates the node taints of none of the flavors (cpu-nodes)" in err.message
+
+
+def test_flavor_problems_are_named() -> None:
+    missing = _with_flavors({})
+    missing["items"][3]["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "nope"
+    assert "no ResourceFlavor 'nope' in the document" in _refused(missing)
+    assert "nodeLabels: must be an object" in _refused(_with_flavors({"nodeLabels": ["a3-pool"]}))
+    bad_taint = _with_flavors({"nodeTaints": [{"key": "x", "effect": "Sometimes"}]})
+    assert "flavor_groups" in _refused(bad_taint)

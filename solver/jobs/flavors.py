@@ -1,0 +1,148 @@
+"""A queue's node flavors (Kueue ``ResourceFlavor``s): which nodes its jobs may use, and the tolerations
+they get there.
+
+Why: with Kueue, a ClusterQueue's quota is given per *flavor*, and a flavor is a set of nodes — its
+``nodeLabels`` — that may carry taints (``nodeTaints``) and that gives admitted pods ``tolerations``. When
+Kueue admits a workload to a flavor, it adds the flavor's node labels to the pods' node selector and its
+tolerations to their tolerations. So a pod of a queue whose GPU flavor is ``h100`` (``nodeLabels:
+{cloud.google.com/gke-nodepool: a3-pool}``) can only run on that node pool, whatever its own spec says.
+placer reads the same thing (:mod:`placer.solver.jobs.kueue` turns the objects into the queue
+configuration's ``flavor_groups``) and applies it to each job of the queue here, before placing:
+
+* a ClusterQueue's *resource groups* each cover resources (``cpu``, ``memory``, ``nvidia.com/gpu``...)
+  and list flavors; a group matters for a job that requests one of its resources (every job requests CPU
+  and memory; GPU jobs a GPU resource; TPU jobs ``google.com/tpu``);
+* for each group that matters, the job must run on the nodes of one of the group's flavors: a required
+  rule "any of (all of the flavor's node labels)"; a flavor without node labels is every node;
+* a flavor whose ``nodeTaints`` the job does not tolerate (with the flavor's own tolerations added) is not
+  one Kueue would assign it, so it is left out; a group with no flavor left rejects the job (code
+  ``limit``), naming the queue and the flavors;
+* the job gets the tolerations of the flavors it may use.
+
+What is approximated: Kueue assigns one flavor per group, and its tolerations only with it; placer adds
+the tolerations of every flavor the job may use, so a job could use a taint another eligible flavor
+tolerates on the first flavor's nodes (only when two eligible flavors' nodes and taints overlap). Flavor
+order (Kueue tries flavors in order and takes the first with quota left) and per-flavor quotas are not
+modelled: the queue's GPU budget is the sum of its flavors' quotas (``docs/kubernetes.md``).
+
+>>> from placer.solver.jobs.model import Job, TaskGroup
+>>> groups = [FlavorGroup(covered=["cpu", "memory"], flavors=[
+...     Flavor(name="cpu-pool", node_labels={"cloud.google.com/gke-nodepool": "cpu-pool"})])]
+>>> job, problems = with_flavors(Job(id="prep", queue="team-a", tasks=[TaskGroup(cpu_cores=8)]), groups)
+>>> problems, job.placement.required[0].rules[0].rules[0].values
+([], ['cpu-pool'])
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, Job, LabelRule, Toleration, tolerated
+
+__all__ = ["Flavor", "FlavorGroup", "NodeTaint", "requested_resources", "with_flavors"]
+
+#: Resource names of GPUs and TPUs, as a ClusterQueue covers them.
+GPU_NAMES = frozenset({"nvidia.com/gpu", "amd.com/gpu"})
+TPU_NAMES = frozenset({"google.com/tpu"})
+
+
+class NodeTaint(BaseModel):
+    """A taint a flavor's nodes carry (Kubernetes ``v1.Taint``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key: str = Field(min_length=1)
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class Flavor(BaseModel):
+    """One node flavor (Kueue ``ResourceFlavor``): its nodes by label, their taints, the tolerations it
+    gives."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    node_labels: dict[str, str] = Field(default_factory=dict)
+    node_taints: list[NodeTaint] = Field(default_factory=list)
+    tolerations: list[Toleration] = Field(default_factory=list)
+
+
+class FlavorGroup(BaseModel):
+    """A ClusterQueue resource group: the resources it covers and its flavors, in order."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    covered: list[str] = Field(min_length=1)
+    flavors: list[Flavor] = Field(min_length=1)
+
+
+def requested_resources(job: Job) -> set[str]:
+    """Resource names the job requests, as a ClusterQueue covers them (module docstring).
+
+    >>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+    >>> sorted(requested_resources(Job(id="t", tasks=[TaskGroup(cpu_cores=4, gpu=GpuDemand(count=8))])))
+    ['amd.com/gpu', 'cpu', 'memory', 'nvidia.com/gpu']
+    """
+    out = {"cpu", "memory"}
+    for g in job.tasks:
+        if g.gpu is not None and (g.gpu.count or g.gpu.share_milli):
+            out |= GPU_NAMES
+        if g.tpu is not None:
+            out |= TPU_NAMES
+    return out
+
+
+def _tolerated(taint: NodeTaint, tolerations: list[Toleration]) -> bool:
+    """Kubernetes' rule (:func:`~placer.solver.jobs.model.tolerated`); ``PreferNoSchedule`` never keeps a
+    pod off."""
+    return taint.effect == "PreferNoSchedule" or tolerated(taint, tolerations)
+
+
+def with_flavors(job: Job, groups: list[FlavorGroup]) -> tuple[Job, list[Issue]]:
+    """``job`` kept to the nodes of its queue's flavors, with their tolerations (module docstring); the
+    issues when a group it needs has no flavor it may use (then the job is returned unchanged)."""
+    wanted = requested_resources(job)
+    own = list(job.placement.tolerations)
+    rules: list[AnyOf] = []
+    added: list[Toleration] = []
+    problems: list[Issue] = []
+    for n, group in enumerate(groups):
+        if not wanted & set(group.covered):
+            continue
+        usable = [f for f in group.flavors if all(_tolerated(t, own + f.tolerations) for t in f.node_taints)]
+        if not usable:
+            names = ", ".join(f.name for f in group.flavors)
+            problems.append(
+                issue(
+                    "limit",
+                    "queue",
+                    f"queue {job.queue!r}: the job tolerates the node taints of none of the flavors "
+                    f"({names}) of resource group {n} ({', '.join(group.covered)})",
+                )
+            )
+            continue
+        if all(f.node_labels for f in usable):
+            alternatives = [
+                AllOf(
+                    rules=[
+                        LabelRule(key=k, operator=AffinityOperator.IN, values=[v])
+                        for k, v in sorted(f.node_labels.items())
+                    ]
+                )
+                for f in usable
+            ]
+            rules.append(AnyOf(rules=alternatives))
+        for f in usable:
+            added += [t for t in f.tolerations if t not in own and t not in added]
+    if problems:
+        return job, problems
+    if not rules and not added:
+        return job, []
+    placement = job.placement.model_copy(
+        update={"required": [*job.placement.required, *rules], "tolerations": [*own, *added]}
+    )
+    return job.model_copy(update={"placement": placement}), []
