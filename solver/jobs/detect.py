@@ -1,11 +1,13 @@
 """Recognize which job format a document is in, and parse it once.
 
-Rules, in order: text starting with ``<`` is SSS XML; Kubernetes objects are ``kubernetes``; ``squeue
---json`` output (``meta`` naming Slurm, and ``jobs``) is ``slurm``; a mapping with ``version``,
-``resources`` and ``tasks`` is a Flux jobspec (RFC 14/25; JSON or YAML); so is a mapping with ``version``
-and ``resources`` but no ``ext_ml*`` key (a jobspec missing ``tasks``: the Flux reader then names the
-missing key, where the OJS reader could only say "not an envelope"); any other JSON/YAML mapping or list
-is OJS (flat ``ext_ml_*`` envelope, v0.1.0 ``meta`` form, a workflow, or a list of envelopes).
+Rules, in order: text starting with ``<`` is SSS XML; text starting with ``JobId=`` is ``scontrol show
+job`` output, read as the ``squeue --json`` document of the same jobs (``slurm``); Kubernetes objects are
+``kubernetes``; ``squeue --json`` output (``meta`` naming Slurm, and ``jobs``) is ``slurm``; a mapping
+with ``version``, ``resources`` and ``tasks`` is a Flux jobspec (RFC 14/25; JSON or YAML); so is a
+mapping with ``version`` and ``resources`` but no ``ext_ml*`` key (a jobspec missing ``tasks``: the Flux
+reader then names the missing key, where the OJS reader could only say "not an envelope"); any other
+JSON/YAML mapping or list is OJS (flat ``ext_ml_*`` envelope, v0.1.0 ``meta`` form, a workflow, or a list
+of envelopes).
 
 >>> parse_document('{"type": "ml.train", "ext_ml_gpu_count": 2}')[0]
 'ojs'
@@ -69,6 +71,14 @@ def parse_document(text: str, *, source: str = "", fmt: str = "auto") -> tuple[s
     stripped = text.lstrip("\ufeff \t\r\n")
     if fmt == "sss" or (fmt == "auto" and stripped.startswith("<")):
         return "sss", text
+    if fmt in ("auto", "slurm") and stripped.startswith("JobId="):  # scontrol show job: as squeue --json
+        from placer.topology.errors import TopologyError
+        from placer.topology.importers.slurm_job_text import show_job_document
+
+        try:
+            return "slurm", show_job_document(text, source=source)
+        except TopologyError as e:
+            raise JobValidationError([issue("malformed", p.item, p.message) for p in e.problems]) from None
     doc = parse_json_or_yaml(text, source=source)
     # A forced format skips detection: its reader reports what does not fit.
     return (detect_object(doc, source=source) if fmt == "auto" else fmt), doc

@@ -223,6 +223,17 @@ def test_scontrol_show_job_d_gives_the_same_running_jobs_as_squeue_json(slurm: L
     assert len(from_text) == len(JOBS)
 
 
+def test_scontrol_show_job_gives_the_same_pending_job_as_squeue_json(slurm: LiveSlurm) -> None:
+    from placer.solver.jobs import read_text
+
+    by_text = read_text(slurm.out["show-job-d"], source="show-job.txt")
+    by_json = read_text(slurm.out["squeue-json"], source="squeue.json")
+    assert [r.id for r in by_text] == [r.id for r in by_json] == ["5"]  # f, the one pending job
+    assert by_text[0].ok and by_json[0].ok
+    ignore = {"envelope", "metadata"}
+    assert by_text[0].job.model_dump(exclude=ignore) == by_json[0].job.model_dump(exclude=ignore)
+
+
 def test_slurms_topology_and_placers_reading_of_it_agree(slurm: LiveSlurm, tmp_path: Path) -> None:
     # The fixture's topology.conf, as Slurm itself prints it back (scontrol show topology): each node's
     # leaf switch is its rack, the spine its block, by Slurm's own reading and by placer's.

@@ -41,11 +41,11 @@ from typing import Any
 
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.importers.jgf import expand_hostlist
-from placer.topology.importers.slurm import parse_index_list
+from placer.topology.importers.slurm import parse_index_list, parse_memory_mb
 from placer.topology.importers.slurm_jobs import squeue_running
 from placer.topology.inventory import RunningJob
 
-__all__ = ["is_show_job_text", "parse_time_limit", "show_job_running"]
+__all__ = ["is_show_job_text", "parse_time_limit", "show_job_document", "show_job_running"]
 
 #: Keys whose value is free text to the end of the line.
 _TEXT_KEYS = ("JobName", "Command", "WorkDir", "StdErr", "StdIn", "StdOut", "Comment", "AdminComment")
@@ -106,6 +106,22 @@ def _number(text: str | None) -> int | None:
     return int(text) if text and text.lstrip("-").isdigit() else None
 
 
+def _null(text: str | None) -> str:
+    """A value as ``squeue --json`` gives it: Slurm's ``(null)`` and ``N/A`` placeholders are empty."""
+    return "" if text in (None, "(null)", "N/A", "None") else text
+
+
+def _memory(text: str | None, key: str, item: str, source: str, problems: list[Problem]) -> float | None:
+    """``MinMemoryCPU=200M`` / ``MinMemoryNode=4G`` in MB (None when absent)."""
+    if not _null(text) or text == "0":
+        return None
+    try:
+        return parse_memory_mb(text or "")
+    except ValueError as e:
+        problems.append(Problem(source, item, f"{key}={text!r}: {e}"))
+        return None
+
+
 def _as_squeue(record: list[str], number: int, source: str, problems: list[Problem]) -> dict[str, Any]:
     """One record as the object ``squeue --json`` prints for the job."""
     fields: dict[str, str] = {}
@@ -132,17 +148,41 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
         else:
             for k, v in _fields(stripped).items():
                 fields.setdefault(k, v)
-    limit = parse_time_limit(fields.get("TimeLimit", ""))
+    item = f"record {number}"
+    try:
+        limit = parse_time_limit(fields.get("TimeLimit", ""))
+    except ValueError:
+        problems.append(Problem(source, item, f"TimeLimit={fields.get('TimeLimit')!r} is not a Slurm time"))
+        limit = None
     user = fields.get("UserId", "").split("(", 1)[0]
+    task = fields.get("ArrayTaskId", "")
+    pending = {  # what the pending-job reader takes (solver/jobs/formats/slurm.py)
+        "node_count": _number(fields.get("NumNodes", "").split("-")[0]),
+        "cpus": _number(fields.get("NumCPUs")),
+        "memory_per_cpu": _memory(fields.get("MinMemoryCPU"), "MinMemoryCPU", item, source, problems),
+        "memory_per_node": _memory(fields.get("MinMemoryNode"), "MinMemoryNode", item, source, problems),
+        "tres_per_node": _null(fields.get("TresPerNode")),
+        "tres_per_job": _null(fields.get("TresPerJob")),
+        "tres_per_task": _null(fields.get("TresPerTask")),
+        "required_nodes": _null(fields.get("ReqNodeList")),
+        "excluded_nodes": _null(fields.get("ExcNodeList")),
+        "features": _null(fields.get("Features")),
+        "dependency": _null(fields.get("Dependency")),
+        "submit_time": _epoch(fields.get("SubmitTime")),
+        "state_reason": _null(fields.get("Reason")),
+        "array_task_string": task if task and not task.isdigit() else "",
+        "het_job_id": _number(fields.get("HetJobId")),
+    }
     return {
+        **pending,
         "job_id": _number(fields.get("JobId")),
         "array_job_id": _number(fields.get("ArrayJobId")),
         "array_task_id": _number(fields.get("ArrayTaskId")),
         "name": fields.get("JobName", ""),
         "user_name": user,
-        "account": fields.get("Account", ""),
+        "account": _null(fields.get("Account")),
         "partition": fields.get("Partition", ""),
-        "qos": fields.get("QOS", ""),
+        "qos": _null(fields.get("QOS")),
         "priority": _number(fields.get("Priority")),
         "job_state": fields.get("JobState", ""),
         "start_time": _epoch(fields.get("StartTime")),
@@ -157,6 +197,24 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
 def show_job_running(text: str, *, source: str) -> list[RunningJob]:
     """The running jobs of ``scontrol show job -d`` text (module docstring); ``TopologyError`` naming
     every record it cannot read."""
+    return squeue_running(show_job_document(text, source=source), source=source)
+
+
+def show_job_document(text: str, *, source: str) -> dict[str, Any]:
+    """``scontrol show job`` text as the document ``squeue --json`` prints for the same jobs (running and
+    pending), for the readers of both; ``TopologyError`` naming every record it cannot read.
+
+    >>> doc = show_job_document('''JobId=9 JobName=big
+    ...    Priority=100 Account=(null) JobState=PENDING Reason=Resources Dependency=(null)
+    ...    TimeLimit=02:00:00 SubmitTime=2026-01-01T00:00:00 Partition=gpu
+    ...    ReqNodeList=(null) ExcNodeList=gpu03 NumNodes=2-2 NumCPUs=16 NumTasks=2
+    ...    MinCPUsNode=8 MinMemoryNode=64G Features=(null)
+    ...    TresPerNode=gres:gpu:h100:8
+    ... ''', source="jobs.txt")
+    >>> j = doc["jobs"][0]
+    >>> j["node_count"], j["cpus"], j["memory_per_node"], j["tres_per_node"], j["time_limit"], j["account"]
+    (2, 16, 65536.0, 'gres:gpu:h100:8', 120, '')
+    """
     records: list[list[str]] = []
     for line in text.splitlines():
         if line.strip().startswith("JobId="):
@@ -170,4 +228,4 @@ def show_job_running(text: str, *, source: str) -> list[RunningJob]:
     }
     if problems:
         raise TopologyError(problems)
-    return squeue_running(doc, source=source)
+    return doc

@@ -135,3 +135,37 @@ def test_newer_plugins_numbers_are_read() -> None:
     [r] = _read(doc)
     assert r.ok and r.job is not None and r.job.id == "5" and r.job.duration_s == 45 * 60
     assert r.job.tasks[0].gpu is not None and r.job.tasks[0].gpu.count == 8
+
+
+def test_scontrol_show_job_text_gives_the_same_pending_job_as_squeue_json() -> None:
+    # The same job f as Slurm printed it both ways (another run of the live Slurm, so only its submit time
+    # differs); placer reads the text as the squeue --json object of the same job.
+    text = (REAL / "show-job-pending-22.05.txt").read_text()
+    by_text = {r.id: r for r in read_text(text, source="show-job.txt")}
+    assert set(by_text) == {"5", "6"} and all(r.ok for r in by_text.values())
+    [from_json] = _read(_doc())
+    ignore = {"submit_time", "envelope", "metadata", "priority"}
+    assert by_text["5"].job.model_dump(exclude=ignore) == from_json.job.model_dump(exclude=ignore)
+    # g: sbatch -H -N 2 -p gpu,scavenger --gres=gpu:h100:4 -c 1 --mem-per-cpu=200 -x gpu03 -t 1-02:00:00
+    #    -d afterok:1:2
+    g = by_text["6"].job
+    (tasks,) = g.tasks
+    assert (tasks.count, tasks.one_per_node, tasks.cpu_cores) == (2, True, 1.0)
+    assert tasks.gpu is not None and (tasks.gpu.count, tasks.gpu.types) == (4, ["nvidia-h100"])
+    assert tasks.memory_gb == pytest.approx(200 / 1024)  # 200 MB per CPU x 1 CPU per node
+    assert g.duration_s == (24 + 2) * 3600
+    assert [(d.job, d.condition) for d in g.dependencies] == [
+        ("1", DependencyCondition.SUCCESS),
+        ("2", DependencyCondition.SUCCESS),
+    ]
+    assert g.queue == "gpu"  # the first partition; either may hold it:
+    (alternatives, excluded) = g.placement.required
+    assert {r.key for r in alternatives.rules} == {"partition/gpu", "partition/scavenger"}
+    assert (excluded.key, excluded.operator) == ("hostname", AffinityOperator.NOT_IN)
+    assert excluded.values == ["gpu03"]
+
+
+def test_a_bad_scontrol_show_job_record_is_named() -> None:
+    text = (REAL / "show-job-pending-22.05.txt").read_text().replace("MinMemoryCPU=200M", "MinMemoryCPU=lots")
+    (bad,) = [r for r in read_text(text, source="show-job.txt") if not r.ok]
+    assert "record 2" in str(bad.errors[0]) and "MinMemoryCPU='lots'" in str(bad.errors[0])
