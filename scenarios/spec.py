@@ -333,19 +333,23 @@ class TraceWorkload(_Spec):
 
 
 class WorkloadSpec(_Spec):
-    """Exactly one of ``synthetic`` (generated), ``trace`` (a trace file and loader) or ``jobs`` (a list
-    of job envelopes in any job format, each with ``submit``: a duration after the start)."""
+    """Exactly one of ``synthetic`` (generated), ``trace`` (a trace file and loader), ``jobs`` (a list
+    of job envelopes in any job format, each with ``submit``: a duration after the start) or ``file`` (a
+    job file of any format ``placer place --jobs`` reads — ``squeue --json`` gives its pending jobs —
+    every job of it submitted at the start)."""
 
     synthetic: SyntheticWorkload | None = None
     trace: TraceWorkload | None = None
     jobs: list[dict[str, Any]] | None = None
+    file: str | None = None
 
     @model_validator(mode="after")
     def _one(self) -> WorkloadSpec:
-        given = [k for k in ("synthetic", "trace", "jobs") if getattr(self, k) is not None]
+        given = [k for k in ("synthetic", "trace", "jobs", "file") if getattr(self, k) is not None]
         if len(given) != 1:
             raise _bad(
-                "conflict", f"give exactly one of synthetic, trace or jobs (got {', '.join(given) or 'none'})"
+                "conflict",
+                f"give exactly one of synthetic, trace, jobs or file (got {', '.join(given) or 'none'})",
             )
         return self
 
@@ -382,7 +386,10 @@ class ClusterSpec(_Spec):
     ``count`` meaning the node / rack count), ``layout`` (``S``, ``M``, ``L`` of the synthetic scenarios,
     or pools written out), or ``file`` (an inventory or an importer's input, ``format`` as
     ``placer cluster``). ``running``: what to do with jobs the file says are running (``drop``: start
-    empty; ``keep``: they run until their ``expected_end`` and are never requeued)."""
+    empty; ``keep``: they run until their ``expected_end`` and are never requeued). ``slurm_jobs``: with a
+    Slurm node file, ``squeue --json`` or ``scontrol show job -d`` naming the jobs that run (a live
+    snapshot; ``placer place --running``); ``slurm_partitions``: ``scontrol show partition``, whose tiers
+    and preemption modes Slurm's jobs then get (``placer place --slurm-partitions``)."""
 
     name: str | None = None
     builders: list[dict[str, dict[str, Any]]] | None = None
@@ -391,6 +398,8 @@ class ClusterSpec(_Spec):
     format: str = "auto"
     pods: str | None = None
     running: Literal["drop", "keep"] = "drop"
+    slurm_jobs: str | None = None
+    slurm_partitions: str | None = None
 
     @model_validator(mode="after")
     def _one(self) -> ClusterSpec:
@@ -399,6 +408,8 @@ class ClusterSpec(_Spec):
             raise _bad(
                 "conflict", f"give exactly one of builders, layout or file (got {', '.join(given) or 'none'})"
             )
+        if self.file is None and (self.slurm_jobs or self.slurm_partitions):
+            raise _bad("conflict", "slurm_jobs and slurm_partitions go with a Slurm node file (file)")
         for i, entry in enumerate(self.builders or []):
             if len(entry) != 1:
                 raise _bad(

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from placer.scenarios.inputs.cluster import build
+from placer.scenarios.inputs.cluster import build, slurm_partitions_of
 from placer.scenarios.inputs.failures import NodeFailure, failures_of
 from placer.scenarios.inputs.reservations import reservations_of
 from placer.scenarios.inputs.workload import jobs_of
@@ -97,7 +97,8 @@ def prepare(spec: ScenarioSpec, base: Path | None, *, seed: int | None = None) -
     the solver. ``base``: the folder relative paths in the scenario start from."""
     seed = spec.seed if seed is None else seed
     cluster, background = build(spec.cluster, base)
-    jobs = jobs_of(spec.workload, spec.start, spec.horizon, seed=seed, base=base)
+    partitions = slurm_partitions_of(spec.cluster, base)
+    jobs = jobs_of(spec.workload, spec.start, spec.horizon, seed=seed, base=base, partitions=partitions)
     if not jobs and spec.workload.trace is not None:
         # A trace that yields nothing is a mistake (a wrong file, a `since` past its end): a run of nothing
         # would report 0 of everything as if it had measured something. An explicit `jobs: []` is a choice.

@@ -3,6 +3,8 @@
 Why three ways: a what-if study of "16 DGX and 8 spot L4 nodes" should be one line of YAML (builders), a
 study comparable with the solver benchmarks should reuse their layouts (``S``, ``M``, ``L``), and a study
 of one's own cluster should read its inventory or ``kubectl get nodes`` dump as ``placer cluster`` does.
+A live Slurm snapshot is a node file with ``slurm_jobs`` (``squeue --json``: the running jobs by id, with
+their end times) and ``running: keep``.
 
 Builder arguments are type-checked against the builder's own signature (``pydantic.validate_call``), so a
 wrong argument is reported as ``cluster.builders[0].dgx_h100.nodes_per_rack``, never as a traceback.
@@ -39,8 +41,17 @@ from placer.topology import (
     pcie_inference,
     tpu_pod,
 )
+from placer.topology.importers.slurm_job_text import is_show_job_text, show_job_running
+from placer.topology.importers.slurm_jobs import is_squeue_json, squeue_running, with_slurm_jobs
+from placer.topology.importers.slurm_partitions import (
+    SlurmPartition,
+    read_partitions_file,
+    with_partition_rules,
+)
+from placer.topology.inputs import read_input
+from placer.topology.safe_load import UnsafeDocument, load_json
 
-__all__ = ["BUILDERS", "build"]
+__all__ = ["BUILDERS", "build", "slurm_partitions_of"]
 
 #: Builders a scenario may name, from :mod:`placer.topology.presets`.
 BUILDERS: dict[str, Callable[..., Inventory]] = {
@@ -126,8 +137,52 @@ def _file(spec: ClusterSpec, base: Path | None) -> Cluster:
     path = resolve(spec.file, base)
     pods = resolve(spec.pods, base) if spec.pods else None
     try:
-        return load_cluster(path, spec.format, pods=pods)
+        cluster = load_cluster(path, spec.format, pods=pods)
     except OSError as e:
         raise fail("required", "cluster.file", f"cannot open {path}: {e.strerror or e}") from None
     except TopologyError as e:
         raise fail("malformed", "cluster.file", str(e)) from None
+    if spec.slurm_jobs is None:
+        return cluster
+    return _with_slurm_jobs(cluster, spec, base)
+
+
+def slurm_partitions_of(spec: ClusterSpec, base: Path | None) -> dict[str, SlurmPartition] | None:
+    """``cluster.slurm_partitions`` read (None when not given)."""
+    if spec.slurm_partitions is None:
+        return None
+    path = resolve(spec.slurm_partitions, base)
+    try:
+        return read_partitions_file(str(path))
+    except OSError as e:
+        raise fail("required", "cluster.slurm_partitions", f"cannot open {path}: {e.strerror or e}") from None
+    except TopologyError as e:
+        raise fail("malformed", "cluster.slurm_partitions", str(e)) from None
+
+
+def _with_slurm_jobs(cluster: Cluster, spec: ClusterSpec, base: Path | None) -> Cluster:
+    """The Slurm cluster with the jobs ``cluster.slurm_jobs`` names running by their ids (a live
+    snapshot), with their partitions' rules when ``cluster.slurm_partitions`` is given."""
+    assert spec.slurm_jobs is not None
+    path = resolve(spec.slurm_jobs, base)
+    try:
+        text = read_input(str(path)).decode("utf-8-sig")
+        if is_show_job_text(text):
+            jobs = show_job_running(text, source=str(path))
+        else:
+            doc = load_json(text)
+            if not is_squeue_json(doc):
+                raise fail(
+                    "format", "cluster.slurm_jobs", f"{path} is neither squeue --json nor scontrol show job"
+                )
+            jobs = squeue_running(doc, source=str(path))
+        partitions = slurm_partitions_of(spec, base)
+        if partitions is not None:
+            jobs = with_partition_rules(jobs, partitions, source=str(path))
+        return with_slurm_jobs(cluster, jobs)
+    except OSError as e:
+        raise fail("required", "cluster.slurm_jobs", f"cannot open {path}: {e.strerror or e}") from None
+    except (UnsafeDocument, ValueError) as e:
+        raise fail("malformed", "cluster.slurm_jobs", f"{path}: {e}") from None
+    except TopologyError as e:
+        raise fail("malformed", "cluster.slurm_jobs", str(e)) from None

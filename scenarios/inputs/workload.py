@@ -36,21 +36,57 @@ from placer.scenarios.load import ScenarioError, fail, resolve
 from placer.scenarios.spec import TraceWorkload, WorkloadSpec
 from placer.scenarios.units import parse_duration
 from placer.solver.jobs.errors import Issue
-from placer.solver.jobs.load import check_batch, read_object
+from placer.solver.jobs.formats.slurm import with_partition_tiers
+from placer.solver.jobs.load import check_batch, read_file, read_object
 from placer.solver.jobs.model import Job, ReadResult
+from placer.topology.importers.slurm_partitions import SlurmPartition
 
 __all__ = ["TRACE_LOADERS", "jobs_of"]
 
 
-def jobs_of(w: WorkloadSpec, start: datetime, horizon_s: float, *, seed: int, base: Path | None) -> list[Job]:
-    """Every job of the workload, sorted by ``(submit_time, id)``; :class:`ScenarioError` for bad ones."""
+def jobs_of(
+    w: WorkloadSpec,
+    start: datetime,
+    horizon_s: float,
+    *,
+    seed: int,
+    base: Path | None,
+    partitions: dict[str, SlurmPartition] | None = None,
+) -> list[Job]:
+    """Every job of the workload, sorted by ``(submit_time, id)``; :class:`ScenarioError` for bad ones.
+    ``partitions``: Slurm's partitions (``cluster.slurm_partitions``), whose tiers pending Slurm jobs of
+    ``file`` take."""
     if w.synthetic is not None:
         jobs = generate(w.synthetic, start, horizon_s, seed=seed)
     elif w.trace is not None:
         jobs = _trace(w.trace, start, start + timedelta(seconds=horizon_s), base)
+    elif w.file is not None:
+        jobs = _file(w.file, start, base, partitions)
     else:
         jobs = _explicit(w.jobs or [], start)
     return sorted(jobs, key=lambda j: (j.submit_time or start, j.id))
+
+
+def _file(
+    name: str, start: datetime, base: Path | None, partitions: dict[str, SlurmPartition] | None
+) -> list[Job]:
+    """Every job of a job file (any format ``placer place --jobs`` reads), submitted at the start."""
+    path = resolve(name, base)
+    try:
+        results = read_file(str(path))
+    except OSError as e:
+        raise fail("required", "workload.file", f"cannot open {path}: {e.strerror or e}") from None
+    if partitions is not None:
+        results = with_partition_tiers(results, partitions)
+    results = check_batch(results)
+    bad = [
+        Issue(code=e.code, path=f"workload.file: {e.path}", message=e.message)
+        for r in results
+        for e in r.errors
+    ]
+    if bad:
+        raise ScenarioError(bad)
+    return [r.job.model_copy(update={"submit_time": start}) for r in results if r.job is not None]
 
 
 def _explicit(items: list[dict[str, Any]], start: datetime) -> list[Job]:

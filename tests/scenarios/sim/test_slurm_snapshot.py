@@ -1,0 +1,69 @@
+"""``placer simulate`` from a live Slurm snapshot: the node file (``sinfo --json``), the running jobs by
+their Slurm ids (``cluster.slurm_jobs``: ``squeue --json``, with ``running: keep``) and the pending ones
+as the workload (``workload.file``: the same ``squeue --json``), optionally Slurm's partitions.
+
+The snapshot is what a live Slurm 22.05 printed (``tests/topology/live_slurm.py``): on gpu01, job a holds 2
+H100 until 02:24:36 and b 3 until 03:54:36 (UTC); f (pending, no time limit) asks all 8 H100 of gpu01 and
+a core (gpu01 has 2 cores, a and b hold one each). So f can start only when both have ended."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.scenarios.sim.conftest import simulate_text
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
+
+
+def _scenario(tmp_path: Path, extra: str = "", scavenger: bool = False) -> str:
+    doc = json.loads((REAL / "squeue-22.05.json").read_text())
+    if scavenger:
+        for j in doc["jobs"]:
+            if j["name"] in ("a", "b"):
+                j["partition"] = "scavenger"
+    (tmp_path / "squeue.json").write_text(json.dumps(doc))
+    return f"""
+name: slurm-snapshot
+start: 2026-11-27T01:55:00Z
+horizon: 3h
+interval: 5m
+policy: {{engine: greedy, plan: false}}
+cluster:
+  file: {REAL / "sinfo-squeue-pair-22.05.json"}
+  slurm_jobs: {tmp_path / "squeue.json"}
+  running: keep
+{extra}workload:
+  file: {tmp_path / "squeue.json"}
+"""
+
+
+def test_the_pending_slurm_job_starts_when_the_slurm_jobs_holding_its_node_end(tmp_path: Path) -> None:
+    run = simulate_text(_scenario(tmp_path))
+    f = run.job("5")
+    # b ends at 03:54:36, 1 h 59 min 36 s after the start: the next interval is 2 h (7,200 s)
+    assert f["wait_s"] == pytest.approx(7200)  # submitted at the start
+    # The running Slurm jobs are there by their ids: a, b, d end at their time limits; c has none
+    states = dict(zip(run.result.jobs["job"], run.result.jobs["state"], strict=True))
+    assert states == {"1": "done", "2": "done", "3": "running", "4": "done", "5": "running"}
+
+
+def test_with_partitions_the_scavenger_jobs_are_evicted_at_once(tmp_path: Path) -> None:
+    parts = f"  slurm_partitions: {REAL / 'show-partition-22.05.txt'}\n"
+    run = simulate_text(_scenario(tmp_path, parts, scavenger=True))
+    # decided at the start; it starts once the victims have had scavenger's GraceTime (1 s)
+    assert run.job("5")["wait_s"] == pytest.approx(1)
+    (first,) = [d for t, d in run.decisions.items() if t == 0]
+    assert sorted(e.job for e in first.preemptions) == ["1", "2"]
+
+
+def test_a_snapshot_file_that_is_not_slurms_is_named(tmp_path: Path) -> None:
+    from placer.scenarios.load import ScenarioError
+
+    text = _scenario(tmp_path)
+    (tmp_path / "squeue.json").write_text("[]")
+    with pytest.raises(ScenarioError) as e:
+        simulate_text(text)
+    assert "cluster.slurm_jobs" in str(e.value)
