@@ -237,15 +237,22 @@ def _targets(problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepa
     if learned is not None and policy.target_workload is None:
         assert prepared is not None
         batch = batch_shapes(problem.plans, problem.candidates)
-        made = learned.in_force(batch) or target_workload(
-            problem.plans,
-            problem.candidates,
-            len(problem.snap.nodes),
-            learned=learned,
-            gpu_count=problem.arrays.cap_gpus,
-            batch=batch,
+        made = learned.in_force(batch)
+        reaffirmed = False
+        if made is None:
+            fresh = target_workload(
+                problem.plans,
+                problem.candidates,
+                len(problem.snap.nodes),
+                learned=learned,
+                gpu_count=problem.arrays.cap_gpus,
+                batch=batch,
+            )
+            made = learned.settled(fresh)
+            reaffirmed = made is not fresh
+        prepared.learned = learned.seen(
+            problem.plans, problem.candidates, batch=batch, target=made, reaffirmed=reaffirmed
         )
-        prepared.learned = learned.seen(problem.plans, problem.candidates, batch=batch, target=made)
         return made if made.size else None
     if learned is not None:  # a session has now seen these arrive
         assert prepared is not None

@@ -34,6 +34,7 @@ __all__ = [
     "Shape",
     "Targets",
     "batch_shapes",
+    "drift",
     "fragmentation",
     "fragmentation_after_share",
     "quantized",
@@ -197,8 +198,11 @@ class Learned:
     #: The target in force is made again when the replicas seen since it was made reach this share of all
     #: replicas seen so far (so about 16 targets per doubling of what was seen) ...
     REFRESH_SHARE = 1 / 16
-    #: ... and at least this many (the first arrivals change the profile most).
+    #: ... and at least this many (the first arrivals change the profile most). When it is due, the new
+    #: target replaces the one in force only if it moved by more than ``DRIFT`` (:func:`drift`: the share
+    #: of probability that moved); else the one in force is re-affirmed and every cached measure stays.
     REFRESH_MIN = 16.0
+    DRIFT = 0.02
 
     weights: dict[tuple[float, int, int, bytes], float]
     masks: dict[bytes, np.ndarray]
@@ -221,6 +225,13 @@ class Learned:
             return None
         return t
 
+    def settled(self, fresh: Targets) -> Targets:
+        """``fresh`` (a target made now, when :meth:`in_force` said one is due), or the target in force
+        when ``fresh`` is within :attr:`DRIFT` of it: a target that barely moved keeps every cached
+        measure (pass it to :meth:`seen` with ``reaffirmed=True``)."""
+        old = self.target
+        return old if old is not None and drift(old, fresh) <= self.DRIFT else fresh
+
     def seen(
         self,
         plans: list[JobPlan],
@@ -228,10 +239,13 @@ class Learned:
         *,
         batch: BatchShapes | None = None,
         target: Targets | None = None,
+        reaffirmed: bool = False,
     ) -> Learned:
         """The profile after the batch's arrivals (a new object; this one is unchanged). ``target``: the
         target the batch was decided against (the one in force, or a new one made from this profile and
-        the batch); ``batch``: :func:`batch_shapes` of the batch, when the caller has it."""
+        the batch); ``reaffirmed``: the one in force, kept by :meth:`settled` when a new one was due
+        (it then counts as made now); ``batch``: :func:`batch_shapes` of the batch, when the caller has
+        it."""
         weight, masks = batch if batch is not None else batch_shapes(plans, candidates)
         replicas = sum(weight.values())
         keep = 0.5 ** (replicas / self.HALF_LIFE)
@@ -241,11 +255,36 @@ class Learned:
         known = {**self.masks, **masks}
         # The masks of shapes forgotten go too.
         after = Learned(out, {k[3]: known[k[3]] for k in out}, total=self.total + replicas)
-        if target is not None and target is self.target:
+        if target is not None and target is self.target and not reaffirmed:
             after.target, after.known, after.since = target, self.known, self.since + replicas
-        elif target is not None:  # made for this batch, from this profile and the batch
+        elif target is not None:  # made (or re-affirmed) for this batch, from this profile and the batch
             after.target, after.known = target, frozenset(self.weights) | frozenset(weight)
         return after
+
+
+def drift(a: Targets, b: Targets) -> float:
+    """The share of probability that moved between two target workloads: half the summed absolute
+    difference of their shapes' probabilities (total variation), a shape being its CPU, milli, GPU count
+    and the nodes it may use; a shape only one of them has counts in full.
+
+    >>> ones = np.ones((2, 1), dtype=bool)
+    >>> a = Targets(p=np.array([1.0]), cpu=np.array([4.0]), milli=np.array([1000]), num=np.array([1]),
+    ...             access=ones)
+    >>> b = Targets(p=np.array([0.9, 0.1]), cpu=np.array([4.0, 8.0]), milli=np.array([1000, 0]),
+    ...             num=np.array([1, 0]), access=np.ones((2, 2), dtype=bool))
+    >>> round(drift(a, b), 6), drift(a, a)
+    (0.1, 0.0)
+    """
+
+    def keyed(t: Targets) -> dict[tuple[float, int, int, bytes], float]:
+        cols = np.packbits(t.access, axis=0)
+        return {
+            (float(t.cpu[m]), int(t.milli[m]), int(t.num[m]), cols[:, m].tobytes()): float(t.p[m])
+            for m in range(t.size)
+        }
+
+    pa, pb = keyed(a), keyed(b)
+    return 0.5 * sum(abs(pa.get(k, 0.0) - pb.get(k, 0.0)) for k in pa.keys() | pb.keys())
 
 
 def shape_of(cpu: float, gpus: int, milli: int) -> Shape:

@@ -9,12 +9,14 @@ enough to be among the kept ones).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from placer.solver.objective.fragmentation import (
     Learned,
     Targets,
+    drift,
     fragmentation,
     fragmentation_after_share,
 )
@@ -88,22 +90,38 @@ def _batch(*shapes: tuple[float, int, int], replicas: float = 1.0) -> tuple[dict
 def _made(learned: Learned, batch: tuple[dict, dict]) -> tuple[Targets, Learned]:  # type: ignore[type-arg]
     from placer.solver.objective.fragmentation import target_workload
 
-    target = learned.in_force(batch) or target_workload([], {}, 2, learned=learned, batch=batch)
-    return target, learned.seen([], {}, batch=batch, target=target)
+    target = learned.in_force(batch)
+    if target is not None:
+        return target, learned.seen([], {}, batch=batch, target=target)
+    fresh = target_workload([], {}, 2, learned=learned, batch=batch)
+    target = learned.settled(fresh)
+    return target, learned.seen([], {}, batch=batch, target=target, reaffirmed=target is not fresh)
 
 
 def test_the_target_in_force_stays_for_known_shapes_until_a_sixteenth_more_is_seen() -> None:
     learned = Learned({}, {})
-    first, learned = _made(learned, _batch((4.0, 1000, 1), replicas=100.0))
-    assert learned.total == 100.0 and learned.since == 0.0
-    # The same shape again: the target in force stands while fewer than 100 / 16 = 6.25 more (and fewer
-    # than REFRESH_MIN = 16) were seen since; at 16 a new one is made.
+    first, learned = _made(learned, _batch((4.0, 1000, 1), replicas=90.0))
+    _, learned = _made(learned, _batch((1.0, 500, 1), replicas=10.0))  # a known-size share: 10 %
+    assert learned.total == 100.0
+    first = learned.target
+    assert first is not None and first.size == 2
+    # The 4-CPU shape again: the target in force stands while fewer than 100 / 16 = 6.25 more (and fewer
+    # than REFRESH_MIN = 16) were seen since; at 16 one is due.
     for k in range(16):
         target, learned = _made(learned, _batch((4.0, 1000, 1)))
         assert target is first, k
+    # Due: the profile is now 106 : 10 against 90 : 10 when it was made; the share's probability went
+    # from 10/100 to 10/116, 1.4 points moved, within DRIFT (2 points): the target is re-affirmed, so
+    # every measure cached against it stays, and it counts as made now.
+    assert Learned.DRIFT == 0.02
     target, learned = _made(learned, _batch((4.0, 1000, 1)))
+    assert target is first and learned.since == 0.0
+    # Due again after 16 more: with the 17th, the share is at 10/134, 2.5 points from 10 %: a new target
+    for _ in range(17):
+        target, learned = _made(learned, _batch((4.0, 1000, 1)))
     assert target is not first
-    assert learned.since == 0.0
+    assert drift(first, target) > Learned.DRIFT
+    assert sorted(target.p.tolist()) == pytest.approx([10 / 134, 124 / 134], rel=0.02)
 
 
 def test_a_new_shape_makes_a_new_target_only_when_heavy_enough_to_be_kept() -> None:
