@@ -218,7 +218,7 @@ def _place_node_units(
             claim = None
             cost = (
                 None
-                if state.pricing is None or state.scorer is not None
+                if state.pricing is None or state.scorer is not None or not state.pricing.nodes_priced
                 else state.pricing.node_costs(unit.need, unit.exclusive)
             )
             frag = None if state.scorer is not None else _frag(state, arrays, unit, plan.nvlink)

@@ -77,6 +77,12 @@ class Pricing:
         return sum(self.replica(r) for r in reps)
 
     # -- vectorized, per node (node choice, estimates) -----------------------------------------------------
+    @property
+    def nodes_priced(self) -> bool:
+        """Whether any node has a price: when none does, every node costs the same (nothing) and the
+        dollar key cannot tell nodes apart, so node choice skips it."""
+        return bool(self._node_hour().any())
+
     def _node_hour(self) -> np.ndarray:
         """Per node: its price per hour, GPU count and cores (computed once per decision)."""
         if self._hour is None:
