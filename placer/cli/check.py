@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from placer.cli.inputs import (
         InputError,
         cluster_arg,
+        in_slurm_cores,
         jobs_arg,
         prices_arg,
         read_options_arg,
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             detail = _pydantic_lines(e) if isinstance(e, ValidationError) else str(e)
             return _fail(f"decision {args.decision} is not a valid decision: {detail}")
         partitions = slurm_partitions_arg(args.slurm_partitions)
-        results = with_partition_tiers_arg(results, partitions)
+        results = in_slurm_cores(with_partition_tiers_arg(results, partitions), cluster)
         cluster = with_running_arg(cluster, args.running, partitions)
         declared: list[object] = [*args.reservation, *(reservations_arg(args.reservations, cluster) or [])]
         prices = prices_arg(args.prices)

@@ -230,6 +230,15 @@ def slurm_partitions_arg(path: str | None) -> dict[str, Any] | None:
     return _read("slurm partitions", path, lambda: read_partitions_file(path))
 
 
+def in_slurm_cores(results: list[Any], cluster: Cluster) -> list[Any]:
+    """The read jobs with Slurm's pending jobs' CPUs counted as cores of the cluster's nodes (where a
+    Slurm node's CPUs are hardware threads; :func:`placer.solver.jobs.formats.slurm.with_cores`)."""
+    from placer.solver.jobs.formats.slurm import with_cores
+    from placer.topology.importers.slurm import fewest_cpus_per_core
+
+    return with_cores(results, fewest_cpus_per_core(cluster.nodes))
+
+
 def with_partition_tiers_arg(results: list[Any], partitions: dict[str, Any] | None) -> list[Any]:
     """The read jobs with Slurm's pending jobs ranked by their partitions' tiers (when given)."""
     if partitions is None:

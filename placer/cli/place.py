@@ -180,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
     from placer.cli.inputs import (
         InputError,
         cluster_arg,
+        in_slurm_cores,
         jobs_arg,
         prices_arg,
         read_options_arg,
@@ -209,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         if unreadable:  # a whole document failed: it names no job that could be answered in the decision
             return _bad_content("; ".join(f"{r.source}: {shown(list(r.errors))}" for r in unreadable))
         partitions = slurm_partitions_arg(args.slurm_partitions)
-        results = with_partition_tiers_arg(results, partitions)
+        results = in_slurm_cores(with_partition_tiers_arg(results, partitions), cluster)
         cluster = with_running_arg(cluster, args.running, partitions)
         reservations = reservations_arg(args.reservations, cluster)
         prices = prices_arg(args.prices)

@@ -38,6 +38,7 @@ from placer.solver.policy import Policy, engine_fields
 from placer.solver.prices import PriceCatalog, load_prices, load_prices_file
 from placer.solver.reservations import Reservation
 from placer.topology import Cluster, RunningJob
+from placer.topology.importers.slurm import fewest_cpus_per_core
 
 __all__ = ["NodeFailure", "SimInputs", "policy_of", "prepare", "prices_of"]
 
@@ -98,7 +99,15 @@ def prepare(spec: ScenarioSpec, base: Path | None, *, seed: int | None = None) -
     seed = spec.seed if seed is None else seed
     cluster, background = build(spec.cluster, base)
     partitions = slurm_partitions_of(spec.cluster, base)
-    jobs = jobs_of(spec.workload, spec.start, spec.horizon, seed=seed, base=base, partitions=partitions)
+    jobs = jobs_of(
+        spec.workload,
+        spec.start,
+        spec.horizon,
+        seed=seed,
+        base=base,
+        partitions=partitions,
+        cpus_per_core=fewest_cpus_per_core(cluster.nodes),
+    )
     if not jobs and spec.workload.trace is not None:
         # A trace that yields nothing is a mistake (a wrong file, a `since` past its end): a run of nothing
         # would report 0 of everything as if it had measured something. An explicit `jobs: []` is a choice.

@@ -24,9 +24,10 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["LiveSlurm", "available", "start"]
+__all__ = ["LiveSlurm", "available", "running", "start", "start_smt"]
 
 BINARIES = ("slurmctld", "slurmd", "scontrol", "sbatch", "munged", "munge")
 #: Node name -> (slurmd port, Gres, gres.conf line or "").
@@ -46,8 +47,8 @@ TOPOLOGY = (
 #: Partition -> its settings: ``gpu`` (the default) outranks ``scavenger``, whose jobs Slurm's
 #: ``preempt/partition_prio`` may requeue after a 1-second grace time; ``gpu``'s jobs are never preempted.
 PARTITIONS = {
-    "gpu": "Default=YES MaxTime=INFINITE PriorityTier=10 PreemptMode=OFF",
-    "scavenger": "MaxTime=INFINITE PriorityTier=1 PreemptMode=REQUEUE GraceTime=1",
+    "gpu": "Nodes=gpu[01-04],cpu01 Default=YES MaxTime=INFINITE PriorityTier=10 PreemptMode=OFF",
+    "scavenger": "Nodes=gpu[01-04],cpu01 MaxTime=INFINITE PriorityTier=1 PreemptMode=REQUEUE GraceTime=1",
 }
 #: (name, node, --gres, --time in minutes or None for unlimited).
 JOBS = [
@@ -106,6 +107,21 @@ class LiveSlurm:
             _kill(self.munged)
 
 
+def running(root: Path, starter: Callable[[Path], LiveSlurm]) -> Iterator[LiveSlurm]:
+    """A pytest fixture's body: ``starter(root)``, yielded, stopped afterwards; fails (never skips) where
+    a live Slurm cannot start."""
+    import pytest
+
+    why = available()
+    if why is not None:
+        pytest.fail(f"a live Slurm cannot start here: {why}; .ci/run installs it (Debian packages)")
+    s = starter(root)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
 def _kill(pid: int) -> None:
     try:
         os.kill(pid, 15)
@@ -122,7 +138,15 @@ def _kill(pid: int) -> None:
         os.kill(pid, 9)
 
 
-def _conf(root: Path, host: str) -> str:
+def _conf(
+    root: Path,
+    host: str,
+    nodes: dict[str, tuple[int, str, str]] | None = None,
+    partitions: dict[str, str] | None = None,
+    cpus: str = "CPUs=2 Sockets=1 CoresPerSocket=2 ThreadsPerCore=1",
+) -> str:
+    nodes = NODES if nodes is None else nodes
+    partitions = PARTITIONS if partitions is None else partitions
     lines = f"""ClusterName=placer
 SlurmctldHost={host}
 SlurmUser=root
@@ -155,37 +179,34 @@ SlurmdTimeout=30
 InactiveLimit=0
 MinJobAge=300
 KillWait=5
-TopologyPlugin=topology/tree
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 """.splitlines()
-    for name, (port, gres, _) in NODES.items():
+    for name, (port, gres, _) in nodes.items():
         g = f" Gres={gres}" if gres else ""
-        lines.append(
-            f"NodeName={name} NodeHostname={host} Port={port} CPUs=2 Sockets=1 CoresPerSocket=2 "
-            f"ThreadsPerCore=1 RealMemory=4000{g}"
-        )
-    lines += [f"PartitionName={p} Nodes=gpu[01-04],cpu01 {rest} State=UP" for p, rest in PARTITIONS.items()]
+        lines.append(f"NodeName={name} NodeHostname={host} Port={port} {cpus} RealMemory=4000{g}")
+    lines += [f"PartitionName={p} {rest} State=UP" for p, rest in partitions.items()]
     return "\n".join(lines) + "\n"
 
 
-def start(root: Path) -> LiveSlurm:
-    """Start Slurm under ``root``, put the jobs of the module docstring on it, drain and down nodes, and
-    capture ``scontrol show node`` (plain and ``-d``), ``sinfo --json`` and ``squeue --json`` into
-    ``LiveSlurm.out``. On any
-    failure it stops what it started before raising."""
+def _boot(
+    root: Path, nodes: dict[str, tuple[int, str, str]], conf: str, topology: str | None = None
+) -> LiveSlurm:
+    """Write ``conf`` (and ``topology``) under ``root``, start munged if needed, slurmctld and one slurmd
+    per node of ``nodes``, and wait until every node has registered. On failure it stops what it
+    started before raising."""
     s = LiveSlurm(root)
-    host = socket.gethostname().split(".")[0]
-    for d in ("etc", "state", "run", "log", "dev", *(f"spool/{n}" for n in NODES)):
+    for d in ("etc", "state", "run", "log", "dev", *(f"spool/{n}" for n in nodes)):
         (root / d).mkdir(parents=True, exist_ok=True)
     for i in range(8):
         os.mknod(root / "dev" / f"nvidia{i}", 0o666 | 0o020000, os.makedev(195, i))
-    (root / "etc" / "slurm.conf").write_text(_conf(root, host))
+    (root / "etc" / "slurm.conf").write_text(conf)
     gres = ["AutoDetect=off"] + [
-        f"NodeName={n} " + line.format(dev=root / "dev") for n, (_, _, line) in NODES.items() if line
+        f"NodeName={n} " + line.format(dev=root / "dev") for n, (_, _, line) in nodes.items() if line
     ]
     (root / "etc" / "gres.conf").write_text("\n".join(gres) + "\n")
-    (root / "etc" / "topology.conf").write_text(TOPOLOGY)
+    if topology is not None:
+        (root / "etc" / "topology.conf").write_text(topology)
     try:
         if subprocess.run(["munge", "-n"], capture_output=True).returncode != 0:
             for d in ("/run/munge", "/var/log/munge", "/var/lib/munge"):
@@ -201,7 +222,7 @@ def start(root: Path) -> LiveSlurm:
             s.wait("munge", lambda: subprocess.run(["munge", "-n"], capture_output=True).returncode == 0, 10)
         s.run("slurmctld", "-f", s.env["SLURM_CONF"], "-c", "-i")
         s.wait("slurmctld", lambda: "UP" in s.run("scontrol", "ping", check=False))
-        for n in NODES:
+        for n in nodes:
             s.run("slurmd", "-f", s.env["SLURM_CONF"], "-N", n)
 
         def registered() -> bool:
@@ -209,6 +230,19 @@ def start(root: Path) -> LiveSlurm:
             return bool(states) and not any("unk" in x or "*" in x for x in states)
 
         s.wait("nodes registered", registered)
+    except BaseException:
+        s.stop()
+        raise
+    return s
+
+
+def start(root: Path) -> LiveSlurm:
+    """Start Slurm under ``root``, put the jobs of the module docstring on it, drain and down nodes, and
+    capture ``scontrol show node`` (plain and ``-d``), ``sinfo --json`` and ``squeue --json`` into
+    ``LiveSlurm.out``. On any failure it stops what it started before raising."""
+    host = socket.gethostname().split(".")[0]
+    s = _boot(root, NODES, _conf(root, host) + "TopologyPlugin=topology/tree\n", TOPOLOGY)
+    try:
         # No slurm-<id>.out in the caller's directory; one core each; the job just sleeps.
         quiet = ("-Q", "-o", "/dev/null", "-D", str(root), "-c", "1", "--wrap", "sleep 600")
         for name, node, gres, minutes in JOBS:
@@ -227,6 +261,36 @@ def start(root: Path) -> LiveSlurm:
         s.out["show-topology"] = s.run("scontrol", "show", "topology")
         s.out["show-job-d"] = s.run("scontrol", "show", "job", "-d")
         s.out["show-partition"] = s.run("scontrol", "show", "partition")
+    except BaseException:
+        s.stop()
+        raise
+    return s
+
+
+#: A node whose CPUs are hardware threads: 1 socket x 2 cores x 2 threads = 4 CPUs (slurm.conf's word
+#: taken over the host's, ``SlurmdParameters=config_overrides``), alone in partition ``smt``.
+SMT_NODES = {"smt01": (17021, "", "")}
+SMT_CPUS = "CPUs=4 Sockets=1 CoresPerSocket=2 ThreadsPerCore=2"
+
+
+def start_smt(root: Path) -> LiveSlurm:
+    """A second throw-away Slurm (run after the first has stopped: same ports) with the one node of
+    :data:`SMT_NODES`. Job ``e`` asks 1 CPU and runs: Slurm allocates whole cores (``CR_Core_Memory``), so
+    it holds one core, 2 CPUs. Job ``g`` asks 3 CPUs (2 cores) and waits: one core is left. Captures
+    ``sinfo --json``, ``squeue --json``, ``scontrol show node -d`` and ``scontrol show job -d``."""
+    host = socket.gethostname().split(".")[0]
+    conf = _conf(root, host, SMT_NODES, {"smt": "Nodes=smt01 Default=YES MaxTime=INFINITE"}, SMT_CPUS)
+    conf += "SlurmdParameters=config_overrides\n"
+    s = _boot(root, SMT_NODES, conf)
+    try:
+        quiet = ("-Q", "-o", "/dev/null", "-D", str(root), "--wrap", "sleep 600")
+        s.run("sbatch", "-J", "e", "-c", "1", *quiet)
+        s.wait("e running", lambda: "RUNNING" in s.run("squeue", "-h", "-o", "%T"))
+        s.run("sbatch", "-J", "g", "-c", "3", *quiet)
+        s.out["show-node-d"] = s.run("scontrol", "show", "node", "-d")
+        s.out["sinfo-json"] = s.run("sinfo", "--json")
+        s.out["squeue-json"] = s.run("squeue", "--json")
+        s.out["show-job-d"] = s.run("scontrol", "show", "job", "-d")
     except BaseException:
         s.stop()
         raise

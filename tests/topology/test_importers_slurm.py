@@ -39,8 +39,10 @@ def test_sample_counts(sample: Inventory) -> None:
     # h100: 2 nodes x 8; a100: 2 x 4; t4: 1 x 2
     assert by_type == {"nvidia-h100": 16, "nvidia-a100": 8, "nvidia-t4": 2}
     h = nodes["gpu-h100-01"]
-    # CPUTot 224; RealMemory 2064384 MB / 1024 = 2016 GB; TmpDisk 3584000 MB / 1024 = 3500 GB
-    assert (h.cpu_cores, h.memory_gb, h.storage_gb) == (224, 2016, 3500)
+    # CPUTot 224 = Sockets 2 x CoresPerSocket 56 x ThreadsPerCore 2: Slurm's CPUs are threads, 112 cores;
+    # RealMemory 2064384 MB / 1024 = 2016 GB; TmpDisk 3584000 MB / 1024 = 3500 GB
+    assert (h.cpu_cores, h.memory_gb, h.storage_gb) == (112, 2016, 3500)
+    assert h.labels["slurm_cpus_per_core"] == "2"
     assert nodes["gpu-a100-01"].memory_gb == 1007  # 1031168 / 1024
 
 
@@ -84,10 +86,10 @@ def test_sample_allocations(sample: Inventory) -> None:
     # only the MIXED and ALLOCATED nodes have AllocTRES
     assert sorted(jobs) == ["slurm-alloc-gpu-a100-01", "slurm-alloc-gpu-h100-01"]
     (r,) = jobs["slurm-alloc-gpu-h100-01"].replicas
-    # AllocTRES=cpu=64,mem=512G,gres/gpu=4; GresUsed IDX:0-3
-    assert (r.node, r.cpu_cores, r.memory_gb, r.gpus) == ("gpu-h100-01", 64, 512, [0, 1, 2, 3])
+    # AllocTRES=cpu=64,mem=512G,gres/gpu=4 (64 threads: 32 cores); GresUsed IDX:0-3
+    assert (r.node, r.cpu_cores, r.memory_gb, r.gpus) == ("gpu-h100-01", 32, 512, [0, 1, 2, 3])
     (r,) = jobs["slurm-alloc-gpu-a100-01"].replicas
-    assert (r.cpu_cores, r.memory_gb, r.gpus) == (128, 900, [0, 1, 2, 3])
+    assert (r.cpu_cores, r.memory_gb, r.gpus) == (64, 900, [0, 1, 2, 3])  # all 128 CPUs: 64 cores
     assert jobs["slurm-alloc-gpu-a100-01"].priority_class == "on-demand"
 
 

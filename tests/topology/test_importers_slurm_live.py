@@ -28,7 +28,7 @@ from placer.topology.importers.slurm_job_text import show_job_running
 from placer.topology.importers.slurm_jobs import squeue_running, with_slurm_jobs
 from placer.topology.importers.slurm_topology import parse_slurm_topology
 from placer.topology.load import inventory_from_input
-from tests.topology.live_slurm import JOBS, TOPOLOGY, LiveSlurm, available, start
+from tests.topology.live_slurm import JOBS, TOPOLOGY, LiveSlurm, running, start
 
 #: Free GPUs per node by the module docstring's arithmetic, and which GPU indices are held.
 FREE = {"gpu01": 3, "gpu02": 4, "gpu03": 0, "gpu04": 8}
@@ -37,14 +37,7 @@ HELD = {"gpu01": 5, "gpu02": 4, "gpu03": 4, "gpu04": 0}
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSlurm]:
-    why = available()
-    if why is not None:
-        pytest.fail(f"a live Slurm cannot start here: {why}; .ci/run installs it (Debian packages)")
-    s = start(Path(tmp_path_factory.mktemp("slurm")))
-    try:
-        yield s
-    finally:
-        s.stop()
+    yield from running(Path(tmp_path_factory.mktemp("slurm")), start)
 
 
 def _free(inv_input: object, source: str) -> dict[str, int]:

@@ -9,7 +9,10 @@ one line per node) is the one description every Slurm site can produce. Mapping 
   line) runs to the end of the line or to a ``Comment=``/``Extra=`` after it, the others until the next
   known ``Key=`` or the end of the line. Any other
   stray text is a problem, not ignored.
-* ``CPUTot`` -> cores, ``RealMemory``/``TmpDisk`` (MB, i.e. MiB) -> GB of 2**30 bytes.
+* ``CPUTot`` -> cores: Slurm's CPUs are hardware threads when ``CPUTot`` is ``Boards x Sockets x
+  CoresPerSocket x ThreadsPerCore`` (then ``ThreadsPerCore`` of them make a core, label
+  ``slurm_cpus_per_core``), cores otherwise; allocated CPUs become the cores that hold them, rounded up
+  (Slurm allocates whole cores). ``RealMemory``/``TmpDisk`` (MB, i.e. MiB) -> GB of 2**30 bytes.
 * ``Gres`` -> GPUs: ``gpu:h100:8(S:0-1)``, ``gpu:8`` (type unknown: ``unknown-gpu``), ``gpu:h100``
   (count 1); non-GPU gres (``shard``, ``mps``, ``nic``...) stay as labels ``gres/<name>``. A node listing
   two GPU types (``gpu:a100:4(S:0),gpu:t4:2``) is parsed, but is reported as a problem: an inventory node
@@ -38,7 +41,9 @@ one line per node) is the one description every Slurm site can produce. Mapping 
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +52,7 @@ from placer.topology.importers.slurm_json import is_slurm_json, json_records
 from placer.topology.inventory import InnerVertex, Inventory, NodeSpec, RunningJob
 
 __all__ = [
+    "CPUS_PER_CORE",
     "FORMAT",
     "KNOWN_KEYS",
     "NEUTRAL",
@@ -54,6 +60,9 @@ __all__ = [
     "NOT_SCHEDULABLE",
     "SPACE_KEYS",
     "Gres",
+    "cpus_per_core",
+    "fewest_cpus_per_core",
+    "node_cpus_per_core",
     "parse_gres",
     "parse_index_list",
     "parse_memory_mb",
@@ -446,6 +455,35 @@ def _int(record: dict[str, str], key: str, item: str, problems: Problems, defaul
     return int(text)
 
 
+def cpus_per_core(cpus: int, sockets: int, cores_per_socket: int, threads: int) -> int:
+    """How many of Slurm's CPUs make one core of a node: ``ThreadsPerCore`` when ``CPUTot`` counts
+    hardware threads (``Sockets x CoresPerSocket x ThreadsPerCore``; ``Sockets`` is the node's total),
+    else 1 (``CPUTot`` counts cores; Slurm then allocates a core as one CPU).
+
+    >>> cpus_per_core(224, 2, 56, 2), cpus_per_core(112, 2, 56, 2), cpus_per_core(64, 0, 0, 1)
+    (2, 1, 1)
+    """
+    if threads > 1 and sockets > 0 and cores_per_socket > 0 and cpus == sockets * cores_per_socket * threads:
+        return threads
+    return 1
+
+
+#: Node label: how many Slurm CPUs make one core (only where more than one, :func:`cpus_per_core`).
+CPUS_PER_CORE = "slurm_cpus_per_core"
+
+
+def node_cpus_per_core(labels: Mapping[str, str]) -> int:
+    """A node's :data:`CPUS_PER_CORE` label (1 without it)."""
+    value = labels.get(CPUS_PER_CORE, "1")
+    return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+def fewest_cpus_per_core(nodes: Iterable[Any]) -> int:
+    """The smallest :func:`node_cpus_per_core` of ``nodes`` (anything with ``labels``; 1 for none): what a
+    pending Slurm job's CPUs are divided by to count cores (never fewer cores than Slurm would give)."""
+    return min((node_cpus_per_core(n.labels) for n in nodes), default=1)
+
+
 def _node(
     record: dict[str, str], name: str, item: str, problems: Problems
 ) -> tuple[NodeSpec, RunningJob | None] | None:
@@ -483,6 +521,9 @@ def _node(
     if len(problems.items) > before:
         return None
 
+    per_core = cpus_per_core(cpus, sockets, cores_per_socket, threads)
+    if per_core > 1:
+        labels[CPUS_PER_CORE] = str(per_core)
     gpu_count = sum(g.count for g in gpu_entries)
     gpu_facts = (
         gpu_fields(gpu_entries[0].type) if gpu_entries and gpu_entries[0].type else {"type": UNKNOWN_GPU}
@@ -507,7 +548,7 @@ def _node(
     properties = [f.strip() for f in features.split(",") if f.strip() not in _NULL]
     data: dict[str, Any] = {
         "name": name,
-        "cpu_cores": cpus,
+        "cpu_cores": cpus // per_core,
         "memory_gb": memory_mb / 1024,
         "storage_gb": tmp_mb / 1024,
         "labels": labels,
@@ -521,7 +562,7 @@ def _node(
     node = problems.model(NodeSpec, data, item)
     if node is None:
         return None
-    job = _allocation(record, node, used, item, problems)
+    job = _allocation(record, node, used, per_core, item, problems)
     if len(problems.items) > before:
         return None
     return node, job
@@ -566,7 +607,7 @@ def _inner(sockets: int, per_socket: int, threads: int, gpus: list[Gres], model:
 
 
 def _allocation(
-    record: dict[str, str], node: NodeSpec, used: list[Gres], item: str, problems: Problems
+    record: dict[str, str], node: NodeSpec, used: list[Gres], per_core: int, item: str, problems: Problems
 ) -> RunningJob | None:
     tres: dict[str, str] = {}
     alloc_text = record.get("AllocTRES", "").strip()
@@ -614,9 +655,10 @@ def _allocation(
     if gpus > total:
         problems.add(item, f"{gpus} GPUs are allocated but the node has {total}")
         return None
-    if cpus > node.cpu_cores:
-        problems.add(item, f"{cpus:g} CPUs are allocated but CPUTot is {node.cpu_cores:g}")
+    if cpus > node.cpu_cores * per_core:
+        problems.add(item, f"{cpus:g} CPUs are allocated but CPUTot is {node.cpu_cores * per_core:g}")
         return None
+    cpus = math.ceil(cpus / per_core - 1e-9)  # the cores that hold them
     if not (cpus or memory_mb or gpus):
         return None
     indices = sorted({i for g in used_gpus for i in (g.indices or ())})

@@ -43,12 +43,13 @@ silently.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from placer.topology.importers._common import GB, Problems, short
-from placer.topology.importers.slurm import parse_gres, parse_memory_mb
+from placer.topology.importers.slurm import node_cpus_per_core, parse_gres, parse_memory_mb
 from placer.topology.importers.slurm_json import is_slurm_output
 from placer.topology.inventory import ReplicaAllocation, RunningJob
 from placer.topology.safe_load import UnsafeDocument, check_values
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ANONYMOUS_PREFIX",
     "RUNNING_STATES",
+    "in_cores",
     "is_squeue_json",
     "slurm_number",
     "slurm_states",
@@ -301,11 +303,33 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
     )
 
 
+def in_cores(cluster: Cluster, jobs: list[RunningJob]) -> list[RunningJob]:
+    """``jobs`` with the CPUs Slurm counts as cores of the nodes they run on: on a node whose CPUs are
+    hardware threads (label ``slurm_cpus_per_core``), a replica's CPUs become the cores that hold them,
+    rounded up (Slurm allocates whole cores)."""
+    per_core = {n.name: node_cpus_per_core(n.labels) for n in cluster.nodes}
+    out: list[RunningJob] = []
+    for rj in jobs:
+        if all(per_core.get(r.node or "", 1) == 1 for r in rj.replicas):
+            out.append(rj)
+            continue
+        replicas = [
+            r.model_copy(
+                update={"cpu_cores": float(math.ceil(r.cpu_cores / per_core.get(r.node or "", 1) - 1e-9))}
+            )
+            for r in rj.replicas
+        ]
+        out.append(rj.model_copy(update={"replicas": replicas}))
+    return out
+
+
 def with_slurm_jobs(cluster: Cluster, jobs: list[RunningJob]) -> Cluster:
     """``cluster`` (read from a Slurm node form) with ``jobs`` running on it by name: each node's anonymous
     ``slurm-alloc-<node>`` allocation keeps only the GPUs, CPUs and memory the named jobs on that node do
-    not account for (and goes when they account for all). ``TopologyError`` when a job does not fit (an
-    unknown node, a GPU index the node lacks, more than the node has)."""
+    not account for (and goes when they account for all). Their CPUs count as cores where the node's CPUs
+    are threads (:func:`in_cores`). ``TopologyError`` when a job does not fit (an unknown node, a GPU index
+    the node lacks, more than the node has)."""
+    jobs = in_cores(cluster, jobs)
     on: dict[str, list[ReplicaAllocation]] = {}
     for rj in jobs:
         for r in rj.replicas:

@@ -47,7 +47,9 @@ brackets, ``singleton`` and other dependency kinds.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -74,7 +76,7 @@ from placer.topology.importers.slurm import parse_gres
 from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
 from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
 
-__all__ = ["PENDING_STATES", "read", "with_partition_tiers"]
+__all__ = ["PENDING_STATES", "read", "with_cores", "with_partition_tiers"]
 
 #: Job states of work still waiting to start.
 PENDING_STATES = frozenset({"PENDING"})
@@ -108,6 +110,43 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
     return out
 
 
+def with_cores(results: list[ReadResult], cpus_per_core: int) -> list[ReadResult]:
+    """The pending Slurm jobs of ``results`` with their CPUs per node as cores, for a cluster whose nodes'
+    CPUs are hardware threads, ``cpus_per_core`` of them to a core (Slurm allocates whole cores, so
+    ``-c 3`` on such nodes takes 2 cores); other formats, and everything when ``cpus_per_core`` is 1,
+    pass unchanged. The caller takes the smallest ``cpus_per_core`` of the nodes (placer cannot make a
+    job's demand depend on the node): where nodes differ, a job may reserve more cores than Slurm would
+    give it, never fewer.
+
+    >>> doc = {"jobs": [{"job_id": 9, "job_state": "PENDING", "node_count": 1, "cpus": 3}]}
+    >>> (r,) = with_cores(read(doc, source="q.json", options=None), 2)
+    >>> r.job.tasks[0].cpu_cores
+    2.0
+    """
+    if cpus_per_core <= 1:
+        return results
+
+    def cores(r: ReadResult, job: Job) -> ReadResult:
+        tasks = [
+            g.model_copy(update={"cpu_cores": float(math.ceil(g.cpu_cores / cpus_per_core - 1e-9))})
+            for g in job.tasks
+        ]
+        return r.model_copy(update={"job": job.model_copy(update={"tasks": tasks})})
+
+    return _each_slurm_job(results, cores)
+
+
+def _each_slurm_job(
+    results: list[ReadResult], change: Callable[[ReadResult, Job], ReadResult]
+) -> list[ReadResult]:
+    """``results`` with ``change`` applied to each read Slurm job (others as they are)."""
+    out: list[ReadResult] = []
+    for r in results:
+        ok = r.ok and r.job is not None and r.job.source_format == "slurm"
+        out.append(change(r, r.job) if ok and r.job is not None else r)
+    return out
+
+
 def with_partition_tiers(results: list[ReadResult], table: dict[str, SlurmPartition]) -> list[ReadResult]:
     """The pending Slurm jobs of ``results`` with their partitions' ``PriorityTier`` as priority (the
     highest of a comma list; Slurm's priority number kept as the label ``slurm_priority``), so that
@@ -123,22 +162,18 @@ def with_partition_tiers(results: list[ReadResult], table: dict[str, SlurmPartit
     >>> r.job.priority, r.job.labels["slurm_priority"]
     (10, '4294901759')
     """
-    out: list[ReadResult] = []
-    for r in results:
-        job = r.job
-        if not r.ok or job is None or job.source_format != "slurm":
-            out.append(r)
-            continue
+
+    def ranked(r: ReadResult, job: Job) -> ReadResult:
         partitions = slurm_text((job.envelope or {}).get("partition"))
         try:
             tier = tier_of(partitions, table, item=job.id)
         except TopologyError as e:
             err = issue("enum", f"{r.path}.partition", e.problems[0].message)
-            out.append(r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]}))
-            continue
+            return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
         labels = {**job.labels, "slurm_priority": str(job.priority)}
-        out.append(r.model_copy(update={"job": job.model_copy(update={"priority": tier, "labels": labels})}))
-    return out
+        return r.model_copy(update={"job": job.model_copy(update={"priority": tier, "labels": labels})})
+
+    return _each_slurm_job(results, ranked)
 
 
 def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
