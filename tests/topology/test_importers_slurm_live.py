@@ -339,3 +339,19 @@ def test_zzz_an_eviction_placer_applies_requeues_the_victim_held(slurm: LiveSlur
     # Slurm 22.05 says "job_requeued_in_held_state"; a held job's priority is 0 (it never starts by itself)
     assert "held" in victim["Reason"].lower() and victim["Priority"] == "0", victim
     assert int(victim["Restarts"]) >= 1, victim
+
+
+def test_zzzz_gpus_per_job_and_per_task_are_read_from_both_forms(slurm: LiveSlurm, tmp_path: Path) -> None:
+    # Held, so Slurm leaves them alone: --gpus on one node, and --gpus-per-task with every task on one.
+    from placer.solver.jobs import read_text
+
+    quiet = ("--parsable", "-H", "-o", "/dev/null", "-D", str(tmp_path), "--wrap", "sleep 1")
+    pj = slurm.run("sbatch", "-J", "pj", "--gpus=h100:3", *quiet).strip()
+    pt = slurm.run("sbatch", "-J", "pt", "-N", "1", "-n", "2", "--gpus-per-task=2", *quiet).strip()
+    for text, source in (
+        (slurm.run("squeue", "--json"), "squeue.json"),
+        (slurm.run("scontrol", "show", "job"), "jobs.txt"),
+    ):
+        read = {r.id: r for r in read_text(text, source=source)}
+        gpus = {jid: (read[jid].job.tasks[0].gpu.count, read[jid].job.tasks[0].gpu.types) for jid in (pj, pt)}
+        assert gpus == {pj: (3, ["nvidia-h100"]), pt: (4, [])}, source

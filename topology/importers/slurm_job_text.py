@@ -159,6 +159,8 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
     pending = {  # what the pending-job reader takes (solver/jobs/formats/slurm.py)
         "node_count": _number(fields.get("NumNodes", "").split("-")[0]),
         "cpus": _number(fields.get("NumCPUs")),
+        "tasks": _number(fields.get("NumTasks")),
+        "tasks_per_node": _number(fields.get("NtasksPerN:B:S:C", "").split(":")[0]),
         "memory_per_cpu": _memory(fields.get("MinMemoryCPU"), "MinMemoryCPU", item, source, problems),
         "memory_per_node": _memory(fields.get("MinMemoryNode"), "MinMemoryNode", item, source, problems),
         "tres_per_node": _null(fields.get("TresPerNode")),

@@ -17,7 +17,9 @@ priority                        ``priority``; submit time ``submit_time``
 replicas                        ``node_count`` replicas, one per node (``--nodes``), all or none
 per node                        CPUs: ``cpus`` / nodes; memory: ``memory_per_node`` (MB), else
                                 ``memory_per_cpu`` x CPUs per node; GPUs: ``tres_per_node``
-                                (``gres:gpu:h100:8``, ``gres/gpu:h100=8``, ``gres:gpu:2``)
+                                (``gres:gpu:h100:8``, ``gres/gpu:h100=8``, ``gres:gpu:2``), or
+                                ``tres_per_job`` on one node, or ``tres_per_task`` x tasks
+                                per node (``tasks_per_node``, or ``tasks`` on one node)
 duration                        ``time_limit`` (minutes; none when unlimited)
 where it may run                nodes of its ``partition`` (any of a comma list; node label
                                 ``partition/<name>``), ``required_nodes`` (``-w``, a hostlist),
@@ -29,7 +31,8 @@ dependencies                    ``dependency``: ``afterok``, ``afterany``, ``aft
 
 Jobs in other states (running, completed, ...) are not pending work and are not read here (give the
 same file to ``--running``). What placer cannot represent is refused with the field and the reason, never
-read halfway: GPUs per job or per task (``--gpus``, ``--gpus-per-task``), other generic resources
+read halfway: GPUs per job or per task (``--gpus``, ``--gpus-per-task``) that Slurm may split unevenly
+over several nodes, other generic resources
 (``gres:nic``), pending job arrays (``array_task_string``), heterogeneous jobs, feature counts and
 brackets, ``singleton`` and other dependency kinds.
 
@@ -190,19 +193,10 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
         errors.append(issue("unsupported", at("array_task_string"), "pending job arrays are not read"))
     if slurm_number(raw.get("het_job_id")):
         errors.append(issue("unsupported", at("het_job_id"), "heterogeneous jobs are not read"))
-    for field, flag in (("tres_per_job", "--gpus"), ("tres_per_task", "--gpus-per-task")):
-        if "gpu" in slurm_text(raw.get(field)):
-            errors.append(
-                issue(
-                    "unsupported",
-                    at(field),
-                    f"GPUs per {field.removeprefix('tres_per_')} ({flag}) are not read: "
-                    "ask GPUs per node (--gres, --gpus-per-node)",
-                )
-            )
     nodes = int(slurm_number(raw.get("node_count")) or 1)
     cpus = slurm_number(raw.get("cpus")) or 0.0
     gpu = _gpus(slurm_text(raw.get("tres_per_node")), at("tres_per_node"), errors)
+    gpu = _gpus_per_job_or_task(raw, nodes, gpu, at, errors)
     per_cpu, per_node = slurm_number(raw.get("memory_per_cpu")), slurm_number(raw.get("memory_per_node"))
     cpu_per_node = cpus / nodes if nodes > 0 else cpus
     memory_mb = per_node if per_node is not None else (per_cpu or 0.0) * cpu_per_node
@@ -249,6 +243,38 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
         ]
         return ReadResult(id=rid, ok=False, errors=errs, source=source, path=base)
     return ReadResult(id=rid, ok=True, job=job, source=source, path=base)
+
+
+def _gpus_per_job_or_task(
+    raw: dict[str, Any], nodes: int, per_node: GpuDemand | None, at: Callable[[str], str], errors: list[Issue]
+) -> GpuDemand | None:
+    """GPUs per node from ``--gpus`` (``tres_per_job``) or ``--gpus-per-task`` (``tres_per_task``) where
+    they fix it: ``--gpus`` on one node; ``--gpus-per-task`` times the tasks per node
+    (``--ntasks-per-node``, or every task on one node). Elsewhere Slurm may split them unevenly over the
+    nodes, which placer's one demand per node cannot say: refused, naming the field."""
+    for field, flag in (("tres_per_job", "--gpus"), ("tres_per_task", "--gpus-per-task")):
+        text = slurm_text(raw.get(field))
+        if "gpu" not in text:
+            continue
+        tasks = int(slurm_number(raw.get("tasks")) or 1)
+        per_node_tasks = int(slurm_number(raw.get("tasks_per_node")) or 0) or (tasks if nodes == 1 else 0)
+        times = (1 if nodes == 1 else 0) if field == "tres_per_job" else per_node_tasks
+        if per_node is not None or not times:
+            why = "with --gpus-per-node as well" if per_node is not None else "over several nodes"
+            errors.append(
+                issue(
+                    "unsupported",
+                    at(field),
+                    f"GPUs per {field.removeprefix('tres_per_')} ({flag}) {why} are not read: Slurm may "
+                    "split them unevenly; ask GPUs per node (--gres, --gpus-per-node)"
+                    + (" or tasks per node (--ntasks-per-node)" if field == "tres_per_task" else ""),
+                )
+            )
+            continue
+        each = _gpus(text, at(field), errors)
+        if each is not None:
+            per_node = GpuDemand(count=each.count * times, types=each.types)
+    return per_node
 
 
 def _gpus(text: str, path: str, errors: list[Issue]) -> GpuDemand | None:

@@ -105,8 +105,17 @@ def test_nodes_memory_time_features_and_dependencies() -> None:
     ("change", "path", "words"),
     [
         ({"array_task_string": "1-10"}, "jobs[4].array_task_string", "pending job arrays"),
-        ({"tres_per_job": "gres:gpu:16"}, "jobs[4].tres_per_job", "--gpus"),
-        ({"tres_per_task": "gres:gpu:1"}, "jobs[4].tres_per_task", "--gpus-per-task"),
+        ({"tres_per_job": "gres:gpu:16"}, "jobs[4].tres_per_job", "--gpus) with --gpus-per-node as well"),
+        (
+            {"tres_per_node": "", "node_count": 2, "tres_per_job": "gres:gpu:4"},
+            "jobs[4].tres_per_job",
+            "--gpus) over several nodes",
+        ),
+        (
+            {"tres_per_node": "", "node_count": 2, "tasks": 3, "tres_per_task": "gres:gpu:1"},
+            "jobs[4].tres_per_task",
+            "or tasks per node (--ntasks-per-node)",
+        ),
         ({"tres_per_node": "gres:nic:1"}, "jobs[4].tres_per_node", "generic resource 'nic'"),
         ({"features": "[a*2&b]"}, "jobs[4].features", "counts, brackets"),
         ({"dependency": "singleton"}, "jobs[4].dependency", "is not after"),
@@ -122,6 +131,32 @@ def test_what_placer_cannot_represent_is_refused_naming_the_field(
     [r] = _read(doc)
     assert not r.ok
     assert any(e.path == path and words in e.message for e in r.errors), r.errors
+
+
+@pytest.mark.parametrize(
+    ("fields", "nodes", "gpus", "types"),
+    [  # as a live Slurm 22.05 printed them in squeue --json for the sbatch options named
+        (
+            {"node_count": 1, "tasks": 1, "tasks_per_node": 0, "tres_per_job": "gres:gpu:h100:3"},
+            1,
+            3,
+            ["nvidia-h100"],
+        ),
+        ({"node_count": 1, "tasks": 2, "tasks_per_node": 0, "tres_per_task": "gres:gpu:2"}, 1, 4, []),
+        ({"node_count": 2, "tasks": 4, "tasks_per_node": 2, "tres_per_task": "gres:gpu:1"}, 2, 2, []),
+    ],
+    ids=["--gpus=h100:3", "-n 2 --gpus-per-task=2", "-N 2 --ntasks-per-node=2 --gpus-per-task=1"],
+)
+def test_gpus_per_job_or_task_are_read_where_they_fix_the_gpus_per_node(
+    fields: dict[str, Any], nodes: int, gpus: int, types: list[str]
+) -> None:
+    doc = copy.deepcopy(_doc())
+    _pending(doc).update({"tres_per_node": "", "tres_per_job": "", "tres_per_task": "", **fields})
+    [r] = _read(doc)
+    assert r.ok, r.errors
+    (g,) = r.job.tasks
+    assert g.count == nodes and g.gpu is not None
+    assert (g.gpu.count, g.gpu.types) == (gpus, types)
 
 
 def test_newer_plugins_numbers_are_read() -> None:
