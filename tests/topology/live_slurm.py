@@ -275,12 +275,22 @@ SMT_CPUS = "CPUs=4 Sockets=1 CoresPerSocket=2 ThreadsPerCore=2"
 
 def start_smt(root: Path) -> LiveSlurm:
     """A second throw-away Slurm (run after the first has stopped: same ports) with the one node of
-    :data:`SMT_NODES`. Job ``e`` asks 1 CPU and runs: Slurm allocates whole cores (``CR_Core_Memory``), so
-    it holds one core, 2 CPUs. Job ``g`` asks 3 CPUs (2 cores) and waits: one core is left. Captures
-    ``sinfo --json``, ``squeue --json``, ``scontrol show node -d`` and ``scontrol show job -d``."""
+    :data:`SMT_NODES`, and ``off01``, a cloud node that is powered down (power saving on, no slurmd: Slurm
+    would start it through ``ResumeProgram``; ``PrivateData=cloud`` shows it, as Slurm hides powered-down
+    cloud nodes otherwise), alone in partition ``cloud``. Job ``e`` asks 1 CPU and
+    runs: Slurm allocates whole cores (``CR_Core_Memory``), so it holds one core, 2 CPUs. Job ``g`` asks 3
+    CPUs (2 cores) and waits: one core is left. Captures ``sinfo --json``, ``squeue --json``, ``scontrol
+    show node -d`` and ``scontrol show job -d``."""
     host = socket.gethostname().split(".")[0]
-    conf = _conf(root, host, SMT_NODES, {"smt": "Nodes=smt01 Default=YES MaxTime=INFINITE"}, SMT_CPUS)
+    partitions = {
+        "smt": "Nodes=smt01 Default=YES MaxTime=INFINITE",
+        "cloud": "Nodes=off01 MaxTime=INFINITE",
+    }
+    conf = _conf(root, host, SMT_NODES, partitions, SMT_CPUS)
     conf += "SlurmdParameters=config_overrides\n"
+    conf += "SuspendProgram=/bin/true\nResumeProgram=/bin/true\nSuspendTime=600\nPrivateData=cloud\n"
+    off = f"NodeName=off01 NodeHostname={host} Port=17022 {SMT_CPUS} RealMemory=4000 State=CLOUD\n"
+    conf = conf.replace("PartitionName=", off + "PartitionName=", 1)  # nodes before the partitions
     s = _boot(root, SMT_NODES, conf)
     try:
         quiet = ("-Q", "-o", "/dev/null", "-D", str(root), "--wrap", "sleep 600")

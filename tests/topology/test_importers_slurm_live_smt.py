@@ -39,7 +39,7 @@ def test_every_node_form_gives_two_cores_one_free(slurm: LiveSlurm) -> None:
         ("show-node-d.txt", slurm.out["show-node-d"]),
     ):
         cluster = build_cluster(inventory_from_input(doc, source=source))
-        (node,) = cluster.nodes
+        (node,) = [n for n in cluster.nodes if n.name == "smt01"]
         assert node.cpu_cores == 2, source
         assert cluster.free_cpu("smt01") == 1, source
     named = with_slurm_jobs(
@@ -62,3 +62,18 @@ def test_the_pending_job_asks_two_cores_and_waits_as_in_slurm(slurm: LiveSlurm, 
     assert d["placements"] == []
     (pending,) = d["pending"]
     assert "2 cores" in pending["reasons"][0]["message"], pending
+
+
+def test_a_powered_down_cloud_node_is_not_ready_but_schedulable(slurm: LiveSlurm) -> None:
+    # off01: State=CLOUD with power saving on and no slurmd; Slurm shows it idle and powered down, and
+    # would power it up for a job. placer: not ready now, schedulable (as for `IDLE+CLOUD+POWERED_DOWN`).
+    node = json.loads(slurm.out["sinfo-json"])["nodes"]
+    (off,) = [n for n in node if n["name"] == "off01"]
+    shown = " ".join([off["state"], *off.get("state_flags", [])]).upper()
+    assert "POWER" in shown and "CLOUD" in shown, off
+    for source, doc in (
+        ("sinfo.json", json.loads(slurm.out["sinfo-json"])),
+        ("show-node-d.txt", slurm.out["show-node-d"]),
+    ):
+        nodes = {n.name: n for n in inventory_from_input(doc, source=source).nodes}
+        assert (nodes["off01"].ready, nodes["off01"].schedulable) == (False, True), source
