@@ -57,12 +57,18 @@ class Session:
         queues: Mapping[str, QueueConfig] | None = None,
         reservations: Sequence[Reservation] | None = None,
         prices: PriceCatalog | None = None,
+        learn: bool = True,
     ) -> None:
+        """``learn``: measure fragmentation against what the session has seen arrive (the default); with
+        False, against the batch and the running replicas, as ``place()`` alone does, so that every
+        decision is exactly ``place()``'s on the same cluster (the simulator's choice: a study must measure
+        the engine a stateless caller gets)."""
         self.policy = policy or Policy()
         self.queues = queues
         self.reservations = reservations
         self.prices = prices
-        self._prepared = Prepared(cluster, learned=Learned({}, {}))
+        self.learn = learn
+        self._prepared = Prepared(cluster, learned=Learned({}, {}) if learn else None)
         #: The jobs of the last decided batch, by id: what :meth:`commit` turns placements into.
         self._jobs: dict[str, Job] = {}
 
@@ -102,6 +108,14 @@ class Session:
             cluster = cluster.with_allocations(started)
         self._prepared = self._prepared.advanced(cluster, started, ended)
 
+    def start(self, *jobs: RunningJob) -> None:
+        """Jobs start running as given (what a caller that builds its own running jobs, such as the
+        simulator, would otherwise hand ``place()`` in a new cluster). Raises ``TopologyError`` and
+        changes nothing when they do not fit."""
+        if jobs:
+            cluster = self.cluster.with_allocations(list(jobs))
+            self._prepared = self._prepared.advanced(cluster, jobs, [])
+
     def finish(self, *job_ids: str) -> None:
         """Running jobs that ended (completed, failed or cancelled) give their capacity back."""
         ended = [self.cluster.running_job(j) for j in job_ids]
@@ -133,11 +147,17 @@ class Session:
         left = inv.model_copy(update={"nodes": [s for s in nodes if s.name not in gone]})
         self._rebuild(build_cluster(left, source=self.cluster.source))
 
+    def reset(self, cluster: Cluster) -> None:
+        """Carry on from ``cluster`` (the same nodes, some facts changed, e.g. a node failed and is rebuilt
+        not ready): the prepared pieces start afresh, what was seen arrive stays."""
+        self._rebuild(cluster)
+
     def _rebuild(self, cluster: Cluster) -> None:
         """Node facts changed (static groups, candidate masks): start the prepared pieces afresh; what was
         seen arrive stays when the nodes are the same ones (its masks are per node)."""
         same = len(cluster.nodes) == len(self.cluster.nodes)
-        self._prepared = Prepared(cluster, learned=self._prepared.learned if same else Learned({}, {}))
+        learned = (self._prepared.learned if same else Learned({}, {})) if self.learn else None
+        self._prepared = Prepared(cluster, learned=learned)
 
     @property
     def learned(self) -> Learned | None:

@@ -10,6 +10,10 @@ grace period ends; see ``scenarios/sim/loop.py``).
 A failed node is a node with ``ready: false``: the cluster is rebuilt from the inventory with that node
 expanded out of its template (clusters without failures are built once; each set of down nodes once).
 
+With a :class:`~placer.solver.session.Session` (the simulator gives it one), the ledger's cluster *is* the
+session's: every allocation, release and failure moves the session forward by what changed, so the next
+``place()`` (``session.decide``) costs what changed, not the whole cluster again.
+
 >>> from placer.topology import cluster_of, dgx_h100, RunningJob
 >>> led = Ledger(cluster_of(dgx_h100(2)))
 >>> led.allocate([RunningJob(job="a", replicas=[{"node": "dgx-h100-1", "gpus": [0, 1]}])])
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from placer.solver.session import Session
 from placer.topology import Cluster, RunningJob
 from placer.topology.build import build_cluster
 from placer.topology.inventory import Inventory, NodeSpec
@@ -34,19 +39,30 @@ __all__ = ["Ledger"]
 class Ledger:
     """The current cluster snapshot and the running allocations it holds (by job id)."""
 
-    def __init__(self, empty: Cluster):
+    def __init__(self, empty: Cluster, session: Session | None = None):
+        """``session``: a session on ``empty`` (nothing running) that the ledger keeps in step."""
         self._base = empty.without_allocations()
         self._structures: dict[frozenset[str], Cluster] = {frozenset(): self._base}
         self.down: frozenset[str] = frozenset()
         self.jobs: dict[str, RunningJob] = {}
-        self.cluster = self._base
+        self.session = session
+        self._cluster = self._base
+        if session is not None:
+            session.reset(self._base)
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.session.cluster if self.session is not None else self._cluster
 
     def allocate(self, jobs: Iterable[RunningJob]) -> None:
         """Add allocations, all or none (``TopologyError`` on any conflict: a bug in whoever decided)."""
         jobs = list(jobs)
         if not jobs:
             return
-        self.cluster = self.cluster.with_allocations(jobs)
+        if self.session is not None:
+            self.session.start(*jobs)
+        else:
+            self._cluster = self._cluster.with_allocations(jobs)
         for rj in jobs:
             self.jobs[rj.job] = rj
 
@@ -54,7 +70,10 @@ class Ledger:
         ids = [i for i in ids if i in self.jobs]
         if not ids:
             return
-        self.cluster = self.cluster.release(*ids)
+        if self.session is not None:
+            self.session.finish(*ids)
+        else:
+            self._cluster = self._cluster.release(*ids)
         for i in ids:
             del self.jobs[i]
 
@@ -72,7 +91,11 @@ class Ledger:
         self.down = new
         if new not in self._structures:
             self._structures[new] = _with_down(self._base, new)
-        self.cluster = self._structures[new].with_allocations(self.jobs.values())
+        cluster = self._structures[new].with_allocations(self.jobs.values())
+        if self.session is not None:
+            self.session.reset(cluster)
+        else:
+            self._cluster = cluster
 
 
 def _with_down(base: Cluster, down: frozenset[str]) -> Cluster:

@@ -65,6 +65,7 @@ from placer.solver.decision import Decision, Eviction
 from placer.solver.jobs.model import Job, PriorityClass, TaskGroup
 from placer.solver.preempt import escalated, held_units
 from placer.solver.prices import UNITS_PER_DOLLAR, running_units
+from placer.solver.session import Session
 from placer.topology import Cluster, RunningJob, TopologyError
 
 __all__ = ["DecisionHook", "SimulationError", "Simulator", "simulate"]
@@ -93,7 +94,16 @@ class Simulator:
         self.inp = inputs
         self.clock = Clock(inputs.start, (inputs.end - inputs.start).total_seconds())
         self.queue = EventQueue()
-        self.ledger = Ledger(inputs.cluster)
+        # One session for the run (place() on state kept between intervals), deciding exactly as place()
+        # alone would (learn=False: the study measures the engine a stateless caller gets).
+        session = Session(
+            inputs.cluster,
+            inputs.policy,
+            reservations=inputs.reservations or None,
+            prices=inputs.prices,
+            learn=False,
+        )
+        self.ledger = Ledger(inputs.cluster, session)
         self.rec = Recorder(self.clock)
         self.verify = verify
         self.progress = progress
@@ -400,17 +410,10 @@ class Simulator:
         return False
 
     def _place(self, batch: list[Job], cluster: Cluster, now: datetime) -> Decision:
-        from placer.solver.engine import place
-
         t0 = time.perf_counter()
-        decision = place(
-            batch,
-            cluster,
-            self.inp.policy,
-            now=now,
-            reservations=self.inp.reservations or None,
-            prices=self.inp.prices,
-        )
+        session = self.ledger.session
+        assert session is not None and session.cluster is cluster
+        decision = session.decide(batch, now=now)  # place(batch, cluster, policy, ...), state kept
         self.solver_s += time.perf_counter() - t0
         self.decisions += 1
         return decision
