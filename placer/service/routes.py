@@ -178,19 +178,34 @@ async def metrics(request: Request) -> Response:
     return Response(svc.metrics.render(), media_type=CONTENT_TYPE)
 
 
-def _place(body: PlacementInputs, cluster: Any, svc: Service) -> tuple[Decision, float]:
+def _place(
+    body: PlacementInputs, cluster: Any, svc: Service, stored: Stored | None = None
+) -> tuple[Decision, float]:
+    """``place()`` on the body's inputs; on a stored cluster with its version's prepared pieces when no
+    other placement holds them (the same decision, sooner: ``placer/service/state.py``)."""
     from placer.solver.engine import place
 
     ins = placement_inputs(body, cluster, svc.limits)
-    decision = place(
-        ins.jobs,
-        ins.cluster,
-        ins.policy,
-        now=ins.now,
-        queues=ins.queues,
-        reservations=ins.reservations,
-        prices=ins.prices,
-    )
+
+    def decide(prepared: Any = None) -> Decision:
+        return place(
+            ins.jobs,
+            ins.cluster,
+            ins.policy,
+            now=ins.now,
+            queues=ins.queues,
+            reservations=ins.reservations,
+            prices=ins.prices,
+            prepared=prepared,
+        )
+
+    if stored is not None and ins.cluster is stored.cluster and stored.prepared_lock.acquire(blocking=False):
+        try:
+            decision = decide(stored.prepared)
+        finally:
+            stored.prepared_lock.release()
+    else:
+        decision = decide()
     return decision, ins.policy.time_limit_s
 
 
@@ -394,7 +409,7 @@ async def cluster_placements(cluster_id: str, request: Request) -> JSONResponse:
 
     def work() -> tuple[Decision, float]:
         body = parse_body(PlacementInputs, raw, svc.limits.max_body_bytes)
-        return _place(body, stored.cluster, svc)
+        return _place(body, stored.cluster, svc, stored)
 
     decision, limit = await svc.pool.run(work, client_gone=request.is_disconnected)
     return _decision_response(svc, decision, limit, **{"X-Placer-Cluster-Version": str(stored.version)})

@@ -20,6 +20,13 @@ cleared. Without a file the same code runs on an in-memory database (nothing sur
 Concurrency. Mutations of one cluster are serialized by a per-cluster lock; mutations of different
 clusters and all reads run in parallel (reads take the current snapshot object, which never changes).
 
+Speed. Each version keeps the solver's prepared pieces for its snapshot (:class:`~placer.solver.prepared.
+Prepared`: the snapshot view, node arrays, static candidate answers), and a PATCH that only starts and
+ends jobs moves them forward by what it changed (as a :class:`~placer.solver.session.Session` does), so
+a placement on a big stored cluster costs what the batch needs, not a rebuild of the whole cluster. The
+pieces are one caller's at a time (:attr:`Stored.prepared_lock`): a placement that finds them busy places
+without them, as ``place()`` alone would, with the same decision.
+
 >>> from placer.topology import cluster_of, dgx_h100
 >>> store = ClusterStore()
 >>> s, created = store.put("c1", cluster_of(dgx_h100(2)))
@@ -37,10 +44,11 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from placer.solver.prepared import Prepared
 from placer.topology import Cluster, RunningJob, TopologyError
 from placer.topology.availability import with_availability
 from placer.topology.build import build_cluster
@@ -85,6 +93,28 @@ class Stored:
     version: int
     cluster: Cluster
     updated_at: datetime
+    #: The solver's prepared pieces for ``cluster`` (module docstring), used under ``prepared_lock``.
+    prepared: Prepared = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+    prepared_lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.prepared is None:
+            object.__setattr__(self, "prepared", Prepared(self.cluster))
+
+    def after(self, version: int, cluster: Cluster, when: datetime) -> Stored:
+        """The next version, ``cluster``: its prepared pieces moved forward from these when only jobs
+        started and ended and these are free; else fresh ones (built on first use)."""
+        same_nodes = cluster.nodes is self.cluster.nodes or _same_facts(self.cluster, cluster)
+        if same_nodes and self.prepared_lock.acquire(blocking=False):
+            try:
+                old, new = self.cluster.state.jobs, cluster.state.jobs
+                started = [cluster.running_job(j) for j in new if j not in old]
+                ended = [self.cluster.running_job(j) for j in old if j not in new]
+                prepared = self.prepared.advanced(cluster, started, ended)
+            finally:
+                self.prepared_lock.release()
+            return Stored(self.id, version, cluster, when, prepared)
+        return Stored(self.id, version, cluster, when)
 
 
 class ChangeError(Exception):
@@ -162,6 +192,19 @@ def apply_changes(cluster: Cluster, changes: Sequence[Mapping[str, Any]]) -> Clu
         else:  # pragma: no cover - the body model admits only the four ops
             raise ChangeError("invalid", [_error("enum", f"changes[{i}].op", f"unknown op {op!r}")])
     return set_availability(cluster, nodes) if nodes else cluster
+
+
+def _same_facts(a: Cluster, b: Cluster) -> bool:
+    """Whether two snapshots have the same nodes with the same facts (availability included): then
+    only allocations differ between them."""
+    return (
+        len(a.nodes) == len(b.nodes)
+        and all(
+            x.name == y.name and x.usable == y.usable and x.ready == y.ready
+            for x, y in zip(a.nodes, b.nodes, strict=True)
+        )
+        and [p.name for p in a.tpu_pods()] == [p.name for p in b.tpu_pods()]
+    )
 
 
 def set_availability(cluster: Cluster, wanted: Mapping[str, tuple[bool, int]]) -> Cluster:
@@ -280,8 +323,7 @@ class ClusterStore:
                     ],
                 )
             cluster = apply_changes(old.cluster, changes)
-            stored = Stored(cluster_id, old.version + 1, cluster, _now())
-            text = _inventory_json(cluster)
+            stored = old.after(old.version + 1, cluster, _now())
             logged = json.dumps(list(changes))
             if before_commit is not None:
                 before_commit(stored)
@@ -290,6 +332,9 @@ class ClusterStore:
                     "SELECT base_version FROM clusters WHERE id = ?", (cluster_id,)
                 ).fetchone()
                 if stored.version - base_version >= self.compact_after:
+                    # The whole snapshot is written only here (every compact_after versions): a PATCH
+                    # costs its changes, not the cluster's size. A failure rolls the transaction back.
+                    text = _inventory_json(cluster)
                     db.execute("DELETE FROM changes WHERE id = ?", (cluster_id,))
                     db.execute(
                         "UPDATE clusters SET version = ?, base_version = ?, base = ?, updated_at = ? "

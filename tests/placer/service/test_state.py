@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from placer.service.state import ChangeError, ClusterStore, apply_changes, normalize_change
+from placer.service.state import ChangeError, ClusterStore, Stored, apply_changes, normalize_change
 from placer.topology import cluster_of, dgx_h100, tpu_pod
 from placer.topology.build import build_cluster
 from placer.topology.inventory import Inventory
@@ -156,3 +157,37 @@ def test_a_corrupt_log_stops_the_start_instead_of_dropping_state(tmp_path: Path)
     store.close()
     with pytest.raises(RuntimeError, match="stored cluster 'c'"):
         ClusterStore(path)
+
+
+def test_a_version_keeps_the_solvers_prepared_pieces_moved_forward_by_job_changes() -> None:
+    from placer.solver.engine import place
+    from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+    from placer.solver.policy import Policy
+
+    store = ClusterStore()
+    s1, _ = store.put("c", build_cluster(TEMPLATED))
+    policy = Policy(engine="greedy")
+    job = [Job(id="x", tasks=[TaskGroup(gpu=GpuDemand(count=6))])]
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def same(stored: Stored) -> bool:
+        a = place(job, stored.cluster, policy, now=now, prepared=stored.prepared)
+        b = place(job, stored.cluster, policy, now=now)
+        return (a.placements, a.pending) == (b.placements, b.pending) and bool(a.placements)
+
+    # Placing with the version's pieces decides as place() alone on the same snapshot
+    assert same(s1)
+    s1.prepared.snapshot()  # built now, so the next version can move it forward
+    s2 = store.patch("c", [started("a", "dgx-1", [0, 1, 2])])
+    # Jobs only: the pieces are moved forward (the snapshot is carried, with dgx-1's free GPUs updated)
+    assert s2.prepared is not s1.prepared and s2.prepared._snap is not None
+    assert s2.prepared.cluster is s2.cluster
+    assert same(s2)
+    # A node change: fresh pieces, built on first use
+    s3 = store.patch("c", [{"op": "node_down", "node": "dgx-3"}])
+    assert s3.prepared._snap is None and s3.prepared.cluster is s3.cluster
+    assert same(s3)
+    # Pieces in use by a placement are not touched: the next version starts fresh
+    with s3.prepared_lock:
+        s4 = store.patch("c", [{"op": "job_finished", "job": "a"}])
+    assert s4.prepared._snap is None
