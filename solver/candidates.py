@@ -40,6 +40,7 @@ from placer.topology.inventory import LoadedModel
 
 __all__ = [
     "DYNAMIC_CHECKS",
+    "MAX_STATIC_ANSWERS",
     "STATIC_CHECKS",
     "Answers",
     "Clock",
@@ -351,6 +352,11 @@ class Clock:
 _ABSENT = object()
 
 
+#: Most static answers kept (a whole online fill of the openb trace keeps about 220): past it they are
+#: dropped, so a long-lived session or stored cluster cannot grow without bound.
+MAX_STATIC_ANSWERS = 10_000
+
+
 class Answers(MutableMapping[object, Any]):
     """Cached answers of one :class:`NodeArrays`, in two dicts: those that read node facts only (shared,
     as one dict, by every refreshed copy: they stay true when work starts or ends) and those that read
@@ -364,6 +370,8 @@ class Answers(MutableMapping[object, Any]):
     >>> b = a.refreshed()
     >>> ("__nvlink__" in b, "__anti__" in b, b.static is a.static)
     (True, False, True)
+
+    At most :data:`MAX_STATIC_ANSWERS` static answers are kept: the one past it drops them all first.
     """
 
     __slots__ = ("dynamic", "static")
@@ -392,7 +400,12 @@ class Answers(MutableMapping[object, Any]):
         return key in self.static or key in self.dynamic
 
     def __setitem__(self, key: object, value: Any) -> None:
-        self._of(key)[key] = value
+        target = self._of(key)
+        if target is self.static and key not in target and len(target) >= MAX_STATIC_ANSWERS:
+            # A long-lived holder (a service's stored cluster, a session) that sees ever new kinds of
+            # jobs would keep every answer; past the cap they are all dropped and made again on demand.
+            target.clear()
+        target[key] = value
 
     def __delitem__(self, key: object) -> None:
         del self._of(key)[key]
