@@ -210,11 +210,12 @@ def _flavor_groups(
         if not isinstance(group, dict):
             continue
         covered = group.get("coveredResources")
-        names = [
-            f.get("name")
-            for f in group.get("flavors") or []
-            if isinstance(f, dict) and isinstance(f.get("name"), str)
-        ]
+        listed = group.get("flavors")
+        if not isinstance(listed, list) or not isinstance(covered, list):
+            bad = "flavors" if not isinstance(listed, list) else "coveredResources"
+            problems.append(issue("type", f"{path}.resourceGroups[{g}].{bad}", "must be a list"))
+            continue
+        names = [f.get("name") for f in listed if isinstance(f, dict) and isinstance(f.get("name"), str)]
         missing = [n for n in names if n not in flavors]
         for n in missing:
             problems.append(

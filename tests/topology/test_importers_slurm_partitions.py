@@ -58,6 +58,7 @@ PartitionName=lab PriorityTier=1 PreemptMode=SUSPEND,GANG GraceTime=0
         ("PartitionName=a PreemptMode=evict", "PreemptMode 'evict' is not one of"),
         ("PartitionName=a\nPartitionName=a", "the partition is given twice"),
         ("NodeName=x CPUs=4", "no PartitionName= record"),
+        ("PartitionName= PriorityTier=1", "PartitionName is empty"),
     ],
 )
 def test_bad_partitions_are_named(text: str, named: str) -> None:

@@ -127,6 +127,9 @@ def parse_slurm_partitions(text: str, *, source: str) -> dict[str, SlurmPartitio
         if "" in record:
             text = f"unexpected text {short(record[''])} (expected Key=Value)"
             problems.append(Problem(source, item, text))
+        if not name.strip():
+            problems.append(Problem(source, item, "PartitionName is empty"))
+            continue
         if name in out:
             problems.append(Problem(source, item, "the partition is given twice"))
         numbers: dict[str, int] = {}

@@ -215,5 +215,8 @@ def test_flavor_problems_are_named() -> None:
     missing["items"][3]["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "nope"
     assert "no ResourceFlavor 'nope' in the document" in _refused(missing)
     assert "nodeLabels: must be an object" in _refused(_with_flavors({"nodeLabels": ["a3-pool"]}))
+    not_listed = _with_flavors({})
+    not_listed["items"][3]["spec"]["resourceGroups"][0]["flavors"] = True
+    assert "resourceGroups[0].flavors: must be a list" in _refused(not_listed)
     bad_taint = _with_flavors({"nodeTaints": [{"key": "x", "effect": "Sometimes"}]})
     assert "flavor_groups" in _refused(bad_taint)
