@@ -47,6 +47,7 @@ class Pricing:
         self._gpus: np.ndarray | None = None
         self._cores: np.ndarray | None = None
         self._codes: np.ndarray | None = None
+        self._priced: bool | None = None
 
     # -- exact, one replica at a time (budgets, CP-SAT coefficients) ---------------------------------------
     def on_node(self, node: int, need: Need, whole: bool = False) -> int:
@@ -80,8 +81,11 @@ class Pricing:
     @property
     def nodes_priced(self) -> bool:
         """Whether any node has a price: when none does, every node costs the same (nothing) and the
-        dollar key cannot tell nodes apart, so node choice skips it."""
-        return bool(self._node_hour().any())
+        dollar key cannot tell nodes apart, so node choice skips it. Answered once per decision (node
+        choice asks it for every replica)."""
+        if self._priced is None:
+            self._priced = bool(self._node_hour().any())
+        return self._priced
 
     def _node_hour(self) -> np.ndarray:
         """Per node: its price per hour, GPU count and cores (computed once per decision)."""
