@@ -55,7 +55,8 @@ class CpsatResult:
     constraints: int | None = None
     classes: int | None = None
     improves_secondary: bool = False
-    exact: bool = False
+    #: Whether the model is exact (None: no model was built, so nothing is known of it).
+    exact: bool | None = None
     #: The model is exact and every level it scores up to preferences was solved to optimality (level 1,
     #: the eviction cost when evictions are weighed, preferences when the batch has any): what the
     #: problem's ``status: OPTIMAL`` needs besides a zero gap.

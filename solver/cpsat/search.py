@@ -80,15 +80,19 @@ class Searching:
         self.det_left = self.policy.time_limit_s * DET_SHARE if self.policy.reproducible else None
         self.deterministic = True
         left = self._left()
+        # What the built model is (exact, or what it approximates) holds whatever the search finds.
+        model = {"exact": self.b.exact, "approximations": list(self.b.approximations)}
         if left <= 0.02 or self.b.deadline - time.perf_counter() <= 0.02:
-            return CpsatResult(None, "NO_TIME", build_s=build_s, **stats)
+            return CpsatResult(None, "NO_TIME", build_s=build_s, **model, **stats)
         m.Maximize(self.level1)
         s1 = self._solver(left * 0.7)
         st1 = s1.Solve(m)
         self._spend(s1, st1)
         name1 = s1.StatusName(st1)
         if st1 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return CpsatResult(None, name1, build_s=build_s, solve_s=time.perf_counter() - t_solve, **stats)
+            return CpsatResult(
+                None, name1, build_s=build_s, solve_s=time.perf_counter() - t_solve, **model, **stats
+            )
         v1 = round(s1.ObjectiveValue())
         bound = float(s1.BestObjectiveBound())
         values = self._values(s1)

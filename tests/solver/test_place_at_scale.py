@@ -124,3 +124,22 @@ def test_gpu_shares_first_fit_decreasing_misses_a_packing_and_says_so() -> None:
     assert d.stats.model_exact is False and d.stats.status != "OPTIMAL"
     assert any("GPU shares" in a for a in d.stats.model_approximations)
     assert len(d.placements) == 6
+
+
+def test_a_search_that_finds_nothing_still_names_what_its_model_approximated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A slow machine: the model of the replicated TPU trap (inexact: its slices per unit are cut) is built,
+    # then the search ends with no solution (UNKNOWN). Greedy's answer stands, and the stats still say what
+    # the model was: inexact, and why. (In one CI run the model was left unnamed, "inexact" with no reason.)
+    from ortools.sat.python import cp_model
+
+    monkeypatch.setattr(cp_model.CpSolver, "Solve", lambda self, model, *a, **k: cp_model.UNKNOWN)
+    sc = replicate(next(s for s in hard_instances() if s.name == "hard-tpu-slices"), COPIES)
+    d = place(list(sc.jobs), sc.cluster, Policy(engine="cpsat", time_limit_s=5.0), now=sc.now)
+    assert_valid(d, list(sc.jobs), sc.cluster, sc.now)
+    s = d.stats
+    assert s.engine == "greedy" and s.model_status == "UNKNOWN"
+    assert s.model_exact is False
+    assert any("slice" in a for a in s.model_approximations), s.model_approximations
+    _status_is_honest(d)
