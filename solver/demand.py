@@ -30,10 +30,9 @@ from placer.solver.jobs.model import (
     TaskGroup,
     Toleration,
     TpuDemand,
+    tolerated,  # Kubernetes' rule, shared with the job readers
 )
-from placer.solver.jobs.model import tolerated as job_tolerated
 from placer.solver.rules import holds, job_labels
-from placer.topology.inventory import Taint
 
 __all__ = [
     "RESOURCE_TAINTS",
@@ -273,14 +272,3 @@ def tolerations_of(job: Job, group: TaskGroup) -> tuple[Toleration, ...]:
     if group.tpu is not None:
         implicit += _IMPLICIT["tpu"]
     return (*job.placement.tolerations, *implicit)
-
-
-def tolerated(taint: Taint, tolerations: tuple[Toleration, ...]) -> bool:
-    """Whether one of ``tolerations`` matches ``taint`` (Kubernetes' rule,
-    :func:`placer.solver.jobs.model.tolerated`).
-
-    >>> from placer.topology.inventory import Taint
-    >>> tolerated(Taint(key="dedicated", value="ml", effect="NoSchedule"), (Toleration(key="dedicated"),))
-    False
-    """
-    return job_tolerated(taint, tolerations)

@@ -237,19 +237,17 @@ def _targets(problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepa
     if learned is not None and policy.target_workload is None:
         assert prepared is not None
         batch = batch_shapes(problem.plans, problem.candidates)
-        made = learned.in_force(batch)
-        reaffirmed = False
-        if made is None:
-            fresh = target_workload(
+        made, reaffirmed = learned.target_for(
+            batch,
+            lambda: target_workload(
                 problem.plans,
                 problem.candidates,
                 len(problem.snap.nodes),
                 learned=learned,
                 gpu_count=problem.arrays.cap_gpus,
                 batch=batch,
-            )
-            made = learned.settled(fresh)
-            reaffirmed = made is not fresh
+            ),
+        )
         prepared.learned = learned.seen(
             problem.plans, problem.candidates, batch=batch, target=made, reaffirmed=reaffirmed
         )

@@ -260,34 +260,26 @@ def with_running_arg(cluster: Cluster, path: str | None, partitions: dict[str, A
     from placer.solver.jobs import JobValidationError
     from placer.solver.running import running_from_envelopes
     from placer.topology import TopologyError
-    from placer.topology.importers.slurm_job_text import is_show_job_text, show_job_running
-    from placer.topology.importers.slurm_jobs import is_squeue_json, squeue_running, with_slurm_jobs
-    from placer.topology.safe_load import UnsafeDocument, load_json
+    from placer.topology.importers.slurm_job_text import read_running
+    from placer.topology.importers.slurm_jobs import with_slurm_jobs
+    from placer.topology.safe_load import UnsafeDocument
 
-    try:
-        text = read_input(path).decode("utf-8-sig")
-        items = None if is_show_job_text(text) else load_json(text)
-    except OSError as e:
-        raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None
-    except UnsafeDocument as e:  # strict JSON: no NaN or Infinity, every number finite and at most 2^53
-        raise InputError("content", f"running jobs {path}: {e}") from None
-    except ValueError as e:  # not UTF-8
-        raise InputError("content", f"running jobs {path} are not JSON: {e}") from None
     try:  # Slurm's jobs by name (scontrol show job -d, squeue --json), in place of its anonymous ones
-        if items is None:
-            slurm = show_job_running(text, source=path)
-        elif is_squeue_json(items):
-            slurm = squeue_running(items, source=path)
-        else:
-            slurm = None
+        slurm, items = read_running(read_input(path).decode("utf-8-sig"), source=path)
         if slurm is not None and partitions is not None:
             from placer.topology.importers.slurm_partitions import with_partition_rules
 
             slurm = with_partition_rules(slurm, partitions, source=path)
+    except OSError as e:
+        raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None
     except TopologyError as e:
         raise InputError(
             "content", f"running jobs {path} cannot be read: {shown(list(e.problems))}"
         ) from None
+    except UnsafeDocument as e:  # strict JSON: no NaN or Infinity, every number finite and at most 2^53
+        raise InputError("content", f"running jobs {path}: {e}") from None
+    except ValueError as e:  # not UTF-8
+        raise InputError("content", f"running jobs {path} are not JSON: {e}") from None
     try:
         if slurm is not None:
             return with_slurm_jobs(cluster, slurm)

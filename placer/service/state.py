@@ -104,8 +104,8 @@ class Stored:
     def after(self, version: int, cluster: Cluster, when: datetime) -> Stored:
         """The next version, ``cluster``: its prepared pieces moved forward from these when only jobs
         started and ended and these are free; else fresh ones (built on first use)."""
-        same_nodes = cluster.nodes is self.cluster.nodes or _same_facts(self.cluster, cluster)
-        if same_nodes and self.prepared_lock.acquire(blocking=False):
+        # Job changes keep the structure (nodes and their facts); a node change rebuilds it.
+        if cluster.structure is self.cluster.structure and self.prepared_lock.acquire(blocking=False):
             try:
                 old, new = self.cluster.state.jobs, cluster.state.jobs
                 started = [cluster.running_job(j) for j in new if j not in old]
@@ -192,19 +192,6 @@ def apply_changes(cluster: Cluster, changes: Sequence[Mapping[str, Any]]) -> Clu
         else:  # pragma: no cover - the body model admits only the four ops
             raise ChangeError("invalid", [_error("enum", f"changes[{i}].op", f"unknown op {op!r}")])
     return set_availability(cluster, nodes) if nodes else cluster
-
-
-def _same_facts(a: Cluster, b: Cluster) -> bool:
-    """Whether two snapshots have the same nodes with the same facts (availability included): then
-    only allocations differ between them."""
-    return (
-        len(a.nodes) == len(b.nodes)
-        and all(
-            x.name == y.name and x.usable == y.usable and x.ready == y.ready
-            for x, y in zip(a.nodes, b.nodes, strict=True)
-        )
-        and [p.name for p in a.tpu_pods()] == [p.name for p in b.tpu_pods()]
-    )
 
 
 def set_availability(cluster: Cluster, wanted: Mapping[str, tuple[bool, int]]) -> Cluster:

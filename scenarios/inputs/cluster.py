@@ -41,15 +41,14 @@ from placer.topology import (
     pcie_inference,
     tpu_pod,
 )
-from placer.topology.importers.slurm_job_text import is_show_job_text, show_job_running
-from placer.topology.importers.slurm_jobs import is_squeue_json, squeue_running, with_slurm_jobs
+from placer.topology.importers.slurm_job_text import read_running
+from placer.topology.importers.slurm_jobs import with_slurm_jobs
 from placer.topology.importers.slurm_partitions import (
     SlurmPartition,
     read_partitions_file,
     with_partition_rules,
 )
 from placer.topology.inputs import read_input
-from placer.topology.safe_load import UnsafeDocument, load_json
 
 __all__ = ["BUILDERS", "build", "slurm_partitions_of"]
 
@@ -165,24 +164,17 @@ def _with_slurm_jobs(cluster: Cluster, spec: ClusterSpec, base: Path | None) -> 
     snapshot), with their partitions' rules when ``cluster.slurm_partitions`` is given."""
     assert spec.slurm_jobs is not None
     path = resolve(spec.slurm_jobs, base)
+    partitions = slurm_partitions_of(spec, base)
     try:
-        text = read_input(str(path)).decode("utf-8-sig")
-        if is_show_job_text(text):
-            jobs = show_job_running(text, source=str(path))
-        else:
-            doc = load_json(text)
-            if not is_squeue_json(doc):
-                raise fail(
-                    "format", "cluster.slurm_jobs", f"{path} is neither squeue --json nor scontrol show job"
-                )
-            jobs = squeue_running(doc, source=str(path))
-        partitions = slurm_partitions_of(spec, base)
-        if partitions is not None:
+        jobs, _ = read_running(read_input(str(path)).decode("utf-8-sig"), source=str(path))
+        if jobs is not None and partitions is not None:
             jobs = with_partition_rules(jobs, partitions, source=str(path))
-        return with_slurm_jobs(cluster, jobs)
+        if jobs is not None:
+            return with_slurm_jobs(cluster, jobs)
     except OSError as e:
         raise fail("required", "cluster.slurm_jobs", f"cannot open {path}: {e.strerror or e}") from None
-    except (UnsafeDocument, ValueError) as e:
-        raise fail("malformed", "cluster.slurm_jobs", f"{path}: {e}") from None
     except TopologyError as e:
         raise fail("malformed", "cluster.slurm_jobs", str(e)) from None
+    except ValueError as e:  # not UTF-8, or not strict JSON
+        raise fail("malformed", "cluster.slurm_jobs", f"{path}: {e}") from None
+    raise fail("format", "cluster.slurm_jobs", f"{path} is neither squeue --json nor scontrol show job")

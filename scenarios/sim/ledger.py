@@ -10,8 +10,8 @@ grace period ends; see ``scenarios/sim/loop.py``).
 A failed node is a node with ``ready: false``: the cluster is rebuilt from the inventory with that node
 expanded out of its template (clusters without failures are built once; each set of down nodes once).
 
-With a :class:`~placer.solver.session.Session` (the simulator gives it one), the ledger's cluster *is* the
-session's: every allocation, release and failure moves the session forward by what changed, so the next
+The ledger's cluster *is* a :class:`~placer.solver.session.Session`'s (the simulator's, or one of its
+own): every allocation, release and failure moves the session forward by what changed, so the next
 ``place()`` (``session.decide``) costs what changed, not the whole cluster again.
 
 >>> from placer.topology import cluster_of, dgx_h100, RunningJob
@@ -40,40 +40,30 @@ class Ledger:
     """The current cluster snapshot and the running allocations it holds (by job id)."""
 
     def __init__(self, empty: Cluster, session: Session | None = None):
-        """``session``: a session on ``empty`` (nothing running) that the ledger keeps in step."""
+        """``session``: the session the simulator decides with (the ledger keeps it in step; it starts
+        from ``empty`` with nothing running); a fresh one deciding as ``place()`` alone when not given."""
         self._base = empty.without_allocations()
         self._structures: dict[frozenset[str], Cluster] = {frozenset(): self._base}
         self.down: frozenset[str] = frozenset()
         self.jobs: dict[str, RunningJob] = {}
-        self.session = session
-        self._cluster = self._base
-        if session is not None:
-            session.reset(self._base)
+        self.session = session if session is not None else Session(self._base, learn=False)
+        self.session.reset(self._base)
 
     @property
     def cluster(self) -> Cluster:
-        return self.session.cluster if self.session is not None else self._cluster
+        return self.session.cluster
 
     def allocate(self, jobs: Iterable[RunningJob]) -> None:
         """Add allocations, all or none (``TopologyError`` on any conflict: a bug in whoever decided)."""
         jobs = list(jobs)
-        if not jobs:
-            return
-        if self.session is not None:
-            self.session.start(*jobs)
-        else:
-            self._cluster = self._cluster.with_allocations(jobs)
+        self.session.start(*jobs)
         for rj in jobs:
             self.jobs[rj.job] = rj
 
     def release(self, ids: Iterable[str]) -> None:
         ids = [i for i in ids if i in self.jobs]
-        if not ids:
-            return
-        if self.session is not None:
+        if ids:
             self.session.finish(*ids)
-        else:
-            self._cluster = self._cluster.release(*ids)
         for i in ids:
             del self.jobs[i]
 
@@ -91,11 +81,7 @@ class Ledger:
         self.down = new
         if new not in self._structures:
             self._structures[new] = _with_down(self._base, new)
-        cluster = self._structures[new].with_allocations(self.jobs.values())
-        if self.session is not None:
-            self.session.reset(cluster)
-        else:
-            self._cluster = cluster
+        self.session.reset(self._structures[new].with_allocations(self.jobs.values()))
 
 
 def _with_down(base: Cluster, down: frozenset[str]) -> Cluster:

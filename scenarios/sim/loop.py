@@ -411,9 +411,8 @@ class Simulator:
 
     def _place(self, batch: list[Job], cluster: Cluster, now: datetime) -> Decision:
         t0 = time.perf_counter()
-        session = self.ledger.session
-        assert session is not None and session.cluster is cluster
-        decision = session.decide(batch, now=now)  # place(batch, cluster, policy, ...), state kept
+        assert self.ledger.cluster is cluster
+        decision = self.ledger.session.decide(batch, now=now)  # place(batch, cluster, ...), state kept
         self.solver_s += time.perf_counter() - t0
         self.decisions += 1
         return decision

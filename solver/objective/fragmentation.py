@@ -14,7 +14,7 @@ callers hold (greedy: cores; the fill: milli-CPU) — the measure only compares 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -224,6 +224,17 @@ class Learned:
         if any(w > floor for k, w in batch[0].items() if k not in self.known):
             return None
         return t
+
+    def target_for(self, batch: BatchShapes, make: Callable[[], Targets]) -> tuple[Targets, bool]:
+        """The target a decision on ``batch`` measures against, and whether it is the one in force
+        re-affirmed (pass both to :meth:`seen`): the one in force while it stands (:meth:`in_force`);
+        when one is due, ``make()``'s, unless that barely moved from the one in force (:meth:`settled`)."""
+        standing = self.in_force(batch)
+        if standing is not None:
+            return standing, False
+        fresh = make()
+        target = self.settled(fresh)
+        return target, target is not fresh
 
     def settled(self, fresh: Targets) -> Targets:
         """``fresh`` (a target made now, when :meth:`in_force` said one is due), or the target in force

@@ -60,6 +60,7 @@ __all__ = [
     "NOT_SCHEDULABLE",
     "SPACE_KEYS",
     "Gres",
+    "cores_holding",
     "cpus_per_core",
     "fewest_cpus_per_core",
     "node_cpus_per_core",
@@ -478,6 +479,16 @@ def node_cpus_per_core(labels: Mapping[str, str]) -> int:
     return int(value) if value.isdigit() and int(value) > 0 else 1
 
 
+def cores_holding(cpus: float, cpus_per_core: int) -> float:
+    """The whole cores that hold ``cpus`` of Slurm's CPUs, ``cpus_per_core`` of them to a core (Slurm's
+    ``CR_Core`` allocates whole cores): ``cpus`` itself where a CPU is a core.
+
+    >>> cores_holding(3, 2), cores_holding(4, 2), cores_holding(3, 1)
+    (2.0, 2.0, 3)
+    """
+    return cpus if cpus_per_core <= 1 else float(math.ceil(cpus / cpus_per_core - 1e-9))
+
+
 def fewest_cpus_per_core(nodes: Iterable[Any]) -> int:
     """The smallest :func:`node_cpus_per_core` of ``nodes`` (anything with ``labels``; 1 for none): what a
     pending Slurm job's CPUs are divided by to count cores (never fewer cores than Slurm would give)."""
@@ -658,7 +669,7 @@ def _allocation(
     if cpus > node.cpu_cores * per_core:
         problems.add(item, f"{cpus:g} CPUs are allocated but CPUTot is {node.cpu_cores * per_core:g}")
         return None
-    cpus = math.ceil(cpus / per_core - 1e-9)  # the cores that hold them
+    cpus = cores_holding(cpus, per_core)
     if not (cpus or memory_mb or gpus):
         return None
     indices = sorted({i for g in used_gpus for i in (g.indices or ())})

@@ -42,10 +42,11 @@ from typing import Any
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.importers.jgf import expand_hostlist
 from placer.topology.importers.slurm import parse_index_list, parse_memory_mb
-from placer.topology.importers.slurm_jobs import squeue_running
+from placer.topology.importers.slurm_jobs import is_squeue_json, squeue_running
 from placer.topology.inventory import RunningJob
+from placer.topology.safe_load import load_json
 
-__all__ = ["is_show_job_text", "parse_time_limit", "show_job_document", "show_job_running"]
+__all__ = ["is_show_job_text", "parse_time_limit", "read_running", "show_job_document", "show_job_running"]
 
 #: Keys whose value is free text to the end of the line.
 _TEXT_KEYS = ("JobName", "Command", "WorkDir", "StdErr", "StdIn", "StdOut", "Comment", "AdminComment")
@@ -231,3 +232,19 @@ def show_job_document(text: str, *, source: str) -> dict[str, Any]:
     if problems:
         raise TopologyError(problems)
     return doc
+
+
+def read_running(text: str, *, source: str) -> tuple[list[RunningJob] | None, Any]:
+    """``(Slurm's running jobs, the parsed document)`` of a running-jobs file, by its content:
+    ``scontrol show job -d`` text or ``squeue --json`` give the jobs (and ``None``, or the JSON);
+    any other JSON gives ``None`` and the parsed document, for the caller's own format. Raises what the
+    readers raise: ``TopologyError`` for a Slurm form it cannot read, ``UnsafeDocument`` or
+    ``ValueError`` for text that is not strict JSON.
+
+    >>> read_running('{"jobs": []}', source="x.json")
+    (None, {'jobs': []})
+    """
+    if is_show_job_text(text):
+        return show_job_running(text, source=source), None
+    doc = load_json(text)
+    return (squeue_running(doc, source=source) if is_squeue_json(doc) else None), doc

@@ -43,13 +43,12 @@ silently.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from placer.topology.importers._common import GB, Problems, short
-from placer.topology.importers.slurm import node_cpus_per_core, parse_gres, parse_memory_mb
+from placer.topology.importers.slurm import cores_holding, node_cpus_per_core, parse_gres, parse_memory_mb
 from placer.topology.importers.slurm_json import is_slurm_output
 from placer.topology.inventory import ReplicaAllocation, RunningJob
 from placer.topology.safe_load import UnsafeDocument, check_values
@@ -314,9 +313,7 @@ def in_cores(cluster: Cluster, jobs: list[RunningJob]) -> list[RunningJob]:
             out.append(rj)
             continue
         replicas = [
-            r.model_copy(
-                update={"cpu_cores": float(math.ceil(r.cpu_cores / per_core.get(r.node or "", 1) - 1e-9))}
-            )
+            r.model_copy(update={"cpu_cores": cores_holding(r.cpu_cores, per_core.get(r.node or "", 1))})
             for r in rj.replicas
         ]
         out.append(rj.model_copy(update={"replicas": replicas}))

@@ -50,7 +50,6 @@ brackets, ``singleton`` and other dependency kinds.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -75,7 +74,7 @@ from placer.solver.jobs.model import (
     TaskGroup,
 )
 from placer.topology import TopologyError, canonical_gpu_type
-from placer.topology.importers.slurm import parse_gres
+from placer.topology.importers.slurm import cores_holding, parse_gres
 from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
 from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
 
@@ -131,8 +130,7 @@ def with_cores(results: list[ReadResult], cpus_per_core: int) -> list[ReadResult
 
     def cores(r: ReadResult, job: Job) -> ReadResult:
         tasks = [
-            g.model_copy(update={"cpu_cores": float(math.ceil(g.cpu_cores / cpus_per_core - 1e-9))})
-            for g in job.tasks
+            g.model_copy(update={"cpu_cores": cores_holding(g.cpu_cores, cpus_per_core)}) for g in job.tasks
         ]
         return r.model_copy(update={"job": job.model_copy(update={"tasks": tasks})})
 

@@ -66,4 +66,6 @@ def test_a_snapshot_file_that_is_not_slurms_is_named(tmp_path: Path) -> None:
     (tmp_path / "squeue.json").write_text("[]")
     with pytest.raises(ScenarioError) as e:
         simulate_text(text)
-    assert "cluster.slurm_jobs" in str(e.value)
+    (issue,) = e.value.issues
+    assert (issue.code, issue.path) == ("format", "cluster.slurm_jobs")
+    assert "neither squeue --json nor scontrol show job" in issue.message

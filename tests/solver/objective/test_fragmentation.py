@@ -90,12 +90,10 @@ def _batch(*shapes: tuple[float, int, int], replicas: float = 1.0) -> tuple[dict
 def _made(learned: Learned, batch: tuple[dict, dict]) -> tuple[Targets, Learned]:  # type: ignore[type-arg]
     from placer.solver.objective.fragmentation import target_workload
 
-    target = learned.in_force(batch)
-    if target is not None:
-        return target, learned.seen([], {}, batch=batch, target=target)
-    fresh = target_workload([], {}, 2, learned=learned, batch=batch)
-    target = learned.settled(fresh)
-    return target, learned.seen([], {}, batch=batch, target=target, reaffirmed=target is not fresh)
+    target, reaffirmed = learned.target_for(
+        batch, lambda: target_workload([], {}, 2, learned=learned, batch=batch)
+    )
+    return target, learned.seen([], {}, batch=batch, target=target, reaffirmed=reaffirmed)
 
 
 def test_the_target_in_force_stays_for_known_shapes_until_a_sixteenth_more_is_seen() -> None:
