@@ -51,6 +51,7 @@ fgd              {'eight': 'dgx-h100-1', 'one': 'dgx-h100-2'}
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -63,7 +64,8 @@ from placer.solver.objective.fragmentation import (
     MILLI,
     Targets,
     fragmentation,
-    fragmentation_after_share,
+    fragments,
+    fragments_after_share,
     target_workload,
 )
 
@@ -88,27 +90,108 @@ class _Deltas:
         return _Deltas(np.zeros(n), np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
 
 
+#: (node rows, the target's shapes to count) -> the rows' fragments for those shapes.
+_Count = Callable[[np.ndarray, Targets], np.ndarray]
+
+
+@dataclass(eq=False)
+class _Fragments:
+    """One node state's :func:`fragments` per node, column by target shape (``keys``), the last axis of
+    ``vals`` (``[node, shape]``, or ``[node, GPU, shape]`` after a share); row ``k`` holds for the node
+    state of version ``ver[k]``.
+
+    Why columns and not the weighted sum: a target that changes (a session re-makes it as arrivals come)
+    mostly re-weights the same shapes, and a column depends on its shape alone. :meth:`rows` carries the
+    columns the new target shares with the old and counts only the new ones, so a changed target costs a
+    product per row instead of a recount of every node. Stored as float32: fragments are sums of whole
+    milli, exact there."""
+
+    keys: tuple[tuple[float, int, int, bytes], ...]
+    vals: np.ndarray
+    ver: np.ndarray
+
+    @staticmethod
+    def of(n: int, inner: tuple[int, ...]) -> _Fragments:
+        return _Fragments((), np.zeros((n, *inner, 0), dtype=np.float32), np.full(n, -1, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.vals.nbytes)
+
+    def rows(self, t: Targets, version: np.ndarray, idx: np.ndarray, count: _Count) -> np.ndarray:
+        """The fragments of the nodes ``idx`` at ``version`` for ``t``'s shapes (float64, ``t``'s column
+        order): shared columns carried over, new ones counted for the rows still current, stale rows
+        counted in full."""
+        if self.keys != t.keys:
+            self._retarget(t, version, count)
+        stale = idx[self.ver[idx] != version[idx]]
+        if stale.size:
+            self.vals[stale] = count(stale, t)
+            self.ver[stale] = version[stale]
+        return self.vals[idx].astype(np.float64)
+
+    def _retarget(self, t: Targets, version: np.ndarray, count: _Count) -> None:
+        old = {k: j for j, k in enumerate(self.keys)}
+        vals = np.zeros((*self.vals.shape[:-1], t.size), dtype=np.float32)
+        fresh: list[int] = []
+        for j, key in enumerate(t.keys):
+            was = old.get(key)
+            if was is None:
+                fresh.append(j)
+            else:
+                vals[..., j] = self.vals[..., was]
+        current = np.flatnonzero(self.ver == version)
+        if fresh and current.size:
+            counted = count(current, t.columns(fresh))
+            for c, j in enumerate(fresh):
+                vals[current, ..., j] = counted[..., c]
+        self.keys, self.vals = t.keys, vals
+
+
 @dataclass(eq=False)
 class _Store:
-    """FGD's answers for one target workload, per node stamp (:attr:`NodeArrays.stamp`): the node's
-    fragmentation now, and its increase per replica shape. Kept in the arrays' static answers, so a
-    session's next decision reuses every row whose node did not change."""
+    """FGD's answers per node stamp (:attr:`NodeArrays.stamp`), kept in the arrays' static answers so a
+    session's next decision reuses every row whose node did not change: the fragments of each node now
+    and after one replica of each shape (:class:`_Fragments`, kept across targets), and for the target in
+    force the increases they give (:class:`_Deltas`).
+
+    The fragments after a replica are the big ones (``nodes x GPUs x shapes`` for a share): the least
+    recently used replica shapes are dropped beyond :data:`FRAGMENT_BYTES`, and counted again if they
+    come back."""
 
     targets: Targets
-    now: np.ndarray
-    now_ver: np.ndarray
+    now: _Fragments
+    after: OrderedDict[tuple[float, int, int], _Fragments] = field(default_factory=OrderedDict)
     deltas: dict[tuple[float, int, int], _Deltas] = field(default_factory=dict)
 
     @staticmethod
     def of(arrays: NodeArrays, targets: Targets) -> _Store:
-        """The store of ``arrays`` for ``targets`` (the same object: a session's target in force), or a
-        fresh one that replaces it."""
+        """The store of ``arrays``, its increases kept when ``targets`` is the target they were made for
+        (a session's target in force), dropped otherwise (its fragments are kept)."""
         hit = arrays._static_cache.get("__fgd__")
-        if hit is not None and hit.targets is targets:
+        if hit is not None:
+            if hit.targets is not targets:
+                hit.targets, hit.deltas = targets, {}
             return hit  # type: ignore[no-any-return]
-        n = len(arrays.snap.nodes)
-        store = arrays._static_cache["__fgd__"] = _Store(targets, np.zeros(n), np.full(n, -1, dtype=np.int64))
+        store = arrays._static_cache["__fgd__"] = _Store(targets, _Fragments.of(len(arrays.snap.nodes), ()))
         return store
+
+    def fragments_after(self, key: tuple[float, int, int], n: int, inner: tuple[int, ...]) -> _Fragments:
+        """The fragments after one replica of shape ``key`` (made empty the first time)."""
+        hit = self.after.get(key)
+        if hit is not None:
+            self.after.move_to_end(key)
+            return hit
+        made = self.after[key] = _Fragments.of(n, inner)
+        used = sum(f.nbytes for f in self.after.values())
+        while used > FRAGMENT_BYTES and len(self.after) > 1:
+            _, dropped = self.after.popitem(last=False)
+            used -= dropped.nbytes
+        return made
+
+
+#: What the fragments after replicas may hold, in bytes, before the least recently used shapes go.
+FRAGMENT_BYTES = 256 << 20
 
 
 @dataclass(eq=False)
@@ -258,30 +341,38 @@ def _fgd_deltas(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tupl
 
 def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     t = ctx.targets
-    assert t is not None
-    gpu = ctx.gpus(state, idx)
-    acc = t.access[idx]
     store = ctx.store
-    assert store is not None
-    old = idx[store.now_ver[idx] != ctx.version[idx]]
-    if old.size:
-        store.now[old] = fragmentation(state.cpu[old], ctx.free[old], t.access[old], t)
-        store.now_ver[old] = ctx.version[old]
-    now = store.now[idx]
-    cpu = state.cpu[idx] - unit.need.cpu
+    assert t is not None and store is not None
     need = unit.need
-    choice = np.full(idx.size, -1, dtype=np.int64)
+    n = len(ctx.version)
+
+    def count_now(rows: np.ndarray, tt: Targets) -> np.ndarray:
+        return fragments(state.cpu[rows], ctx.free[rows], tt.access[rows], tt)
+
+    now = store.now.rows(t, ctx.version, idx, count_now) @ t.p
+    key = (float(need.cpu), need.gpus, need.milli)
     if need.milli and not need.gpus:  # a share: try each GPU it fits on, keep the best
-        f = fragmentation_after_share(cpu, gpu, need.milli, acc, t)
-        delta = np.round(f - now[:, None], FGD_DECIMALS)
-        delta = np.where(gpu >= need.milli, delta, np.inf)
+
+        def count_share(rows: np.ndarray, tt: Targets) -> np.ndarray:
+            cpu = state.cpu[rows] - need.cpu
+            return fragments_after_share(cpu, ctx.free[rows], need.milli, tt.access[rows], tt)
+
+        after = store.fragments_after(key, n, (ctx.free.shape[1],)).rows(t, ctx.version, idx, count_share)
+        delta = np.round(after @ t.p - now[:, None], FGD_DECIMALS)
+        delta = np.where(ctx.free[idx] >= need.milli, delta, np.inf)
         choice = delta.argmin(axis=1)
         return delta[np.arange(idx.size), choice], choice
-    after = gpu.copy()
-    if need.gpus:  # greedy takes the lowest-indexed whole free GPUs
-        whole = after == MILLI
-        after[whole & (np.cumsum(whole, axis=1) <= need.gpus)] = 0
-    return np.round(fragmentation(cpu, after, acc, t) - now, FGD_DECIMALS), choice
+
+    def count_whole(rows: np.ndarray, tt: Targets) -> np.ndarray:
+        cpu = state.cpu[rows] - need.cpu
+        gpu = ctx.free[rows].copy()
+        if need.gpus:  # greedy takes the lowest-indexed whole free GPUs
+            whole = gpu == MILLI
+            gpu[whole & (np.cumsum(whole, axis=1) <= need.gpus)] = 0
+        return fragments(cpu, gpu, tt.access[rows], tt)
+
+    after = store.fragments_after(key, n, ()).rows(t, ctx.version, idx, count_whole)
+    return np.round(after @ t.p - now, FGD_DECIMALS), np.full(idx.size, -1, dtype=np.int64)
 
 
 def fgd_increase(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:

@@ -37,6 +37,8 @@ __all__ = [
     "drift",
     "fragmentation",
     "fragmentation_after_share",
+    "fragments",
+    "fragments_after_share",
     "quantized",
     "running_shapes",
     "shape_of",
@@ -81,6 +83,29 @@ class Targets:
         """The distinct milli per GPU of the shapes, and each shape's index into them."""
         levels, col = np.unique(self.milli, return_inverse=True)
         return levels, col.reshape(-1)
+
+    @cached_property
+    def keys(self) -> tuple[tuple[float, int, int, bytes], ...]:
+        """Each shape's identity, column by column: CPU, milli, GPU count and its packed ``access`` column.
+        Two targets' columns with the same key have the same :func:`fragments` on every node state, so a
+        cache of fragments keeps them when the target changes (only the weights or other shapes moved)."""
+        cols = np.packbits(self.access, axis=0)
+        return tuple(
+            (float(self.cpu[m]), int(self.milli[m]), int(self.num[m]), cols[:, m].tobytes())
+            for m in range(self.size)
+        )
+
+    def columns(self, picked: list[int]) -> Targets:
+        """The target of the shapes ``picked`` only (their columns, in that order; probabilities as they
+        are, no longer summing to 1): what :func:`fragments` needs to count new columns alone."""
+        sel = np.array(picked, dtype=np.int64)
+        return Targets(
+            p=self.p[sel],
+            cpu=self.cpu[sel],
+            milli=self.milli[sel],
+            num=self.num[sel],
+            access=self.access[:, sel],
+        )
 
 
 def target_workload(
@@ -204,8 +229,13 @@ class Learned:
     REFRESH_MIN = 16.0
     DRIFT = 0.02
 
-    weights: dict[tuple[float, int, int, bytes], float]
+    #: Weights as stored: each shape's weight is ``raw x scale`` (:attr:`weights`). Why: decaying every
+    #: shape at every arrival was a pass over the whole profile per one-pod decision; the decay is one
+    #: factor on ``scale`` instead, folded back into ``raw`` (and the forgotten shapes dropped) only when
+    #: ``scale`` falls below :data:`_RESCALE`.
+    raw: dict[tuple[float, int, int, bytes], float]
     masks: dict[bytes, np.ndarray]
+    scale: float = 1.0
     #: The target in force (None until the first decision makes one).
     target: Targets | None = None
     #: The shapes the target in force was made from (a batch with another shape makes a new one).
@@ -259,18 +289,34 @@ class Learned:
         it."""
         weight, masks = batch if batch is not None else batch_shapes(plans, candidates)
         replicas = sum(weight.values())
-        keep = 0.5 ** (replicas / self.HALF_LIFE)
-        out = {k: w * keep for k, w in self.weights.items() if w * keep > 1e-6}
+        scale = self.scale * 0.5 ** (replicas / self.HALF_LIFE)
+        raw = dict(self.raw)
+        if scale < _RESCALE:  # fold the decay back in; the shapes decayed to nothing are forgotten
+            raw = {k: w * scale for k, w in raw.items() if w * scale > _FORGOTTEN}
+            scale = 1.0
         for k, w in weight.items():
-            out[k] = out.get(k, 0.0) + w
-        known = {**self.masks, **masks}
-        # The masks of shapes forgotten go too.
-        after = Learned(out, {k[3]: known[k[3]] for k in out}, total=self.total + replicas)
+            raw[k] = raw.get(k, 0.0) + w / scale
+        kept = self.masks
+        if len(raw) != len(self.raw) or any(k not in self.raw for k in weight):
+            known = {**self.masks, **masks}
+            kept = {k[3]: known[k[3]] for k in raw}  # the masks of shapes forgotten go too
+        after = Learned(raw, kept, scale=scale, total=self.total + replicas)
         if target is not None and target is self.target and not reaffirmed:
             after.target, after.known, after.since = target, self.known, self.since + replicas
         elif target is not None:  # made (or re-affirmed) for this batch, from this profile and the batch
-            after.target, after.known = target, frozenset(self.weights) | frozenset(weight)
+            after.target, after.known = target, frozenset(self.raw) | frozenset(weight)
         return after
+
+    @property
+    def weights(self) -> dict[tuple[float, int, int, bytes], float]:
+        """Each shape seen with its decayed weight (those decayed below :data:`_FORGOTTEN` left out)."""
+        return {k: w * self.scale for k, w in self.raw.items() if w * self.scale > _FORGOTTEN}
+
+
+#: A :class:`Learned` shape's weight below which it is forgotten, and the scale below which the decay is
+#: folded back into the stored weights (about 20 half-lives: a float has room to spare).
+_FORGOTTEN = 1e-6
+_RESCALE = 1e-6
 
 
 def drift(a: Targets, b: Targets) -> float:
@@ -288,11 +334,7 @@ def drift(a: Targets, b: Targets) -> float:
     """
 
     def keyed(t: Targets) -> dict[tuple[float, int, int, bytes], float]:
-        cols = np.packbits(t.access, axis=0)
-        return {
-            (float(t.cpu[m]), int(t.milli[m]), int(t.num[m]), cols[:, m].tobytes()): float(t.p[m])
-            for m in range(t.size)
-        }
+        return dict(zip(t.keys, t.p.tolist(), strict=True))
 
     pa, pb = keyed(a), keyed(b)
     return 0.5 * sum(abs(pa.get(k, 0.0) - pb.get(k, 0.0)) for k in pa.keys() | pb.keys())
@@ -331,54 +373,67 @@ def quantized(delta: np.ndarray, levels: int = SCORE_LEVELS) -> np.ndarray:
     return (levels / (1.0 + np.exp(np.clip(delta, -50_000, 50_000) / 1000.0))).astype(np.int64)
 
 
-def fragmentation(cpu: np.ndarray, gpu: np.ndarray, access: np.ndarray, t: Targets) -> np.ndarray:
-    """FGD's expected GPU fragment (milli-GPUs) of ``K`` node states: free CPU cores ``cpu[K]``, free milli
-    per GPU ``gpu[K, G]`` (0 for GPUs a node lacks), ``access[K, M]``.
+def fragments(cpu: np.ndarray, gpu: np.ndarray, access: np.ndarray, t: Targets) -> np.ndarray:
+    """FGD's GPU fragment (milli-GPUs) of ``K`` node states for each task shape of ``t``, ``[k, m]``: free
+    CPU cores ``cpu[K]``, free milli per GPU ``gpu[K, G]`` (0 for GPUs a node lacks), ``access[K, M]``.
 
     The fragment for task shape ``m`` is every free GPU milli when ``m`` cannot run on the node at all (it
     needs no GPU, may not use the node, lacks CPU, or fewer than its GPU count of GPUs have its share
-    free), else the free milli of the GPUs too full for ``m``; the node's fragmentation is its
-    expectation over the target workload (the definition of ``scenarios/fill/policies/fgd.py``, on
-    greedy's amounts).
+    free), else the free milli of the GPUs too full for ``m`` (the definition of
+    ``scenarios/fill/policies/fgd.py``, on greedy's amounts). Why per shape and not only the expectation
+    (:func:`fragmentation`): a column depends on its shape alone, never on the weights, so a caller that
+    keeps the columns answers a re-weighted target with a product, not a recount.
+
+    >>> t = Targets(p=np.array([0.5, 0.5]), cpu=np.array([4.0, 1.0]), milli=np.array([1000, 500]),
+    ...             num=np.array([1, 1]), access=np.ones((1, 2), dtype=bool))
+    >>> fragments(np.array([8.0]), np.array([[1000, 300]]), np.ones((1, 2), dtype=bool), t).tolist()
+    [[300.0, 300.0]]
+    """
+    total = gpu.sum(axis=1).astype(np.float64)
+    if t.size == 0:
+        return np.zeros((len(cpu), 0))
+    levels, col = t.levels
+    g = gpu[:, :, None]
+    fits = (g >= levels[None, None, :]).sum(axis=1)[:, col]  # GPUs with m's share free, (K, M)
+    below = (g * (g < levels[None, None, :])).sum(axis=1)[:, col].astype(np.float64)  # too-full GPUs' milli
+    ok = access & (cpu[:, None] + 1e-9 >= t.cpu[None, :]) & (fits >= t.num[None, :]) & (t.num[None, :] > 0)
+    return np.where(ok, below, total[:, None])
+
+
+def fragmentation(cpu: np.ndarray, gpu: np.ndarray, access: np.ndarray, t: Targets) -> np.ndarray:
+    """FGD's expected GPU fragment (milli-GPUs) of ``K`` node states: :func:`fragments`' per-shape
+    fragments weighted by the target workload's probabilities.
 
     >>> t = Targets(p=np.array([0.5, 0.5]), cpu=np.array([4.0, 1.0]), milli=np.array([1000, 500]),
     ...             num=np.array([1, 1]), access=np.ones((1, 2), dtype=bool))
     >>> fragmentation(np.array([8.0]), np.array([[1000, 300]]), np.ones((1, 2), dtype=bool), t).tolist()
     [300.0]
     """
-    total = gpu.sum(axis=1).astype(np.float64)
     if t.size == 0:
         return np.zeros(len(cpu))
-    levels, col = t.levels
-    g = gpu[:, :, None]
-    fits = (g >= levels[None, None, :]).sum(axis=1)[:, col]  # GPUs with m's share free, (K, M)
-    below = (g * (g < levels[None, None, :])).sum(axis=1)[:, col].astype(np.float64)  # too-full GPUs' milli
-    ok = access & (cpu[:, None] + 1e-9 >= t.cpu[None, :]) & (fits >= t.num[None, :]) & (t.num[None, :] > 0)
-    return np.where(ok, below, total[:, None]) @ t.p
+    return fragments(cpu, gpu, access, t) @ t.p
 
 
-def fragmentation_after_share(
+def fragments_after_share(
     cpu: np.ndarray, gpu: np.ndarray, milli: int, access: np.ndarray, t: Targets
 ) -> np.ndarray:
-    """:func:`fragmentation` of ``K`` nodes after a share of ``milli`` is taken from each one of their
-    GPUs in turn: ``[k, g]`` is node ``k``'s fragmentation with ``milli`` less free on GPU ``g`` (and CPU
-    ``cpu[k]``, already net of the share's CPU). Only GPUs with ``milli`` free are meaningful.
+    """:func:`fragments` of ``K`` nodes after a share of ``milli`` is taken from each one of their GPUs in
+    turn: ``[k, g, m]`` is node ``k``'s fragment for shape ``m`` with ``milli`` less free on GPU ``g`` (and
+    CPU ``cpu[k]``, already net of the share's CPU). Only GPUs with ``milli`` free are meaningful.
 
-    Why not :func:`fragmentation` on ``K x G`` copies of the nodes: taking from one GPU moves each shape's
+    Why not :func:`fragments` on ``K x G`` copies of the nodes: taking from one GPU moves each shape's
     count of fitting GPUs and milli of too-full GPUs by that GPU's terms alone, so the per-GPU answers
     come from the node's sums in ``K x G x M`` steps instead of ``K x G x G x M``.
 
     >>> t = Targets(p=np.array([0.5, 0.5]), cpu=np.array([4.0, 1.0]), milli=np.array([1000, 500]),
     ...             num=np.array([1, 1]), access=np.ones((1, 2), dtype=bool))
-    >>> gpu, acc = np.array([[1000, 600]]), np.ones((1, 2), dtype=bool)
-    >>> fragmentation_after_share(np.array([8.0]), gpu, 200, acc, t).tolist()
-    [[700.0, 400.0]]
-    >>> [fragmentation(np.array([8.0]), np.array(g), acc, t).tolist() for g in ([[800, 600]], [[1000, 400]])]
-    [[700.0], [400.0]]
+    >>> fragments_after_share(np.array([8.0]), np.array([[1000, 600]]), 200, np.ones((1, 2), dtype=bool), t)
+    array([[[1400.,    0.],
+            [ 400.,  400.]]])
     """
     k = len(cpu)
     if t.size == 0:
-        return np.zeros((k, gpu.shape[1]))
+        return np.zeros((k, gpu.shape[1], 0))
     levels, col = t.levels
     g = gpu[:, :, None]  # (K, G, 1) against levels (L,)
     ge = g >= levels
@@ -392,4 +447,24 @@ def fragmentation_after_share(
     fits_m, below_m = fits_after[:, :, col], below_after[:, :, col].astype(np.float64)  # (K, G, M)
     static = access & (cpu[:, None] + 1e-9 >= t.cpu[None, :]) & (t.num[None, :] > 0)  # (K, M)
     ok = static[:, None, :] & (fits_m >= t.num)
-    return np.where(ok, below_m, total_after[:, None, None]) @ t.p
+    return np.where(ok, below_m, total_after[:, None, None])
+
+
+def fragmentation_after_share(
+    cpu: np.ndarray, gpu: np.ndarray, milli: int, access: np.ndarray, t: Targets
+) -> np.ndarray:
+    """:func:`fragmentation` of ``K`` nodes after a share of ``milli`` is taken from each one of their
+    GPUs in turn: ``[k, g]`` is node ``k``'s fragmentation with ``milli`` less free on GPU ``g``
+    (:func:`fragments_after_share` weighted by the target's probabilities).
+
+    >>> t = Targets(p=np.array([0.5, 0.5]), cpu=np.array([4.0, 1.0]), milli=np.array([1000, 500]),
+    ...             num=np.array([1, 1]), access=np.ones((1, 2), dtype=bool))
+    >>> gpu, acc = np.array([[1000, 600]]), np.ones((1, 2), dtype=bool)
+    >>> fragmentation_after_share(np.array([8.0]), gpu, 200, acc, t).tolist()
+    [[700.0, 400.0]]
+    >>> [fragmentation(np.array([8.0]), np.array(g), acc, t).tolist() for g in ([[800, 600]], [[1000, 400]])]
+    [[700.0], [400.0]]
+    """
+    if t.size == 0:
+        return np.zeros((len(cpu), gpu.shape[1]))
+    return fragments_after_share(cpu, gpu, milli, access, t) @ t.p

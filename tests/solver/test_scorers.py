@@ -307,3 +307,82 @@ def test_same_input_same_decision_in_any_order(scorer: str) -> None:
     assert _timeless(_place(jobs, c, scorer)) == first
     assert _timeless(_place(shuffled, c, scorer)) == first
     assert first["placements"]  # something was placed at all
+
+
+def _fgd_keys_after_retarget(scorer_targets: list[Targets], c: Cluster, job: Job) -> list[np.ndarray]:
+    """FGD's increases of one replica of ``job`` on every node where it fits, against each target in turn,
+    all through the same arrays (so the store made for the first target serves the later ones)."""
+    snap = Snapshot.of(c)
+    plans = [expand(job, 0, max_node_gpus=8)]
+    arrays = NodeArrays.of(snap, batch_keys(plans[0].units))
+    cands = {0: [unit_candidates(u, arrays, nvlink=False, spot_ok=True) for u in plans[0].units]}
+    out = []
+    for t in scorer_targets:
+        ctx = Context.of("fgd", plans, cands, arrays, targets=t)
+        state = State.of(arrays)
+        unit = plans[0].units[0]
+        idx = np.flatnonzero(cands[0][0].static & state.fits(unit))
+        out.append(ctx.key(state, unit, idx))
+    return out
+
+
+@pytest.mark.parametrize("milli", [None, 300])
+def test_a_changed_target_gives_the_increases_a_fresh_count_gives(milli: int | None) -> None:
+    # The store keeps fragments per target shape; a second target re-weights two of the first's shapes,
+    # drops one and adds one. Its increases must be the ones counted from nothing for that target.
+    c = cluster_of(pcie_inference(3), dgx_h100(2)).with_allocations(
+        [
+            _run("a", "l4-1", [0], gpu_milli=400),
+            _run("b", "l4-2", [1, 2]),
+            _run("c", "dgx-h100-1", [0, 1, 2]),
+        ]
+    )
+    n = len(Snapshot.of(c).nodes)
+    acc = np.ones((n, 3), dtype=bool)
+    first = Targets(
+        p=np.array([0.5, 0.3, 0.2]),
+        cpu=np.array([4.0, 1.0, 8.0]),
+        milli=np.array([1000, 500, 1000]),
+        num=np.array([1, 1, 2]),
+        access=acc,
+    )
+    second = Targets(
+        p=np.array([0.1, 0.6, 0.3]),
+        cpu=np.array([1.0, 8.0, 2.0]),
+        milli=np.array([500, 1000, 250]),
+        num=np.array([1, 2, 1]),
+        access=acc,
+    )
+    assert set(first.keys) & set(second.keys) and set(second.keys) - set(first.keys)
+    job = _job("x", 1, milli=milli)
+    _, carried = _fgd_keys_after_retarget([first, second], c, job)
+    (fresh,) = _fgd_keys_after_retarget([second], c, job)
+    assert carried.tolist() == pytest.approx(fresh.tolist(), abs=1e-6)
+    (stale,) = _fgd_keys_after_retarget([first], c, job)
+    assert stale.tolist() != pytest.approx(fresh.tolist(), abs=1e-6)  # the targets do differ here
+
+
+def test_fragments_of_replica_shapes_are_dropped_least_recent_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from placer.solver import scorers
+
+    c = cluster_of(pcie_inference(2))
+    snap = Snapshot.of(c)
+    arrays = NodeArrays.of(snap, batch_keys([]))
+    t = Targets(
+        p=np.array([1.0]),
+        cpu=np.array([1.0]),
+        milli=np.array([1000]),
+        num=np.array([1]),
+        access=np.ones((len(snap.nodes), 1), dtype=bool),
+    )
+    store = scorers._Store.of(arrays, t)
+    per_shape = scorers._Fragments.of(len(snap.nodes), (4,)).vals.nbytes  # 0 columns: 0 bytes
+    assert per_shape == 0
+    grown = len(snap.nodes) * 4 * 8 * 4  # 8 columns of float32 per node and GPU
+    monkeypatch.setattr(scorers, "FRAGMENT_BYTES", 2 * grown)
+    for shape in [(1.0, 0, 100), (1.0, 0, 200), (1.0, 0, 300)]:
+        f = store.fragments_after(shape, len(snap.nodes), (4,))
+        f.vals = np.zeros((len(snap.nodes), 4, 8), dtype=np.float32)
+    store.fragments_after((1.0, 0, 100), len(snap.nodes), (4,))  # used again: now the most recent
+    store.fragments_after((1.0, 0, 400), len(snap.nodes), (4,))  # over the cap: the least recent goes
+    assert list(store.after) == [(1.0, 0, 300), (1.0, 0, 100), (1.0, 0, 400)]

@@ -136,3 +136,29 @@ def test_a_new_shape_makes_a_new_target_only_when_heavy_enough_to_be_kept() -> N
     light, heavy = _batch((99.0, 1000, 1), replicas=1.0), _batch((98.0, 1000, 1), replicas=500.0)
     assert learned.in_force(light) is first  # one replica would not be among the kept shapes
     assert learned.in_force(heavy) is None  # 500 would
+
+
+def test_a_shape_seen_r_replicas_ago_weighs_half_per_half_life() -> None:
+    # Weights decay by 0.5 ** (replicas / HALF_LIFE) per batch, whatever way they are stored.
+    learned = Learned({}, {})
+    a, b = _batch((4.0, 1000, 1), replicas=10.0), _batch((1.0, 500, 1), replicas=1.0)
+    learned = learned.seen([], {}, batch=a)
+    for _ in range(3000):
+        learned = learned.seen([], {}, batch=b)
+    (wa,) = [w for k, w in learned.weights.items() if k[:3] == (4.0, 1000, 1)]
+    (wb,) = [w for k, w in learned.weights.items() if k[:3] == (1.0, 500, 1)]
+    h = Learned.HALF_LIFE
+    assert wa == pytest.approx(10.0 * 0.5 ** (3000 / h), rel=1e-9)
+    assert wb == pytest.approx(sum(0.5 ** (i / h) for i in range(3000)), rel=1e-9)
+    assert learned.total == 3010.0
+
+
+def test_a_shape_decayed_to_nothing_is_forgotten_with_its_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Learned, "HALF_LIFE", 1)  # one replica halves everything seen before
+    learned = Learned({}, {}).seen([], {}, batch=_batch((4.0, 1000, 1)))
+    other = np.array([True, False])
+    key = np.packbits(other).tobytes()
+    for _ in range(40):  # 2 ** -40 < 1e-6: the first shape is forgotten
+        learned = learned.seen([], {}, batch=({(1.0, 500, 1, key): 1.0}, {key: other}))
+    assert [k[:3] for k in learned.weights] == [(1.0, 500, 1)]
+    assert [k[:3] for k in learned.raw] == [(1.0, 500, 1)] and list(learned.masks) == [key]
