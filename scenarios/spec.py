@@ -389,7 +389,9 @@ class ClusterSpec(_Spec):
     empty; ``keep``: they run until their ``expected_end`` and are never requeued). ``slurm_jobs``: with a
     Slurm node file, ``squeue --json`` or ``scontrol show job -d`` naming the jobs that run (a live
     snapshot; ``placer place --running``); ``slurm_partitions``: ``scontrol show partition``, whose tiers
-    and preemption modes Slurm's jobs then get (``placer place --slurm-partitions``)."""
+    and preemption modes Slurm's jobs then get (``placer place --slurm-partitions``), or ``slurm_qos``:
+    ``sacctmgr show qos -P`` under ``preempt/qos`` (with ``slurm_preempt_mode``, the cluster's
+    ``PreemptMode``; ``placer place --slurm-qos``)."""
 
     name: str | None = None
     builders: list[dict[str, dict[str, Any]]] | None = None
@@ -400,6 +402,8 @@ class ClusterSpec(_Spec):
     running: Literal["drop", "keep"] = "drop"
     slurm_jobs: str | None = None
     slurm_partitions: str | None = None
+    slurm_qos: str | None = None
+    slurm_preempt_mode: str | None = None
 
     @model_validator(mode="after")
     def _one(self) -> ClusterSpec:
@@ -408,8 +412,16 @@ class ClusterSpec(_Spec):
             raise _bad(
                 "conflict", f"give exactly one of builders, layout or file (got {', '.join(given) or 'none'})"
             )
-        if self.file is None and (self.slurm_jobs or self.slurm_partitions):
-            raise _bad("conflict", "slurm_jobs and slurm_partitions go with a Slurm node file (file)")
+        if self.file is None and (self.slurm_jobs or self.slurm_partitions or self.slurm_qos):
+            raise _bad(
+                "conflict", "slurm_jobs, slurm_partitions and slurm_qos go with a Slurm node file (file)"
+            )
+        if self.slurm_qos and self.slurm_partitions:
+            raise _bad(
+                "conflict", "slurm_qos and slurm_partitions: Slurm preempts by QOS or by partition, not both"
+            )
+        if self.slurm_preempt_mode and not self.slurm_qos:
+            raise _bad("conflict", "slurm_preempt_mode goes with slurm_qos")
         for i, entry in enumerate(self.builders or []):
             if len(entry) != 1:
                 raise _bad(

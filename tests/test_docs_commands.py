@@ -43,6 +43,8 @@ LIVE_SYSTEM = (
     "squeue",
     "scontrol",
     "scancel",
+    "sacctmgr",
+    " qos.txt",  # what sacctmgr printed on a live cluster
     "sh apply.sh",
     "less ",
     "sleep ",

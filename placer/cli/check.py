@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         read_options_arg,
         reservations_arg,
         slurm_partitions_arg,
+        slurm_qos_arg,
         topology_labels_arg,
         with_partition_tiers_arg,
         with_running_arg,
@@ -102,8 +103,9 @@ def run(args: argparse.Namespace) -> int:
             detail = _pydantic_lines(e) if isinstance(e, ValidationError) else str(e)
             return _fail(f"decision {args.decision} is not a valid decision: {detail}")
         partitions = slurm_partitions_arg(args.slurm_partitions)
-        results = in_slurm_cores(with_partition_tiers_arg(results, partitions), cluster)
-        cluster = with_running_arg(cluster, args.running, partitions)
+        qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
+        results = in_slurm_cores(with_partition_tiers_arg(results, partitions, qos), cluster)
+        cluster = with_running_arg(cluster, args.running, partitions, qos)
         declared: list[object] = [*args.reservation, *(reservations_arg(args.reservations, cluster) or [])]
         prices = prices_arg(args.prices)
     except InputError as e:  # nothing can be checked without every input: exit 2 either way

@@ -180,6 +180,18 @@ def add_pods_argument(p: argparse.ArgumentParser) -> None:
         help="scontrol show partition (or slurm.conf): Slurm jobs rank by their partition's PriorityTier and "
         "running ones may be evicted as its PreemptMode (REQUEUE, CANCEL) and GraceTime say (docs/slurm.md)",
     )
+    p.add_argument(
+        "--slurm-qos",
+        metavar="FILE",
+        help="sacctmgr show qos -P, for PreemptType=preempt/qos: Slurm jobs rank by their QOS's place in the "
+        "Preempt lists and running ones may be evicted as its PreemptMode and GraceTime say (docs/slurm.md)",
+    )
+    p.add_argument(
+        "--slurm-preempt-mode",
+        metavar="MODE",
+        help="the cluster's PreemptMode (scontrol show config): what a QOS whose PreemptMode is 'cluster' "
+        "means",
+    )
 
 
 def add_limits_argument(p: argparse.ArgumentParser) -> None:
@@ -230,6 +242,25 @@ def slurm_partitions_arg(path: str | None) -> dict[str, Any] | None:
     return _read("slurm partitions", path, lambda: read_partitions_file(path))
 
 
+def slurm_qos_arg(path: str | None, mode: str | None, partitions: str | None) -> dict[str, Any] | None:
+    """``--slurm-qos`` (with ``--slurm-preempt-mode``): Slurm's QOSes by name
+    (:mod:`placer.topology.importers.slurm_qos`). Under ``preempt/qos`` partitions do not decide
+    preemption, so ``--slurm-partitions`` with it is a usage error."""
+    if not path:
+        if mode:
+            raise InputError("usage", "--slurm-preempt-mode goes with --slurm-qos")
+        return None
+    if partitions:
+        raise InputError(
+            "usage",
+            "--slurm-qos and --slurm-partitions: Slurm preempts by QOS or by partition (PreemptType), "
+            "not both",
+        )
+    from placer.topology.importers.slurm_qos import read_qos_file
+
+    return _read("slurm QOS table", path, lambda: read_qos_file(path, cluster_mode=mode))
+
+
 def in_slurm_cores(results: list[Any], cluster: Cluster) -> list[Any]:
     """The read jobs with Slurm's pending jobs' CPUs counted as cores of the cluster's nodes (where a
     Slurm node's CPUs are hardware threads; :func:`placer.solver.jobs.formats.slurm.with_cores`)."""
@@ -239,22 +270,32 @@ def in_slurm_cores(results: list[Any], cluster: Cluster) -> list[Any]:
     return with_cores(results, fewest_cpus_per_core(cluster.nodes))
 
 
-def with_partition_tiers_arg(results: list[Any], partitions: dict[str, Any] | None) -> list[Any]:
-    """The read jobs with Slurm's pending jobs ranked by their partitions' tiers (when given)."""
-    if partitions is None:
-        return results
-    from placer.solver.jobs.formats.slurm import with_partition_tiers
+def with_partition_tiers_arg(
+    results: list[Any], partitions: dict[str, Any] | None, qos: dict[str, Any] | None = None
+) -> list[Any]:
+    """The read jobs with Slurm's pending jobs ranked by their partitions' tiers or their QOS's level
+    (whichever is given)."""
+    from placer.solver.jobs.formats.slurm import with_partition_tiers, with_qos_levels
 
-    return with_partition_tiers(results, partitions)
+    if partitions is not None:
+        results = with_partition_tiers(results, partitions)
+    if qos is not None:
+        results = with_qos_levels(results, qos)
+    return results
 
 
-def with_running_arg(cluster: Cluster, path: str | None, partitions: dict[str, Any] | None = None) -> Cluster:
+def with_running_arg(
+    cluster: Cluster,
+    path: str | None,
+    partitions: dict[str, Any] | None = None,
+    qos: dict[str, Any] | None = None,
+) -> Cluster:
     """``--running``: the cluster with the file's running jobs added (a JSON list of job envelopes plus
     where they run, :mod:`placer.solver.running`), or Slurm's ``squeue --json`` or ``scontrol show job -d``,
     whose jobs replace the anonymous per-node allocations a Slurm node file gives
     (:mod:`placer.topology.importers.slurm_jobs`, :mod:`~placer.topology.importers.slurm_job_text`); with
     ``partitions`` (``--slurm-partitions``), Slurm's running jobs get their partition's tier, preemption
-    mode and grace time."""
+    mode and grace time; with ``qos`` (``--slurm-qos``), their QOS's level, mode and grace time."""
     if not path:
         return cluster
     from placer.solver.jobs import JobValidationError
@@ -270,6 +311,10 @@ def with_running_arg(cluster: Cluster, path: str | None, partitions: dict[str, A
             from placer.topology.importers.slurm_partitions import with_partition_rules
 
             slurm = with_partition_rules(slurm, partitions, source=path)
+        if slurm is not None and qos is not None:
+            from placer.topology.importers.slurm_qos import with_qos_rules
+
+            slurm = with_qos_rules(slurm, qos, source=path)
     except OSError as e:
         raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None
     except TopologyError as e:

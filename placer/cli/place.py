@@ -187,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
         reservations_arg,
         shown,
         slurm_partitions_arg,
+        slurm_qos_arg,
         topology_labels_arg,
         with_partition_tiers_arg,
         with_running_arg,
@@ -210,8 +211,9 @@ def run(args: argparse.Namespace) -> int:
         if unreadable:  # a whole document failed: it names no job that could be answered in the decision
             return _bad_content("; ".join(f"{r.source}: {shown(list(r.errors))}" for r in unreadable))
         partitions = slurm_partitions_arg(args.slurm_partitions)
-        results = in_slurm_cores(with_partition_tiers_arg(results, partitions), cluster)
-        cluster = with_running_arg(cluster, args.running, partitions)
+        qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
+        results = in_slurm_cores(with_partition_tiers_arg(results, partitions, qos), cluster)
+        cluster = with_running_arg(cluster, args.running, partitions, qos)
         reservations = reservations_arg(args.reservations, cluster)
         prices = prices_arg(args.prices)
     except InputError as e:

@@ -48,9 +48,10 @@ from placer.topology.importers.slurm_partitions import (
     read_partitions_file,
     with_partition_rules,
 )
+from placer.topology.importers.slurm_qos import SlurmQos, read_qos_file, with_qos_rules
 from placer.topology.inputs import read_input
 
-__all__ = ["BUILDERS", "build", "slurm_partitions_of"]
+__all__ = ["BUILDERS", "build", "slurm_partitions_of", "slurm_qos_of"]
 
 #: Builders a scenario may name, from :mod:`placer.topology.presets`.
 BUILDERS: dict[str, Callable[..., Inventory]] = {
@@ -159,16 +160,32 @@ def slurm_partitions_of(spec: ClusterSpec, base: Path | None) -> dict[str, Slurm
         raise fail("malformed", "cluster.slurm_partitions", str(e)) from None
 
 
+def slurm_qos_of(spec: ClusterSpec, base: Path | None) -> dict[str, SlurmQos] | None:
+    """``cluster.slurm_qos`` read, with ``cluster.slurm_preempt_mode`` (None when not given)."""
+    if spec.slurm_qos is None:
+        return None
+    path = resolve(spec.slurm_qos, base)
+    try:
+        return read_qos_file(str(path), cluster_mode=spec.slurm_preempt_mode)
+    except OSError as e:
+        raise fail("required", "cluster.slurm_qos", f"cannot open {path}: {e.strerror or e}") from None
+    except TopologyError as e:
+        raise fail("malformed", "cluster.slurm_qos", str(e)) from None
+
+
 def _with_slurm_jobs(cluster: Cluster, spec: ClusterSpec, base: Path | None) -> Cluster:
     """The Slurm cluster with the jobs ``cluster.slurm_jobs`` names running by their ids (a live
-    snapshot), with their partitions' rules when ``cluster.slurm_partitions`` is given."""
+    snapshot), with their partitions' rules when ``cluster.slurm_partitions`` is given, their QOSes' with
+    ``cluster.slurm_qos``."""
     assert spec.slurm_jobs is not None
     path = resolve(spec.slurm_jobs, base)
-    partitions = slurm_partitions_of(spec, base)
+    partitions, qos = slurm_partitions_of(spec, base), slurm_qos_of(spec, base)
     try:
         jobs, _ = read_running(read_input(str(path)).decode("utf-8-sig"), source=str(path))
         if jobs is not None and partitions is not None:
             jobs = with_partition_rules(jobs, partitions, source=str(path))
+        if jobs is not None and qos is not None:
+            jobs = with_qos_rules(jobs, qos, source=str(path))
         if jobs is not None:
             return with_slurm_jobs(cluster, jobs)
     except OSError as e:

@@ -36,10 +36,11 @@ from placer.scenarios.load import ScenarioError, fail, resolve
 from placer.scenarios.spec import TraceWorkload, WorkloadSpec
 from placer.scenarios.units import parse_duration
 from placer.solver.jobs.errors import Issue
-from placer.solver.jobs.formats.slurm import with_cores, with_partition_tiers
+from placer.solver.jobs.formats.slurm import with_cores, with_partition_tiers, with_qos_levels
 from placer.solver.jobs.load import check_batch, read_file, read_object
 from placer.solver.jobs.model import Job, ReadResult
 from placer.topology.importers.slurm_partitions import SlurmPartition
+from placer.topology.importers.slurm_qos import SlurmQos
 
 __all__ = ["TRACE_LOADERS", "jobs_of"]
 
@@ -52,17 +53,19 @@ def jobs_of(
     seed: int,
     base: Path | None,
     partitions: dict[str, SlurmPartition] | None = None,
+    qos: dict[str, SlurmQos] | None = None,
     cpus_per_core: int = 1,
 ) -> list[Job]:
     """Every job of the workload, sorted by ``(submit_time, id)``; :class:`ScenarioError` for bad ones.
     ``partitions``: Slurm's partitions (``cluster.slurm_partitions``), whose tiers pending Slurm jobs of
-    ``file`` take; ``cpus_per_core``: how many of their CPUs make a core of the cluster's nodes."""
+    ``file`` take (or their QOSes' levels, ``qos``: ``cluster.slurm_qos``); ``cpus_per_core``: how many
+    of their CPUs make a core of the cluster's nodes."""
     if w.synthetic is not None:
         jobs = generate(w.synthetic, start, horizon_s, seed=seed)
     elif w.trace is not None:
         jobs = _trace(w.trace, start, start + timedelta(seconds=horizon_s), base)
     elif w.file is not None:
-        jobs = _file(w.file, start, base, partitions, cpus_per_core)
+        jobs = _file(w.file, start, base, partitions, qos, cpus_per_core)
     else:
         jobs = _explicit(w.jobs or [], start)
     return sorted(jobs, key=lambda j: (j.submit_time or start, j.id))
@@ -73,6 +76,7 @@ def _file(
     start: datetime,
     base: Path | None,
     partitions: dict[str, SlurmPartition] | None,
+    qos: dict[str, SlurmQos] | None,
     cpus_per_core: int,
 ) -> list[Job]:
     """Every job of a job file (any format ``placer place --jobs`` reads), submitted at the start."""
@@ -83,6 +87,8 @@ def _file(
         raise fail("required", "workload.file", f"cannot open {path}: {e.strerror or e}") from None
     if partitions is not None:
         results = with_partition_tiers(results, partitions)
+    if qos is not None:
+        results = with_qos_levels(results, qos)
     results = check_batch(with_cores(results, cpus_per_core))
     bad = [
         Issue(code=e.code, path=f"workload.file: {e.path}", message=e.message)

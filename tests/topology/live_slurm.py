@@ -27,9 +27,11 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["LiveSlurm", "available", "running", "start", "start_smt"]
+__all__ = ["LiveSlurm", "available", "available_accounting", "running", "start", "start_qos", "start_smt"]
 
 BINARIES = ("slurmctld", "slurmd", "scontrol", "sbatch", "munged", "munge")
+#: What an accounted Slurm needs besides (``slurmdbd`` stores into a throw-away MariaDB).
+ACCOUNTING = ("slurmdbd", "sacctmgr", "mariadbd", "mariadb-install-db", "mariadb")
 #: Node name -> (slurmd port, Gres, gres.conf line or "").
 NODES = {
     "gpu01": (17001, "gpu:h100:8", "Name=gpu Type=h100 File={dev}/nvidia[0-7]"),
@@ -69,6 +71,17 @@ def available() -> str | None:
     return None
 
 
+def available_accounting() -> str | None:
+    """None when a live Slurm with accounting (slurmdbd, MariaDB) can start here, else why not."""
+    why = available()
+    if why is not None:
+        return why
+    missing = [b for b in ACCOUNTING if shutil.which(b) is None]
+    if missing:
+        return f"missing {', '.join(missing)} (apt-get install -y slurmdbd mariadb-server)"
+    return None
+
+
 class LiveSlurm:
     """A started Slurm: its directory, environment, and the PIDs it must stop."""
 
@@ -100,19 +113,28 @@ class LiveSlurm:
         while time.monotonic() < end and self.run("squeue", "-h", "-t", "R,CG", check=False).strip():
             time.sleep(0.2)
         run = self.root / "run"
-        for pid_file in [*sorted(run.glob("slurmd-*.pid")), run / "slurmctld.pid"]:
-            if pid_file.exists():
-                _kill(int(pid_file.read_text().split()[0]))
+        # In layers, each layer at once (a slurmd takes about 2 s to go): the slurmds, the controller, the
+        # accounting daemon, its database, munged.
+        layers = [
+            sorted(run.glob("slurmd-*.pid")),
+            [run / "slurmctld.pid"],
+            [run / "slurmdbd.pid"],
+            [run / "db.pid"],
+        ]
+        for layer in layers:
+            _kill(*(int(f.read_text().split()[0]) for f in layer if f.exists()))
         if self.munged is not None:
             _kill(self.munged)
 
 
-def running(root: Path, starter: Callable[[Path], LiveSlurm]) -> Iterator[LiveSlurm]:
+def running(
+    root: Path, starter: Callable[[Path], LiveSlurm], check: Callable[[], str | None] = available
+) -> Iterator[LiveSlurm]:
     """A pytest fixture's body: ``starter(root)``, yielded, stopped afterwards; fails (never skips) where
-    a live Slurm cannot start."""
+    a live Slurm cannot start (``check``)."""
     import pytest
 
-    why = available()
+    why = check()
     if why is not None:
         pytest.fail(f"a live Slurm cannot start here: {why}; .ci/run installs it (Debian packages)")
     s = starter(root)
@@ -122,20 +144,28 @@ def running(root: Path, starter: Callable[[Path], LiveSlurm]) -> Iterator[LiveSl
         s.stop()
 
 
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, 15)
-    except ProcessLookupError:
-        return
+def _kill(*pids: int) -> None:
+    """SIGTERM to each of ``pids``, then wait up to 5 s for them all to go; SIGKILL to those left."""
+    left = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 15)
+            left.append(pid)
     end = time.monotonic() + 5
-    while time.monotonic() < end:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
+    while left and time.monotonic() < end:
         time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, 9)
+        left = [pid for pid in left if _alive(pid)]
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _conf(
@@ -190,11 +220,15 @@ PreemptMode=REQUEUE
 
 
 def _boot(
-    root: Path, nodes: dict[str, tuple[int, str, str]], conf: str, topology: str | None = None
+    root: Path,
+    nodes: dict[str, tuple[int, str, str]],
+    conf: str,
+    topology: str | None = None,
+    before: Callable[[LiveSlurm], None] | None = None,
 ) -> LiveSlurm:
-    """Write ``conf`` (and ``topology``) under ``root``, start munged if needed, slurmctld and one slurmd
-    per node of ``nodes``, and wait until every node has registered. On failure it stops what it
-    started before raising."""
+    """Write ``conf`` (and ``topology``) under ``root``, start munged if needed, then ``before(s)`` (what
+    slurmctld needs up first), slurmctld and one slurmd per node of ``nodes``, and wait until every node
+    has registered. On failure it stops what it started before raising."""
     s = LiveSlurm(root)
     for d in ("etc", "state", "run", "log", "dev", *(f"spool/{n}" for n in nodes)):
         (root / d).mkdir(parents=True, exist_ok=True)
@@ -220,6 +254,8 @@ def _boot(
             s.wait("munged", pid_file.exists, 10)
             s.munged = int(pid_file.read_text().split()[0])
             s.wait("munge", lambda: subprocess.run(["munge", "-n"], capture_output=True).returncode == 0, 10)
+        if before is not None:
+            before(s)
         s.run("slurmctld", "-f", s.env["SLURM_CONF"], "-c", "-i")
         s.wait("slurmctld", lambda: "UP" in s.run("scontrol", "ping", check=False))
         for n in nodes:
@@ -301,6 +337,107 @@ def start_smt(root: Path) -> LiveSlurm:
         s.out["sinfo-json"] = s.run("sinfo", "--json")
         s.out["squeue-json"] = s.run("squeue", "--json")
         s.out["show-job-d"] = s.run("scontrol", "show", "job", "-d")
+    except BaseException:
+        s.stop()
+        raise
+    return s
+
+
+#: Accounting for :func:`start_qos`: the throw-away MariaDB's and slurmdbd's ports.
+DB_PORT, DBD_PORT = 16819, 16820
+#: ``sacctmgr`` commands of :func:`start_qos`: ``high`` may preempt ``low``, whose jobs are requeued after
+#: a 1-second grace time; ``normal`` (Slurm's default QOS) preempts nothing, with the cluster's mode.
+QOS = [
+    ("add", "cluster", "placer"),
+    ("add", "qos", "low", "Priority=10", "PreemptMode=requeue", "GraceTime=1"),
+    ("add", "qos", "high", "Priority=100", "Preempt=low"),
+    ("add", "account", "ml"),
+    ("add", "user", "root", "account=ml", "qos=normal,low,high"),
+]
+
+
+def _accounting(root: Path, host: str) -> Callable[[LiveSlurm], None]:
+    """What :func:`start_qos` starts before slurmctld: a MariaDB of its own under ``root/db`` (TCP on
+    127.0.0.1 only), slurmdbd storing into it, and the QOSes, account and user of :data:`QOS`."""
+
+    def start(s: LiveSlurm) -> None:
+        run, db = root / "run", root / "db"
+        install = ["mariadb-install-db", "--no-defaults", f"--datadir={db}", "--user=root", "--skip-test-db"]
+        install.append("--auth-root-authentication-method=normal")
+        subprocess.run(install, check=True, capture_output=True, timeout=60)
+        server = ["mariadbd", "--no-defaults", f"--datadir={db}", "--user=root", "--bind-address=127.0.0.1"]
+        server += [f"--port={DB_PORT}", f"--socket={run}/db.sock", f"--pid-file={run}/db.pid"]
+        server.append(f"--log-error={root}/log/db.log")
+        # In the background of a shell that exits at once: init reaps it, so stop() sees it gone by its PID.
+        subprocess.run(["sh", "-c", '"$@" >/dev/null 2>&1 &', "sh", *server], check=True, timeout=30)
+        sql = ["mariadb", "--no-defaults", f"--socket={run}/db.sock", "-uroot", "-e"]
+        ready = lambda: subprocess.run([*sql, "select 1"], capture_output=True).returncode == 0  # noqa: E731
+        s.wait("MariaDB", ready)
+        grant = (
+            "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY 'placer'; GRANT ALL ON *.* TO 'slurm'@'127.0.0.1';"
+        )
+        subprocess.run([*sql, grant], check=True, capture_output=True, timeout=30)
+        dbd = root / "etc" / "slurmdbd.conf"  # next to slurm.conf: slurmdbd reads it from SLURM_CONF's dir
+        dbd.write_text(
+            f"AuthType=auth/munge\nDbdHost={host}\nDbdPort={DBD_PORT}\nSlurmUser=root\n"
+            f"PidFile={run}/slurmdbd.pid\nLogFile={root}/log/slurmdbd.log\n"
+            f"StorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\nStoragePort={DB_PORT}\n"
+            "StorageUser=slurm\nStoragePass=placer\nStorageLoc=placer_acct\n"
+        )
+        dbd.chmod(0o600)
+        s.run("slurmdbd")
+        show = ["sacctmgr", "-n", "show", "cluster"]
+        s.wait("slurmdbd", lambda: subprocess.run(show, env=s.env, capture_output=True).returncode == 0)
+        for command in QOS:
+            s.run("sacctmgr", "-i", *command)
+
+    return start
+
+
+def start_qos(root: Path) -> LiveSlurm:
+    """A third throw-away Slurm (after the others have stopped: same ports), with accounting (slurmdbd in
+    a MariaDB of its own) and ``PreemptType=preempt/qos``: QOSes of :data:`QOS`, the nodes of
+    :data:`NODES` in one partition. Job ``lo`` (QOS ``low``) holds gpu03's 4 A100 (no time limit); job
+    ``hi`` (QOS ``high``) asks them and is held, so Slurm leaves both alone. Captures ``sacctmgr show qos
+    -P``, ``scontrol show node`` (plain: accounting now reports GPUs in ``AllocTRES``), ``scontrol show job
+    -d``, ``squeue --json`` and ``scontrol show config``."""
+    host = socket.gethostname().split(".")[0]
+    partitions = {"gpu": "Nodes=gpu[01-04],cpu01 Default=YES MaxTime=INFINITE"}
+    conf = _conf(root, host, NODES, partitions)
+    conf = conf.replace(
+        "AccountingStorageType=accounting_storage/none",
+        f"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost={host}\n"
+        f"AccountingStoragePort={DBD_PORT}\nAccountingStorageTRES=gres/gpu\n"
+        "AccountingStorageEnforce=associations,qos",
+    ).replace("PreemptType=preempt/partition_prio", "PreemptType=preempt/qos")
+    s = _boot(root, NODES, conf, before=_accounting(root, host))
+    try:
+        quiet = (
+            "--parsable",
+            "-o",
+            "/dev/null",
+            "-D",
+            str(root),
+            "-c",
+            "1",
+            "-A",
+            "ml",
+            "--wrap",
+            "sleep 600",
+        )
+        lo = (
+            s.run("sbatch", "-J", "lo", "--qos=low", "-w", "gpu03", "--gres=gpu:a100:4", *quiet)
+            .split(";")[0]
+            .strip()
+        )
+        s.wait("lo running", lambda: s.run("squeue", "-h", "-j", lo, "-o", "%T").strip() == "RUNNING")
+        s.run("sbatch", "-H", "-J", "hi", "--qos=high", "--gres=gpu:a100:4", *quiet)
+        s.out["qos"] = s.run("sacctmgr", "show", "qos", "-P")
+        s.out["show-node"] = s.run("scontrol", "show", "node")
+        s.out["show-node-d"] = s.run("scontrol", "show", "node", "-d")
+        s.out["show-job-d"] = s.run("scontrol", "show", "job", "-d")
+        s.out["squeue-json"] = s.run("squeue", "--json")
+        s.out["show-config"] = s.run("scontrol", "show", "config")
     except BaseException:
         s.stop()
         raise

@@ -22,7 +22,8 @@ Mapping (also in ``docs/importers.md``):
   the job has a time limit (an unlimited job's ``end_time`` is a placeholder a year ahead, so none);
   labels ``slurm_job_id``, ``slurm_job_name``, ``slurm_user``, ``slurm_account``, ``slurm_partition``,
   ``slurm_qos``, ``slurm_state``. Preemptibility stays unknown (``squeue`` does not print the partition's or
-  QOS's ``PreemptMode``).
+  QOS's ``PreemptMode``) unless the partitions or QOSes are read (:mod:`.slurm_partitions`,
+  :mod:`.slurm_qos`).
 
 :func:`with_slurm_jobs` puts them on a cluster read from a node form: each node's anonymous allocation
 keeps only what the named jobs do not explain (nothing, when ``squeue`` listed every job), so no GPU is

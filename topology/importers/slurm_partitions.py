@@ -18,7 +18,7 @@ jobs, grace honoured) reproduces Slurm's:
 * the mode is kept as the label ``slurm_preempt_mode``, so an eviction is applied as Slurm would apply it:
   requeued (held) for ``REQUEUE``, cancelled for ``CANCEL`` (:mod:`placer.cli.slurm_apply`).
 
-QOS-based preemption (``preempt/qos``) is not read: under it, partitions do not decide.
+Under QOS-based preemption (``preempt/qos``) partitions do not decide: :mod:`.slurm_qos` reads the QOSes.
 
 Both forms are ``Key=Value`` records, one per partition (``scontrol show partition`` prints each over
 several lines, ``slurm.conf`` on one); in ``slurm.conf``, ``PartitionName=DEFAULT`` sets defaults for

@@ -77,8 +77,9 @@ from placer.topology import TopologyError, canonical_gpu_type
 from placer.topology.importers.slurm import cores_holding, parse_gres
 from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
 from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
+from placer.topology.importers.slurm_qos import SlurmQos, level_of
 
-__all__ = ["PENDING_STATES", "read", "with_cores", "with_partition_tiers"]
+__all__ = ["PENDING_STATES", "read", "with_cores", "with_partition_tiers", "with_qos_levels"]
 
 #: Job states of work still waiting to start.
 PENDING_STATES = frozenset({"PENDING"})
@@ -164,15 +165,49 @@ def with_partition_tiers(results: list[ReadResult], table: dict[str, SlurmPartit
     (10, '4294901759')
     """
 
+    def rank(value: str, job: Job) -> tuple[int, dict[str, str]]:
+        return tier_of(value, table, item=job.id), {}
+
+    return _ranked_by(results, "partition", rank)
+
+
+def with_qos_levels(results: list[ReadResult], table: dict[str, SlurmQos]) -> list[ReadResult]:
+    """The pending Slurm jobs of ``results`` with their QOS's level as priority (Slurm's priority number
+    kept as the label ``slurm_priority``, the QOS's ``Priority`` as ``slurm_qos_priority``), so that placer
+    evicts for them exactly where Slurm's ``preempt/qos`` would (:mod:`placer.topology.importers.slurm_qos`).
+    A job whose QOS is not in ``table`` is rejected, naming its ``qos`` field; other formats pass unchanged.
+
+    >>> from placer.topology.importers.slurm_qos import SlurmQos
+    >>> doc = {"jobs": [{"job_id": 9, "job_state": "PENDING", "qos": "high", "priority": 4294901759,
+    ...                  "node_count": 1, "cpus": 1}]}
+    >>> (r,) = with_qos_levels(read(doc, source="q.json", options=None),
+    ...                        {"high": SlurmQos("high", priority=100, preempt=frozenset({"low"}), level=1)})
+    >>> r.job.priority, r.job.labels["slurm_priority"], r.job.labels["slurm_qos_priority"]
+    (1, '4294901759', '100')
+    """
+
+    def rank(value: str, job: Job) -> tuple[int, dict[str, str]]:
+        q = level_of(value, table, item=job.id)
+        return q.level, {"slurm_qos_priority": str(q.priority)}
+
+    return _ranked_by(results, "qos", rank)
+
+
+def _ranked_by(
+    results: list[ReadResult], field: str, rank: Callable[[str, Job], tuple[int, dict[str, str]]]
+) -> list[ReadResult]:
+    """The read Slurm jobs re-ranked by ``rank`` of their ``field`` (its priority and labels to add; a
+    ``TopologyError`` rejects the job, naming ``field``); Slurm's own priority number is kept as the label
+    ``slurm_priority``."""
+
     def ranked(r: ReadResult, job: Job) -> ReadResult:
-        partitions = slurm_text((job.envelope or {}).get("partition"))
         try:
-            tier = tier_of(partitions, table, item=job.id)
+            priority, extra = rank(slurm_text((job.envelope or {}).get(field)), job)
         except TopologyError as e:
-            err = issue("enum", f"{r.path}.partition", e.problems[0].message)
+            err = issue("enum", f"{r.path}.{field}", e.problems[0].message)
             return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
-        labels = {**job.labels, "slurm_priority": str(job.priority)}
-        return r.model_copy(update={"job": job.model_copy(update={"priority": tier, "labels": labels})})
+        labels = {**job.labels, "slurm_priority": str(job.priority), **extra}
+        return r.model_copy(update={"job": job.model_copy(update={"priority": priority, "labels": labels})})
 
     return _each_slurm_job(results, ranked)
 

@@ -69,3 +69,27 @@ def test_a_snapshot_file_that_is_not_slurms_is_named(tmp_path: Path) -> None:
     (issue,) = e.value.issues
     assert (issue.code, issue.path) == ("format", "cluster.slurm_jobs")
     assert "neither squeue --json nor scontrol show job" in issue.message
+
+
+def test_with_the_qos_table_the_low_qos_jobs_are_evicted_at_once(tmp_path: Path) -> None:
+    # The same snapshot under preempt/qos: a and b run in QOS low (high lists it; requeue after 1 s),
+    # f waits in QOS high. Slurm without accounting printed QOS=(null): the snapshot is given QOSes.
+    doc = json.loads((REAL / "squeue-22.05.json").read_text())
+    for j in doc["jobs"]:
+        j["qos"] = {"a": "low", "b": "low", "f": "high"}.get(j["name"], "normal")
+    text = _scenario(tmp_path, f"  slurm_qos: {REAL / 'sacctmgr-show-qos-22.05.txt'}\n")
+    (tmp_path / "squeue.json").write_text(json.dumps(doc))  # _scenario wrote the snapshot as captured
+    run = simulate_text(text)
+    assert run.job("5")["wait_s"] == pytest.approx(1)  # low's GraceTime
+    (first,) = [d for t, d in run.decisions.items() if t == 0]
+    assert sorted(e.job for e in first.preemptions) == ["1", "2"]
+
+
+def test_qos_and_partitions_together_are_a_conflict(tmp_path: Path) -> None:
+    from placer.scenarios.load import ScenarioError
+
+    extra = f"  slurm_qos: {REAL / 'sacctmgr-show-qos-22.05.txt'}\n"
+    extra += f"  slurm_partitions: {REAL / 'show-partition-22.05.txt'}\n"
+    with pytest.raises(ScenarioError) as e:
+        simulate_text(_scenario(tmp_path, extra))
+    assert "not both" in str(e.value)

@@ -1,0 +1,102 @@
+"""placer against a live Slurm with accounting and ``PreemptType=preempt/qos`` (``live_slurm.start_qos``).
+
+The setup (``live_slurm.QOS``): QOS ``high`` may preempt ``low``, whose jobs are requeued after a 1-second
+grace time; ``normal`` preempts nothing. Job ``lo`` (QOS low) holds all 4 A100 of gpu03; job ``hi`` (QOS
+high) asks 4 A100 and is held, so Slurm's own scheduler leaves both alone. gpu01, gpu02 and gpu04 have
+H100 only and cpu01 no GPU: ``hi`` can run only on gpu03, and only if ``lo`` goes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from placer.topology import build_cluster
+from placer.topology.importers.slurm_qos import parse_slurm_qos, read_qos_file
+from placer.topology.load import inventory_from_input
+from tests.topology.live_slurm import LiveSlurm, available_accounting, running, start_qos
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSlurm]:
+    yield from running(Path(tmp_path_factory.mktemp("slurm-qos")), start_qos, available_accounting)
+
+
+def _ids(slurm: LiveSlurm) -> dict[str, str]:
+    return dict(reversed(line.split()) for line in slurm.run("squeue", "-h", "-o", "%i %j").splitlines())
+
+
+def test_sacctmgrs_qos_table_reads_as_the_captured_one(slurm: LiveSlurm) -> None:
+    # tests/fixtures/slurm/sacctmgr-show-qos-22.05.txt is this output; its reading is tested by hand in
+    # test_importers_slurm_qos.py (high at level 1 over low; low requeued after 1 s; normal not preempted).
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "slurm" / "sacctmgr-show-qos-22.05.txt"
+    assert parse_slurm_qos(slurm.out["qos"], source="qos.txt") == read_qos_file(str(real))
+
+
+def test_with_accounting_plain_show_node_tells_gpu_usage(slurm: LiveSlurm) -> None:
+    # AccountingStorageTRES=gres/gpu: plain scontrol show node reports GPUs in AllocTRES, so the plain
+    # form reads as the -d form does (gpu03's 4 A100 held by lo; everything else free).
+    free = {}
+    for form in ("show-node", "show-node-d"):
+        cluster = build_cluster(inventory_from_input(slurm.out[form], source=f"{form}.txt"))
+        free[form] = {n.name: len(cluster.free_gpus(n.name)) for n in cluster.nodes if n.gpu_count}
+    assert free["show-node"] == free["show-node-d"] == {"gpu01": 8, "gpu02": 8, "gpu03": 0, "gpu04": 8}
+
+
+def _place(tmp_path: Path, slurm: LiveSlurm, *extra: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "nodes.txt").write_text(slurm.out["show-node-d"])
+    (tmp_path / "jobs.txt").write_text(slurm.out["show-job-d"])
+    (tmp_path / "qos.txt").write_text(slurm.out["qos"])
+    jobs = str(tmp_path / "jobs.txt")
+    cmd = [sys.executable, "-m", "placer", "place", "--cluster", str(tmp_path / "nodes.txt")]
+    cmd += ["--running", jobs, "--jobs", jobs, "--engine", "greedy", *extra]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def test_without_the_qos_table_no_eviction_is_proposed(slurm: LiveSlurm, tmp_path: Path) -> None:
+    # squeue/scontrol do not say whether lo may be preempted: placer keeps it, and hi stays pending.
+    ids = _ids(slurm)
+    d = json.loads(_place(tmp_path, slurm, "--json").stdout)
+    assert d["preemptions"] == [] and d["placements"] == []
+    assert [p["job"] for p in d["pending"]] == [ids["hi"]]
+
+
+def test_partitions_and_qos_together_are_a_usage_error(slurm: LiveSlurm, tmp_path: Path) -> None:
+    (tmp_path / "parts.txt").write_text(slurm.run("scontrol", "show", "partition"))
+    r = _place(
+        tmp_path,
+        slurm,
+        "--slurm-qos",
+        str(tmp_path / "qos.txt"),
+        "--slurm-partitions",
+        str(tmp_path / "parts.txt"),
+    )
+    assert r.returncode == 2 and "not both" in r.stderr
+
+
+def test_zz_placer_evicts_for_the_high_qos_job_and_slurm_requeues_the_victim(
+    slurm: LiveSlurm, tmp_path: Path
+) -> None:
+    ids = _ids(slurm)
+    lo, hi = ids["lo"], ids["hi"]
+    qos = ("--slurm-qos", str(tmp_path / "qos.txt"))
+    decided = _place(tmp_path, slurm, *qos, "--json")
+    assert decided.returncode == 0, decided.stderr
+    d = json.loads(decided.stdout)
+    assert [(e["job"], e["for"], e["grace_period_s"]) for e in d["preemptions"]] == [(lo, [hi], 1)]
+    assert [(p["job"], [r["node"] for r in p["replicas"]]) for p in d["placements"]] == [(hi, ["gpu03"])]
+    script = _place(tmp_path, slurm, *qos, "--output", "slurm")
+    assert script.returncode == 0, script.stderr
+    assert f"scontrol requeuehold {lo}" in script.stdout.splitlines()  # PreemptMode=requeue, as Slurm would
+    applied = subprocess.run(["sh", "-c", script.stdout], env=slurm.env, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    slurm.wait("hi running", lambda: slurm.run("squeue", "-h", "-j", hi, "-o", "%T").strip() == "RUNNING")
+    assert "NodeList=gpu03 " in slurm.run("scontrol", "show", "job", "-d", hi).replace("\n", " ")
+    victim = dict(w.split("=", 1) for w in slurm.run("scontrol", "show", "job", lo).split() if "=" in w)
+    assert victim["JobState"] == "PENDING" and "held" in victim["Reason"].lower(), victim
+    assert int(victim["Restarts"]) >= 1, victim

@@ -1,0 +1,274 @@
+"""Slurm's QOS table (``sacctmgr show qos -P``) -> who may preempt whom, and how, under
+``PreemptType=preempt/qos``.
+
+Why: under ``preempt/qos`` (the common setup of Slurm GPU clusters: a ``scavenger`` or ``low`` QOS that
+``normal`` and ``high`` jobs may take back) partitions do not decide preemption; each QOS lists the QOSes
+its jobs may preempt (``Preempt``) and says how its own jobs go when preempted (``PreemptMode``, after its
+``GraceTime``). ``squeue`` prints a job's QOS but none of that, so without this table placer proposes no
+evictions on such a cluster.
+
+placer's preemption rule is one order: a job may evict preemptible running jobs of strictly lower
+priority. A QOS table becomes that order, exactly or not at all:
+
+* a QOS's **level** is 0 when it preempts nothing, else one more than the highest level among the QOSes it
+  lists; a job's placer **priority** is its QOS's level (Slurm's job priority number and the QOS's
+  ``Priority`` only order jobs, never let one preempt another: they stay as the labels ``slurm_priority``
+  and ``slurm_qos_priority``);
+* a running job is **preemptible** when some QOS lists its QOS and its QOS's ``PreemptMode`` is ``requeue``
+  or ``cancel`` (``cluster``: the cluster's ``PreemptMode``, ``scontrol show config``; ``off``, ``suspend``
+  and ``gang`` keep it, as with partitions: placer does not suspend jobs);
+* its **grace period** is its QOS's ``GraceTime``; the mode is the label ``slurm_preempt_mode``, so an
+  eviction is applied as Slurm applies it (:mod:`placer.cli.slurm_apply`).
+
+That order says what Slurm says only when every QOS of a higher level lists every preemptible QOS of a
+lower one. Where it does not (``interactive`` preempts ``low``, ``batch`` preempts ``scavenger``, both at
+level 1), one order cannot say it: the table is refused, naming the QOS pair, rather than let placer
+propose an eviction Slurm would not make. A QOS that lists itself, or a cycle, is refused too.
+
+Both ``sacctmgr -P`` (``--parsable2``) and ``--parsable`` (a trailing ``|``) are read; the header line is
+required (it names the columns), ``Name``, ``Preempt`` and ``PreemptMode`` must be among them.
+
+>>> text = '''Name|Priority|GraceTime|Preempt|PreemptExemptTime|PreemptMode|Flags
+... normal|0|00:00:00|||cluster|
+... low|10|00:01:00|||requeue|
+... high|100|00:00:00|low||cluster|
+... '''
+>>> table = parse_slurm_qos(text, source="qos.txt")
+>>> [(q.name, q.level, q.preemptible, q.grace_time_s) for q in table.values()]
+[('normal', 0, False, 0), ('low', 0, True, 60), ('high', 1, False, 0)]
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from placer.topology.errors import Problem, TopologyError
+from placer.topology.importers._common import short
+from placer.topology.importers.slurm_partitions import PREEMPTING_MODES
+from placer.topology.inventory import RunningJob
+
+__all__ = ["SlurmQos", "level_of", "parse_slurm_qos", "read_qos_file", "with_qos_rules"]
+
+_MODES = frozenset({"OFF", "CANCEL", "REQUEUE", "SUSPEND", "GANG", "WITHIN", "CLUSTER"})
+_DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
+
+
+@dataclass(frozen=True)
+class SlurmQos:
+    """What placer reads of one QOS: what it may preempt, how its own jobs go, and its level."""
+
+    name: str
+    #: The QOS's ``Priority`` (a job priority factor; the label ``slurm_qos_priority``).
+    priority: int = 0
+    #: The QOSes its jobs may preempt.
+    preempt: frozenset[str] = frozenset()
+    #: ``PreemptMode``'s first deciding word, upper case, ``CLUSTER`` resolved to the cluster's mode.
+    preempt_mode: str = "OFF"
+    grace_time_s: int = 0
+    #: Its place in placer's one order (module docstring): a job's priority.
+    level: int = 0
+    #: Some QOS may preempt it and its mode lets its jobs' resources go.
+    preemptible: bool = False
+
+
+def _seconds(text: str) -> int | None:
+    """Slurm's duration ``[D-][HH:]MM:SS`` in seconds (None when it is not one).
+
+    >>> _seconds("00:01:30"), _seconds("1-00:00:00"), _seconds("5:00"), _seconds("soon")
+    (90, 86400, 300, None)
+    """
+    m = _DURATION.match(text.strip())
+    if m is None:
+        return None
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def _rows(text: str, source: str, problems: list[Problem]) -> list[tuple[int, dict[str, str]]]:
+    lines = [(n, line.rstrip("\r")) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines:
+        problems.append(Problem(source, "document", "no QOS (sacctmgr show qos -P, with its header line)"))
+        return []
+    (_, head), *body = lines
+    columns = head.split("|")
+    if columns and columns[-1] == "":  # --parsable ends every line with '|'
+        columns = columns[:-1]
+    missing = [c for c in ("Name", "Preempt", "PreemptMode") if c not in columns]
+    if missing:
+        what = f"the header names no {', '.join(missing)} column (sacctmgr show qos -P)"
+        problems.append(Problem(source, "line 1", what))
+        return []
+    out = []
+    for number, line in body:
+        cells = line.split("|")
+        if len(cells) == len(columns) + 1 and cells[-1] == "":
+            cells = cells[:-1]
+        if len(cells) != len(columns):
+            what = f"{len(cells)} fields where the header has {len(columns)}"
+            problems.append(Problem(source, f"line {number}", what))
+            continue
+        out.append((number, dict(zip(columns, (c.strip() for c in cells), strict=True))))
+    return out
+
+
+def parse_slurm_qos(text: str, *, source: str, cluster_mode: str | None = None) -> dict[str, SlurmQos]:
+    """``sacctmgr show qos -P`` text -> name -> :class:`SlurmQos`, in the order given. ``cluster_mode``: the
+    cluster's ``PreemptMode`` (``scontrol show config``), what a QOS whose mode is ``cluster`` means; None
+    when not known, which is fine unless such a QOS may be preempted. ``TopologyError`` naming each problem
+    (module docstring)."""
+    problems: list[Problem] = []
+    read: dict[str, tuple[str, int, frozenset[str], str, int]] = {}
+    for number, row in _rows(text, source, problems):
+        name = row["Name"]
+        item = f"line {number} (QOS {name})"
+        if not name:
+            problems.append(Problem(source, item, "Name is empty"))
+            continue
+        if name in read:
+            problems.append(Problem(source, item, "the QOS is given twice"))
+        priority_text = row.get("Priority", "") or "0"
+        if not priority_text.isdigit():
+            problems.append(Problem(source, item, f"Priority {short(priority_text)} is not a whole number"))
+        grace = _seconds(row.get("GraceTime", "") or "00:00:00")
+        if grace is None:
+            problems.append(Problem(source, item, f"GraceTime {short(row['GraceTime'])} is not [D-]HH:MM:SS"))
+        words = [w.strip().upper() for w in (row["PreemptMode"] or "cluster").split(",") if w.strip()]
+        unknown = [w for w in words if w not in _MODES]
+        if not words or unknown:
+            allowed = ", ".join(sorted(m.lower() for m in _MODES))
+            what = f"PreemptMode {short(row['PreemptMode'])} is not one of {allowed}"
+            problems.append(Problem(source, item, what))
+            words = ["OFF"]
+        mode = next((w for w in words if w in PREEMPTING_MODES | {"SUSPEND", "OFF", "CLUSTER"}), words[0])
+        preempt = frozenset(p.strip() for p in row["Preempt"].split(",") if p.strip())
+        read[name] = (item, int(priority_text) if priority_text.isdigit() else 0, preempt, mode, grace or 0)
+    for name, (item, _, preempt, _, _) in read.items():
+        for other in sorted(preempt - set(read)):
+            problems.append(Problem(source, item, f"Preempt names QOS {other!r}, which is not in the table"))
+        if name in preempt:
+            problems.append(Problem(source, item, "the QOS lists itself in Preempt"))
+    if problems:
+        raise TopologyError(problems)
+    levels = _levels({n: r[2] for n, r in read.items()}, source, {n: r[0] for n, r in read.items()})
+    preempted = {p for r in read.values() for p in r[2]}
+    out: dict[str, SlurmQos] = {}
+    for name, (item, priority, preempt, mode, grace) in read.items():
+        if mode == "CLUSTER" and name in preempted:
+            if cluster_mode is None:
+                why = (
+                    "PreemptMode is cluster and a QOS may preempt it: give the cluster's PreemptMode "
+                    "(scontrol show config; --slurm-preempt-mode)"
+                )
+                problems.append(Problem(source, item, why))
+                continue
+            mode = cluster_mode.split(",")[0].strip().upper()
+        out[name] = SlurmQos(
+            name=name,
+            priority=priority,
+            preempt=preempt,
+            preempt_mode=mode,
+            grace_time_s=grace,
+            level=levels[name],
+            preemptible=name in preempted and mode in PREEMPTING_MODES,
+        )
+    if not problems:
+        problems = _one_order(out, source, {n: r[0] for n, r in read.items()})
+    if problems:
+        raise TopologyError(problems)
+    return out
+
+
+def _levels(preempts: dict[str, frozenset[str]], source: str, items: dict[str, str]) -> dict[str, int]:
+    """Each QOS's level (module docstring); ``TopologyError`` naming a QOS on a cycle of ``Preempt``."""
+    levels: dict[str, int] = {}
+    on_path: list[str] = []
+
+    def visit(name: str) -> int:
+        if name in levels:
+            return levels[name]
+        if name in on_path:
+            cycle = " -> ".join([*on_path[on_path.index(name) :], name])
+            raise TopologyError([Problem(source, items[name], f"Preempt makes a cycle ({cycle})")])
+        on_path.append(name)
+        level = max((visit(p) + 1 for p in sorted(preempts[name])), default=0)
+        on_path.pop()
+        levels[name] = level
+        return level
+
+    for name in preempts:
+        visit(name)
+    return levels
+
+
+def _one_order(table: dict[str, SlurmQos], source: str, items: dict[str, str]) -> list[Problem]:
+    """Where placer's one order would let a job evict one Slurm would keep: a higher-level QOS that does
+    not list a preemptible lower-level one."""
+    problems = []
+    for q in table.values():
+        for victim in table.values():
+            if victim.preemptible and q.level > victim.level and victim.name not in q.preempt:
+                why = (
+                    f"QOS {q.name!r} (level {q.level}) ranks above preemptible QOS {victim.name!r} (level "
+                    f"{victim.level}) but does not list it in Preempt: placer's one priority order cannot "
+                    "say that (docs/slurm.md)"
+                )
+                problems.append(Problem(source, items[q.name], why))
+    return problems
+
+
+def read_qos_file(path: str, *, cluster_mode: str | None = None) -> dict[str, SlurmQos]:
+    """:func:`parse_slurm_qos` of a file (``OSError`` when it cannot be opened; ``TopologyError`` when it
+    is not UTF-8 text)."""
+    from placer.topology.inputs import read_input, source_name
+
+    source = source_name(path)
+    try:
+        text = read_input(path).decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise TopologyError([Problem(source, "document", f"not UTF-8 text: {e}")]) from None
+    return parse_slurm_qos(text, source=source, cluster_mode=cluster_mode)
+
+
+def level_of(qos: str | None, table: dict[str, SlurmQos], *, item: str) -> SlurmQos:
+    """The QOS a job names, from ``table``; ``TopologyError`` naming ``item`` when it names none or one
+    not in the table."""
+    if not qos or qos not in table:
+        what = (
+            f"QOS {qos!r} is not among the QOSes read"
+            if qos
+            else "it names no QOS (Slurm without accounting)"
+        )
+        raise TopologyError([Problem("qos", item, what)])
+    return table[qos]
+
+
+def with_qos_rules(jobs: list[RunningJob], table: dict[str, SlurmQos], *, source: str) -> list[RunningJob]:
+    """Running Slurm jobs (``squeue --json``, ``scontrol show job -d``; their QOS in the label
+    ``slurm_qos``) with their QOS's level as priority, preemptibility, grace period and mode (module
+    docstring); the Slurm priority number moves to the label ``slurm_priority``. ``TopologyError`` naming
+    every job whose QOS is not in ``table``."""
+    problems: list[Problem] = []
+    out: list[RunningJob] = []
+    for rj in jobs:
+        try:
+            q = level_of(rj.labels.get("slurm_qos"), table, item=f"job {rj.job}")
+        except TopologyError as e:
+            problems.extend(Problem(source, p.item, p.message) for p in e.problems)
+            continue
+        labels = {
+            **rj.labels,
+            "slurm_priority": str(rj.priority),
+            "slurm_qos_priority": str(q.priority),
+            "slurm_preempt_mode": q.preempt_mode,
+        }
+        update = {
+            "priority": q.level,
+            "preemptible": q.preemptible,
+            "grace_period_s": q.grace_time_s,
+            "labels": labels,
+        }
+        out.append(rj.model_copy(update=update))
+    if problems:
+        raise TopologyError(problems)
+    return out
