@@ -5,15 +5,17 @@ baseline CP-SAT must never be worse than. It applies the same hard constraints (
 :mod:`placer.solver.candidates`) and the same scoring (:mod:`placer.solver.objective.preferences`) as the
 CP-SAT model.
 
-Order: priority class, numeric priority, then bigger demand first (big jobs are hardest to fit later),
-submit time, job id (so the batch's order never matters). For each replica the node is chosen by, in
-turn: highest preference score (level 2), lowest price of the replica there (the cost term: cheaper
-capacity — spot, reserved, a cheaper GPU type — wins ties of preference), least free GPUs left after
-placing (best fit: keeps whole nodes and NVLink domains whole for big jobs, level 3), no GPUs stranded by
-CPU-only work, then node order. A gang is placed whole or not at all; a gang confined to a scope (rack,
-block, zone, NVLink domain) tries the fullest domain that can hold it first. TPU slices go to the
-cheapest, then fullest pod that has a free slice of the shape. Budgets (queue GPU budgets, queue and
-tenant dollar budgets) are checked on the placement found; a job over one stays pending.
+Order (:func:`priority_order`): priority class, numeric priority, submit time, then the most constrained
+and the biggest, job id (so the batch's order never matters). For each replica the node is chosen by the
+objective's levels (:mod:`placer.solver.objective.score`, ``docs/solver.md``): least eviction cost when it
+evicts, highest preference (affinity weights, model and data locality, spot, ``pack``), least growth of
+FGD's fragmentation (quantized), lowest price (when nodes are priced), then fit — fewest GPUs left free
+(best fit, for shares and when FGD's key is off; whole GPUs under FGD take its ties in node order), NVLink
+nodes kept for NVLink work, GPU nodes kept from CPU-only work — then node order. A gang is placed whole
+or not at all; a gang confined to a scope (rack, block, zone, NVLink domain) tries the fullest domain that
+can hold it first. TPU slices go to the cheapest, then fullest pod that has a free slice of the shape.
+Budgets (queue GPU budgets, queue and tenant dollar budgets) are checked on the placement found; a job
+over one stays pending.
 
 With a baseline scorer (``Policy.scorer``, :mod:`placer.solver.scorers`) the node of each replica is chosen by
 that scorer's key instead (after the eviction cost, when evicting), everything else as above.
@@ -102,10 +104,18 @@ def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.n
 NVLINK_WASTE = 100
 
 
-def _frag(state: State, arrays: NodeArrays, unit: Unit, nvlink: bool) -> np.ndarray:
-    """Level-3 key per node: GPUs left free after one replica (best fit); work that does not need NVLink
-    avoids NVLink nodes (they are what NVLink jobs can use; keep them whole for big jobs); CPU-only work
-    avoids GPU nodes."""
+def _frag(state: State, arrays: NodeArrays, unit: Unit, nvlink: bool, *, fragmentation: bool) -> np.ndarray:
+    """Level-6 key per node (fit): GPUs left free after one replica (best fit); work that does not need
+    NVLink avoids NVLink nodes (they are what NVLink jobs can use; keep them whole for big jobs); CPU-only
+    work avoids GPU nodes.
+
+    Whole GPUs under the fragmentation key (``fragmentation``: level 4 is on) get no best fit: FGD's
+    quantized measure has told the nodes apart, and among its ties the node order packs the same nodes
+    consistently, as ``placer-frag`` does; best fit there moved multi-GPU work across nodes FGD called
+    equal (the online Alibaba fill, 10 seeds: multigpu40 96.68 -> 96.84, multigpu20 95.74 -> 95.93;
+    shares keep best fit: without it gpushare80 fell from 89.28 to 88.91; ``docs/fill.md``)."""
+    if unit.need.gpus and fragmentation:
+        return np.zeros(len(state.gpus)) if nvlink else NVLINK_WASTE * arrays.nvlink_nodes()
     if unit.need.gpus or unit.need.milli:
         left = state.gpus - unit.need.gpus
         return left if nvlink else left + NVLINK_WASTE * arrays.nvlink_nodes()
@@ -122,7 +132,8 @@ def _choose(
 ) -> int | None:
     """The node for one replica, by the objective's levels (``docs/solver.md``): least penalty (eviction
     cost) when set, then highest preference, then least fragmentation growth (``grows``: FGD's measure,
-    quantized), then lowest price (when priced), then best fit, then node order."""
+    quantized), then lowest price (when priced), then best fit (not for whole GPUs under FGD:
+    :func:`_frag`), then node order."""
     idx = np.flatnonzero(mask)
     if idx.size == 0:
         return None
@@ -155,7 +166,8 @@ def _packed(pref: np.ndarray, used: set[int]) -> np.ndarray:
 def _growth(state: State, unit: Unit) -> Callable[[np.ndarray], np.ndarray]:
     """The fragmentation key of ``unit`` per node (lower is better): FGD's increase, quantized as the
     artifact scores it for GPU shares and more coarsely for whole GPUs and CPU-only work, so near-equal
-    nodes tie and best fit, then node order, packs them (``objective/fragmentation.py``)."""
+    nodes tie and the next keys (best fit for shares, node order) pack them
+    (``objective/fragmentation.py``)."""
     ctx = state.frag
     assert ctx is not None
     share = bool(unit.need.milli and not unit.need.gpus)
@@ -221,8 +233,12 @@ def _place_node_units(
                 if state.pricing is None or state.scorer is not None or not state.pricing.nodes_priced
                 else state.pricing.node_costs(unit.need, unit.exclusive)
             )
-            frag = None if state.scorer is not None else _frag(state, arrays, unit, plan.nvlink)
             grows = None if state.frag is None else _growth(state, unit)
+            frag = (
+                None
+                if state.scorer is not None
+                else _frag(state, arrays, unit, plan.nvlink, fragmentation=grows is not None)
+            )
             while True:  # only ``mask`` changes between tries (a node whose sockets failed the shape)
                 if frag is None:
                     node = _choose_baseline(mask, state, unit)

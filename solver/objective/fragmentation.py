@@ -365,7 +365,7 @@ def running_shapes(replicas: Iterable[ReplicaAllocation]) -> dict[Shape, float]:
 def quantized(delta: np.ndarray, levels: int = SCORE_LEVELS) -> np.ndarray:
     """The FGD artifact's node score for a fragmentation increase ``delta`` (milli-GPUs): ``int(levels x
     sigmoid(-delta / 1000))``, higher is better. Increases that land in the same integer are ties: near-
-    equal nodes then go to the next key (best fit, node order), which packs them consistently.
+    equal nodes then go to the next keys (best fit for shares, node order), which pack them consistently.
 
     >>> quantized(np.array([-2000.0, -10.0, 0.0, 10.0, 30.0, 2000.0])).tolist()
     [88, 50, 50, 49, 49, 11]

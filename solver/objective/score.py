@@ -10,7 +10,8 @@ Levels, most important first (``docs/solver.md`` gives the reasons for the order
 4. **fragmentation** — least growth of FGD's expected GPU fragment on the nodes the answer touches,
    against the decision's target workload (:mod:`placer.solver.objective.fragmentation`);
 5. **money** — fewest dollars per hour (:mod:`placer.solver.objective.cost`);
-6. **fit** — fewest GPUs left free on the nodes touched (best fit: whole nodes stay whole).
+6. **fit** — fewest GPUs left free on the nodes touched (best fit: whole nodes stay whole; greedy's node
+   choice for whole GPUs under level 4 takes FGD's ties in node order instead, ``docs/solver.md``).
 
 Greedy takes these as its node-choice keys, replica by replica; CP-SAT as its objective levels; and the
 engine keeps CP-SAT's answer only when its score is higher than greedy's (:func:`score`), so both are
