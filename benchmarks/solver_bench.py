@@ -116,15 +116,23 @@ def scenario_m_bench() -> None:
             f"placed {len(g.placements)}, planned {planned}, objective {g.stats.objective:.0f}, "
             f"violations {len(check(g, sc.jobs, sc.cluster, now=sc.now))}"
         )
-    for limit in (2.0, 5.0):
+    # "never worse" is the engine's promise about its answer against greedy's, both before planning; with
+    # planning on, planning may then withdraw placements to hold capacity for more important waiting jobs
+    # (by design), so the final objective is compared with nothing there.
+    for limit, plan in ((2.0, False), (2.0, True), (5.0, True)):
         t = time.perf_counter()
-        d = place(sc.jobs, sc.cluster, Policy(engine="cpsat", time_limit_s=limit), now=sc.now)
+        d = place(sc.jobs, sc.cluster, Policy(engine="cpsat", time_limit_s=limit, plan=plan), now=sc.now)
         wall = time.perf_counter() - t
         s = d.stats
+        verdict = (
+            ("never worse" if s.objective >= s.greedy_objective else "WORSE")
+            if not plan
+            else "after planning; greedy's is before it"
+        )
         print(
-            f"cpsat limit {limit:.0f} s: wall {wall:.2f} s, engine {s.engine}, status {s.status}, "
-            f"placed {len(d.placements)}, objective {s.objective:.0f} (greedy {s.greedy_objective:.0f}, "
-            f"{'never worse' if s.objective >= s.greedy_objective else 'WORSE'}), bound {s.bound:.0f} "
+            f"cpsat limit {limit:.0f} s, planning {'on ' if plan else 'off'}: wall {wall:.2f} s, engine "
+            f"{s.engine}, status {s.status}, placed {len(d.placements)}, objective {s.objective:.0f} "
+            f"(greedy's answer {s.greedy_objective:.0f}, {verdict}), bound {s.bound:.0f} "
             f"({s.bound_source}), gap {s.gap:.4f}, model bound {s.model_bound}, classes {s.node_classes}, "
             f"variables {s.model_variables}, constraints {s.model_constraints}, build {s.build_s:.2f} s, "
             f"solve {s.solve_s:.2f} s, violations {len(check(d, sc.jobs, sc.cluster, now=sc.now))}"
