@@ -74,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
         slurm_partitions_arg,
         slurm_qos_arg,
         topology_labels_arg,
-        with_partition_tiers_arg,
         with_running_arg,
+        with_slurm_ranks_arg,
     )
     from placer.cli.place import parse_rfc3339
     from placer.solver.checks import check
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"decision {args.decision} is not a valid decision: {detail}")
         partitions = slurm_partitions_arg(args.slurm_partitions)
         qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
-        results = in_slurm_cores(with_partition_tiers_arg(results, partitions, qos), cluster)
+        results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos), cluster)
         cluster = with_running_arg(cluster, args.running, partitions, qos)
         declared: list[object] = [*args.reservation, *(reservations_arg(args.reservations, cluster) or [])]
         prices = prices_arg(args.prices)

@@ -270,7 +270,7 @@ def in_slurm_cores(results: list[Any], cluster: Cluster) -> list[Any]:
     return with_cores(results, fewest_cpus_per_core(cluster.nodes))
 
 
-def with_partition_tiers_arg(
+def with_slurm_ranks_arg(
     results: list[Any], partitions: dict[str, Any] | None, qos: dict[str, Any] | None = None
 ) -> list[Any]:
     """The read jobs with Slurm's pending jobs ranked by their partitions' tiers or their QOS's level

@@ -189,8 +189,8 @@ def run(args: argparse.Namespace) -> int:
         slurm_partitions_arg,
         slurm_qos_arg,
         topology_labels_arg,
-        with_partition_tiers_arg,
         with_running_arg,
+        with_slurm_ranks_arg,
     )
     from placer.solver.engine import place
     from placer.solver.policy import Policy, engine_fields
@@ -212,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
             return _bad_content("; ".join(f"{r.source}: {shown(list(r.errors))}" for r in unreadable))
         partitions = slurm_partitions_arg(args.slurm_partitions)
         qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
-        results = in_slurm_cores(with_partition_tiers_arg(results, partitions, qos), cluster)
+        results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos), cluster)
         cluster = with_running_arg(cluster, args.running, partitions, qos)
         reservations = reservations_arg(args.reservations, cluster)
         prices = prices_arg(args.prices)
