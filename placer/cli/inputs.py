@@ -274,14 +274,10 @@ def with_slurm_ranks_arg(
     results: list[Any], partitions: dict[str, Any] | None, qos: dict[str, Any] | None = None
 ) -> list[Any]:
     """The read jobs with Slurm's pending jobs ranked by their partitions' tiers or their QOS's level
-    (whichever is given)."""
-    from placer.solver.jobs.formats.slurm import with_partition_tiers, with_qos_levels
+    (whichever is given; :func:`placer.solver.jobs.formats.slurm.with_slurm_ranks`)."""
+    from placer.solver.jobs.formats.slurm import with_slurm_ranks
 
-    if partitions is not None:
-        results = with_partition_tiers(results, partitions)
-    if qos is not None:
-        results = with_qos_levels(results, qos)
-    return results
+    return with_slurm_ranks(results, partitions=partitions, qos=qos)
 
 
 def with_running_arg(
@@ -307,14 +303,10 @@ def with_running_arg(
 
     try:  # Slurm's jobs by name (scontrol show job -d, squeue --json), in place of its anonymous ones
         slurm, items = read_running(read_input(path).decode("utf-8-sig"), source=path)
-        if slurm is not None and partitions is not None:
-            from placer.topology.importers.slurm_partitions import with_partition_rules
+        if slurm is not None:
+            from placer.topology.importers.slurm_qos import with_preemption_rules
 
-            slurm = with_partition_rules(slurm, partitions, source=path)
-        if slurm is not None and qos is not None:
-            from placer.topology.importers.slurm_qos import with_qos_rules
-
-            slurm = with_qos_rules(slurm, qos, source=path)
+            slurm = with_preemption_rules(slurm, partitions=partitions, qos=qos, source=path)
     except OSError as e:
         raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None
     except TopologyError as e:

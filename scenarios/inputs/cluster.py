@@ -21,7 +21,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError, validate_call
 
@@ -43,15 +43,13 @@ from placer.topology import (
 )
 from placer.topology.importers.slurm_job_text import read_running
 from placer.topology.importers.slurm_jobs import with_slurm_jobs
-from placer.topology.importers.slurm_partitions import (
-    SlurmPartition,
-    read_partitions_file,
-    with_partition_rules,
-)
-from placer.topology.importers.slurm_qos import SlurmQos, read_qos_file, with_qos_rules
+from placer.topology.importers.slurm_partitions import SlurmPartition, read_partitions_file
+from placer.topology.importers.slurm_qos import SlurmQos, read_qos_file, with_preemption_rules
 from placer.topology.inputs import read_input
 
 __all__ = ["BUILDERS", "build", "slurm_partitions_of", "slurm_qos_of"]
+
+T = TypeVar("T")
 
 #: Builders a scenario may name, from :mod:`placer.topology.presets`.
 BUILDERS: dict[str, Callable[..., Inventory]] = {
@@ -151,26 +149,28 @@ def slurm_partitions_of(spec: ClusterSpec, base: Path | None) -> dict[str, Slurm
     """``cluster.slurm_partitions`` read (None when not given)."""
     if spec.slurm_partitions is None:
         return None
-    path = resolve(spec.slurm_partitions, base)
-    try:
-        return read_partitions_file(str(path))
-    except OSError as e:
-        raise fail("required", "cluster.slurm_partitions", f"cannot open {path}: {e.strerror or e}") from None
-    except TopologyError as e:
-        raise fail("malformed", "cluster.slurm_partitions", str(e)) from None
+    return _table("cluster.slurm_partitions", resolve(spec.slurm_partitions, base), read_partitions_file)
 
 
 def slurm_qos_of(spec: ClusterSpec, base: Path | None) -> dict[str, SlurmQos] | None:
     """``cluster.slurm_qos`` read, with ``cluster.slurm_preempt_mode`` (None when not given)."""
     if spec.slurm_qos is None:
         return None
-    path = resolve(spec.slurm_qos, base)
+    mode = spec.slurm_preempt_mode
+    return _table(
+        "cluster.slurm_qos", resolve(spec.slurm_qos, base), lambda p: read_qos_file(p, cluster_mode=mode)
+    )
+
+
+def _table(field: str, path: Path, read: Callable[[str], T]) -> T:
+    """A Slurm table the scenario names at ``field``: ``read(path)``, an unopenable file ``required`` and
+    an unreadable one ``malformed``, both naming ``field``."""
     try:
-        return read_qos_file(str(path), cluster_mode=spec.slurm_preempt_mode)
+        return read(str(path))
     except OSError as e:
-        raise fail("required", "cluster.slurm_qos", f"cannot open {path}: {e.strerror or e}") from None
+        raise fail("required", field, f"cannot open {path}: {e.strerror or e}") from None
     except TopologyError as e:
-        raise fail("malformed", "cluster.slurm_qos", str(e)) from None
+        raise fail("malformed", field, str(e)) from None
 
 
 def _with_slurm_jobs(cluster: Cluster, spec: ClusterSpec, base: Path | None) -> Cluster:
@@ -182,11 +182,8 @@ def _with_slurm_jobs(cluster: Cluster, spec: ClusterSpec, base: Path | None) -> 
     partitions, qos = slurm_partitions_of(spec, base), slurm_qos_of(spec, base)
     try:
         jobs, _ = read_running(read_input(str(path)).decode("utf-8-sig"), source=str(path))
-        if jobs is not None and partitions is not None:
-            jobs = with_partition_rules(jobs, partitions, source=str(path))
-        if jobs is not None and qos is not None:
-            jobs = with_qos_rules(jobs, qos, source=str(path))
         if jobs is not None:
+            jobs = with_preemption_rules(jobs, partitions=partitions, qos=qos, source=str(path))
             return with_slurm_jobs(cluster, jobs)
     except OSError as e:
         raise fail("required", "cluster.slurm_jobs", f"cannot open {path}: {e.strerror or e}") from None

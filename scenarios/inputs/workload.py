@@ -36,7 +36,7 @@ from placer.scenarios.load import ScenarioError, fail, resolve
 from placer.scenarios.spec import TraceWorkload, WorkloadSpec
 from placer.scenarios.units import parse_duration
 from placer.solver.jobs.errors import Issue
-from placer.solver.jobs.formats.slurm import with_cores, with_partition_tiers, with_qos_levels
+from placer.solver.jobs.formats.slurm import with_cores, with_slurm_ranks
 from placer.solver.jobs.load import check_batch, read_file, read_object
 from placer.solver.jobs.model import Job, ReadResult
 from placer.topology.importers.slurm_partitions import SlurmPartition
@@ -85,11 +85,9 @@ def _file(
         results = read_file(str(path))
     except OSError as e:
         raise fail("required", "workload.file", f"cannot open {path}: {e.strerror or e}") from None
-    if partitions is not None:
-        results = with_partition_tiers(results, partitions)
-    if qos is not None:
-        results = with_qos_levels(results, qos)
-    results = check_batch(with_cores(results, cpus_per_core))
+    results = check_batch(
+        with_cores(with_slurm_ranks(results, partitions=partitions, qos=qos), cpus_per_core)
+    )
     bad = [
         Issue(code=e.code, path=f"workload.file: {e.path}", message=e.message)
         for r in results

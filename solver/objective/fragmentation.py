@@ -290,10 +290,11 @@ class Learned:
         weight, masks = batch if batch is not None else batch_shapes(plans, candidates)
         replicas = sum(weight.values())
         scale = self.scale * 0.5 ** (replicas / self.HALF_LIFE)
-        raw = dict(self.raw)
         if scale < _RESCALE:  # fold the decay back in; the shapes decayed to nothing are forgotten
-            raw = {k: w * scale for k, w in raw.items() if w * scale > _FORGOTTEN}
+            raw = {k: w * scale for k, w in self.raw.items() if w * scale > _FORGOTTEN}
             scale = 1.0
+        else:
+            raw = dict(self.raw)
         for k, w in weight.items():
             raw[k] = raw.get(k, 0.0) + w / scale
         kept = self.masks
@@ -409,8 +410,6 @@ def fragmentation(cpu: np.ndarray, gpu: np.ndarray, access: np.ndarray, t: Targe
     >>> fragmentation(np.array([8.0]), np.array([[1000, 300]]), np.ones((1, 2), dtype=bool), t).tolist()
     [300.0]
     """
-    if t.size == 0:
-        return np.zeros(len(cpu))
     return fragments(cpu, gpu, access, t) @ t.p
 
 
@@ -465,6 +464,4 @@ def fragmentation_after_share(
     >>> [fragmentation(np.array([8.0]), np.array(g), acc, t).tolist() for g in ([[800, 600]], [[1000, 400]])]
     [[700.0], [400.0]]
     """
-    if t.size == 0:
-        return np.zeros((len(cpu), gpu.shape[1]))
     return fragments_after_share(cpu, gpu, milli, access, t) @ t.p

@@ -376,9 +376,9 @@ def test_fragments_of_replica_shapes_are_dropped_least_recent_first(monkeypatch:
         access=np.ones((len(snap.nodes), 1), dtype=bool),
     )
     store = scorers._Store.of(arrays, t)
-    per_shape = scorers._Fragments.of(len(snap.nodes), (4,)).vals.nbytes  # 0 columns: 0 bytes
-    assert per_shape == 0
-    grown = len(snap.nodes) * 4 * 8 * 4  # 8 columns of float32 per node and GPU
+    # Each shape below is given 8 columns of float32 per node and GPU; the cap holds two of them, and is
+    # checked when a new shape comes (a new one holds nothing yet).
+    grown = len(snap.nodes) * 4 * 8 * 4
     monkeypatch.setattr(scorers, "FRAGMENT_BYTES", 2 * grown)
     for shape in [(1.0, 0, 100), (1.0, 0, 200), (1.0, 0, 300)]:
         f = store.fragments_after(shape, len(snap.nodes), (4,))

@@ -35,6 +35,18 @@ GB = 2**30
 UNKNOWN_GPU = "unknown-gpu"
 
 
+def read_text(path: str) -> tuple[str, str]:
+    """``(source name, text)`` of the document at ``path`` (a file, or ``-`` for stdin): ``OSError`` when
+    it cannot be opened, ``TopologyError`` naming the source when it is not UTF-8 text."""
+    from placer.topology.inputs import read_input, source_name
+
+    source = source_name(path)
+    try:
+        return source, read_input(path).decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise TopologyError([Problem(source, "document", f"not UTF-8 text: {e}")]) from None
+
+
 def short(value: Any, limit: int = 60) -> str:
     """``repr`` of a value, cut to ``limit`` characters so a huge bad value cannot flood a message.
 

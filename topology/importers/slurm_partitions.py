@@ -43,16 +43,20 @@ Slurm reads it). Every problem is named (record, key, value); nothing is skipped
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from placer.topology.errors import Problem, TopologyError
-from placer.topology.importers._common import short
+from placer.topology.importers._common import read_text, short
 from placer.topology.inventory import RunningJob
 
 __all__ = [
     "PREEMPTING_MODES",
+    "Rule",
     "SlurmPartition",
+    "deciding_mode",
     "parse_slurm_partitions",
+    "preemption_applied",
     "read_partitions_file",
     "tier_of",
     "with_partition_rules",
@@ -151,7 +155,7 @@ def parse_slurm_partitions(text: str, *, source: str) -> dict[str, SlurmPartitio
                 )
             )
             words = ["OFF"]
-        mode = next((w for w in words if w in PREEMPTING_MODES | {"SUSPEND", "OFF"}), words[0])
+        mode = deciding_mode(words)
         tier, grace = numbers["PriorityTier"], numbers["GraceTime"]
         out[name] = SlurmPartition(name=name, priority_tier=tier, preempt_mode=mode, grace_time_s=grace)
     if not out and not problems:
@@ -164,14 +168,44 @@ def parse_slurm_partitions(text: str, *, source: str) -> dict[str, SlurmPartitio
 def read_partitions_file(path: str) -> dict[str, SlurmPartition]:
     """:func:`parse_slurm_partitions` of a file (``OSError`` when it cannot be opened; ``TopologyError``
     when it is not UTF-8 text)."""
-    from placer.topology.inputs import read_input, source_name
-
-    source = source_name(path)
-    try:
-        text = read_input(path).decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise TopologyError([Problem(source, "document", f"not UTF-8 text: {e}")]) from None
+    source, text = read_text(path)
     return parse_slurm_partitions(text, source=source)
+
+
+def deciding_mode(words: list[str]) -> str:
+    """The word of a ``PreemptMode`` list (upper case) that says what happens to a preempted job: the
+    first of ``REQUEUE``, ``CANCEL``, ``SUSPEND``, ``OFF`` (or ``CLUSTER``, a QOS's "the cluster's"),
+    else the first word (``GANG`` alone, ``WITHIN``).
+
+    >>> deciding_mode(["GANG", "REQUEUE"]), deciding_mode(["GANG"])
+    ('REQUEUE', 'GANG')
+    """
+    return next((w for w in words if w in PREEMPTING_MODES | {"SUSPEND", "OFF", "CLUSTER"}), words[0])
+
+
+#: A running job -> (its priority, preemptible, grace seconds, preemption mode, labels to add); raises
+#: ``TopologyError`` naming the job when its table does not list it.
+Rule = Callable[[RunningJob], tuple[int, bool, int, str, dict[str, str]]]
+
+
+def preemption_applied(jobs: list[RunningJob], rule: Rule, *, source: str) -> list[RunningJob]:
+    """Running Slurm jobs with what ``rule`` says of each (a partition's or a QOS's): priority,
+    preemptibility, grace period, and the mode as the label ``slurm_preempt_mode``; Slurm's priority number
+    moves to the label ``slurm_priority``. ``TopologyError`` naming every job the rule does not know."""
+    problems: list[Problem] = []
+    out: list[RunningJob] = []
+    for rj in jobs:
+        try:
+            priority, preemptible, grace, mode, extra = rule(rj)
+        except TopologyError as e:
+            problems.extend(Problem(source, p.item, p.message) for p in e.problems)
+            continue
+        labels = {**rj.labels, "slurm_priority": str(rj.priority), "slurm_preempt_mode": mode, **extra}
+        update = {"priority": priority, "preemptible": preemptible, "grace_period_s": grace, "labels": labels}
+        out.append(rj.model_copy(update=update))
+    if problems:
+        raise TopologyError(problems)
+    return out
 
 
 def tier_of(partitions: str, table: dict[str, SlurmPartition], *, item: str) -> int:
@@ -189,29 +223,13 @@ def with_partition_rules(
     jobs: list[RunningJob], table: dict[str, SlurmPartition], *, source: str
 ) -> list[RunningJob]:
     """Running Slurm jobs (``squeue --json``, ``scontrol show job -d``) with their partition's tier as
-    priority, preemptibility, grace period and mode (module docstring); the Slurm priority number moves to
-    the label ``slurm_priority``. ``TopologyError`` naming every job whose partition is not in ``table``."""
-    problems: list[Problem] = []
-    out: list[RunningJob] = []
-    for rj in jobs:
+    priority, preemptibility, grace period and mode (module docstring, :func:`preemption_applied`).
+    ``TopologyError`` naming every job whose partition is not in ``table``."""
+
+    def rule(rj: RunningJob) -> tuple[int, bool, int, str, dict[str, str]]:
         name = rj.labels.get("slurm_partition") or rj.queue or ""
-        try:
-            tier = tier_of(name, table, item=f"job {rj.job}")
-        except TopologyError as e:
-            problems.extend(Problem(source, p.item, p.message) for p in e.problems)
-            continue
+        tier = tier_of(name, table, item=f"job {rj.job}")
         part = table[name.split(",")[0]]
-        labels = {**rj.labels, "slurm_priority": str(rj.priority), "slurm_preempt_mode": part.preempt_mode}
-        out.append(
-            rj.model_copy(
-                update={
-                    "priority": tier,
-                    "preemptible": part.preemptible,
-                    "grace_period_s": part.grace_time_s,
-                    "labels": labels,
-                }
-            )
-        )
-    if problems:
-        raise TopologyError(problems)
-    return out
+        return tier, part.preemptible, part.grace_time_s, part.preempt_mode, {}
+
+    return preemption_applied(jobs, rule, source=source)

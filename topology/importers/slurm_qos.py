@@ -44,11 +44,24 @@ import re
 from dataclasses import dataclass
 
 from placer.topology.errors import Problem, TopologyError
-from placer.topology.importers._common import short
-from placer.topology.importers.slurm_partitions import PREEMPTING_MODES
+from placer.topology.importers._common import read_text, short
+from placer.topology.importers.slurm_partitions import (
+    PREEMPTING_MODES,
+    SlurmPartition,
+    deciding_mode,
+    preemption_applied,
+    with_partition_rules,
+)
 from placer.topology.inventory import RunningJob
 
-__all__ = ["SlurmQos", "level_of", "parse_slurm_qos", "read_qos_file", "with_qos_rules"]
+__all__ = [
+    "SlurmQos",
+    "level_of",
+    "parse_slurm_qos",
+    "read_qos_file",
+    "with_preemption_rules",
+    "with_qos_rules",
+]
 
 _MODES = frozenset({"OFF", "CANCEL", "REQUEUE", "SUSPEND", "GANG", "WITHIN", "CLUSTER"})
 _DURATION = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
@@ -140,7 +153,7 @@ def parse_slurm_qos(text: str, *, source: str, cluster_mode: str | None = None) 
             what = f"PreemptMode {short(row['PreemptMode'])} is not one of {allowed}"
             problems.append(Problem(source, item, what))
             words = ["OFF"]
-        mode = next((w for w in words if w in PREEMPTING_MODES | {"SUSPEND", "OFF", "CLUSTER"}), words[0])
+        mode = deciding_mode(words)
         preempt = frozenset(p.strip() for p in row["Preempt"].split(",") if p.strip())
         read[name] = (item, int(priority_text) if priority_text.isdigit() else 0, preempt, mode, grace or 0)
     for name, (item, _, preempt, _, _) in read.items():
@@ -220,13 +233,7 @@ def _one_order(table: dict[str, SlurmQos], source: str, items: dict[str, str]) -
 def read_qos_file(path: str, *, cluster_mode: str | None = None) -> dict[str, SlurmQos]:
     """:func:`parse_slurm_qos` of a file (``OSError`` when it cannot be opened; ``TopologyError`` when it
     is not UTF-8 text)."""
-    from placer.topology.inputs import read_input, source_name
-
-    source = source_name(path)
-    try:
-        text = read_input(path).decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise TopologyError([Problem(source, "document", f"not UTF-8 text: {e}")]) from None
+    source, text = read_text(path)
     return parse_slurm_qos(text, source=source, cluster_mode=cluster_mode)
 
 
@@ -246,29 +253,27 @@ def level_of(qos: str | None, table: dict[str, SlurmQos], *, item: str) -> Slurm
 def with_qos_rules(jobs: list[RunningJob], table: dict[str, SlurmQos], *, source: str) -> list[RunningJob]:
     """Running Slurm jobs (``squeue --json``, ``scontrol show job -d``; their QOS in the label
     ``slurm_qos``) with their QOS's level as priority, preemptibility, grace period and mode (module
-    docstring); the Slurm priority number moves to the label ``slurm_priority``. ``TopologyError`` naming
-    every job whose QOS is not in ``table``."""
-    problems: list[Problem] = []
-    out: list[RunningJob] = []
-    for rj in jobs:
-        try:
-            q = level_of(rj.labels.get("slurm_qos"), table, item=f"job {rj.job}")
-        except TopologyError as e:
-            problems.extend(Problem(source, p.item, p.message) for p in e.problems)
-            continue
-        labels = {
-            **rj.labels,
-            "slurm_priority": str(rj.priority),
-            "slurm_qos_priority": str(q.priority),
-            "slurm_preempt_mode": q.preempt_mode,
-        }
-        update = {
-            "priority": q.level,
-            "preemptible": q.preemptible,
-            "grace_period_s": q.grace_time_s,
-            "labels": labels,
-        }
-        out.append(rj.model_copy(update=update))
-    if problems:
-        raise TopologyError(problems)
-    return out
+    docstring, :func:`~.slurm_partitions.preemption_applied`); the QOS's ``Priority`` as the label
+    ``slurm_qos_priority``. ``TopologyError`` naming every job whose QOS is not in ``table``."""
+
+    def rule(rj: RunningJob) -> tuple[int, bool, int, str, dict[str, str]]:
+        q = level_of(rj.labels.get("slurm_qos"), table, item=f"job {rj.job}")
+        return q.level, q.preemptible, q.grace_time_s, q.preempt_mode, {"slurm_qos_priority": str(q.priority)}
+
+    return preemption_applied(jobs, rule, source=source)
+
+
+def with_preemption_rules(
+    jobs: list[RunningJob],
+    *,
+    partitions: dict[str, SlurmPartition] | None,
+    qos: dict[str, SlurmQos] | None,
+    source: str,
+) -> list[RunningJob]:
+    """Running Slurm jobs with the preemption rules of whichever table is given (a cluster preempts by
+    partition or by QOS, never both: callers refuse both at once); unchanged with neither."""
+    if partitions is not None:
+        jobs = with_partition_rules(jobs, partitions, source=source)
+    if qos is not None:
+        jobs = with_qos_rules(jobs, qos, source=source)
+    return jobs

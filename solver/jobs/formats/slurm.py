@@ -79,7 +79,14 @@ from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slu
 from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
 from placer.topology.importers.slurm_qos import SlurmQos, level_of
 
-__all__ = ["PENDING_STATES", "read", "with_cores", "with_partition_tiers", "with_qos_levels"]
+__all__ = [
+    "PENDING_STATES",
+    "read",
+    "with_cores",
+    "with_partition_tiers",
+    "with_qos_levels",
+    "with_slurm_ranks",
+]
 
 #: Job states of work still waiting to start.
 PENDING_STATES = frozenset({"PENDING"})
@@ -191,6 +198,21 @@ def with_qos_levels(results: list[ReadResult], table: dict[str, SlurmQos]) -> li
         return q.level, {"slurm_qos_priority": str(q.priority)}
 
     return _ranked_by(results, "qos", rank)
+
+
+def with_slurm_ranks(
+    results: list[ReadResult],
+    *,
+    partitions: dict[str, SlurmPartition] | None,
+    qos: dict[str, SlurmQos] | None,
+) -> list[ReadResult]:
+    """The pending Slurm jobs of ``results`` ranked by whichever table is given: their partitions' tiers
+    (:func:`with_partition_tiers`) or their QOS's level (:func:`with_qos_levels`); unchanged with neither."""
+    if partitions is not None:
+        results = with_partition_tiers(results, partitions)
+    if qos is not None:
+        results = with_qos_levels(results, qos)
+    return results
 
 
 def _ranked_by(
