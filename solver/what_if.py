@@ -11,8 +11,9 @@ smallest change that would let it run now. Three are cheap to compute, each in t
   evict today (their ``preemptible`` flag is false, or they are ``on-demand`` without one; ``reserved``
   jobs are never candidates, OJS ML §8.2). When it fits, the reason names the jobs under its placement.
 
-Only the highest-priority waiting jobs are examined (at most :data:`MAX_JOBS`), and only in the time the
-decision has left: the hint is a courtesy, never a cause of a missed deadline.
+Only under a policy that preempts (``Policy.preemption``), only the highest-priority waiting jobs (at
+most :data:`MAX_JOBS`), and only in the time the decision has left: the hint is a courtesy, never a cause
+of a missed deadline.
 """
 
 from __future__ import annotations
@@ -55,7 +56,11 @@ def add_preemptible_hints(
     (``time.perf_counter()``); returns whether it did (then which jobs got a hint depends on the machine).
     With ``policy.reproducible`` the expected probe time is the fixed model (``PROBE_PER_NODE_S`` per
     node), never a measured one. ``shielded``: the pool of ``cluster`` kept by a session (used when the
-    decision evicts nothing)."""
+    decision evicts nothing). With ``policy.preemption`` off nothing is examined: no running job would be
+    evicted for a waiting one however preemptible it were, so the hint would name a change that changes
+    nothing."""
+    if not policy.preemption:
+        return False
 
     evicted = {e.job for e in decision.preemptions}
     waiting = [

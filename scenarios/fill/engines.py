@@ -49,11 +49,14 @@ def arrival_id(k: int) -> str:
     return f"a{k}"
 
 
-def arrival_jobs(pods: Sequence[OpenbPod], order: np.ndarray, ks: Sequence[int]) -> list[Job]:
+def arrival_jobs(
+    pods: Sequence[OpenbPod], order: np.ndarray, ks: Sequence[int], templates: dict[int, Job] | None = None
+) -> list[Job]:
     """The placer jobs of arrivals ``ks`` (pod ``order[k]`` named :func:`arrival_id` ``(k)``), submitted
     in arrival order (one second apart, ending at :data:`NOW`): what a queue in front of ``place()``
-    would tell it."""
-    templates: dict[int, Job] = {}
+    would tell it. ``templates``: pod index -> its job, kept by a caller across calls (a pod is sampled
+    many times; converting it once is the queue's parsing, not the engine's work)."""
+    templates = {} if templates is None else templates
     out = []
     for k in ks:
         i = int(order[k])
@@ -97,9 +100,10 @@ def place_batches(
     index = {name: n for n, name in enumerate(state.nodes.names)}
     where = np.full(len(order), -1, dtype=np.int64)
     gpus: list[tuple[int, ...]] = [()] * len(order)
+    templates: dict[int, Job] = {}
     for start in range(0, len(order), batch):
         ks = list(range(start, min(start + batch, len(order))))
-        decision = session.decide(arrival_jobs(pods, order, ks), now=NOW)
+        decision = session.decide(arrival_jobs(pods, order, ks, templates), now=NOW)
         _apply(decision, order, state, table, index, where, gpus)
         session.commit(decision)
     return where, gpus

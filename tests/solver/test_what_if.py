@@ -68,3 +68,17 @@ def test_no_hint_when_even_preemption_would_not_make_room(solve: Solve) -> None:
     c = cluster_of(dgx_h100(1)).with_allocations([running("od-low", "dgx-h100", [0, 1])])
     d = solve([gpu_job("huge", 16, priority=5, distributed_strategy="fsdp")], c)
     assert hint(d, "huge") is None
+
+
+def test_no_hint_when_the_policy_never_preempts(solve: Solve) -> None:
+    # The first test's cluster, where a priority-5 job gets a hint; with preemption off in the policy no
+    # running job would be evicted however preemptible it were, so there is nothing to suggest.
+    c = cluster_of(dgx_h100(1)).with_allocations(
+        [
+            running("od-low", "dgx-h100", [0, 1, 2, 3]),
+            running("spot-pinned", "dgx-h100", [4, 5, 6, 7], priority_class="spot", preemptible=False),
+        ]
+    )
+    assert hint(solve([gpu_job("big", 8, priority=5)], c), "big") is not None
+    d = solve([gpu_job("big", 8, priority=5)], c, preemption=False)
+    assert d.placement_of("big") is None and hint(d, "big") is None
