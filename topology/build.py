@@ -41,7 +41,7 @@ from placer.topology.catalog import (
 from placer.topology.cluster import Cluster
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.inventory import Inventory, NodeSpec, TpuPodSpec
-from placer.topology.labels import derived_labels, merge_labels, region_of_zone
+from placer.topology.labels import HOST_LABEL, derived_labels, merge_labels, region_of_zone
 from placer.topology.model import Node, NvlinkDomain, TpuPod
 from placer.topology.structure import Structure
 
@@ -153,7 +153,7 @@ def _resolve_nodes(inv: Inventory, source: str, problems: list[Problem]) -> list
                 continue
             seen[name] = item
             labels = dict(base_labels)
-            labels["hostname"] = name
+            labels["hostname"] = user.get(HOST_LABEL, name)
             domain = None
             if facts and interconnect == "nvlink":
                 domain = nvlink_shared or f"{name}/nvlink"

@@ -19,7 +19,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["DERIVED_KEYS", "derived_labels", "merge_labels", "number_label", "region_of_zone"]
+__all__ = ["DERIVED_KEYS", "HOST_LABEL", "derived_labels", "merge_labels", "number_label", "region_of_zone"]
+
+#: A node that is one part of a host holds the host's name here (a Slurm node of several GPU types is one
+#: placer node per type, :mod:`placer.topology.importers.slurm_mixed`); its ``hostname`` label is then the
+#: host's, so hostlists (``-w``, Flux, SSS) and anti-affinity by host see the parts as the one host.
+HOST_LABEL = "slurm_node"
 
 #: Keys the topology derives; user labels with these keys are shadowed.
 DERIVED_KEYS = (

@@ -255,8 +255,17 @@ def run(args: argparse.Namespace) -> int:
 
         slurm = [rj for rj in cluster.running_jobs() if "slurm_job_id" in rj.labels]
         cancel = {rj.job for rj in slurm if rj.labels.get("slurm_preempt_mode") == "CANCEL"}
+        parts = {
+            n.name: (n.labels["slurm_node"], n.labels["slurm_gres_type"])
+            for n in cluster.nodes
+            if "slurm_node" in n.labels and "slurm_gres_type" in n.labels
+        }
         text, skipped = slurm_script(
-            decision, [r.job for r in results if r.ok and r.job is not None], {rj.job for rj in slurm}, cancel
+            decision,
+            [r.job for r in results if r.ok and r.job is not None],
+            {rj.job for rj in slurm},
+            cancel,
+            parts,
         )
         print(text, end="")
         for note in skipped:

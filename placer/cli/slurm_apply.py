@@ -14,7 +14,11 @@ held by an administrator); the script pins each placed job to the nodes placer c
   ``PreemptMode`` is ``CANCEL`` (``--slurm-partitions``) is cancelled instead, as Slurm would.
 
 Slurm chooses the GPU indices on each node itself (``gres.conf``); placer's indices are in a comment, and
-its node choice is what is applied. Only Slurm jobs are applied (jobs read from ``squeue --json``); others
+its node choice is what is applied. On a node of several GPU types (read as one placer node per type) the
+type placer chose is applied too: the job's GPU request becomes ``TresPerNode=gres:gpu:<type>:<n>``
+(cleared first, since Slurm refuses a typed request over an untyped one).
+
+Only Slurm jobs are applied (jobs read from ``squeue --json``); others
 are named in ``skipped`` (stderr). A job placed on several nodes gets them all in its ``NodeList``.
 
 >>> from placer.solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
@@ -36,9 +40,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 
-from placer.solver.decision import Decision
+from placer.solver.decision import Decision, ReplicaPlacement
 from placer.solver.jobs.model import Job
 
 __all__ = ["slurm_script"]
@@ -50,12 +54,18 @@ _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def slurm_script(
-    decision: Decision, jobs: Iterable[Job], running_ids: Collection[str], cancel: Collection[str] = ()
+    decision: Decision,
+    jobs: Iterable[Job],
+    running_ids: Collection[str],
+    cancel: Collection[str] = (),
+    parts: Mapping[str, tuple[str, str]] | None = None,
 ) -> tuple[str, list[str]]:
     """``(shell script, notes on what was not applied)`` for ``decision`` (module docstring).
     ``running_ids``: ids of the running Slurm jobs (from ``squeue --json``), the only ones an eviction
     may requeue; ``cancel``: those of them whose partition cancels preempted jobs rather than requeue
-    them."""
+    them; ``parts``: placer node -> (Slurm node, GPU type as Slurm names it) for the nodes that stand for
+    one GPU type of a Slurm node with several (:mod:`~placer.topology.importers.slurm_mixed`)."""
+    parts = parts or {}
     by_id = {j.id: j for j in jobs}
     skipped: list[str] = []
     lines = [
@@ -79,16 +89,45 @@ def slurm_script(
             what = "no job" if job is None else job.source_format
             skipped.append(f"{p.job}: placed, but it is not a pending Slurm job ({what}); not applied")
             continue
-        nodes = list(dict.fromkeys(r.node for r in p.replicas))
+        nodes = list(dict.fromkeys(parts.get(r.node, (r.node, ""))[0] for r in p.replicas))
         bad = [n for n in nodes if not _NODE.match(n)]
         if bad:
             skipped.append(f"{p.job}: node name {bad[0]!r} cannot be in a Slurm NodeList; not applied")
             continue
+        pin = _gpu_type(p.job, p.replicas, parts, skipped)
+        if pin is False:
+            continue
         gpus = "; ".join(f"{r.node} [{','.join(map(str, r.gpus))}]" for r in p.replicas if r.gpus)
         lines += ["", f"# job {p.job}: {','.join(nodes)}" + (f" (placer's GPUs: {gpus})" if gpus else "")]
         node_list = shlex.quote(",".join(nodes))
-        lines.append(
-            f"scontrol update JobId={p.job} NumNodes={len(nodes)} NodeList={node_list} "
-            f"&& scontrol release {p.job}"
-        )
+        update = f"scontrol update JobId={p.job} NumNodes={len(nodes)} NodeList={node_list}"
+        if pin:  # Slurm refuses a typed request over an untyped one: cleared first (the job is held)
+            update += f" && scontrol update JobId={p.job} TresPerNode= && scontrol update JobId={p.job} {pin}"
+        lines.append(f"{update} && scontrol release {p.job}")
     return "\n".join(lines) + "\n", skipped
+
+
+def _gpu_type(
+    job: str, replicas: list[ReplicaPlacement], parts: Mapping[str, tuple[str, str]], skipped: list[str]
+) -> str | bool | None:
+    """The ``TresPerNode=gres:gpu:<type>:<n>`` that pins a job placed on a node of several GPU types to
+    the type placer chose there (None when no replica is on such a node; False, with a note, when Slurm's
+    one request per node cannot say it: different types or counts per node, or a node of one type
+    besides, whose type Slurm would then require too)."""
+    on_parts = [r for r in replicas if r.node in parts and r.gpus]
+    if not on_parts:
+        return None
+    per_node: dict[str, int] = {}
+    types: set[str] = set()
+    for r in replicas:
+        node, typ = parts.get(r.node, (r.node, ""))
+        per_node[node] = per_node.get(node, 0) + len(r.gpus)
+        types.add(typ)
+    if len(types) > 1 or len(set(per_node.values())) > 1:
+        skipped.append(
+            f"{job}: placed on a node of several GPU types, with other GPU types or counts per node "
+            "than one TresPerNode can ask for; not applied"
+        )
+        return False
+    (typ,) = types
+    return f"TresPerNode=gres:gpu:{typ}:{next(iter(per_node.values()))}"

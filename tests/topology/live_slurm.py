@@ -27,7 +27,16 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["LiveSlurm", "available", "available_accounting", "running", "start", "start_qos", "start_smt"]
+__all__ = [
+    "LiveSlurm",
+    "available",
+    "available_accounting",
+    "running",
+    "start",
+    "start_mixed",
+    "start_qos",
+    "start_smt",
+]
 
 BINARIES = ("slurmctld", "slurmd", "scontrol", "sbatch", "munged", "munge")
 #: What an accounted Slurm needs besides (``slurmdbd`` stores into a throw-away MariaDB).
@@ -333,14 +342,57 @@ def start_smt(root: Path) -> LiveSlurm:
         s.run("sbatch", "-J", "e", "-c", "1", *quiet)
         s.wait("e running", lambda: "RUNNING" in s.run("squeue", "-h", "-o", "%T"))
         s.run("sbatch", "-J", "g", "-c", "3", *quiet)
-        s.out["show-node-d"] = s.run("scontrol", "show", "node", "-d")
-        s.out["sinfo-json"] = s.run("sinfo", "--json")
-        s.out["squeue-json"] = s.run("squeue", "--json")
-        s.out["show-job-d"] = s.run("scontrol", "show", "job", "-d")
+        _capture(s)
     except BaseException:
         s.stop()
         raise
     return s
+
+
+#: A node with two GPU types (A100 0-1, T4 2-3: Slurm numbers a node's GPUs in its gres.conf order) and
+#: four cores (slurm.conf's word taken over the host's), alone in partition ``mix``.
+MIXED_NODES = {
+    "mix01": (
+        17031,
+        "gpu:a100:2,gpu:t4:2",
+        "Name=gpu Type=a100 File={dev}/nvidia[0-1]\nNodeName=mix01 Name=gpu Type=t4 File={dev}/nvidia[2-3]",
+    )
+}
+MIXED_CPUS = "CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1"
+
+
+def start_mixed(root: Path) -> LiveSlurm:
+    """A throw-away Slurm (run after the others have stopped: same ports) with the one node of
+    :data:`MIXED_NODES`. Job ``t`` holds one T4 (and one core), job ``a`` one A100; job ``w`` asks both
+    T4 and waits (one is free). Captures ``scontrol show node -d``, ``sinfo --json``, ``squeue --json`` and
+    ``scontrol show job -d``."""
+    host = socket.gethostname().split(".")[0]
+    partitions = {"mix": "Nodes=mix01 Default=YES MaxTime=INFINITE"}
+    conf = _conf(root, host, MIXED_NODES, partitions, MIXED_CPUS) + "SlurmdParameters=config_overrides\n"
+    s = _boot(root, MIXED_NODES, conf)
+    try:
+        quiet = ("-Q", "-o", "/dev/null", "-D", str(root), "-c", "1", "--wrap", "sleep 600")
+        s.run("sbatch", "-J", "t", "--gres=gpu:t4:1", *quiet)
+        s.run("sbatch", "-J", "a", "--gres=gpu:a100:1", *quiet)
+        s.wait("jobs running", lambda: len(s.run("squeue", "-h", "-t", "R").splitlines()) >= 2)
+        s.run("sbatch", "-J", "w", "--gres=gpu:t4:2", *quiet)
+        _capture(s)
+    except BaseException:
+        s.stop()
+        raise
+    return s
+
+
+def _capture(s: LiveSlurm) -> None:
+    """What the second and third Slurm's tests read: ``scontrol show node -d``, ``sinfo --json``,
+    ``squeue --json``, ``scontrol show job -d``."""
+    for key, cmd in (
+        ("show-node-d", ("scontrol", "show", "node", "-d")),
+        ("sinfo-json", ("sinfo", "--json")),
+        ("squeue-json", ("squeue", "--json")),
+        ("show-job-d", ("scontrol", "show", "job", "-d")),
+    ):
+        s.out[key] = s.run(*cmd)
 
 
 #: Accounting for :func:`start_qos`: the throw-away MariaDB's and slurmdbd's ports.

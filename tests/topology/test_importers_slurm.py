@@ -243,9 +243,9 @@ def test_allocation_without_idx_takes_lowest_indices() -> None:
         ),
         ("NodeName=g01 Gres=gpu:h100:8(S:x)", "record 1 (NodeName=g01)", "socket list 'x' is malformed"),
         (
-            "NodeName=g01 Gres=gpu:a100:4(S:0),gpu:t4:2",
+            "NodeName=g01 CPUTot=4 Gres=gpu:a100:4(S:0),gpu:t4:2 CPUAlloc=1 GresUsed=gpu:a100:1,gpu:t4:0",
             "record 1 (NodeName=g01)",
-            "several GPU types (a100:4, t4:2)",
+            "GPU usage per type unknown",
         ),
         (
             "NodeName=g01 CPUTot=4 Gres=gpu:t4:2 AllocTRES=gres/gpu=3",

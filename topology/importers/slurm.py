@@ -15,8 +15,8 @@ one line per node) is the one description every Slurm site can produce. Mapping 
   (Slurm allocates whole cores). ``RealMemory``/``TmpDisk`` (MB, i.e. MiB) -> GB of 2**30 bytes.
 * ``Gres`` -> GPUs: ``gpu:h100:8(S:0-1)``, ``gpu:8`` (type unknown: ``unknown-gpu``), ``gpu:h100``
   (count 1); non-GPU gres (``shard``, ``mps``, ``nic``...) stay as labels ``gres/<name>``. A node listing
-  two GPU types (``gpu:a100:4(S:0),gpu:t4:2``) is parsed, but is reported as a problem: an inventory node
-  holds one GPU type.
+  several GPU types (``gpu:a100:4(S:0),gpu:t4:2``) becomes one node per type, ``<node>:<type>``, each
+  with a share of the cores and memory (:mod:`~placer.topology.importers.slurm_mixed`).
 * ``State`` (``IDLE``, ``MIXED``, ``ALLOCATED``, ``DOWN*``, ``IDLE+DRAIN``, ...): see :func:`parse_state`.
 * ``Partitions`` -> labels ``partition`` (the first), ``partitions`` (all, comma-separated) and
   ``partition/<name>: "true"`` for each (what a Slurm job's partition is matched against);
@@ -49,6 +49,7 @@ from typing import Any
 
 from placer.topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, short
 from placer.topology.importers.slurm_json import is_slurm_json, json_records
+from placer.topology.importers.slurm_mixed import UNTYPED, Part, parts_of, split_replica
 from placer.topology.inventory import InnerVertex, Inventory, NodeSpec, RunningJob
 
 __all__ = [
@@ -429,12 +430,10 @@ def _inventory(
             continue
         seen.add(name)
         result = _node(record, name, item, problems)
-        if result is None:
-            continue
-        node, job = result
-        nodes.append(node)
-        if job is not None:
-            running.append(job)
+        for node, job in result or []:
+            nodes.append(node)
+            if job is not None:
+                running.append(job)
     problems.check()
     inv = problems.model(
         Inventory,
@@ -497,7 +496,7 @@ def fewest_cpus_per_core(nodes: Iterable[Any]) -> int:
 
 def _node(
     record: dict[str, str], name: str, item: str, problems: Problems
-) -> tuple[NodeSpec, RunningJob | None] | None:
+) -> list[tuple[NodeSpec, RunningJob | None]] | None:
     before = len(problems.items)
     cpus = _int(record, "CPUTot", item, problems)
     memory_mb = _int(record, "RealMemory", item, problems)
@@ -525,10 +524,7 @@ def _node(
         if g.name != "gpu":
             key = f"gres/{g.name}"
             labels[key] = str(int(labels.get(key, "0")) + g.count)
-    gpu_types = {g.type for g in gpu_entries}
-    if len(gpu_types) > 1:
-        listed = ", ".join(f"{g.type}:{g.count}" for g in gpu_entries)
-        problems.add(item, f"Gres lists several GPU types ({listed}); an inventory node holds one GPU type")
+    mixed = len({g.type for g in gpu_entries}) > 1
     if len(problems.items) > before:
         return None
 
@@ -576,7 +572,114 @@ def _node(
     job = _allocation(record, node, used, per_core, item, problems)
     if len(problems.items) > before:
         return None
-    return node, job
+    if mixed:
+        return _parts(
+            data, node, job, gpu_entries, used, record, (sockets, cores_per_socket, threads), item, problems
+        )
+    return [(node, job)]
+
+
+def _parts(
+    data: dict[str, Any],
+    node: NodeSpec,
+    job: RunningJob | None,
+    entries: list[Gres],
+    used: list[Gres],
+    record: dict[str, str],
+    shape: tuple[int, int, int],
+    item: str,
+    problems: Problems,
+) -> list[tuple[NodeSpec, RunningJob | None]] | None:
+    """A node with several GPU types as one node per type (:mod:`~placer.topology.importers.slurm_mixed`),
+    what is allocated on it split over them. Which GPUs of each type are in use must be known: from
+    ``GresUsed`` indices (``-d``, the JSON forms) or per-type counts in ``AllocTRES``."""
+    parts = parts_of(
+        node.name,
+        [(g.type, g.count) for g in entries],
+        cores=int(node.cpu_cores),
+        memory_gb=node.memory_gb,
+        storage_gb=node.storage_gb or 0.0,
+    )
+    busy: list[int] = []
+    if job is not None and job.replicas[0].gpus:
+        found = _busy_by_type(job, parts, used, record, item, problems)
+        if found is None:
+            return None
+        busy = found
+    out: list[tuple[NodeSpec, RunningJob | None]] = []
+    for part in parts:
+        mine = [g for g in entries if (g.type or UNTYPED) == part.gres_type]
+        facts = gpu_fields(mine[0].type) if mine[0].type else {"type": UNKNOWN_GPU}
+        spec = problems.model(
+            NodeSpec,
+            {
+                **data,
+                "name": part.name,
+                "cpu_cores": part.cores,
+                "memory_gb": part.memory_gb,
+                "storage_gb": part.storage_gb,
+                "labels": {**data["labels"], **part.labels},
+                "inner": _inner(0, 0, shape[2], mine, facts["type"]),
+                "gpus": {**facts, "count": len(part.gpus)},
+            },
+            item,
+        )
+        if spec is None:
+            return None
+        out.append((spec, None))
+    if job is not None:
+        r = job.replicas[0]
+        split = split_replica(busy, r.cpu_cores, r.memory_gb, parts)
+        assert not isinstance(split, int)  # busy indices come from the parts
+        replicas = [{"node": n, "gpus": g, "cpu_cores": c, "memory_gb": m} for n, g, c, m in split]
+        rj = problems.model(RunningJob, {**job.model_dump(), "replicas": replicas}, item)
+        if rj is None:
+            return None
+        out[0] = (out[0][0], rj)
+    return out
+
+
+def _busy_by_type(
+    job: RunningJob,
+    parts: list[Part],
+    used: list[Gres],
+    record: dict[str, str],
+    item: str,
+    problems: Problems,
+) -> list[int] | None:
+    """The node's GPU indices in use, each known to be of its part's type."""
+    count = len(job.replicas[0].gpus)
+    listed = [i for g in used if g.name == "gpu" and g.indices is not None for i in g.indices]
+    if len(set(listed)) == count and all(g.indices is not None for g in used if g.name == "gpu" and g.count):
+        for g in used:
+            if g.name != "gpu" or not g.indices:
+                continue
+            part = next((p for p in parts if p.gres_type == (g.type or UNTYPED)), None)
+            if part is None or not set(g.indices) <= set(part.gpus):
+                problems.add(
+                    item,
+                    f"GresUsed {g.type}:{g.count}(IDX:{g.indices}) is not among the node's {g.type} GPUs",
+                )
+                return None
+        return sorted(set(listed))
+    per_type = {}
+    for part_text in record.get("AllocTRES", "").split(","):
+        key, _, value = part_text.partition("=")
+        if key.strip().startswith("gres/gpu:") and value.strip().isdigit():
+            per_type[key.strip()[len("gres/gpu:") :]] = int(value)
+    if (
+        per_type
+        and sum(per_type.values()) == count
+        and all(any(p.gres_type == t and n <= len(p.gpus) for p in parts) for t, n in per_type.items())
+    ):
+        return sorted(i for p in parts for i in p.gpus[: per_type.get(p.gres_type, 0)])
+    problems.add(
+        item,
+        "GPU usage per type unknown: the node has several GPU types and which of them are in use is not "
+        "printed (GresUsed without IDX); give `scontrol show node -d`, `sinfo --json` or "
+        "`scontrol show node --json`",
+    )
+    return None
 
 
 def _inner(sockets: int, per_socket: int, threads: int, gpus: list[Gres], model: str) -> list[InnerVertex]:

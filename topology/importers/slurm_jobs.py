@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from placer.topology.importers._common import GB, Problems, short
 from placer.topology.importers.slurm import cores_holding, node_cpus_per_core, parse_gres, parse_memory_mb
 from placer.topology.importers.slurm_json import is_slurm_output
+from placer.topology.importers.slurm_mixed import parts_in, slurm_node_of, split_replica
 from placer.topology.inventory import ReplicaAllocation, RunningJob
 from placer.topology.safe_load import UnsafeDocument, check_values
 
@@ -62,6 +63,7 @@ __all__ = [
     "RUNNING_STATES",
     "in_cores",
     "is_squeue_json",
+    "on_parts",
     "slurm_number",
     "slurm_states",
     "slurm_text",
@@ -307,7 +309,7 @@ def in_cores(cluster: Cluster, jobs: list[RunningJob]) -> list[RunningJob]:
     """``jobs`` with the CPUs Slurm counts as cores of the nodes they run on: on a node whose CPUs are
     hardware threads (label ``slurm_cpus_per_core``), a replica's CPUs become the cores that hold them,
     rounded up (Slurm allocates whole cores)."""
-    per_core = {n.name: node_cpus_per_core(n.labels) for n in cluster.nodes}
+    per_core = {slurm_node_of(n.labels, n.name): node_cpus_per_core(n.labels) for n in cluster.nodes}
     out: list[RunningJob] = []
     for rj in jobs:
         if all(per_core.get(r.node or "", 1) == 1 for r in rj.replicas):
@@ -321,13 +323,46 @@ def in_cores(cluster: Cluster, jobs: list[RunningJob]) -> list[RunningJob]:
     return out
 
 
+def on_parts(cluster: Cluster, jobs: list[RunningJob]) -> list[RunningJob]:
+    """``jobs`` with each replica on a Slurm node that ``cluster`` holds as one node per GPU type
+    (:mod:`~placer.topology.importers.slurm_mixed`) split over those parts: its GPUs to the part holding
+    them, by Slurm's index, its cores and memory by the parts' shares. ``TopologyError`` naming the job
+    when a GPU index is not the node's."""
+    parts = parts_in([(n.name, n.labels, n.cpu_cores, n.memory_gb) for n in cluster.nodes])
+    if not parts:
+        return jobs
+    problems = Problems(cluster.source)
+    out: list[RunningJob] = []
+    for rj in jobs:
+        if not any(r.node in parts for r in rj.replicas):
+            out.append(rj)
+            continue
+        replicas: list[ReplicaAllocation] = []
+        for r in rj.replicas:
+            if r.node not in parts:
+                replicas.append(r)
+                continue
+            split = split_replica(r.gpus, r.cpu_cores, r.memory_gb, parts[r.node])
+            if isinstance(split, int):
+                problems.add(f"job {rj.job}", f"node {r.node!r} has no GPU {split}")
+                break
+            replicas += [
+                r.model_copy(update={"node": n, "gpus": g, "cpu_cores": c, "memory_gb": m})
+                for n, g, c, m in split
+            ]
+        else:
+            out.append(rj.model_copy(update={"replicas": replicas}))
+    problems.check()
+    return out
+
+
 def with_slurm_jobs(cluster: Cluster, jobs: list[RunningJob]) -> Cluster:
     """``cluster`` (read from a Slurm node form) with ``jobs`` running on it by name: each node's anonymous
     ``slurm-alloc-<node>`` allocation keeps only the GPUs, CPUs and memory the named jobs on that node do
     not account for (and goes when they account for all). Their CPUs count as cores where the node's CPUs
     are threads (:func:`in_cores`). ``TopologyError`` when a job does not fit (an unknown node, a GPU index
     the node lacks, more than the node has)."""
-    jobs = in_cores(cluster, jobs)
+    jobs = on_parts(cluster, in_cores(cluster, jobs))
     on: dict[str, list[ReplicaAllocation]] = {}
     for rj in jobs:
         for r in rj.replicas:

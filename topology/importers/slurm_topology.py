@@ -33,6 +33,7 @@ from typing import Any
 
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.importers.jgf import expand_hostlist
+from placer.topology.importers.slurm_mixed import slurm_node_of
 from placer.topology.inventory import Inventory
 
 __all__ = [
@@ -193,15 +194,20 @@ def with_topology_levels(
 ) -> Inventory:
     """``inventory`` with each node's ``rack``/``block``/``zone`` from ``levels`` (what the topology file
     says replaces what the node file said). A node the topology names that the inventory lacks is a
-    problem: the two files are of different clusters, or a node was left out of one."""
+    problem: the two files are of different clusters, or a node was left out of one. A Slurm node read as
+    one node per GPU type (:mod:`~placer.topology.importers.slurm_mixed`) puts all its parts there."""
     nodes = list(inventory.expanded_nodes())
-    known = {n.name for n in nodes}
+    known = {slurm_node_of(n.labels, n.name) for n in nodes}  # a node of several GPU types: its parts
     missing = sorted(set(levels) - known)
     if missing:
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         raise TopologyError([Problem(source, "document", f"nodes not in the cluster: {shown}")])
     return inventory.model_copy(
-        update={"nodes": [n.model_copy(update=dict(levels.get(n.name, {}))) for n in nodes]}
+        update={
+            "nodes": [
+                n.model_copy(update=dict(levels.get(slurm_node_of(n.labels, n.name), {}))) for n in nodes
+            ]
+        }
     )
 
 
