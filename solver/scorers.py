@@ -336,7 +336,9 @@ def _fgd_deltas(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tupl
     need = unit.need
     assert ctx.store is not None
     key = (float(need.cpu), need.gpus, need.milli)
-    cache = ctx.store.deltas.setdefault(key, _Deltas.of(len(ctx.version)))
+    cache = ctx.store.deltas.get(key)
+    if cache is None:
+        cache = ctx.store.deltas[key] = _Deltas.of(len(ctx.version))
     stale = idx[cache.ver[idx] != ctx.version[idx]]
     if stale.size:
         cache.delta[stale], cache.gpu[stale] = _fgd_compute(ctx, state, unit, stale)
