@@ -96,6 +96,11 @@ def test_a_type_listed_twice_is_one_part_and_untyped_gpus_are_their_own() -> Non
     }
     assert nodes["n1:gpu"].gpus.type == "unknown-gpu"
     assert sum(n.cpu_cores for n in nodes.values()) == 4
+    # A type listed with no GPUs is no part: the node has one type and stays one node.
+    (one,) = parse_slurm("NodeName=n2 CPUTot=4 RealMemory=4000 Gres=gpu:a100:2,gpu:t4:0", source="n").nodes
+    assert (one.name, one.gpus.type, one.gpus.count, one.cpu_cores) == ("n2", "nvidia-a100", 2, 4)
+    (one,) = parse_slurm("NodeName=n3 CPUTot=4 RealMemory=4000 Gres=gpu:t4:0,gpu:a100:2", source="n").nodes
+    assert (one.name, one.gpus.type, one.gpus.count) == ("n3", "nvidia-a100", 2)
 
 
 def _job(jid: str, node: str, gpus: list[int], cores: float) -> RunningJob:

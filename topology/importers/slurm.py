@@ -524,7 +524,7 @@ def _node(
         if g.name != "gpu":
             key = f"gres/{g.name}"
             labels[key] = str(int(labels.get(key, "0")) + g.count)
-    mixed = len({g.type for g in gpu_entries}) > 1
+    mixed = len({g.type for g in gpu_entries if g.count}) > 1
     if len(problems.items) > before:
         return None
 
@@ -532,9 +532,8 @@ def _node(
     if per_core > 1:
         labels[CPUS_PER_CORE] = str(per_core)
     gpu_count = sum(g.count for g in gpu_entries)
-    gpu_facts = (
-        gpu_fields(gpu_entries[0].type) if gpu_entries and gpu_entries[0].type else {"type": UNKNOWN_GPU}
-    )
+    first = next((g for g in gpu_entries if g.count), gpu_entries[0] if gpu_entries else None)
+    gpu_facts = gpu_fields(first.type) if first is not None and first.type else {"type": UNKNOWN_GPU}
     gpu_name = gpu_facts["type"]
     partitions = [p for p in record.get("Partitions", "").split(",") if p.strip() not in _NULL]
     if partitions:
@@ -593,6 +592,7 @@ def _parts(
     """A node with several GPU types as one node per type (:mod:`~placer.topology.importers.slurm_mixed`),
     what is allocated on it split over them. Which GPUs of each type are in use must be known: from
     ``GresUsed`` indices (``-d``, the JSON forms) or per-type counts in ``AllocTRES``."""
+    entries = [g for g in entries if g.count]  # a type listed with no GPUs makes no part
     parts = parts_of(
         node.name,
         [(g.type, g.count) for g in entries],
