@@ -18,6 +18,7 @@ from placer.topology.build import build_cluster
 from placer.topology.cluster import Cluster
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.inventory import Inventory
+from placer.topology.labels import HOST_LABEL
 
 __all__ = ["with_availability"]
 
@@ -25,7 +26,18 @@ __all__ = ["with_availability"]
 def with_availability(cluster: Cluster, up: Mapping[str, bool]) -> Cluster:
     """``cluster`` with the named nodes or TPU pods up (ready and schedulable) or down (not ready); what
     runs there stays accounted. Inventory templates (``count: 4``) holding one of the nodes are expanded,
-    so only that node changes. An unknown name is a :class:`TopologyError` naming it."""
+    so only that node changes. A host that the cluster holds as several nodes (a Slurm node of several GPU
+    types, one node per type: label ``slurm_node``) names them all. An unknown name is a
+    :class:`TopologyError` naming it."""
+    parts: dict[str, list[str]] = {}
+    for n in cluster.nodes:
+        if HOST_LABEL in n.labels:
+            parts.setdefault(n.labels[HOST_LABEL], []).append(n.name)
+    up = {
+        part: v
+        for name, v in up.items()
+        for part in (parts.get(name, [name]) if not cluster.has_node(name) else [name])
+    }
     inv = cluster.to_inventory()
     pods = {p.name for p in inv.tpu_pods}
     unknown = sorted(n for n in up if not cluster.has_node(n) and n not in pods)

@@ -13,6 +13,7 @@ from placer.solver.engine import place
 from placer.solver.jobs.model import AffinityOperator, GpuDemand, Job, LabelRule, Placement, TaskGroup
 from placer.solver.policy import Policy
 from placer.topology import build_cluster
+from placer.topology.availability import with_availability
 from placer.topology.errors import TopologyError
 from placer.topology.importers.slurm import parse_slurm
 from placer.topology.importers.slurm_jobs import with_slurm_jobs
@@ -189,3 +190,12 @@ def test_what_one_request_per_node_cannot_say_is_not_applied_and_named(where: tu
     text, skipped = slurm_script(_on("8", *where), [Job(id="8", source_format="slurm")], set(), (), PARTS)
     assert "JobId=8" not in text
     assert len(skipped) == 1 and skipped[0].startswith("8: placed on a node of several GPU types")
+
+
+def test_a_node_going_down_by_its_slurm_name_takes_all_its_parts() -> None:
+    c = with_availability(_cluster(MIX + "\n" + ONE), {"mix01": False})
+    assert {n.name: n.usable for n in c.nodes} == {"mix01:a100": False, "mix01:t4": False, "gpu01": True}
+    c = with_availability(c, {"mix01": True})
+    assert all(n.usable for n in c.nodes)
+    with pytest.raises(TopologyError, match="no node or TPU pod 'mix02'"):
+        with_availability(c, {"mix02": False})
