@@ -572,9 +572,7 @@ def _node(
     if len(problems.items) > before:
         return None
     if mixed:
-        return _parts(
-            data, node, job, gpu_entries, used, record, (sockets, cores_per_socket, threads), item, problems
-        )
+        return _parts(data, node, job, gpu_entries, used, record, threads, item, problems)
     return [(node, job)]
 
 
@@ -585,13 +583,14 @@ def _parts(
     entries: list[Gres],
     used: list[Gres],
     record: dict[str, str],
-    shape: tuple[int, int, int],
+    threads: int,
     item: str,
     problems: Problems,
 ) -> list[tuple[NodeSpec, RunningJob | None]] | None:
     """A node with several GPU types as one node per type (:mod:`~placer.topology.importers.slurm_mixed`),
     what is allocated on it split over them. Which GPUs of each type are in use must be known: from
-    ``GresUsed`` indices (``-d``, the JSON forms) or per-type counts in ``AllocTRES``."""
+    ``GresUsed`` indices (``-d``, the JSON forms) or per-type counts in ``AllocTRES``. A part's inner tree
+    holds its GPUs only: its cores are a share of the node's, not whole sockets."""
     entries = [g for g in entries if g.count]  # a type listed with no GPUs makes no part
     parts = parts_of(
         node.name,
@@ -619,7 +618,7 @@ def _parts(
                 "memory_gb": part.memory_gb,
                 "storage_gb": part.storage_gb,
                 "labels": {**data["labels"], **part.labels},
-                "inner": _inner(0, 0, shape[2], mine, facts["type"]),
+                "inner": _inner(0, 0, threads, mine, facts["type"]),
                 "gpus": {**facts, "count": len(part.gpus)},
             },
             item,
@@ -656,9 +655,9 @@ def _busy_by_type(
                 continue
             part = next((p for p in parts if p.gres_type == (g.type or UNTYPED)), None)
             if part is None or not set(g.indices) <= set(part.gpus):
+                shown = ",".join(map(str, g.indices))
                 problems.add(
-                    item,
-                    f"GresUsed {g.type}:{g.count}(IDX:{g.indices}) is not among the node's {g.type} GPUs",
+                    item, f"GresUsed {g.type}:{g.count}(IDX:{shown}) is not among the node's {g.type} GPUs"
                 )
                 return None
         return sorted(set(listed))
