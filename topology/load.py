@@ -214,13 +214,13 @@ def inventory_from_input(
     if levels and format != "kubernetes":
         raise _fail(source, "document", f"topology labels apply to Kubernetes node lists, not to {format}")
     if format == "slurm":
-        if is_slurm_json(obj):  # sinfo --json, scontrol show node --json
+        if is_slurm_json(obj):  # sinfo --json (both forms), scontrol show node --json
             return IMPORTERS["slurm"](obj, source=source)
         if not is_text:
             raise _fail(
                 source,
                 "document",
-                "Slurm input is `scontrol show node` text or `sinfo --json` (meta + nodes)",
+                "Slurm input is `scontrol show node` text or `sinfo --json` (meta + nodes, or meta + sinfo)",
             )
         return IMPORTERS["slurm"](text_or_obj, source=source)
     if format == "inventory":

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from placer.topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, short
-from placer.topology.importers.slurm_json import is_slurm_json, json_records
+from placer.topology.importers.slurm_json import PROBLEM_KEY, is_slurm_json, json_records, sinfo_records
 from placer.topology.importers.slurm_mixed import UNTYPED, Part, parts_of, split_replica
 from placer.topology.inventory import InnerVertex, Inventory, NodeSpec, RunningJob
 
@@ -379,6 +379,18 @@ def parse_slurm(text: Any, *, source: str) -> Inventory:
     """
     problems = Problems(source)
     if isinstance(text, dict) and is_slurm_json(text):
+        if isinstance(text.get("sinfo"), list):  # sinfo --json, Slurm 23.11 and later
+            grouped = sinfo_records(text)
+            if not grouped:
+                problems.add("sinfo", "the node list is empty")
+                problems.check()
+            items = [item for item, _ in grouped]
+            return _inventory(
+                [(k, rec) for k, (_, rec) in enumerate(grouped, 1)],
+                problems,
+                source,
+                lambda n, _: items[n - 1],
+            )
         records = list(enumerate(json_records(text), start=1))
         if not records:
             problems.add("nodes", "the node list is empty")
@@ -422,6 +434,9 @@ def _inventory(
     for number, (_, record) in enumerate(records, start=1):
         name = record.get("NodeName", "").strip()
         item = item_of(number, name)
+        if PROBLEM_KEY in record:  # what a JSON form said that no record can hold (slurm_json.py)
+            problems.add(item, record[PROBLEM_KEY])
+            continue
         if not name:
             problems.add(item, "NodeName is empty")
             continue

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["is_slurm_json", "is_slurm_output", "json_records"]
+__all__ = ["PROBLEM_KEY", "is_slurm_json", "is_slurm_output", "json_records", "sinfo_records"]
 
 #: JSON field -> ``scontrol show node`` key (values printed as ``str``).
 _FIELDS = {
@@ -48,12 +48,106 @@ _FIELDS = {
 
 def is_slurm_json(obj: Any) -> bool:
     """Whether ``obj`` is Slurm's JSON about nodes: a ``meta`` naming Slurm (or its OpenAPI plugin) and a
-    ``nodes`` list.
+    ``nodes`` list, or the ``sinfo`` list of ``sinfo --json`` since Slurm 23.11 (:func:`sinfo_records`).
 
     >>> is_slurm_json({"meta": {"Slurm": {}}, "nodes": []}), is_slurm_json({"nodes": []})
     (True, False)
+    >>> is_slurm_json({"meta": {"slurm": {"release": "24.11.1"}}, "sinfo": []})
+    True
     """
-    return is_slurm_output(obj, "nodes")
+    return is_slurm_output(obj, "nodes") or is_slurm_output(obj, "sinfo")
+
+
+def sinfo_records(obj: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
+    """``(item, record)`` per node of ``sinfo --json`` as Slurm 23.11 and later print it: a ``sinfo`` list
+    of node groups, each with its partition, ``nodes.nodes`` (the names), ``cpus``, ``memory``, ``gres``
+    (``total``/``used``), ``sockets``/``cores``/``threads``, ``features`` (``total``/``active``), ``reason``
+    and ``node.state``, numbers as plain values or ``{"set", "infinite", "number"}``.
+
+    A group's figures are the group's (``cpus.allocated`` sums its nodes), so only a group of one node says
+    what that node holds: ``sinfo -N --json`` prints one node per group. A group of several nodes becomes
+    a record naming the problem (the reader refuses it with its index). A node listed once per partition
+    is one record with every partition; its figures must agree.
+
+    >>> doc = {"meta": {}, "sinfo": [{"partition": {"name": "gpu"}, "node": {"state": ["MIXED"]},
+    ...        "nodes": {"nodes": ["g1"]}, "cpus": {"allocated": 4, "total": 64},
+    ...        "memory": {"maximum": 515072, "allocated": 1000},
+    ...        "gres": {"total": "gpu:h100:8(S:0-1)", "used": "gpu:h100:2(IDX:0-1)"}}]}
+    >>> ((item, rec),) = sinfo_records(doc)
+    >>> item, rec["NodeName"], rec["CPUTot"], rec["CPUAlloc"], rec["GresUsed"], rec["Partitions"]
+    ('sinfo[0] (g1)', 'g1', '64', '4', 'gpu:h100:2(IDX:0-1)', 'gpu')
+    """
+    out: dict[str, tuple[str, dict[str, str]]] = {}
+    extra: list[tuple[str, dict[str, str]]] = []
+    for k, group in enumerate(obj["sinfo"]):
+        if not isinstance(group, dict):
+            extra.append((f"sinfo[{k}]", {}))
+            continue
+        listed = _field(group, "nodes", "nodes")
+        names = [str(n) for n in listed] if isinstance(listed, list) else []
+        if len(names) != 1:
+            shown = ", ".join(names[:5]) or "no node"
+            why = f"a group of {len(names)} nodes ({shown}): give `sinfo -N --json`, one node per group"
+            extra.append((f"sinfo[{k}]", {_PROBLEM: why}))
+            continue
+        (name,) = names
+        rec = _sinfo_record(group, name)
+        partition = _text(_field(group, "partition", "name"))
+        seen = out.get(name)
+        if seen is None:
+            rec["Partitions"] = partition
+            out[name] = (f"sinfo[{k}] ({name})", rec)
+            continue
+        first = seen[1]
+        differ = sorted(key for key in rec if rec[key] != first.get(key))
+        if differ:
+            first[_PROBLEM] = f"listed again in partition {partition!r} with other {', '.join(differ)}"
+        elif partition and partition not in first["Partitions"].split(","):
+            first["Partitions"] = ",".join(p for p in (first["Partitions"], partition) if p)
+    return list(out.values()) + extra
+
+
+#: A record key no Slurm form has: the reason the record cannot be read (the reader reports it).
+PROBLEM_KEY = _PROBLEM = "__problem__"
+
+
+def _field(group: dict[str, Any], outer: str, inner: str) -> Any:
+    """``group[outer][inner]``, None where either is missing or ``group[outer]`` is not an object."""
+    part = group.get(outer)
+    return part.get(inner) if isinstance(part, dict) else None
+
+
+#: ``sinfo`` (23.11+) group path -> ``scontrol show node`` key.
+_SINFO_FIELDS = {
+    ("cpus", "total"): "CPUTot",
+    ("cpus", "allocated"): "CPUAlloc",
+    ("memory", "maximum"): "RealMemory",
+    ("memory", "allocated"): "AllocMem",
+    ("disk", "maximum"): "TmpDisk",
+    ("gres", "total"): "Gres",
+    ("gres", "used"): "GresUsed",
+    ("sockets", "maximum"): "Sockets",
+    ("cores", "maximum"): "CoresPerSocket",
+    ("threads", "maximum"): "ThreadsPerCore",
+    ("features", "total"): "AvailableFeatures",
+    ("features", "active"): "ActiveFeatures",
+}
+
+
+def _sinfo_record(group: dict[str, Any], name: str) -> dict[str, str]:
+    rec = {"NodeName": name}
+    for (outer, inner), key in _SINFO_FIELDS.items():
+        value = _field(group, outer, inner)
+        if value is not None:
+            rec[key] = _text(value)
+    for field, key in (("reason", "Reason"), ("comment", "Comment"), ("extra", "Extra")):
+        if field in group:
+            rec[key] = _text(group[field])
+    state = _field(group, "node", "state")
+    words = [state] if isinstance(state, str) else list(state or []) if isinstance(state, list) else []
+    if words:
+        rec["State"] = "+".join(str(w).upper() for w in words if w)
+    return rec
 
 
 def is_slurm_output(obj: Any, listing: str) -> bool:
