@@ -22,6 +22,7 @@ from placer.solver.engine import place
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.solver.policy import Policy
 from placer.topology import build_cluster
+from placer.topology.importers.slurm_job_text import show_job_running
 from placer.topology.importers.slurm_jobs import squeue_running, with_slurm_jobs
 from placer.topology.load import inventory_from_input
 from tests.topology.live_slurm import LiveSlurm, running, start_mixed
@@ -85,6 +86,19 @@ def test_squeue_json_puts_each_job_on_the_part_of_its_gpus(slurm: LiveSlurm) -> 
         for name in PARTS:
             assert named.free_gpus(name) == cluster.free_gpus(name), (source, name)
             assert named.free_cpu(name) == pytest.approx(cluster.free_cpu(name)), (source, name)
+
+
+def test_scontrol_show_job_d_gives_the_same_jobs_on_the_parts(slurm: LiveSlurm) -> None:
+    cluster = build_cluster(inventory_from_input(slurm.out["show-node-d"], source="show-node-d.txt"))
+    from_json = squeue_running(json.loads(slurm.out["squeue-json"]), source="squeue.json")
+    from_text = show_job_running(slurm.out["show-job-d"], source="show-job-d.txt")
+
+    def placed(jobs: list) -> dict[str, list[tuple[str, list[int]]]]:  # type: ignore[type-arg]
+        c = with_slurm_jobs(cluster, jobs)
+        return {rj.job: sorted((r.node, r.gpus) for r in rj.replicas) for rj in c.running_jobs()}
+
+    assert placed(from_text) == placed(from_json)
+    assert len(placed(from_text)) == 2
 
 
 def test_a_t4_job_goes_to_the_t4_part_and_the_checker_agrees(slurm: LiveSlurm) -> None:
