@@ -255,10 +255,12 @@ def run(args: argparse.Namespace) -> int:
 
         slurm = [rj for rj in cluster.running_jobs() if "slurm_job_id" in rj.labels]
         cancel = {rj.job for rj in slurm if rj.labels.get("slurm_preempt_mode") == "CANCEL"}
+        from placer.topology.importers.slurm_mixed import NODE_LABEL, TYPE_LABEL
+
         parts = {
-            n.name: (n.labels["slurm_node"], n.labels["slurm_gres_type"])
+            n.name: (n.labels[NODE_LABEL], n.labels[TYPE_LABEL])
             for n in cluster.nodes
-            if "slurm_node" in n.labels and "slurm_gres_type" in n.labels
+            if NODE_LABEL in n.labels and TYPE_LABEL in n.labels
         }
         text, skipped = slurm_script(
             decision,
