@@ -86,9 +86,8 @@ def place(
         decision.now = now
         # What would change the outcome, in the time left (solver/what_if.py).
         deadline = t0 + policy.time_limit_s
-        # A session's pool is built on first read and then kept moving: not read when no hint is asked.
-        asks = policy.preemption and bool(decision.pending)
-        kept = prepared.shielded() if asks and prepared is not None and prepared.cluster is cluster else None
+        # A session's pool, read only if a hint needs it (built on first read, then kept moving).
+        kept = prepared.shielded if prepared is not None and prepared.cluster is cluster else None
         hints = jobs_by_id(jobs, now)
         if add_preemptible_hints(decision, hints, cluster, policy, deadline=deadline, shielded=kept):
             decision.stats.cut_by.append("hints")

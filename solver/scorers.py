@@ -134,17 +134,12 @@ class _Fragments:
         old = {k: j for j, k in enumerate(self.keys)}
         vals = np.zeros((*self.vals.shape[:-1], t.size), dtype=np.float32)
         fresh: list[int] = []
-        into: list[int] = []
-        src: list[int] = []
         for j, key in enumerate(t.keys):
             was = old.get(key)
             if was is None:
                 fresh.append(j)
             else:
-                into.append(j)
-                src.append(was)
-        if into:
-            vals[..., into] = self.vals[..., src]
+                vals[..., j] = self.vals[..., was]
         current = np.flatnonzero(self.ver == version)
         if fresh and current.size:
             counted = count(current, t.columns(fresh))

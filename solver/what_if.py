@@ -19,7 +19,7 @@ of a missed deadline.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from placer.solver.cancel import cancelled
 from placer.solver.core import probe_fit
@@ -49,16 +49,16 @@ def add_preemptible_hints(
     policy: Policy,
     *,
     deadline: float,
-    shielded: Shielded | None = None,
+    shielded: Callable[[], Shielded] | None = None,
 ) -> bool:
     """Append a ``FITS_IF_PREEMPTIBLE`` reason to waiting jobs that would fit if some running jobs of
     lower priority were preemptible (see the module docstring). Stops at ``deadline``
     (``time.perf_counter()``); returns whether it did (then which jobs got a hint depends on the machine).
     With ``policy.reproducible`` the expected probe time is the fixed model (``PROBE_PER_NODE_S`` per
-    node), never a measured one. ``shielded``: the pool of ``cluster`` kept by a session (used when the
-    decision evicts nothing). With ``policy.preemption`` off nothing is examined: no running job would be
-    evicted for a waiting one however preemptible it were, so the hint would name a change that changes
-    nothing."""
+    node), never a measured one. ``shielded``: how to get the pool of ``cluster`` a session keeps (read
+    only when a waiting job is examined and the decision evicts nothing). With ``policy.preemption`` off
+    nothing is examined: no running job would be evicted for a waiting one however preemptible it were,
+    so the hint would name a change that changes nothing."""
     if not policy.preemption:
         return False
 
@@ -80,7 +80,7 @@ def add_preemptible_hints(
         if started + probe_s > deadline - 0.02 or cancelled():
             return True
         job = jobs[p.job]
-        pool = pool or (shielded if shielded is not None and not evicted else Shielded(cluster, evicted))
+        pool = pool or (shielded() if shielded is not None and not evicted else Shielded(cluster, evicted))
         candidates = pool.below(job_rank(job))
         if not candidates:
             continue

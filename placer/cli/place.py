@@ -255,13 +255,9 @@ def run(args: argparse.Namespace) -> int:
 
         slurm = [rj for rj in cluster.running_jobs() if "slurm_job_id" in rj.labels]
         cancel = {rj.job for rj in slurm if rj.labels.get("slurm_preempt_mode") == "CANCEL"}
-        from placer.topology.importers.slurm_mixed import NODE_LABEL, TYPE_LABEL
+        from placer.topology.importers.slurm_mixed import parts_in
 
-        parts = {
-            n.name: (n.labels[NODE_LABEL], n.labels[TYPE_LABEL])
-            for n in cluster.nodes
-            if NODE_LABEL in n.labels and TYPE_LABEL in n.labels
-        }
+        parts = {p.name: (p.node, p.gres_type) for ps in parts_in(cluster.nodes).values() for p in ps}
         text, skipped = slurm_script(
             decision,
             [r.job for r in results if r.ok and r.job is not None],

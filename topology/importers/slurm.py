@@ -583,11 +583,12 @@ def _node(
     node = problems.model(NodeSpec, data, item)
     if node is None:
         return None
-    job = _allocation(record, node, used, per_core, item, problems)
-    if len(problems.items) > before:
+    tres = _alloc_tres(record, item, problems)
+    job = None if tres is None else _allocation(record, tres, node, used, per_core, item, problems)
+    if tres is None or len(problems.items) > before:
         return None
     if mixed:
-        return _parts(data, node, job, gpu_entries, used, record, threads, item, problems)
+        return _parts(data, node, job, gpu_entries, used, tres, threads, item, problems)
     return [(node, job)]
 
 
@@ -597,7 +598,7 @@ def _parts(
     job: RunningJob | None,
     entries: list[Gres],
     used: list[Gres],
-    record: dict[str, str],
+    tres: dict[str, str],
     threads: int,
     item: str,
     problems: Problems,
@@ -616,7 +617,7 @@ def _parts(
     )
     busy: list[int] = []
     if job is not None and job.replicas[0].gpus:
-        found = _busy_by_type(job, parts, used, record, item, problems)
+        found = _busy_by_type(job, parts, used, tres, item, problems)
         if found is None:
             return None
         busy = found
@@ -657,7 +658,7 @@ def _busy_by_type(
     job: RunningJob,
     parts: list[Part],
     used: list[Gres],
-    record: dict[str, str],
+    tres: dict[str, str],
     item: str,
     problems: Problems,
 ) -> list[int] | None:
@@ -676,11 +677,11 @@ def _busy_by_type(
                 )
                 return None
         return sorted(set(listed))
-    per_type = {}
-    for part_text in record.get("AllocTRES", "").split(","):
-        key, _, value = part_text.partition("=")
-        if key.strip().startswith("gres/gpu:") and value.strip().isdigit():
-            per_type[key.strip()[len("gres/gpu:") :]] = int(value)
+    per_type = {
+        k.removeprefix("gres/gpu:"): int(v)
+        for k, v in tres.items()
+        if k.startswith("gres/gpu:") and v.isdigit()
+    }
     if (
         per_type
         and sum(per_type.values()) == count
@@ -734,9 +735,8 @@ def _inner(sockets: int, per_socket: int, threads: int, gpus: list[Gres], model:
     return tree + loose
 
 
-def _allocation(
-    record: dict[str, str], node: NodeSpec, used: list[Gres], per_core: int, item: str, problems: Problems
-) -> RunningJob | None:
+def _alloc_tres(record: dict[str, str], item: str, problems: Problems) -> dict[str, str] | None:
+    """``AllocTRES`` as key -> value (empty when not printed); None, with a problem, when malformed."""
     tres: dict[str, str] = {}
     alloc_text = record.get("AllocTRES", "").strip()
     if alloc_text not in _NULL:
@@ -746,6 +746,18 @@ def _allocation(
                 problems.add(item, f"AllocTRES entry {part!r} is not key=value")
                 return None
             tres[key.strip()] = value.strip()
+    return tres
+
+
+def _allocation(
+    record: dict[str, str],
+    tres: dict[str, str],
+    node: NodeSpec,
+    used: list[Gres],
+    per_core: int,
+    item: str,
+    problems: Problems,
+) -> RunningJob | None:
     cpus: float = _int(record, "CPUAlloc", item, problems)
     memory_mb: float = _int(record, "AllocMem", item, problems)
     # Plain `scontrol show node` prints GPU usage only when gres/gpu is an accounted TRES
@@ -777,7 +789,7 @@ def _allocation(
         elif any(k.startswith("gres/gpu:") for k in tres):
             gpus = sum(int(v) for k, v in tres.items() if k.startswith("gres/gpu:"))
     except ValueError as e:
-        problems.add(item, f"AllocTRES {alloc_text!r}: {e}")
+        problems.add(item, f"AllocTRES {record['AllocTRES'].strip()!r}: {e}")
         return None
     total = node.gpus.count if node.gpus else 0
     if gpus > total:

@@ -328,7 +328,7 @@ def on_parts(cluster: Cluster, jobs: list[RunningJob]) -> list[RunningJob]:
     (:mod:`~placer.topology.importers.slurm_mixed`) split over those parts: its GPUs to the part holding
     them, by Slurm's index, its cores and memory by the parts' shares. ``TopologyError`` naming the job
     when a GPU index is not the node's."""
-    parts = parts_in([(n.name, n.labels, n.cpu_cores, n.memory_gb) for n in cluster.nodes])
+    parts = parts_in(cluster.nodes)
     if not parts:
         return jobs
     problems = Problems(cluster.source)

@@ -28,8 +28,9 @@ listed without a type), each with its GPUs and a share of the node's cores, memo
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from placer.topology.labels import HOST_LABEL
 
@@ -37,6 +38,7 @@ __all__ = [
     "GPUS_LABEL",
     "NODE_LABEL",
     "TYPE_LABEL",
+    "NodeFacts",
     "Part",
     "largest_remainders",
     "part_name",
@@ -132,30 +134,43 @@ def parts_of(
     return out
 
 
-def parts_in(nodes: Sequence[tuple[str, Mapping[str, str], float, float]]) -> dict[str, list[Part]]:
-    """The parts of a cluster's nodes ``(name, labels, cores, memory GB)``, by Slurm node (nodes that are
-    not parts left out): what a running job's replica on a Slurm node is split over."""
-    by: dict[str, list[tuple[str, Mapping[str, str], float, float]]] = {}
+class NodeFacts(Protocol):
+    """What :func:`parts_in` reads of a node (a cluster's nodes have it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+    @property
+    def cpu_cores(self) -> float: ...
+    @property
+    def memory_gb(self) -> float: ...
+
+
+def parts_in(nodes: Iterable[NodeFacts]) -> dict[str, list[Part]]:
+    """The parts among a cluster's nodes, by Slurm node (nodes that are not parts left out): what a running
+    job's replica on a Slurm node is split over, and what ``--output slurm`` pins a job's GPU type to."""
+    by: dict[str, list[NodeFacts]] = {}
     for n in nodes:
-        if NODE_LABEL in n[1] and GPUS_LABEL in n[1]:
-            by.setdefault(n[1][NODE_LABEL], []).append(n)
+        if NODE_LABEL in n.labels and GPUS_LABEL in n.labels:
+            by.setdefault(n.labels[NODE_LABEL], []).append(n)
     out: dict[str, list[Part]] = {}
     for node, members in by.items():
-        cores = sum(m[2] for m in members)
-        memory = sum(m[3] for m in members)
-        gpus = [tuple(int(i) for i in m[1][GPUS_LABEL].split(",") if i) for m in members]
+        cores = sum(m.cpu_cores for m in members)
+        memory = sum(m.memory_gb for m in members)
+        gpus = [tuple(int(i) for i in m.labels[GPUS_LABEL].split(",") if i) for m in members]
         total = sum(len(g) for g in gpus) or 1
         out[node] = [
             Part(
-                name=m[0],
+                name=m.name,
                 node=node,
-                gres_type=m[1].get(TYPE_LABEL, UNTYPED),
-                cores=int(m[2]),
-                memory_gb=m[3],
+                gres_type=m.labels.get(TYPE_LABEL, UNTYPED),
+                cores=int(m.cpu_cores),
+                memory_gb=m.memory_gb,
                 storage_gb=0.0,
                 gpus=g,
-                cpu_share=m[2] / cores if cores else len(g) / total,
-                mem_share=m[3] / memory if memory else len(g) / total,
+                cpu_share=m.cpu_cores / cores if cores else len(g) / total,
+                mem_share=m.memory_gb / memory if memory else len(g) / total,
             )
             for m, g in zip(members, gpus, strict=True)
         ]
