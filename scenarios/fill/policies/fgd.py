@@ -22,6 +22,11 @@ seed. ``fgd`` does the same (ties to the run's random node rank, a share to the 
 and reproduces the paper's figures within a few tenths (``docs/fill.md``). The quantization matters:
 ``fgd-exact``, comparing ``dF`` exactly, allocates about one point less on the default trace — near-ties
 broken by a fixed node order pack pods onto the same nodes, which FGD's measure alone does not value.
+Increases are rounded to :data:`~placer.solver.scorers.FGD_DECIMALS` decimals of a milli-GPU, as the
+engines round them: an increase that is 0 in exact arithmetic can come out of the float sums as
+``4.5e-13``, and the artifact's score then falls from 50 to 49 on that node alone, so summation order
+would decide between nodes FGD's measure calls equal (``tests/scenarios/fill/test_engine_as_fgd.py``
+found it).
 
 ``placer-frag`` takes that further for the pods whose ``dF`` barely tells nodes apart: whole-GPU and
 CPU-only pods are scored on a coarser scale (:data:`COARSE_LEVELS` levels), shares as FGD scores them.
@@ -52,6 +57,7 @@ from placer.solver.objective.fragmentation import (
     fragmentation,
     quantized,
 )
+from placer.solver.scorers import FGD_DECIMALS
 
 __all__ = [
     "COARSE_LEVELS",
@@ -168,7 +174,7 @@ class Fgd(Policy):
             f = fragmentation(
                 np.repeat(cpu, width), after.reshape(-1, width), np.repeat(acc, width, axis=0), self.targets
             ).reshape(-1, width)
-            delta = f - self.now[idx][:, None]
+            delta = np.round(f - self.now[idx][:, None], FGD_DECIMALS)
             key = np.where(gpu >= milli, self.key(delta), np.inf)
             best = key.argmin(axis=1)
             c.gpu[idx] = best
@@ -178,7 +184,9 @@ class Fgd(Policy):
             if num:
                 free = after == MILLI
                 after[free & (np.cumsum(free, axis=1) <= num)] = 0
-            c.delta[idx] = fragmentation(cpu, after, acc, self.targets) - self.now[idx]
+            c.delta[idx] = np.round(
+                fragmentation(cpu, after, acc, self.targets) - self.now[idx], FGD_DECIMALS
+            )
         c.ver[idx] = state.version[idx]
 
     def choose(self, state: FillState, i: int, mask: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
