@@ -98,6 +98,8 @@ class Session:
         """Apply a decision: its evictions stop, its placements start running (with the job's queue,
         tenant, priority, labels and, from its duration, expected end). Raises ``TopologyError`` and
         changes nothing when the decision does not fit the cluster as it is now."""
+        if not decision.placements and not decision.preemptions:
+            return  # nothing starts or stops: the cluster and every piece kept for it stand as they are
         now = decision.now or datetime.now(UTC)
         cluster = self.cluster
         ended = [cluster.running_job(e.job) for e in decision.preemptions]
