@@ -117,7 +117,7 @@ def test_the_readme_quickstart_is_what_placer_prints() -> None:
     timing = re.compile(r"[0-9.]+ s")  # seconds differ from run to run; everything else is the decision
     assert [timing.sub("T s", x) for x in printed] == [timing.sub("T s", x) for x in expected]
     # The README's words about this output, checked against it.
-    assert "pretrain-8b-gang  dgx-r2-" in r.stdout and "$347.82/h" in r.stdout
+    assert "pretrain-8b-gang  dgx-r3-" in r.stdout and "`dgx-r3-*`" in readme and "$347.82/h" in r.stdout
     greedy = _run(
         "placer place --cluster examples/clusters/h100-training.yaml --jobs examples/jobs/* "
         "--now 2026-01-01T02:00:00Z --engine greedy",

@@ -80,6 +80,19 @@ class Hinting:
             self.hint_values[v] = int(vid in b.hint.evictions)
         for (p, n), v in self.on.items():
             self.hint_values[v] = int(any(b.y_hint.get((p, nu.ui, n), 0) for nu in by_plan[p]))
+        # The racks greedy's replicas of a job are in, and how many beyond one (compactness).
+        in_rack: set[tuple[int, str | None]] = set()
+        for (p, _, c), n in x_hint.items():
+            if n:
+                in_rack.add((p, classes[c].scopes.get("rack")))
+        for (p, _, node), n in b.y_hint.items():
+            if n:
+                in_rack.add((p, b.snap.nodes[node].node.rack))
+        for (p, rack), v in self.r.items():
+            self.hint_values[v] = int((p, rack) in in_rack)
+        for p, v in self.s.items():
+            used = sum(self.hint_values[r] for (q, _), r in self.r.items() if q == p)
+            self.hint_values[v] = max(0, used - self.hint_values[self.placed[p]])
         for v, val in self.hint_values.items():
             m.AddHint(v, val)
         self.hint_ok = seeds.hint_ok

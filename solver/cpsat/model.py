@@ -11,15 +11,17 @@ Variables (see ``docs/solver.md`` for the algebra):
 * ``a[u, s]`` — TPU replica of unit ``u`` takes slice ``s``; slices sharing a chip exclude each other;
 * ``y[u, n]``, ``e[v]`` — replicas on a node with eviction candidates, modelled one by one; running job ``v``
   evicted (a slice on chips ``v`` holds needs ``e[v]``).
+* ``r[p, rack]``, ``s[p]`` — job ``p`` (more than one node replica) has a replica in that rack; the racks it
+  uses beyond one (compactness, scored after preferences);
 * ``on[p, n]`` — job ``p`` has a replica on such a node (for anti-affinity between jobs of the batch there;
   exclusive units there have 0/1 ``y`` of their own).
 
 Objective, lexicographic by successive solves: (1) maximize priority-weighted demand placed; then, with
-(1) held at the value found, minimize the eviction cost; then (2) maximize preference score and (3)
-minimize GPUs left free on the nodes touched (best fit, so whole nodes and NVLink domains stay whole for
-big jobs); then, when some unit's options differ in price, with (2) held, minimize the decision's dollars
-per hour (the cost term: integer money units per replica, :mod:`placer.solver.objective.cost`) and then (3)
-again.
+(1) held at the value found, minimize the eviction cost; then (2) maximize preference score, then fewer
+racks per multi-node job, and (3) minimize GPUs left free on the nodes touched (best fit, so whole nodes
+and NVLink domains stay whole for big jobs); then, when some unit's options differ in price, with (2)
+and compactness held, minimize the decision's dollars per hour (the cost term: integer money units per
+replica, :mod:`placer.solver.objective.cost`) and then (3) again.
 
 Budgets are constraints: a queue's GPUs (thousandths) and GPU jobs (OJS ML §10.3), and a queue's or
 tenant's dollars per hour (money units: each replica variable weighted by what one replica costs in that
@@ -48,6 +50,9 @@ if TYPE_CHECKING:  # the builder makes the model: a name for the annotation only
     from placer.solver.cpsat.reduce import Builder
 
 __all__ = ["Model"]
+
+#: Gang scopes whose one domain lies inside one rack: compactness has nothing to count for them.
+_WITHIN_A_RACK = {"node", "rack", "nvlink_domain"}
 
 
 class Model(Hinting, Searching, Realizing):
@@ -143,6 +148,7 @@ class Model(Hinting, Searching, Realizing):
                         m.Add(self.x[(p, nu.ui, c)] == 0)
                     m.Add(self.x[(p, nu.ui, c)] <= nu.unit.replicas * bs[str(value)])
         self._domain_counts(node_units)
+        self._compactness(by_plan)
         # TPU slices; a slice on chips of running jobs needs their eviction (``_evictions``).
         self.a: dict[tuple[int, int, int], cp_model.IntVar] = {}
         #: Per victim, the slices (plan, unit, slice index) that need its eviction.
@@ -179,10 +185,50 @@ class Model(Hinting, Searching, Realizing):
             for k_idx, pat in enumerate(pats)
         ]
         self.level2 = weighted(self.l2_terms)
+        self.compact = weighted(self.compact_terms)
         self.level3 = weighted(self.l3_terms)
         self.level_money = weighted(self.money_all)
         self.l3_max = sum(cl.count * max(cl.gpus, 1) for cl in classes) + 1
         self._hint(seeds, by_plan)
+
+    def _compactness(self, by_plan: dict[int, list[NodeUnit]]) -> None:
+        """The compactness part of level 3 (``docs/solver.md``): per job with more than one node replica,
+        ``r[p, rack]`` says it has a replica in that rack (classes are split by rack when such a job is in
+        the batch: ``reduce.py``), and ``s[p] >= sum(r) - placed[p]`` counts the racks it uses beyond one,
+        as the ``Score`` does. Nodes without a rack take no part (the ``Score`` then counts nothing for
+        the job; the model counts the racks it does use). ``compact_max`` bounds the sum."""
+        m, classes, snap = self.m, self.classes, self.b.snap
+        self.r: dict[tuple[int, str], cp_model.IntVar] = {}
+        self.s: dict[int, cp_model.IntVar] = {}
+        self.compact_terms: list[tuple[cp_model.IntVar, int]] = []
+        self.compact_max = 1
+        for p, nus in by_plan.items():
+            replicas = sum(nu.unit.replicas for nu in nus)
+            scope = self.plans[p].scope
+            if replicas < 2 or (scope is not None and _WITHIN_A_RACK & set(scope.split("+"))):
+                continue  # one node, or held to one rack or less by its scope (``b`` above)
+            uses: list[tuple[cp_model.IntVar, int, str]] = []
+            for nu in nus:
+                for c in nu.classes:
+                    rack = classes[c].scopes.get("rack")
+                    if rack is not None:
+                        uses.append((self.x[(p, nu.ui, c)], nu.unit.replicas, rack))
+                for n in nu.direct:
+                    rack = snap.nodes[n].node.rack
+                    if rack is not None:
+                        uses.append((self.y[(p, nu.ui, n)], nu.unit.replicas, rack))
+            racks = sorted({rack for _, _, rack in uses})
+            if len(racks) < 2:
+                continue
+            rv = {rack: m.NewBoolVar(f"r[{p},{rack}]") for rack in racks}
+            for v, ub, rack in uses:
+                m.Add(v <= ub * rv[rack])
+            extra = m.NewIntVar(0, len(racks) - 1, f"s[{p}]")
+            m.Add(extra >= sum(rv.values()) - self.placed[p])
+            self.r.update({(p, rack): v for rack, v in rv.items()})
+            self.s[p] = extra
+            self.compact_terms.append((extra, 1))
+            self.compact_max += len(racks) - 1
 
     def _evictions(self, node_units: list[NodeUnit]) -> None:
         """Eviction variables and the capacity of nodes modelled one by one.

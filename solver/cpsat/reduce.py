@@ -114,9 +114,15 @@ class Builder:
             relevant |= nu.cand.now
         for n in self.direct:
             relevant[n] = False  # nodes with eviction candidates are modelled one by one
+        # Racks, when a job of the batch may span nodes: the model counts the racks it uses beyond one
+        # (compactness, ``Model._compactness``), so nodes of different racks must not share a class.
+        spans = any(sum(u.replicas for u in plans[p].units if u.tpu is None) > 1 for p in ids) and any(
+            snap.nodes[n].node.rack is not None for n in np.flatnonzero(relevant)
+        )
         scopes = sorted(
             {plans[p].scope for p in ids if plans[p].scope}
             | {level for nu in node_units for level, _ in nu.unit.domains}
+            | ({"rack"} if spans else set())
         )
         anti_plans = [p for p in ids if self.anti[p].any()]
         classes, class_of, exact_classes = build_classes(

@@ -127,7 +127,8 @@ class Searching:
             m.ClearHints()
             for v, val in values.items():
                 m.AddHint(v, val)
-            secondary = self.level2 * self.l3_max - self.level3
+            # Preferences, then compactness (racks a job spans beyond one), then best fit.
+            secondary = (self.level2 * self.compact_max - self.compact) * self.l3_max - self.level3
             m.Maximize(secondary)
             # When the cost term has a solve of its own, this one leaves it half of the time.
             s2 = self._solver(left * 0.5 if self.money_varies else left, presolve=False)
@@ -166,6 +167,8 @@ class Searching:
         out.update({v: int(s.Value(v)) for v in self.y.values()})
         out.update({v: int(s.Value(v)) for v in self.e.values()})
         out.update({v: int(s.Value(v)) for v in self.on.values()})
+        out.update({v: int(s.Value(v)) for v in self.r.values()})
+        out.update({v: int(s.Value(v)) for v in self.s.values()})
         return out
 
     def _cheapest(self, values: dict[cp_model.IntVar, int]) -> dict[cp_model.IntVar, int]:
@@ -178,6 +181,8 @@ class Searching:
         m = self.m
         if self.l2_terms:
             m.Add(self.level2 >= value(self.l2_terms, values))
+        if self.compact_terms:
+            m.Add(self.compact <= value(self.compact_terms, values))
         m.ClearHints()
         for v, val in values.items():
             m.AddHint(v, val)
@@ -192,11 +197,13 @@ class Searching:
         self._spend(s, st)
         return self._values(s) if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) else values
 
-    def _secondary(self, values: dict[cp_model.IntVar, int]) -> tuple[int, int, int]:
-        """Levels 2, cost and 3 of an answer (model values, or greedy's hint), as a tuple that is larger
-        for the better answer: more preference, then fewer dollars, then less fragmentation."""
+    def _secondary(self, values: dict[cp_model.IntVar, int]) -> tuple[int, int, int, int]:
+        """Levels 2, compactness, cost and 3 of an answer (model values, or greedy's hint), as a tuple that
+        is larger for the better answer: more preference, then fewer racks beyond one per job, then fewer
+        dollars, then fewer GPUs left free."""
         return (
             value(self.l2_terms, values),
+            -value(self.compact_terms, values),
             -value(self.money_all, values),
             -value(self.l3_terms, values),
         )

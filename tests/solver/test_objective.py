@@ -132,6 +132,16 @@ def test_a_gang_stays_in_one_rack_when_a_rack_has_room(solve: Solve) -> None:
     assert sorted(nodes_of(d, "gang")) == ["dgx-h100-r2-1", "dgx-h100-r2-2"]
 
 
+def test_cpsats_own_answer_keeps_a_gang_in_one_rack(cpsat_answers: list[Any]) -> None:
+    """Compactness is a term of the model, not only of the engine's comparison: CP-SAT's own answer puts
+    the gang in rack 2. Without it the three idle nodes (one in rack 1, two in rack 2) were one class, and
+    its first two members straddled the racks."""
+    c = _racks({"dgx-h100-r1-1": [0, 1, 2, 3]})
+    place([_gang()], c, Policy(engine="cpsat", time_limit_s=3), now=NOW)
+    names = [n.name for n in c.nodes]
+    assert sorted(_cpsat_nodes(cpsat_answers, names, "gang")) == ["dgx-h100-r2-1", "dgx-h100-r2-2"]
+
+
 def test_a_gang_is_split_across_racks_only_when_no_rack_holds_it(solve: Solve) -> None:
     c = _racks({"dgx-h100-r1-1": [0], "dgx-h100-r2-1": [0]})
     d = solve([_gang()], c)
