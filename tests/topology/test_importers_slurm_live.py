@@ -355,3 +355,74 @@ def test_zzzz_gpus_per_job_and_per_task_are_read_from_both_forms(slurm: LiveSlur
         read = {r.id: r for r in read_text(text, source=source)}
         gpus = {jid: (read[jid].job.tasks[0].gpu.count, read[jid].job.tasks[0].gpu.types) for jid in (pj, pt)}
         assert gpus == {pj: (3, ["nvidia-h100"]), pt: (4, [])}, source
+
+
+def test_zzzzz_a_pending_array_is_placed_task_by_task_and_applied(slurm: LiveSlurm, tmp_path: Path) -> None:
+    # Last: it clears the live cluster. Every job goes, the drained and downed GPU nodes come back (three
+    # H100 nodes of 2 cores each), and two held arrays are submitted: sweep (--array=0-3, 2 H100 and a core
+    # per task) and capped (--array=0-3%1, the throttle binds). placer reads sweep as four jobs A_0..A_3
+    # and refuses capped naming its throttle; its script pins and releases each task, which Slurm splits
+    # off the array, and each task must start exactly where placer put it.
+    slurm.run("scancel", "--user=root")
+    slurm.wait("an empty queue", lambda: not slurm.run("squeue", "-h").strip())
+    for node in ("gpu02", "gpu04"):
+        slurm.run("scontrol", "update", f"nodename={node}", "state=resume", check=False)
+
+    seen: list[str] = []
+
+    def idle() -> bool:
+        seen[:] = slurm.run("sinfo", "-h", "-N", "-n", "gpu01,gpu02,gpu04", "-o", "%N=%t").split()
+        for node, state in (x.split("=", 1) for x in seen):
+            if state.startswith(("drain", "drng", "down")):  # a drain set while a job was still ending
+                slurm.run("scontrol", "update", f"nodename={node}", "state=resume", check=False)
+        return all(x.endswith("=idle") for x in seen)
+
+    try:
+        slurm.wait("the H100 nodes idle", idle, seconds=60)
+    except RuntimeError as e:
+        raise AssertionError(f"{e}: {seen}") from None
+    quiet = (
+        "--parsable",
+        "-H",
+        "-c",
+        "1",
+        "-t",
+        "10",
+        "-o",
+        "/dev/null",
+        "-D",
+        str(tmp_path),
+        "--wrap",
+        "sleep 600",
+    )
+    sweep = slurm.run("sbatch", "-J", "sweep", "--array=0-3", "--gres=gpu:h100:2", *quiet).strip()
+    capped = slurm.run("sbatch", "-J", "capped", "--array=0-3%1", "--gres=gpu:h100:1", *quiet).strip()
+    (tmp_path / "sinfo.json").write_text(slurm.run("sinfo", "--json"))
+    (tmp_path / "squeue.json").write_text(slurm.run("squeue", "--json"))
+    squeue = str(tmp_path / "squeue.json")
+    cmd = [sys.executable, "-m", "placer", "place", "--cluster", str(tmp_path / "sinfo.json"), "--engine"]
+    args = [*cmd, "greedy", "--running", squeue, "--jobs", squeue]
+    decided = subprocess.run([*args, "--json"], capture_output=True, text=True)
+    assert decided.returncode == 0, decided.stderr
+    d = json.loads(decided.stdout)
+    chosen = {p["job"]: [r["node"] for r in p["replicas"]] for p in d["placements"]}
+    tasks = [f"{sweep}_{k}" for k in range(4)]
+    assert sorted(chosen) == tasks, chosen
+    per_node = [n for nodes in chosen.values() for n in nodes]
+    assert all(per_node.count(n) <= 2 for n in per_node)  # two cores a node, one per task
+    (refused,) = [r for r in d["rejected"] if r["job"] == capped]
+    assert "lets 1 of its tasks run at once" in json.dumps(refused)
+    script = subprocess.run([*args, "--output", "slurm"], capture_output=True, text=True)
+    assert script.returncode == 0, script.stderr
+    applied = subprocess.run(["sh", "-c", script.stdout], env=slurm.env, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+
+    def started() -> bool:
+        shown = slurm.run("squeue", "-h", "-t", "R", "-o", "%i").split()
+        return all(t in shown for t in tasks)
+
+    slurm.wait("the applied tasks running", started)
+    for task, nodes in chosen.items():
+        shown = slurm.run("scontrol", "show", "job", "-d", task)
+        node_list = next(w.split("=", 1)[1] for w in shown.split() if w.startswith("NodeList="))
+        assert node_list == ",".join(nodes), (task, node_list, nodes)

@@ -174,6 +174,7 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
         "submit_time": _epoch(fields.get("SubmitTime")),
         "state_reason": _null(fields.get("Reason")),
         "array_task_string": task if task and not task.isdigit() else "",
+        "array_max_tasks": _number(fields.get("ArrayTaskThrottle")),
         "het_job_id": _number(fields.get("HetJobId")),
     }
     return {

@@ -11,7 +11,10 @@ Mapping of one pending job (Slurm's OpenAPI fields, plugins ``v0.0.37``-``v0.0.3
 ==============================  ===================================================================
 placer                          from
 ==============================  ===================================================================
-id, name                        ``job_id``, ``name``
+id, name                        ``job_id``, ``name``; a pending array (``array_task_string``
+                                ``0-9``, ``1,3,7-9``, ``0-15:4``) is one job per task,
+                                ``<array_job_id>_<task>`` as Slurm names them (a task Slurm
+                                split off, ``array_task_id``, too)
 queue, tenant, user             ``partition``, ``account`` (else ``user_name``), ``user_name``
 priority                        ``priority``; submit time ``submit_time``
 replicas                        ``node_count`` replicas, one per node (``--nodes``), all or none
@@ -26,15 +29,17 @@ where it may run                nodes of its ``partition`` (any of a comma list;
                                 not ``excluded_nodes`` (``-x``), ``features`` (``-C``: ``a&b``,
                                 ``a|b``; node features are node properties)
 dependencies                    ``dependency``: ``afterok``, ``afterany``, ``afternotok``, ``after``
-                                with ``:``-separated job ids
+                                with ``:``-separated job ids (``12``, an array task ``12_3``); one on
+                                a whole array is one on each of its tasks the output shows
 ==============================  ===================================================================
 
 Jobs in other states (running, completed, ...) are not pending work and are not read here (give the
 same file to ``--running``). What placer cannot represent is refused with the field and the reason, never
 read halfway: GPUs per job or per task (``--gpus``, ``--gpus-per-task``) that Slurm may split unevenly
 over several nodes, other generic resources
-(``gres:nic``), pending job arrays (``array_task_string``), heterogeneous jobs, feature counts and
-brackets, ``singleton`` and other dependency kinds.
+(``gres:nic``), a throttled array (``%N``, ``array_max_tasks``) whose throttle binds (more tasks waiting
+and running than it lets run at once: placer has no rule "at most N of these at once"), heterogeneous
+jobs, feature counts and brackets, ``singleton`` and other dependency kinds.
 
 >>> doc = {"meta": {"plugin": {"type": "openapi/v0.0.38"}}, "jobs": [{"job_id": 9, "name": "big",
 ...     "job_state": "PENDING", "partition": "gpu", "user_name": "ana", "node_count": 2, "cpus": 16,
@@ -75,12 +80,14 @@ from placer.solver.jobs.model import (
 )
 from placer.topology import TopologyError, canonical_gpu_type
 from placer.topology.importers.slurm import cores_holding, parse_gres
-from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
+from placer.topology.importers.slurm_jobs import RUNNING_STATES, slurm_number, slurm_states, slurm_text
 from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
 from placer.topology.importers.slurm_qos import SlurmQos, level_of
 
 __all__ = [
+    "MAX_ARRAY_TASKS",
     "PENDING_STATES",
+    "array_tasks",
     "read",
     "with_cores",
     "with_partition_tiers",
@@ -116,8 +123,122 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
             continue
         if not PENDING_STATES & set(slurm_states(raw.get("job_state"))):
             continue
+        if slurm_text(raw.get("array_task_string")) and slurm_number(raw.get("array_task_id")) is None:
+            out.extend(_array(raw, base, source, _running_tasks(jobs, raw)))
+            continue
         out.append(_job(raw, base, source))
+    return _on_whole_arrays(out, _array_members(jobs, out))
+
+
+def _array_members(jobs: list[Any], results: list[ReadResult]) -> dict[str, list[str]]:
+    """Array id -> the ids of its tasks this output shows: running or split-off records, and the tasks a
+    pending record lists (read or refused as a whole)."""
+    members: dict[str, set[str]] = {}
+    for raw in jobs:
+        if not isinstance(raw, dict):
+            continue
+        array_id, task = slurm_number(raw.get("array_job_id")), slurm_number(raw.get("array_task_id"))
+        if array_id and task is not None:
+            members.setdefault(str(int(array_id)), set()).add(f"{int(array_id)}_{int(task)}")
+        elif array_id and slurm_text(raw.get("array_task_string")):
+            members.setdefault(str(int(array_id)), set())
+    for r in results:
+        head, sep, _ = r.id.partition("_")
+        if sep and head in members:
+            members[head].add(r.id)
+        elif not r.ok and r.id in members:  # a refused array: a dependency on it waits on the array itself
+            members[r.id].add(r.id)
+    return {k: sorted(v) for k, v in members.items()}
+
+
+def _on_whole_arrays(results: list[ReadResult], members: dict[str, list[str]]) -> list[ReadResult]:
+    """A dependency on a whole array (``afterok:4711``) is, in Slurm, one on every task of it: it becomes
+    one dependency per task this output shows (placer's dependencies all hold together). Without this a
+    dependency on ``4711`` named no job placer knows, and would count as met."""
+    out = []
+    for r in results:
+        job = r.job
+        if job is None or not any(d.job in members for d in job.dependencies):
+            out.append(r)
+            continue
+        deps: list[Dependency] = []
+        for d in job.dependencies:
+            for jid in members.get(d.job, [d.job]):
+                dep = d.model_copy(update={"job": jid})
+                if dep not in deps:
+                    deps.append(dep)
+        out.append(r.model_copy(update={"job": job.model_copy(update={"dependencies": deps})}))
     return out
+
+
+#: Most tasks one pending array may expand to (Slurm's ``MaxArraySize`` defaults to 1,001).
+MAX_ARRAY_TASKS = 100_000
+
+
+def array_tasks(text: str) -> tuple[list[int], int]:
+    """The task indices of Slurm's ``array_task_string`` and its throttle (0: none): ``0-5%2`` is tasks
+    0..5, at most 2 at once; ``1,3,7-9`` and ``0-15:4`` (a step) as ``sbatch --array`` takes them.
+    ``ValueError`` names what is wrong.
+
+    >>> array_tasks("0-5%2"), array_tasks("1,3,7-9"), array_tasks("0-15:4")
+    (([0, 1, 2, 3, 4, 5], 2), ([1, 3, 7, 8, 9], 0), ([0, 4, 8, 12], 0))
+    """
+    spec, _, throttle = text.strip().partition("%")
+    if throttle and not throttle.isdigit():
+        raise ValueError(f"throttle {throttle!r} is not a number")
+    out: list[int] = []
+    for part in spec.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part.strip())
+        if m is None:
+            raise ValueError(
+                f"{part.strip()!r} is not a task index, a range a-b or a range with a step a-b:s"
+            )
+        first = int(m.group(1))
+        last = int(m.group(2)) if m.group(2) is not None else first
+        step = int(m.group(3)) if m.group(3) is not None else 1
+        if last < first or step < 1:
+            raise ValueError(f"{part.strip()!r} is an empty range")
+        if len(out) + (last - first) // step + 1 > MAX_ARRAY_TASKS:
+            raise ValueError(f"more than {MAX_ARRAY_TASKS:,} tasks")
+        out.extend(range(first, last + 1, step))
+    return sorted(set(out)), int(throttle or 0)
+
+
+def _running_tasks(jobs: list[Any], meta: dict[str, Any]) -> int:
+    """How many tasks of ``meta``'s array the same ``squeue`` output shows running (or holding what
+    they were given): what the array's throttle already counts."""
+    array_id = slurm_number(meta.get("array_job_id")) or slurm_number(meta.get("job_id"))
+    return sum(
+        1
+        for raw in jobs
+        if isinstance(raw, dict)
+        and raw is not meta
+        and slurm_number(raw.get("array_job_id")) == array_id
+        and RUNNING_STATES & set(slurm_states(raw.get("job_state")))
+    )
+
+
+def _array(raw: dict[str, Any], base: str, source: str, running: int) -> list[ReadResult]:
+    """A pending array's tasks, one job each (``<array_job_id>_<task>``); one refused result naming the
+    field when its task string is unreadable or its throttle binds."""
+    array_id = slurm_number(raw.get("array_job_id")) or slurm_number(raw.get("job_id"))
+    rid = f"{int(array_id)}" if array_id is not None else f"{source}#{base}"
+    text = slurm_text(raw.get("array_task_string"))
+    try:
+        tasks, throttle = array_tasks(text)
+    except ValueError as e:
+        err = issue("malformed", f"{base}.array_task_string", f"{text!r}: {e}")
+        return [ReadResult(id=rid, ok=False, errors=[err], source=source, path=base)]
+    throttle = int(slurm_number(raw.get("array_max_tasks")) or 0) or throttle
+    if throttle and len(tasks) + running > throttle:
+        why = (
+            f"array {rid} lets {throttle} of its tasks run at once (%{throttle}); {running} run and "
+            f"{len(tasks)} wait, so the throttle decides which start, and placer has no rule 'at most "
+            f"{throttle} of these at once' to keep it: refused rather than placed past it"
+        )
+        err = issue("unsupported", f"{base}.array_max_tasks", why)
+        return [ReadResult(id=rid, ok=False, errors=[err], source=source, path=base)]
+    return [_job({**raw, "array_job_id": array_id, "array_task_id": t}, base, source) for t in tasks]
 
 
 def with_cores(results: list[ReadResult], cpus_per_core: int) -> list[ReadResult]:
@@ -244,8 +365,12 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
     rid = str(int(jid)) if jid is not None else f"{source}#{base}"
     if jid is None:
         errors.append(issue("required", at("job_id"), "a job needs its numeric job_id"))
-    if slurm_text(raw.get("array_task_string")) or slurm_number(raw.get("array_task_id")) is not None:
-        errors.append(issue("unsupported", at("array_task_string"), "pending job arrays are not read"))
+    # An array task (expanded by _array, or split off by Slurm): named as Slurm and squeue name it.
+    array_id, task = slurm_number(raw.get("array_job_id")), slurm_number(raw.get("array_task_id"))
+    array_labels: dict[str, str] = {}
+    if array_id and task is not None:
+        rid = f"{int(array_id)}_{int(task)}"
+        array_labels = {"slurm_array_job_id": str(int(array_id)), "slurm_array_task_id": str(int(task))}
     if slurm_number(raw.get("het_job_id")):
         errors.append(issue("unsupported", at("het_job_id"), "heterogeneous jobs are not read"))
     nodes = int(slurm_number(raw.get("node_count")) or 1)
@@ -286,7 +411,10 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
                 )
             ],
             placement=Placement(required=rules),
-            labels={k: v for k, v in {"slurm_job_name": slurm_text(raw.get("name"))}.items() if v},
+            labels={
+                **{k: v for k, v in {"slurm_job_name": slurm_text(raw.get("name"))}.items() if v},
+                **array_labels,
+            },
             metadata={"slurm": {"state_reason": slurm_text(raw.get("state_reason"))}},
             envelope=raw,
         )
@@ -414,7 +542,7 @@ def _dependencies(text: str, path: str, errors: list[Issue]) -> list[Dependency]
             if "+" in jid:  # afterok:12+30: 30 minutes after 12 ends; placer's dependencies have no delay
                 errors.append(issue("unsupported", path, f"{part!r}: a delay after a dependency is not read"))
                 continue
-            if not jid.isdigit():
+            if re.fullmatch(r"\d+(?:_\d+)?", jid) is None:  # 12, or task 3 of array 12: 12_3
                 errors.append(issue("malformed", path, f"{jid!r} is not a job id"))
                 continue
             out.append(Dependency(job=jid, condition=condition))
