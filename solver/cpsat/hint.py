@@ -88,11 +88,12 @@ class Hinting:
         for (p, _, node), n in b.y_hint.items():
             if n:
                 in_rack.add((p, b.snap.nodes[node].node.rack))
+        racks_used: dict[int, int] = {}
         for (p, rack), v in self.r.items():
             self.hint_values[v] = int((p, rack) in in_rack)
+            racks_used[p] = racks_used.get(p, 0) + self.hint_values[v]
         for p, v in self.s.items():
-            used = sum(self.hint_values[r] for (q, _), r in self.r.items() if q == p)
-            self.hint_values[v] = max(0, used - self.hint_values[self.placed[p]])
+            self.hint_values[v] = max(0, racks_used.get(p, 0) - self.hint_values[self.placed[p]])
         for v, val in self.hint_values.items():
             m.AddHint(v, val)
         self.hint_ok = seeds.hint_ok

@@ -115,6 +115,7 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
         err = issue("malformed", source or "<input>", "expected squeue --json output: an object with 'jobs'")
         return [ReadResult(id=source or "<input>", ok=False, errors=[err], source=source)]
     out: list[ReadResult] = []
+    running = _running_tasks(jobs)
     for k, raw in enumerate(jobs):
         base = f"jobs[{k}]"
         if not isinstance(raw, dict):
@@ -124,7 +125,8 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
         if not PENDING_STATES & set(slurm_states(raw.get("job_state"))):
             continue
         if slurm_text(raw.get("array_task_string")) and slurm_number(raw.get("array_task_id")) is None:
-            out.extend(_array(raw, base, source, _running_tasks(jobs, raw)))
+            array_id = slurm_number(raw.get("array_job_id")) or slurm_number(raw.get("job_id"))
+            out.extend(_array(raw, base, source, running.get(array_id, 0)))
             continue
         out.append(_job(raw, base, source))
     return _on_whole_arrays(out, _array_members(jobs, out))
@@ -204,18 +206,17 @@ def array_tasks(text: str) -> tuple[list[int], int]:
     return sorted(set(out)), int(throttle or 0)
 
 
-def _running_tasks(jobs: list[Any], meta: dict[str, Any]) -> int:
-    """How many tasks of ``meta``'s array the same ``squeue`` output shows running (or holding what
-    they were given): what the array's throttle already counts."""
-    array_id = slurm_number(meta.get("array_job_id")) or slurm_number(meta.get("job_id"))
-    return sum(
-        1
-        for raw in jobs
-        if isinstance(raw, dict)
-        and raw is not meta
-        and slurm_number(raw.get("array_job_id")) == array_id
-        and RUNNING_STATES & set(slurm_states(raw.get("job_state")))
-    )
+def _running_tasks(jobs: list[Any]) -> dict[float, int]:
+    """Per array id, how many of its tasks this ``squeue`` output shows running (or holding what they were
+    given): what the array's throttle already counts."""
+    out: dict[float, int] = {}
+    for raw in jobs:
+        if not isinstance(raw, dict) or not RUNNING_STATES & set(slurm_states(raw.get("job_state"))):
+            continue
+        array_id = slurm_number(raw.get("array_job_id"))
+        if array_id:
+            out[array_id] = out.get(array_id, 0) + 1
+    return out
 
 
 def _array(raw: dict[str, Any], base: str, source: str, running: int) -> list[ReadResult]:
@@ -369,6 +370,9 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
     array_id, task = slurm_number(raw.get("array_job_id")), slurm_number(raw.get("array_task_id"))
     array_labels: dict[str, str] = {}
     if array_id and task is not None:
+        if array_id < 1 or task < 0 or array_id != int(array_id) or task != int(task):
+            why = f"array {array_id:g} task {task:g}: Slurm's are whole, arrays from 1 and tasks from 0"
+            errors.append(issue("range", at("array_task_id"), why))
         rid = f"{int(array_id)}_{int(task)}"
         array_labels = {"slurm_array_job_id": str(int(array_id)), "slurm_array_task_id": str(int(task))}
     if slurm_number(raw.get("het_job_id")):

@@ -185,3 +185,12 @@ def test_a_dependency_on_a_refused_array_waits_on_it() -> None:
     f = next(j for j in doc["jobs"] if j["job_id"] == 5)
     f["dependency"] = "afterany:6(unfulfilled)"  # array 6 is refused (its throttle binds)
     assert [d.job for d in _read(doc)["5"].job.dependencies] == ["6"]
+
+
+@pytest.mark.parametrize(("array_id", "task"), [(-5, 2), (5, 2.5), (0.5, 1)])
+def test_an_array_task_with_ids_slurm_never_prints_is_refused(array_id: float, task: float) -> None:
+    doc = _doc("squeue-22.05-arrays-held.json")
+    f = next(j for j in doc["jobs"] if j["job_id"] == 5)
+    f.update(array_job_id=array_id, array_task_id=task)
+    (r,) = [r for r in read_text(json.dumps(doc), source="squeue.json") if r.path == "jobs[4]"]
+    assert not r.ok and r.errors[0].path == "jobs[4].array_task_id"
