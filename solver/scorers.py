@@ -362,7 +362,7 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
         after = store.fragments_after(key, n, (ctx.free.shape[1],)).rows(t, ctx.version, idx, count_share)
         delta = np.round(after @ t.p - now[:, None], FGD_DECIMALS)
         delta = np.where(ctx.free[idx] >= need.milli, delta, np.inf)
-        choice = delta.argmin(axis=1)
+        choice = _share_gpu_choice(delta)
         return delta[np.arange(idx.size), choice], choice
 
     def count_whole(rows: np.ndarray, tt: Targets) -> np.ndarray:
@@ -375,6 +375,12 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
 
     after = store.fragments_after(key, n, ()).rows(t, ctx.version, idx, count_whole)
     return np.round(after @ t.p - now, FGD_DECIMALS), np.full(idx.size, -1, dtype=np.int64)
+
+
+def _share_gpu_choice(delta: np.ndarray) -> np.ndarray:
+    """Per node (row of ``delta``: FGD's increase on each of its GPUs, ``inf`` where the share does not
+    fit), the GPU a share goes to: the least increase, the lowest index among equal ones."""
+    return delta.argmin(axis=1)
 
 
 def fgd_increase(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:

@@ -116,8 +116,8 @@ class Builder:
             relevant[n] = False  # nodes with eviction candidates are modelled one by one
         # Racks, when a job of the batch may span nodes: the model counts the racks it uses beyond one
         # (compactness, ``Model._compactness``), so nodes of different racks must not share a class.
-        spans = any(sum(u.replicas for u in plans[p].units if u.tpu is None) > 1 for p in ids) and any(
-            snap.nodes[n].node.rack is not None for n in np.flatnonzero(relevant)
+        spans = any(sum(u.replicas for u in plans[p].units if u.tpu is None) > 1 for p in ids) and bool(
+            (self.arrays.scope_codes("rack")[relevant] >= 0).any()
         )
         scopes = sorted(
             {plans[p].scope for p in ids if plans[p].scope}

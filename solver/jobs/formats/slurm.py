@@ -125,8 +125,7 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
         if not PENDING_STATES & set(slurm_states(raw.get("job_state"))):
             continue
         if slurm_text(raw.get("array_task_string")) and slurm_number(raw.get("array_task_id")) is None:
-            array_id = slurm_number(raw.get("array_job_id")) or slurm_number(raw.get("job_id"))
-            out.extend(_array(raw, base, source, running.get(array_id, 0)))
+            out.extend(_array(raw, base, source, running))
             continue
         out.append(_job(raw, base, source))
     return _on_whole_arrays(out, _array_members(jobs, out))
@@ -219,10 +218,14 @@ def _running_tasks(jobs: list[Any]) -> dict[float, int]:
     return out
 
 
-def _array(raw: dict[str, Any], base: str, source: str, running: int) -> list[ReadResult]:
+def _array(
+    raw: dict[str, Any], base: str, source: str, running_by_array: dict[float, int]
+) -> list[ReadResult]:
     """A pending array's tasks, one job each (``<array_job_id>_<task>``); one refused result naming the
-    field when its task string is unreadable or its throttle binds."""
+    field when its task string is unreadable or its throttle binds (``running_by_array``:
+    :func:`_running_tasks`)."""
     array_id = slurm_number(raw.get("array_job_id")) or slurm_number(raw.get("job_id"))
+    running = running_by_array.get(array_id, 0) if array_id is not None else 0
     rid = f"{int(array_id)}" if array_id is not None else f"{source}#{base}"
     text = slurm_text(raw.get("array_task_string"))
     try:

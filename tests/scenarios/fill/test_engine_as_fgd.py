@@ -24,13 +24,7 @@ from placer.scenarios.fill.policies.fgd import target_workload as trace_target
 from placer.scenarios.fill.run import run_fill
 from placer.scenarios.fill.tables import NodeTable, PodTable
 from placer.scenarios.traces.alibaba import OpenbNode, OpenbPod
-from placer.solver.objective.fragmentation import (
-    SCORE_LEVELS,
-    Targets,
-    fragments,
-    fragments_after_share,
-    quantized,
-)
+from placer.solver.objective.fragmentation import SCORE_LEVELS, Targets, quantized
 
 
 def _cluster(rng: np.random.Generator) -> tuple[list[OpenbNode], list[OpenbPod]]:
@@ -80,32 +74,12 @@ def _fgd_rules(
         idx = np.flatnonzero(mask)
         return None if idx.size == 0 else int(idx[np.lexsort([rank[idx], grows(idx)])[0]])
 
-    exact = scorers._fgd_compute
-
-    def compute(ctx, state, unit, idx):  # type: ignore[no-untyped-def]
-        need = unit.need
-        if not (need.milli and not need.gpus):
-            return exact(ctx, state, unit, idx)
-        t, n = ctx.targets, len(ctx.version)
-        now = (
-            ctx.store.now.rows(
-                t, ctx.version, idx, lambda r, tt: fragments(state.cpu[r], ctx.free[r], tt.access[r], tt)
-            )
-            @ t.p
-        )
-
-        def count(r: np.ndarray, tt: Targets) -> np.ndarray:
-            return fragments_after_share(state.cpu[r] - need.cpu, ctx.free[r], need.milli, tt.access[r], tt)
-
-        store = ctx.store.fragments_after((float(need.cpu), need.gpus, need.milli), n, (ctx.free.shape[1],))
-        delta = store.rows(t, ctx.version, idx, count) @ t.p - now[:, None]
-        key = np.where(ctx.free[idx] >= need.milli, -quantized(delta, SCORE_LEVELS).astype(float), np.inf)
-        choice = key.argmin(axis=1)
-        return np.round(delta[np.arange(idx.size), choice], 6), choice
+    def share_gpu(delta: np.ndarray) -> np.ndarray:  # the first of the GPUs with the best score
+        return np.where(np.isinf(delta), np.inf, -quantized(delta, SCORE_LEVELS).astype(float)).argmin(axis=1)
 
     monkeypatch.setattr(greedy_core, "_growth", growth)
     monkeypatch.setattr(greedy_core, "_choose", choose)
-    monkeypatch.setattr(scorers, "_fgd_compute", compute)
+    monkeypatch.setattr(scorers, "_share_gpu_choice", share_gpu)
 
 
 @pytest.mark.parametrize("seed", [3, 11, 29])

@@ -26,7 +26,6 @@ from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.jobs import read_text
 from placer.solver.jobs.formats.slurm import MAX_ARRAY_TASKS, array_tasks
-from placer.solver.jobs.model import AffinityOperator
 from placer.solver.policy import Policy
 from placer.topology import build_cluster
 from placer.topology.importers.slurm_jobs import squeue_running, with_slurm_jobs
@@ -158,7 +157,6 @@ def test_ranges_steps_lists_and_the_throttle() -> None:
     assert array_tasks("0-15:4") == ([0, 4, 8, 12], 0)
     assert array_tasks("9,1-3,2") == ([1, 2, 3, 9], 0)  # sorted, each once
     assert array_tasks("0-99%8") == (list(range(100)), 8)
-    assert AffinityOperator.IN.value  # the module's pins above are hostname IN rules
 
 
 def test_a_dependency_on_a_whole_array_waits_for_every_task() -> None:
