@@ -96,19 +96,26 @@ _Count = Callable[[np.ndarray, Targets], np.ndarray]
 
 @dataclass(eq=False)
 class _Fragments:
-    """One node state's :func:`fragments` per node, column by target shape (``keys``), the last axis of
-    ``vals`` (``[node, shape]``, or ``[node, GPU, shape]`` after a share); row ``k`` holds for the node
-    state of version ``ver[k]``.
+    """One node state's :func:`fragments` per node, column by target shape (``keys``, the shapes of
+    ``held``), the last axis of ``vals`` (``[node, shape]``, or ``[node, GPU, shape]`` after a share);
+    row ``k`` holds for the node state of version ``ver[k]``.
 
     Why columns and not the weighted sum: a target that changes (a session re-makes it as arrivals come)
-    mostly re-weights the same shapes, and a column depends on its shape alone. :meth:`rows` carries the
-    columns the new target shares with the old and counts only the new ones, so a changed target costs a
-    product per row instead of a recount of every node. Stored as float32: fragments are sums of whole
-    milli, exact there."""
+    mostly re-weights the same shapes, and a column depends on its shape alone. The columns of every shape
+    a target has named are held (up to :data:`HELD_SHAPES`), not only the current target's, and a row
+    counted again counts them all: a learned target's lightest shapes drop out of it and come back as
+    arrivals move their weights, and a shape that comes back then costs nothing (the fill: 920 targets
+    of one run each brought about four such shapes, whose count for every node was a tenth of the run).
+    A stale row costs the same with 30 columns or 100: its count is a few array operations on one node.
+    Stored as float32: fragments are sums of whole milli, exact there."""
 
     keys: tuple[tuple[float, int, int, bytes], ...]
     vals: np.ndarray
     ver: np.ndarray
+    held: Targets | None = None
+    #: The target the weights ``_p`` are for: its probabilities on the held columns, 0 on the others.
+    _for: Targets | None = None
+    _p: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @staticmethod
     def of(n: int, inner: tuple[int, ...]) -> _Fragments:
@@ -118,34 +125,57 @@ class _Fragments:
     def nbytes(self) -> int:
         return int(self.vals.nbytes)
 
-    def rows(self, t: Targets, version: np.ndarray, idx: np.ndarray, count: _Count) -> np.ndarray:
-        """The fragments of the nodes ``idx`` at ``version`` for ``t``'s shapes (float64, ``t``'s column
-        order): shared columns carried over, new ones counted for the rows still current, stale rows
-        counted in full."""
-        if self.keys != t.keys:
-            self._retarget(t, version, count)
+    def expected(self, t: Targets, version: np.ndarray, idx: np.ndarray, count: _Count) -> np.ndarray:
+        """The expected fragment against ``t`` (:func:`fragmentation`) of the nodes ``idx`` at ``version``:
+        held columns as they are, new ones counted for the rows still current, stale rows counted in
+        full."""
+        if t is not self._for:
+            self._select(t, version, count)
         stale = idx[self.ver[idx] != version[idx]]
         if stale.size:
-            self.vals[stale] = count(stale, t)
+            assert self.held is not None
+            self.vals[stale] = count(stale, self.held)
             self.ver[stale] = version[stale]
-        return self.vals[idx].astype(np.float64)
+        return self.vals[idx].astype(np.float64) @ self._p
 
-    def _retarget(self, t: Targets, version: np.ndarray, count: _Count) -> None:
-        old = {k: j for j, k in enumerate(self.keys)}
-        vals = np.zeros((*self.vals.shape[:-1], t.size), dtype=np.float32)
-        fresh: list[int] = []
-        for j, key in enumerate(t.keys):
-            was = old.get(key)
-            if was is None:
-                fresh.append(j)
-            else:
-                vals[..., j] = self.vals[..., was]
-        current = np.flatnonzero(self.ver == version)
-        if fresh and current.size:
-            counted = count(current, t.columns(fresh))
-            for c, j in enumerate(fresh):
-                vals[current, ..., j] = counted[..., c]
-        self.keys, self.vals = t.keys, vals
+    def _select(self, t: Targets, version: np.ndarray, count: _Count) -> None:
+        """Hold ``t``'s shapes (count the new ones for the current rows) and weigh the columns by ``t``."""
+        index = {k: j for j, k in enumerate(self.keys)}
+        fresh = [m for m, key in enumerate(t.keys) if key not in index]
+        if fresh and len(self.keys) + len(fresh) > HELD_SHAPES:  # start over from t's shapes alone
+            self.keys, self.held, index, fresh = (), None, {}, list(range(t.size))
+            self.vals = self.vals[..., :0]
+            self.ver[:] = -1
+        if fresh:
+            new = t.columns(fresh)
+            vals = np.zeros((*self.vals.shape[:-1], len(self.keys) + len(fresh)), dtype=np.float32)
+            vals[..., : len(self.keys)] = self.vals
+            current = np.flatnonzero(self.ver == version)
+            if current.size:
+                vals[current, ..., len(self.keys) :] = count(current, new)
+            for m in fresh:
+                index[t.keys[m]] = len(index)
+            self.held = new if self.held is None else _joined(self.held, new)
+            self.keys, self.vals = self.held.keys, vals
+        self._p = np.zeros(len(self.keys))
+        self._p[[index[k] for k in t.keys]] = t.p
+        self._for = t
+
+
+#: The most target shapes a cache of fragments holds columns for; beyond, it starts over from the shapes
+#: of the target in force (four times what one target keeps, ``fragmentation.MAX_SHAPES``).
+HELD_SHAPES = 128
+
+
+def _joined(a: Targets, b: Targets) -> Targets:
+    """The shapes of ``a`` then ``b`` as one target (what a cache of fragments counts; weights unused)."""
+    return Targets(
+        p=np.concatenate([a.p, b.p]),
+        cpu=np.concatenate([a.cpu, b.cpu]),
+        milli=np.concatenate([a.milli, b.milli]),
+        num=np.concatenate([a.num, b.num]),
+        access=np.concatenate([a.access, b.access], axis=1),
+    )
 
 
 @dataclass(eq=False)
@@ -351,7 +381,7 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
     def count_now(rows: np.ndarray, tt: Targets) -> np.ndarray:
         return fragments(state.cpu[rows], ctx.free[rows], tt.access[rows], tt)
 
-    now = store.now.rows(t, ctx.version, idx, count_now) @ t.p
+    now = store.now.expected(t, ctx.version, idx, count_now)
     key = (float(need.cpu), need.gpus, need.milli)
     if need.milli and not need.gpus:  # a share: try each GPU it fits on, keep the best
 
@@ -359,8 +389,8 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
             cpu = state.cpu[rows] - need.cpu
             return fragments_after_share(cpu, ctx.free[rows], need.milli, tt.access[rows], tt)
 
-        after = store.fragments_after(key, n, (ctx.free.shape[1],)).rows(t, ctx.version, idx, count_share)
-        delta = np.round(after @ t.p - now[:, None], FGD_DECIMALS)
+        after = store.fragments_after(key, n, (ctx.free.shape[1],)).expected(t, ctx.version, idx, count_share)
+        delta = np.round(after - now[:, None], FGD_DECIMALS)
         delta = np.where(ctx.free[idx] >= need.milli, delta, np.inf)
         choice = _share_gpu_choice(delta)
         return delta[np.arange(idx.size), choice], choice
@@ -373,8 +403,8 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
             gpu[whole & (np.cumsum(whole, axis=1) <= need.gpus)] = 0
         return fragments(cpu, gpu, tt.access[rows], tt)
 
-    after = store.fragments_after(key, n, ()).rows(t, ctx.version, idx, count_whole)
-    return np.round(after @ t.p - now, FGD_DECIMALS), np.full(idx.size, -1, dtype=np.int64)
+    after = store.fragments_after(key, n, ()).expected(t, ctx.version, idx, count_whole)
+    return np.round(after - now, FGD_DECIMALS), np.full(idx.size, -1, dtype=np.int64)
 
 
 def _share_gpu_choice(delta: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ from placer.solver.demand import expand
 from placer.solver.engine import place
 from placer.solver.greedy.state import State
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.solver.objective.fragmentation import fragments
 from placer.solver.policy import BASELINES, Policy, engine_fields
 from placer.solver.scorers import SCORERS, Context, Targets, fragmentation, target_workload
 from placer.solver.snapshot import Snapshot
@@ -386,3 +387,43 @@ def test_fragments_of_replica_shapes_are_dropped_least_recent_first(monkeypatch:
     store.fragments_after((1.0, 0, 100), len(snap.nodes), (4,))  # used again: now the most recent
     store.fragments_after((1.0, 0, 400), len(snap.nodes), (4,))  # over the cap: the least recent goes
     assert list(store.after) == [(1.0, 0, 300), (1.0, 0, 100), (1.0, 0, 400)]
+
+
+@pytest.mark.parametrize("held", [128, 2])
+def test_a_shape_that_leaves_the_target_and_comes_back_counts_what_changed_meanwhile(
+    held: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A learned target drops its lightest shapes and takes them back as arrivals move the weights; the
+    # cache holds every shape's column (or, over its cap, starts over). Node 0 changes while shape 1 is
+    # out: when shape 1 is back, node 0's expected fragment must be the definition's on its new state.
+    from placer.solver import scorers
+
+    monkeypatch.setattr(scorers, "HELD_SHAPES", held)
+    cpu = np.array([8.0, 8.0, 4.0])
+    gpu = np.array([[1000, 1000, 600, 0], [1000, 300, 300, 0], [1000, 1000, 1000, 1000]])
+    acc = np.ones((3, 2), dtype=bool)
+
+    def target(p: list[float], milli: list[int], num: list[int]) -> Targets:
+        return Targets(
+            p=np.array(p), cpu=np.array([1.0, 1.0]), milli=np.array(milli), num=np.array(num), access=acc
+        )
+
+    a = target([0.7, 0.3], [500, 1000], [1, 2])  # shapes (500, 1) and (1000, 2)
+    b = target([0.4, 0.6], [1000, 250], [2, 1])  # (1000, 2) kept, (500, 1) out, (250, 1) in
+    f = scorers._Fragments.of(3, ())
+    version = np.zeros(3, dtype=np.int64)
+    idx = np.arange(3)
+
+    def count(rows: np.ndarray, tt: Targets) -> np.ndarray:
+        return fragments(cpu[rows], gpu[rows], tt.access[rows], tt)
+
+    f.expected(a, version, idx, count)
+    f.expected(b, version, idx, count)
+    gpu[0] = [400, 1000, 600, 0]  # node 0 takes a share while (500, 1) is out of the target
+    version[0] = 1
+    f.expected(b, version, idx, count)
+    got = f.expected(a, version, idx, count)
+    assert got.tolist() == fragmentation(cpu, gpu, acc, a).tolist()
+    # By hand, node 0 against a: (500, 1) fits on GPUs 1 and 2, 400 too full; (1000, 2) finds one whole
+    # GPU, so all 2000 free milli are its fragment: 0.7 x 400 + 0.3 x 2000.
+    assert got[0] == pytest.approx(0.7 * 400 + 0.3 * 2000)
