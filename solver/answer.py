@@ -24,7 +24,14 @@ from placer.solver.decision import (
     ReplicaPlacement,
 )
 from placer.solver.demand import JobPlan
-from placer.solver.explain import cost_budget, not_considered, owners_of, pending_reasons, queue_budget
+from placer.solver.explain import (
+    cost_budget,
+    not_considered,
+    owners_of,
+    pending_reasons,
+    queue_budget,
+    throttle,
+)
 from placer.solver.objective.cost import Pricing
 from placer.solver.preempt import job_rank, lost_gpu_seconds
 from placer.solver.problem import Problem
@@ -169,12 +176,23 @@ def _budget_reasons(
     pricing: Pricing,
     cands: list[UnitCandidates],
 ) -> list[Reason]:
-    """The budgets a pending job would break given this answer: its queue's GPU budget (``QUEUE_BUDGET``),
+    """The budgets a pending job would break given this answer: its throttle group (``THROTTLE``), its
+    queue's GPU budget (``QUEUE_BUDGET``),
     its queue's and its tenant's dollar budgets (``COST_BUDGET``: where greedy tried to put it and what was
     left then, else at its cheapest against what this answer leaves). Empty when none is in the way."""
     if not budgets.active:
         return []
     out: list[Reason] = []
+    room = budgets.throttle_room(plan.job)
+    if room is not None:
+        group = plan.job.throttle.group  # type: ignore[union-attr]
+        started = sum(
+            1 for i in assignment.placed if (t := plans[i].job.throttle) is not None and t.group == group
+        )
+        if started >= room:
+            out.append(
+                throttle(group, budgets.throttle_max[group], budgets.throttle_used.get(group, 0), started)
+            )
     gpu_only = not budgets.money and plan.idx in assignment.over_budget and plan.job.total_gpu_milli > 0
     if gpu_only or _over_budget(plan, assignment, budgets, plans):
         out.append(queue_budget(plan, assignment, budgets, plans))

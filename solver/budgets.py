@@ -14,6 +14,10 @@ jobs from their allocation). Amounts are integer money units (hundredths of a ce
 and the checker count them, so the three never disagree over a rounding. Over budget also means pending
 (``COST_BUDGET``).
 
+Throttles (``Job.throttle``, a Slurm array's ``%N``): at most ``max_running`` jobs of a group at once,
+counting the group's running jobs (``RunningJob.throttle_group``) — evicted or not: a running array task
+evicted for another would only trade places — and the jobs placed. A job past it waits (``THROTTLE``).
+
 >>> from placer.solver.jobs.queues import QueueConfig
 >>> cfg = {"queue": "train", "config": {"ml_limits": {"max_total_gpus": 16}}}
 >>> q = {"train": QueueConfig.model_validate(cfg)}
@@ -49,6 +53,7 @@ __all__ = [
     "remaining_room",
     "running_gpus",
     "within_budget",
+    "within_throttle",
 ]
 
 
@@ -80,6 +85,10 @@ class Budgets:
     tenant_used_cost: dict[str, int] = field(default_factory=dict)
     #: Running jobs' (queue, tenant, money units) by id, for those under a dollar budget.
     running_cost: dict[str, tuple[str | None, str | None, int]] = field(default_factory=dict)
+    #: Throttle groups of the batch: the smallest ``max_running`` its jobs state, and the group's running
+    #: jobs.
+    throttle_max: dict[str, int] = field(default_factory=dict)
+    throttle_used: dict[str, int] = field(default_factory=dict)
 
     @staticmethod
     def of(
@@ -88,10 +97,16 @@ class Budgets:
         *,
         cluster: Cluster | None = None,
         prices: PriceCatalog | None = None,
+        jobs: Iterable[Job] = (),
     ) -> Budgets:
         """The budgets of ``queues`` (and of the tenants ``prices.budgets`` names) and what ``running``
-        jobs use of them; dollar budgets need the ``cluster`` to price running jobs' allocations."""
+        jobs use of them; dollar budgets need the ``cluster`` to price running jobs' allocations. The
+        throttles of ``jobs`` (the batch) too."""
         b = Budgets()
+        for job in jobs:
+            if job.throttle is not None:
+                g, most = job.throttle.group, job.throttle.max_running
+                b.throttle_max[g] = min(b.throttle_max.get(g, most), most)
         for name, qc in queues.items():
             lim = qc.config.ml_limits
             if lim.max_total_gpus is not None:
@@ -105,6 +120,8 @@ class Budgets:
         if not b.active:
             return b  # no budgets: nothing to count (10,000 running jobs would cost a tenth of a second)
         for rj in running:
+            if rj.throttle_group in b.throttle_max:
+                b.throttle_used[rj.throttle_group] = b.throttle_used.get(rj.throttle_group, 0) + 1
             b.ranks[rj.job] = rank(rj.priority_class, rj.priority)
             gpus = running_gpus(rj)
             if rj.queue is not None and gpus > 0:
@@ -123,8 +140,17 @@ class Budgets:
 
     @property
     def active(self) -> bool:
-        """Whether any queue (or tenant) has a budget at all."""
-        return bool(self.max_gpus or self.max_jobs or self.max_cost or self.tenant_max_cost)
+        """Whether any queue (or tenant) has a budget, or a job of the batch a throttle, at all."""
+        return bool(
+            self.max_gpus or self.max_jobs or self.max_cost or self.tenant_max_cost or self.throttle_max
+        )
+
+    def throttle_room(self, job: Job) -> int | None:
+        """How many more jobs of ``job``'s throttle group may start (None: it has no throttle)."""
+        if job.throttle is None:
+            return None
+        g = job.throttle.group
+        return self.throttle_max[g] - self.throttle_used.get(g, 0)
 
     @property
     def money(self) -> bool:
@@ -231,6 +257,13 @@ def _gpus_of(replicas: list[ReplicaAt]) -> float:
     return sum(r.unit.need.gpus + r.unit.need.milli / 1000 for r in replicas if r.node is not None)
 
 
+def within_throttle(plan: JobPlan, state: State, budgets: Budgets | None) -> bool:
+    """Whether one more job of the plan's throttle group may start (what greedy asks before it searches:
+    a throttle counts jobs, not where they go)."""
+    room = None if budgets is None else budgets.throttle_room(plan.job)
+    return room is None or state.throttle_use.get(plan.job.throttle.group, 0) < room  # type: ignore[union-attr]
+
+
 def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None) -> bool:
     """Whether placing ``replicas`` keeps the job's queue within its GPU budget (OJS ML §10.3) and its
     queue and tenant within their dollar budgets (priced where the replicas are, as the checker will)."""
@@ -286,8 +319,11 @@ def cost_left(plan: JobPlan, state: State, budgets: Budgets | None) -> tuple[int
 def charge_budget(
     plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None = None
 ) -> None:
-    """Count a committed placement against its queue's GPU budget and its queue's and tenant's dollar
-    budgets."""
+    """Count a committed placement against its queue's GPU budget, its queue's and tenant's dollar
+    budgets, and its throttle group."""
+    if plan.job.throttle is not None:
+        g = plan.job.throttle.group
+        state.throttle_use[g] = state.throttle_use.get(g, 0) + 1
     gpus = _gpus_of(replicas)
     if gpus > 0 and plan.job.queue is not None:
         g, j = state.queue_use.get(plan.job.queue, (0.0, 0))

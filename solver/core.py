@@ -168,10 +168,9 @@ def probe_fit(
 
 
 def _budgeted(problem: Problem) -> bool:
-    """Whether a queue or dollar budget applies: budgets span the whole answer, so a neighbourhood
-    cannot be searched on its own."""
-    b = problem.budgets
-    return bool(b.max_gpus or b.max_jobs or b.max_cost or b.tenant_max_cost)
+    """Whether a queue or dollar budget, or a throttle, applies: they span the whole answer, so a
+    neighbourhood cannot be searched on its own."""
+    return problem.budgets.active
 
 
 def _lns(

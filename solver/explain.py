@@ -19,6 +19,9 @@ Slurm's "requested node configuration is not available"):
 * ``COST_BUDGET`` — the job fits, but its queue's (``max_cost_per_hour``) or tenant's (prices file
   ``budgets.tenants``) dollars per hour do not; ``details`` say how many more dollars per hour would let
   it run.
+* ``THROTTLE`` — its throttle group (``Job.throttle``, a Slurm array's ``%N``) runs as many jobs as it
+  lets run at once, counting what this decision starts; ``details`` name the group, its limit and both
+  counts. It starts when one of them ends.
 * ``NOT_CONSIDERED`` — the time limit ran out before the job's turn (lowest priority last); it stays
   pending for the next cycle.
 """
@@ -47,6 +50,7 @@ __all__ = [
     "owners_of",
     "pending_reasons",
     "queue_budget",
+    "throttle",
     "unsatisfiable",
 ]
 
@@ -85,6 +89,17 @@ def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: 
         message=f"queue {queue!r} is over its GPU budget: {'; '.join(parts)} — {change} "
         "(it waits; it is not rejected)",
         details=details,
+    )
+
+
+def throttle(group: str, limit: int, running: int, started: int) -> Reason:
+    """``THROTTLE``: ``running`` jobs of ``group`` run and the decision starts ``started`` more, which is
+    ``limit`` or more (a Slurm array's ``%N``)."""
+    return Reason(
+        code="THROTTLE",
+        message=f"throttle group {group!r} lets {limit} run at once: {running} run and this decision "
+        f"starts {started} (it waits for one of them to end; it is not rejected)",
+        details={"group": group, "max_running": limit, "running": running, "started": started},
     )
 
 

@@ -220,6 +220,7 @@ def place_with_reservations(
                             tenant=job.tenant,
                             priority_class=job.priority_class.value,
                             reservation=r.id,
+                            throttle_group=None if job.throttle is None else job.throttle.group,
                         )
                     )
                 for rep in p.replicas:

@@ -155,7 +155,7 @@ def build_problem(
         plans=plans,
         prices=prices,
         pricing=Pricing(snap, prices, cache=arrays._static_cache if prepared is not None else None),
-        budgets=Budgets.of(queues or {}, _running(cluster), cluster=cluster, prices=prices),
+        budgets=Budgets.of(queues or {}, _running(cluster), cluster=cluster, prices=prices, jobs=eligible),
         victims=victims(snap, now, policy.restart_penalty_s) if policy.preemption else [],
     )
     # 4. candidates

@@ -205,6 +205,9 @@ class RunningJob(_Strict):
     #: reservation with ``timeout_s`` is in use and stays held.
     reservation: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
+    #: The throttle group it counts against (a Slurm array's id; ``Job.throttle``): pending jobs of that
+    #: group start only while fewer than their ``max_running`` of the group run.
+    throttle_group: str | None = Field(default=None, min_length=1)
     #: Its required anti-affinity rules (OJS ML §7.3, the job model's rule objects as JSON): while it runs,
     #: no job whose labels match one may join it on a node — as Kubernetes keeps an incoming pod off a
     #: node whose pods' required anti-affinity it matches. The solver and the checker read them.

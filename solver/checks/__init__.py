@@ -24,6 +24,7 @@ module              rules
 ``budgets``         17 queue GPU budgets; queue and tenant dollar budgets
 ``plans``           18 planned starts (conservative backfill)
 ``shape``           19 Flux shapes inside a node (sockets with their cores and GPUs)
+``throttle``        20 at most ``max_running`` jobs of a throttle group at once (Slurm arrays' ``%N``)
 ==================  ==========================================================================
 
 Cost: O(replicas + chips + nodes touched); nothing loops over the cluster's nodes or GPUs.
@@ -62,6 +63,7 @@ from placer.solver.checks.preemption import check_directives, check_preemption, 
 from placer.solver.checks.reservations import check_reservations
 from placer.solver.checks.shape import check_shapes
 from placer.solver.checks.spread import check_distinct, check_domains, check_exclusive, check_scope
+from placer.solver.checks.throttle import check_throttles
 from placer.solver.checks.timing import check_timing
 from placer.solver.checks.tpu import check_tpu
 from placer.solver.checks.violation import RULES, Violation
@@ -133,4 +135,5 @@ def check(
         check_reservations(decision, ctx.jobs, ctx.cluster, list(reservations or ()), ctx.now, before=cluster)
     )
     out.extend(check_plans(decision, ctx.jobs, cluster, ctx.now))
+    out.extend(check_throttles(decision, ctx.jobs.values(), cluster))
     return out

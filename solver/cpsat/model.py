@@ -23,9 +23,10 @@ and NVLink domains stay whole for big jobs); then, when some unit's options diff
 and compactness held, minimize the decision's dollars per hour (the cost term: integer money units per
 replica, :mod:`placer.solver.objective.cost`) and then (3) again.
 
-Budgets are constraints: a queue's GPUs (thousandths) and GPU jobs (OJS ML §10.3), and a queue's or
-tenant's dollars per hour (money units: each replica variable weighted by what one replica costs in that
-class, on that node, or on that TPU slice), running jobs included and evictions giving back.
+Budgets are constraints: a throttle group's jobs (``Job.throttle``), a queue's GPUs (thousandths) and GPU
+jobs (OJS ML §10.3), and a queue's or tenant's dollars per hour (money units: each replica variable
+weighted by what one replica costs in that class, on that node, or on that TPU slice), running jobs
+included and evictions giving back (not for throttles).
 """
 
 from __future__ import annotations
@@ -424,10 +425,19 @@ class Model(Hinting, Searching, Realizing):
 
     def _budgets(self) -> None:
         """Queue GPU budgets (OJS ML §10.3): a queue's placed GPUs (in thousandths) and GPU jobs stay within
-        what its running jobs leave, plus what evictions of its own running jobs give back."""
+        what its running jobs leave, plus what evictions of its own running jobs give back. Throttles: a
+        group's placed jobs stay within what its running jobs leave."""
         budgets = self.b.budgets
         if budgets is None or not budgets.active:
             return
+        by_group: dict[str, list[int]] = {}
+        for p in self.ids:
+            t = self.plans[p].job.throttle
+            if t is not None:
+                by_group.setdefault(t.group, []).append(p)
+        for g, ps in by_group.items():  # a throttle: the group's running jobs and what starts, at most N
+            m_room = budgets.throttle_max[g] - budgets.throttle_used.get(g, 0)
+            self.m.Add(sum(self.placed[p] for p in ps) <= max(0, m_room))
         by_queue: dict[str, list[int]] = {}
         for p in self.ids:
             q = self.plans[p].job.queue

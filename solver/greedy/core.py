@@ -31,7 +31,14 @@ from dataclasses import replace
 import numpy as np
 
 from placer.solver.assignment import Assignment, ReplicaAt, node_count_ok
-from placer.solver.budgets import Budgets, budget_cost, charge_budget, cost_left, within_budget
+from placer.solver.budgets import (
+    Budgets,
+    budget_cost,
+    charge_budget,
+    cost_left,
+    within_budget,
+    within_throttle,
+)
 from placer.solver.cancel import cancelled
 from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
 from placer.solver.demand import JobPlan, Unit
@@ -471,6 +478,8 @@ def greedy(
         if i not in candidates:
             continue
         plan = plans[i]
+        if not within_throttle(plan, state, budgets):
+            continue  # its group runs as many as it may: pending, THROTTLE (answer.py)
         replicas = place_plan(plan)
         needed: list[Victim] = []
         if replicas is None and victims:

@@ -70,6 +70,8 @@ class State:
     #: Money units per hour this decision added per queue and per tenant (committed placements only).
     cost_use: dict[str, int] = field(default_factory=dict)
     tenant_cost_use: dict[str, int] = field(default_factory=dict)
+    #: Jobs this decision placed per throttle group (``Job.throttle``; committed placements only).
+    throttle_use: dict[str, int] = field(default_factory=dict)
     #: Prices of replicas: the cost key of node choice and the dollar budgets (None: no cost term).
     pricing: Pricing | None = None
     #: Per node, a cost to avoid (eviction cost of using it), the first key of node choice when set.

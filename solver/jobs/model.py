@@ -64,6 +64,7 @@ __all__ = [
     "Rule",
     "SpotPreference",
     "TaskGroup",
+    "Throttle",
     "Toleration",
     "TpuDemand",
     "tolerated",
@@ -568,6 +569,23 @@ class ModelRef(_Model):
     registry_uri: str | None = None
 
 
+class Throttle(_Model):
+    """At most ``max_running`` jobs of ``group`` run at once: a Slurm job array's ``%N``
+    (``--array=0-99%4``, ``ArrayTaskThrottle``), one array task per job, the group the array's id.
+
+    Both engines and the checker count the group's running jobs (``RunningJob.throttle_group``, evicted
+    or not: an eviction gives no room back) plus what the decision places, so a decision never starts a
+    job past it; a job left out for it is pending with ``THROTTLE``. Jobs of one group that state
+    different limits are held to the smallest (one Slurm array has one throttle).
+
+    >>> Throttle(group="6", max_running=2).max_running
+    2
+    """
+
+    group: str = Field(min_length=1)
+    max_running: int = Field(ge=1)
+
+
 class Dependency(_Model):
     """This job may start only once job ``job`` reached ``condition``."""
 
@@ -626,6 +644,7 @@ class Job(_Model):
     checkpointing: Checkpointing = Field(default_factory=Checkpointing)
     last_checkpoint: LastCheckpoint | None = None
     reservation: ReservationRef | None = None
+    throttle: Throttle | None = None
     escalation: Escalation = Field(default_factory=Escalation)
     model: ModelRef = Field(default_factory=ModelRef)
 

@@ -360,9 +360,10 @@ def test_zzzz_gpus_per_job_and_per_task_are_read_from_both_forms(slurm: LiveSlur
 def test_zzzzz_a_pending_array_is_placed_task_by_task_and_applied(slurm: LiveSlurm, tmp_path: Path) -> None:
     # Last: it clears the live cluster. Every job goes, the drained and downed GPU nodes come back (three
     # H100 nodes of 2 cores each), and two held arrays are submitted: sweep (--array=0-3, 2 H100 and a core
-    # per task) and capped (--array=0-3%1, the throttle binds). placer reads sweep as four jobs A_0..A_3
-    # and refuses capped naming its throttle; its script pins and releases each task, which Slurm splits
-    # off the array, and each task must start exactly where placer put it.
+    # per task) and capped (--array=0-3%1: one task at a time). placer reads each as four jobs A_0..A_3,
+    # places sweep's four and one of capped's (the other three wait, THROTTLE); its script pins and
+    # releases each placed task, which Slurm splits off the array, and each must start exactly where
+    # placer put it.
     slurm.run("scancel", "--user=root")
     slurm.wait("an empty queue", lambda: not slurm.run("squeue", "-h").strip())
     for node in ("gpu02", "gpu04"):
@@ -406,12 +407,15 @@ def test_zzzzz_a_pending_array_is_placed_task_by_task_and_applied(slurm: LiveSlu
     assert decided.returncode == 0, decided.stderr
     d = json.loads(decided.stdout)
     chosen = {p["job"]: [r["node"] for r in p["replicas"]] for p in d["placements"]}
-    tasks = [f"{sweep}_{k}" for k in range(4)]
-    assert sorted(chosen) == tasks, chosen
+    one = [t for t in chosen if t.startswith(f"{capped}_")]
+    tasks = [f"{sweep}_{k}" for k in range(4)] + one
+    assert len(one) == 1 and sorted(chosen) == sorted(tasks), chosen
     per_node = [n for nodes in chosen.values() for n in nodes]
     assert all(per_node.count(n) <= 2 for n in per_node)  # two cores a node, one per task
-    (refused,) = [r for r in d["rejected"] if r["job"] == capped]
-    assert "lets 1 of its tasks run at once" in json.dumps(refused)
+    waiting = {p["job"]: p["reasons"][0] for p in d["pending"] if p["job"].startswith(f"{capped}_")}
+    assert sorted(waiting) == sorted({f"{capped}_{k}" for k in range(4)} - set(one))
+    assert {r["code"] for r in waiting.values()} == {"THROTTLE"}
+    assert all(r["details"]["max_running"] == 1 for r in waiting.values())
     script = subprocess.run([*args, "--output", "slurm"], capture_output=True, text=True)
     assert script.returncode == 0, script.stderr
     applied = subprocess.run(["sh", "-c", script.stdout], env=slurm.env, capture_output=True, text=True)

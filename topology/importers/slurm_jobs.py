@@ -12,7 +12,9 @@ Mapping (also in ``docs/importers.md``):
 * Jobs whose ``job_state`` is ``RUNNING``, ``SUSPENDED`` or ``COMPLETING`` (they still hold what they
   were given) are running jobs; others (pending, completed, ...) are left out.
 * Id: ``job_id``; array tasks ``<array_job_id>_<array_task_id>``, heterogeneous components
-  ``<het_job_id>+<het_job_offset>``, as Slurm prints them.
+  ``<het_job_id>+<het_job_offset>``, as Slurm prints them. An array task's ``throttle_group`` is its
+  ``array_job_id``: it counts against its array's throttle (``%N``), which the array's pending tasks
+  carry (``Job.throttle``).
 * One replica per allocated node (``job_resources.allocated_nodes``): GPUs from the ``gres_detail`` entry of
   the same position (``gpu:h100:2(IDX:0-1)``: the indices); CPUs are the job's ``cpu=`` of
   ``tres_alloc_str`` split over nodes in proportion to the cores allocated on each; memory is the node's
@@ -289,10 +291,13 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
         "slurm_state": "+".join(slurm_states(job.get("job_state"))),
     }
     priority = slurm_number(job.get("priority"))
+    array_id = slurm_number(job.get("array_job_id"))
     return problems.model(
         RunningJob,
         {
             "job": jid,
+            # An array task counts against its array's throttle (``%N``, ``Job.throttle``).
+            "throttle_group": str(int(array_id)) if array_id else None,
             "queue": slurm_text(job.get("partition")) or None,
             "tenant": slurm_text(job.get("account")) or slurm_text(job.get("user_name")) or None,
             "priority": int(priority) if priority is not None else 0,

@@ -37,9 +37,12 @@ Jobs in other states (running, completed, ...) are not pending work and are not 
 same file to ``--running``). What placer cannot represent is refused with the field and the reason, never
 read halfway: GPUs per job or per task (``--gpus``, ``--gpus-per-task``) that Slurm may split unevenly
 over several nodes, other generic resources
-(``gres:nic``), a throttled array (``%N``, ``array_max_tasks``) whose throttle binds (more tasks waiting
-and running than it lets run at once: placer has no rule "at most N of these at once"), heterogeneous
-jobs, feature counts and brackets, ``singleton`` and other dependency kinds.
+(``gres:nic``), heterogeneous jobs, feature counts and brackets, ``singleton`` and other dependency kinds.
+
+A throttled array (``--array=0-99%4``: ``%N`` in ``array_task_string``, ``array_max_tasks``) gives each
+pending task, split off or not, ``Job.throttle`` with the array's id as its group: the engines start at
+most N of the array's tasks counting those running (``--running`` marks running tasks with the group),
+and the others wait with ``THROTTLE``.
 
 >>> doc = {"meta": {"plugin": {"type": "openapi/v0.0.38"}}, "jobs": [{"job_id": 9, "name": "big",
 ...     "job_state": "PENDING", "partition": "gpu", "user_name": "ana", "node_count": 2, "cpus": 16,
@@ -77,10 +80,11 @@ from placer.solver.jobs.model import (
     ReadResult,
     Rule,
     TaskGroup,
+    Throttle,
 )
 from placer.topology import TopologyError, canonical_gpu_type
 from placer.topology.importers.slurm import cores_holding, parse_gres
-from placer.topology.importers.slurm_jobs import RUNNING_STATES, slurm_number, slurm_states, slurm_text
+from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
 from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
 from placer.topology.importers.slurm_qos import SlurmQos, level_of
 
@@ -115,7 +119,7 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
         err = issue("malformed", source or "<input>", "expected squeue --json output: an object with 'jobs'")
         return [ReadResult(id=source or "<input>", ok=False, errors=[err], source=source)]
     out: list[ReadResult] = []
-    running = _running_tasks(jobs)
+    throttles = _throttles(jobs)
     for k, raw in enumerate(jobs):
         base = f"jobs[{k}]"
         if not isinstance(raw, dict):
@@ -125,9 +129,9 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
         if not PENDING_STATES & set(slurm_states(raw.get("job_state"))):
             continue
         if slurm_text(raw.get("array_task_string")) and slurm_number(raw.get("array_task_id")) is None:
-            out.extend(_array(raw, base, source, running))
+            out.extend(_array(raw, base, source, throttles))
             continue
-        out.append(_job(raw, base, source))
+        out.append(_job(raw, base, source, throttles))
     return _on_whole_arrays(out, _array_members(jobs, out))
 
 
@@ -205,44 +209,43 @@ def array_tasks(text: str) -> tuple[list[int], int]:
     return sorted(set(out)), int(throttle or 0)
 
 
-def _running_tasks(jobs: list[Any]) -> dict[float, int]:
-    """Per array id, how many of its tasks this ``squeue`` output shows running (or holding what they were
-    given): what the array's throttle already counts."""
+def _throttles(jobs: list[Any]) -> dict[float, int]:
+    """Per array id, its throttle as its pending record states it (``array_max_tasks``, else ``%N`` in
+    ``array_task_string``): a task Slurm split off carries none of its own (Slurm keeps the throttle on
+    the array's record), so it takes its array's from there. Unreadable strings are refused by
+    :func:`_array`."""
     out: dict[float, int] = {}
     for raw in jobs:
-        if not isinstance(raw, dict) or not RUNNING_STATES & set(slurm_states(raw.get("job_state"))):
+        if not isinstance(raw, dict) or slurm_number(raw.get("array_task_id")) is not None:
             continue
         array_id = slurm_number(raw.get("array_job_id"))
-        if array_id:
-            out[array_id] = out.get(array_id, 0) + 1
+        if not array_id:
+            continue
+        most = int(slurm_number(raw.get("array_max_tasks")) or 0)
+        if not most:
+            try:
+                most = array_tasks(slurm_text(raw.get("array_task_string")))[1]
+            except ValueError:
+                continue
+        if most:
+            out[array_id] = most
     return out
 
 
-def _array(
-    raw: dict[str, Any], base: str, source: str, running_by_array: dict[float, int]
-) -> list[ReadResult]:
-    """A pending array's tasks, one job each (``<array_job_id>_<task>``); one refused result naming the
-    field when its task string is unreadable or its throttle binds (``running_by_array``:
-    :func:`_running_tasks`)."""
+def _array(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int]) -> list[ReadResult]:
+    """A pending array's tasks, one job each (``<array_job_id>_<task>``), each with the array's throttle
+    (``throttles``: :func:`_throttles`); one refused result naming the field when its task string is
+    unreadable."""
     array_id = slurm_number(raw.get("array_job_id")) or slurm_number(raw.get("job_id"))
-    running = running_by_array.get(array_id, 0) if array_id is not None else 0
     rid = f"{int(array_id)}" if array_id is not None else f"{source}#{base}"
     text = slurm_text(raw.get("array_task_string"))
     try:
-        tasks, throttle = array_tasks(text)
+        tasks, _ = array_tasks(text)
     except ValueError as e:
         err = issue("malformed", f"{base}.array_task_string", f"{text!r}: {e}")
         return [ReadResult(id=rid, ok=False, errors=[err], source=source, path=base)]
-    throttle = int(slurm_number(raw.get("array_max_tasks")) or 0) or throttle
-    if throttle and len(tasks) + running > throttle:
-        why = (
-            f"array {rid} lets {throttle} of its tasks run at once (%{throttle}); {running} run and "
-            f"{len(tasks)} wait, so the throttle decides which start, and placer has no rule 'at most "
-            f"{throttle} of these at once' to keep it: refused rather than placed past it"
-        )
-        err = issue("unsupported", f"{base}.array_max_tasks", why)
-        return [ReadResult(id=rid, ok=False, errors=[err], source=source, path=base)]
-    return [_job({**raw, "array_job_id": array_id, "array_task_id": t}, base, source) for t in tasks]
+    task = {**raw, "array_job_id": array_id}
+    return [_job({**task, "array_task_id": t}, base, source, throttles) for t in tasks]
 
 
 def with_cores(results: list[ReadResult], cpus_per_core: int) -> list[ReadResult]:
@@ -359,7 +362,7 @@ def _ranked_by(
     return _each_slurm_job(results, ranked)
 
 
-def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
+def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int]) -> ReadResult:
     errors: list[Issue] = []
 
     def at(field: str) -> str:
@@ -378,6 +381,10 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
             errors.append(issue("range", at("array_task_id"), why))
         rid = f"{int(array_id)}_{int(task)}"
         array_labels = {"slurm_array_job_id": str(int(array_id)), "slurm_array_task_id": str(int(task))}
+    most = throttles.get(array_id) if array_labels and array_id else None
+    if most is not None and most < 1:
+        why = f"{most:g}: a throttle lets at least one task run"
+        errors.append(issue("range", at("array_max_tasks"), why))
     if slurm_number(raw.get("het_job_id")):
         errors.append(issue("unsupported", at("het_job_id"), "heterogeneous jobs are not read"))
     nodes = int(slurm_number(raw.get("node_count")) or 1)
@@ -418,6 +425,7 @@ def _job(raw: dict[str, Any], base: str, source: str) -> ReadResult:
                 )
             ],
             placement=Placement(required=rules),
+            throttle=Throttle(group=str(int(array_id)), max_running=int(most)) if most and array_id else None,
             labels={
                 **{k: v for k, v in {"slurm_job_name": slurm_text(raw.get("name"))}.items() if v},
                 **array_labels,

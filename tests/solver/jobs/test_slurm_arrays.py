@@ -26,8 +26,9 @@ from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.jobs import read_text
 from placer.solver.jobs.formats.slurm import MAX_ARRAY_TASKS, array_tasks
+from placer.solver.jobs.model import Placement, Throttle
 from placer.solver.policy import Policy
-from placer.topology import build_cluster
+from placer.topology import RunningJob, build_cluster, cluster_of, dgx_h100
 from placer.topology.importers.slurm_jobs import squeue_running, with_slurm_jobs
 from placer.topology.load import inventory_from_input
 
@@ -57,38 +58,71 @@ def test_an_array_is_one_job_per_task_named_as_slurm_names_them() -> None:
     assert read["5"].ok  # job f, not an array, read as before
 
 
-def test_a_throttle_that_binds_is_refused_naming_it() -> None:
-    # Array 6: --array=0-5%2, nothing of it running: six wait, two may run at once. Slurm would start
-    # two; which two and when the others follow is the throttle's, and placer has no such rule.
+def test_a_throttled_array_gives_each_task_the_arrays_throttle() -> None:
+    # Array 6: --array=0-5%2 (array_max_tasks 2): six tasks, each limited with its array to two at once.
     read = _read(_doc("squeue-22.05-arrays-held.json"))
-    r = read["6"]
-    assert not r.ok and r.job is None
-    (e,) = r.errors
-    assert e.path == "jobs[5].array_max_tasks" and e.code == "unsupported"  # its record's place
-    assert "lets 2 of its tasks run at once (%2); 0 run and 6 wait" in e.message
-    assert not any(k.startswith("6_") for k in read)  # nothing of it read halfway
+    tasks = sorted(k for k in read if k.startswith("6_"))
+    assert tasks == [f"6_{t}" for t in range(6)]
+    assert {read[t].job.throttle for t in tasks} == {Throttle(group="6", max_running=2)}
+    assert all(read[t].job.throttle is None for t in read if t.startswith("7_"))  # no %N: none
 
 
-def test_a_throttle_that_does_not_bind_reads_every_task() -> None:
+def test_the_throttle_is_read_from_the_task_string_when_array_max_tasks_is_not_printed() -> None:
     doc = _doc("squeue-22.05-arrays-held.json")
     meta = next(j for j in doc["jobs"] if j["job_id"] == 6)
-    meta.update(array_max_tasks=6, array_task_string="0-5%6")
-    read = _read(doc)
-    assert sorted(k for k in read if k.startswith("6_")) == [f"6_{t}" for t in range(6)]
+    del meta["array_max_tasks"]
+    assert _read(doc)["6_4"].job.throttle == Throttle(group="6", max_running=2)
 
 
-def test_running_tasks_count_against_the_throttle() -> None:
-    # Four tasks wait and one runs: a throttle of 5 lets them all run, a throttle of 4 binds.
-    doc = _doc("squeue-22.05-arrays-held.json")
+def test_a_task_slurm_split_off_takes_its_arrays_throttle() -> None:
+    # Slurm keeps the throttle on the array's record; the split-off task's own record says 0.
+    doc = _doc("squeue-22.05-array-split.json")
     meta = next(j for j in doc["jobs"] if j["job_id"] == 6)
+    meta.update(array_task_string="0-2,4-5%2", array_max_tasks=2)
+    split = next(j for j in doc["jobs"] if j["job_id"] == 7)
+    assert split["array_max_tasks"] == 0
+    assert _read(doc)["6_3"].job.throttle == Throttle(group="6", max_running=2)
+
+
+def test_running_tasks_carry_their_array_as_throttle_group() -> None:
+    doc = _doc("squeue-22.05-arrays-held.json")
     running = copy.deepcopy(next(j for j in doc["jobs"] if j["job_state"] == "RUNNING"))
     running.update(job_id=60, array_job_id=6, array_task_id=0)
     doc["jobs"].append(running)
-    meta.update(array_task_string="1-4%5", array_max_tasks=5)
-    assert sorted(k for k in _read(doc) if k.startswith("6_")) == ["6_1", "6_2", "6_3", "6_4"]
-    meta.update(array_task_string="1-4%4", array_max_tasks=4)
-    r = _read(doc)["6"]
-    assert not r.ok and "1 run and 4 wait" in r.errors[0].message
+    by_id = {rj.job: rj for rj in squeue_running(doc, source="squeue.json")}
+    assert by_id["6_0"].throttle_group == "6"
+    assert by_id["1"].throttle_group is None  # not an array task
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+@pytest.mark.parametrize("running_tasks", [0, 1, 2])
+def test_the_throttle_lets_n_tasks_run_counting_the_running_ones(engine: str, running_tasks: int) -> None:
+    # Array 6 (%2, one GPU each) on two DGX H100: all six fit, two less the running tasks may start.
+    doc = _doc("squeue-22.05-arrays-held.json")
+    cluster = cluster_of(dgx_h100(2)).with_allocations(
+        [
+            RunningJob(job=f"6_{10 + k}", throttle_group="6", replicas=[{"node": "dgx-h100-1", "gpus": [k]}])
+            for k in range(running_tasks)
+        ]
+    )
+    # The tasks as read, less their partition rule (these nodes are in no Slurm partition).
+    jobs = [
+        r.job.model_copy(update={"placement": Placement()}) for k, r in _read(doc).items() if k[:2] == "6_"
+    ]
+    d = place(jobs, cluster, Policy(engine=engine, time_limit_s=3))
+    assert len(d.placements) == 2 - running_tasks
+    assert not d.stats.status.startswith("CPSAT_REJECTED"), d.stats.status
+    waiting = {p.job: p.reasons[0] for p in d.pending}
+    assert len(waiting) == 4 + running_tasks
+    for reason in waiting.values():
+        assert reason.code == "THROTTLE"
+        assert reason.details == {
+            "group": "6",
+            "max_running": 2,
+            "running": running_tasks,
+            "started": 2 - running_tasks,
+        }
+    assert check(d, jobs, cluster) == []
 
 
 def test_a_task_slurm_split_off_keeps_its_name_and_the_rest_follow() -> None:
@@ -105,7 +139,9 @@ def test_scontrol_show_job_gives_the_same_tasks_as_squeue_json() -> None:
     from_text = {r.id: r for r in text}
     from_json = _read(_doc("squeue-22.05-arrays-held.json"))
     assert sorted(from_text) == sorted(from_json)
-    assert not from_text["6"].ok and "lets 2 of its tasks run at once" in from_text["6"].errors[0].message
+    assert (
+        from_text["6_0"].job.throttle == from_json["6_0"].job.throttle == Throttle(group="6", max_running=2)
+    )
     for tid in ("7_1", "7_9"):
         a, b = from_text[tid].job, from_json[tid].job
         assert (a.tasks[0].gpu.count, a.tasks[0].gpu.types) == (b.tasks[0].gpu.count, b.tasks[0].gpu.types)
@@ -181,8 +217,12 @@ def test_a_dependency_on_a_whole_array_waits_for_every_task() -> None:
 def test_a_dependency_on_a_refused_array_waits_on_it() -> None:
     doc = _doc("squeue-22.05-arrays-held.json")
     f = next(j for j in doc["jobs"] if j["job_id"] == 5)
-    f["dependency"] = "afterany:6(unfulfilled)"  # array 6 is refused (its throttle binds)
-    assert [d.job for d in _read(doc)["5"].job.dependencies] == ["6"]
+    f["dependency"] = "afterany:6(unfulfilled)"
+    meta = next(j for j in doc["jobs"] if j["job_id"] == 6)
+    meta["array_task_string"] = "0-5%x"  # array 6 is refused: its task string is unreadable
+    read = _read(doc)
+    assert not read["6"].ok and read["6"].errors[0].path == "jobs[5].array_task_string"
+    assert [d.job for d in read["5"].job.dependencies] == ["6"]
 
 
 @pytest.mark.parametrize(("array_id", "task"), [(-5, 2), (5, 2.5), (0.5, 1)])

@@ -104,11 +104,7 @@ def test_nodes_memory_time_features_and_dependencies() -> None:
 @pytest.mark.parametrize(
     ("change", "path", "words"),
     [
-        (
-            {"array_job_id": 5, "array_task_string": "1-10%2", "array_max_tasks": 2},
-            "jobs[4].array_max_tasks",
-            "lets 2 of its tasks run at once (%2); 0 run and 10 wait",
-        ),
+        ({"array_job_id": 5, "array_task_string": "1-10%x"}, "jobs[4].array_task_string", "not a number"),
         ({"array_job_id": 5, "array_task_string": "3-1"}, "jobs[4].array_task_string", "an empty range"),
         ({"tres_per_job": "gres:gpu:16"}, "jobs[4].tres_per_job", "--gpus) with --gpus-per-node as well"),
         (
