@@ -17,6 +17,7 @@ from placer.solver.jobs.model import (
     LabelRule,
     Placement,
     TaskGroup,
+    Throttle,
     TpuDemand,
 )
 from placer.solver.policy import Policy
@@ -47,6 +48,17 @@ RULES = st.sampled_from(
         LabelRule(key="gpu_count", operator="Gte", values=["8"]),
         LabelRule(key="rack", operator="NotIn", values=["dgx-h100-rack-1"]),
         LabelRule(key="hostname", operator="Matches", values=["*-2"]),
+    ]
+)
+#: Throttle groups (a Slurm array's %N): most jobs have none; two groups, one with limits that disagree.
+THROTTLES = st.sampled_from(
+    [
+        None,
+        None,
+        None,
+        Throttle(group="a", max_running=1),
+        Throttle(group="a", max_running=2),
+        Throttle(group="b", max_running=1),
     ]
 )
 ANTI = st.sampled_from(
@@ -104,6 +116,7 @@ def jobs(draw: st.DrawFn, i: int) -> Job:
         distributed_strategy=draw(st.sampled_from([None, "none", "fsdp"])),
         tasks=tasks,
         placement=placement,
+        throttle=draw(THROTTLES),
     )
 
 
@@ -119,6 +132,7 @@ def test_random_batches_give_valid_decisions(engine: str, batch: list[Job]) -> N
     with no_hang(1.0 + FUZZ_GUARD_S):
         decision = place(batch, CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW)
     assert_valid(decision, batch, CLUSTER)
+    assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status
     for p in decision.pending:
         assert p.reasons and all(r.code and r.message for r in p.reasons)
 
