@@ -116,6 +116,11 @@ class _Fragments:
     #: The target the weights ``_p`` are for: its probabilities on the held columns, 0 on the others.
     _for: Targets | None = None
     _p: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: The expected fragment against ``_for`` per row (``[node]`` or ``[node, GPU]``), valid for the node
+    #: state of version ``_e_ver``: a target serves many calls (every replica shape's increases read the
+    #: fragments now), and a row's expectation changes only with the row or the target.
+    _e: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    _e_ver: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @staticmethod
     def of(n: int, inner: tuple[int, ...]) -> _Fragments:
@@ -136,7 +141,11 @@ class _Fragments:
             assert self.held is not None
             self.vals[stale] = count(stale, self.held)
             self.ver[stale] = version[stale]
-        return self.vals[idx].astype(np.float64) @ self._p
+        due = idx[self._e_ver[idx] != version[idx]]
+        if due.size:
+            self._e[due] = self.vals[due].astype(np.float64) @ self._p
+            self._e_ver[due] = version[due]
+        return self._e[idx]
 
     def _select(self, t: Targets, version: np.ndarray, count: _Count) -> None:
         """Hold ``t``'s shapes (count the new ones for the current rows) and weigh the columns by ``t``."""
@@ -160,6 +169,8 @@ class _Fragments:
         self._p = np.zeros(len(self.keys))
         self._p[[index[k] for k in t.keys]] = t.p
         self._for = t
+        self._e = np.zeros(self.vals.shape[:-1])
+        self._e_ver = np.full(len(self.ver), -1, dtype=np.int64)
 
 
 #: The most target shapes a cache of fragments holds columns for; beyond, it starts over from the shapes
