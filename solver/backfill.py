@@ -71,7 +71,7 @@ __all__ = [
 ]
 
 #: Pending reasons that planning answers: the job is waiting for capacity, a workflow step or a time.
-PLANNABLE = CAPACITY_CODES | {"DEPENDENCY_UNMET", "NOT_BEFORE", "BACKFILL_WOULD_DELAY"}
+PLANNABLE = CAPACITY_CODES | {"DEPENDENCY_UNMET", "NOT_BEFORE", "BACKFILL_WOULD_DELAY", "THROTTLE"}
 #: Candidate start times tried one by one per job, from the first at which it could fit at all (found by
 #: binary search over every time something ends): bounds the cost on a long timeline.
 MAX_TIMES = 64
@@ -308,6 +308,40 @@ def dependency_floor(
     return floor, workflow
 
 
+def throttle_open(job: Job, t: datetime, line: Timeline, jobs: Mapping[str, Job]) -> bool:
+    """Whether ``job`` may start at ``t`` as its throttle group (``Job.throttle``) counts: the group's
+    running jobs until their expected end, its placements and plans alive at ``t`` (``line.busy``), fewer
+    than the smallest limit the batch's jobs of the group state."""
+    if job.throttle is None:
+        return True
+    group = job.throttle.group
+    members = {j.id for j in jobs.values() if j.throttle is not None and j.throttle.group == group}
+    limit = min(j.throttle.max_running for j in jobs.values() if j.id in members)  # type: ignore[union-attr]
+    alive = sum(
+        1
+        for r in line.cluster.running_jobs()
+        if r.throttle_group == group and (r.expected_end is None or r.expected_end > t)
+    )
+    alive += sum(
+        1 for b in line.busy if b.job in members and b.job != job.id and b.start <= t and b.alive(t, None)
+    )
+    return alive < limit
+
+
+def _throttle_ends(job: Job, after: datetime, line: Timeline, jobs: Mapping[str, Job]) -> datetime | None:
+    """The first time after ``after`` at which a job of ``job``'s throttle group is expected to end (when
+    the group may have room again); None when none of them ends."""
+    group = job.throttle.group  # type: ignore[union-attr]
+    members = {j.id for j in jobs.values() if j.throttle is not None and j.throttle.group == group}
+    times = [
+        r.expected_end
+        for r in line.cluster.running_jobs()
+        if r.throttle_group == group and r.expected_end is not None and r.expected_end > after
+    ]
+    times += [b.end for b in line.busy if b.job in members and b.end is not None and b.end > after]
+    return min(times, default=None)
+
+
 @dataclass
 class Plans:
     """What planning found: holds per job id and the reason text to add to each planned job."""
@@ -358,7 +392,11 @@ def plan_holds(
             if earlier is None or job.id in out.holds:
                 continue
             floor = dependency_floor(job, line, out.holds, placed, batch)
-            if floor is not None and floor[0] <= earlier.start:
+            if (
+                floor is not None
+                and floor[0] <= earlier.start
+                and throttle_open(job, earlier.start, line, jobs)
+            ):
                 kept = Busy(job.id, earlier.replicas, earlier.start, earlier.end, earlier.rank, "hold")
                 line.busy.append(kept)
                 out.holds[job.id] = kept
@@ -374,9 +412,16 @@ def plan_holds(
             if floor is None:
                 continue
             t_min, workflow = floor
-            probe = job.model_copy(update={"dependencies": [], "not_before": None})
-            found = earliest_start(
-                probe, t_min, line, fit, deadline, lambda t0, t1, job=job: closed_nodes(job, t0, t1)
+            probe = job.model_copy(update={"dependencies": [], "not_before": None, "throttle": None})
+            found = _earliest_within_throttle(
+                job,
+                probe,
+                t_min,
+                line,
+                fit,
+                deadline,
+                jobs,
+                lambda t0, t1, job=job: closed_nodes(job, t0, t1),
             )
             if found is None:
                 continue
@@ -398,6 +443,33 @@ def plan_holds(
         if not progress:
             break
     return out
+
+
+def _earliest_within_throttle(
+    job: Job,
+    probe: Job,
+    t_min: datetime,
+    line: Timeline,
+    fit: Fit,
+    deadline: float,
+    jobs: Mapping[str, Job],
+    closed: Closed,
+) -> tuple[datetime, JobPlacement] | None:
+    """:func:`earliest_start` of ``probe`` (the job without its dependencies, start floor and throttle)
+    at a time its throttle group has room (:func:`throttle_open`): from ``t_min``, each time the group is
+    full the search moves on to the next end of one of its jobs."""
+    floor: datetime | None = t_min
+    for _ in range(MAX_TIMES):
+        if floor is None:
+            return None
+        if not throttle_open(job, floor, line, jobs):
+            floor = _throttle_ends(job, floor, line, jobs)
+            continue
+        found = earliest_start(probe, floor, line, fit, deadline, closed)
+        if found is None or throttle_open(job, found[0], line, jobs):
+            return found
+        floor = _throttle_ends(job, found[0], line, jobs)
+    return None
 
 
 def settle(line: Timeline) -> tuple[set[str], set[str]]:

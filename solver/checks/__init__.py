@@ -135,5 +135,5 @@ def check(
         check_reservations(decision, ctx.jobs, ctx.cluster, list(reservations or ()), ctx.now, before=cluster)
     )
     out.extend(check_plans(decision, ctx.jobs, cluster, ctx.now))
-    out.extend(check_throttles(decision, ctx.jobs.values(), cluster))
+    out.extend(check_throttles(decision, ctx.jobs.values(), cluster, ctx.now))
     return out

@@ -6,6 +6,11 @@ not evict, plus its placed jobs. The limit is the smallest ``max_running`` the i
 state. As with budgets (rule 17), the rule is broken only by a decision that *places* a job of a group
 that ends over its limit: running jobs alone over it (the limit was lowered) are not the decision's doing.
 
+A planned start (a hold of kind ``plan`` or ``workflow``, rule 18) of a job of a group counts too: at its
+``start``, the group's running jobs not evicted and not yet at their ``expected_end``, its placements not
+yet at their end (``now`` + duration; never without one) and its plans alive then (its own included)
+number at most the limit.
+
 >>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
 >>> from placer.solver.jobs.model import Job, Throttle
 >>> from placer.topology import cluster_of, cpu_nodes
@@ -19,6 +24,7 @@ that ends over its limit: running jobs alone over it (the limit was lowered) are
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, timedelta
 
 from placer.solver.checks.violation import Violation
 from placer.solver.decision import Decision
@@ -28,12 +34,18 @@ from placer.topology import Cluster
 __all__ = ["check_throttles"]
 
 
-def check_throttles(decision: Decision, jobs: Iterable[Job], cluster: Cluster) -> Iterator[Violation]:
+def check_throttles(
+    decision: Decision, jobs: Iterable[Job], cluster: Cluster, now: datetime | None = None
+) -> Iterator[Violation]:
     """A ``throttle`` violation per group the decision places jobs of and leaves over its limit, named on
-    the group's last placed job in decision order."""
+    the group's last placed job in decision order; and one per planned start of a group's job at which
+    the group is over its limit. ``now`` (default: ``decision.now``, else the current time) dates the
+    placements' ends."""
     limit: dict[str, int] = {}
     group_of: dict[str, str] = {}
+    by_id: dict[str, Job] = {}
     for job in jobs:
+        by_id[job.id] = job
         if job.throttle is not None:
             g = job.throttle.group
             limit[g] = min(limit.get(g, job.throttle.max_running), job.throttle.max_running)
@@ -42,9 +54,9 @@ def check_throttles(decision: Decision, jobs: Iterable[Job], cluster: Cluster) -
         return
     evicted = {e.job for e in decision.preemptions}
     running: dict[str, int] = {}
-    for rj in cluster.running_jobs():
-        if rj.throttle_group in limit and rj.job not in evicted:
-            running[rj.throttle_group] = running.get(rj.throttle_group, 0) + 1
+    staying = [rj for rj in cluster.running_jobs() if rj.throttle_group in limit and rj.job not in evicted]
+    for rj in staying:
+        running[rj.throttle_group] = running.get(rj.throttle_group, 0) + 1  # type: ignore[index]
     placed: dict[str, list[str]] = {}
     for p in decision.placements:
         g = group_of.get(p.job)
@@ -58,4 +70,40 @@ def check_throttles(decision: Decision, jobs: Iterable[Job], cluster: Cluster) -
                 ids[-1],
                 f"throttle group {g} lets {limit[g]} run at once: {running.get(g, 0)} run and the decision "
                 f"starts {len(ids)} ({', '.join(ids)})",
+            )
+    yield from _planned(decision, by_id, group_of, limit, staying, now or decision.now or datetime.now(UTC))
+
+
+def _planned(
+    decision: Decision,
+    jobs: dict[str, Job],
+    group_of: dict[str, str],
+    limit: dict[str, int],
+    staying: list,  # type: ignore[type-arg]
+    now: datetime,
+) -> Iterator[Violation]:
+    """Planned starts of throttled jobs at which their group is over its limit."""
+    spans: dict[str, list[tuple[datetime, datetime | None]]] = {}  # group -> (start, end) of each member
+    for rj in staying:
+        spans.setdefault(rj.throttle_group, []).append((now, rj.expected_end))
+    for p in decision.placements:
+        g = group_of.get(p.job)
+        if g is not None:
+            d = jobs[p.job].duration_s
+            spans.setdefault(g, []).append((now, None if d is None else now + timedelta(seconds=d)))
+    plans = [h for h in decision.reservations if h.kind in ("plan", "workflow") and h.job in group_of]
+    for h in plans:
+        spans.setdefault(group_of[h.job], []).append((h.start, h.end))  # type: ignore[index, arg-type]
+    for h in plans:
+        g = group_of[h.job]  # type: ignore[index]
+        at = h.start
+        if at is None:
+            continue
+        alive = sum(1 for s, e in spans[g] if s <= at and (e is None or e > at))
+        if alive > limit[g]:
+            yield Violation(
+                "throttle",
+                h.job or "?",
+                f"planned to start at {at.isoformat()} while throttle group {g} (at most {limit[g]} at once) "
+                f"has {alive} running then, this plan included",
             )

@@ -5,9 +5,18 @@ the independent checker (rule 20, ``solver/checks/throttle.py``)."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 from placer.solver.checks import check
-from placer.solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
+from placer.solver.decision import (
+    Decision,
+    Eviction,
+    Hold,
+    JobPlacement,
+    PendingJob,
+    Reason,
+    ReplicaPlacement,
+)
 from placer.solver.jobs import read_text
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup, Throttle
 from placer.solver.policy import Policy
@@ -136,3 +145,49 @@ def test_a_slurm_throttle_below_one_is_refused_naming_its_field() -> None:
     for r in read.values():
         assert not r.ok and r.job is None
         assert [e.path for e in r.errors] == ["jobs[0].array_max_tasks"]
+
+
+def test_waiting_jobs_are_planned_when_their_group_has_room(solve) -> None:  # type: ignore[no-untyped-def]
+    # Two of the group run, ending in 5 and 10 minutes; six more wait, 10 minutes each, on a cluster with
+    # room for all. Two at a time: starts at 5 and 10, then each as the one before it ends.
+    ends = [NOW + timedelta(minutes=5), NOW + timedelta(minutes=10)]
+    running = [
+        RunningJob(
+            job=f"r{k}",
+            throttle_group="arr",
+            started_at=NOW - timedelta(minutes=1),
+            expected_end=end,
+            replicas=[{"node": "dgx-h100-1", "gpus": [k]}],
+        )
+        for k, end in enumerate(ends)
+    ]
+    c = cluster_of(dgx_h100(2)).with_allocations(running)
+    jobs = [_task(f"t{k}", "arr").model_copy(update={"duration_s": 600}) for k in range(6)]
+    d = solve(jobs, c)
+    assert d.placements == []
+    starts = sorted(h.start for h in d.reservations if h.kind == "plan")
+    assert starts == [NOW + timedelta(minutes=m) for m in (5, 10, 15, 20, 25, 30)]
+    for p in d.pending:
+        assert [r.code for r in p.reasons] == ["THROTTLE", "PLANNED_START"]
+
+
+def test_the_checker_counts_plans_at_each_planned_start() -> None:
+    c = cluster_of(dgx_h100(2))
+    jobs = [_task(f"t{k}", "g", most=2).model_copy(update={"duration_s": 600}) for k in range(3)]
+
+    def plan(job: str, minute: int) -> Hold:
+        start = NOW + timedelta(minutes=minute)
+        replicas = [ReplicaPlacement(node="dgx-h100-2", gpus=[int(job[1])])]
+        return Hold(kind="plan", job=job, start=start, end=start + timedelta(minutes=10), replicas=replicas)
+
+    def decided(*holds: Hold) -> Decision:
+        pending = [PendingJob(job=j.id, reasons=[Reason(code="THROTTLE", message="-")]) for j in jobs]
+        return Decision(placements=[], pending=pending, reservations=list(holds), now=NOW)
+
+    # Three plans of a group that lets two run at once: t2 may start when t0 and t1 end, not a minute
+    # before.
+    ok = decided(plan("t0", 5), plan("t1", 5), plan("t2", 15))
+    assert _throttle_rule(ok, jobs, c) == []
+    over = decided(plan("t0", 5), plan("t1", 5), plan("t2", 14))
+    (v,) = _throttle_rule(over, jobs, c)
+    assert v.startswith("[throttle] job t2: planned to start at") and "has 3 running then" in v
