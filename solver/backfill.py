@@ -57,6 +57,7 @@ __all__ = [
     "Fit",
     "Plans",
     "Rank",
+    "Throttles",
     "Timeline",
     "backfill_reason",
     "dependency_floor",
@@ -308,38 +309,52 @@ def dependency_floor(
     return floor, workflow
 
 
-def throttle_open(job: Job, t: datetime, line: Timeline, jobs: Mapping[str, Job]) -> bool:
-    """Whether ``job`` may start at ``t`` as its throttle group (``Job.throttle``) counts: the group's
-    running jobs until their expected end, its placements and plans alive at ``t`` (``line.busy``), fewer
-    than the smallest limit the batch's jobs of the group state."""
-    if job.throttle is None:
-        return True
-    group = job.throttle.group
-    members = {j.id for j in jobs.values() if j.throttle is not None and j.throttle.group == group}
-    limit = min(j.throttle.max_running for j in jobs.values() if j.id in members)  # type: ignore[union-attr]
-    alive = sum(
-        1
-        for r in line.cluster.running_jobs()
-        if r.throttle_group == group and (r.expected_end is None or r.expected_end > t)
-    )
-    alive += sum(
-        1 for b in line.busy if b.job in members and b.job != job.id and b.start <= t and b.alive(t, None)
-    )
-    return alive < limit
+@dataclass
+class Throttles:
+    """The batch's throttle groups (``Job.throttle``) as planning counts them: per group its jobs of the
+    batch, the smallest limit they state, and its running jobs' expected ends (None: no end known),
+    read once per planning pass (a 1,000-task array would otherwise rescan the batch and the running
+    jobs at every candidate start)."""
 
+    members: dict[str, set[str]] = field(default_factory=dict)
+    limit: dict[str, int] = field(default_factory=dict)
+    running_ends: dict[str, list[datetime | None]] = field(default_factory=dict)
 
-def _throttle_ends(job: Job, after: datetime, line: Timeline, jobs: Mapping[str, Job]) -> datetime | None:
-    """The first time after ``after`` at which a job of ``job``'s throttle group is expected to end (when
-    the group may have room again); None when none of them ends."""
-    group = job.throttle.group  # type: ignore[union-attr]
-    members = {j.id for j in jobs.values() if j.throttle is not None and j.throttle.group == group}
-    times = [
-        r.expected_end
-        for r in line.cluster.running_jobs()
-        if r.throttle_group == group and r.expected_end is not None and r.expected_end > after
-    ]
-    times += [b.end for b in line.busy if b.job in members and b.end is not None and b.end > after]
-    return min(times, default=None)
+    @staticmethod
+    def of(jobs: Mapping[str, Job], line: Timeline) -> Throttles:
+        out = Throttles()
+        for j in jobs.values():
+            if j.throttle is not None:
+                g, most = j.throttle.group, j.throttle.max_running
+                out.members.setdefault(g, set()).add(j.id)
+                out.limit[g] = min(out.limit.get(g, most), most)
+        if out.limit:
+            for r in line.cluster.running_jobs():
+                if r.throttle_group in out.limit:
+                    out.running_ends.setdefault(r.throttle_group, []).append(r.expected_end)
+        return out
+
+    def open(self, job: Job, t: datetime, line: Timeline) -> bool:
+        """Whether ``job`` may start at ``t``: its group's running jobs until their expected end, its
+        placements and plans alive at ``t`` (``line.busy``) are fewer than the group's limit."""
+        if job.throttle is None:
+            return True
+        g = job.throttle.group
+        members = self.members[g]
+        alive = sum(1 for end in self.running_ends.get(g, []) if end is None or end > t)
+        alive += sum(
+            1 for b in line.busy if b.job in members and b.job != job.id and b.start <= t and b.alive(t, None)
+        )
+        return alive < self.limit[g]
+
+    def next_end(self, job: Job, after: datetime, line: Timeline) -> datetime | None:
+        """The first time after ``after`` at which a job of ``job``'s group is expected to end (when the
+        group may have room again); None when none of them ends."""
+        g = job.throttle.group  # type: ignore[union-attr]
+        members = self.members[g]
+        times = [e for e in self.running_ends.get(g, []) if e is not None and e > after]
+        times += [b.end for b in line.busy if b.job in members and b.end is not None and b.end > after]
+        return min(times, default=None)
 
 
 @dataclass
@@ -379,6 +394,7 @@ def plan_holds(
     decision does not cost the planning time over again."""
     out = Plans()
     placed = {b.job: b for b in line.busy if b.kind == "placed"}
+    throttles = Throttles.of(jobs, line)
     waiting = [
         jobs[p.job]
         for p in decision.pending
@@ -392,11 +408,7 @@ def plan_holds(
             if earlier is None or job.id in out.holds:
                 continue
             floor = dependency_floor(job, line, out.holds, placed, batch)
-            if (
-                floor is not None
-                and floor[0] <= earlier.start
-                and throttle_open(job, earlier.start, line, jobs)
-            ):
+            if floor is not None and floor[0] <= earlier.start and throttles.open(job, earlier.start, line):
                 kept = Busy(job.id, earlier.replicas, earlier.start, earlier.end, earlier.rank, "hold")
                 line.busy.append(kept)
                 out.holds[job.id] = kept
@@ -420,7 +432,7 @@ def plan_holds(
                 line,
                 fit,
                 deadline,
-                jobs,
+                throttles,
                 lambda t0, t1, job=job: closed_nodes(job, t0, t1),
             )
             if found is None:
@@ -452,23 +464,23 @@ def _earliest_within_throttle(
     line: Timeline,
     fit: Fit,
     deadline: float,
-    jobs: Mapping[str, Job],
+    throttles: Throttles,
     closed: Closed,
 ) -> tuple[datetime, JobPlacement] | None:
     """:func:`earliest_start` of ``probe`` (the job without its dependencies, start floor and throttle)
-    at a time its throttle group has room (:func:`throttle_open`): from ``t_min``, each time the group is
-    full the search moves on to the next end of one of its jobs."""
+    at a time its throttle group has room (:meth:`Throttles.open`): from ``t_min``, each time the group
+    is full the search moves on to the next end of one of its jobs."""
     floor: datetime | None = t_min
     for _ in range(MAX_TIMES):
         if floor is None:
             return None
-        if not throttle_open(job, floor, line, jobs):
-            floor = _throttle_ends(job, floor, line, jobs)
+        if not throttles.open(job, floor, line):
+            floor = throttles.next_end(job, floor, line)
             continue
         found = earliest_start(probe, floor, line, fit, deadline, closed)
-        if found is None or throttle_open(job, found[0], line, jobs):
+        if found is None or throttles.open(job, found[0], line):
             return found
-        floor = _throttle_ends(job, found[0], line, jobs)
+        floor = throttles.next_end(job, found[0], line)
     return None
 
 
