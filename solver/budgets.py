@@ -119,9 +119,12 @@ class Budgets:
             b.tenant_max_cost = {t: to_units(v) for t, v in prices.budgets.tenants.items()}
         if not b.active:
             return b  # no budgets: nothing to count (10,000 running jobs would cost a tenth of a second)
+        queued = bool(b.max_gpus or b.max_jobs or b.max_cost or b.tenant_max_cost)
         for rj in running:
             if rj.throttle_group in b.throttle_max:
                 b.throttle_used[rj.throttle_group] = b.throttle_used.get(rj.throttle_group, 0) + 1
+            if not queued:
+                continue  # throttles alone: nothing else to count
             b.ranks[rj.job] = rank(rj.priority_class, rj.priority)
             gpus = running_gpus(rj)
             if rj.queue is not None and gpus > 0:

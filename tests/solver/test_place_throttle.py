@@ -19,6 +19,7 @@ from placer.solver.decision import (
 )
 from placer.solver.jobs import read_text
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup, Throttle
+from placer.solver.jobs.queues import QueueConfig
 from placer.solver.policy import Policy
 from placer.solver.session import Session
 from placer.topology import RunningJob, cluster_of, dgx_h100
@@ -191,3 +192,20 @@ def test_the_checker_counts_plans_at_each_planned_start() -> None:
     over = decided(plan("t0", 5), plan("t1", 5), plan("t2", 14))
     (v,) = _throttle_rule(over, jobs, c)
     assert v.startswith("[throttle] job t2: planned to start at") and "has 3 running then" in v
+
+
+def test_a_throttle_and_a_queue_budget_hold_together(solve) -> None:  # type: ignore[no-untyped-def]
+    # Queue train may hold 3 GPUs; the sweep group lets 2 run. Four sweep jobs and two plain ones, all in
+    # train, one GPU each: at most two sweep jobs, at most three jobs in all.
+    queues = {
+        "train": QueueConfig.model_validate(
+            {"queue": "train", "config": {"ml_limits": {"max_total_gpus": 3}}}
+        )
+    }
+    jobs = [_task(f"s{k}", "sweep").model_copy(update={"queue": "train"}) for k in range(4)]
+    jobs += [_task(f"p{k}", None).model_copy(update={"queue": "train"}) for k in range(2)]
+    d = solve(jobs, cluster_of(dgx_h100(1)), queues=queues)
+    placed = [p.job for p in d.placements]
+    assert len(placed) == 3 and sum(j.startswith("s") for j in placed) <= 2
+    codes = {c for p in d.pending for c in reason_codes(d, p.job)}
+    assert codes <= {"THROTTLE", "QUEUE_BUDGET"} and "QUEUE_BUDGET" in codes
