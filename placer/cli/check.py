@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from placer.cli.place import parse_rfc3339
     from placer.solver.checks import check
     from placer.solver.decision import Decision
+    from placer.solver.jobs.queues import in_cluster_queues
 
     now = None
     if args.now:
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         partitions = slurm_partitions_arg(args.slurm_partitions)
         qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
         results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos), cluster)
-        cluster = with_running_arg(cluster, args.running, partitions, qos)
+        cluster = in_cluster_queues(with_running_arg(cluster, args.running, partitions, qos), options.queues)
         declared: list[object] = [*args.reservation, *(reservations_arg(args.reservations, cluster) or [])]
         prices = prices_arg(args.prices)
     except InputError as e:  # nothing can be checked without every input: exit 2 either way

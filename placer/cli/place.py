@@ -193,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
         with_slurm_ranks_arg,
     )
     from placer.solver.engine import place
+    from placer.solver.jobs.queues import in_cluster_queues
     from placer.solver.policy import Policy, engine_fields
 
     now = None
@@ -213,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
         partitions = slurm_partitions_arg(args.slurm_partitions)
         qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
         results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos), cluster)
-        cluster = with_running_arg(cluster, args.running, partitions, qos)
+        cluster = in_cluster_queues(with_running_arg(cluster, args.running, partitions, qos), options.queues)
         reservations = reservations_arg(args.reservations, cluster)
         prices = prices_arg(args.prices)
     except InputError as e:

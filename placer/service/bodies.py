@@ -156,7 +156,9 @@ class PlacementInputs(_Body):
     )
     now: Timestamp | None = Field(None, description="the decision time, RFC 3339 (default: now)")
     queue_config: dict[str, Any] | list[dict[str, Any]] | None = Field(
-        None, description="OJS §10 queue configuration: one {queue, config} object or a list"
+        None,
+        description="OJS §10 queue configuration: one {queue, config} object or a list; or Kueue's "
+        "ClusterQueues and LocalQueues (a kubectl List)",
     )
     reservations: list[dict[str, Any]] | None = Field(
         None, description="held capacity: [{id, nodes | gpus, start, end, timeout_s}]"

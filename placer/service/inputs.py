@@ -30,7 +30,7 @@ from placer.service.errors import issues, issues_of_topology, unprocessable
 from placer.service.limits import Limits
 from placer.solver.jobs import Job, JobValidationError, ReadOptions, ReadResult, check_batch, read_object
 from placer.solver.jobs.errors import prefixed
-from placer.solver.jobs.queues import QueueConfig
+from placer.solver.jobs.queues import QueueConfig, in_cluster_queues
 from placer.solver.policy import Policy
 from placer.solver.prices import PriceCatalog
 from placer.solver.reservations import Reservation
@@ -206,6 +206,8 @@ def placement_inputs(body: PlacementInputs, cluster: Cluster, limits: Limits) ->
         plan=p.plan,
         preemption=p.preemption,
     )
+    # Running pods of a shared Kueue ClusterQueue's LocalQueues in its queue, as the pending ones are read.
+    cluster = in_cluster_queues(cluster, options.queues)
     return Inputs(jobs, cluster, policy, body.now, options.queues, reservations, prices)
 
 

@@ -5,9 +5,17 @@ Why: on a Kubernetes cluster with Kueue, how many GPUs a team may hold is a ``Cl
 ``nominalQuota`` for ``nvidia.com/gpu`` (or ``amd.com/gpu``), and the team's pods name their
 ``LocalQueue`` (label ``kueue.x-k8s.io/queue-name``), which points to that ClusterQueue. placer's queue
 budget (``ml_limits.max_total_gpus``, the same ledger both engines and the checker keep) is per queue name,
-and the pod reader gives each pod its LocalQueue's name as queue, so each LocalQueue gets its
-ClusterQueue's GPU quota (the sum over the ClusterQueue's flavors) as its budget. Running pods count
-against it by the same label.
+and the pod reader gives each pod its LocalQueue's name as queue, so a LocalQueue gets its ClusterQueue's
+GPU quota (the sum over the ClusterQueue's flavors) as its budget. Running pods count against it by the
+same label.
+
+**Shared ClusterQueues.** Kueue's usual multi-tenant setup points several LocalQueues (one per team
+namespace, often of one name) at one ClusterQueue, whose quota they share. Then the queue is the
+ClusterQueue: its configuration is named after it and lists its LocalQueues as ``namespace/name``
+(``config.local_queues``), and a pod of one of them, pending (:func:`placer.solver.jobs.load.read_text`
+and the other readers) or running (``--pods``, ``placer.cli.inputs.with_kueue_queues``), gets the
+ClusterQueue's name as its queue, so all of them count against one budget. The same happens when one
+LocalQueue name is used in several namespaces.
 
 **Flavors.** When the document holds ``ResourceFlavor`` objects (``kubectl get
 clusterqueues,localqueues,resourceflavors -A -o json``), each LocalQueue's configuration also gets its
@@ -18,9 +26,7 @@ gives budgets only (the flavors' nodes are not known).
 
 What is not modelled, and refused or said rather than approximated:
 
-* a ClusterQueue shared by several LocalQueues: Kueue counts them against one quota, placer's budgets are
-  per queue name — refused, naming the ClusterQueue and its LocalQueues;
-* two LocalQueues of one name in different namespaces (pods name a LocalQueue by name only) — refused;
+* a queue name that would be both a LocalQueue's and a shared ClusterQueue's — refused;
 * borrowing within a cohort (``borrowingLimit``, ``lendingLimit``): the budget is the nominal quota,
   what Kueue guarantees; a ClusterQueue in a cohort may be admitted more by Kueue, never less;
 * CPU, memory and ``pods`` quotas: placer's queue budgets count GPUs (``docs/kubernetes.md`` says so).
@@ -105,48 +111,46 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 )
                 continue
             local.setdefault(name, []).append((str(meta.get("namespace") or "default"), cq, path))
-    users: dict[str, list[str]] = {}
-    for name, entries in local.items():
-        if len(entries) > 1:
-            spaces = ", ".join(sorted(ns for ns, _, _ in entries))
-            problems.append(
-                issue(
-                    "conflict",
-                    entries[1][2],
-                    f"LocalQueue {name!r} exists in namespaces {spaces}: pods name it by name only",
-                )
-            )
-        for _, cq, _ in entries:
-            users.setdefault(cq, []).append(name)
-    for cq, names in users.items():
-        if len(set(names)) > 1 and cq in quotas:
-            problems.append(
-                issue(
-                    "conflict",
-                    where,
-                    f"ClusterQueue {cq!r} is shared by LocalQueues {', '.join(sorted(set(names)))}: "
-                    "Kueue counts them against one quota, placer's budgets are per queue name",
-                )
-            )
     groups = {
         cq: _flavor_groups(spec, at, flavors, problems) if flavors else []
         for cq, (spec, at) in cluster_queues.items()
     }
-    out: list[dict[str, Any]] = []
+    users: dict[str, list[tuple[str, str]]] = {}  # ClusterQueue -> its LocalQueues (namespace, name)
     for name, entries in local.items():
-        _, cq, path = entries[0]
-        if cq not in cluster_queues:
-            problems.append(
-                issue("dependency", f"{path}.spec.clusterQueue", f"no ClusterQueue {cq!r} in the document")
-            )
-            continue
+        for namespace, cq, path in entries:
+            if cq not in cluster_queues:
+                why = f"no ClusterQueue {cq!r} in the document"
+                problems.append(issue("dependency", f"{path}.spec.clusterQueue", why))
+                continue
+            users.setdefault(cq, []).append((namespace, name))
+    out: list[dict[str, Any]] = []
+    for cq, members in users.items():
         config: dict[str, Any] = {}
         if cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
             config["ml_limits"] = {"max_total_gpus": quotas[cq]}
         if groups[cq]:
             config["flavor_groups"] = groups[cq]
-        if config:
+        if not config:
+            continue
+        name = members[0][1]
+        if len(members) == 1 and len(local[name]) == 1:  # one LocalQueue, its name unique: it is the queue
             out.append({"queue": name, "config": config})
+        else:  # shared, or a name used in several namespaces: the ClusterQueue, by namespace/name
+            config["local_queues"] = sorted(f"{ns}/{lq}" for ns, lq in members)
+            out.append({"queue": cq, "config": config})
+    named: dict[str, int] = {}
+    for entry in out:
+        named[entry["queue"]] = named.get(entry["queue"], 0) + 1
+    for queue, times in named.items():
+        if times > 1:
+            why = f"queue {queue!r} would be both a LocalQueue's and a shared ClusterQueue's name"
+            problems.append(issue("conflict", where, why))
+    for entry in out:  # a pod naming a LocalQueue of the key's name but of another ClusterQueue
+        listed = set(entry["config"].get("local_queues", ()))
+        strays = [f"{ns}/{entry['queue']}" for ns, _, _ in local.get(entry["queue"], ())]
+        for lq in (x for x in strays if listed and x not in listed):
+            why = f"LocalQueue {lq!r} is not in ClusterQueue {entry['queue']!r}, whose queue has its name"
+            problems.append(issue("conflict", where, why))
     if problems:
         raise JobValidationError(problems)
     return out

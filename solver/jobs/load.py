@@ -21,8 +21,9 @@ from typing import Any
 from placer.solver.jobs.detect import detect_object, parse_document
 from placer.solver.jobs.errors import Issue, JobValidationError, issue, located
 from placer.solver.jobs.formats import reader
-from placer.solver.jobs.model import ReadResult
+from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.jobs.options import ReadOptions
+from placer.solver.jobs.queues import local_queue_names
 from placer.topology.inputs import input_size, read_input, source_name
 
 __all__ = ["MAX_FILE_BYTES", "check_batch", "read_file", "read_files", "read_object", "read_text"]
@@ -49,7 +50,9 @@ def _guard(result: ReadResult, options: ReadOptions) -> ReadResult:
     from placer.solver.jobs.flavors import with_flavors
     from placer.solver.jobs.guards import check_job
 
-    job = result.job
+    job = _in_cluster_queue(result.job, options)
+    if job is not result.job:
+        result = result.model_copy(update={"job": job})
     qc = options.queues.get(job.queue) if job.queue is not None else None
     if qc is not None and qc.config.flavor_groups:  # the queue's node flavors (Kueue ResourceFlavors)
         job, kept_off = with_flavors(job, qc.config.flavor_groups)
@@ -62,6 +65,19 @@ def _guard(result: ReadResult, options: ReadOptions) -> ReadResult:
     if not problems:
         return result
     return result.model_copy(update={"ok": False, "job": None, "errors": [*result.errors, *problems]})
+
+
+def _in_cluster_queue(job: Job, options: ReadOptions) -> Job:
+    """A Kubernetes pod or workload whose Kueue LocalQueue (its queue, in its namespace) a queue
+    configuration lists (``config.local_queues``: a ClusterQueue shared by LocalQueues) takes that
+    queue, so that they all count against one quota (:mod:`placer.solver.jobs.kueue`)."""
+    if job.queue is None or not options.queues:
+        return job
+    namespace = (job.metadata.get("kubernetes") or {}).get("namespace")
+    shared = (
+        local_queue_names(options.queues).get((namespace, job.queue)) if isinstance(namespace, str) else None
+    )
+    return job if shared is None else job.model_copy(update={"queue": shared})
 
 
 def read_text(

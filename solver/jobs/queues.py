@@ -32,14 +32,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
 from placer.solver.jobs.flavors import FlavorGroup
 from placer.solver.jobs.kueue import is_kueue_document, kueue_queue_configs
+from placer.topology import Cluster
 
 __all__ = [
     "MAX_BUDGET_PER_HOUR",
     "MlLimits",
     "QueueConfig",
     "QueueSettings",
+    "in_cluster_queues",
     "load_queue_config_file",
     "load_queue_configs",
+    "local_queue_names",
     "pydantic_issues",
 ]
 
@@ -75,6 +78,10 @@ class QueueSettings(BaseModel):
     #: placer extension (not OJS): the queue's node flavors by resource group (Kueue ResourceFlavors of
     #: its ClusterQueue, :mod:`placer.solver.jobs.flavors`): its jobs run only on their nodes.
     flavor_groups: list[FlavorGroup] = Field(default_factory=list)
+    #: placer extension (not OJS): Kubernetes pods and workloads of these Kueue LocalQueues
+    #: (``namespace/name``) are this queue's, so that the LocalQueues of one ClusterQueue count against
+    #: one quota, as in Kueue (:mod:`placer.solver.jobs.kueue`). Empty: a job names the queue itself.
+    local_queues: list[str] = Field(default_factory=list)
 
 
 class QueueConfig(BaseModel):
@@ -218,10 +225,64 @@ def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueCon
             problems.append(
                 issue("duplicate", f"{prefix}.queue" if prefix else "queue", f"queue {qc.queue!r} twice")
             )
+        for k, lq in enumerate(qc.config.local_queues):
+            if lq.count("/") != 1 or not all(lq.split("/")):
+                at = f"{settings}.local_queues[{k}]"
+                problems.append(issue("malformed", at, f"{lq!r}: a LocalQueue is namespace/name"))
         out[qc.queue] = qc
+    seen: dict[str, str] = {}
+    for qc in out.values():
+        for lq in qc.config.local_queues:
+            if seen.setdefault(lq, qc.queue) != qc.queue:
+                why = f"LocalQueue {lq!r} is listed by queues {seen[lq]!r} and {qc.queue!r}"
+                problems.append(issue("conflict", "config.local_queues", why))
     if problems:
         raise JobValidationError(problems)
     return out
+
+
+def local_queue_names(queues: Mapping[str, QueueConfig]) -> dict[tuple[str, str], str]:
+    """``(namespace, LocalQueue) -> queue`` for the queues that list Kueue LocalQueues
+    (``config.local_queues``): what a Kubernetes pod's ``kueue.x-k8s.io/queue-name`` label means in its
+    namespace.
+
+    >>> qc = QueueConfig.model_validate({"queue": "cq", "config": {"local_queues": ["a/lq", "b/lq"]}})
+    >>> local_queue_names({"cq": qc})
+    {('a', 'lq'): 'cq', ('b', 'lq'): 'cq'}
+    """
+    out: dict[tuple[str, str], str] = {}
+    for name, qc in queues.items():
+        for lq in qc.config.local_queues:
+            namespace, _, local = lq.partition("/")
+            out[(namespace, local)] = name
+    return out
+
+
+def in_cluster_queues(cluster: Cluster, queues: Mapping[str, QueueConfig]) -> Cluster:
+    """``cluster`` with each running pod of a LocalQueue a queue lists (``config.local_queues``) in that
+    queue: as a pending pod is read (:func:`placer.solver.jobs.load.read_text`), so that running and
+    pending work of a shared ClusterQueue counts against one budget. A running pod's namespace is its
+    ``tenant`` (``placer cluster --pods``). The same cluster object when nothing moves.
+
+    >>> from placer.topology import cluster_of, dgx_h100
+    >>> qc = QueueConfig.model_validate({"queue": "cq", "config": {"local_queues": ["ml/lq"]}})
+    >>> c = cluster_of(dgx_h100(2))
+    >>> pod = {"job": "ml/p", "tenant": "ml", "queue": "lq", "replicas": [{"node": "dgx-h100-1"}]}
+    >>> in_cluster_queues(c.allocate(pod), {"cq": qc}).running_job("ml/p").queue
+    'cq'
+    """
+    names = local_queue_names(queues)
+    if not names:
+        return cluster
+    moved = [
+        rj
+        for rj in cluster.running_jobs()
+        if rj.tenant is not None and rj.queue is not None and (rj.tenant, rj.queue) in names
+    ]
+    if not moved:
+        return cluster
+    renamed = [rj.model_copy(update={"queue": names[(rj.tenant, rj.queue)]}) for rj in moved]  # type: ignore[index]
+    return cluster.release(*[rj.job for rj in moved]).with_allocations(renamed)
 
 
 def load_queue_config_file(path: str | Path) -> dict[str, QueueConfig]:

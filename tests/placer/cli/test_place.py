@@ -567,3 +567,51 @@ def test_example_inputs_preemption_reservation_budget(
     decision.write_text(json.dumps(out))
     argv = ["check", "--cluster", H100, "--jobs", *ALL_JOBS, *WITH_INPUTS, "--decision", str(decision)]
     assert main(argv) == 0
+
+
+@pytest.mark.parametrize("command", ["place", "check"])
+def test_a_shared_kueue_cluster_queue_counts_running_pods_of_every_local_queue(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --pods: ml's running pods (LocalQueue ml/team-a) hold 8 GPUs of team-a-cq's 12; research's pending
+    # pod (LocalQueue research/team-b, same ClusterQueue) asks 8: it waits on the shared budget. `check`
+    # reads the inputs the same way: a decision that places it breaks the budget (rule 17).
+    from tests.solver.jobs.test_kueue import NODES, RUNNING, _research_pod, _with_local_queue
+
+    doc = _with_local_queue("research", "team-b")
+    doc["items"][2]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = 12
+    kueue = write(tmp_path, "kueue.json", json.dumps(doc))
+    pods = write(
+        tmp_path, "pending.json", json.dumps({"apiVersion": "v1", "kind": "List", "items": [_research_pod()]})
+    )
+    inputs = ("--cluster", str(NODES), "--pods", str(RUNNING), "--jobs", pods, "--queue-config", kueue)
+    if command == "place":
+        rc, out = run_json(capsys, *inputs)
+        assert rc == 0
+        (p,) = Decision.model_validate(out).pending
+        assert p.job == "research/b-train" and p.reasons[0].code == "QUEUE_BUDGET"
+        assert "'team-a-cq'" in p.reasons[0].message
+        return
+    from placer.cli import check as check_cli
+
+    placed = {
+        "placements": [
+            {
+                "job": "research/b-train",
+                "replicas": [
+                    {
+                        "node": "ip-10-0-3-17.ec2.internal",
+                        "gpus": list(range(8)),
+                        "cpu_cores": 32,
+                        "memory_gb": 256,
+                    }
+                ],
+            }
+        ]
+    }
+    decision = write(tmp_path, "decision.json", json.dumps(placed))
+    parser = argparse.ArgumentParser(prog="placer")
+    check_cli.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["check", *inputs, "--decision", decision, "--json"])
+    assert args.run(args) == 1
+    assert "queue-budget" in capsys.readouterr().out

@@ -9,19 +9,21 @@ through the checker (which keeps the same budget ledger).
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from placer.solver.jobs import JobValidationError, read_file
-from placer.solver.jobs.queues import load_queue_configs
+from placer.solver.jobs import JobValidationError, ReadOptions, read_file, read_object
+from placer.solver.jobs.queues import in_cluster_queues, load_queue_configs
 from placer.topology.load import load_cluster
 from tests.solver.conftest import Solve, nodes_of, pending_reason
 
 REPO = Path(__file__).resolve().parents[3]
 NODES = REPO / "examples" / "importers" / "kubernetes_nodes.json"
 PODS = REPO / "tests" / "fixtures" / "kubernetes" / "pending_pods.json"
+RUNNING = REPO / "examples" / "importers" / "kubernetes_pods.json"
 
 
 def _kueue(gpus: Any) -> dict[str, Any]:
@@ -108,16 +110,80 @@ def _with_local_queue(namespace: str, name: str) -> dict[str, Any]:
 
 
 def test_what_placer_cannot_express_is_refused_naming_it() -> None:
-    shared = _refused(_with_local_queue("ml", "team-b"))
-    assert "ClusterQueue 'team-a-cq' is shared by LocalQueues team-a, team-b" in shared
-    assert "LocalQueue 'team-a' exists in namespaces ml, other" in _refused(
-        _with_local_queue("other", "team-a")
-    )
     orphan = copy.deepcopy(_kueue(8))
     orphan["items"][-1]["spec"]["clusterQueue"] = "nope"
     assert "no ClusterQueue 'nope' in the document" in _refused(orphan)
     assert "not a Kubernetes quantity" in _refused(_kueue("lots"))
     assert "a GPU quota is a whole number" in _refused(_kueue("1.5"))
+    clash = _with_local_queue("other", "x")  # team-a-cq shared: its queue is named team-a-cq ...
+    clash["items"].append(copy.deepcopy(clash["items"][2]))  # ... and a second ClusterQueue ...
+    clash["items"][-1]["metadata"]["name"] = "cq2"
+    clash["items"].append(  # ... has a LocalQueue of that very name
+        {
+            "kind": "LocalQueue",
+            "metadata": {"namespace": "z", "name": "team-a-cq"},
+            "spec": {"clusterQueue": "cq2"},
+        }
+    )
+    both = "queue 'team-a-cq' would be both a LocalQueue's and a shared ClusterQueue's name"
+    assert both in _refused(clash)
+    clash["items"][-2]["spec"] = {}  # cq2 sets no budget: z's pods would still say team-a-cq
+    assert "LocalQueue 'z/team-a-cq' is not in ClusterQueue 'team-a-cq'" in _refused(clash)
+
+
+# Shared ClusterQueues: Kueue's usual multi-tenant setup, one quota for the LocalQueues of several teams.
+
+
+def test_local_queues_of_one_cluster_queue_are_one_queue_named_after_it() -> None:
+    queues = load_queue_configs(_with_local_queue("research", "team-b"))
+    assert list(queues) == ["team-a-cq"]
+    config = queues["team-a-cq"].config
+    assert config.local_queues == ["ml/team-a", "research/team-b"]
+    assert config.ml_limits.max_total_gpus == 8
+    # One LocalQueue name in two namespaces: each namespace's pods are told apart the same way.
+    same_name = load_queue_configs(_with_local_queue("other", "team-a"))
+    assert same_name["team-a-cq"].config.local_queues == ["ml/team-a", "other/team-a"]
+
+
+def _research_pod() -> dict[str, Any]:
+    """``ml/h100-train`` (8 GPUs) as a pod of namespace ``research`` in its LocalQueue ``team-b``, without
+    its node selector (the a3 pool's other node is cordoned)."""
+    pods = json.loads(PODS.read_text())
+    pod = copy.deepcopy(next(p for p in pods["items"] if p["metadata"]["name"] == "h100-train"))
+    pod["metadata"].update(namespace="research", name="b-train", uid="research-b-train")
+    pod["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-b"}
+    del pod["spec"]["nodeSelector"]
+    return pod
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_running_and_pending_pods_of_a_shared_cluster_queue_count_against_one_quota(
+    solve: Solve, shared: bool
+) -> None:
+    # ml's two running pods (ml/llm-train, queue team-a) hold all 8 H100 of gke-a3-h100-node-1;
+    # research's pod (queue team-b) asks 8 GPUs, which only the A100 node has free. With team-b in
+    # team-a's ClusterQueue (quota 12), 8 run and 8 more would make 16: it waits. In a ClusterQueue of
+    # its own (quota 12), it runs.
+    doc = _with_local_queue("research", "team-b")
+    doc["items"][2]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["nominalQuota"] = 12
+    if not shared:
+        own = copy.deepcopy(doc["items"][2])
+        own["metadata"]["name"] = "team-b-cq"
+        doc["items"].append(own)
+        doc["items"][-2]["spec"]["clusterQueue"] = "team-b-cq"
+    queues = load_queue_configs(doc)
+    cluster = in_cluster_queues(load_cluster(NODES, pods=RUNNING), queues)
+    # ml/llm-train: the two pods of one owner, one running job (placer cluster --pods).
+    assert cluster.running_job("ml/llm-train").queue == ("team-a-cq" if shared else "team-a")
+    (pod,) = read_object(
+        {"apiVersion": "v1", "kind": "List", "items": [_research_pod()]}, options=ReadOptions(queues=queues)
+    )
+    assert pod.job.queue == ("team-a-cq" if shared else "team-b")  # alone in its ClusterQueue: its own name
+    d = solve([pod], cluster, queues=queues)
+    if shared:
+        assert (pending_reason(d, "research/b-train") or "").startswith("QUEUE_BUDGET")
+    else:
+        assert nodes_of(d, "research/b-train") == ["ip-10-0-3-17.ec2.internal"]
 
 
 # ResourceFlavors: the queue's jobs run only on its flavors' nodes, with their tolerations.
