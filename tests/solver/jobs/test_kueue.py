@@ -286,3 +286,24 @@ def test_flavor_problems_are_named() -> None:
     assert "resourceGroups[0].flavors: must be a list" in _refused(not_listed)
     bad_taint = _with_flavors({"nodeTaints": [{"key": "x", "effect": "Sometimes"}]})
     assert "flavor_groups" in _refused(bad_taint)
+
+
+def test_jobs_jobsets_and_workloads_take_their_shared_cluster_queue() -> None:
+    # The shipped Job, JobSet and Workload of namespace ml name LocalQueue user-queue (a label, or a
+    # Workload's spec.queueName); with user-queue of ml and of research in one ClusterQueue, each is read
+    # in that ClusterQueue's queue; read without the configuration they keep the LocalQueue's name.
+    doc = copy.deepcopy(_kueue(8))
+    doc["items"][-1]["metadata"]["name"] = "user-queue"
+    doc["items"].append(
+        {
+            "kind": "LocalQueue",
+            "metadata": {"namespace": "research", "name": "user-queue"},
+            "spec": {"clusterQueue": "team-a-cq"},
+        }
+    )
+    queues = load_queue_configs(doc)
+    workloads = REPO / "tests" / "fixtures" / "kubernetes" / "workloads.json"
+    shared = {r.id: r.job.queue for r in read_file(workloads, options=ReadOptions(queues=queues)) if r.job}
+    plain = {r.id: r.job.queue for r in read_file(workloads) if r.job}
+    assert shared and set(shared.values()) == {"team-a-cq"}
+    assert set(plain.values()) == {"user-queue"} and set(plain) == set(shared)
