@@ -307,3 +307,19 @@ def test_jobs_jobsets_and_workloads_take_their_shared_cluster_queue() -> None:
     plain = {r.id: r.job.queue for r in read_file(workloads) if r.job}
     assert shared and set(shared.values()) == {"team-a-cq"}
     assert set(plain.values()) == {"user-queue"} and set(plain) == set(shared)
+
+
+def test_a_queue_configuration_listing_local_queues_is_checked() -> None:
+    bad = [
+        {"queue": "a", "config": {"local_queues": ["ml/lq", "no-namespace"]}},
+        {"queue": "b", "config": {"local_queues": ["ml/lq"]}},
+    ]
+    with pytest.raises(JobValidationError) as e:
+        load_queue_configs(bad, source="queues.json")
+    found = {(i.code, i.path, i.message) for i in e.value.issues}
+    assert (
+        "malformed",
+        "[0].config.local_queues[1]",
+        "'no-namespace': a LocalQueue is namespace/name",
+    ) in found
+    assert any(code == "conflict" and "'ml/lq' is listed by queues 'a' and 'b'" in m for code, _, m in found)
