@@ -12,7 +12,7 @@ from datetime import datetime
 
 from placer.solver.admission import Admission
 from placer.solver.assignment import Assignment
-from placer.solver.budgets import Budgets, remaining_cost_room, remaining_room
+from placer.solver.budgets import Budgets, remaining_cohort_room, remaining_cost_room, remaining_room
 from placer.solver.candidates import UnitCandidates
 from placer.solver.decision import (
     Decision,
@@ -163,9 +163,15 @@ def _over_budget(plan: JobPlan, assignment: Assignment, budgets: Budgets, plans:
     evicted."""
     if not budgets.active or not plan.job.total_gpu_milli:
         return False
-    room_gpus, room_jobs = remaining_room(plan.job.queue, assignment, budgets, plans, job_rank(plan.job))
+    rank = job_rank(plan.job)
+    room_gpus, room_jobs = remaining_room(plan.job.queue, assignment, budgets, plans, rank)
     gpus = plan.job.total_gpu_milli / 1000
-    return (room_gpus is not None and gpus > room_gpus + 1e-9) or (room_jobs is not None and room_jobs < 1)
+    cohort = remaining_cohort_room(plan.job.queue, assignment, budgets, plans, rank)
+    return (
+        (room_gpus is not None and gpus > room_gpus + 1e-9)
+        or (room_jobs is not None and room_jobs < 1)
+        or (cohort is not None and gpus > cohort + 1e-9)
+    )
 
 
 def _budget_reasons(

@@ -14,6 +14,11 @@ jobs from their allocation). Amounts are integer money units (hundredths of a ce
 and the checker count them, so the three never disagree over a rounding. Over budget also means pending
 (``COST_BUDGET``).
 
+Cohorts (``config.cohort``, a Kueue cohort: its ClusterQueues borrow each other's unused quota): the
+GPUs of the cohort's queues' active jobs, together, stay within the cohort's total, on top of each
+queue's own ``max_total_gpus`` (its nominal quota plus what it may borrow). Over it a job waits
+(``QUEUE_BUDGET``, naming the cohort).
+
 Throttles (``Job.throttle``, a Slurm array's ``%N``): at most ``max_running`` jobs of a group at once,
 counting the group's running jobs (``RunningJob.throttle_group``) — evicted or not: a running array task
 evicted for another would only trade places — and the jobs placed. A job past it waits (``THROTTLE``).
@@ -48,7 +53,9 @@ __all__ = [
     "Budgets",
     "budget_cost",
     "charge_budget",
+    "cohort_room",
     "cost_left",
+    "remaining_cohort_room",
     "remaining_cost_room",
     "remaining_room",
     "running_gpus",
@@ -89,6 +96,10 @@ class Budgets:
     #: jobs.
     throttle_max: dict[str, int] = field(default_factory=dict)
     throttle_used: dict[str, int] = field(default_factory=dict)
+    #: Cohorts: each member queue's cohort, each cohort's GPU total, and what running jobs hold of it.
+    cohort_of: dict[str, str] = field(default_factory=dict)
+    cohort_max: dict[str, float] = field(default_factory=dict)
+    cohort_used: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
     def of(
@@ -115,11 +126,14 @@ class Budgets:
                 b.max_jobs[name] = lim.max_concurrent_gpu_jobs
             if lim.max_cost_per_hour is not None:
                 b.max_cost[name] = to_units(lim.max_cost_per_hour)
+            if qc.config.cohort is not None:
+                b.cohort_of[name] = qc.config.cohort.name
+                b.cohort_max[qc.config.cohort.name] = float(qc.config.cohort.max_total_gpus)
         if prices is not None:
             b.tenant_max_cost = {t: to_units(v) for t, v in prices.budgets.tenants.items()}
         if not b.active:
             return b  # no budgets: nothing to count (10,000 running jobs would cost a tenth of a second)
-        queued = bool(b.max_gpus or b.max_jobs or b.max_cost or b.tenant_max_cost)
+        queued = bool(b.max_gpus or b.max_jobs or b.max_cost or b.tenant_max_cost or b.cohort_max)
         for rj in running:
             if rj.throttle_group in b.throttle_max:
                 b.throttle_used[rj.throttle_group] = b.throttle_used.get(rj.throttle_group, 0) + 1
@@ -131,6 +145,9 @@ class Budgets:
                 b.running[rj.job] = (rj.queue, gpus)
                 b.used_gpus[rj.queue] = b.used_gpus.get(rj.queue, 0.0) + gpus
                 b.used_jobs[rj.queue] = b.used_jobs.get(rj.queue, 0) + 1
+                if rj.queue in b.cohort_of:
+                    c = b.cohort_of[rj.queue]
+                    b.cohort_used[c] = b.cohort_used.get(c, 0.0) + gpus
             if cluster is None or prices is None or not b.costs(rj.queue, rj.tenant):
                 continue
             units = running_units(cluster, rj, prices)
@@ -145,7 +162,12 @@ class Budgets:
     def active(self) -> bool:
         """Whether any queue (or tenant) has a budget, or a job of the batch a throttle, at all."""
         return bool(
-            self.max_gpus or self.max_jobs or self.max_cost or self.tenant_max_cost or self.throttle_max
+            self.max_gpus
+            or self.max_jobs
+            or self.max_cost
+            or self.tenant_max_cost
+            or self.throttle_max
+            or self.cohort_max
         )
 
     def throttle_room(self, job: Job) -> int | None:
@@ -206,6 +228,38 @@ class Budgets:
         if queue in self.max_jobs:
             jobs = self.max_jobs[queue] - self.used_jobs.get(queue, 0) + back_jobs
         return (gpus, jobs)
+
+
+def cohort_room(budgets: Budgets, queue: str | None, evicted: Iterable[str] = ()) -> float | None:
+    """GPUs the cohort of ``queue`` may still add (None: the queue is in no cohort); evicted running jobs
+    of any of the cohort's queues give theirs back."""
+    cohort = budgets.cohort_of.get(queue or "")
+    if cohort is None:
+        return None
+    back = 0.0
+    for job in evicted:
+        q, g = budgets.running.get(job, (None, 0.0))
+        if q is not None and budgets.cohort_of.get(q) == cohort:
+            back += g
+    return budgets.cohort_max[cohort] - budgets.cohort_used.get(cohort, 0.0) + back
+
+
+def remaining_cohort_room(
+    queue: str | None, assignment: object, budgets: Budgets, plans: list, below: int | None = None
+) -> float | None:
+    """The cohort's GPU room left after an answer, as :func:`remaining_room` counts a queue's."""
+    cohort = budgets.cohort_of.get(queue or "")
+    if cohort is None:
+        return None
+    evicted = list(getattr(assignment, "evictions", {}))
+    if below is not None:
+        evicted = [v for v in evicted if budgets.ranks.get(v, below) < below]
+    room = cohort_room(budgets, queue, evicted)
+    assert room is not None
+    for i, reps in getattr(assignment, "placed", {}).items():
+        if budgets.cohort_of.get(plans[i].job.queue or "") == cohort:
+            room -= sum(r.unit.need.gpus + r.unit.need.milli / 1000 for r in reps if r.node is not None)
+    return room
 
 
 def remaining_room(
@@ -281,6 +335,12 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
             return False
         if room_jobs is not None and added_jobs + 1 > room_jobs:
             return False
+        c_room = cohort_room(budgets, queue, _evicted_below(plan, state))
+        if (
+            c_room is not None
+            and state.cohort_use.get(budgets.cohort_of[queue or ""], 0.0) + gpus > c_room + 1e-9
+        ):
+            return False
     units = budget_cost(plan, replicas, state, budgets)
     if not units:
         return True  # not under a dollar budget, or adds nothing to it
@@ -331,6 +391,9 @@ def charge_budget(
     if gpus > 0 and plan.job.queue is not None:
         g, j = state.queue_use.get(plan.job.queue, (0.0, 0))
         state.queue_use[plan.job.queue] = (g + gpus, j + 1)
+        cohort = budgets.cohort_of.get(plan.job.queue) if budgets is not None else None
+        if cohort is not None:
+            state.cohort_use[cohort] = state.cohort_use.get(cohort, 0.0) + gpus
     units = budget_cost(plan, replicas, state, budgets)
     if units is not None:
         queue, tenant = plan.job.queue or "", plan.job.tenant or ""

@@ -62,7 +62,7 @@ def _counts(d: dict[str, int], words: dict[str, str]) -> str:
 def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: list[JobPlan]) -> Reason:
     """``QUEUE_BUDGET``: the job fits the cluster but not its queue's GPU budget (OJS ML §10.3); the message
     says what budget change would let it run."""
-    from placer.solver.budgets import remaining_room
+    from placer.solver.budgets import remaining_cohort_room, remaining_room
 
     queue = plan.job.queue
     rank = job_rank(plan.job)
@@ -70,6 +70,25 @@ def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: 
     need = plan.job.total_gpu_milli / 1000
     parts = []
     details: dict[str, object] = {"queue": queue, "gpus": need}
+    cohort_left = remaining_cohort_room(queue, assignment, budgets, plans, rank)  # type: ignore[arg-type]
+    if (
+        (room_gpus is None or need <= room_gpus + 1e-9)
+        and cohort_left is not None
+        and need > cohort_left + 1e-9
+    ):
+        cohort = budgets.cohort_of[queue]  # type: ignore[attr-defined, index]
+        more = need - cohort_left
+        left = (
+            f"has {cohort_left:g} GPUs left" if cohort_left >= 0 else f"is already {-cohort_left:g} GPUs over"
+        )
+        details.update(cohort=cohort, more_gpus=more)
+        return Reason(
+            code="QUEUE_BUDGET",
+            message=f"queue {queue!r} is within its own GPU budget but its cohort {cohort!r} {left} of its "
+            f"total: it needs {need:g} GPUs — fits if the cohort allowed {more:g} more GPUs (it waits; it is "
+            "not rejected)",
+            details=details,
+        )
     if room_gpus is not None and need > room_gpus + 1e-9:
         more = need - room_gpus  # a queue already over its budget needs the excess too
         left = (

@@ -87,6 +87,7 @@ def check_budgets(
     jobs = list(jobs)
     rank_of_job = rank or (lambda job: rank_of(job.priority_class.value, job.priority))
     yield from _check_gpus(decision, jobs, cluster, queues, rank_of_job)
+    yield from _check_cohorts(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_costs(decision, jobs, cluster, queues, prices or PriceCatalog.default(), rank_of_job)
 
 
@@ -169,6 +170,58 @@ def _check_gpus(
                     f"{_level_message(*over, 'GPU jobs')}; max_concurrent_gpu_jobs is "
                     f"{lim.max_concurrent_gpu_jobs}",
                 )
+
+
+def _check_cohorts(
+    decision: Decision,
+    jobs: list[Job],
+    cluster: Cluster,
+    queues: Mapping[str, QueueConfig],
+    rank: Callable[[Job], Rank],
+) -> Iterator[Violation]:
+    """A cohort's queues (``config.cohort``) together hold at most its ``max_total_gpus`` after the
+    decision: their running GPU jobs not evicted, plus their placed ones (a Kueue cohort's quota)."""
+    cohorts: dict[str, tuple[int, set[str]]] = {}
+    for name, qc in queues.items():
+        c = qc.config.cohort
+        if c is not None:
+            cohorts.setdefault(c.name, (c.max_total_gpus, set()))[1].add(name)
+    if not cohorts:
+        return
+    member = {q: c for c, (_, qs) in cohorts.items() for q in qs}
+    evicted = {e.job for e in decision.preemptions}
+    ledgers: dict[str, _Ledger] = {}
+    for rj in cluster.running_jobs():
+        g = _gpus(rj.replicas)
+        c = member.get(rj.queue or "")
+        if c is None or g <= 0:
+            continue
+        ledger = ledgers.setdefault(c, _Ledger())
+        if rj.job in evicted:
+            ledger.evicted.append((rank_of(rj.priority_class, rj.priority), g))
+        else:
+            ledger.staying += g
+    by_id = {j.id: j for j in jobs}
+    for p in decision.placements:
+        job = by_id.get(p.job)
+        c = member.get(job.queue or "") if job is not None else None
+        g = _gpus(p.replicas)
+        if job is not None and c is not None and g > 0:
+            ledgers.setdefault(c, _Ledger()).placed.append((rank(job), g))
+    for c, (most, _) in sorted(cohorts.items()):
+        ledger = ledgers.get(c, _Ledger())
+        if not ledger.added:
+            continue
+        if ledger.total > most + 1e-9:
+            yield Violation(
+                "queue-budget",
+                c,
+                f"cohort holds {ledger.total:g} GPUs after the decision; its total is {most}",
+            )
+        elif (over := ledger.over_at_level(most)) is not None:
+            yield Violation(
+                "queue-budget", c, f"{_level_message(*over, 'GPUs')}; the cohort's total is {most}"
+            )
 
 
 def _check_costs(

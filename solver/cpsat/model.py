@@ -48,6 +48,7 @@ from placer.solver.snapshot import scope_value
 from placer.solver.tpu_shapes import host_chips
 
 if TYPE_CHECKING:  # the builder makes the model: a name for the annotation only
+    from placer.solver.budgets import Budgets
     from placer.solver.cpsat.reduce import Builder
 
 __all__ = ["Model"]
@@ -473,6 +474,40 @@ class Model(Hinting, Searching, Realizing):
                     room_jobs,
                     [(vrank[vid], self.e[vid]) for vid, _ in back],
                 )
+        self._cohorts(budgets)
+
+    def _cohorts(self, budgets: Budgets) -> None:
+        """Cohort budgets: the GPUs (thousandths) placed in a cohort's queues stay within what the
+        cohort's running jobs leave, plus what evictions of them give back (by rank, as a queue's)."""
+        by_cohort: dict[str, list[int]] = {}
+        for p in self.ids:
+            c = budgets.cohort_of.get(self.plans[p].job.queue or "")
+            if c is not None:
+                by_cohort.setdefault(c, []).append(p)
+        vrank = {v.id: v.rank for v in self.b.victims}
+        for c, ps in by_cohort.items():
+            milli = {
+                p: sum(
+                    u.replicas * (u.need.gpus * 1000 + u.need.milli)
+                    for u in self.plans[p].units
+                    if u.tpu is None
+                )
+                for p in ps
+            }
+            gpu_ps = [p for p in ps if milli[p] > 0]
+            if not gpu_ps:
+                continue
+            room = budgets.cohort_max[c] - budgets.cohort_used.get(c, 0.0)
+            back = [
+                (vid, budgets.running[vid][1])
+                for vid in self.e
+                if budgets.cohort_of.get(budgets.running.get(vid, ("", 0))[0]) == c
+            ]
+            self._within_by_rank(
+                [(job_rank(self.plans[p].job), milli[p] * self.placed[p]) for p in gpu_ps],
+                int(np.floor(room * 1000 + 1e-6)),
+                [(vrank[vid], round(g * 1000) * self.e[vid]) for vid, g in back],
+            )
 
     def _within_by_rank(
         self,

@@ -24,11 +24,19 @@ ClusterQueue's resource groups with their flavors' ``nodeLabels``, ``nodeTaints`
 ClusterQueue naming a flavor the document lacks is refused then; a document without any ResourceFlavor
 gives budgets only (the flavors' nodes are not known).
 
+**Cohorts.** ClusterQueues of one cohort (``spec.cohort``, v1beta2 ``spec.cohortName``) borrow each
+other's unused quota: each queue's budget is then its nominal GPU quota plus its ``borrowingLimit``
+(summed over flavors; none when a GPU resource has no limit: it may borrow whatever is unused), and its
+configuration carries the cohort's total, the nominal quotas of all its ClusterQueues
+(``config.cohort``), which the GPUs of all their queues' active jobs share (both engines and the checker;
+``QUEUE_BUDGET`` names the cohort when it is what is full). Reclaiming borrowed quota by preemption
+(``reclaimWithinCohort``) is not modelled: placer evicts by priority only.
+
 What is not modelled, and refused or said rather than approximated:
 
 * a queue name that would be both a LocalQueue's and a shared ClusterQueue's — refused;
-* borrowing within a cohort (``borrowingLimit``, ``lendingLimit``): the budget is the nominal quota,
-  what Kueue guarantees; a ClusterQueue in a cohort may be admitted more by Kueue, never less;
+* a ``lendingLimit`` on a GPU quota, and a ``Cohort`` object's own quotas or parent (hierarchical
+  cohorts) — refused;
 * CPU, memory and ``pods`` quotas: placer's queue budgets count GPUs (``docs/kubernetes.md`` says so).
 
 The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o yaml``) prints: a
@@ -88,6 +96,8 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     cluster_queues: dict[str, tuple[dict[str, Any], str]] = {}  # name -> (spec, path)
     flavors: dict[str, dict[str, Any]] = {}
     local: dict[str, list[tuple[str, str, str]]] = {}  # LocalQueue name -> [(namespace, ClusterQueue, path)]
+    cohort_of: dict[str, str] = {}  # ClusterQueue -> its cohort
+    borrowing: dict[str, int | None] = {}  # ClusterQueue in a cohort -> GPUs it may borrow (None: no limit)
     for i, item in enumerate(_items(obj) or []):
         path = f"{where}: items[{i}]"
         if not isinstance(item, dict):
@@ -103,6 +113,15 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             total = _gpu_quota(spec, f"{path}.spec", problems)
             if total is not None:
                 quotas[name] = total
+            cohort = spec.get("cohort") or spec.get("cohortName")  # v1beta1, v1beta2
+            if isinstance(cohort, str) and cohort:
+                cohort_of[name] = cohort
+                borrowing[name] = _gpu_borrowing(spec, f"{path}.spec", problems)
+        elif item.get("kind") == "Cohort" and isinstance(name, str):
+            for key in ("resourceGroups", "parentName", "parent"):
+                if spec.get(key):
+                    why = f"a Cohort's own {key} (cohort quotas, nested cohorts) is not modelled"
+                    problems.append(issue("unsupported", f"{path}.spec.{key}", why))
         elif item.get("kind") == "LocalQueue" and isinstance(name, str):
             cq = spec.get("clusterQueue")
             if not isinstance(cq, str) or not cq:
@@ -123,10 +142,19 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 problems.append(issue("dependency", f"{path}.spec.clusterQueue", why))
                 continue
             users.setdefault(cq, []).append((namespace, name))
+    totals: dict[str, int] = {}  # cohort -> the nominal GPU quotas of its ClusterQueues
+    for cq, cohort in cohort_of.items():
+        totals[cohort] = totals.get(cohort, 0) + quotas.get(cq, 0)
     out: list[dict[str, Any]] = []
     for cq, members in users.items():
         config: dict[str, Any] = {}
-        if cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
+        cohort = cohort_of.get(cq)
+        if cohort is not None:  # nominal plus what it may borrow, and the cohort's total
+            more = borrowing[cq]
+            if more is not None:
+                config["ml_limits"] = {"max_total_gpus": quotas.get(cq, 0) + more}
+            config["cohort"] = {"name": cohort, "max_total_gpus": totals[cohort]}
+        elif cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
             config["ml_limits"] = {"max_total_gpus": quotas[cq]}
         if groups[cq]:
             config["flavor_groups"] = groups[cq]
@@ -154,6 +182,44 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     if problems:
         raise JobValidationError(problems)
     return out
+
+
+def _gpu_borrowing(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | None:
+    """The GPUs a ClusterQueue of a cohort may borrow beyond its nominal quota: its GPU resources'
+    ``borrowingLimit`` summed over its flavors; None when one of them has none (Kueue then lets it borrow
+    all the cohort leaves unused). A ``lendingLimit`` is refused: what the others may take of this queue's
+    quota would need a budget per lender, which placer's cohort total does not express."""
+    total: int | None = 0
+    for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
+        for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
+            for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
+                if not isinstance(res, dict) or res.get("name") not in GPU_RESOURCES:
+                    continue
+                at = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]"
+                if res.get("lendingLimit") is not None:
+                    why = "lendingLimit is not modelled: placer's cohort budget is one total"
+                    problems.append(issue("unsupported", f"{at}.lendingLimit", why))
+                limit = res.get("borrowingLimit")
+                if limit is None:
+                    total = None
+                    continue
+                try:
+                    value = parse_quantity(limit)
+                except (ValueError, TypeError) as e:
+                    problems.append(issue("type", f"{at}.borrowingLimit", f"not a Kubernetes quantity: {e}"))
+                    continue
+                if value != value.to_integral_value() or value < 0:
+                    problems.append(
+                        issue("range", f"{at}.borrowingLimit", f"a GPU limit is a whole number, got {value}")
+                    )
+                    continue
+                if total is not None:
+                    total += int(value)
+    return total
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _gpu_quota(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | None:

@@ -36,6 +36,7 @@ from placer.topology import Cluster
 
 __all__ = [
     "MAX_BUDGET_PER_HOUR",
+    "Cohort",
     "MlLimits",
     "QueueConfig",
     "QueueSettings",
@@ -70,6 +71,18 @@ class MlLimits(BaseModel):
     max_cost_per_hour: float | None = Field(default=None, ge=0, le=MAX_BUDGET_PER_HOUR)
 
 
+class Cohort(BaseModel):
+    """placer extension (not OJS): a budget several queues share on top of their own (a Kueue cohort: its
+    ClusterQueues borrow each other's unused quota). Their active GPU jobs — running and not evicted, plus
+    placed — hold at most ``max_total_gpus`` together; each queue's own ``ml_limits.max_total_gpus`` (its
+    nominal quota plus what it may borrow) still holds. Every queue of a cohort states the same total."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    name: str = Field(min_length=1)
+    max_total_gpus: int = Field(ge=0)
+
+
 class QueueSettings(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -82,6 +95,8 @@ class QueueSettings(BaseModel):
     #: (``namespace/name``) are this queue's, so that the LocalQueues of one ClusterQueue count against
     #: one quota, as in Kueue (:mod:`placer.solver.jobs.kueue`). Empty: a job names the queue itself.
     local_queues: list[str] = Field(default_factory=list)
+    #: placer extension (not OJS): the shared budget of the cohort the queue is in (:class:`Cohort`).
+    cohort: Cohort | None = None
 
 
 class QueueConfig(BaseModel):
@@ -230,6 +245,13 @@ def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueCon
                 at = f"{settings}.local_queues[{k}]"
                 problems.append(issue("malformed", at, f"{lq!r}: a LocalQueue is namespace/name"))
         out[qc.queue] = qc
+    totals: dict[str, tuple[int, str]] = {}
+    for qc in out.values():
+        c = qc.config.cohort
+        if c is not None and totals.setdefault(c.name, (c.max_total_gpus, qc.queue))[0] != c.max_total_gpus:
+            first = totals[c.name][1]
+            why = f"queues {first!r} and {qc.queue!r} state different totals for cohort {c.name!r}"
+            problems.append(issue("conflict", "config.cohort.max_total_gpus", why))
     seen: dict[str, str] = {}
     for qc in out.values():
         for lq in qc.config.local_queues:

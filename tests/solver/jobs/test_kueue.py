@@ -15,8 +15,11 @@ from typing import Any
 
 import pytest
 
+from placer.solver.checks import check
+from placer.solver.engine import place
 from placer.solver.jobs import JobValidationError, ReadOptions, read_file, read_object
 from placer.solver.jobs.queues import in_cluster_queues, load_queue_configs
+from placer.solver.policy import Policy
 from placer.topology.load import load_cluster
 from tests.solver.conftest import Solve, nodes_of, pending_reason
 
@@ -323,3 +326,94 @@ def test_a_queue_configuration_listing_local_queues_is_checked() -> None:
         "'no-namespace': a LocalQueue is namespace/name",
     ) in found
     assert any(code == "conflict" and "'ml/lq' is listed by queues 'a' and 'b'" in m for code, _, m in found)
+
+
+# Cohorts: ClusterQueues that borrow each other's unused quota, within the cohort's total.
+
+
+def _cohort_doc(borrow_a: int | None, *, cohort: bool = True) -> dict[str, Any]:
+    """team-a-cq (nominal 4 GPUs, borrowingLimit ``borrow_a``) for ml/team-a and team-b-cq (nominal 8, no
+    borrowingLimit) for research/team-b, both in cohort ``research`` (unless ``cohort`` is False)."""
+    doc = _with_local_queue("research", "team-b")
+    a = doc["items"][2]
+    gpu = a["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
+    gpu["nominalQuota"] = 4
+    if borrow_a is not None:  # on both flavors: a GPU resource without a limit may borrow without one
+        gpu["borrowingLimit"] = borrow_a
+        a["spec"]["resourceGroups"][0]["flavors"][1]["resources"][2]["borrowingLimit"] = 0
+    b = copy.deepcopy(a)
+    b["metadata"]["name"] = "team-b-cq"
+    b_gpu = b["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]
+    b_gpu["nominalQuota"] = 8
+    b_gpu.pop("borrowingLimit", None)
+    doc["items"].append(b)
+    doc["items"][-2]["spec"]["clusterQueue"] = "team-b-cq"  # research/team-b
+    if cohort:
+        a["spec"]["cohort"] = "research"
+        b["spec"]["cohortName"] = "research"  # the v1beta2 spelling
+    return doc
+
+
+def test_a_cohorts_queues_get_nominal_plus_borrowing_and_the_cohorts_total() -> None:
+    queues = load_queue_configs(_cohort_doc(8))
+    a, b = queues["team-a"].config, queues["team-b"].config
+    assert a.ml_limits.max_total_gpus == 4 + 8 and b.ml_limits.max_total_gpus is None  # b: no limit
+    assert a.cohort is not None and b.cohort is not None
+    assert (
+        (a.cohort.name, a.cohort.max_total_gpus)
+        == (b.cohort.name, b.cohort.max_total_gpus)
+        == ("research", 12)
+    )
+    plain = load_queue_configs(_cohort_doc(8, cohort=False))
+    assert plain["team-a"].config.ml_limits.max_total_gpus == 4 and plain["team-a"].config.cohort is None
+
+
+@pytest.mark.parametrize("cohort", [True, False])
+def test_a_cohort_lends_unused_quota_and_holds_its_total(solve: Solve, cohort: bool) -> None:
+    # ml's running llm-train (team-a) holds 8 GPUs: 4 of its own and 4 borrowed from team-b-cq. research's
+    # 8-GPU pod (team-b, nominal 8) would bring the cohort to 16 of its 12: it waits, QUEUE_BUDGET naming
+    # the cohort. Outside a cohort team-b-cq's 8 are its own, and the pod runs.
+    queues = load_queue_configs(_cohort_doc(8, cohort=cohort))
+    cluster = in_cluster_queues(load_cluster(NODES, pods=RUNNING), queues)
+    (pod,) = read_object(
+        {"apiVersion": "v1", "kind": "List", "items": [_research_pod()]}, options=ReadOptions(queues=queues)
+    )
+    d = solve([pod], cluster, queues=queues)
+    assert not d.stats.status.startswith("CPSAT_REJECTED"), d.stats.status  # CP-SAT's model keeps it too
+    if not cohort:
+        assert nodes_of(d, "research/b-train") == ["ip-10-0-3-17.ec2.internal"]
+        return
+    (p,) = d.pending
+    (reason,) = p.reasons
+    assert reason.code == "QUEUE_BUDGET" and reason.details["cohort"] == "research"
+    assert reason.details["more_gpus"] == 8 + 8 - 12
+    # The checker holds a decision that places it (where it runs without the cohort) to the cohort's total.
+    alone = place(
+        [pod.job], cluster, Policy(engine="greedy"), queues=load_queue_configs(_cohort_doc(8, cohort=False))
+    )
+    assert [p.job for p in alone.placements] == ["research/b-train"]
+    assert [v.rule for v in check(alone, [pod.job], cluster, queues=queues)] == ["queue-budget"]
+
+
+def test_what_a_cohort_cannot_express_is_refused() -> None:
+    lending = _cohort_doc(8)
+    lending["items"][2]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["lendingLimit"] = 2
+    assert "lendingLimit is not modelled" in _refused(lending)
+    nested = _cohort_doc(8)
+    nested["items"].append(
+        {"kind": "Cohort", "metadata": {"name": "research"}, "spec": {"parentName": "org"}}
+    )
+    assert "a Cohort's own parentName (cohort quotas, nested cohorts) is not modelled" in _refused(nested)
+
+
+@pytest.mark.parametrize("cohort", [True, False])
+def test_a_queue_of_a_cohort_borrows_what_the_others_leave_unused(solve: Solve, cohort: bool) -> None:
+    # ml/h100-train (team-a, 8 H100) on an idle cluster: team-a-cq's own quota is 4, but in the cohort it
+    # may borrow up to 8 of team-b-cq's unused 8, so it runs; outside the cohort it waits on its 4.
+    queues = load_queue_configs(_cohort_doc(8, cohort=cohort))
+    jobs = [r for r in read_file(PODS, options=ReadOptions(queues=queues)) if r.id == "ml/h100-train"]
+    d = solve(jobs, load_cluster(NODES), queues=queues)
+    if cohort:
+        assert nodes_of(d, "ml/h100-train") == ["gke-a3-h100-node-1"]
+    else:
+        assert (pending_reason(d, "ml/h100-train") or "").startswith("QUEUE_BUDGET")
