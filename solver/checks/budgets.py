@@ -30,7 +30,7 @@ from typing import Any
 
 from placer.solver.checks.preemption import rank_of
 from placer.solver.checks.violation import Violation
-from placer.solver.decision import Decision
+from placer.solver.decision import Decision, JobPlacement
 from placer.solver.jobs.model import GpuAffinity, Job
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.prices import UNITS_PER_DOLLAR, PriceCatalog, replica_units, to_units
@@ -72,6 +72,38 @@ class _Ledger:
         return None
 
 
+def _ledgers(
+    decision: Decision,
+    jobs: list[Job],
+    cluster: Cluster,
+    keys: Callable[[str | None, str | None], list[Any]],
+    running_amount: Callable[[Any], float],
+    placed_amount: Callable[[Job, JobPlacement], float],
+    rank: Callable[[Job], Rank],
+) -> dict[Any, _Ledger]:
+    """One ledger per budget key: what running jobs (``keys(queue, tenant)`` of each) hold, staying or
+    evicted by the decision, and what its placements add; amounts at or below 0 count nowhere."""
+    out: dict[Any, _Ledger] = {}
+    evicted = {e.job for e in decision.preemptions}
+    for rj in cluster.running_jobs():
+        ks = keys(rj.queue, rj.tenant)
+        amount = running_amount(rj) if ks else 0.0
+        for k in ks if amount > 0 else ():
+            ledger = out.setdefault(k, _Ledger())
+            if rj.job in evicted:
+                ledger.evicted.append((rank_of(rj.priority_class, rj.priority), amount))
+            else:
+                ledger.staying += amount
+    by_id = {j.id: j for j in jobs}
+    for p in decision.placements:
+        job = by_id.get(p.job)
+        ks = keys(job.queue, job.tenant) if job is not None else []
+        amount = placed_amount(job, p) if ks else 0.0  # type: ignore[arg-type]
+        for k in ks if amount > 0 else ():
+            out.setdefault(k, _Ledger()).placed.append((rank(job), amount))  # type: ignore[arg-type]
+    return out
+
+
 def check_budgets(
     decision: Decision,
     jobs: Iterable[Job],
@@ -111,31 +143,22 @@ def _check_gpus(
 ) -> Iterator[Violation]:
     if not queues:
         return
-    evicted = {e.job for e in decision.preemptions}
-    by_id = {j.id: j for j in jobs}
-    gpus: dict[str, _Ledger] = {}
-    count: dict[str, _Ledger] = {}
-    for rj in cluster.running_jobs():
-        g = _gpus(rj.replicas)
-        if rj.queue is None or g <= 0:
-            continue
-        gl, cl = gpus.setdefault(rj.queue, _Ledger()), count.setdefault(rj.queue, _Ledger())
-        if rj.job in evicted:
-            r = rank_of(rj.priority_class, rj.priority)
-            gl.evicted.append((r, g))
-            cl.evicted.append((r, 1))
-        else:
-            gl.staying += g
-            cl.staying += 1
-    for p in decision.placements:
-        job = by_id.get(p.job)
-        if job is None or job.queue is None:
-            continue
-        g = _gpus(p.replicas)
-        if g > 0:
-            r = rank(job)
-            gpus.setdefault(job.queue, _Ledger()).placed.append((r, g))
-            count.setdefault(job.queue, _Ledger()).placed.append((r, 1))
+
+    def queue(q: str | None, _: str | None) -> list[str]:
+        return [q] if q is not None else []
+
+    gpus = _ledgers(
+        decision, jobs, cluster, queue, lambda rj: _gpus(rj.replicas), lambda _, p: _gpus(p.replicas), rank
+    )
+    count = _ledgers(  # a GPU job counts one
+        decision,
+        jobs,
+        cluster,
+        queue,
+        lambda rj: 1.0 if _gpus(rj.replicas) > 0 else 0.0,
+        lambda _, p: 1.0 if _gpus(p.replicas) > 0 else 0.0,
+        rank,
+    )
     for name, qc in sorted(queues.items()):
         gl, cl = gpus.get(name, _Ledger()), count.get(name, _Ledger())
         if not gl.added:
@@ -189,25 +212,15 @@ def _check_cohorts(
     if not cohorts:
         return
     member = {q: c for c, (_, qs) in cohorts.items() for q in qs}
-    evicted = {e.job for e in decision.preemptions}
-    ledgers: dict[str, _Ledger] = {}
-    for rj in cluster.running_jobs():
-        g = _gpus(rj.replicas)
-        c = member.get(rj.queue or "")
-        if c is None or g <= 0:
-            continue
-        ledger = ledgers.setdefault(c, _Ledger())
-        if rj.job in evicted:
-            ledger.evicted.append((rank_of(rj.priority_class, rj.priority), g))
-        else:
-            ledger.staying += g
-    by_id = {j.id: j for j in jobs}
-    for p in decision.placements:
-        job = by_id.get(p.job)
-        c = member.get(job.queue or "") if job is not None else None
-        g = _gpus(p.replicas)
-        if job is not None and c is not None and g > 0:
-            ledgers.setdefault(c, _Ledger()).placed.append((rank(job), g))
+    ledgers = _ledgers(
+        decision,
+        jobs,
+        cluster,
+        lambda queue, _: [member[queue]] if queue in member else [],
+        lambda rj: _gpus(rj.replicas),
+        lambda _, p: _gpus(p.replicas),
+        rank,
+    )
     for c, (most, _) in sorted(cohorts.items()):
         ledger = ledgers.get(c, _Ledger())
         if not ledger.added:
@@ -240,33 +253,21 @@ def _check_costs(
     limits.update({("tenant", t): to_units(v) for t, v in prices.budgets.tenants.items()})
     if not limits:
         return
-    ledgers: dict[tuple[str, str], _Ledger] = {}
 
     def keys(queue: str | None, tenant: str | None) -> list[tuple[str, str]]:
         return [k for k in (("queue", queue), ("tenant", tenant)) if k[1] is not None and k in limits]  # type: ignore[misc]
 
-    evicted = {e.job for e in decision.preemptions}
-    for rj in cluster.running_jobs():
-        ks = keys(rj.queue, rj.tenant)
-        if not ks:
-            continue
-        units = sum(replica_units(cluster, r, prices) for r in rj.replicas)
-        for k in ks:
-            ledger = ledgers.setdefault(k, _Ledger())
-            if rj.job in evicted:
-                ledger.evicted.append((rank_of(rj.priority_class, rj.priority), units))
-            else:
-                ledger.staying += units
-    by_id = {j.id: j for j in jobs}
-    for p in decision.placements:
-        job = by_id.get(p.job)
-        if job is None or not (ks := keys(job.queue, job.tenant)):
-            continue
-        units = sum(
-            replica_units(cluster, r, prices, whole=_exclusive(job, r.task_group)) for r in p.replicas
-        )
-        for k in ks:
-            ledgers.setdefault(k, _Ledger()).placed.append((rank(job), units))
+    ledgers = _ledgers(
+        decision,
+        jobs,
+        cluster,
+        keys,
+        lambda rj: float(sum(replica_units(cluster, r, prices) for r in rj.replicas)),
+        lambda job, p: float(
+            sum(replica_units(cluster, r, prices, whole=_exclusive(job, r.task_group)) for r in p.replicas)
+        ),
+        rank,
+    )
     for (kind, name), limit in sorted(limits.items()):
         ledger = ledgers.get((kind, name), _Ledger())
         if not ledger.added:

@@ -445,15 +445,8 @@ class Model(Hinting, Searching, Realizing):
             if q is not None and (q in budgets.max_gpus or q in budgets.max_jobs):
                 by_queue.setdefault(q, []).append(p)
         for q, ps in by_queue.items():
-            milli = {
-                p: sum(
-                    u.replicas * (u.need.gpus * 1000 + u.need.milli)
-                    for u in self.plans[p].units
-                    if u.tpu is None
-                )
-                for p in ps
-            }
-            gpu_ps = [p for p in ps if milli[p] > 0]
+            milli = self._gpu_milli(ps)
+            gpu_ps = list(milli)
             if not gpu_ps:
                 continue
             room_gpus, room_jobs = budgets.room(q)
@@ -476,6 +469,17 @@ class Model(Hinting, Searching, Realizing):
                 )
         self._cohorts(budgets)
 
+    def _gpu_milli(self, ps: list[int]) -> dict[int, int]:
+        """GPU thousandths each of the jobs ``ps`` holds when placed (node units only), for those with any:
+        what a GPU budget counts."""
+        milli = {
+            p: sum(
+                u.replicas * (u.need.gpus * 1000 + u.need.milli) for u in self.plans[p].units if u.tpu is None
+            )
+            for p in ps
+        }
+        return {p: m for p, m in milli.items() if m > 0}
+
     def _cohorts(self, budgets: Budgets) -> None:
         """Cohort budgets: the GPUs (thousandths) placed in a cohort's queues stay within what the
         cohort's running jobs leave, plus what evictions of them give back (by rank, as a queue's)."""
@@ -486,15 +490,8 @@ class Model(Hinting, Searching, Realizing):
                 by_cohort.setdefault(c, []).append(p)
         vrank = {v.id: v.rank for v in self.b.victims}
         for c, ps in by_cohort.items():
-            milli = {
-                p: sum(
-                    u.replicas * (u.need.gpus * 1000 + u.need.milli)
-                    for u in self.plans[p].units
-                    if u.tpu is None
-                )
-                for p in ps
-            }
-            gpu_ps = [p for p in ps if milli[p] > 0]
+            milli = self._gpu_milli(ps)
+            gpu_ps = list(milli)
             if not gpu_ps:
                 continue
             room = budgets.cohort_max[c] - budgets.cohort_used.get(c, 0.0)
