@@ -20,6 +20,7 @@ from placer.solver.jobs.model import (
     Throttle,
     TpuDemand,
 )
+from placer.solver.jobs.queues import load_queue_configs
 from placer.solver.policy import Policy
 from placer.topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference, tpu_pod
 from tests.solver.conftest import ENGINES, NOW, assert_valid, no_hang
@@ -159,3 +160,44 @@ def test_cpsat_is_never_worse_than_greedy_and_repeats_itself(batch: list[Job]) -
     assert _timeless(first) == _timeless(second)
     if greedy.placements:  # placing nothing is never the answer when greedy could place something
         assert first.placements
+
+
+#: Two queues of one cohort: a has a GPU budget, b a GPU-job budget, and the cohort a total below their
+#: sum; the cluster's running job run-a (3 GPUs) is queue a's, so the cohort has 4 GPUs of room.
+COHORT_QUEUES = load_queue_configs(
+    [
+        {
+            "queue": "a",
+            "config": {"ml_limits": {"max_total_gpus": 5}, "cohort": {"name": "c", "max_total_gpus": 7}},
+        },
+        {
+            "queue": "b",
+            "config": {
+                "ml_limits": {"max_concurrent_gpu_jobs": 2},
+                "cohort": {"name": "c", "max_total_gpus": 7},
+            },
+        },
+    ]
+)
+COHORT_CLUSTER = CLUSTER.release("run-a").with_allocations(
+    [
+        {
+            "job": "run-a",
+            "queue": "a",
+            "labels": {"app": "db"},
+            "replicas": [{"node": "dgx-h100-r1-1", "gpus": [0, 1, 2]}],
+        }
+    ]
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@given(batch=batches())
+def test_random_batches_keep_queue_and_cohort_budgets(engine: str, batch: list[Job]) -> None:
+    jobs = [j.model_copy(update={"queue": ("a", "b", None)[i % 3]}) for i, j in enumerate(batch)]
+    with no_hang(1.0 + FUZZ_GUARD_S):
+        decision = place(
+            jobs, COHORT_CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW, queues=COHORT_QUEUES
+        )
+    assert_valid(decision, jobs, COHORT_CLUSTER, queues=COHORT_QUEUES)
+    assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status
