@@ -6,6 +6,7 @@ Public API::
     read_file / read_text / read_object                                # one document
     check_batch(results)                                               # duplicate ids, dependency cycles
     ReadOptions, QueueConfig                                           # queue defaults/limits, upper bounds
+    load_queue_configs, in_cluster_queues                              # OJS §10 or Kueue; shared queues
     ReadLimits                                                         # upper bounds and lists from a file
     Job and its parts (TaskGroup, GpuDemand, TpuDemand, Placement, ...), ReadResult
     Issue, JobValidationError, ISSUE_CODES                             # structured errors
@@ -47,10 +48,11 @@ from placer.solver.jobs.model import (
     Rule,
     SpotPreference,
     TaskGroup,
+    Throttle,
     TpuDemand,
 )
 from placer.solver.jobs.options import ReadLimits, ReadOptions
-from placer.solver.jobs.queues import MlLimits, QueueConfig
+from placer.solver.jobs.queues import MlLimits, QueueConfig, in_cluster_queues, load_queue_configs
 
 __all__ = [
     "ISSUE_CODES",
@@ -89,8 +91,11 @@ __all__ = [
     "Rule",
     "SpotPreference",
     "TaskGroup",
+    "Throttle",
     "TpuDemand",
     "check_batch",
+    "in_cluster_queues",
+    "load_queue_configs",
     "read_file",
     "read_files",
     "read_object",
