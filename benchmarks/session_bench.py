@@ -12,7 +12,9 @@ Prints, on the 1,213-node openb cluster (``../shared/traces/alibaba-gpu-v2023``)
    milliseconds for ``decide`` and for ``commit``, next to ``place()`` from scratch on the same state (a
    few calls: it is what a backend without a session pays);
 3. a whole online fill (``placer fill --policy auto``, one arrival per call) and the ``fgd`` policy on the
-   same arrivals: wall seconds, their ratio, and allocation at 100 % and 130 % arrived load.
+   same arrivals: wall seconds, their ratio, allocation at 100 % and 130 % arrived load, and a fingerprint
+   of every arrival's node and GPUs (the first 12 hex digits of a SHA-1): two revisions whose
+   fingerprints agree made the same decisions, so a speed change that claims to keep them can be checked.
 
 Every decision of part 2 is re-checked by the independent checker. Prints figures, asserts nothing. The
 machine is noisy: compare within one run.
@@ -21,10 +23,12 @@ machine is noisy: compare within one run.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import statistics
 import time
 
 from placer.scenarios.fill.engines import NOW, arrival_jobs
+from placer.scenarios.fill.result import FillResult
 from placer.scenarios.fill.run import run_fill
 from placer.scenarios.traces import openb_dir
 from placer.scenarios.traces.alibaba import nodes_to_cluster, read_nodes, read_pods
@@ -41,6 +45,11 @@ def _ms(xs: list[float]) -> str:
     return (
         f"median {statistics.median(xs) * 1000:.2f} ms, p90 {p90 * 1000:.2f} ms, max {xs[-1] * 1000:.2f} ms"
     )
+
+
+def _fingerprint(r: FillResult) -> str:
+    """Every arrival's node (-1: failed) and GPUs, hashed: equal for equal decisions."""
+    return hashlib.sha1(r.node.tobytes() + repr(r.gpus).encode()).hexdigest()[:12]
 
 
 def main() -> None:
@@ -99,7 +108,10 @@ def main() -> None:
     auto_s = time.perf_counter() - t
     for name, r, s in (("fgd", fgd, fgd_s), ("auto online", auto, auto_s)):
         a = r.alloc_at([100, 130])
-        print(f"{name:<12} wall {s:7.1f} s   alloc@100 {a[100]:.2f}   alloc@130 {a[130]:.2f}")
+        print(
+            f"{name:<12} wall {s:7.1f} s   alloc@100 {a[100]:.2f}   alloc@130 {a[130]:.2f}   "
+            f"decisions {_fingerprint(r)}"
+        )
     print(f"auto online / fgd wall time: {auto_s / fgd_s:.1f}x")
 
 
