@@ -13,7 +13,7 @@ same label.
 namespace, often of one name) at one ClusterQueue, whose quota they share. Then the queue is the
 ClusterQueue: its configuration is named after it and lists its LocalQueues as ``namespace/name``
 (``config.local_queues``), and a pod of one of them, pending (:func:`placer.solver.jobs.load.read_text`
-and the other readers) or running (``--pods``, ``placer.cli.inputs.with_kueue_queues``), gets the
+and the other readers) or running (``--pods``, ``placer.solver.jobs.queues.in_cluster_queues``), gets the
 ClusterQueue's name as its queue, so all of them count against one budget. The same happens when one
 LocalQueue name is used in several namespaces.
 
