@@ -49,6 +49,7 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
     owners = owners_of(assignment, plans)
     ranks = _Ranks({p.id: p for p in plans})
     memo: dict = {}  # pending jobs that could use the same nodes share who took them
+    started = _started_by_group(assignment, plans) if problem.budgets.throttle_max else {}
     skipped: Reason | None = None  # one reason object for every job the deadline left unexamined
     for plan in plans:
         if plan.idx in assignment.placed:
@@ -63,7 +64,9 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
             reasons = [problem.unsat[plan.idx]]
         else:
             cands = problem.candidates[plan.idx]
-            reasons = _budget_reasons(plan, assignment, problem.budgets, plans, problem.pricing, cands)
+            reasons = _budget_reasons(
+                plan, assignment, problem.budgets, plans, problem.pricing, cands, started
+            )
             reasons = reasons or pending_reasons(
                 plan, cands, assignment, plans, problem.snap, owners, ranks, memo
             )
@@ -174,6 +177,16 @@ def _over_budget(plan: JobPlan, assignment: Assignment, budgets: Budgets, plans:
     )
 
 
+def _started_by_group(assignment: Assignment, plans: list[JobPlan]) -> dict[str, int]:
+    """Jobs the answer starts per throttle group (counted once, not per waiting job)."""
+    out: dict[str, int] = {}
+    for i in assignment.placed:
+        t = plans[i].job.throttle
+        if t is not None:
+            out[t.group] = out.get(t.group, 0) + 1
+    return out
+
+
 def _budget_reasons(
     plan: JobPlan,
     assignment: Assignment,
@@ -181,6 +194,7 @@ def _budget_reasons(
     plans: list[JobPlan],
     pricing: Pricing,
     cands: list[UnitCandidates],
+    started: Mapping[str, int],
 ) -> list[Reason]:
     """The budgets a pending job would break given this answer: its throttle group (``THROTTLE``), its
     queue's GPU budget (``QUEUE_BUDGET``),
@@ -192,13 +206,9 @@ def _budget_reasons(
     room = budgets.throttle_room(plan.job)
     if room is not None:
         group = plan.job.throttle.group  # type: ignore[union-attr]
-        started = sum(
-            1 for i in assignment.placed if (t := plans[i].job.throttle) is not None and t.group == group
-        )
-        if started >= room:
-            out.append(
-                throttle(group, budgets.throttle_max[group], budgets.throttle_used.get(group, 0), started)
-            )
+        if started.get(group, 0) >= room:
+            used = budgets.throttle_used.get(group, 0)
+            out.append(throttle(group, budgets.throttle_max[group], used, started.get(group, 0)))
     gpu_only = not budgets.money and plan.idx in assignment.over_budget and plan.job.total_gpu_milli > 0
     if gpu_only or _over_budget(plan, assignment, budgets, plans):
         out.append(queue_budget(plan, assignment, budgets, plans))

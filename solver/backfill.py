@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from placer.solver.budgets import throttle_limits
 from placer.solver.cancel import cancelled
 from placer.solver.decision import Decision, Hold, JobPlacement, Reason, ReplicaPlacement, as_running
 from placer.solver.explain import CAPACITY_CODES, few
@@ -322,12 +323,10 @@ class Throttles:
 
     @staticmethod
     def of(jobs: Mapping[str, Job], line: Timeline) -> Throttles:
-        out = Throttles()
+        out = Throttles(limit=throttle_limits(jobs.values()))
         for j in jobs.values():
             if j.throttle is not None:
-                g, most = j.throttle.group, j.throttle.max_running
-                out.members.setdefault(g, set()).add(j.id)
-                out.limit[g] = min(out.limit.get(g, most), most)
+                out.members.setdefault(j.throttle.group, set()).add(j.id)
         if out.limit:
             for r in line.cluster.running_jobs():
                 if r.throttle_group in out.limit:

@@ -59,9 +59,20 @@ __all__ = [
     "remaining_cost_room",
     "remaining_room",
     "running_gpus",
+    "throttle_limits",
     "within_budget",
     "within_throttle",
 ]
+
+
+def throttle_limits(jobs: Iterable[Job]) -> dict[str, int]:
+    """Per throttle group of ``jobs`` (``Job.throttle``), the smallest ``max_running`` its jobs state."""
+    out: dict[str, int] = {}
+    for job in jobs:
+        if job.throttle is not None:
+            g, most = job.throttle.group, job.throttle.max_running
+            out[g] = min(out.get(g, most), most)
+    return out
 
 
 def running_gpus(rj: RunningJob) -> float:
@@ -113,11 +124,7 @@ class Budgets:
         """The budgets of ``queues`` (and of the tenants ``prices.budgets`` names) and what ``running``
         jobs use of them; dollar budgets need the ``cluster`` to price running jobs' allocations. The
         throttles of ``jobs`` (the batch) too."""
-        b = Budgets()
-        for job in jobs:
-            if job.throttle is not None:
-                g, most = job.throttle.group, job.throttle.max_running
-                b.throttle_max[g] = min(b.throttle_max.get(g, most), most)
+        b = Budgets(throttle_max=throttle_limits(jobs))
         for name, qc in queues.items():
             lim = qc.config.ml_limits
             if lim.max_total_gpus is not None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 
+from placer.solver.checks.plans import PLAN_KINDS
 from placer.solver.checks.violation import Violation
 from placer.solver.decision import Decision
 from placer.solver.jobs.model import Job
@@ -91,7 +92,7 @@ def _planned(
         if g is not None:
             d = jobs[p.job].duration_s
             spans.setdefault(g, []).append((now, None if d is None else now + timedelta(seconds=d)))
-    plans = [h for h in decision.reservations if h.kind in ("plan", "workflow") and h.job in group_of]
+    plans = [h for h in decision.reservations if h.kind in PLAN_KINDS and h.job in group_of]
     for h in plans:
         spans.setdefault(group_of[h.job], []).append((h.start, h.end))  # type: ignore[index, arg-type]
     for h in plans:

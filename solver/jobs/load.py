@@ -41,16 +41,17 @@ def _read_parsed(fmt: str, doc: Any, source: str, options: ReadOptions) -> list[
         results = reader(fmt)(doc, source=source, options=options)
     except JobValidationError as e:
         return _failed(source, e.issues)
-    return [_guard(r, options) for r in results]
+    shared = local_queue_names(options.queues)  # Kueue LocalQueues of shared ClusterQueues, read once
+    return [_guard(r, options, shared) for r in results]
 
 
-def _guard(result: ReadResult, options: ReadOptions) -> ReadResult:
+def _guard(result: ReadResult, options: ReadOptions, shared: dict[tuple[str, str], str]) -> ReadResult:
     if not result.ok or result.job is None:
         return result
     from placer.solver.jobs.flavors import with_flavors
     from placer.solver.jobs.guards import check_job
 
-    job = _in_cluster_queue(result.job, options)
+    job = _in_cluster_queue(result.job, shared)
     if job is not result.job:
         result = result.model_copy(update={"job": job})
     qc = options.queues.get(job.queue) if job.queue is not None else None
@@ -67,17 +68,16 @@ def _guard(result: ReadResult, options: ReadOptions) -> ReadResult:
     return result.model_copy(update={"ok": False, "job": None, "errors": [*result.errors, *problems]})
 
 
-def _in_cluster_queue(job: Job, options: ReadOptions) -> Job:
+def _in_cluster_queue(job: Job, shared: dict[tuple[str, str], str]) -> Job:
     """A Kubernetes pod or workload whose Kueue LocalQueue (its queue, in its namespace) a queue
-    configuration lists (``config.local_queues``: a ClusterQueue shared by LocalQueues) takes that
-    queue, so that they all count against one quota (:mod:`placer.solver.jobs.kueue`)."""
-    if job.queue is None or not options.queues:
+    configuration lists (``shared``: :func:`~placer.solver.jobs.queues.local_queue_names`, a ClusterQueue
+    shared by LocalQueues) takes that queue, so that they all count against one quota
+    (:mod:`placer.solver.jobs.kueue`)."""
+    if job.queue is None or not shared:
         return job
     namespace = (job.metadata.get("kubernetes") or {}).get("namespace")
-    shared = (
-        local_queue_names(options.queues).get((namespace, job.queue)) if isinstance(namespace, str) else None
-    )
-    return job if shared is None else job.model_copy(update={"queue": shared})
+    queue = shared.get((namespace, job.queue)) if isinstance(namespace, str) else None
+    return job if queue is None else job.model_copy(update={"queue": queue})
 
 
 def read_text(
