@@ -12,7 +12,13 @@ from datetime import datetime
 
 from placer.solver.admission import Admission
 from placer.solver.assignment import Assignment
-from placer.solver.budgets import Budgets, remaining_cohort_room, remaining_cost_room, remaining_room
+from placer.solver.budgets import (
+    Budgets,
+    job_groups,
+    remaining_cohort_room,
+    remaining_cost_room,
+    remaining_room,
+)
 from placer.solver.candidates import UnitCandidates
 from placer.solver.decision import (
     Decision,
@@ -26,6 +32,7 @@ from placer.solver.decision import (
 from placer.solver.demand import JobPlan
 from placer.solver.explain import (
     cost_budget,
+    group_gpus,
     not_considered,
     owners_of,
     pending_reasons,
@@ -49,7 +56,8 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
     owners = owners_of(assignment, plans)
     ranks = _Ranks({p.id: p for p in plans})
     memo: dict = {}  # pending jobs that could use the same nodes share who took them
-    started = _started_by_group(assignment, plans) if problem.budgets.throttle_max else {}
+    grouped = problem.budgets.throttle_max or problem.budgets.group_gpu_max
+    started = _started_by_group(assignment, plans) if grouped else ({}, {})
     skipped: Reason | None = None  # one reason object for every job the deadline left unexamined
     for plan in plans:
         if plan.idx in assignment.placed:
@@ -177,14 +185,19 @@ def _over_budget(plan: JobPlan, assignment: Assignment, budgets: Budgets, plans:
     )
 
 
-def _started_by_group(assignment: Assignment, plans: list[JobPlan]) -> dict[str, int]:
-    """Jobs the answer starts per throttle group (counted once, not per waiting job)."""
-    out: dict[str, int] = {}
+def _started_by_group(
+    assignment: Assignment, plans: list[JobPlan]
+) -> tuple[dict[str, int], dict[str, float]]:
+    """Jobs, and GPUs, the answer starts per group (throttle, group limits; counted once, not per waiting
+    job)."""
+    jobs: dict[str, int] = {}
+    gpus: dict[str, float] = {}
     for i in assignment.placed:
-        t = plans[i].job.throttle
-        if t is not None:
-            out[t.group] = out.get(t.group, 0) + 1
-    return out
+        job = plans[i].job
+        for g, _, _ in job_groups(job):
+            jobs[g] = jobs.get(g, 0) + 1
+            gpus[g] = gpus.get(g, 0.0) + job.total_gpu_milli / 1000
+    return jobs, gpus
 
 
 def _budget_reasons(
@@ -194,7 +207,7 @@ def _budget_reasons(
     plans: list[JobPlan],
     pricing: Pricing,
     cands: list[UnitCandidates],
-    started: Mapping[str, int],
+    started: tuple[Mapping[str, int], Mapping[str, float]],
 ) -> list[Reason]:
     """The budgets a pending job would break given this answer: its throttle group (``THROTTLE``), its
     queue's GPU budget (``QUEUE_BUDGET``),
@@ -203,12 +216,16 @@ def _budget_reasons(
     if not budgets.active:
         return []
     out: list[Reason] = []
-    room = budgets.throttle_room(plan.job)
-    if room is not None:
-        group = plan.job.throttle.group  # type: ignore[union-attr]
-        if started.get(group, 0) >= room:
+    jobs, gpus = started
+    for group, room in budgets.throttle_rooms(plan.job).items():
+        if jobs.get(group, 0) >= room:
             used = budgets.throttle_used.get(group, 0)
-            out.append(throttle(group, budgets.throttle_max[group], used, started.get(group, 0)))
+            out.append(throttle(group, budgets.throttle_max[group], used, jobs.get(group, 0)))
+    need = plan.job.total_gpu_milli / 1000
+    for group, room in budgets.gpu_rooms(plan.job).items():
+        if gpus.get(group, 0.0) + need > room + 1e-9:
+            held = budgets.group_gpu_used.get(group, 0.0)
+            out.append(group_gpus(group, budgets.group_gpu_max[group], held, gpus.get(group, 0.0), need))
     gpu_only = not budgets.money and plan.idx in assignment.over_budget and plan.job.total_gpu_milli > 0
     if gpu_only or _over_budget(plan, assignment, budgets, plans):
         out.append(queue_budget(plan, assignment, budgets, plans))

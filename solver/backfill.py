@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from placer.solver.budgets import throttle_limits
+from placer.solver.budgets import gpu_limits, job_groups, running_gpus, running_groups, throttle_limits
 from placer.solver.cancel import cancelled
 from placer.solver.decision import Decision, Hold, JobPlacement, Reason, ReplicaPlacement, as_running
 from placer.solver.explain import CAPACITY_CODES, few
@@ -312,48 +312,61 @@ def dependency_floor(
 
 @dataclass
 class Throttles:
-    """The batch's throttle groups (``Job.throttle``) as planning counts them: per group its jobs of the
-    batch, the smallest limit they state, and its running jobs' expected ends (None: no end known),
-    read once per planning pass (a 1,000-task array would otherwise rescan the batch and the running
-    jobs at every candidate start)."""
+    """The batch's groups (``Job.throttle``, ``Job.limits``) as planning counts them: per group its jobs of
+    the batch, the smallest job and GPU limits they state, and its running jobs' expected ends (None: no
+    end known) with the GPUs each holds, read once per planning pass (a 1,000-task array would otherwise
+    rescan the batch and the running jobs at every candidate start)."""
 
     members: dict[str, set[str]] = field(default_factory=dict)
     limit: dict[str, int] = field(default_factory=dict)
-    running_ends: dict[str, list[datetime | None]] = field(default_factory=dict)
+    gpu_limit: dict[str, float] = field(default_factory=dict)
+    running_ends: dict[str, list[tuple[datetime | None, float]]] = field(default_factory=dict)
 
     @staticmethod
     def of(jobs: Mapping[str, Job], line: Timeline) -> Throttles:
-        out = Throttles(limit=throttle_limits(jobs.values()))
+        out = Throttles(limit=throttle_limits(jobs.values()), gpu_limit=gpu_limits(jobs.values()))
         for j in jobs.values():
-            if j.throttle is not None:
-                out.members.setdefault(j.throttle.group, set()).add(j.id)
-        if out.limit:
+            for g, _, _ in job_groups(j):
+                out.members.setdefault(g, set()).add(j.id)
+        if out.limit or out.gpu_limit:
             for r in line.cluster.running_jobs():
-                if r.throttle_group in out.limit:
-                    out.running_ends.setdefault(r.throttle_group, []).append(r.expected_end)
+                for g in running_groups(r):
+                    if g in out.limit or g in out.gpu_limit:
+                        out.running_ends.setdefault(g, []).append((r.expected_end, running_gpus(r)))
         return out
 
     def open(self, job: Job, t: datetime, line: Timeline) -> bool:
-        """Whether ``job`` may start at ``t``: its group's running jobs until their expected end, its
-        placements and plans alive at ``t`` (``line.busy``) are fewer than the group's limit."""
-        if job.throttle is None:
-            return True
-        g = job.throttle.group
-        members = self.members[g]
-        alive = sum(1 for end in self.running_ends.get(g, []) if end is None or end > t)
-        alive += sum(
-            1 for b in line.busy if b.job in members and b.job != job.id and b.start <= t and b.alive(t, None)
-        )
-        return alive < self.limit[g]
+        """Whether ``job`` may start at ``t``: in each of its groups, the running jobs until their expected
+        end and the placements and plans alive at ``t`` (``line.busy``) are fewer than the group's job
+        limit, and hold few enough GPUs that the job's fit under its GPU limit."""
+        for g, _, _ in job_groups(job):
+            members = self.members[g]
+            alive = [gpus for end, gpus in self.running_ends.get(g, []) if end is None or end > t]
+            alive += [
+                _gpus(b.replicas)
+                for b in line.busy
+                if b.job in members and b.job != job.id and b.start <= t and b.alive(t, None)
+            ]
+            if g in self.limit and len(alive) >= self.limit[g]:
+                return False
+            if g in self.gpu_limit and sum(alive) + job.total_gpu_milli / 1000 > self.gpu_limit[g] + 1e-9:
+                return False
+        return True
 
     def next_end(self, job: Job, after: datetime, line: Timeline) -> datetime | None:
-        """The first time after ``after`` at which a job of ``job``'s group is expected to end (when the
-        group may have room again); None when none of them ends."""
-        g = job.throttle.group  # type: ignore[union-attr]
-        members = self.members[g]
-        times = [e for e in self.running_ends.get(g, []) if e is not None and e > after]
-        times += [b.end for b in line.busy if b.job in members and b.end is not None and b.end > after]
+        """The first time after ``after`` at which a job of one of ``job``'s groups is expected to end
+        (when a group may have room again); None when none of them ends."""
+        times: list[datetime] = []
+        for g, _, _ in job_groups(job):
+            members = self.members[g]
+            times += [e for e, _ in self.running_ends.get(g, []) if e is not None and e > after]
+            times += [b.end for b in line.busy if b.job in members and b.end is not None and b.end > after]
         return min(times, default=None)
+
+
+def _gpus(replicas: list[ReplicaPlacement]) -> float:
+    """GPUs ``replicas`` hold (shares as fractions)."""
+    return sum(r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus) for r in replicas)
 
 
 @dataclass
@@ -423,7 +436,9 @@ def plan_holds(
             if floor is None:
                 continue
             t_min, workflow = floor
-            probe = job.model_copy(update={"dependencies": [], "not_before": None, "throttle": None})
+            probe = job.model_copy(
+                update={"dependencies": [], "not_before": None, "throttle": None, "limits": []}
+            )
             found = _earliest_within_throttle(
                 job,
                 probe,

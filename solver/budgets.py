@@ -19,9 +19,13 @@ GPUs of the cohort's queues' active jobs, together, stay within the cohort's tot
 queue's own ``max_total_gpus`` (its nominal quota plus what it may borrow). Over it a job waits
 (``QUEUE_BUDGET``, naming the cohort).
 
-Throttles (``Job.throttle``, a Slurm array's ``%N``): at most ``max_running`` jobs of a group at once,
-counting the group's running jobs (``RunningJob.throttle_group``) — evicted or not: a running array task
-evicted for another would only trade places — and the jobs placed. A job past it waits (``THROTTLE``).
+Throttles and group limits (``Job.throttle``, a Slurm array's ``%N``; ``Job.limits``, a Slurm QOS's
+``GrpJobs`` and ``GrpTRES=gres/gpu``, per user and per account too): at most ``max_running`` jobs of a
+group at once, and at most ``max_gpus`` GPUs held by them, counting the group's running jobs
+(``RunningJob.throttle_group``, ``RunningJob.limit_groups``) — evicted or not: a running array task
+evicted for another would only trade places — and the jobs placed. A job past either waits
+(``THROTTLE``). Both are one mechanism here: a *group* with an optional job limit and an optional GPU
+limit (:func:`job_groups`).
 
 >>> from placer.solver.jobs.queues import QueueConfig
 >>> cfg = {"queue": "train", "config": {"ml_limits": {"max_total_gpus": 16}}}
@@ -55,23 +59,67 @@ __all__ = [
     "charge_budget",
     "cohort_room",
     "cost_left",
+    "gpu_limits",
+    "job_groups",
     "remaining_cohort_room",
     "remaining_cost_room",
     "remaining_room",
     "running_gpus",
+    "running_groups",
     "throttle_limits",
     "within_budget",
     "within_throttle",
 ]
 
 
+def job_groups(job: Job) -> list[tuple[str, int | None, float | None]]:
+    """The groups ``job`` counts against, each as (group, max_running, max_gpus): its throttle (a job
+    limit only) and its group limits (``Job.limits``), one entry per group (a group named twice keeps the
+    smaller of each limit)."""
+    if job.throttle is None and not job.limits:
+        return []
+    out: dict[str, tuple[int | None, float | None]] = {}
+    items = [(job.throttle.group, job.throttle.max_running, None)] if job.throttle is not None else []
+    items += [(lim.group, lim.max_running, lim.max_gpus) for lim in job.limits]
+    for g, most, gpus in items:
+        was = out.get(g)
+        if was is not None:
+            most = _least(was[0], most)
+            gpus = _least(was[1], gpus)
+        out[g] = (most, gpus)
+    return [(g, m, x) for g, (m, x) in out.items()]
+
+
+def _least(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def running_groups(rj: RunningJob) -> list[str]:
+    """The groups a running job counts against: its throttle group and its group limits' groups."""
+    if rj.throttle_group is None:
+        return rj.limit_groups
+    return [rj.throttle_group, *(g for g in rj.limit_groups if g != rj.throttle_group)]
+
+
 def throttle_limits(jobs: Iterable[Job]) -> dict[str, int]:
-    """Per throttle group of ``jobs`` (``Job.throttle``), the smallest ``max_running`` its jobs state."""
+    """Per group of ``jobs`` with a job limit (``Job.throttle``, ``Job.limits``' ``max_running``), the
+    smallest ``max_running`` its jobs state."""
     out: dict[str, int] = {}
     for job in jobs:
-        if job.throttle is not None:
-            g, most = job.throttle.group, job.throttle.max_running
-            out[g] = min(out.get(g, most), most)
+        for g, most, _ in job_groups(job):
+            if most is not None:
+                out[g] = min(out.get(g, most), most)
+    return out
+
+
+def gpu_limits(jobs: Iterable[Job]) -> dict[str, float]:
+    """Per group of ``jobs`` with a GPU limit (``Job.limits``' ``max_gpus``), the smallest its jobs
+    state."""
+    out: dict[str, float] = {}
+    for job in jobs:
+        for g, _, gpus in job_groups(job):
+            if gpus is not None:
+                out[g] = min(out.get(g, gpus), gpus)
     return out
 
 
@@ -107,6 +155,10 @@ class Budgets:
     #: jobs.
     throttle_max: dict[str, int] = field(default_factory=dict)
     throttle_used: dict[str, int] = field(default_factory=dict)
+    #: Groups of the batch with a GPU limit: the smallest ``max_gpus`` its jobs state, and the GPUs its
+    #: running jobs hold.
+    group_gpu_max: dict[str, float] = field(default_factory=dict)
+    group_gpu_used: dict[str, float] = field(default_factory=dict)
     #: Cohorts: each member queue's cohort, each cohort's GPU total, and what running jobs hold of it.
     cohort_of: dict[str, str] = field(default_factory=dict)
     cohort_max: dict[str, float] = field(default_factory=dict)
@@ -124,7 +176,8 @@ class Budgets:
         """The budgets of ``queues`` (and of the tenants ``prices.budgets`` names) and what ``running``
         jobs use of them; dollar budgets need the ``cluster`` to price running jobs' allocations. The
         throttles of ``jobs`` (the batch) too."""
-        b = Budgets(throttle_max=throttle_limits(jobs))
+        jobs = list(jobs)
+        b = Budgets(throttle_max=throttle_limits(jobs), group_gpu_max=gpu_limits(jobs))
         for name, qc in queues.items():
             lim = qc.config.ml_limits
             if lim.max_total_gpus is not None:
@@ -141,9 +194,14 @@ class Budgets:
         if not b.active:
             return b  # no budgets: nothing to count (10,000 running jobs would cost a tenth of a second)
         queued = bool(b.max_gpus or b.max_jobs or b.max_cost or b.tenant_max_cost or b.cohort_max)
+        grouped = bool(b.throttle_max or b.group_gpu_max)
         for rj in running:
-            if rj.throttle_group in b.throttle_max:
-                b.throttle_used[rj.throttle_group] = b.throttle_used.get(rj.throttle_group, 0) + 1
+            if grouped and (rj.throttle_group is not None or rj.limit_groups):
+                for g in running_groups(rj):
+                    if g in b.throttle_max:
+                        b.throttle_used[g] = b.throttle_used.get(g, 0) + 1
+                    if g in b.group_gpu_max:
+                        b.group_gpu_used[g] = b.group_gpu_used.get(g, 0.0) + running_gpus(rj)
             if not queued:
                 continue  # throttles alone: nothing else to count
             b.ranks[rj.job] = rank(rj.priority_class, rj.priority)
@@ -174,15 +232,25 @@ class Budgets:
             or self.max_cost
             or self.tenant_max_cost
             or self.throttle_max
+            or self.group_gpu_max
             or self.cohort_max
         )
 
-    def throttle_room(self, job: Job) -> int | None:
-        """How many more jobs of ``job``'s throttle group may start (None: it has no throttle)."""
-        if job.throttle is None:
-            return None
-        g = job.throttle.group
-        return self.throttle_max[g] - self.throttle_used.get(g, 0)
+    def throttle_rooms(self, job: Job) -> dict[str, int]:
+        """Per group of ``job`` with a job limit, how many more of its jobs may start (empty: none)."""
+        return {
+            g: self.throttle_max[g] - self.throttle_used.get(g, 0)
+            for g, most, _ in job_groups(job)
+            if most is not None and g in self.throttle_max
+        }
+
+    def gpu_rooms(self, job: Job) -> dict[str, float]:
+        """Per group of ``job`` with a GPU limit, how many more GPUs its jobs may take (empty: none)."""
+        return {
+            g: self.group_gpu_max[g] - self.group_gpu_used.get(g, 0.0)
+            for g, _, gpus in job_groups(job)
+            if gpus is not None and g in self.group_gpu_max
+        }
 
     @property
     def money(self) -> bool:
@@ -322,10 +390,19 @@ def _gpus_of(replicas: list[ReplicaAt]) -> float:
 
 
 def within_throttle(plan: JobPlan, state: State, budgets: Budgets | None) -> bool:
-    """Whether one more job of the plan's throttle group may start (what greedy asks before it searches:
-    a throttle counts jobs, not where they go)."""
-    room = None if budgets is None else budgets.throttle_room(plan.job)
-    return room is None or state.throttle_use.get(plan.job.throttle.group, 0) < room  # type: ignore[union-attr]
+    """Whether one more job of each of the plan's groups may start, and its GPUs fit each group's GPU
+    limit (what greedy asks before it searches: these count jobs and GPUs, not where they go)."""
+    if budgets is None or (not budgets.throttle_max and not budgets.group_gpu_max):
+        return True
+    job = plan.job
+    if job.throttle is None and not job.limits:
+        return True
+    if any(state.throttle_use.get(g, 0) >= room for g, room in budgets.throttle_rooms(job).items()):
+        return False
+    gpus = job.total_gpu_milli / 1000
+    return all(
+        state.group_gpu_use.get(g, 0.0) + gpus <= room + 1e-9 for g, room in budgets.gpu_rooms(job).items()
+    )
 
 
 def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None) -> bool:
@@ -346,6 +423,11 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
         if (
             c_room is not None
             and state.cohort_use.get(budgets.cohort_of[queue or ""], 0.0) + gpus > c_room + 1e-9
+        ):
+            return False
+        if budgets.group_gpu_max and any(  # an elastic job's GPUs are known only where it is placed
+            state.group_gpu_use.get(g, 0.0) + gpus > room + 1e-9
+            for g, room in budgets.gpu_rooms(plan.job).items()
         ):
             return False
     units = budget_cost(plan, replicas, state, budgets)
@@ -390,11 +472,13 @@ def charge_budget(
     plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None = None
 ) -> None:
     """Count a committed placement against its queue's GPU budget, its queue's and tenant's dollar
-    budgets, and its throttle group."""
-    if plan.job.throttle is not None:
-        g = plan.job.throttle.group
-        state.throttle_use[g] = state.throttle_use.get(g, 0) + 1
+    budgets, and its groups (throttle, group limits)."""
     gpus = _gpus_of(replicas)
+    for g, most, max_gpus in job_groups(plan.job):
+        if most is not None:
+            state.throttle_use[g] = state.throttle_use.get(g, 0) + 1
+        if max_gpus is not None:
+            state.group_gpu_use[g] = state.group_gpu_use.get(g, 0.0) + gpus
     if gpus > 0 and plan.job.queue is not None:
         g, j = state.queue_use.get(plan.job.queue, (0.0, 0))
         state.queue_use[plan.job.queue] = (g + gpus, j + 1)

@@ -19,9 +19,10 @@ Slurm's "requested node configuration is not available"):
 * ``COST_BUDGET`` — the job fits, but its queue's (``max_cost_per_hour``) or tenant's (prices file
   ``budgets.tenants``) dollars per hour do not; ``details`` say how many more dollars per hour would let
   it run.
-* ``THROTTLE`` — its throttle group (``Job.throttle``, a Slurm array's ``%N``) runs as many jobs as it
-  lets run at once, counting what this decision starts; ``details`` name the group, its limit and both
-  counts. It starts when one of them ends.
+* ``THROTTLE`` — a group it counts against (``Job.throttle``, a Slurm array's ``%N``; ``Job.limits``, a
+  Slurm QOS's ``GrpJobs`` and ``GrpTRES=gres/gpu``) runs as many jobs, or holds as many GPUs, as it lets
+  at once, counting what this decision starts; ``details`` name the group, its limit (``max_running`` or
+  ``max_gpus``) and both counts. It starts when enough of them end.
 * ``NOT_CONSIDERED`` — the time limit ran out before the job's turn (lowest priority last); it stays
   pending for the next cycle.
 """
@@ -46,6 +47,7 @@ __all__ = [
     "Owners",
     "cost_budget",
     "few",
+    "group_gpus",
     "not_considered",
     "owners_of",
     "pending_reasons",
@@ -119,6 +121,18 @@ def throttle(group: str, limit: int, running: int, started: int) -> Reason:
         message=f"throttle group {group!r} lets {limit} run at once: {running} run and this decision "
         f"starts {started} (it waits for one of them to end; it is not rejected)",
         details={"group": group, "max_running": limit, "running": running, "started": started},
+    )
+
+
+def group_gpus(group: str, limit: float, held: float, started: float, need: float) -> Reason:
+    """``THROTTLE`` for a group's GPU limit (``Job.limits``' ``max_gpus``, a Slurm QOS's
+    ``GrpTRES=gres/gpu``): its running jobs hold ``held`` GPUs and the decision starts ``started`` more,
+    so the job's ``need`` does not fit under ``limit``."""
+    return Reason(
+        code="THROTTLE",
+        message=f"group {group!r} holds at most {limit:g} GPUs at once: its running jobs hold {held:g} and "
+        f"this decision starts {started:g} more, so {need:g} more do not fit (it waits; it is not rejected)",
+        details={"group": group, "max_gpus": limit, "gpus_held": held, "gpus_started": started, "gpus": need},
     )
 
 

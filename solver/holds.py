@@ -221,6 +221,7 @@ def place_with_reservations(
                             priority_class=job.priority_class.value,
                             reservation=r.id,
                             throttle_group=None if job.throttle is None else job.throttle.group,
+                            limit_groups=[lim.group for lim in job.limits],
                         )
                     )
                 for rep in p.replicas:

@@ -253,8 +253,9 @@ def _allocations(g: TaskGroup, entries: list[dict[str, Any]]) -> list[ReplicaAll
 def running_job(job: Job, replicas: list[ReplicaAllocation], started: datetime | None) -> RunningJob:
     """``job`` running on ``replicas`` since ``started``, with what preemption and anti-affinity read: its
     class, preemptibility, grace period, checkpoint flags, labels, ``expected_end`` from its duration, the
-    throttle group it counts against, and the reservation it runs under (which keeps a reservation with
-    ``timeout_s`` held while it runs; the simulator turns placements into running jobs with it too)."""
+    throttle group and group limits it counts against, and the reservation it runs under (which keeps a
+    reservation with ``timeout_s`` held while it runs; the simulator turns placements into running jobs
+    with it too)."""
     labels = dict(job.labels)
     if job.type:
         labels.setdefault("job_type", job.type)
@@ -278,6 +279,7 @@ def running_job(job: Job, replicas: list[ReplicaAllocation], started: datetime |
         reservation=None if job.reservation is None else job.reservation.id,
         labels=labels,
         throttle_group=None if job.throttle is None else job.throttle.group,
+        limit_groups=[lim.group for lim in job.limits],
         anti_affinity=[r.model_dump(mode="json") for r in job.placement.anti_affinity],
         replicas=replicas,
     )

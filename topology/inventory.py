@@ -208,6 +208,9 @@ class RunningJob(_Strict):
     #: The throttle group it counts against (a Slurm array's id; ``Job.throttle``): pending jobs of that
     #: group start only while fewer than their ``max_running`` of the group run.
     throttle_group: str | None = Field(default=None, min_length=1)
+    #: The group limits it counts against (``Job.limits``: a Slurm QOS's ``GrpJobs``/``GrpTRES``, per user
+    #: and per account): it counts as one running job of each, holding its GPUs.
+    limit_groups: list[str] = Field(default_factory=list)
     #: Its required anti-affinity rules (OJS ML §7.3, the job model's rule objects as JSON): while it runs,
     #: no job whose labels match one may join it on a node — as Kubernetes keeps an incoming pod off a
     #: node whose pods' required anti-affinity it matches. The solver and the checker read them.

@@ -184,7 +184,8 @@ def add_pods_argument(p: argparse.ArgumentParser) -> None:
         "--slurm-qos",
         metavar="FILE",
         help="sacctmgr show qos -P, for PreemptType=preempt/qos: Slurm jobs rank by their QOS's place in the "
-        "Preempt lists and running ones may be evicted as its PreemptMode and GraceTime say (docs/slurm.md)",
+        "Preempt lists and running ones may be evicted as its PreemptMode and GraceTime say; its GrpJobs, "
+        "GrpTRES=gres/gpu and per-user/per-account job and GPU limits hold (docs/slurm.md)",
     )
     p.add_argument(
         "--slurm-preempt-mode",

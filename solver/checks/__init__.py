@@ -24,7 +24,7 @@ module              rules
 ``budgets``         17 queue GPU budgets; queue and tenant dollar budgets
 ``plans``           18 planned starts (conservative backfill)
 ``shape``           19 Flux shapes inside a node (sockets with their cores and GPUs)
-``throttle``        20 at most ``max_running`` jobs of a throttle group at once (Slurm arrays' ``%N``)
+``throttle``        20 at most ``max_running`` jobs, ``max_gpus`` GPUs per group (%N, QOS)
 ==================  ==========================================================================
 
 Cost: O(replicas + chips + nodes touched); nothing loops over the cluster's nodes or GPUs.

@@ -1,15 +1,18 @@
-"""Rule 20, throttles: at most ``max_running`` jobs of a throttle group run at once (a Slurm job array's
-``%N``, ``Job.throttle``). Re-derived from the inputs, independently of the solver.
+"""Rule 20, throttles and group limits: at most ``max_running`` jobs of a group run at once, and together
+they hold at most ``max_gpus`` GPUs (a Slurm job array's ``%N``, ``Job.throttle``; a Slurm QOS's
+``GrpJobs`` and ``GrpTRES=gres/gpu``, per user and per account, ``Job.limits``). Re-derived from the
+inputs, independently of the solver.
 
-After the decision a group holds its running jobs (``RunningJob.throttle_group``) that the decision does
-not evict, plus its placed jobs. The limit is the smallest ``max_running`` the input's jobs of the group
-state. As with budgets (rule 17), the rule is broken only by a decision that *places* a job of a group
-that ends over its limit: running jobs alone over it (the limit was lowered) are not the decision's doing.
+After the decision a group holds its running jobs (``RunningJob.throttle_group``,
+``RunningJob.limit_groups``) that the decision does not evict, plus its placed jobs. Each limit is the
+smallest the input's jobs of the group state. As with budgets (rule 17), the rule is broken only by a
+decision that *places* a job of a group that ends over a limit: running jobs alone over it (the limit was
+lowered) are not the decision's doing.
 
 A planned start (a hold of kind ``plan`` or ``workflow``, rule 18) of a job of a group counts too: at its
 ``start``, the group's running jobs not evicted and not yet at their ``expected_end``, its placements not
 yet at their end (``now`` + duration; never without one) and its plans alive then (its own included)
-number at most the limit.
+number at most the job limit and hold at most the GPU limit (a plan holds its job's GPUs).
 
 >>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
 >>> from placer.solver.jobs.model import Job, Throttle
@@ -24,87 +27,160 @@ number at most the limit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from placer.solver.checks.plans import PLAN_KINDS
 from placer.solver.checks.violation import Violation
 from placer.solver.decision import Decision
 from placer.solver.jobs.model import Job
-from placer.topology import Cluster
+from placer.topology import Cluster, RunningJob
 
 __all__ = ["check_throttles"]
+
+
+@dataclass
+class _Group:
+    """One group's limits (the smallest stated; None: no such limit) and its members among the jobs."""
+
+    jobs: int | None = None
+    gpus: float | None = None
+    members: set[str] = field(default_factory=set)
+
+    def over(self, count: int, gpus: float) -> bool:
+        return (self.jobs is not None and count > self.jobs) or (
+            self.gpus is not None and gpus > self.gpus + 1e-9
+        )
+
+    def limits(self) -> str:
+        parts = ([f"at most {self.jobs} running"] if self.jobs is not None else []) + (
+            [f"at most {self.gpus:g} GPUs"] if self.gpus is not None else []
+        )
+        return " and ".join(parts)
+
+
+def _smaller(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _groups(jobs: Iterable[Job]) -> dict[str, _Group]:
+    out: dict[str, _Group] = {}
+    for job in jobs:
+        stated = [(job.throttle.group, job.throttle.max_running, None)] if job.throttle is not None else []
+        stated += [(lim.group, lim.max_running, lim.max_gpus) for lim in job.limits]
+        for g, most, gpus in stated:
+            grp = out.setdefault(g, _Group())
+            grp.jobs = _smaller(grp.jobs, most)  # type: ignore[assignment]
+            grp.gpus = _smaller(grp.gpus, gpus)
+            grp.members.add(job.id)
+    return out
+
+
+def _held(rj: RunningJob) -> float:
+    return sum(
+        (r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus))
+        for r in rj.replicas
+        if r.node is not None
+    )
+
+
+def _demand(job: Job) -> float:
+    """The GPUs a job asks for (its plan holds them): per task group, replicas x GPUs, shares as
+    fractions."""
+    total = 0.0
+    for t in job.tasks:
+        if t.gpu is None:
+            continue
+        per = t.gpu.count if t.gpu.share_milli is None else t.gpu.share_milli / 1000
+        total += t.count * per
+    return total
 
 
 def check_throttles(
     decision: Decision, jobs: Iterable[Job], cluster: Cluster, now: datetime | None = None
 ) -> Iterator[Violation]:
-    """A ``throttle`` violation per group the decision places jobs of and leaves over its limit, named on
+    """A ``throttle`` violation per group the decision places jobs of and leaves over a limit, named on
     the group's last placed job in decision order; and one per planned start of a group's job at which
-    the group is over its limit. ``now`` (default: ``decision.now``, else the current time) dates the
+    the group is over a limit. ``now`` (default: ``decision.now``, else the current time) dates the
     placements' ends."""
-    limit: dict[str, int] = {}
-    group_of: dict[str, str] = {}
-    by_id: dict[str, Job] = {}
-    for job in jobs:
-        by_id[job.id] = job
-        if job.throttle is not None:
-            g = job.throttle.group
-            limit[g] = min(limit.get(g, job.throttle.max_running), job.throttle.max_running)
-            group_of[job.id] = g
-    if not limit:
+    by_id = {job.id: job for job in jobs}
+    groups = _groups(by_id.values())
+    if not groups:
         return
     evicted = {e.job for e in decision.preemptions}
-    running: dict[str, int] = {}
-    staying = [rj for rj in cluster.running_jobs() if rj.throttle_group in limit and rj.job not in evicted]
-    for rj in staying:
-        running[rj.throttle_group] = running.get(rj.throttle_group, 0) + 1  # type: ignore[index]
-    placed: dict[str, list[str]] = {}
+    staying: dict[str, list[RunningJob]] = {}
+    for rj in cluster.running_jobs():
+        if rj.job in evicted:
+            continue
+        for g in {rj.throttle_group, *rj.limit_groups} - {None}:
+            if g in groups:
+                staying.setdefault(g, []).append(rj)  # type: ignore[arg-type]
+    placed: dict[str, list[tuple[str, float]]] = {}
     for p in decision.placements:
-        g = group_of.get(p.job)
-        if g is not None:
-            placed.setdefault(g, []).append(p.job)
-    for g, ids in placed.items():
-        total = running.get(g, 0) + len(ids)
-        if total > limit[g]:
-            yield Violation(
-                "throttle",
-                ids[-1],
-                f"throttle group {g} lets {limit[g]} run at once: {running.get(g, 0)} run and the decision "
-                f"starts {len(ids)} ({', '.join(ids)})",
-            )
-    yield from _planned(decision, by_id, group_of, limit, staying, now or decision.now or datetime.now(UTC))
+        gpus = sum(r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus) for r in p.replicas)
+        for g, grp in groups.items():
+            if p.job in grp.members:
+                placed.setdefault(g, []).append((p.job, gpus))
+    for g, started in placed.items():
+        run = staying.get(g, [])
+        count = len(run) + len(started)
+        gpus = sum(_held(rj) for rj in run) + sum(x for _, x in started)
+        if groups[g].over(count, gpus):
+            ids = [j for j, _ in started]
+            held = sum(_held(rj) for rj in run)
+            if groups[g].gpus is None:  # a throttle: jobs only
+                what = (
+                    f"throttle group {g} lets {groups[g].jobs} run at once: {len(run)} run and the decision "
+                    f"starts {len(ids)} ({', '.join(ids)})"
+                )
+            else:
+                adds = sum(x for _, x in started)
+                what = (
+                    f"group {g} lets {groups[g].limits()} at once: {len(run)} run holding {held:g} GPUs and "
+                    f"the decision starts {len(ids)} ({', '.join(ids)}) holding {adds:g}"
+                )
+            yield Violation("throttle", ids[-1], what)
+    yield from _planned(decision, by_id, groups, staying, now or decision.now or datetime.now(UTC))
 
 
 def _planned(
     decision: Decision,
     jobs: dict[str, Job],
-    group_of: dict[str, str],
-    limit: dict[str, int],
-    staying: list,  # type: ignore[type-arg]
+    groups: dict[str, _Group],
+    staying: dict[str, list[RunningJob]],
     now: datetime,
 ) -> Iterator[Violation]:
-    """Planned starts of throttled jobs at which their group is over its limit."""
-    spans: dict[str, list[tuple[datetime, datetime | None]]] = {}  # group -> (start, end) of each member
-    for rj in staying:
-        spans.setdefault(rj.throttle_group, []).append((now, rj.expected_end))
+    """Planned starts of grouped jobs at which one of their groups is over a limit."""
+    plans = [h for h in decision.reservations if h.kind in PLAN_KINDS and h.job is not None and h.job in jobs]
+    plans = [h for h in plans if any(h.job in grp.members for grp in groups.values())]
+    if not plans:
+        return
+    # group -> (start, end, GPUs) of each member alive at some time
+    spans: dict[str, list[tuple[datetime, datetime | None, float]]] = {}
+    for g, run in staying.items():
+        spans[g] = [(now, rj.expected_end, _held(rj)) for rj in run]
     for p in decision.placements:
-        g = group_of.get(p.job)
-        if g is not None:
-            d = jobs[p.job].duration_s
-            spans.setdefault(g, []).append((now, None if d is None else now + timedelta(seconds=d)))
-    plans = [h for h in decision.reservations if h.kind in PLAN_KINDS and h.job in group_of]
+        d = jobs[p.job].duration_s if p.job in jobs else None
+        gpus = sum(r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus) for r in p.replicas)
+        for g, grp in groups.items():
+            if p.job in grp.members:
+                spans.setdefault(g, []).append((now, None if d is None else now + timedelta(seconds=d), gpus))
     for h in plans:
-        spans.setdefault(group_of[h.job], []).append((h.start, h.end))  # type: ignore[index, arg-type]
+        for g, grp in groups.items():
+            if h.job in grp.members:
+                spans.setdefault(g, []).append((h.start, h.end, _demand(jobs[h.job])))  # type: ignore[arg-type, index]
     for h in plans:
-        g = group_of[h.job]  # type: ignore[index]
         at = h.start
         if at is None:
             continue
-        alive = sum(1 for s, e in spans[g] if s <= at and (e is None or e > at))
-        if alive > limit[g]:
-            yield Violation(
-                "throttle",
-                h.job or "?",
-                f"planned to start at {at.isoformat()} while throttle group {g} (at most {limit[g]} at once) "
-                f"has {alive} running then, this plan included",
-            )
+        for g, grp in groups.items():
+            if h.job not in grp.members:
+                continue
+            alive = [x for s, e, x in spans[g] if s <= at and (e is None or e > at)]
+            if grp.over(len(alive), sum(alive)):
+                yield Violation(
+                    "throttle",
+                    h.job or "?",
+                    f"planned to start at {at.isoformat()} while group {g} ({grp.limits()} at once) has "
+                    f"{len(alive)} running then holding {sum(alive):g} GPUs, this plan included",
+                )

@@ -32,7 +32,8 @@ RULES: dict[str, str] = {
     "queue-budget": "17. each queue stays within max_total_gpus and max_concurrent_gpu_jobs",
     "cost-budget": "17. each queue and tenant stays within its dollars per hour (max_cost_per_hour, "
     "budgets.tenants)",
-    "throttle": "20. at most max_running jobs of a throttle group run at once (a Slurm array's %N)",
+    "throttle": "20. at most max_running jobs of a group run at once, holding at most max_gpus GPUs "
+    "(a Slurm array's %N, a QOS's limits)",
     "gang": "2. each task group placed whole: replica count, GPUs per replica, resources",
     "node-unknown": "3. the replica's node exists",
     "node-unusable": "3. the node is schedulable and ready",

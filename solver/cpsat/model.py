@@ -23,10 +23,10 @@ and NVLink domains stay whole for big jobs); then, when some unit's options diff
 and compactness held, minimize the decision's dollars per hour (the cost term: integer money units per
 replica, :mod:`placer.solver.objective.cost`) and then (3) again.
 
-Budgets are constraints: a throttle group's jobs (``Job.throttle``), a queue's GPUs (thousandths) and GPU
-jobs (OJS ML §10.3), and a queue's or tenant's dollars per hour (money units: each replica variable
-weighted by what one replica costs in that class, on that node, or on that TPU slice), running jobs
-included and evictions giving back (not for throttles).
+Budgets are constraints: a group's jobs and GPUs (``Job.throttle``, ``Job.limits``), a queue's GPUs
+(thousandths) and GPU jobs (OJS ML §10.3), and a queue's or tenant's dollars per hour (money units: each
+replica variable weighted by what one replica costs in that class, on that node, or on that TPU slice),
+running jobs included and evictions giving back (not for groups).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
+from placer.solver.budgets import job_groups
 from placer.solver.cpsat.classes import NodeClass
 from placer.solver.cpsat.hint import Hinting
 from placer.solver.cpsat.parts import NodeUnit, Seeds, Slice, held_on, need_vec, weighted
@@ -432,13 +433,22 @@ class Model(Hinting, Searching, Realizing):
         if budgets is None or not budgets.active:
             return
         by_group: dict[str, list[int]] = {}
+        by_gpu_group: dict[str, list[int]] = {}
         for p in self.ids:
-            t = self.plans[p].job.throttle
-            if t is not None:
-                by_group.setdefault(t.group, []).append(p)
-        for g, ps in by_group.items():  # a throttle: the group's running jobs and what starts, at most N
+            for g, most, gpus in job_groups(self.plans[p].job):
+                if most is not None and g in budgets.throttle_max:
+                    by_group.setdefault(g, []).append(p)
+                if gpus is not None and g in budgets.group_gpu_max:
+                    by_gpu_group.setdefault(g, []).append(p)
+        for g, ps in by_group.items():  # a group's job limit: its running jobs and what starts, at most N
             m_room = budgets.throttle_max[g] - budgets.throttle_used.get(g, 0)
             self.m.Add(sum(self.placed[p] for p in ps) <= max(0, m_room))
+        for g, ps in by_gpu_group.items():  # its GPU limit, in thousandths: running jobs' and what starts
+            milli = self._gpu_milli(ps)
+            if milli:
+                room = budgets.group_gpu_max[g] - budgets.group_gpu_used.get(g, 0.0)
+                m_room = max(0, int(np.floor(room * 1000 + 1e-6)))
+                self.m.Add(sum(m * self.placed[p] for p, m in milli.items()) <= m_room)
         by_queue: dict[str, list[int]] = {}
         for p in self.ids:
             q = self.plans[p].job.queue

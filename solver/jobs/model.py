@@ -586,6 +586,40 @@ class Throttle(_Model):
     max_running: int = Field(ge=1)
 
 
+class GroupLimit(_Model):
+    """What a group of jobs may hold at once: at most ``max_running`` of them run, and together they hold
+    at most ``max_gpus`` GPUs (shares as fractions). A Slurm QOS's ``GrpJobs`` and ``GrpTRES=gres/gpu=N``
+    (the group ``qos/<name>``), its per-user ``MaxJobsPU``/``MaxTRESPU`` (``qos/<name>/user/<user>``) and
+    per-account ``MaxJobsPA``/``MaxTRESPA`` (``qos/<name>/account/<account>``).
+
+    It works as a :class:`Throttle` does, with GPUs counted too: both engines and the checker count the
+    group's running jobs (``RunningJob.limit_groups``; evicted or not: an eviction gives no room back) and
+    what they hold, plus what the decision places, so a decision never starts a job past either limit; a
+    job left out for it is pending with ``THROTTLE``, whose details name the group and the limit. Jobs of
+    one group that state different limits are held to the smallest. A job may be in several groups (its
+    QOS's, its user's under that QOS, its array's throttle): every one of them must have room.
+
+    >>> GroupLimit(group="qos/gpu", max_gpus=16).max_running is None
+    True
+    >>> GroupLimit(group="qos/gpu")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for GroupLimit
+      Value error, a group limit needs max_running, max_gpus or both ...
+    """
+
+    group: str = Field(min_length=1)
+    #: Jobs of the group running at once (Slurm's ``GrpJobs=0`` lets none run: 0 is allowed).
+    max_running: int | None = Field(default=None, ge=0)
+    max_gpus: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> GroupLimit:
+        if self.max_running is None and self.max_gpus is None:
+            raise ValueError("a group limit needs max_running, max_gpus or both")
+        return self
+
+
 class Dependency(_Model):
     """This job may start only once job ``job`` reached ``condition``."""
 
@@ -645,6 +679,8 @@ class Job(_Model):
     last_checkpoint: LastCheckpoint | None = None
     reservation: ReservationRef | None = None
     throttle: Throttle | None = None
+    #: Group limits it counts against (a Slurm QOS's ``GrpJobs``/``GrpTRES``, per user and per account).
+    limits: list[GroupLimit] = Field(default_factory=list)
     escalation: Escalation = Field(default_factory=Escalation)
     model: ModelRef = Field(default_factory=ModelRef)
 

@@ -13,6 +13,7 @@ from placer.solver.engine import place
 from placer.solver.jobs.model import (
     GpuAffinity,
     GpuDemand,
+    GroupLimit,
     Job,
     LabelRule,
     Placement,
@@ -60,6 +61,19 @@ THROTTLES = st.sampled_from(
         Throttle(group="a", max_running=1),
         Throttle(group="a", max_running=2),
         Throttle(group="b", max_running=1),
+    ]
+)
+#: Group limits (a Slurm QOS's GrpTRES=gres/gpu, GrpJobs, per user): most jobs have none; a GPU limit in
+#: two sizes (the smaller holds), a job limit, and both on one job.
+LIMITS = st.sampled_from(
+    [
+        [],
+        [],
+        [],
+        [GroupLimit(group="qos/g", max_gpus=8)],
+        [GroupLimit(group="qos/g", max_gpus=12)],
+        [GroupLimit(group="qos/j", max_running=2)],
+        [GroupLimit(group="qos/g", max_gpus=8), GroupLimit(group="qos/g/user/u", max_running=1, max_gpus=4)],
     ]
 )
 ANTI = st.sampled_from(
@@ -118,6 +132,7 @@ def jobs(draw: st.DrawFn, i: int) -> Job:
         tasks=tasks,
         placement=placement,
         throttle=draw(THROTTLES),
+        limits=draw(LIMITS),
     )
 
 

@@ -398,14 +398,20 @@ def _capture(s: LiveSlurm) -> None:
 #: Accounting for :func:`start_qos`: the throw-away MariaDB's and slurmdbd's ports.
 DB_PORT, DBD_PORT = 16819, 16820
 #: ``sacctmgr`` commands of :func:`start_qos`: ``high`` may preempt ``low``, whose jobs are requeued after
-#: a 1-second grace time; ``normal`` (Slurm's default QOS) preempts nothing, with the cluster's mode.
+#: a 1-second grace time; ``normal`` (Slurm's default QOS) preempts nothing, with the cluster's mode;
+#: ``capped``'s jobs hold at most 8 GPUs together (``GrpTRES``, :data:`CAPPED`, set once slurmctld has
+#: registered the ``gres/gpu`` TRES; enforced: ``AccountingStorageEnforce`` has ``limits``).
 QOS = [
     ("add", "cluster", "placer"),
     ("add", "qos", "low", "Priority=10", "PreemptMode=requeue", "GraceTime=1"),
     ("add", "qos", "high", "Priority=100", "Preempt=low"),
+    ("add", "qos", "capped"),
     ("add", "account", "ml"),
-    ("add", "user", "root", "account=ml", "qos=normal,low,high"),
+    ("add", "user", "root", "account=ml", "qos=normal,low,high,capped"),
 ]
+
+#: The limit of QOS ``capped`` (``sacctmgr modify qos capped set ...``).
+CAPPED = "GrpTRES=gres/gpu=8"
 
 
 def _accounting(root: Path, host: str) -> Callable[[LiveSlurm], None]:
@@ -450,7 +456,9 @@ def start_qos(root: Path) -> LiveSlurm:
     """A third throw-away Slurm (after the others have stopped: same ports), with accounting (slurmdbd in
     a MariaDB of its own) and ``PreemptType=preempt/qos``: QOSes of :data:`QOS`, the nodes of
     :data:`NODES` in one partition. Job ``lo`` (QOS ``low``) holds gpu03's 4 A100 (no time limit); job
-    ``hi`` (QOS ``high``) asks them and is held, so Slurm leaves both alone. Captures ``sacctmgr show qos
+    ``hi`` (QOS ``high``) asks them and is held, so Slurm leaves both alone. Job ``cap1`` (QOS ``capped``)
+    holds 4 H100 of gpu01; ``cap2`` and ``cap3`` (``capped``) ask 4 H100 each and are held: the QOS lets
+    one of them run beside ``cap1``. Captures ``sacctmgr show qos
     -P``, ``scontrol show node`` (plain: accounting now reports GPUs in ``AllocTRES``), ``scontrol show job
     -d``, ``squeue --json`` and ``scontrol show config``."""
     host = socket.gethostname().split(".")[0]
@@ -460,7 +468,7 @@ def start_qos(root: Path) -> LiveSlurm:
         "AccountingStorageType=accounting_storage/none",
         f"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost={host}\n"
         f"AccountingStoragePort={DBD_PORT}\nAccountingStorageTRES=gres/gpu\n"
-        "AccountingStorageEnforce=associations,qos",
+        "AccountingStorageEnforce=associations,limits,qos",
     ).replace("PreemptType=preempt/partition_prio", "PreemptType=preempt/qos")
     s = _boot(root, NODES, conf, before=_accounting(root, host))
     try:
@@ -484,6 +492,12 @@ def start_qos(root: Path) -> LiveSlurm:
         )
         s.wait("lo running", lambda: s.run("squeue", "-h", "-j", lo, "-o", "%T").strip() == "RUNNING")
         s.run("sbatch", "-H", "-J", "hi", "--qos=high", "--gres=gpu:a100:4", *quiet)
+        s.run("sacctmgr", "-i", "modify", "qos", "capped", "set", CAPPED)
+        cap = ("--qos=capped", "--gres=gpu:h100:4", *quiet)
+        cap1 = s.run("sbatch", "-J", "cap1", "-w", "gpu01", *cap).split(";")[0].strip()
+        s.wait("cap1 running", lambda: s.run("squeue", "-h", "-j", cap1, "-o", "%T").strip() == "RUNNING")
+        for name in ("cap2", "cap3"):
+            s.run("sbatch", "-H", "-J", name, *cap)
         s.out["qos"] = s.run("sacctmgr", "show", "qos", "-P")
         s.out["show-node"] = s.run("scontrol", "show", "node")
         s.out["show-node-d"] = s.run("scontrol", "show", "node", "-d")

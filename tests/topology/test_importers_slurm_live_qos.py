@@ -3,7 +3,9 @@
 The setup (``live_slurm.QOS``): QOS ``high`` may preempt ``low``, whose jobs are requeued after a 1-second
 grace time; ``normal`` preempts nothing. Job ``lo`` (QOS low) holds all 4 A100 of gpu03; job ``hi`` (QOS
 high) asks 4 A100 and is held, so Slurm's own scheduler leaves both alone. gpu01, gpu02 and gpu04 have
-H100 only and cpu01 no GPU: ``hi`` can run only on gpu03, and only if ``lo`` goes.
+H100 only and cpu01 no GPU: ``hi`` can run only on gpu03, and only if ``lo`` goes. QOS ``capped`` holds
+8 GPUs at most (``GrpTRES=gres/gpu=8``): ``cap1`` runs with 4 H100, ``cap2`` and ``cap3`` (4 H100 each)
+are held; placer starts one of them and keeps the other pending, as Slurm does (``QOSGrpGRES``).
 """
 
 from __future__ import annotations
@@ -40,12 +42,12 @@ def test_sacctmgrs_qos_table_reads_as_the_captured_one(slurm: LiveSlurm) -> None
 
 def test_with_accounting_plain_show_node_tells_gpu_usage(slurm: LiveSlurm) -> None:
     # AccountingStorageTRES=gres/gpu: plain scontrol show node reports GPUs in AllocTRES, so the plain
-    # form reads as the -d form does (gpu03's 4 A100 held by lo; everything else free).
+    # form reads as the -d form does (gpu03's 4 A100 held by lo, 4 H100 of gpu01 by cap1; the rest free).
     free = {}
     for form in ("show-node", "show-node-d"):
         cluster = build_cluster(inventory_from_input(slurm.out[form], source=f"{form}.txt"))
         free[form] = {n.name: len(cluster.free_gpus(n.name)) for n in cluster.nodes if n.gpu_count}
-    assert free["show-node"] == free["show-node-d"] == {"gpu01": 8, "gpu02": 8, "gpu03": 0, "gpu04": 8}
+    assert free["show-node"] == free["show-node-d"] == {"gpu01": 4, "gpu02": 8, "gpu03": 0, "gpu04": 8}
 
 
 def _place(tmp_path: Path, slurm: LiveSlurm, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -59,11 +61,33 @@ def _place(tmp_path: Path, slurm: LiveSlurm, *extra: str) -> subprocess.Complete
 
 
 def test_without_the_qos_table_no_eviction_is_proposed(slurm: LiveSlurm, tmp_path: Path) -> None:
-    # squeue/scontrol do not say whether lo may be preempted: placer keeps it, and hi stays pending.
+    # squeue/scontrol do not say whether lo may be preempted: placer keeps it, and hi stays pending. Nor
+    # do they say that QOS capped holds 8 GPUs at most: both capped jobs are placed beside cap1.
     ids = _ids(slurm)
     d = json.loads(_place(tmp_path, slurm, "--json").stdout)
-    assert d["preemptions"] == [] and d["placements"] == []
+    assert d["preemptions"] == []
+    assert sorted(p["job"] for p in d["placements"]) == sorted([ids["cap2"], ids["cap3"]])
     assert [p["job"] for p in d["pending"]] == [ids["hi"]]
+
+
+def test_with_it_the_capped_qos_gets_one_more_job_not_two(slurm: LiveSlurm, tmp_path: Path) -> None:
+    # GrpTRES=gres/gpu=8: cap1 holds 4 H100, so one 4-GPU capped job may start, the other waits with
+    # THROTTLE naming the QOS's group; the H100 nodes have room for both.
+    ids = _ids(slurm)
+    d = json.loads(_place(tmp_path, slurm, "--slurm-qos", str(tmp_path / "qos.txt"), "--json").stdout)
+    capped = {ids["cap2"], ids["cap3"]}
+    (started,) = [p["job"] for p in d["placements"] if p["job"] in capped]
+    (waiting,) = [p for p in d["pending"] if p["job"] in capped]
+    assert started == ids["cap2"]  # the same priority: the earlier submitted, as Slurm orders them
+    (reason,) = waiting["reasons"]
+    assert reason["code"] == "THROTTLE"
+    assert reason["details"] == {
+        "group": "qos/capped",
+        "max_gpus": 8,
+        "gpus_held": 4,
+        "gpus_started": 4,
+        "gpus": 4,
+    }
 
 
 def test_partitions_and_qos_together_are_a_usage_error(slurm: LiveSlurm, tmp_path: Path) -> None:
@@ -89,7 +113,8 @@ def test_zz_placer_evicts_for_the_high_qos_job_and_slurm_requeues_the_victim(
     assert decided.returncode == 0, decided.stderr
     d = json.loads(decided.stdout)
     assert [(e["job"], e["for"], e["grace_period_s"]) for e in d["preemptions"]] == [(lo, [hi], 1)]
-    assert [(p["job"], [r["node"] for r in p["replicas"]]) for p in d["placements"]] == [(hi, ["gpu03"])]
+    placed = {p["job"]: [r["node"] for r in p["replicas"]] for p in d["placements"]}
+    assert placed[hi] == ["gpu03"] and set(placed) == {hi, ids["cap2"]}
     script = _place(tmp_path, slurm, *qos, "--output", "slurm")
     assert script.returncode == 0, script.stderr
     assert f"scontrol requeuehold {lo}" in script.stdout.splitlines()  # PreemptMode=requeue, as Slurm would
@@ -100,3 +125,19 @@ def test_zz_placer_evicts_for_the_high_qos_job_and_slurm_requeues_the_victim(
     victim = dict(w.split("=", 1) for w in slurm.run("scontrol", "show", "job", lo).split() if "=" in w)
     assert victim["JobState"] == "PENDING" and "held" in victim["Reason"].lower(), victim
     assert int(victim["Restarts"]) >= 1, victim
+
+
+def test_zzz_slurm_holds_back_the_capped_job_placer_left_pending(slurm: LiveSlurm) -> None:
+    # After the script of the test above: cap2 runs where placer put it. Released, cap3 is kept pending by
+    # Slurm itself for the same limit placer named (QOSGrpGRES: the QOS's GPUs are all held).
+    ids = _ids(slurm)
+    cap2, cap3 = ids["cap2"], ids["cap3"]
+    slurm.wait("cap2 running", lambda: slurm.run("squeue", "-h", "-j", cap2, "-o", "%T").strip() == "RUNNING")
+    slurm.run("scontrol", "release", cap3)
+    slurm.run("scontrol", "reconfigure")  # a scheduling pass now, not at the next interval
+
+    def reason() -> str:
+        return slurm.run("squeue", "-h", "-j", cap3, "-o", "%T %r").strip()
+
+    slurm.wait("cap3 judged", lambda: reason() != "PENDING JobHeldUser" and reason() != "PENDING None")
+    assert reason() == "PENDING QOSGrpGRES"

@@ -4,6 +4,7 @@ live test's QOSes (``tests/topology/live_slurm.QOS``)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from placer.solver.jobs import read_text
 from placer.solver.jobs.formats.slurm import with_qos_levels
 from placer.topology import RunningJob
 from placer.topology.errors import TopologyError
-from placer.topology.importers.slurm_qos import parse_slurm_qos, read_qos_file, with_qos_rules
+from placer.topology.importers.slurm_qos import parse_slurm_qos, qos_limits, read_qos_file, with_qos_rules
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 HEAD = "Name|Priority|GraceTime|Preempt|PreemptExemptTime|PreemptMode|Flags"
@@ -34,7 +35,84 @@ def test_sacctmgr_as_slurm_prints_it() -> None:
         "normal": (0, False, "CLUSTER", 0, 0),
         "low": (0, True, "REQUEUE", 1, 10),
         "high": (1, False, "CLUSTER", 0, 100),
+        "capped": (0, False, "CLUSTER", 0, 0),
     }
+    # capped's GrpTRES=gres/gpu=8 (live_slurm.CAPPED): its jobs hold 8 GPUs at most, together.
+    assert qos_limits(table["capped"], "root", "ml") == [("qos/capped", None, 8)]
+    assert [qos_limits(table[n], "root", "ml") for n in ("normal", "low", "high")] == [[], [], []]
+
+
+LIMITS = HEAD + "|GrpTRES|GrpJobs|MaxTRES|MaxTRESPU|MaxJobsPU|MaxTRESPA|MaxJobsPA"
+
+
+def test_qos_limits_become_groups_per_qos_user_and_account() -> None:
+    text = LIMITS + "\ngpu|0|00:00:00|||cluster||cpu=64,gres/gpu=16,mem=500G|10||gres/gpu=4|2|gres/gpu=8|\n"
+    (q,) = parse_slurm_qos(text, source="qos.txt").values()
+    assert (q.grp_gpus, q.grp_jobs, q.user_gpus, q.user_jobs, q.account_gpus, q.account_jobs) == (
+        16,
+        10,
+        4,
+        2,
+        8,
+        None,
+    )
+    assert qos_limits(q, "ana", "ml") == [
+        ("qos/gpu", 10, 16),
+        ("qos/gpu/user/ana", 2, 4),
+        ("qos/gpu/account/ml", None, 8),
+    ]
+    # What placer does not model is named, not dropped: CPU and memory of GrpTRES.
+    assert q.unmodelled == ("GrpTRES cpu=64", "GrpTRES mem=500G")
+
+
+def test_a_per_job_limit_and_a_typed_gpu_limit_are_named_as_not_modelled() -> None:
+    text = LIMITS + "\ngpu|0|00:00:00|||cluster||gres/gpu:a100=4||gres/gpu=8||||\n"
+    (q,) = parse_slurm_qos(text, source="qos.txt").values()
+    assert q.grp_gpus is None and q.unmodelled == ("GrpTRES gres/gpu:a100=4", "MaxTRES gres/gpu=8")
+
+
+@pytest.mark.parametrize(
+    ("cells", "said"),
+    [
+        ("gres/gpu=many||||||", "GrpTRES gres/gpu='many' is not a whole number"),
+        ("|ten|||||", "GrpJobs 'ten' is not a whole number"),
+        ("gpu16||||||", "is not a TRES list"),
+    ],
+)
+def test_a_bad_limit_is_refused_naming_the_qos_and_column(cells: str, said: str) -> None:
+    with pytest.raises(TopologyError) as e:
+        parse_slurm_qos(LIMITS + "\ngpu|0|00:00:00|||cluster||" + cells + "\n", source="qos.txt")
+    assert "line 2 (QOS gpu)" in str(e.value) and said in str(e.value)
+
+
+def test_pending_and_running_jobs_of_a_limited_qos_carry_its_groups() -> None:
+    text = LIMITS + "\ngpu|0|00:00:00|||cluster||gres/gpu=16,cpu=8||||||2\n"
+    table = parse_slurm_qos(text, source="qos.txt")
+    doc = {
+        "meta": {"plugin": {"type": "openapi/v0.0.38"}},
+        "jobs": [
+            {
+                "job_id": 9,
+                "job_state": "PENDING",
+                "qos": "gpu",
+                "user_name": "ana",
+                "account": "ml",
+                "node_count": 1,
+                "cpus": 1,
+            }
+        ],
+    }
+    (r,) = with_qos_levels(read_text(json.dumps(doc), source="q.json"), table)
+    assert [(lim.group, lim.max_running, lim.max_gpus) for lim in r.job.limits] == [
+        ("qos/gpu", None, 16),
+        ("qos/gpu/account/ml", 2, None),
+    ]
+    (w,) = r.warnings
+    assert w.code == "unsupported" and "GrpTRES cpu=8" in w.message
+    labels = {"slurm_qos": "gpu", "slurm_user": "ana", "slurm_account": "ml"}
+    rj = RunningJob(job="7", labels=labels, replicas=[{"node": "n", "gpus": [0]}])
+    (ran,) = with_qos_rules([rj], table, source="q.json")
+    assert ran.limit_groups == ["qos/gpu", "qos/gpu/account/ml"]
 
 
 def test_parsable_with_a_trailing_bar_reads_the_same() -> None:

@@ -25,6 +25,15 @@ lower one. Where it does not (``interactive`` preempts ``low``, ``batch`` preemp
 level 1), one order cannot say it: the table is refused, naming the QOS pair, rather than let placer
 propose an eviction Slurm would not make. A QOS that lists itself, or a cycle, is refused too.
 
+**Limits.** A QOS's ``GrpJobs`` and ``GrpTRES=gres/gpu=N`` bound the jobs running in it and the GPUs
+they hold, together; ``MaxJobsPU``/``MaxTRESPU`` the same per user, ``MaxJobsPA``/``MaxTRESPA`` per
+account. Each is a group limit (:func:`qos_limits`: the groups ``qos/<name>``, ``qos/<name>/user/<user>``,
+``qos/<name>/account/<account>``) that placer's engines keep and its checker checks, as Slurm's
+scheduler keeps a job pending with ``QOSGrpJobsLimit``, ``QOSGrpGRES``, ``QOSMaxGRESPerUser``... Other
+TRES in those limits (``cpu``, ``mem``, ``node``, ``billing``, a typed ``gres/gpu:a100``) are not
+modelled: they are listed in :attr:`SlurmQos.unmodelled`, and the readers name them in a warning on each
+job of the QOS.
+
 Both ``sacctmgr -P`` (``--parsable2``) and ``--parsable`` (a trailing ``|``) are read; the header line is
 required (it names the columns), ``Name``, ``Preempt`` and ``PreemptMode`` must be among them.
 
@@ -58,6 +67,8 @@ __all__ = [
     "SlurmQos",
     "level_of",
     "parse_slurm_qos",
+    "qos_groups",
+    "qos_limits",
     "read_qos_file",
     "with_preemption_rules",
     "with_qos_rules",
@@ -83,6 +94,100 @@ class SlurmQos:
     level: int = 0
     #: Some QOS may preempt it and its mode lets its jobs' resources go.
     preemptible: bool = False
+    #: Its limits (None: none): jobs running and GPUs held in it together (``GrpJobs``, ``GrpTRES``), per
+    #: user (``MaxJobsPU``, ``MaxTRESPU``) and per account (``MaxJobsPA``, ``MaxTRESPA``).
+    grp_jobs: int | None = None
+    grp_gpus: int | None = None
+    user_jobs: int | None = None
+    user_gpus: int | None = None
+    account_jobs: int | None = None
+    account_gpus: int | None = None
+    #: Limits it states that placer does not model (``"GrpTRES cpu=100"``): the readers warn of them.
+    unmodelled: tuple[str, ...] = ()
+
+
+#: The limit columns read: column -> (the SlurmQos field, whether it is a TRES list).
+_LIMITS = {
+    "GrpJobs": ("grp_jobs", False),
+    "GrpTRES": ("grp_gpus", True),
+    "MaxJobsPU": ("user_jobs", False),
+    "MaxTRESPU": ("user_gpus", True),
+    "MaxJobsPA": ("account_jobs", False),
+    "MaxTRESPA": ("account_gpus", True),
+}
+#: Limit columns whose values are never modelled (time, submissions, per-job and per-node TRES).
+_NOT_READ = (
+    "GrpTRESMins",
+    "GrpTRESRunMins",
+    "GrpSubmit",
+    "GrpWall",
+    "MaxTRES",
+    "MaxTRESPerNode",
+    "MaxTRESMins",
+    "MaxWall",
+    "MaxSubmitPU",
+    "MaxSubmitPA",
+    "MinTRES",
+)
+
+
+def _limits(row: dict[str, str], item: str, source: str, problems: list[Problem]) -> dict[str, object]:
+    """The limit columns of one row as :class:`SlurmQos` fields (and ``unmodelled``)."""
+    out: dict[str, object] = {}
+    unmodelled: list[str] = []
+    for column, (name, tres) in _LIMITS.items():
+        text = (row.get(column) or "").strip()
+        if not text or text == "-1":
+            continue
+        if not tres:
+            if not text.isdigit():
+                problems.append(Problem(source, item, f"{column} {short(text)} is not a whole number"))
+                continue
+            out[name] = int(text)
+            continue
+        for part in text.split(","):
+            key, eq, value = (x.strip() for x in part.partition("="))
+            if not eq or not key or not value:
+                why = f"{column} {short(text)} is not a TRES list (cpu=8,gres/gpu=4)"
+                problems.append(Problem(source, item, why))
+                break
+            if key != "gres/gpu":
+                unmodelled.append(f"{column} {key}={value}")
+            elif value.isdigit():
+                out[name] = int(value)
+            else:
+                problems.append(
+                    Problem(source, item, f"{column} gres/gpu={short(value)} is not a whole number")
+                )
+    unmodelled += [f"{c} {row[c]}" for c in _NOT_READ if (row.get(c) or "").strip() not in ("", "-1")]
+    out["unmodelled"] = tuple(unmodelled)
+    return out
+
+
+def qos_limits(
+    qos: SlurmQos, user: str | None, account: str | None
+) -> list[tuple[str, int | None, int | None]]:
+    """The group limits a job of ``qos`` run by ``user`` under ``account`` counts against, each as (group,
+    max jobs, max GPUs): ``qos/<name>``, ``qos/<name>/user/<user>``, ``qos/<name>/account/<account>``
+    (module docstring), those the QOS limits.
+
+    >>> q = SlurmQos("gpu", grp_gpus=16, user_jobs=2)
+    >>> qos_limits(q, "ana", "ml")
+    [('qos/gpu', None, 16), ('qos/gpu/user/ana', 2, None)]
+    """
+    out: list[tuple[str, int | None, int | None]] = []
+    if qos.grp_jobs is not None or qos.grp_gpus is not None:
+        out.append((f"qos/{qos.name}", qos.grp_jobs, qos.grp_gpus))
+    if user and (qos.user_jobs is not None or qos.user_gpus is not None):
+        out.append((f"qos/{qos.name}/user/{user}", qos.user_jobs, qos.user_gpus))
+    if account and (qos.account_jobs is not None or qos.account_gpus is not None):
+        out.append((f"qos/{qos.name}/account/{account}", qos.account_jobs, qos.account_gpus))
+    return out
+
+
+def qos_groups(qos: SlurmQos, user: str | None, account: str | None) -> list[str]:
+    """The groups of :func:`qos_limits` (what a running job of ``qos`` counts against)."""
+    return [g for g, _, _ in qos_limits(qos, user, account)]
 
 
 def _seconds(text: str) -> int | None:
@@ -132,6 +237,7 @@ def parse_slurm_qos(text: str, *, source: str, cluster_mode: str | None = None) 
     (module docstring)."""
     problems: list[Problem] = []
     read: dict[str, tuple[str, int, frozenset[str], str, int]] = {}
+    limits: dict[str, dict[str, object]] = {}
     for number, row in _rows(text, source, problems):
         name = row["Name"]
         item = f"line {number} (QOS {name})"
@@ -156,6 +262,7 @@ def parse_slurm_qos(text: str, *, source: str, cluster_mode: str | None = None) 
         mode = deciding_mode(words)
         preempt = frozenset(p.strip() for p in row["Preempt"].split(",") if p.strip())
         read[name] = (item, int(priority_text) if priority_text.isdigit() else 0, preempt, mode, grace or 0)
+        limits[name] = _limits(row, item, source, problems)
     for name, (item, _, preempt, _, _) in read.items():
         for other in sorted(preempt - set(read)):
             problems.append(Problem(source, item, f"Preempt names QOS {other!r}, which is not in the table"))
@@ -184,6 +291,7 @@ def parse_slurm_qos(text: str, *, source: str, cluster_mode: str | None = None) 
             grace_time_s=grace,
             level=levels[name],
             preemptible=name in preempted and mode in PREEMPTING_MODES,
+            **limits[name],  # type: ignore[arg-type]
         )
     if not problems:
         problems = _one_order(out, source, {n: r[0] for n, r in read.items()})
@@ -254,13 +362,19 @@ def with_qos_rules(jobs: list[RunningJob], table: dict[str, SlurmQos], *, source
     """Running Slurm jobs (``squeue --json``, ``scontrol show job -d``; their QOS in the label
     ``slurm_qos``) with their QOS's level as priority, preemptibility, grace period and mode (module
     docstring, :func:`~.slurm_partitions.preemption_applied`); the QOS's ``Priority`` as the label
-    ``slurm_qos_priority``. ``TopologyError`` naming every job whose QOS is not in ``table``."""
+    ``slurm_qos_priority``; the groups of its QOS's limits (:func:`qos_groups`) in ``limit_groups``.
+    ``TopologyError`` naming every job whose QOS is not in ``table``."""
 
     def rule(rj: RunningJob) -> tuple[int, bool, int, str, dict[str, str]]:
         q = level_of(rj.labels.get("slurm_qos"), table, item=f"job {rj.job}")
         return q.level, q.preemptible, q.grace_time_s, q.preempt_mode, {"slurm_qos_priority": str(q.priority)}
 
-    return preemption_applied(jobs, rule, source=source)
+    out = []
+    for rj in preemption_applied(jobs, rule, source=source):
+        q = table[rj.labels["slurm_qos"]]  # every job's QOS is known here (preemption_applied raised)
+        groups = qos_groups(q, rj.labels.get("slurm_user"), rj.labels.get("slurm_account"))
+        out.append(rj.model_copy(update={"limit_groups": [*rj.limit_groups, *groups]}) if groups else rj)
+    return out
 
 
 def with_preemption_rules(

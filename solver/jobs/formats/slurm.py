@@ -74,6 +74,7 @@ from placer.solver.jobs.model import (
     DependencyCondition,
     DistributedStrategy,
     GpuDemand,
+    GroupLimit,
     Job,
     LabelRule,
     Placement,
@@ -86,7 +87,7 @@ from placer.topology import TopologyError, canonical_gpu_type
 from placer.topology.importers.slurm import cores_holding, parse_gres
 from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
 from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
-from placer.topology.importers.slurm_qos import SlurmQos, level_of
+from placer.topology.importers.slurm_qos import SlurmQos, level_of, qos_limits
 
 __all__ = [
     "MAX_ARRAY_TASKS",
@@ -309,8 +310,10 @@ def with_partition_tiers(results: list[ReadResult], table: dict[str, SlurmPartit
 def with_qos_levels(results: list[ReadResult], table: dict[str, SlurmQos]) -> list[ReadResult]:
     """The pending Slurm jobs of ``results`` with their QOS's level as priority (Slurm's priority number
     kept as the label ``slurm_priority``, the QOS's ``Priority`` as ``slurm_qos_priority``), so that placer
-    evicts for them exactly where Slurm's ``preempt/qos`` would (:mod:`placer.topology.importers.slurm_qos`).
-    A job whose QOS is not in ``table`` is rejected, naming its ``qos`` field; other formats pass unchanged.
+    evicts for them exactly where Slurm's ``preempt/qos`` would (:mod:`placer.topology.importers.slurm_qos`),
+    and with its QOS's limits as group limits (``Job.limits``: ``GrpJobs``, ``GrpTRES=gres/gpu``, per user
+    and per account); a limit placer does not model is named in a warning. A job whose QOS is not in
+    ``table`` is rejected, naming its ``qos`` field; other formats pass unchanged.
 
     >>> from placer.topology.importers.slurm_qos import SlurmQos
     >>> doc = {"jobs": [{"job_id": 9, "job_state": "PENDING", "qos": "high", "priority": 4294901759,
@@ -325,7 +328,24 @@ def with_qos_levels(results: list[ReadResult], table: dict[str, SlurmQos]) -> li
         q = level_of(value, table, item=job.id)
         return q.level, {"slurm_qos_priority": str(q.priority)}
 
-    return _ranked_by(results, "qos", rank)
+    def limited(r: ReadResult, job: Job) -> ReadResult:
+        env = job.envelope or {}
+        q = table[slurm_text(env.get("qos"))]  # ranked: its QOS is in the table
+        account = slurm_text(env.get("account")) or None
+        found = qos_limits(q, job.user, account)
+        limits = [GroupLimit(group=g, max_running=most, max_gpus=gpus) for g, most, gpus in found]
+        warnings = list(r.warnings)
+        if q.unmodelled:
+            what = ", ".join(q.unmodelled)
+            why = f"QOS {q.name!r} limits {what}: not modelled (placer may place a job they hold)"
+
+            warnings.append(issue("unsupported", f"{r.path}.qos" if r.path else "qos", why))
+        if not limits and not q.unmodelled:
+            return r
+        job = job.model_copy(update={"limits": [*job.limits, *limits]})
+        return r.model_copy(update={"job": job, "warnings": warnings})
+
+    return _each_slurm_job(_ranked_by(results, "qos", rank), limited)
 
 
 def with_slurm_ranks(
