@@ -240,3 +240,32 @@ def test_non_member_plans_leave_a_gpu_reservation_its_count(
         jobs.append(_job("now", 2, hours=None if placed_hours < 0 else placed_hours))
     got = check(d, jobs, c, now=MIDNIGHT, reservations=[GPU_LATER])
     assert [v.rule for v in got] == rules
+
+
+# -- members stay inside their reservation (OJS ML §8.3) ------------------------------------------------
+
+
+def test_a_member_placed_outside_its_reservation_is_a_violation() -> None:
+    # r holds node 1 whole, held now: a member of r on node 2 runs outside it, on node 1 it is fine.
+    held = Reservation(id="r", nodes=[N1], start=NOW - timedelta(minutes=5))
+    c = cluster_of(dgx_h100(2))
+    inside = decision(place("m", rep(N1, [0, 1])))
+    assert _rules(inside, [_job("m", 2, "r")], c, [held]) == []
+    outside = decision(place("m", rep(N2, [0, 1])))
+    (v,) = check(outside, [_job("m", 2, "r")], c, now=NOW, reservations=[held])
+    assert (v.rule, v.job, v.node) == ("reservation", "m", N2) and "outside its reservation 'r'" in v.message
+
+
+def test_members_beyond_a_gpu_count_reservations_count_are_a_violation() -> None:
+    # r reserves 4 GPUs of node 1: two members of 2 GPUs fit it, a third 2-GPU member there is over it.
+    held = Reservation(id="r", gpus={N1: 4}, start=NOW - timedelta(minutes=5))
+    c = cluster_of(dgx_h100(2))
+    members = [_job(f"m{k}", 2, "r") for k in range(3)]
+    two = decision(place("m0", rep(N1, [0, 1])), place("m1", rep(N1, [2, 3])), pending=("m2",))
+    assert _rules(two, members, c, [held]) == []
+    three = decision(place("m0", rep(N1, [0, 1])), place("m1", rep(N1, [2, 3])), place("m2", rep(N1, [4, 5])))
+    (v,) = check(three, members, c, now=NOW, reservations=[held])
+    assert (v.rule, v.job) == (
+        "reservation",
+        "r",
+    ) and "members hold 6 GPUs of dgx-h100-1; it reserves 4" in v.message
