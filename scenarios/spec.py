@@ -391,7 +391,8 @@ class ClusterSpec(_Spec):
     snapshot; ``placer place --running``); ``slurm_partitions``: ``scontrol show partition``, whose tiers
     and preemption modes Slurm's jobs then get (``placer place --slurm-partitions``), or ``slurm_qos``:
     ``sacctmgr show qos -P`` under ``preempt/qos`` (with ``slurm_preempt_mode``, the cluster's
-    ``PreemptMode``; ``placer place --slurm-qos``)."""
+    ``PreemptMode``; ``placer place --slurm-qos``), which also holds jobs to the QOSes' limits;
+    ``slurm_qos_limits``: that table read for its limits alone (``placer place --slurm-qos-limits``)."""
 
     name: str | None = None
     builders: list[dict[str, dict[str, Any]]] | None = None
@@ -404,6 +405,7 @@ class ClusterSpec(_Spec):
     slurm_partitions: str | None = None
     slurm_qos: str | None = None
     slurm_preempt_mode: str | None = None
+    slurm_qos_limits: str | None = None
 
     @model_validator(mode="after")
     def _one(self) -> ClusterSpec:
@@ -412,10 +414,15 @@ class ClusterSpec(_Spec):
             raise _bad(
                 "conflict", f"give exactly one of builders, layout or file (got {', '.join(given) or 'none'})"
             )
-        if self.file is None and (self.slurm_jobs or self.slurm_partitions or self.slurm_qos):
+        if self.file is None and (
+            self.slurm_jobs or self.slurm_partitions or self.slurm_qos or self.slurm_qos_limits
+        ):
             raise _bad(
-                "conflict", "slurm_jobs, slurm_partitions and slurm_qos go with a Slurm node file (file)"
+                "conflict",
+                "slurm_jobs, slurm_partitions, slurm_qos, slurm_qos_limits go with a Slurm node file (file)",
             )
+        if self.slurm_qos and self.slurm_qos_limits:
+            raise _bad("conflict", "slurm_qos_limits and slurm_qos: slurm_qos holds jobs to the limits too")
         if self.slurm_qos and self.slurm_partitions:
             raise _bad(
                 "conflict", "slurm_qos and slurm_partitions: Slurm preempts by QOS or by partition, not both"

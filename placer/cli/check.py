@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         reservations_arg,
         slurm_partitions_arg,
         slurm_qos_arg,
+        slurm_qos_limits_arg,
         topology_labels_arg,
         with_running_arg,
         with_slurm_ranks_arg,
@@ -105,8 +106,10 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"decision {args.decision} is not a valid decision: {detail}")
         partitions = slurm_partitions_arg(args.slurm_partitions)
         qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
-        results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos), cluster)
-        cluster = in_cluster_queues(with_running_arg(cluster, args.running, partitions, qos), options.queues)
+        qos_limits = slurm_qos_limits_arg(args.slurm_qos_limits, args.slurm_qos)
+        results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos, qos_limits), cluster)
+        running = with_running_arg(cluster, args.running, partitions, qos, qos_limits)
+        cluster = in_cluster_queues(running, options.queues)
         declared: list[object] = [*args.reservation, *(reservations_arg(args.reservations, cluster) or [])]
         prices = prices_arg(args.prices)
     except InputError as e:  # nothing can be checked without every input: exit 2 either way

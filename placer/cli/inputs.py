@@ -40,6 +40,7 @@ __all__ = [
     "read_options_arg",
     "reservations_arg",
     "shown",
+    "slurm_qos_limits_arg",
     "with_running_arg",
 ]
 
@@ -193,6 +194,13 @@ def add_pods_argument(p: argparse.ArgumentParser) -> None:
         help="the cluster's PreemptMode (scontrol show config): what a QOS whose PreemptMode is 'cluster' "
         "means",
     )
+    p.add_argument(
+        "--slurm-qos-limits",
+        metavar="FILE",
+        help="sacctmgr show qos -P, read for its limits alone (a cluster that preempts by partition, or not "
+        "at all): Slurm jobs are held to their QOS's GrpJobs, GrpTRES=gres/gpu and per-user/per-account job "
+        "and GPU limits; --slurm-qos does this too (docs/slurm.md)",
+    )
 
 
 def add_limits_argument(p: argparse.ArgumentParser) -> None:
@@ -262,6 +270,21 @@ def slurm_qos_arg(path: str | None, mode: str | None, partitions: str | None) ->
     return _read("slurm QOS table", path, lambda: read_qos_file(path, cluster_mode=mode))
 
 
+def slurm_qos_limits_arg(path: str | None, qos: str | None) -> dict[str, Any] | None:
+    """``--slurm-qos-limits``: Slurm's QOSes by name, read for their limits alone
+    (:func:`placer.topology.importers.slurm_qos.parse_slurm_qos` with ``limits_only``); with
+    ``--slurm-qos``, which holds jobs to the same limits, a usage error."""
+    if not path:
+        return None
+    if qos:
+        raise InputError(
+            "usage", "--slurm-qos-limits and --slurm-qos: --slurm-qos holds jobs to the limits too"
+        )
+    from placer.topology.importers.slurm_qos import read_qos_file
+
+    return _read("slurm QOS table", path, lambda: read_qos_file(path, limits_only=True))
+
+
 def in_slurm_cores(results: list[Any], cluster: Cluster) -> list[Any]:
     """The read jobs with Slurm's pending jobs' CPUs counted as cores of the cluster's nodes (where a
     Slurm node's CPUs are hardware threads; :func:`placer.solver.jobs.formats.slurm.with_cores`)."""
@@ -272,13 +295,17 @@ def in_slurm_cores(results: list[Any], cluster: Cluster) -> list[Any]:
 
 
 def with_slurm_ranks_arg(
-    results: list[Any], partitions: dict[str, Any] | None, qos: dict[str, Any] | None = None
+    results: list[Any],
+    partitions: dict[str, Any] | None,
+    qos: dict[str, Any] | None = None,
+    qos_limits: dict[str, Any] | None = None,
 ) -> list[Any]:
     """The read jobs with Slurm's pending jobs ranked by their partitions' tiers or their QOS's level
-    (whichever is given; :func:`placer.solver.jobs.formats.slurm.with_slurm_ranks`)."""
+    (whichever is given; :func:`placer.solver.jobs.formats.slurm.with_slurm_ranks`), and held to their
+    QOS's limits with ``qos_limits`` (``--slurm-qos-limits``)."""
     from placer.solver.jobs.formats.slurm import with_slurm_ranks
 
-    return with_slurm_ranks(results, partitions=partitions, qos=qos)
+    return with_slurm_ranks(results, partitions=partitions, qos=qos, qos_limits=qos_limits)
 
 
 def with_running_arg(
@@ -286,13 +313,15 @@ def with_running_arg(
     path: str | None,
     partitions: dict[str, Any] | None = None,
     qos: dict[str, Any] | None = None,
+    qos_limits: dict[str, Any] | None = None,
 ) -> Cluster:
     """``--running``: the cluster with the file's running jobs added (a JSON list of job envelopes plus
     where they run, :mod:`placer.solver.running`), or Slurm's ``squeue --json`` or ``scontrol show job -d``,
     whose jobs replace the anonymous per-node allocations a Slurm node file gives
     (:mod:`placer.topology.importers.slurm_jobs`, :mod:`~placer.topology.importers.slurm_job_text`); with
     ``partitions`` (``--slurm-partitions``), Slurm's running jobs get their partition's tier, preemption
-    mode and grace time; with ``qos`` (``--slurm-qos``), their QOS's level, mode and grace time."""
+    mode and grace time; with ``qos`` (``--slurm-qos``), their QOS's level, mode and grace time, and the
+    groups of its limits; with ``qos_limits`` (``--slurm-qos-limits``), those groups alone."""
     if not path:
         return cluster
     from placer.solver.jobs import JobValidationError
@@ -307,7 +336,9 @@ def with_running_arg(
         if slurm is not None:
             from placer.topology.importers.slurm_qos import with_preemption_rules
 
-            slurm = with_preemption_rules(slurm, partitions=partitions, qos=qos, source=path)
+            slurm = with_preemption_rules(
+                slurm, partitions=partitions, qos=qos, qos_limits=qos_limits, source=path
+            )
     except OSError as e:
         raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None
     except TopologyError as e:

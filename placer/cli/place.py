@@ -188,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         shown,
         slurm_partitions_arg,
         slurm_qos_arg,
+        slurm_qos_limits_arg,
         topology_labels_arg,
         with_running_arg,
         with_slurm_ranks_arg,
@@ -213,8 +214,10 @@ def run(args: argparse.Namespace) -> int:
             return _bad_content("; ".join(f"{r.source}: {shown(list(r.errors))}" for r in unreadable))
         partitions = slurm_partitions_arg(args.slurm_partitions)
         qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
-        results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos), cluster)
-        cluster = in_cluster_queues(with_running_arg(cluster, args.running, partitions, qos), options.queues)
+        qos_limits = slurm_qos_limits_arg(args.slurm_qos_limits, args.slurm_qos)
+        results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos, qos_limits), cluster)
+        running = with_running_arg(cluster, args.running, partitions, qos, qos_limits)
+        cluster = in_cluster_queues(running, options.queues)
         reservations = reservations_arg(args.reservations, cluster)
         prices = prices_arg(args.prices)
     except InputError as e:

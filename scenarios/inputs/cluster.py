@@ -47,7 +47,7 @@ from placer.topology.importers.slurm_partitions import SlurmPartition, read_part
 from placer.topology.importers.slurm_qos import SlurmQos, read_qos_file, with_preemption_rules
 from placer.topology.inputs import read_input
 
-__all__ = ["BUILDERS", "build", "slurm_partitions_of", "slurm_qos_of"]
+__all__ = ["BUILDERS", "build", "slurm_partitions_of", "slurm_qos_limits_of", "slurm_qos_of"]
 
 T = TypeVar("T")
 
@@ -162,6 +162,14 @@ def slurm_qos_of(spec: ClusterSpec, base: Path | None) -> dict[str, SlurmQos] | 
     )
 
 
+def slurm_qos_limits_of(spec: ClusterSpec, base: Path | None) -> dict[str, SlurmQos] | None:
+    """``cluster.slurm_qos_limits`` read for its limits alone (None when not given)."""
+    if spec.slurm_qos_limits is None:
+        return None
+    path = resolve(spec.slurm_qos_limits, base)
+    return _table("cluster.slurm_qos_limits", path, lambda p: read_qos_file(p, limits_only=True))
+
+
 def _table(field: str, path: Path, read: Callable[[str], T]) -> T:
     """A Slurm table the scenario names at ``field``: ``read(path)``, an unopenable file ``required`` and
     an unreadable one ``malformed``, both naming ``field``."""
@@ -176,14 +184,17 @@ def _table(field: str, path: Path, read: Callable[[str], T]) -> T:
 def _with_slurm_jobs(cluster: Cluster, spec: ClusterSpec, base: Path | None) -> Cluster:
     """The Slurm cluster with the jobs ``cluster.slurm_jobs`` names running by their ids (a live
     snapshot), with their partitions' rules when ``cluster.slurm_partitions`` is given, their QOSes' with
-    ``cluster.slurm_qos``."""
+    ``cluster.slurm_qos``, their QOSes' limit groups with ``cluster.slurm_qos_limits``."""
     assert spec.slurm_jobs is not None
     path = resolve(spec.slurm_jobs, base)
     partitions, qos = slurm_partitions_of(spec, base), slurm_qos_of(spec, base)
+    limits = slurm_qos_limits_of(spec, base)
     try:
         jobs, _ = read_running(read_input(str(path)).decode("utf-8-sig"), source=str(path))
         if jobs is not None:
-            jobs = with_preemption_rules(jobs, partitions=partitions, qos=qos, source=str(path))
+            jobs = with_preemption_rules(
+                jobs, partitions=partitions, qos=qos, qos_limits=limits, source=str(path)
+            )
             return with_slurm_jobs(cluster, jobs)
     except OSError as e:
         raise fail("required", "cluster.slurm_jobs", f"cannot open {path}: {e.strerror or e}") from None

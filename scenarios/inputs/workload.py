@@ -55,17 +55,19 @@ def jobs_of(
     partitions: dict[str, SlurmPartition] | None = None,
     qos: dict[str, SlurmQos] | None = None,
     cpus_per_core: int = 1,
+    qos_limits: dict[str, SlurmQos] | None = None,
 ) -> list[Job]:
     """Every job of the workload, sorted by ``(submit_time, id)``; :class:`ScenarioError` for bad ones.
     ``partitions``: Slurm's partitions (``cluster.slurm_partitions``), whose tiers pending Slurm jobs of
-    ``file`` take (or their QOSes' levels, ``qos``: ``cluster.slurm_qos``); ``cpus_per_core``: how many
-    of their CPUs make a core of the cluster's nodes."""
+    ``file`` take (or their QOSes' levels, ``qos``: ``cluster.slurm_qos``); ``qos_limits``: a QOS table
+    whose limits alone they are held to (``cluster.slurm_qos_limits``); ``cpus_per_core``: how many of
+    their CPUs make a core of the cluster's nodes."""
     if w.synthetic is not None:
         jobs = generate(w.synthetic, start, horizon_s, seed=seed)
     elif w.trace is not None:
         jobs = _trace(w.trace, start, start + timedelta(seconds=horizon_s), base)
     elif w.file is not None:
-        jobs = _file(w.file, start, base, partitions, qos, cpus_per_core)
+        jobs = _file(w.file, start, base, partitions, qos, cpus_per_core, qos_limits)
     else:
         jobs = _explicit(w.jobs or [], start)
     return sorted(jobs, key=lambda j: (j.submit_time or start, j.id))
@@ -78,6 +80,7 @@ def _file(
     partitions: dict[str, SlurmPartition] | None,
     qos: dict[str, SlurmQos] | None,
     cpus_per_core: int,
+    qos_limits: dict[str, SlurmQos] | None = None,
 ) -> list[Job]:
     """Every job of a job file (any format ``placer place --jobs`` reads), submitted at the start."""
     path = resolve(name, base)
@@ -86,7 +89,9 @@ def _file(
     except OSError as e:
         raise fail("required", "workload.file", f"cannot open {path}: {e.strerror or e}") from None
     results = check_batch(
-        with_cores(with_slurm_ranks(results, partitions=partitions, qos=qos), cpus_per_core)
+        with_cores(
+            with_slurm_ranks(results, partitions=partitions, qos=qos, qos_limits=qos_limits), cpus_per_core
+        )
     )
     bad = [
         Issue(code=e.code, path=f"workload.file: {e.path}", message=e.message)

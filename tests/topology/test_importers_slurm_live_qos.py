@@ -90,6 +90,28 @@ def test_with_it_the_capped_qos_gets_one_more_job_not_two(slurm: LiveSlurm, tmp_
     }
 
 
+def test_the_table_read_for_its_limits_alone_holds_the_capped_job_and_evicts_nothing(
+    slurm: LiveSlurm, tmp_path: Path
+) -> None:
+    # --slurm-qos-limits: the QOS's limits, not its preemption order (a cluster that preempts by partition):
+    # cap3 waits as with --slurm-qos, and lo is not evicted for hi.
+    ids = _ids(slurm)
+    d = json.loads(_place(tmp_path, slurm, "--slurm-qos-limits", str(tmp_path / "qos.txt"), "--json").stdout)
+    assert d["preemptions"] == []
+    assert [p["job"] for p in d["placements"]] == [ids["cap2"]]
+    waiting = {p["job"]: [r["code"] for r in p["reasons"]] for p in d["pending"]}
+    assert waiting[ids["cap3"]] == ["THROTTLE"] and ids["hi"] in waiting
+    both = _place(
+        tmp_path,
+        slurm,
+        "--slurm-qos-limits",
+        str(tmp_path / "qos.txt"),
+        "--slurm-qos",
+        str(tmp_path / "qos.txt"),
+    )
+    assert both.returncode == 2 and "--slurm-qos holds jobs to the limits too" in both.stderr
+
+
 def test_partitions_and_qos_together_are_a_usage_error(slurm: LiveSlurm, tmp_path: Path) -> None:
     (tmp_path / "parts.txt").write_text(slurm.run("scontrol", "show", "partition"))
     r = _place(

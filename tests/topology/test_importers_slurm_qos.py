@@ -15,7 +15,13 @@ from placer.solver.jobs import read_text
 from placer.solver.jobs.formats.slurm import with_qos_levels
 from placer.topology import RunningJob
 from placer.topology.errors import TopologyError
-from placer.topology.importers.slurm_qos import parse_slurm_qos, qos_limits, read_qos_file, with_qos_rules
+from placer.topology.importers.slurm_qos import (
+    parse_slurm_qos,
+    qos_limits,
+    read_qos_file,
+    with_qos_groups,
+    with_qos_rules,
+)
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 HEAD = "Name|Priority|GraceTime|Preempt|PreemptExemptTime|PreemptMode|Flags"
@@ -246,3 +252,44 @@ def test_the_mode_flag_alone_is_a_usage_error(tmp_path: Path) -> None:
     bad.write_text(HEAD + "\na|0|0:00|a||requeue|\n")
     r = subprocess.run([*cmd, "--slurm-qos", str(bad)], capture_output=True, text=True)
     assert r.returncode == 1 and "the QOS lists itself in Preempt" in r.stderr  # bad content, as elsewhere
+
+
+def test_read_for_its_limits_alone_a_table_needs_no_preemption_order() -> None:
+    # scavenger may be preempted with the cluster's mode, unknown here, and interactive and batch each
+    # preempt their own victim: read for preemption this is refused twice; for limits it is read.
+    def row(name: str, preempt: str, mode: str, grp_tres: str = "", max_jobs_pu: str = "") -> str:
+        return "|".join(
+            [name, "0", "00:00:00", preempt, "", mode, "", grp_tres, "", "", "", max_jobs_pu, "", ""]
+        )
+
+    rows = [
+        row("interactive", "low", "cluster", grp_tres="gres/gpu=4"),
+        row("batch", "scavenger", "cluster", max_jobs_pu="2"),
+        row("low", "", "requeue"),
+        row("scavenger", "", "cluster"),
+    ]
+    text = "\n".join([LIMITS, *rows]) + "\n"
+    with pytest.raises(TopologyError):
+        parse_slurm_qos(text, source="qos.txt")
+    table = parse_slurm_qos(text, source="qos.txt", limits_only=True)
+    assert {q.name: (q.level, q.preemptible, q.grp_gpus) for q in table.values()} == {
+        "interactive": (0, False, 4),
+        "batch": (0, False, None),
+        "low": (0, False, None),
+        "scavenger": (0, False, None),
+    }
+    assert qos_limits(table["batch"], "ana", "ml") == [("qos/batch/user/ana", 2, None)]
+
+
+def test_running_jobs_get_their_qos_groups_and_keep_their_rank() -> None:
+    table = parse_slurm_qos(
+        LIMITS + "\ngpu|0|00:00:00|||cluster||gres/gpu=16||||||\n", source="q", limits_only=True
+    )
+    labels = {"slurm_qos": "gpu", "slurm_user": "ana", "slurm_account": "ml"}
+    rj = RunningJob(job="7", priority=5, labels=labels, replicas=[{"node": "n", "gpus": [0]}])
+    (ran,) = with_qos_groups([rj], table, source="q")
+    assert ran.limit_groups == ["qos/gpu"] and ran.priority == 5 and ran.preemptible is None
+    unknown = rj.model_copy(update={"labels": {**labels, "slurm_qos": "other"}})
+    with pytest.raises(TopologyError) as e:
+        with_qos_groups([unknown], table, source="q")
+    assert "job 7" in str(e.value) and "'other' is not among the QOSes read" in str(e.value)

@@ -71,6 +71,7 @@ __all__ = [
     "qos_limits",
     "read_qos_file",
     "with_preemption_rules",
+    "with_qos_groups",
     "with_qos_rules",
 ]
 
@@ -230,11 +231,15 @@ def _rows(text: str, source: str, problems: list[Problem]) -> list[tuple[int, di
     return out
 
 
-def parse_slurm_qos(text: str, *, source: str, cluster_mode: str | None = None) -> dict[str, SlurmQos]:
+def parse_slurm_qos(
+    text: str, *, source: str, cluster_mode: str | None = None, limits_only: bool = False
+) -> dict[str, SlurmQos]:
     """``sacctmgr show qos -P`` text -> name -> :class:`SlurmQos`, in the order given. ``cluster_mode``: the
     cluster's ``PreemptMode`` (``scontrol show config``), what a QOS whose mode is ``cluster`` means; None
-    when not known, which is fine unless such a QOS may be preempted. ``TopologyError`` naming each problem
-    (module docstring)."""
+    when not known, which is fine unless such a QOS may be preempted. ``limits_only``: the table is read
+    for its limits alone (a cluster that preempts by partition, ``--slurm-qos-limits``): every QOS is level
+    0 and not preemptible, and what only preemption needs (one order, the cluster's mode) is not asked.
+    ``TopologyError`` naming each problem (module docstring)."""
     problems: list[Problem] = []
     read: dict[str, tuple[str, int, frozenset[str], str, int]] = {}
     limits: dict[str, dict[str, object]] = {}
@@ -270,6 +275,11 @@ def parse_slurm_qos(text: str, *, source: str, cluster_mode: str | None = None) 
             problems.append(Problem(source, item, "the QOS lists itself in Preempt"))
     if problems:
         raise TopologyError(problems)
+    if limits_only:
+        return {
+            name: SlurmQos(name=name, priority=priority, grace_time_s=grace, **limits[name])  # type: ignore[arg-type]
+            for name, (_, priority, _, _, grace) in read.items()
+        }
     levels = _levels({n: r[2] for n, r in read.items()}, source, {n: r[0] for n, r in read.items()})
     preempted = {p for r in read.values() for p in r[2]}
     out: dict[str, SlurmQos] = {}
@@ -338,11 +348,13 @@ def _one_order(table: dict[str, SlurmQos], source: str, items: dict[str, str]) -
     return problems
 
 
-def read_qos_file(path: str, *, cluster_mode: str | None = None) -> dict[str, SlurmQos]:
+def read_qos_file(
+    path: str, *, cluster_mode: str | None = None, limits_only: bool = False
+) -> dict[str, SlurmQos]:
     """:func:`parse_slurm_qos` of a file (``OSError`` when it cannot be opened; ``TopologyError`` when it
     is not UTF-8 text)."""
     source, text = read_text(path)
-    return parse_slurm_qos(text, source=source, cluster_mode=cluster_mode)
+    return parse_slurm_qos(text, source=source, cluster_mode=cluster_mode, limits_only=limits_only)
 
 
 def level_of(qos: str | None, table: dict[str, SlurmQos], *, item: str) -> SlurmQos:
@@ -377,17 +389,41 @@ def with_qos_rules(jobs: list[RunningJob], table: dict[str, SlurmQos], *, source
     return out
 
 
+def with_qos_groups(jobs: list[RunningJob], table: dict[str, SlurmQos], *, source: str) -> list[RunningJob]:
+    """Running Slurm jobs with the groups of their QOS's limits (:func:`qos_groups`) in ``limit_groups``,
+    and nothing else changed (the QOS table read for its limits alone). ``TopologyError`` naming every job
+    whose QOS is not in ``table``: its limits are not known, so what it counts against is not either."""
+    problems: list[Problem] = []
+    out: list[RunningJob] = []
+    for rj in jobs:
+        try:
+            q = level_of(rj.labels.get("slurm_qos"), table, item=f"job {rj.job}")
+        except TopologyError as e:
+            problems.extend(Problem(source, p.item, p.message) for p in e.problems)
+            continue
+        groups = qos_groups(q, rj.labels.get("slurm_user"), rj.labels.get("slurm_account"))
+        out.append(rj.model_copy(update={"limit_groups": [*rj.limit_groups, *groups]}) if groups else rj)
+    if problems:
+        raise TopologyError(problems)
+    return out
+
+
 def with_preemption_rules(
     jobs: list[RunningJob],
     *,
     partitions: dict[str, SlurmPartition] | None,
     qos: dict[str, SlurmQos] | None,
     source: str,
+    qos_limits: dict[str, SlurmQos] | None = None,
 ) -> list[RunningJob]:
     """Running Slurm jobs with the preemption rules of whichever table is given (a cluster preempts by
-    partition or by QOS, never both: callers refuse both at once); unchanged with neither."""
+    partition or by QOS, never both: callers refuse both at once); unchanged with neither. ``qos_limits``:
+    a QOS table read for its limits alone (with partitions, or none), whose groups the jobs then count
+    against (:func:`with_qos_groups`)."""
     if partitions is not None:
         jobs = with_partition_rules(jobs, partitions, source=source)
     if qos is not None:
         jobs = with_qos_rules(jobs, qos, source=source)
+    if qos_limits is not None:
+        jobs = with_qos_groups(jobs, qos_limits, source=source)
     return jobs

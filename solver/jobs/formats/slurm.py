@@ -97,6 +97,7 @@ __all__ = [
     "with_cores",
     "with_partition_tiers",
     "with_qos_levels",
+    "with_qos_limits",
     "with_slurm_ranks",
 ]
 
@@ -328,9 +329,23 @@ def with_qos_levels(results: list[ReadResult], table: dict[str, SlurmQos]) -> li
         q = level_of(value, table, item=job.id)
         return q.level, {"slurm_qos_priority": str(q.priority)}
 
+    return with_qos_limits(_ranked_by(results, "qos", rank), table)
+
+
+def with_qos_limits(results: list[ReadResult], table: dict[str, SlurmQos]) -> list[ReadResult]:
+    """The pending Slurm jobs of ``results`` with their QOS's limits as group limits (``Job.limits``:
+    ``GrpJobs``, ``GrpTRES=gres/gpu``, per user and per account; ``slurm_qos.qos_limits``), and a warning
+    naming the limits placer does not model; nothing else changes (the table read for its limits alone,
+    ``--slurm-qos-limits``; :func:`with_qos_levels` calls it too). A job whose QOS is not in ``table`` is
+    rejected, naming its ``qos`` field."""
+
     def limited(r: ReadResult, job: Job) -> ReadResult:
         env = job.envelope or {}
-        q = table[slurm_text(env.get("qos"))]  # ranked: its QOS is in the table
+        try:
+            q = level_of(slurm_text(env.get("qos")), table, item=job.id)
+        except TopologyError as e:
+            err = issue("enum", f"{r.path}.qos", e.problems[0].message)
+            return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
         account = slurm_text(env.get("account")) or None
         found = qos_limits(q, job.user, account)
         limits = [GroupLimit(group=g, max_running=most, max_gpus=gpus) for g, most, gpus in found]
@@ -338,14 +353,13 @@ def with_qos_levels(results: list[ReadResult], table: dict[str, SlurmQos]) -> li
         if q.unmodelled:
             what = ", ".join(q.unmodelled)
             why = f"QOS {q.name!r} limits {what}: not modelled (placer may place a job they hold)"
-
             warnings.append(issue("unsupported", f"{r.path}.qos" if r.path else "qos", why))
         if not limits and not q.unmodelled:
             return r
         job = job.model_copy(update={"limits": [*job.limits, *limits]})
         return r.model_copy(update={"job": job, "warnings": warnings})
 
-    return _each_slurm_job(_ranked_by(results, "qos", rank), limited)
+    return _each_slurm_job(results, limited)
 
 
 def with_slurm_ranks(
@@ -353,13 +367,17 @@ def with_slurm_ranks(
     *,
     partitions: dict[str, SlurmPartition] | None,
     qos: dict[str, SlurmQos] | None,
+    qos_limits: dict[str, SlurmQos] | None = None,
 ) -> list[ReadResult]:
     """The pending Slurm jobs of ``results`` ranked by whichever table is given: their partitions' tiers
-    (:func:`with_partition_tiers`) or their QOS's level (:func:`with_qos_levels`); unchanged with neither."""
+    (:func:`with_partition_tiers`) or their QOS's level (:func:`with_qos_levels`); unchanged with neither.
+    ``qos_limits``: a QOS table read for its limits alone (:func:`with_qos_limits`)."""
     if partitions is not None:
         results = with_partition_tiers(results, partitions)
     if qos is not None:
         results = with_qos_levels(results, qos)
+    if qos_limits is not None:
+        results = with_qos_limits(results, qos_limits)
     return results
 
 

@@ -93,3 +93,33 @@ def test_qos_and_partitions_together_are_a_conflict(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as e:
         simulate_text(_scenario(tmp_path, extra))
     assert "not both" in str(e.value)
+
+
+def test_qos_limits_alone_hold_the_pending_job_while_its_qos_is_full(tmp_path: Path) -> None:
+    # c (no time limit) and f run in QOS one, which lets one job run (GrpJobs=1), read for its limits
+    # alone (the cluster preempts by partition, or not at all): f never starts, where without the table
+    # it starts once a and b end (the first test).
+    doc = json.loads((REAL / "squeue-22.05.json").read_text())
+    for j in doc["jobs"]:
+        j["qos"] = "one" if j["name"] in ("c", "f") else "normal"
+    head = "Name|Priority|GraceTime|Preempt|PreemptExemptTime|PreemptMode|Flags|GrpTRES|GrpJobs"
+    (tmp_path / "qos.txt").write_text(
+        f"{head}\nnormal|0|00:00:00|||cluster|||\none|0|00:00:00|||cluster|||1\n"
+    )
+    text = _scenario(tmp_path, f"  slurm_qos_limits: {tmp_path / 'qos.txt'}\n")
+    (tmp_path / "squeue.json").write_text(json.dumps(doc))
+    run = simulate_text(text)
+    states = dict(zip(run.result.jobs["job"], run.result.jobs["state"], strict=True))
+    assert states["5"] == "pending" and states["3"] == "running"
+    codes = {r.code for d in run.decisions.values() for p in d.pending if p.job == "5" for r in p.reasons}
+    assert codes == {"THROTTLE"}
+
+
+def test_qos_limits_and_the_qos_table_together_are_a_conflict(tmp_path: Path) -> None:
+    from placer.scenarios.load import ScenarioError
+
+    extra = f"  slurm_qos: {REAL / 'sacctmgr-show-qos-22.05.txt'}\n"
+    extra += f"  slurm_qos_limits: {REAL / 'sacctmgr-show-qos-22.05.txt'}\n"
+    with pytest.raises(ScenarioError) as e:
+        simulate_text(_scenario(tmp_path, extra))
+    assert "slurm_qos holds jobs to the limits too" in str(e.value)
