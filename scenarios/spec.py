@@ -392,7 +392,9 @@ class ClusterSpec(_Spec):
     and preemption modes Slurm's jobs then get (``placer place --slurm-partitions``), or ``slurm_qos``:
     ``sacctmgr show qos -P`` under ``preempt/qos`` (with ``slurm_preempt_mode``, the cluster's
     ``PreemptMode``; ``placer place --slurm-qos``), which also holds jobs to the QOSes' limits;
-    ``slurm_qos_limits``: that table read for its limits alone (``placer place --slurm-qos-limits``)."""
+    ``slurm_qos_limits``: that table read for its limits alone (``placer place --slurm-qos-limits``);
+    ``slurm_assoc``: ``sacctmgr show assoc tree -P``, whose job and GPU limits jobs are held to
+    (``placer place --slurm-assoc``)."""
 
     name: str | None = None
     builders: list[dict[str, dict[str, Any]]] | None = None
@@ -406,6 +408,7 @@ class ClusterSpec(_Spec):
     slurm_qos: str | None = None
     slurm_preempt_mode: str | None = None
     slurm_qos_limits: str | None = None
+    slurm_assoc: str | None = None
 
     @model_validator(mode="after")
     def _one(self) -> ClusterSpec:
@@ -414,12 +417,18 @@ class ClusterSpec(_Spec):
             raise _bad(
                 "conflict", f"give exactly one of builders, layout or file (got {', '.join(given) or 'none'})"
             )
-        if self.file is None and (
-            self.slurm_jobs or self.slurm_partitions or self.slurm_qos or self.slurm_qos_limits
-        ):
+        slurm = (
+            self.slurm_jobs,
+            self.slurm_partitions,
+            self.slurm_qos,
+            self.slurm_qos_limits,
+            self.slurm_assoc,
+        )
+        if self.file is None and any(slurm):
             raise _bad(
                 "conflict",
-                "slurm_jobs, slurm_partitions, slurm_qos, slurm_qos_limits go with a Slurm node file (file)",
+                "slurm_jobs, slurm_partitions, slurm_qos, slurm_qos_limits, slurm_assoc go with a Slurm node "
+                "file (file)",
             )
         if self.slurm_qos and self.slurm_qos_limits:
             raise _bad("conflict", "slurm_qos_limits and slurm_qos: slurm_qos holds jobs to the limits too")

@@ -45,6 +45,7 @@ LIVE_SYSTEM = (
     "scancel",
     "sacctmgr",
     " qos.txt",  # what sacctmgr printed on a live cluster
+    " assoc.txt",
     "sh apply.sh",
     "less ",
     "sleep ",

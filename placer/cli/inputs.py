@@ -40,6 +40,7 @@ __all__ = [
     "read_options_arg",
     "reservations_arg",
     "shown",
+    "slurm_assoc_arg",
     "slurm_qos_limits_arg",
     "with_running_arg",
 ]
@@ -195,6 +196,12 @@ def add_pods_argument(p: argparse.ArgumentParser) -> None:
         "means",
     )
     p.add_argument(
+        "--slurm-assoc",
+        metavar="FILE",
+        help="sacctmgr show assoc tree -P: Slurm jobs are held to their associations' job and GPU limits "
+        "(GrpJobs, GrpTRES=gres/gpu, MaxJobs; an account's count for the accounts under it) (docs/slurm.md)",
+    )
+    p.add_argument(
         "--slurm-qos-limits",
         metavar="FILE",
         help="sacctmgr show qos -P, read for its limits alone (a cluster that preempts by partition, or not "
@@ -285,6 +292,15 @@ def slurm_qos_limits_arg(path: str | None, qos: str | None) -> dict[str, Any] | 
     return _read("slurm QOS table", path, lambda: read_qos_file(path, limits_only=True))
 
 
+def slurm_assoc_arg(path: str | None) -> Any:
+    """``--slurm-assoc``: Slurm's associations (:mod:`placer.topology.importers.slurm_assoc`)."""
+    if not path:
+        return None
+    from placer.topology.importers.slurm_assoc import read_assoc_file
+
+    return _read("slurm associations", path, lambda: read_assoc_file(path))
+
+
 def in_slurm_cores(results: list[Any], cluster: Cluster) -> list[Any]:
     """The read jobs with Slurm's pending jobs' CPUs counted as cores of the cluster's nodes (where a
     Slurm node's CPUs are hardware threads; :func:`placer.solver.jobs.formats.slurm.with_cores`)."""
@@ -299,13 +315,15 @@ def with_slurm_ranks_arg(
     partitions: dict[str, Any] | None,
     qos: dict[str, Any] | None = None,
     qos_limits: dict[str, Any] | None = None,
+    assoc: Any = None,
 ) -> list[Any]:
     """The read jobs with Slurm's pending jobs ranked by their partitions' tiers or their QOS's level
     (whichever is given; :func:`placer.solver.jobs.formats.slurm.with_slurm_ranks`), and held to their
-    QOS's limits with ``qos_limits`` (``--slurm-qos-limits``)."""
+    QOS's limits with ``qos_limits`` (``--slurm-qos-limits``), their associations' with ``assoc``
+    (``--slurm-assoc``)."""
     from placer.solver.jobs.formats.slurm import with_slurm_ranks
 
-    return with_slurm_ranks(results, partitions=partitions, qos=qos, qos_limits=qos_limits)
+    return with_slurm_ranks(results, partitions=partitions, qos=qos, qos_limits=qos_limits, assoc=assoc)
 
 
 def with_running_arg(
@@ -314,6 +332,7 @@ def with_running_arg(
     partitions: dict[str, Any] | None = None,
     qos: dict[str, Any] | None = None,
     qos_limits: dict[str, Any] | None = None,
+    assoc: Any = None,
 ) -> Cluster:
     """``--running``: the cluster with the file's running jobs added (a JSON list of job envelopes plus
     where they run, :mod:`placer.solver.running`), or Slurm's ``squeue --json`` or ``scontrol show job -d``,
@@ -321,7 +340,8 @@ def with_running_arg(
     (:mod:`placer.topology.importers.slurm_jobs`, :mod:`~placer.topology.importers.slurm_job_text`); with
     ``partitions`` (``--slurm-partitions``), Slurm's running jobs get their partition's tier, preemption
     mode and grace time; with ``qos`` (``--slurm-qos``), their QOS's level, mode and grace time, and the
-    groups of its limits; with ``qos_limits`` (``--slurm-qos-limits``), those groups alone."""
+    groups of its limits; with ``qos_limits`` (``--slurm-qos-limits``), those groups alone; with ``assoc``
+    (``--slurm-assoc``), the groups of their associations' limits."""
     if not path:
         return cluster
     from placer.solver.jobs import JobValidationError
@@ -337,7 +357,7 @@ def with_running_arg(
             from placer.topology.importers.slurm_qos import with_preemption_rules
 
             slurm = with_preemption_rules(
-                slurm, partitions=partitions, qos=qos, qos_limits=qos_limits, source=path
+                slurm, partitions=partitions, qos=qos, qos_limits=qos_limits, assoc=assoc, source=path
             )
     except OSError as e:
         raise InputError("usage", f"cannot open running jobs {path}: {e.strerror or e}") from None

@@ -186,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         read_options_arg,
         reservations_arg,
         shown,
+        slurm_assoc_arg,
         slurm_partitions_arg,
         slurm_qos_arg,
         slurm_qos_limits_arg,
@@ -215,8 +216,9 @@ def run(args: argparse.Namespace) -> int:
         partitions = slurm_partitions_arg(args.slurm_partitions)
         qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
         qos_limits = slurm_qos_limits_arg(args.slurm_qos_limits, args.slurm_qos)
-        results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos, qos_limits), cluster)
-        running = with_running_arg(cluster, args.running, partitions, qos, qos_limits)
+        assoc = slurm_assoc_arg(args.slurm_assoc)
+        results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos, qos_limits, assoc), cluster)
+        running = with_running_arg(cluster, args.running, partitions, qos, qos_limits, assoc)
         cluster = in_cluster_queues(running, options.queues)
         reservations = reservations_arg(args.reservations, cluster)
         prices = prices_arg(args.prices)

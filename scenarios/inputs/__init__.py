@@ -26,7 +26,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from placer.scenarios.inputs.cluster import build, slurm_partitions_of, slurm_qos_limits_of, slurm_qos_of
+from placer.scenarios.inputs.cluster import (
+    build,
+    slurm_assoc_of,
+    slurm_partitions_of,
+    slurm_qos_limits_of,
+    slurm_qos_of,
+)
 from placer.scenarios.inputs.failures import NodeFailure, failures_of
 from placer.scenarios.inputs.reservations import reservations_of
 from placer.scenarios.inputs.workload import jobs_of
@@ -108,6 +114,7 @@ def prepare(spec: ScenarioSpec, base: Path | None, *, seed: int | None = None) -
         partitions=partitions,
         qos=slurm_qos_of(spec.cluster, base),
         qos_limits=slurm_qos_limits_of(spec.cluster, base),
+        assoc=slurm_assoc_of(spec.cluster, base),
         cpus_per_core=fewest_cpus_per_core(cluster.nodes),
     )
     if not jobs and spec.workload.trace is not None:

@@ -41,13 +41,21 @@ from placer.topology import (
     pcie_inference,
     tpu_pod,
 )
+from placer.topology.importers.slurm_assoc import AssocTable, read_assoc_file
 from placer.topology.importers.slurm_job_text import read_running
 from placer.topology.importers.slurm_jobs import with_slurm_jobs
 from placer.topology.importers.slurm_partitions import SlurmPartition, read_partitions_file
 from placer.topology.importers.slurm_qos import SlurmQos, read_qos_file, with_preemption_rules
 from placer.topology.inputs import read_input
 
-__all__ = ["BUILDERS", "build", "slurm_partitions_of", "slurm_qos_limits_of", "slurm_qos_of"]
+__all__ = [
+    "BUILDERS",
+    "build",
+    "slurm_assoc_of",
+    "slurm_partitions_of",
+    "slurm_qos_limits_of",
+    "slurm_qos_of",
+]
 
 T = TypeVar("T")
 
@@ -170,6 +178,13 @@ def slurm_qos_limits_of(spec: ClusterSpec, base: Path | None) -> dict[str, Slurm
     return _table("cluster.slurm_qos_limits", path, lambda p: read_qos_file(p, limits_only=True))
 
 
+def slurm_assoc_of(spec: ClusterSpec, base: Path | None) -> AssocTable | None:
+    """``cluster.slurm_assoc`` read (None when not given)."""
+    if spec.slurm_assoc is None:
+        return None
+    return _table("cluster.slurm_assoc", resolve(spec.slurm_assoc, base), read_assoc_file)
+
+
 def _table(field: str, path: Path, read: Callable[[str], T]) -> T:
     """A Slurm table the scenario names at ``field``: ``read(path)``, an unopenable file ``required`` and
     an unreadable one ``malformed``, both naming ``field``."""
@@ -184,16 +199,17 @@ def _table(field: str, path: Path, read: Callable[[str], T]) -> T:
 def _with_slurm_jobs(cluster: Cluster, spec: ClusterSpec, base: Path | None) -> Cluster:
     """The Slurm cluster with the jobs ``cluster.slurm_jobs`` names running by their ids (a live
     snapshot), with their partitions' rules when ``cluster.slurm_partitions`` is given, their QOSes' with
-    ``cluster.slurm_qos``, their QOSes' limit groups with ``cluster.slurm_qos_limits``."""
+    ``cluster.slurm_qos``, their QOSes' limit groups with ``cluster.slurm_qos_limits``, their associations'
+    with ``cluster.slurm_assoc``."""
     assert spec.slurm_jobs is not None
     path = resolve(spec.slurm_jobs, base)
     partitions, qos = slurm_partitions_of(spec, base), slurm_qos_of(spec, base)
-    limits = slurm_qos_limits_of(spec, base)
+    limits, assoc = slurm_qos_limits_of(spec, base), slurm_assoc_of(spec, base)
     try:
         jobs, _ = read_running(read_input(str(path)).decode("utf-8-sig"), source=str(path))
         if jobs is not None:
             jobs = with_preemption_rules(
-                jobs, partitions=partitions, qos=qos, qos_limits=limits, source=str(path)
+                jobs, partitions=partitions, qos=qos, qos_limits=limits, assoc=assoc, source=str(path)
             )
             return with_slurm_jobs(cluster, jobs)
     except OSError as e:

@@ -39,6 +39,7 @@ from placer.solver.jobs.errors import Issue
 from placer.solver.jobs.formats.slurm import with_cores, with_slurm_ranks
 from placer.solver.jobs.load import check_batch, read_file, read_object
 from placer.solver.jobs.model import Job, ReadResult
+from placer.topology.importers.slurm_assoc import AssocTable
 from placer.topology.importers.slurm_partitions import SlurmPartition
 from placer.topology.importers.slurm_qos import SlurmQos
 
@@ -56,18 +57,20 @@ def jobs_of(
     qos: dict[str, SlurmQos] | None = None,
     cpus_per_core: int = 1,
     qos_limits: dict[str, SlurmQos] | None = None,
+    assoc: AssocTable | None = None,
 ) -> list[Job]:
     """Every job of the workload, sorted by ``(submit_time, id)``; :class:`ScenarioError` for bad ones.
     ``partitions``: Slurm's partitions (``cluster.slurm_partitions``), whose tiers pending Slurm jobs of
     ``file`` take (or their QOSes' levels, ``qos``: ``cluster.slurm_qos``); ``qos_limits``: a QOS table
-    whose limits alone they are held to (``cluster.slurm_qos_limits``); ``cpus_per_core``: how many of
-    their CPUs make a core of the cluster's nodes."""
+    whose limits alone they are held to (``cluster.slurm_qos_limits``); ``assoc``: the associations whose
+    limits they are held to (``cluster.slurm_assoc``); ``cpus_per_core``: how many of their CPUs make a
+    core of the cluster's nodes."""
     if w.synthetic is not None:
         jobs = generate(w.synthetic, start, horizon_s, seed=seed)
     elif w.trace is not None:
         jobs = _trace(w.trace, start, start + timedelta(seconds=horizon_s), base)
     elif w.file is not None:
-        jobs = _file(w.file, start, base, partitions, qos, cpus_per_core, qos_limits)
+        jobs = _file(w.file, start, base, partitions, qos, cpus_per_core, qos_limits, assoc)
     else:
         jobs = _explicit(w.jobs or [], start)
     return sorted(jobs, key=lambda j: (j.submit_time or start, j.id))
@@ -81,6 +84,7 @@ def _file(
     qos: dict[str, SlurmQos] | None,
     cpus_per_core: int,
     qos_limits: dict[str, SlurmQos] | None = None,
+    assoc: AssocTable | None = None,
 ) -> list[Job]:
     """Every job of a job file (any format ``placer place --jobs`` reads), submitted at the start."""
     path = resolve(name, base)
@@ -90,7 +94,8 @@ def _file(
         raise fail("required", "workload.file", f"cannot open {path}: {e.strerror or e}") from None
     results = check_batch(
         with_cores(
-            with_slurm_ranks(results, partitions=partitions, qos=qos, qos_limits=qos_limits), cpus_per_core
+            with_slurm_ranks(results, partitions=partitions, qos=qos, qos_limits=qos_limits, assoc=assoc),
+            cpus_per_core,
         )
     )
     bad = [

@@ -408,10 +408,14 @@ QOS = [
     ("add", "qos", "capped"),
     ("add", "account", "ml"),
     ("add", "user", "root", "account=ml", "qos=normal,low,high,capped"),
+    ("add", "account", "vision", "parent=ml"),
+    ("add", "user", "root", "account=vision"),
 ]
 
-#: The limit of QOS ``capped`` (``sacctmgr modify qos capped set ...``).
+#: The limit of QOS ``capped`` (``sacctmgr modify qos capped set ...``) and of account ``vision`` (a
+#: sub-account of ``ml``: ``sacctmgr modify account vision set ...``).
 CAPPED = "GrpTRES=gres/gpu=8"
+VISION = "GrpTRES=gres/gpu=4"
 
 
 def _accounting(root: Path, host: str) -> Callable[[LiveSlurm], None]:
@@ -458,7 +462,9 @@ def start_qos(root: Path) -> LiveSlurm:
     :data:`NODES` in one partition. Job ``lo`` (QOS ``low``) holds gpu03's 4 A100 (no time limit); job
     ``hi`` (QOS ``high``) asks them and is held, so Slurm leaves both alone. Job ``cap1`` (QOS ``capped``)
     holds 4 H100 of gpu01; ``cap2`` and ``cap3`` (``capped``) ask 4 H100 each and are held: the QOS lets
-    one of them run beside ``cap1``. Captures ``sacctmgr show qos
+    one of them run beside ``cap1``. Account ``vision`` (under ``ml``) holds 4 GPUs at most: ``v1`` runs
+    there with 2 H100 of gpu04, ``v2`` asks 4 and is held. Captures ``sacctmgr show assoc [tree] -P``,
+    ``sacctmgr show qos
     -P``, ``scontrol show node`` (plain: accounting now reports GPUs in ``AllocTRES``), ``scontrol show job
     -d``, ``squeue --json`` and ``scontrol show config``."""
     host = socket.gethostname().split(".")[0]
@@ -498,6 +504,13 @@ def start_qos(root: Path) -> LiveSlurm:
         s.wait("cap1 running", lambda: s.run("squeue", "-h", "-j", cap1, "-o", "%T").strip() == "RUNNING")
         for name in ("cap2", "cap3"):
             s.run("sbatch", "-H", "-J", name, *cap)
+        s.run("sacctmgr", "-i", "modify", "account", "vision", "set", VISION)
+        vision = [a if a != "ml" else "vision" for a in quiet]  # the same, under account vision
+        v1 = s.run("sbatch", "-J", "v1", "-w", "gpu04", "--gres=gpu:h100:2", *vision).split(";")[0].strip()
+        s.wait("v1 running", lambda: s.run("squeue", "-h", "-j", v1, "-o", "%T").strip() == "RUNNING")
+        s.run("sbatch", "-H", "-J", "v2", "--gres=gpu:h100:4", *vision)
+        s.out["assoc"] = s.run("sacctmgr", "show", "assoc", "tree", "-P")
+        s.out["assoc-flat"] = s.run("sacctmgr", "show", "assoc", "-P")
         s.out["qos"] = s.run("sacctmgr", "show", "qos", "-P")
         s.out["show-node"] = s.run("scontrol", "show", "node")
         s.out["show-node-d"] = s.run("scontrol", "show", "node", "-d")

@@ -42,12 +42,12 @@ def test_sacctmgrs_qos_table_reads_as_the_captured_one(slurm: LiveSlurm) -> None
 
 def test_with_accounting_plain_show_node_tells_gpu_usage(slurm: LiveSlurm) -> None:
     # AccountingStorageTRES=gres/gpu: plain scontrol show node reports GPUs in AllocTRES, so the plain
-    # form reads as the -d form does (gpu03's 4 A100 held by lo, 4 H100 of gpu01 by cap1; the rest free).
+    # form reads as the -d form does (gpu03's 4 A100 held by lo, 4 H100 of gpu01 by cap1, 2 of gpu04 by v1).
     free = {}
     for form in ("show-node", "show-node-d"):
         cluster = build_cluster(inventory_from_input(slurm.out[form], source=f"{form}.txt"))
         free[form] = {n.name: len(cluster.free_gpus(n.name)) for n in cluster.nodes if n.gpu_count}
-    assert free["show-node"] == free["show-node-d"] == {"gpu01": 4, "gpu02": 8, "gpu03": 0, "gpu04": 8}
+    assert free["show-node"] == free["show-node-d"] == {"gpu01": 4, "gpu02": 8, "gpu03": 0, "gpu04": 6}
 
 
 def _place(tmp_path: Path, slurm: LiveSlurm, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -66,7 +66,7 @@ def test_without_the_qos_table_no_eviction_is_proposed(slurm: LiveSlurm, tmp_pat
     ids = _ids(slurm)
     d = json.loads(_place(tmp_path, slurm, "--json").stdout)
     assert d["preemptions"] == []
-    assert sorted(p["job"] for p in d["placements"]) == sorted([ids["cap2"], ids["cap3"]])
+    assert sorted(p["job"] for p in d["placements"]) == sorted([ids["cap2"], ids["cap3"], ids["v2"]])
     assert [p["job"] for p in d["pending"]] == [ids["hi"]]
 
 
@@ -98,7 +98,7 @@ def test_the_table_read_for_its_limits_alone_holds_the_capped_job_and_evicts_not
     ids = _ids(slurm)
     d = json.loads(_place(tmp_path, slurm, "--slurm-qos-limits", str(tmp_path / "qos.txt"), "--json").stdout)
     assert d["preemptions"] == []
-    assert [p["job"] for p in d["placements"]] == [ids["cap2"]]
+    assert sorted(p["job"] for p in d["placements"]) == sorted([ids["cap2"], ids["v2"]])
     waiting = {p["job"]: [r["code"] for r in p["reasons"]] for p in d["pending"]}
     assert waiting[ids["cap3"]] == ["THROTTLE"] and ids["hi"] in waiting
     both = _place(
@@ -110,6 +110,39 @@ def test_the_table_read_for_its_limits_alone_holds_the_capped_job_and_evicts_not
         str(tmp_path / "qos.txt"),
     )
     assert both.returncode == 2 and "--slurm-qos holds jobs to the limits too" in both.stderr
+
+
+def test_the_associations_read_as_the_captured_ones(slurm: LiveSlurm) -> None:
+    # tests/fixtures/slurm/sacctmgr-show-assoc-tree-22.05.txt is this output (and -flat- without tree);
+    # their reading is tested by hand in test_importers_slurm_assoc.py.
+    real = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
+    assert slurm.out["assoc"] == (real / "sacctmgr-show-assoc-tree-22.05.txt").read_text()
+    assert slurm.out["assoc-flat"] == (real / "sacctmgr-show-assoc-flat-22.05.txt").read_text()
+
+
+def test_with_the_associations_the_vision_job_waits_for_its_accounts_gpus(
+    slurm: LiveSlurm, tmp_path: Path
+) -> None:
+    # Account vision holds 4 GPUs at most; v1 holds 2 there: v2 (4 GPUs) waits with THROTTLE naming the
+    # account's group, though gpu02 has 8 H100 free.
+    ids = _ids(slurm)
+    (tmp_path / "assoc.txt").write_text(slurm.out["assoc"])
+    d = json.loads(_place(tmp_path, slurm, "--slurm-assoc", str(tmp_path / "assoc.txt"), "--json").stdout)
+    assert ids["v2"] not in {p["job"] for p in d["placements"]}
+    (v2,) = [p for p in d["pending"] if p["job"] == ids["v2"]]
+    (reason,) = v2["reasons"]
+    assert reason["code"] == "THROTTLE"
+    assert reason["details"] == {
+        "group": "assoc/vision",
+        "max_gpus": 4,
+        "gpus_held": 2,
+        "gpus_started": 0,
+        "gpus": 4,
+    }
+    # Without tree, which accounts are under vision is not said: the table is refused, naming it.
+    (tmp_path / "flat.txt").write_text(slurm.out["assoc-flat"])
+    flat = _place(tmp_path, slurm, "--slurm-assoc", str(tmp_path / "flat.txt"), "--json")
+    assert flat.returncode == 1 and "account vision" in flat.stderr and "tree" in flat.stderr
 
 
 def test_partitions_and_qos_together_are_a_usage_error(slurm: LiveSlurm, tmp_path: Path) -> None:
@@ -136,7 +169,7 @@ def test_zz_placer_evicts_for_the_high_qos_job_and_slurm_requeues_the_victim(
     d = json.loads(decided.stdout)
     assert [(e["job"], e["for"], e["grace_period_s"]) for e in d["preemptions"]] == [(lo, [hi], 1)]
     placed = {p["job"]: [r["node"] for r in p["replicas"]] for p in d["placements"]}
-    assert placed[hi] == ["gpu03"] and set(placed) == {hi, ids["cap2"]}
+    assert placed[hi] == ["gpu03"] and set(placed) == {hi, ids["cap2"], ids["v2"]}
     script = _place(tmp_path, slurm, *qos, "--output", "slurm")
     assert script.returncode == 0, script.stderr
     assert f"scontrol requeuehold {lo}" in script.stdout.splitlines()  # PreemptMode=requeue, as Slurm would
@@ -163,3 +196,17 @@ def test_zzz_slurm_holds_back_the_capped_job_placer_left_pending(slurm: LiveSlur
 
     slurm.wait("cap3 judged", lambda: reason() != "PENDING JobHeldUser" and reason() != "PENDING None")
     assert reason() == "PENDING QOSGrpGRES"
+
+
+def test_zzzz_slurm_holds_back_the_vision_job_placer_left_pending(slurm: LiveSlurm) -> None:
+    # Released (the script above may have done it), v2 is kept pending by Slurm for the account's limit.
+    v2 = _ids(slurm)["v2"]
+    if "JobHeldUser" in slurm.run("squeue", "-h", "-j", v2, "-o", "%r"):
+        slurm.run("scontrol", "release", v2)
+    slurm.run("scontrol", "reconfigure")
+
+    def reason() -> str:
+        return slurm.run("squeue", "-h", "-j", v2, "-o", "%T %r").strip()
+
+    slurm.wait("v2 judged", lambda: reason() not in ("PENDING JobHeldUser", "PENDING None"))
+    assert reason() == "PENDING AssocGrpGRES"

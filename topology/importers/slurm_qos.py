@@ -54,6 +54,8 @@ from dataclasses import dataclass
 
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.importers._common import read_text, short
+from placer.topology.importers.sacctmgr import limit_fields, parsable_rows
+from placer.topology.importers.slurm_assoc import AssocTable
 from placer.topology.importers.slurm_partitions import (
     PREEMPTING_MODES,
     SlurmPartition,
@@ -134,35 +136,7 @@ _NOT_READ = (
 
 def _limits(row: dict[str, str], item: str, source: str, problems: list[Problem]) -> dict[str, object]:
     """The limit columns of one row as :class:`SlurmQos` fields (and ``unmodelled``)."""
-    out: dict[str, object] = {}
-    unmodelled: list[str] = []
-    for column, (name, tres) in _LIMITS.items():
-        text = (row.get(column) or "").strip()
-        if not text or text == "-1":
-            continue
-        if not tres:
-            if not text.isdigit():
-                problems.append(Problem(source, item, f"{column} {short(text)} is not a whole number"))
-                continue
-            out[name] = int(text)
-            continue
-        for part in text.split(","):
-            key, eq, value = (x.strip() for x in part.partition("="))
-            if not eq or not key or not value:
-                why = f"{column} {short(text)} is not a TRES list (cpu=8,gres/gpu=4)"
-                problems.append(Problem(source, item, why))
-                break
-            if key != "gres/gpu":
-                unmodelled.append(f"{column} {key}={value}")
-            elif value.isdigit():
-                out[name] = int(value)
-            else:
-                problems.append(
-                    Problem(source, item, f"{column} gres/gpu={short(value)} is not a whole number")
-                )
-    unmodelled += [f"{c} {row[c]}" for c in _NOT_READ if (row.get(c) or "").strip() not in ("", "-1")]
-    out["unmodelled"] = tuple(unmodelled)
-    return out
+    return limit_fields(row, _LIMITS, _NOT_READ, item, source, problems)
 
 
 def qos_limits(
@@ -205,30 +179,9 @@ def _seconds(text: str) -> int | None:
 
 
 def _rows(text: str, source: str, problems: list[Problem]) -> list[tuple[int, dict[str, str]]]:
-    lines = [(n, line.rstrip("\r")) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
-    if not lines:
-        problems.append(Problem(source, "document", "no QOS (sacctmgr show qos -P, with its header line)"))
-        return []
-    (_, head), *body = lines
-    columns = head.split("|")
-    if columns and columns[-1] == "":  # --parsable ends every line with '|'
-        columns = columns[:-1]
-    missing = [c for c in ("Name", "Preempt", "PreemptMode") if c not in columns]
-    if missing:
-        what = f"the header names no {', '.join(missing)} column (sacctmgr show qos -P)"
-        problems.append(Problem(source, "line 1", what))
-        return []
-    out = []
-    for number, line in body:
-        cells = line.split("|")
-        if len(cells) == len(columns) + 1 and cells[-1] == "":
-            cells = cells[:-1]
-        if len(cells) != len(columns):
-            what = f"{len(cells)} fields where the header has {len(columns)}"
-            problems.append(Problem(source, f"line {number}", what))
-            continue
-        out.append((number, dict(zip(columns, (c.strip() for c in cells), strict=True))))
-    return out
+    return parsable_rows(
+        text, source, problems, ("Name", "Preempt", "PreemptMode"), "QOS", "sacctmgr show qos -P"
+    )
 
 
 def parse_slurm_qos(
@@ -415,15 +368,23 @@ def with_preemption_rules(
     qos: dict[str, SlurmQos] | None,
     source: str,
     qos_limits: dict[str, SlurmQos] | None = None,
+    assoc: AssocTable | None = None,
 ) -> list[RunningJob]:
     """Running Slurm jobs with the preemption rules of whichever table is given (a cluster preempts by
     partition or by QOS, never both: callers refuse both at once); unchanged with neither. ``qos_limits``:
     a QOS table read for its limits alone (with partitions, or none), whose groups the jobs then count
-    against (:func:`with_qos_groups`)."""
+    against (:func:`with_qos_groups`); ``assoc``: the associations, whose limits' groups they count
+    against (:func:`.slurm_assoc.with_assoc_groups`)."""
     if partitions is not None:
         jobs = with_partition_rules(jobs, partitions, source=source)
     if qos is not None:
         jobs = with_qos_rules(jobs, qos, source=source)
     if qos_limits is not None:
         jobs = with_qos_groups(jobs, qos_limits, source=source)
+    if assoc is not None:
+        from placer.topology.importers.slurm_assoc import (
+            with_assoc_groups,
+        )  # it reads rows as this module does
+
+        jobs = with_assoc_groups(jobs, assoc, source=source)
     return jobs

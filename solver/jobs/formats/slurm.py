@@ -85,6 +85,7 @@ from placer.solver.jobs.model import (
 )
 from placer.topology import TopologyError, canonical_gpu_type
 from placer.topology.importers.slurm import cores_holding, parse_gres
+from placer.topology.importers.slurm_assoc import AssocTable
 from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
 from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
 from placer.topology.importers.slurm_qos import SlurmQos, level_of, qos_limits
@@ -94,6 +95,7 @@ __all__ = [
     "PENDING_STATES",
     "array_tasks",
     "read",
+    "with_assoc_limits",
     "with_cores",
     "with_partition_tiers",
     "with_qos_levels",
@@ -362,22 +364,57 @@ def with_qos_limits(results: list[ReadResult], table: dict[str, SlurmQos]) -> li
     return _each_slurm_job(results, limited)
 
 
+def with_assoc_limits(results: list[ReadResult], table: AssocTable) -> list[ReadResult]:
+    """The pending Slurm jobs of ``results`` with their associations' limits as group limits
+    (``Job.limits``: the user association's ``GrpJobs``/``GrpTRES=gres/gpu``/``MaxJobs``, its account's and
+    every account's above it; :mod:`placer.topology.importers.slurm_assoc`), and a warning naming the
+    limits placer does not model. A job the table has no association for (its ``account`` and
+    ``user_name``; Slurm would not run it) is rejected, naming its ``account`` field."""
+
+    def limited(r: ReadResult, job: Job) -> ReadResult:
+        env = job.envelope or {}
+        account = slurm_text(env.get("account")) or None
+        try:
+            found = table.limits(account, job.user, job.queue, item=job.id)
+        except TopologyError as e:
+            err = issue("enum", f"{r.path}.account", e.problems[0].message)
+            return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
+        limits = [GroupLimit(group=g, max_running=most, max_gpus=gpus) for g, most, gpus in found]
+        unmodelled = table.unmodelled(account, job.user, job.queue)
+        warnings = list(r.warnings)
+        if unmodelled:
+            why = (
+                f"association limits {', '.join(unmodelled)}: not modelled (placer may place a job they hold)"
+            )
+            warnings.append(issue("unsupported", f"{r.path}.account" if r.path else "account", why))
+        if not limits and not unmodelled:
+            return r
+        job = job.model_copy(update={"limits": [*job.limits, *limits]})
+        return r.model_copy(update={"job": job, "warnings": warnings})
+
+    return _each_slurm_job(results, limited)
+
+
 def with_slurm_ranks(
     results: list[ReadResult],
     *,
     partitions: dict[str, SlurmPartition] | None,
     qos: dict[str, SlurmQos] | None,
     qos_limits: dict[str, SlurmQos] | None = None,
+    assoc: AssocTable | None = None,
 ) -> list[ReadResult]:
     """The pending Slurm jobs of ``results`` ranked by whichever table is given: their partitions' tiers
     (:func:`with_partition_tiers`) or their QOS's level (:func:`with_qos_levels`); unchanged with neither.
-    ``qos_limits``: a QOS table read for its limits alone (:func:`with_qos_limits`)."""
+    ``qos_limits``: a QOS table read for its limits alone (:func:`with_qos_limits`); ``assoc``: the
+    associations, whose limits they are held to (:func:`with_assoc_limits`)."""
     if partitions is not None:
         results = with_partition_tiers(results, partitions)
     if qos is not None:
         results = with_qos_levels(results, qos)
     if qos_limits is not None:
         results = with_qos_limits(results, qos_limits)
+    if assoc is not None:
+        results = with_assoc_limits(results, assoc)
     return results
 
 

@@ -123,3 +123,28 @@ def test_qos_limits_and_the_qos_table_together_are_a_conflict(tmp_path: Path) ->
     with pytest.raises(ScenarioError) as e:
         simulate_text(_scenario(tmp_path, extra))
     assert "slurm_qos holds jobs to the limits too" in str(e.value)
+
+
+def test_association_limits_hold_the_pending_job_while_its_account_is_full(tmp_path: Path) -> None:
+    # c (no time limit) and f run under account one, which lets one job run (GrpJobs=1): f never starts.
+    doc = json.loads((REAL / "squeue-22.05.json").read_text())
+    for j in doc["jobs"]:
+        j["account"] = "one" if j["name"] in ("c", "f") else "other"
+    tree = "\n".join(
+        [
+            "Cluster|Account|User|Partition|GrpJobs|GrpTRES|MaxJobs",
+            "placer|root|||||",
+            "placer| one|||1||",
+            "placer|  one|root||||",
+            "placer| other||||||",
+            "placer|  other|root||||",
+        ]
+    )
+    (tmp_path / "assoc.txt").write_text(tree + "\n")
+    text = _scenario(tmp_path, f"  slurm_assoc: {tmp_path / 'assoc.txt'}\n")
+    (tmp_path / "squeue.json").write_text(json.dumps(doc))
+    run = simulate_text(text)
+    states = dict(zip(run.result.jobs["job"], run.result.jobs["state"], strict=True))
+    assert states["5"] == "pending" and states["3"] == "running"
+    reasons = [r for d in run.decisions.values() for p in d.pending if p.job == "5" for r in p.reasons]
+    assert {(r.code, r.details["group"]) for r in reasons} == {("THROTTLE", "assoc/one")}
