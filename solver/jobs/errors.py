@@ -35,6 +35,8 @@ ISSUE_CODES: dict[str, str] = {
     "dependency": "a dependency refers to nothing, or dependencies form a cycle",
     "unknown": "(a warning) an ext_ml_* / ext_mlx_* attribute none of the OJS documents defines: kept, not "
     "applied",
+    "secret": "a credential (an access key, a token, a private key) in an envelope attribute: OJS ML "
+    "extensions §12.4 says credentials MUST NOT appear there",
 }
 
 

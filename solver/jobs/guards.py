@@ -29,7 +29,9 @@ What is checked, with the issue code:
   and a REQUIRED trailing slash; the model registry URI, every ``ext_mlx_*_uri`` and
   ``ext_mlx_training_resume_from`` metadata value and the data-locality hint with the artifact schemes;
   ``last_checkpoint.storage_key`` with the checkpoint schemes (no trailing slash needed: it may name a
-  file, as v0.1.0 §4.4 shows). ``options.allowed_uri_prefixes`` applies to all of them.
+  file, as v0.1.0 §4.4 shows). ``options.allowed_uri_prefixes`` applies to all of them, and so do the
+  allow-lists of the job's queue and tenant (``options.uri_prefixes_by_queue``, ``..._by_tenant``; OJS ML
+  extensions §12.1): a URI must be under a prefix of every list that applies.
 * ``denied`` - ``options.allowed_model_ids`` (§15.2 allow-list), when configured, must hold the model id.
 
 Paths are the OJS attribute names for OJS jobs (``ext_ml_gpu_count``) and model paths for the others
@@ -52,7 +54,8 @@ from placer.solver.jobs.errors import Issue, issue
 from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, Job, LabelRule, Not, Rule
 from placer.solver.jobs.options import ReadOptions
 from placer.solver.jobs.queues import MlLimits
-from placer.solver.jobs.uris import check_uri
+from placer.solver.jobs.secrets import find_secrets
+from placer.solver.jobs.uris import check_uri, outside_prefixes
 
 __all__ = [
     "MAX_RULE_VALUE_CHARS",
@@ -288,6 +291,7 @@ def check_uris(job: Job, options: ReadOptions) -> list[Issue]:
     """
     out: list[Issue] = []
     prefixes = options.allowed_uri_prefixes
+    scoped = _scoped_prefixes(job, options)
     for path, uri, checkpoint in _uri_targets(job):
         problem = check_uri(
             uri,
@@ -295,7 +299,7 @@ def check_uris(job: Job, options: ReadOptions) -> list[Issue]:
             require_trailing_slash=checkpoint,
             allowed_prefixes=prefixes,
             private_ok=options.private_hosts_allowed,
-        )
+        ) or _outside_scoped(uri, scoped)
         if problem:
             where = "§9.4, §15.3" if checkpoint else "§15.2"
             out.append(
@@ -308,10 +312,31 @@ def check_uris(job: Job, options: ReadOptions) -> list[Issue]:
             schemes=options.checkpoint_uri_schemes,
             allowed_prefixes=prefixes,
             private_ok=options.private_hosts_allowed,
-        )
+        ) or _outside_scoped(lc.storage_key, scoped)
         if problem:
             out.append(issue("uri", _path(job, "storage_key"), problem))
     return out
+
+
+def _scoped_prefixes(job: Job, options: ReadOptions) -> list[tuple[str, tuple[str, ...]]]:
+    """The per-queue and per-tenant prefix allow-lists that apply to ``job`` (whose, prefixes)."""
+    out = []
+    if job.queue is not None and job.queue in options.uri_prefixes_by_queue:
+        out.append((f"queue {job.queue!r}", options.uri_prefixes_by_queue[job.queue]))
+    if job.tenant is not None and job.tenant in options.uri_prefixes_by_tenant:
+        out.append((f"tenant {job.tenant!r}", options.uri_prefixes_by_tenant[job.tenant]))
+    return out
+
+
+def _outside_scoped(uri: str, scoped: list[tuple[str, tuple[str, ...]]]) -> str | None:
+    """Why ``uri`` is refused by an allow-list of ``scoped`` (the first that refuses it), or None."""
+    for whose, prefixes in scoped:
+        if outside_prefixes(uri, prefixes):
+            return (
+                f"is outside the storage prefixes allowed for {whose}: {', '.join(prefixes)} "
+                "(OJS ML extensions §12.1)"
+            )
+    return None
 
 
 def check_model(job: Job, options: ReadOptions) -> list[Issue]:
@@ -328,8 +353,30 @@ def check_model(job: Job, options: ReadOptions) -> list[Issue]:
     return [issue("denied", _path(job, "model_id"), f"model {job.model.id!r} is not on the model allow-list")]
 
 
+def check_secrets(job: Job) -> list[Issue]:
+    """OJS ML extensions §12.4: no credential in any attribute of an OJS envelope
+    (:func:`placer.solver.jobs.secrets.find_secrets`); one ``secret`` issue per attribute that holds one.
+    Other formats are not OJS envelopes (a Flux jobspec's ``environment`` is the submitter's own).
+
+    >>> job = Job(id="j", source_format="ojs-ml-v0.3", envelope={"args": ["AWS_SECRET_ACCESS_KEY=abc123"]})
+    >>> [(i.code, i.path) for i in check_secrets(job)]
+    [('secret', 'args[0]')]
+    """
+    if not job.source_format.startswith("ojs") or job.envelope is None:
+        return []
+    return [
+        issue(
+            "secret",
+            path,
+            f"holds {kind}: credentials MUST NOT appear in job envelope attributes (OJS ML extensions "
+            "§12.4); use IAM roles, workload identity or a secret the worker mounts",
+        )
+        for path, kind in find_secrets(job.envelope)
+    ]
+
+
 def check_job(job: Job, options: ReadOptions) -> list[Issue]:
-    """Every guard on one job: queue limits, upper bounds, selectors, URIs, model allow-list.
+    """Every guard on one job: queue limits, upper bounds, selectors, URIs, model allow-list, credentials.
 
     >>> from placer.solver.jobs.queues import QueueConfig
     >>> limits = {"ml_limits": {"allowed_priority_classes": ["spot"]}}
@@ -345,4 +392,5 @@ def check_job(job: Job, options: ReadOptions) -> list[Issue]:
     out += check_selectors(job, options)
     out += check_uris(job, options)
     out += check_model(job, options)
+    out += check_secrets(job)
     return out

@@ -70,6 +70,10 @@ class ReadOptions:
     checkpoint_uri_schemes: frozenset[str] = CHECKPOINT_URI_SCHEMES
     artifact_uri_schemes: frozenset[str] = ARTIFACT_URI_SCHEMES
     allowed_uri_prefixes: tuple[str, ...] = ()
+    #: Prefixes a job's URIs must also start with, by its queue and by its tenant (OJS ML extensions §12.1:
+    #: "allowlists for permitted URI prefixes per queue or tenant"); a queue or tenant not named has none.
+    uri_prefixes_by_queue: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    uri_prefixes_by_tenant: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Whether URIs may name private addresses (10/8, 172.16/12, 192.168/16, fc00::/7): on-premises
     #: storage. Off by default (SSRF, OJS ML §15.2); loopback, link-local and metadata never are.
     private_hosts_allowed: bool = False
@@ -101,6 +105,8 @@ class ReadLimits(BaseModel):
     checkpoint_uri_schemes: list[str] = Field(default_factory=lambda: sorted(CHECKPOINT_URI_SCHEMES))
     artifact_uri_schemes: list[str] = Field(default_factory=lambda: sorted(ARTIFACT_URI_SCHEMES))
     allowed_uri_prefixes: list[str] = Field(default_factory=list)
+    uri_prefixes_by_queue: dict[str, list[str]] = Field(default_factory=dict)
+    uri_prefixes_by_tenant: dict[str, list[str]] = Field(default_factory=dict)
     private_hosts_allowed: bool = False
     allowed_model_ids: list[str] | None = None
     sss_awareness: Literal["Reject", "Warn", "Ignore"] = "Reject"
@@ -122,6 +128,16 @@ class ReadLimits(BaseModel):
             raise ValueError("entries must be non-empty strings")
         return value
 
+    @field_validator("uri_prefixes_by_queue", "uri_prefixes_by_tenant")
+    @classmethod
+    def _non_empty_lists(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name, prefixes in value.items():
+            if not name.strip():
+                raise ValueError("names must be non-empty strings")
+            if not prefixes or any(not p.strip() for p in prefixes):
+                raise ValueError(f"{name!r}: give one or more non-empty prefixes")
+        return value
+
     def apply(self, options: ReadOptions) -> ReadOptions:
         """``options`` with the settings this file sets (and only those) replaced."""
         changes: dict[str, Any] = {}
@@ -129,6 +145,8 @@ class ReadLimits(BaseModel):
             value = getattr(self, name)
             if name == "allowed_uri_prefixes":
                 value = tuple(value)
+            elif name in ("uri_prefixes_by_queue", "uri_prefixes_by_tenant"):
+                value = {k: tuple(v) for k, v in value.items()}
             elif isinstance(value, list):
                 value = frozenset(value)
             changes[name] = value

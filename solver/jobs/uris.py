@@ -49,6 +49,7 @@ __all__ = [
     "canonical_host",
     "check_uri",
     "ipv4_aton",
+    "outside_prefixes",
 ]
 
 #: Longest URI accepted (a guard against pathological inputs, well above any real object-store key).
@@ -296,9 +297,19 @@ def check_uri(
     if require_trailing_slash and not uri.endswith("/"):
         return 'must end with "/" (a directory prefix, OJS ML §9.4)'
     prefixes = tuple(allowed_prefixes)
-    if prefixes and not _scheme_lowered(uri).startswith(tuple(_scheme_lowered(p) for p in prefixes)):
+    if prefixes and outside_prefixes(uri, prefixes):
         return "is outside the allowed storage prefixes: " + ", ".join(prefixes)
     return None
+
+
+def outside_prefixes(uri: str, prefixes: Iterable[str]) -> bool:
+    """Whether ``uri`` starts with none of ``prefixes`` (schemes compared case-insensitively, as
+    :func:`check_uri` compares ``allowed_prefixes``).
+
+    >>> outside_prefixes("S3://train/ckpt/", ["s3://train/"]), outside_prefixes("s3://other/", ["s3://train/"])
+    (False, True)
+    """
+    return not _scheme_lowered(uri).startswith(tuple(_scheme_lowered(p) for p in prefixes))
 
 
 def _host_of(netloc: str) -> str:

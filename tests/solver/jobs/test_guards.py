@@ -177,6 +177,36 @@ def test_allowed_uri_prefixes() -> None:
     assert errors(env, allowed_uri_prefixes=("s3://team-b/",)) == [("uri", "ext_ml_checkpoint_storage_uri")]
 
 
+def test_uri_prefixes_per_queue_and_per_tenant() -> None:
+    # OJS ML extensions §12.1: allow-lists per queue or tenant. The job runs in queue gpu-inference for
+    # tenant vision; each list that names one of them must hold every URI, the global one too.
+    env = {
+        "ext_ml_checkpoint_storage_uri": "s3://vision-ckpt/run/",
+        "ext_mlx_inference_model_uri": "s3://models/vision/m.onnx",
+        "meta": {"tenant": "vision"},
+    }
+    by_queue = {"gpu-inference": ("s3://vision-ckpt/", "s3://models/")}
+    assert errors(env, uri_prefixes_by_queue=by_queue) == []
+    by_tenant = {"vision": ("s3://vision-ckpt/",)}
+    assert errors(env, uri_prefixes_by_queue=by_queue, uri_prefixes_by_tenant=by_tenant) == [
+        ("uri", "ext_mlx_inference_model_uri")
+    ]
+    # Another queue's or tenant's list does not apply.
+    assert (
+        errors(
+            env,
+            uri_prefixes_by_queue={"training": ("gs://x/",)},
+            uri_prefixes_by_tenant={"nlp": ("gs://y/",)},
+        )
+        == []
+    )
+    # A list that applies is checked on top of the global one, and names whose list refused.
+    options = ReadOptions(queues=QUEUES, uri_prefixes_by_tenant=by_tenant)
+    [r] = read_object({"id": "j", "type": "t", "queue": "gpu-inference", **env}, options=options)
+    (e,) = r.errors
+    assert "allowed for tenant 'vision': s3://vision-ckpt/" in e.message and "§12.1" in e.message
+
+
 def test_model_registry_and_mlx_uris() -> None:
     assert errors({"ext_ml_model_registry_uri": "hf://meta-llama/Llama-3.1-70B-Instruct@main"}) == []
     assert errors({"ext_ml_model_registry_uri": "https://evil.example/model"}) == [
