@@ -163,6 +163,8 @@ class Budgets:
     cohort_of: dict[str, str] = field(default_factory=dict)
     cohort_max: dict[str, float] = field(default_factory=dict)
     cohort_used: dict[str, float] = field(default_factory=dict)
+    #: Member queues' guaranteed GPUs (``Cohort.guaranteed_gpus``, a Kueue lendingLimit), those above 0.
+    cohort_guaranteed: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
     def of(
@@ -189,6 +191,8 @@ class Budgets:
             if qc.config.cohort is not None:
                 b.cohort_of[name] = qc.config.cohort.name
                 b.cohort_max[qc.config.cohort.name] = float(qc.config.cohort.max_total_gpus)
+                if qc.config.cohort.guaranteed_gpus:
+                    b.cohort_guaranteed[name] = float(qc.config.cohort.guaranteed_gpus)
         if prices is not None:
             b.tenant_max_cost = {t: to_units(v) for t, v in prices.budgets.tenants.items()}
         if not b.active:
@@ -305,18 +309,43 @@ class Budgets:
         return (gpus, jobs)
 
 
-def cohort_room(budgets: Budgets, queue: str | None, evicted: Iterable[str] = ()) -> float | None:
-    """GPUs the cohort of ``queue`` may still add (None: the queue is in no cohort); evicted running jobs
-    of any of the cohort's queues give theirs back."""
+def cohort_room(
+    budgets: Budgets,
+    queue: str | None,
+    evicted: Iterable[str] = (),
+    placed: Mapping[str, float] | None = None,
+) -> float | None:
+    """GPUs ``queue`` may still add within its cohort (None: the queue is in no cohort): the cohort's total
+    less what its queues hold — each at least its guaranteed GPUs (``Cohort.guaranteed_gpus``) — plus what
+    ``queue`` still has unused of its own guaranteed GPUs; evicted running jobs of any of the cohort's
+    queues give theirs back. ``placed``: GPUs this decision placed per queue (the answer so far)."""
     cohort = budgets.cohort_of.get(queue or "")
     if cohort is None:
         return None
-    back = 0.0
+    placed = placed or {}
+    if not budgets.cohort_guaranteed:  # nothing reserved: one total (the usual cohort)
+        back = 0.0
+        for job in evicted:
+            q, g = budgets.running.get(job, (None, 0.0))
+            if q is not None and budgets.cohort_of.get(q) == cohort:
+                back += g
+        added = sum(g for q, g in placed.items() if budgets.cohort_of.get(q) == cohort)
+        return budgets.cohort_max[cohort] - budgets.cohort_used.get(cohort, 0.0) + back - added
+    held = {
+        q: budgets.used_gpus.get(q, 0.0) + placed.get(q, 0.0)
+        for q, c in budgets.cohort_of.items()
+        if c == cohort
+    }
     for job in evicted:
         q, g = budgets.running.get(job, (None, 0.0))
-        if q is not None and budgets.cohort_of.get(q) == cohort:
-            back += g
-    return budgets.cohort_max[cohort] - budgets.cohort_used.get(cohort, 0.0) + back
+        if q in held:
+            held[q] -= g
+    counted = sum(max(g, budgets.cohort_guaranteed.get(q, 0.0)) for q, g in held.items())
+    mine, floor = held.get(queue or "", 0.0), budgets.cohort_guaranteed.get(queue or "", 0.0)
+    others = counted - max(mine, floor)
+    if others + floor > budgets.cohort_max[cohort] + 1e-9:
+        return budgets.cohort_max[cohort] - counted  # over already (quotas lowered): no room, not even mine
+    return budgets.cohort_max[cohort] - others - mine
 
 
 def remaining_cohort_room(
@@ -329,12 +358,13 @@ def remaining_cohort_room(
     evicted = list(getattr(assignment, "evictions", {}))
     if below is not None:
         evicted = [v for v in evicted if budgets.ranks.get(v, below) < below]
-    room = cohort_room(budgets, queue, evicted)
-    assert room is not None
+    placed: dict[str, float] = {}
     for i, reps in getattr(assignment, "placed", {}).items():
-        if budgets.cohort_of.get(plans[i].job.queue or "") == cohort:
-            room -= sum(r.unit.need.gpus + r.unit.need.milli / 1000 for r in reps if r.node is not None)
-    return room
+        q = plans[i].job.queue or ""
+        if budgets.cohort_of.get(q) == cohort:
+            gpus = sum(r.unit.need.gpus + r.unit.need.milli / 1000 for r in reps if r.node is not None)
+            placed[q] = placed.get(q, 0.0) + gpus
+    return cohort_room(budgets, queue, evicted, placed)
 
 
 def remaining_room(
@@ -419,11 +449,12 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
             return False
         if room_jobs is not None and added_jobs + 1 > room_jobs:
             return False
-        c_room = cohort_room(budgets, queue, _evicted_below(plan, state))
-        if (
-            c_room is not None
-            and state.cohort_use.get(budgets.cohort_of[queue or ""], 0.0) + gpus > c_room + 1e-9
-        ):
+        placed = {q: g for q, (g, _) in state.queue_use.items()} if budgets.cohort_guaranteed else None
+        c_room = cohort_room(budgets, queue, _evicted_below(plan, state), placed)
+        c_used = (
+            0.0 if placed is not None else state.cohort_use.get(budgets.cohort_of.get(queue or "", ""), 0.0)
+        )
+        if c_room is not None and c_used + gpus > c_room + 1e-9:
             return False
         if budgets.group_gpu_max and any(  # an elastic job's GPUs are known only where it is placed
             state.group_gpu_use.get(g, 0.0) + gpus > room + 1e-9

@@ -235,6 +235,51 @@ def _check_cohorts(
             yield Violation(
                 "queue-budget", c, f"{_level_message(*over, 'GPUs')}; the cohort's total is {most}"
             )
+    yield from _check_guaranteed(decision, jobs, cluster, queues, rank)
+
+
+def _check_guaranteed(
+    decision: Decision,
+    jobs: list[Job],
+    cluster: Cluster,
+    queues: Mapping[str, QueueConfig],
+    rank: Callable[[Job], Rank],
+) -> Iterator[Violation]:
+    """A cohort whose queues keep guaranteed GPUs (``cohort.guaranteed_gpus``, a Kueue lendingLimit): each
+    queue counts as holding at least those after the decision, so the sum over its queues of max(GPUs
+    held, guaranteed) stays within the cohort's total when the decision places GPU work there."""
+    floors: dict[str, tuple[str, int, int]] = {}  # queue -> (cohort, total, guaranteed)
+    for name, qc in queues.items():
+        c = qc.config.cohort
+        if c is not None:
+            floors[name] = (c.name, c.max_total_gpus, c.guaranteed_gpus)
+    if not any(g for _, _, g in floors.values()):
+        return
+    per_queue = _ledgers(
+        decision,
+        jobs,
+        cluster,
+        lambda queue, _: [queue] if queue in floors else [],
+        lambda rj: _gpus(rj.replicas),
+        lambda _, p: _gpus(p.replicas),
+        rank,
+    )
+    for c in sorted({c for c, _, _ in floors.values()}):
+        members = sorted(q for q, (cc, _, _) in floors.items() if cc == c)
+        if not any(per_queue.get(q, _Ledger()).added for q in members):
+            continue
+        most = floors[members[0]][1]
+        counted = sum(max(per_queue.get(q, _Ledger()).total, floors[q][2]) for q in members)
+        if counted > most + 1e-9:
+            held = ", ".join(
+                f"{q} {per_queue.get(q, _Ledger()).total:g} (guaranteed {floors[q][2]})" for q in members
+            )
+            yield Violation(
+                "queue-budget",
+                c,
+                f"cohort counts {counted:g} GPUs after the decision, each queue at least its guaranteed GPUs "
+                f"({held}); its total is {most}",
+            )
 
 
 def _check_costs(

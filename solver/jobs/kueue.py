@@ -29,14 +29,15 @@ other's unused quota: each queue's budget is then its nominal GPU quota plus its
 (summed over flavors; none when a GPU resource has no limit: it may borrow whatever is unused), and its
 configuration carries the cohort's total, the nominal quotas of all its ClusterQueues
 (``config.cohort``), which the GPUs of all their queues' active jobs share (both engines and the checker;
-``QUEUE_BUDGET`` names the cohort when it is what is full). Reclaiming borrowed quota by preemption
+``QUEUE_BUDGET`` names the cohort when it is what is full). A ``lendingLimit`` keeps the rest of the
+queue's nominal quota for its own workloads (``config.cohort.guaranteed_gpus``): the cohort counts the
+queue as holding at least that, used or not. Reclaiming borrowed quota by preemption
 (``reclaimWithinCohort``) is not modelled: placer evicts by priority only.
 
 What is not modelled, and refused or said rather than approximated:
 
 * a queue name that would be both a LocalQueue's and a shared ClusterQueue's — refused;
-* a ``lendingLimit`` on a GPU quota, and a ``Cohort`` object's own quotas or parent (hierarchical
-  cohorts) — refused;
+* a ``Cohort`` object's own quotas or parent (hierarchical cohorts) — refused;
 * CPU, memory and ``pods`` quotas: placer's queue budgets count GPUs (``docs/kubernetes.md`` says so).
 
 The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o yaml``) prints: a
@@ -98,6 +99,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     local: dict[str, list[tuple[str, str, str]]] = {}  # LocalQueue name -> [(namespace, ClusterQueue, path)]
     cohort_of: dict[str, str] = {}  # ClusterQueue -> its cohort
     borrowing: dict[str, int | None] = {}  # ClusterQueue in a cohort -> GPUs it may borrow (None: no limit)
+    guaranteed: dict[str, int] = {}  # ClusterQueue in a cohort -> GPUs it does not lend (lendingLimit)
     for i, item in enumerate(_items(obj) or []):
         path = f"{where}: items[{i}]"
         if not isinstance(item, dict):
@@ -117,6 +119,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             if isinstance(cohort, str) and cohort:
                 cohort_of[name] = cohort
                 borrowing[name] = _gpu_borrowing(spec, f"{path}.spec", problems)
+                guaranteed[name] = _gpu_guaranteed(spec, f"{path}.spec", problems)
         elif item.get("kind") == "Cohort" and isinstance(name, str):
             for key in ("resourceGroups", "parentName", "parent"):
                 if spec.get(key):
@@ -145,6 +148,8 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     totals: dict[str, int] = {}  # cohort -> the nominal GPU quotas of its ClusterQueues
     for cq, cohort in cohort_of.items():
         totals[cohort] = totals.get(cohort, 0) + quotas.get(cq, 0)
+        if cq not in users:  # no LocalQueue: nothing runs there, and what it does not lend stays unused
+            totals[cohort] -= guaranteed.get(cq, 0)
     out: list[dict[str, Any]] = []
     for cq, members in users.items():
         config: dict[str, Any] = {}
@@ -154,6 +159,8 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             if more is not None:
                 config["ml_limits"] = {"max_total_gpus": quotas.get(cq, 0) + more}
             config["cohort"] = {"name": cohort, "max_total_gpus": totals[cohort]}
+            if guaranteed.get(cq):
+                config["cohort"]["guaranteed_gpus"] = guaranteed[cq]
         elif cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
             config["ml_limits"] = {"max_total_gpus": quotas[cq]}
         if groups[cq]:
@@ -187,8 +194,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
 def _gpu_borrowing(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | None:
     """The GPUs a ClusterQueue of a cohort may borrow beyond its nominal quota: its GPU resources'
     ``borrowingLimit`` summed over its flavors; None when one of them has none (Kueue then lets it borrow
-    all the cohort leaves unused). A ``lendingLimit`` is refused: what the others may take of this queue's
-    quota would need a budget per lender, which placer's cohort total does not express."""
+    all the cohort leaves unused)."""
     total: int | None = 0
     for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
         for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
@@ -196,9 +202,6 @@ def _gpu_borrowing(spec: dict[str, Any], path: str, problems: list[Issue]) -> in
                 if not isinstance(res, dict) or res.get("name") not in GPU_RESOURCES:
                     continue
                 at = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]"
-                if res.get("lendingLimit") is not None:
-                    why = "lendingLimit is not modelled: placer's cohort budget is one total"
-                    problems.append(issue("unsupported", f"{at}.lendingLimit", why))
                 limit = res.get("borrowingLimit")
                 if limit is None:
                     total = None
@@ -215,6 +218,38 @@ def _gpu_borrowing(spec: dict[str, Any], path: str, problems: list[Issue]) -> in
                     continue
                 if total is not None:
                     total += int(value)
+    return total
+
+
+def _gpu_guaranteed(spec: dict[str, Any], path: str, problems: list[Issue]) -> int:
+    """The GPUs a ClusterQueue of a cohort does not lend: over its GPU resources with a ``lendingLimit``,
+    the nominal quota minus that limit (Kueue lends at most ``lendingLimit`` of a quota to the cohort and
+    keeps the rest for the queue's own workloads, used or not). A limit that is not a whole number of GPUs
+    or exceeds the nominal quota is refused, naming it (Kueue's own validation refuses it too)."""
+    total = 0
+    for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
+        for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
+            for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
+                if not isinstance(res, dict) or res.get("name") not in GPU_RESOURCES:
+                    continue
+                if res.get("lendingLimit") is None:
+                    continue
+                at = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}].lendingLimit"
+                try:
+                    lend, nominal = (
+                        parse_quantity(res["lendingLimit"]),
+                        parse_quantity(res.get("nominalQuota")),
+                    )
+                except (ValueError, TypeError) as e:
+                    problems.append(issue("type", at, f"not a Kubernetes quantity: {e}"))
+                    continue
+                if lend != lend.to_integral_value() or lend < 0:
+                    problems.append(issue("range", at, f"a GPU limit is a whole number, got {lend}"))
+                    continue
+                if lend > nominal:
+                    problems.append(issue("range", at, f"{lend} is more than the nominal quota {nominal}"))
+                    continue
+                total += int(nominal - lend)
     return total
 
 

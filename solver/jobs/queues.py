@@ -75,12 +75,18 @@ class Cohort(BaseModel):
     """placer extension (not OJS): a budget several queues share on top of their own (a Kueue cohort: its
     ClusterQueues borrow each other's unused quota). Their active GPU jobs — running and not evicted, plus
     placed — hold at most ``max_total_gpus`` together; each queue's own ``ml_limits.max_total_gpus`` (its
-    nominal quota plus what it may borrow) still holds. Every queue of a cohort states the same total."""
+    nominal quota plus what it may borrow) still holds. Every queue of a cohort states the same total.
+
+    ``guaranteed_gpus``: the part of this queue's quota it does not lend (a Kueue ``lendingLimit``: nominal
+    quota minus the limit). The cohort counts each queue as holding at least that much, used or not, so the
+    others never borrow it: the queues' ``max(GPUs held, guaranteed_gpus)`` add up to at most
+    ``max_total_gpus``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1)
     max_total_gpus: int = Field(ge=0)
+    guaranteed_gpus: int = Field(default=0, ge=0)
 
 
 class QueueSettings(BaseModel):

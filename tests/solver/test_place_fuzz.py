@@ -194,6 +194,23 @@ COHORT_QUEUES = load_queue_configs(
         },
     ]
 )
+#: The same, with queue b keeping 2 GPUs it does not lend (a Kueue lendingLimit): the cohort counts b as
+#: holding at least 2, so a and b together have 2 GPUs of room beyond what b places in its own 2.
+LENDING_QUEUES = load_queue_configs(
+    [
+        {
+            "queue": "a",
+            "config": {"ml_limits": {"max_total_gpus": 5}, "cohort": {"name": "c", "max_total_gpus": 7}},
+        },
+        {
+            "queue": "b",
+            "config": {
+                "ml_limits": {"max_concurrent_gpu_jobs": 2},
+                "cohort": {"name": "c", "max_total_gpus": 7, "guaranteed_gpus": 2},
+            },
+        },
+    ]
+)
 COHORT_CLUSTER = CLUSTER.release("run-a").with_allocations(
     [
         {
@@ -206,13 +223,15 @@ COHORT_CLUSTER = CLUSTER.release("run-a").with_allocations(
 )
 
 
+@pytest.mark.parametrize("lending", [False, True])
 @pytest.mark.parametrize("engine", ENGINES)
 @given(batch=batches())
-def test_random_batches_keep_queue_and_cohort_budgets(engine: str, batch: list[Job]) -> None:
+def test_random_batches_keep_queue_and_cohort_budgets(engine: str, lending: bool, batch: list[Job]) -> None:
     jobs = [j.model_copy(update={"queue": ("a", "b", None)[i % 3]}) for i, j in enumerate(batch)]
+    queues = LENDING_QUEUES if lending else COHORT_QUEUES
     with no_hang(1.0 + FUZZ_GUARD_S):
         decision = place(
-            jobs, COHORT_CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW, queues=COHORT_QUEUES
+            jobs, COHORT_CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW, queues=queues
         )
-    assert_valid(decision, jobs, COHORT_CLUSTER, queues=COHORT_QUEUES)
+    assert_valid(decision, jobs, COHORT_CLUSTER, queues=queues)
     assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status

@@ -395,10 +395,46 @@ def test_a_cohort_lends_unused_quota_and_holds_its_total(solve: Solve, cohort: b
     assert [v.rule for v in check(alone, [pod.job], cluster, queues=queues)] == ["queue-budget"]
 
 
+def _lending_b(limit: Any) -> dict[str, Any]:
+    """:func:`_cohort_doc` (team-a may borrow 8) with team-b-cq (nominal 8) lending at most ``limit``."""
+    doc = _cohort_doc(8)
+    doc["items"][-1]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["lendingLimit"] = limit
+    return doc
+
+
+def test_a_lending_limit_keeps_the_rest_of_the_quota_for_its_own_queue() -> None:
+    queues = load_queue_configs(_lending_b(2))
+    a, b = queues["team-a"].config.cohort, queues["team-b"].config.cohort
+    assert a is not None and b is not None
+    assert (b.max_total_gpus, b.guaranteed_gpus) == (12, 8 - 2) and a.guaranteed_gpus == 0
+    assert "more than the nominal quota 8" in _refused(_lending_b(9))
+    assert "a GPU limit is a whole number" in _refused(_lending_b("1500m"))
+
+
+@pytest.mark.parametrize(("limit", "runs"), [(2, False), (4, True), (None, True)])
+def test_a_queue_borrows_only_what_the_lender_lends(solve: Solve, limit: int | None, runs: bool) -> None:
+    # ml/h100-train (team-a, 8 GPUs; nominal 4, may borrow 8) on an idle cluster, in a cohort of 12 with
+    # team-b-cq (nominal 8). team-b-cq lending 2 keeps 6 for itself: 8 + 6 > 12, the pod waits on the
+    # cohort; lending 4 keeps 4: 8 + 4 = 12, it runs; no lendingLimit: it lends all 8 (the usual cohort).
+    doc = _lending_b(limit) if limit is not None else _cohort_doc(8)
+    queues = load_queue_configs(doc)
+    jobs = [r for r in read_file(PODS, options=ReadOptions(queues=queues)) if r.id == "ml/h100-train"]
+    cluster = load_cluster(NODES)
+    d = solve(jobs, cluster, queues=queues)
+    if runs:
+        assert nodes_of(d, "ml/h100-train") == ["gke-a3-h100-node-1"]
+        return
+    (p,) = d.pending
+    (reason,) = p.reasons
+    assert reason.code == "QUEUE_BUDGET" and reason.details["cohort"] == "research"
+    # The checker holds a decision that places it (as without the lending limit) to the guaranteed GPUs.
+    placed = place([jobs[0].job], cluster, Policy(engine="greedy"), queues=load_queue_configs(_cohort_doc(8)))
+    assert [p.job for p in placed.placements] == ["ml/h100-train"]
+    (v,) = check(placed, [jobs[0].job], cluster, queues=queues)
+    assert v.rule == "queue-budget" and "guaranteed 6" in v.message and "its total is 12" in v.message
+
+
 def test_what_a_cohort_cannot_express_is_refused() -> None:
-    lending = _cohort_doc(8)
-    lending["items"][2]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][2]["lendingLimit"] = 2
-    assert "lendingLimit is not modelled" in _refused(lending)
     nested = _cohort_doc(8)
     nested["items"].append(
         {"kind": "Cohort", "metadata": {"name": "research"}, "spec": {"parentName": "org"}}
