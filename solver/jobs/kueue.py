@@ -56,6 +56,7 @@ The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
@@ -191,33 +192,43 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     return out
 
 
+def _gpu_resources(spec: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, resource) of every GPU resource of a ClusterQueue's flavors (``nvidia.com/gpu`` and the
+    other :data:`GPU_RESOURCES`), in document order; containers of the wrong type are skipped (the queue
+    configuration's model names them)."""
+    for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
+        for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
+            for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
+                if isinstance(res, dict) and res.get("name") in GPU_RESOURCES:
+                    yield f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]", res
+
+
+def _whole_gpus(value: Any, at: str, what: str, problems: list[Issue]) -> int | None:
+    """``value`` (a Kubernetes quantity) as a whole, non-negative number of GPUs; None and a problem
+    naming ``at`` otherwise."""
+    try:
+        q = parse_quantity(value)
+    except (ValueError, TypeError) as e:
+        problems.append(issue("type", at, f"not a Kubernetes quantity: {e}"))
+        return None
+    if q != q.to_integral_value() or q < 0:
+        problems.append(issue("range", at, f"a GPU {what} is a whole number, got {q}"))
+        return None
+    return int(q)
+
+
 def _gpu_borrowing(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | None:
     """The GPUs a ClusterQueue of a cohort may borrow beyond its nominal quota: its GPU resources'
     ``borrowingLimit`` summed over its flavors; None when one of them has none (Kueue then lets it borrow
     all the cohort leaves unused)."""
     total: int | None = 0
-    for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
-        for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
-            for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
-                if not isinstance(res, dict) or res.get("name") not in GPU_RESOURCES:
-                    continue
-                at = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]"
-                limit = res.get("borrowingLimit")
-                if limit is None:
-                    total = None
-                    continue
-                try:
-                    value = parse_quantity(limit)
-                except (ValueError, TypeError) as e:
-                    problems.append(issue("type", f"{at}.borrowingLimit", f"not a Kubernetes quantity: {e}"))
-                    continue
-                if value != value.to_integral_value() or value < 0:
-                    problems.append(
-                        issue("range", f"{at}.borrowingLimit", f"a GPU limit is a whole number, got {value}")
-                    )
-                    continue
-                if total is not None:
-                    total += int(value)
+    for at, res in _gpu_resources(spec, path):
+        if res.get("borrowingLimit") is None:
+            total = None
+            continue
+        value = _whole_gpus(res["borrowingLimit"], f"{at}.borrowingLimit", "limit", problems)
+        if value is not None and total is not None:
+            total += value
     return total
 
 
@@ -227,29 +238,19 @@ def _gpu_guaranteed(spec: dict[str, Any], path: str, problems: list[Issue]) -> i
     keeps the rest for the queue's own workloads, used or not). A limit that is not a whole number of GPUs
     or exceeds the nominal quota is refused, naming it (Kueue's own validation refuses it too)."""
     total = 0
-    for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
-        for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
-            for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
-                if not isinstance(res, dict) or res.get("name") not in GPU_RESOURCES:
-                    continue
-                if res.get("lendingLimit") is None:
-                    continue
-                at = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}].lendingLimit"
-                try:
-                    lend, nominal = (
-                        parse_quantity(res["lendingLimit"]),
-                        parse_quantity(res.get("nominalQuota")),
-                    )
-                except (ValueError, TypeError) as e:
-                    problems.append(issue("type", at, f"not a Kubernetes quantity: {e}"))
-                    continue
-                if lend != lend.to_integral_value() or lend < 0:
-                    problems.append(issue("range", at, f"a GPU limit is a whole number, got {lend}"))
-                    continue
-                if lend > nominal:
-                    problems.append(issue("range", at, f"{lend} is more than the nominal quota {nominal}"))
-                    continue
-                total += int(nominal - lend)
+    for at, res in _gpu_resources(spec, path):
+        if res.get("lendingLimit") is None:
+            continue
+        lend = _whole_gpus(res["lendingLimit"], f"{at}.lendingLimit", "limit", problems)
+        nominal = _whole_gpus(res.get("nominalQuota"), f"{at}.nominalQuota", "quota", [])
+        if lend is None or nominal is None:
+            continue
+        if lend > nominal:
+            problems.append(
+                issue("range", f"{at}.lendingLimit", f"{lend} is more than the nominal quota {nominal}")
+            )
+            continue
+        total += nominal - lend
     return total
 
 
@@ -260,24 +261,10 @@ def _as_list(value: Any) -> list[Any]:
 def _gpu_quota(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | None:
     """The GPUs of a ClusterQueue's nominal quotas, summed over its flavors; None without a GPU quota."""
     total = None
-    groups = spec.get("resourceGroups")
-    for g, group in enumerate(groups if isinstance(groups, list) else []):
-        flavors = group.get("flavors") if isinstance(group, dict) else None
-        for f, flavor in enumerate(flavors if isinstance(flavors, list) else []):
-            resources = flavor.get("resources") if isinstance(flavor, dict) else None
-            for r, res in enumerate(resources if isinstance(resources, list) else []):
-                if not isinstance(res, dict) or res.get("name") not in GPU_RESOURCES:
-                    continue
-                at = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}].nominalQuota"
-                try:
-                    value = parse_quantity(res.get("nominalQuota"))
-                except (ValueError, TypeError) as e:
-                    problems.append(issue("type", at, f"not a Kubernetes quantity: {e}"))
-                    continue
-                if value != value.to_integral_value() or value < 0:
-                    problems.append(issue("range", at, f"a GPU quota is a whole number, got {value}"))
-                    continue
-                total = (total or 0) + int(value)
+    for at, res in _gpu_resources(spec, path):
+        value = _whole_gpus(res.get("nominalQuota"), f"{at}.nominalQuota", "quota", problems)
+        if value is not None:
+            total = (total or 0) + value
     return total
 
 
