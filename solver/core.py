@@ -112,7 +112,7 @@ def decide(
     stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
     stats.greedy_objective = float(objective(greedy_best, problem.plans))
     stats.objective = stats.greedy_objective
-    bounds: list[tuple[float, str]] = [(relaxation(problem), "relaxation")]
+    bounds: list[tuple[float, str]] = [(_relaxation(problem, greedy_best), "relaxation")]
     # 6. CP-SAT: its answer must also leave time for the checker.
     cpsat_deadline = deadline - (CHECK_PER_REPLICA_S * problem.considered if policy.verify else 0.0)
     bounds += _lp_bound(problem, policy, cpsat_deadline)
@@ -258,6 +258,17 @@ def _greedy(problem: Problem, policy: Policy, deadline: float) -> Assignment:
     )
     problem.skipped |= {i for i in best.skipped if i not in best.placed}
     return best
+
+
+def _relaxation(problem: Problem, greedy_best: Assignment) -> float:
+    """:func:`~placer.solver.bound.relaxation` of the problem, without computing it when greedy placed
+    every job that has candidates (a one-arrival decision, mostly): the relaxation takes each job at most
+    whole, so it is then the sum of their weights — what it would return, since a valid bound is never
+    below what was placed (``tests/solver/test_bound.py`` compares both)."""
+    if not problem.skipped and all(i in greedy_best.placed for i in problem.candidates):
+        by_idx = {p.idx: p for p in problem.plans}
+        return float(sum(by_idx[i].weight for i in problem.candidates))
+    return relaxation(problem)
 
 
 def _report_bound(stats: Stats, bounds: list[tuple[float, str]]) -> None:

@@ -74,3 +74,18 @@ def test_lp_bound_keeps_each_jobs_weight_in_a_shared_column_class(monkeypatch: p
     assert real(*seen["args"], victims=[]) == 100 * 40 + 10 * 40  # type: ignore[misc]
     assert d.stats.bound == 100 * 40 + 10 * 40
     assert {p.job for p in d.placements} == {"four-reserved", "four-on-demand"}
+
+
+@given(batch=batches())
+def test_the_relaxation_is_not_computed_only_where_it_equals_the_placed_weight(batch: list[Job]) -> None:
+    # When greedy places every job that has candidates, core takes the relaxation as their summed weight
+    # instead of computing it; on random batches that must be exactly what relaxation() returns.
+    import placer.solver.core as core
+    from placer.solver.bound import relaxation
+    from placer.solver.problem import build_problem
+
+    policy = Policy(engine="greedy", time_limit_s=1.0)
+    problem = build_problem(batch, CLUSTER, policy, now=NOW, queues=None, until=lambda _: float("inf"))
+    best = core._greedy(problem, policy, float("inf"))
+    shortcut = core._relaxation(problem, best)
+    assert shortcut == pytest.approx(relaxation(problem))
