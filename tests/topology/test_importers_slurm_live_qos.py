@@ -139,6 +139,28 @@ def test_with_the_associations_the_vision_job_waits_for_its_accounts_gpus(
         "gpus_started": 0,
         "gpus": 4,
     }
+    # placer check holds a decision made without the table (v2 placed) to the account's limit.
+    blind = _place(tmp_path, slurm, "--json")
+    (tmp_path / "blind.json").write_text(blind.stdout)
+    jobs = str(tmp_path / "jobs.txt")
+    cmd = [
+        sys.executable,
+        "-m",
+        "placer",
+        "check",
+        "--cluster",
+        str(tmp_path / "nodes.txt"),
+        "--running",
+        jobs,
+    ]
+    cmd += ["--jobs", jobs, "--decision", str(tmp_path / "blind.json"), "--json"]
+    checked = subprocess.run(
+        [*cmd, "--slurm-assoc", str(tmp_path / "assoc.txt")], capture_output=True, text=True
+    )
+    assert checked.returncode == 1, checked.stderr
+    found = json.loads(checked.stdout)
+    assert [(v["rule"], v["job"]) for v in found] == [("throttle", ids["v2"])]
+    assert subprocess.run(cmd, capture_output=True, text=True).returncode == 0  # without it: valid
     # Without tree, which accounts are under vision is not said: the table is refused, naming it.
     (tmp_path / "flat.txt").write_text(slurm.out["assoc-flat"])
     flat = _place(tmp_path, slurm, "--slurm-assoc", str(tmp_path / "flat.txt"), "--json")
