@@ -235,3 +235,28 @@ def test_random_batches_keep_queue_and_cohort_budgets(engine: str, lending: bool
         )
     assert_valid(decision, jobs, COHORT_CLUSTER, queues=queues)
     assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status
+
+
+#: The cluster with its running job run-a (3 GPUs) a member of the fuzz's QOS-like groups: qos/g (GPU
+#: limits 8 or 12, so 5 or 9 left) and qos/j (2 jobs, so 1 left), and of the array throttle group "a".
+GROUP_CLUSTER = CLUSTER.release("run-a").with_allocations(
+    [
+        {
+            "job": "run-a",
+            "labels": {"app": "db"},
+            "throttle_group": "a",
+            "limit_groups": ["qos/g", "qos/j"],
+            "replicas": [{"node": "dgx-h100-r1-1", "gpus": [0, 1, 2]}],
+        }
+    ]
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@given(batch=batches())
+def test_random_batches_keep_group_limits_with_running_members(engine: str, batch: list[Job]) -> None:
+    # The running member counts against every group it names: the checker (rule 20) recounts it.
+    with no_hang(1.0 + FUZZ_GUARD_S):
+        decision = place(batch, GROUP_CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW)
+    assert_valid(decision, batch, GROUP_CLUSTER)
+    assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status
