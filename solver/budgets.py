@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from placer.solver.cohorts import CohortTree
 from placer.solver.jobs.model import Job
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.preempt import job_rank, rank
@@ -165,6 +166,9 @@ class Budgets:
     cohort_used: dict[str, float] = field(default_factory=dict)
     #: Member queues' guaranteed GPUs (``Cohort.guaranteed_gpus``, a Kueue lendingLimit), those above 0.
     cohort_guaranteed: dict[str, float] = field(default_factory=dict)
+    #: Cohorts in a tree (Kueue hierarchical cohorts; :class:`~placer.solver.cohorts.CohortTree`): their
+    #: queues are not in ``cohort_of``, the tree's rules hold instead of one total.
+    cohort_tree: CohortTree | None = None
 
     @staticmethod
     def of(
@@ -188,16 +192,19 @@ class Budgets:
                 b.max_jobs[name] = lim.max_concurrent_gpu_jobs
             if lim.max_cost_per_hour is not None:
                 b.max_cost[name] = to_units(lim.max_cost_per_hour)
-            if qc.config.cohort is not None:
+            if qc.config.cohort is not None and not qc.config.cohort.tree:
                 b.cohort_of[name] = qc.config.cohort.name
                 b.cohort_max[qc.config.cohort.name] = float(qc.config.cohort.max_total_gpus)
                 if qc.config.cohort.guaranteed_gpus:
                     b.cohort_guaranteed[name] = float(qc.config.cohort.guaranteed_gpus)
+        b.cohort_tree = CohortTree.of(queues)
         if prices is not None:
             b.tenant_max_cost = {t: to_units(v) for t, v in prices.budgets.tenants.items()}
         if not b.active:
             return b  # no budgets: nothing to count (10,000 running jobs would cost a tenth of a second)
-        queued = bool(b.max_gpus or b.max_jobs or b.max_cost or b.tenant_max_cost or b.cohort_max)
+        queued = bool(
+            b.max_gpus or b.max_jobs or b.max_cost or b.tenant_max_cost or b.cohort_max or b.cohort_tree
+        )
         grouped = bool(b.throttle_max or b.group_gpu_max)
         for rj in running:
             if grouped and (rj.throttle_group is not None or rj.limit_groups):
@@ -238,6 +245,7 @@ class Budgets:
             or self.throttle_max
             or self.group_gpu_max
             or self.cohort_max
+            or self.cohort_tree
         )
 
     def throttle_rooms(self, job: Job) -> dict[str, int]:
@@ -319,6 +327,14 @@ def cohort_room(
     less what its queues hold — each at least its guaranteed GPUs (``Cohort.guaranteed_gpus``) — plus what
     ``queue`` still has unused of its own guaranteed GPUs; evicted running jobs of any of the cohort's
     queues give theirs back. ``placed``: GPUs this decision placed per queue (the answer so far)."""
+    tree = budgets.cohort_tree
+    if tree is not None and (queue or "") in tree.queues:
+        held = {q: budgets.used_gpus.get(q, 0.0) + (placed or {}).get(q, 0.0) for q in tree.queues}
+        for job in evicted:
+            q, g = budgets.running.get(job, (None, 0.0))
+            if q in held:
+                held[q] -= g
+        return tree.room(queue or "", held)
     cohort = budgets.cohort_of.get(queue or "")
     if cohort is None:
         return None
@@ -352,8 +368,9 @@ def remaining_cohort_room(
     queue: str | None, assignment: object, budgets: Budgets, plans: list, below: int | None = None
 ) -> float | None:
     """The cohort's GPU room left after an answer, as :func:`remaining_room` counts a queue's."""
+    tree = budgets.cohort_tree
     cohort = budgets.cohort_of.get(queue or "")
-    if cohort is None:
+    if cohort is None and not (tree is not None and (queue or "") in tree.queues):
         return None
     evicted = list(getattr(assignment, "evictions", {}))
     if below is not None:
@@ -361,7 +378,9 @@ def remaining_cohort_room(
     placed: dict[str, float] = {}
     for i, reps in getattr(assignment, "placed", {}).items():
         q = plans[i].job.queue or ""
-        if budgets.cohort_of.get(q) == cohort:
+        if (cohort is not None and budgets.cohort_of.get(q) == cohort) or (
+            tree is not None and q in tree.queues
+        ):
             gpus = sum(r.unit.need.gpus + r.unit.need.milli / 1000 for r in reps if r.node is not None)
             placed[q] = placed.get(q, 0.0) + gpus
     return cohort_room(budgets, queue, evicted, placed)
@@ -449,7 +468,8 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
             return False
         if room_jobs is not None and added_jobs + 1 > room_jobs:
             return False
-        placed = {q: g for q, (g, _) in state.queue_use.items()} if budgets.cohort_guaranteed else None
+        exact = bool(budgets.cohort_guaranteed) or budgets.cohort_tree is not None
+        placed = {q: g for q, (g, _) in state.queue_use.items()} if exact else None
         c_room = cohort_room(budgets, queue, _evicted_below(plan, state), placed)
         c_used = (
             0.0 if placed is not None else state.cohort_use.get(budgets.cohort_of.get(queue or "", ""), 0.0)

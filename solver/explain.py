@@ -78,7 +78,9 @@ def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: 
         and cohort_left is not None
         and need > cohort_left + 1e-9
     ):
-        cohort = budgets.cohort_of[queue]  # type: ignore[attr-defined, index]
+        tree = budgets.cohort_tree  # type: ignore[attr-defined]
+        in_tree = tree is not None and queue in tree.queues
+        cohort = tree.queues[queue][0] if in_tree else budgets.cohort_of[queue]  # type: ignore[attr-defined, index]
         more = need - cohort_left
         left = (
             f"has {cohort_left:g} GPUs left" if cohort_left >= 0 else f"is already {-cohort_left:g} GPUs over"

@@ -120,6 +120,8 @@ def check_budgets(
     rank_of_job = rank or (lambda job: rank_of(job.priority_class.value, job.priority))
     yield from _check_gpus(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_cohorts(decision, jobs, cluster, queues, rank_of_job)
+    yield from _check_guaranteed(decision, jobs, cluster, queues, rank_of_job)
+    yield from _check_cohort_trees(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_costs(decision, jobs, cluster, queues, prices or PriceCatalog.default(), rank_of_job)
 
 
@@ -207,7 +209,7 @@ def _check_cohorts(
     cohorts: dict[str, tuple[int, set[str]]] = {}
     for name, qc in queues.items():
         c = qc.config.cohort
-        if c is not None:
+        if c is not None and not c.tree:  # a tree's queues: its rules (_check_cohort_trees)
             cohorts.setdefault(c.name, (c.max_total_gpus, set()))[1].add(name)
     if not cohorts:
         return
@@ -235,7 +237,6 @@ def _check_cohorts(
             yield Violation(
                 "queue-budget", c, f"{_level_message(*over, 'GPUs')}; the cohort's total is {most}"
             )
-    yield from _check_guaranteed(decision, jobs, cluster, queues, rank)
 
 
 def _check_guaranteed(
@@ -251,19 +252,11 @@ def _check_guaranteed(
     floors: dict[str, tuple[str, int, int]] = {}  # queue -> (cohort, total, guaranteed)
     for name, qc in queues.items():
         c = qc.config.cohort
-        if c is not None:
+        if c is not None and not c.tree:
             floors[name] = (c.name, c.max_total_gpus, c.guaranteed_gpus)
     if not any(g for _, _, g in floors.values()):
         return
-    per_queue = _ledgers(
-        decision,
-        jobs,
-        cluster,
-        lambda queue, _: [queue] if queue in floors else [],
-        lambda rj: _gpus(rj.replicas),
-        lambda _, p: _gpus(p.replicas),
-        rank,
-    )
+    per_queue = _gpus_per_queue(decision, jobs, cluster, set(floors), rank)
     for c in sorted({c for c, _, _ in floors.values()}):
         members = sorted(q for q, (cc, _, _) in floors.items() if cc == c)
         if not any(per_queue.get(q, _Ledger()).added for q in members):
@@ -341,3 +334,102 @@ def _exclusive(job: Job, group: str | None) -> bool:
     if job.placement.exclusive_nodes or job.placement.gpu_affinity is GpuAffinity.DEDICATED:
         return True
     return any(g.exclusive for g in job.tasks if g.name == group)
+
+
+def _gpus_per_queue(
+    decision: Decision, jobs: list[Job], cluster: Cluster, queues: set[str], rank: Callable[[Job], Rank]
+) -> dict[Any, _Ledger]:
+    """The GPUs of ``queues`` after the decision, one ledger per queue (running jobs staying or evicted,
+    and placements)."""
+    return _ledgers(
+        decision,
+        jobs,
+        cluster,
+        lambda queue, _: [queue] if queue in queues else [],
+        lambda rj: _gpus(rj.replicas),
+        lambda _, p: _gpus(p.replicas),
+        rank,
+    )
+
+
+def _check_cohort_trees(
+    decision: Decision,
+    jobs: list[Job],
+    cluster: Cluster,
+    queues: Mapping[str, QueueConfig],
+    rank: Callable[[Job], Rank],
+) -> Iterator[Violation]:
+    """Hierarchical cohorts (``cohort.tree``, Kueue's Cohort objects with a parent or a quota), re-derived
+    from the queue configurations as Kueue's quota arithmetic defines them: a node keeps
+    ``max(0, subtree quota - lendingLimit)``; a cohort's subtree quota is its own plus each child's less
+    what the child keeps, its usage each child's usage beyond what the child keeps. After the decision a
+    root's usage stays within its subtree quota, and a cohort with a ``borrowingLimit`` uses beyond what it
+    keeps at most its subtree quota less what it keeps plus the limit — checked where the decision places
+    GPU work below the cohort."""
+    nodes: dict[str, Any] = {}
+    members: dict[str, tuple[str, int, int]] = {}  # queue -> (cohort, nominal, guaranteed)
+    for name, qc in queues.items():
+        c = qc.config.cohort
+        if c is None or not c.tree:
+            continue
+        members[name] = (c.name, c.nominal_gpus, c.guaranteed_gpus)
+        for node in c.tree:
+            nodes[node.name] = node
+    if not members:
+        return
+    per_queue = _gpus_per_queue(decision, jobs, cluster, set(members), rank)
+    parent_of = {
+        n: nodes[n].parent if n in nodes else None for n in {*nodes, *(c for c, _, _ in members.values())}
+    }
+    kids: dict[str, list[str]] = {}
+    for n, p in parent_of.items():
+        if p is not None:
+            kids.setdefault(p, []).append(n)
+    leaves: dict[str, list[str]] = {}
+    for q, (c, _, _) in members.items():
+        leaves.setdefault(c, []).append(q)
+
+    def own(n: str, what: str) -> Any:
+        node = nodes.get(n)
+        return getattr(node, what) if node is not None else (0 if what == "nominal_gpus" else None)
+
+    quota: dict[str, float] = {}
+    keeps: dict[str, float] = {}
+    used: dict[str, float] = {}
+
+    def settle(n: str) -> None:
+        for k in kids.get(n, []):
+            settle(k)
+        q_total = own(n, "nominal_gpus") + sum(members[q][1] - members[q][2] for q in leaves.get(n, []))
+        quota[n] = q_total + sum(quota[k] - keeps[k] for k in kids.get(n, []))
+        lend = own(n, "lending_gpus")
+        keeps[n] = max(0.0, quota[n] - lend) if lend is not None else 0.0
+        used[n] = sum(max(0.0, per_queue.get(q, _Ledger()).total - members[q][2]) for q in leaves.get(n, []))
+        used[n] += sum(max(0.0, used[k] - keeps[k]) for k in kids.get(n, []))
+
+    for root in sorted(n for n, p in parent_of.items() if p is None):
+        settle(root)
+
+    def below(n: str) -> list[str]:
+        return leaves.get(n, []) + [q for k in kids.get(n, []) for q in below(k)]
+
+    for n in sorted(quota):
+        if not any(per_queue.get(q, _Ledger()).added for q in below(n)):
+            continue
+        if parent_of[n] is None:
+            if used[n] > quota[n] + 1e-9:
+                yield Violation(
+                    "queue-budget",
+                    n,
+                    f"cohort tree uses {used[n]:g} GPUs after the decision; its quota is {quota[n]:g}",
+                )
+            continue
+        borrow = own(n, "borrowing_gpus")
+        if borrow is not None and max(0.0, used[n] - keeps[n]) > quota[n] - keeps[n] + borrow + 1e-9:
+            yield Violation(
+                "queue-budget",
+                n,
+                f"cohort takes {max(0.0, used[n] - keeps[n]):g} GPUs from its parent after the decision; its "
+                f"quota {quota[n]:g} less the {keeps[n]:g} it keeps, plus its borrowingLimit {borrow}, allow "
+                f"{quota[n] - keeps[n] + borrow:g}",
+            )

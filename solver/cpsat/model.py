@@ -478,6 +478,66 @@ class Model(Hinting, Searching, Realizing):
                     [(vrank[vid], self.e[vid]) for vid, _ in back],
                 )
         self._cohorts(budgets)
+        if budgets.cohort_tree is not None:
+            self._cohort_tree(budgets)
+
+    def _cohort_tree(self, budgets: Budgets) -> None:
+        """Hierarchical cohorts (:mod:`placer.solver.cohorts`): per queue its GPUs held (thousandths, running
+        plus placed), per node what it uses beyond what it keeps (a variable at least that and at least 0),
+        per cohort the sum of its children's, and each cohort's rule on it. Evictions give nothing back here
+        (stricter than the rule, never looser); a rule that running work alone breaks (quotas lowered)
+        lets nothing more start below it."""
+        tree = budgets.cohort_tree
+        assert tree is not None
+        by_queue: dict[str, list[int]] = {}
+        for p in self.ids:
+            q = self.plans[p].job.queue or ""
+            if q in tree.queues:
+                by_queue.setdefault(q, []).append(p)
+        milli = self._gpu_milli([p for ps in by_queue.values() for p in ps])
+        if not milli:
+            return
+        held = {q: budgets.used_gpus.get(q, 0.0) for q in tree.queues}
+        broken = set(tree.over(held))
+        for c in broken:
+            for q in tree.under(c):
+                for p in by_queue.get(q, []):
+                    self.m.Add(self.placed[p] == 0)
+
+        def beyond(
+            expr: cp_model.LinearExprT, top: int, kept: float, name: str
+        ) -> tuple[cp_model.LinearExprT, int]:
+            k = round(kept * 1000)
+            if isinstance(expr, int):
+                return max(0, expr - k), max(0, top - k)
+            e = self.m.NewIntVar(0, max(0, top - k), name)
+            self.m.Add(e >= expr - k)
+            return e, max(0, top - k)
+
+        usage: dict[str, tuple[cp_model.LinearExprT, int]] = {}  # cohort -> (usage, its upper bound)
+        for c in tree._bottom_up():
+            parts: list[cp_model.LinearExprT] = []
+            top = 0
+            for q in tree.child_queues.get(c, []):
+                base = round(held[q] * 1000)
+                ps = [p for p in by_queue.get(q, []) if p in milli]
+                expr: cp_model.LinearExprT = base + sum(milli[p] * self.placed[p] for p in ps) if ps else base
+                e, t = beyond(expr, base + sum(milli[p] for p in ps), tree.queue_kept[q], f"tree_{q}")
+                parts.append(e)
+                top += t
+            for k in tree.child_cohorts.get(c, []):
+                e, t = beyond(usage[k][0], usage[k][1], tree.kept[k], f"tree_{k}")
+                parts.append(e)
+                top += t
+            total = sum(parts) if any(not isinstance(x, int) for x in parts) else sum(int(x) for x in parts)  # type: ignore[arg-type]
+            usage[c] = (total, top)
+            cap = tree.capacity(c)
+            if cap is None or c in broken or isinstance(total, int):
+                continue
+            counted = (
+                total if tree.parent[c] is None else beyond(total, top, tree.kept[c], f"tree_{c}_out")[0]
+            )
+            self.m.Add(counted <= int(np.floor(cap * 1000 + 1e-6)))
 
     def _gpu_milli(self, ps: list[int]) -> dict[int, int]:
         """GPU thousandths each of the jobs ``ps`` holds when placed (node units only), for those with any:

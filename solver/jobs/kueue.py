@@ -31,13 +31,18 @@ configuration carries the cohort's total, the nominal quotas of all its ClusterQ
 (``config.cohort``), which the GPUs of all their queues' active jobs share (both engines and the checker;
 ``QUEUE_BUDGET`` names the cohort when it is what is full). A ``lendingLimit`` keeps the rest of the
 queue's nominal quota for its own workloads (``config.cohort.guaranteed_gpus``): the cohort counts the
-queue as holding at least that, used or not. Reclaiming borrowed quota by preemption
-(``reclaimWithinCohort``) is not modelled: placer evicts by priority only.
+queue as holding at least that, used or not. ``Cohort`` objects with a parent (``spec.parentName``,
+v1alpha1 ``spec.parent``) or a GPU quota of their own make a tree (hierarchical cohorts): each queue's
+configuration then carries the cohorts from its own up to the root (``config.cohort.tree``, with each
+cohort's own quota, ``lendingLimit`` and ``borrowingLimit``) and the engines keep Kueue's rules for the
+tree (:mod:`placer.solver.cohorts`) instead of one total. A ClusterQueue of a tree without a LocalQueue
+is a pool of its cohort (its quota less what it keeps; nothing runs there). Reclaiming borrowed quota by
+preemption (``reclaimWithinCohort``) is not modelled: placer evicts by priority only.
 
 What is not modelled, and refused or said rather than approximated:
 
 * a queue name that would be both a LocalQueue's and a shared ClusterQueue's — refused;
-* a ``Cohort`` object's own quotas or parent (hierarchical cohorts) — refused;
+* a cycle of ``Cohort`` parents, and a ``lendingLimit`` on some of a Cohort's GPU flavors only — refused;
 * CPU, memory and ``pods`` quotas: placer's queue budgets count GPUs (``docs/kubernetes.md`` says so).
 
 The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o yaml``) prints: a
@@ -101,6 +106,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     cohort_of: dict[str, str] = {}  # ClusterQueue -> its cohort
     borrowing: dict[str, int | None] = {}  # ClusterQueue in a cohort -> GPUs it may borrow (None: no limit)
     guaranteed: dict[str, int] = {}  # ClusterQueue in a cohort -> GPUs it does not lend (lendingLimit)
+    cohorts: dict[str, dict[str, Any]] = {}  # Cohort object -> its CohortNode document
     for i, item in enumerate(_items(obj) or []):
         path = f"{where}: items[{i}]"
         if not isinstance(item, dict):
@@ -122,10 +128,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 borrowing[name] = _gpu_borrowing(spec, f"{path}.spec", problems)
                 guaranteed[name] = _gpu_guaranteed(spec, f"{path}.spec", problems)
         elif item.get("kind") == "Cohort" and isinstance(name, str):
-            for key in ("resourceGroups", "parentName", "parent"):
-                if spec.get(key):
-                    why = f"a Cohort's own {key} (cohort quotas, nested cohorts) is not modelled"
-                    problems.append(issue("unsupported", f"{path}.spec.{key}", why))
+            cohorts[name] = _cohort_node(name, spec, f"{path}.spec", problems)
         elif item.get("kind") == "LocalQueue" and isinstance(name, str):
             cq = spec.get("clusterQueue")
             if not isinstance(cq, str) or not cq:
@@ -146,6 +149,12 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 problems.append(issue("dependency", f"{path}.spec.clusterQueue", why))
                 continue
             users.setdefault(cq, []).append((namespace, name))
+    chains = _cohort_chains(cohort_of, cohorts, where, problems)
+    for cq, cohort in cohort_of.items():  # a tree's ClusterQueue with no LocalQueue: its quota, less what
+        if cq not in users and cohort in chains:  # it keeps, is a pool of its cohort (nothing runs there)
+            node = cohorts.setdefault(cohort, {"name": cohort})
+            node["nominal_gpus"] = node.get("nominal_gpus", 0) + quotas.get(cq, 0) - guaranteed.get(cq, 0)
+    tree_totals = _tree_totals(cohort_of, cohorts, chains, quotas, users, guaranteed)
     totals: dict[str, int] = {}  # cohort -> the nominal GPU quotas of its ClusterQueues
     for cq, cohort in cohort_of.items():
         totals[cohort] = totals.get(cohort, 0) + quotas.get(cq, 0)
@@ -162,6 +171,12 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             config["cohort"] = {"name": cohort, "max_total_gpus": totals[cohort]}
             if guaranteed.get(cq):
                 config["cohort"]["guaranteed_gpus"] = guaranteed[cq]
+            if cohort in chains:  # a tree: its rules, not one total
+                config["cohort"].update(
+                    max_total_gpus=tree_totals[chains[cohort][-1]],
+                    nominal_gpus=quotas.get(cq, 0),
+                    tree=[cohorts.get(c, {"name": c}) | {"parent": p} for c, p in _pairs(chains[cohort])],
+                )
         elif cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
             config["ml_limits"] = {"max_total_gpus": quotas[cq]}
         if groups[cq]:
@@ -252,6 +267,86 @@ def _gpu_guaranteed(spec: dict[str, Any], path: str, problems: list[Issue]) -> i
             continue
         total += nominal - lend
     return total
+
+
+def _cohort_node(name: str, spec: dict[str, Any], path: str, problems: list[Issue]) -> dict[str, Any]:
+    """A ``Cohort`` object as a :class:`~placer.solver.jobs.queues.CohortNode` document: its parent
+    (``spec.parent``, v1beta1 ``spec.parentName``) and its GPU quota, lending and borrowing limits summed
+    over flavors. A lending limit on some GPU flavors and not others is refused (placer sums flavors, and
+    what a cohort keeps of each flavor depends on its children's)."""
+    node: dict[str, Any] = {"name": name}
+    parent = spec.get("parentName") or spec.get("parent")
+    if parent is not None and (not isinstance(parent, str) or not parent):
+        problems.append(issue("type", f"{path}.parentName", "a Cohort's parent is a Cohort's name"))
+    elif parent:
+        node["parent"] = parent
+    resources = list(_gpu_resources(spec, path))
+    if not resources:
+        return node
+    node["nominal_gpus"] = _gpu_quota(spec, path, problems) or 0
+    if all(res.get("borrowingLimit") is not None for _, res in resources):
+        node["borrowing_gpus"] = _gpu_borrowing(spec, path, problems)
+    lending = [(at, res.get("lendingLimit")) for at, res in resources]
+    if all(v is not None for _, v in lending):
+        node["lending_gpus"] = sum(
+            _whole_gpus(v, f"{at}.lendingLimit", "limit", problems) or 0 for at, v in lending
+        )
+    elif any(v is not None for _, v in lending):
+        at = next(at for at, v in lending if v is not None)
+        why = "a lendingLimit on some of a Cohort's GPU flavors and not others is not modelled"
+        problems.append(issue("unsupported", f"{at}.lendingLimit", why))
+    return node
+
+
+def _cohort_chains(
+    cohort_of: dict[str, str], cohorts: dict[str, dict[str, Any]], where: str, problems: list[Issue]
+) -> dict[str, list[str]]:
+    """Per cohort of a tree — a Cohort object with a parent or a quota is in the tree, and so is every
+    cohort above or below one — the cohorts from it up to the root. A cycle of parents is refused."""
+    chains: dict[str, list[str]] = {}
+    for start in {*cohort_of.values(), *cohorts}:
+        chain = [start]
+        while (parent := cohorts.get(chain[-1], {}).get("parent")) is not None:
+            if parent in chain:
+                why = f"cohort parents make a cycle ({' -> '.join([*chain, parent])})"
+                problems.append(issue("conflict", where, why))
+                break
+            chain.append(parent)
+        else:
+            if len(chain) > 1 or any(set(cohorts.get(c, {})) - {"name"} for c in chain):
+                chains[start] = chain
+    roots = {chain[-1] for chain in chains.values()}
+    for start in {*cohort_of.values(), *cohorts}:  # a flat cohort whose root is a tree's root is in it
+        if start not in chains and start in roots:
+            chains[start] = [start]
+    return chains
+
+
+def _pairs(chain: list[str]) -> list[tuple[str, str | None]]:
+    """(cohort, its parent) along ``chain`` (the root's parent None)."""
+    return [(c, chain[i + 1] if i + 1 < len(chain) else None) for i, c in enumerate(chain)]
+
+
+def _tree_totals(
+    cohort_of: dict[str, str],
+    cohorts: dict[str, dict[str, Any]],
+    chains: dict[str, list[str]],
+    quotas: dict[str, int],
+    users: dict[str, Any],
+    guaranteed: dict[str, int],
+) -> dict[str, int]:
+    """Per tree root, every nominal GPU quota in the tree: its ClusterQueues' with a LocalQueue (those
+    without are already their cohort's pool) and its cohorts' own (``max_total_gpus``, for information)."""
+    out: dict[str, int] = {}
+    for cq, cohort in cohort_of.items():
+        if cohort in chains and cq in users:
+            root = chains[cohort][-1]
+            out[root] = out.get(root, 0) + quotas.get(cq, 0)
+    for name, node in cohorts.items():
+        if name in chains:
+            root = chains[name][-1]
+            out[root] = out.get(root, 0) + node.get("nominal_gpus", 0)
+    return out
 
 
 def _as_list(value: Any) -> list[Any]:

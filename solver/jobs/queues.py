@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
 from placer.solver.jobs.flavors import FlavorGroup
@@ -37,6 +37,7 @@ from placer.topology import Cluster
 __all__ = [
     "MAX_BUDGET_PER_HOUR",
     "Cohort",
+    "CohortNode",
     "MlLimits",
     "QueueConfig",
     "QueueSettings",
@@ -71,6 +72,22 @@ class MlLimits(BaseModel):
     max_cost_per_hour: float | None = Field(default=None, ge=0, le=MAX_BUDGET_PER_HOUR)
 
 
+class CohortNode(BaseModel):
+    """placer extension (not OJS): one cohort of a tree (a Kueue ``Cohort`` object with a parent or a
+    quota of its own; hierarchical cohorts). ``nominal_gpus``: its own GPU quota, a pool its subtree
+    shares on top of its members'; ``lending_gpus``: at most this much of its subtree's quota is lent to
+    its parent (None: all of it); ``borrowing_gpus``: its subtree takes at most this much beyond its own
+    quota from its parent (None: no limit)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    name: str = Field(min_length=1)
+    parent: str | None = Field(default=None, min_length=1)
+    nominal_gpus: int = Field(default=0, ge=0)
+    lending_gpus: int | None = Field(default=None, ge=0)
+    borrowing_gpus: int | None = Field(default=None, ge=0)
+
+
 class Cohort(BaseModel):
     """placer extension (not OJS): a budget several queues share on top of their own (a Kueue cohort: its
     ClusterQueues borrow each other's unused quota). Their active GPU jobs — running and not evicted, plus
@@ -80,13 +97,40 @@ class Cohort(BaseModel):
     ``guaranteed_gpus``: the part of this queue's quota it does not lend (a Kueue ``lendingLimit``: nominal
     quota minus the limit). The cohort counts each queue as holding at least that much, used or not, so the
     others never borrow it: the queues' ``max(GPUs held, guaranteed_gpus)`` add up to at most
-    ``max_total_gpus``."""
+    ``max_total_gpus``.
+
+    ``tree``: for a cohort in a tree (Kueue hierarchical cohorts), the cohorts from this queue's up to the
+    root (:class:`CohortNode`), and ``nominal_gpus`` the queue's own quota. The tree's rules then replace
+    the one total (:mod:`placer.solver.cohorts`: Kueue's quota arithmetic — what each node keeps, lends
+    and borrows); ``max_total_gpus`` is the root's whole quota, for information."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1)
     max_total_gpus: int = Field(ge=0)
     guaranteed_gpus: int = Field(default=0, ge=0)
+    nominal_gpus: int = Field(default=0, ge=0)
+    tree: list[CohortNode] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _chain(self) -> Cohort:
+        if self.tree:
+            if self.tree[0].name != self.name:
+                raise ValueError(
+                    f"tree starts at {self.tree[0].name!r}, not at the queue's cohort {self.name!r}"
+                )
+            for below, above in zip(self.tree, self.tree[1:], strict=False):
+                if below.parent != above.name:
+                    raise ValueError(
+                        f"tree: {above.name!r} follows {below.name!r}, whose parent is {below.parent!r}"
+                    )
+            if self.tree[-1].parent is not None:
+                raise ValueError(
+                    f"tree ends at {self.tree[-1].name!r}, which has a parent ({self.tree[-1].parent!r})"
+                )
+            if len({n.name for n in self.tree}) != len(self.tree):
+                raise ValueError("tree names a cohort twice (a cycle)")
+        return self
 
 
 class QueueSettings(BaseModel):
@@ -251,6 +295,14 @@ def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueCon
                 at = f"{settings}.local_queues[{k}]"
                 problems.append(issue("malformed", at, f"{lq!r}: a LocalQueue is namespace/name"))
         out[qc.queue] = qc
+    nodes: dict[str, tuple[CohortNode, str]] = {}
+    for qc in out.values():  # a cohort of a tree is described the same way by every queue below it
+        c = qc.config.cohort
+        for node in c.tree if c is not None else []:
+            if nodes.setdefault(node.name, (node, qc.queue))[0] != node:
+                first = nodes[node.name][1]
+                why = f"queues {first!r} and {qc.queue!r} describe cohort {node.name!r} differently"
+                problems.append(issue("conflict", "config.cohort.tree", why))
     totals: dict[str, tuple[int, str]] = {}
     for qc in out.values():
         c = qc.config.cohort

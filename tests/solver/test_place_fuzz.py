@@ -211,6 +211,30 @@ LENDING_QUEUES = load_queue_configs(
         },
     ]
 )
+#: The same two queues in a tree (Kueue hierarchical cohorts): cohort c (a's 5 and b's 0 nominal GPUs,
+#: b keeping them all) under root r with 2 GPUs of its own; c may take at most 1 GPU from r.
+_TREE = [
+    {"name": "c", "parent": "r", "borrowing_gpus": 1},
+    {"name": "r", "nominal_gpus": 2},
+]
+TREE_QUEUES = load_queue_configs(
+    [
+        {
+            "queue": "a",
+            "config": {
+                "ml_limits": {"max_total_gpus": 5},
+                "cohort": {"name": "c", "max_total_gpus": 7, "nominal_gpus": 5, "tree": _TREE},
+            },
+        },
+        {
+            "queue": "b",
+            "config": {
+                "ml_limits": {"max_concurrent_gpu_jobs": 2},
+                "cohort": {"name": "c", "max_total_gpus": 7, "tree": _TREE},
+            },
+        },
+    ]
+)
 COHORT_CLUSTER = CLUSTER.release("run-a").with_allocations(
     [
         {
@@ -223,12 +247,12 @@ COHORT_CLUSTER = CLUSTER.release("run-a").with_allocations(
 )
 
 
-@pytest.mark.parametrize("lending", [False, True])
+@pytest.mark.parametrize("kind", ["flat", "lending", "tree"])
 @pytest.mark.parametrize("engine", ENGINES)
 @given(batch=batches())
-def test_random_batches_keep_queue_and_cohort_budgets(engine: str, lending: bool, batch: list[Job]) -> None:
+def test_random_batches_keep_queue_and_cohort_budgets(engine: str, kind: str, batch: list[Job]) -> None:
     jobs = [j.model_copy(update={"queue": ("a", "b", None)[i % 3]}) for i, j in enumerate(batch)]
-    queues = LENDING_QUEUES if lending else COHORT_QUEUES
+    queues = {"flat": COHORT_QUEUES, "lending": LENDING_QUEUES, "tree": TREE_QUEUES}[kind]
     with no_hang(1.0 + FUZZ_GUARD_S):
         decision = place(
             jobs, COHORT_CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW, queues=queues

@@ -434,12 +434,84 @@ def test_a_queue_borrows_only_what_the_lender_lends(solve: Solve, limit: int | N
     assert v.rule == "queue-budget" and "guaranteed 6" in v.message and "its total is 12" in v.message
 
 
-def test_what_a_cohort_cannot_express_is_refused() -> None:
-    nested = _cohort_doc(8)
-    nested["items"].append(
-        {"kind": "Cohort", "metadata": {"name": "research"}, "spec": {"parentName": "org"}}
+def _cohort_object(name: str, parent: str | None = None, **gpu: Any) -> dict[str, Any]:
+    """A Kueue ``Cohort`` (v1beta1 ``parentName``) with a GPU quota of its own when ``gpu`` gives one
+    (``nominalQuota``, ``borrowingLimit``, ``lendingLimit``)."""
+    spec: dict[str, Any] = {"parentName": parent} if parent else {}
+    if gpu:
+        resource = {"name": "nvidia.com/gpu", **gpu}
+        spec["resourceGroups"] = [
+            {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "h100", "resources": [resource]}]}
+        ]
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Cohort",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _tree_doc(*cohorts: dict[str, Any]) -> dict[str, Any]:
+    doc = _cohort_doc(8)
+    doc["items"].extend(cohorts)
+    return doc
+
+
+def test_a_cohort_tree_is_read_with_each_cohorts_quota_and_limits() -> None:
+    queues = load_queue_configs(
+        _tree_doc(
+            _cohort_object("research", "org", nominalQuota=0, borrowingLimit=2),
+            _cohort_object("org", nominalQuota=4),
+        )
     )
-    assert "a Cohort's own parentName (cohort quotas, nested cohorts) is not modelled" in _refused(nested)
+    a = queues["team-a"].config.cohort
+    assert a is not None and a.nominal_gpus == 4
+    assert [(n.name, n.parent, n.nominal_gpus, n.borrowing_gpus) for n in a.tree] == [
+        ("research", "org", 0, 2),
+        ("org", None, 4, None),
+    ]
+    assert a.max_total_gpus == 4 + 8 + 4  # every quota in the tree, for information
+    cycle = _tree_doc(_cohort_object("research", "org"), _cohort_object("org", "research"))
+    assert "cohort parents make a cycle" in _refused(cycle)
+
+
+@pytest.mark.parametrize(
+    ("cohorts", "runs"),
+    [
+        ((), False),  # one cohort of 12: 8 running + 8 > 12
+        ((_cohort_object("research", "org"), _cohort_object("org", nominalQuota=4)), True),  # 16 <= 4 + 12
+        (
+            (
+                _cohort_object("research", "org", nominalQuota=0, borrowingLimit=2),
+                _cohort_object("org", nominalQuota=4),
+            ),
+            False,  # research may take only 2 of org's 4: 16 > 12 + 2
+        ),
+        ((_cohort_object("research", "org", nominalQuota=4), _cohort_object("org")), True),  # its own pool
+    ],
+)
+def test_a_cohort_tree_shares_its_quotas_within_its_limits(solve: Solve, cohorts: tuple, runs: bool) -> None:  # type: ignore[type-arg]
+    # ml's running llm-train (team-a) holds 8 GPUs; research's 8-GPU pod (team-b, nominal 8) needs 16 in
+    # research's subtree of 12 (team-a 4 + team-b 8). A parent cohort with 4 GPUs of its own lends them,
+    # unless research may borrow only 2; a pool of 4 on research itself is its own.
+    queues = load_queue_configs(_tree_doc(*cohorts))
+    cluster = in_cluster_queues(load_cluster(NODES, pods=RUNNING), queues)
+    (pod,) = read_object(
+        {"apiVersion": "v1", "kind": "List", "items": [_research_pod()]}, options=ReadOptions(queues=queues)
+    )
+    d = solve([pod], cluster, queues=queues)
+    assert not d.stats.status.startswith("CPSAT_REJECTED"), d.stats.status
+    if runs:
+        assert nodes_of(d, "research/b-train") == ["ip-10-0-3-17.ec2.internal"]
+        return
+    (p,) = d.pending
+    (reason,) = p.reasons
+    assert reason.code == "QUEUE_BUDGET" and reason.details["cohort"] == "research"
+    # The checker holds a decision that places it anyway to the tree's rules.
+    free = load_queue_configs(_cohort_doc(8, cohort=False))
+    placed = place([pod.job], cluster, Policy(engine="greedy"), queues=free)
+    assert [p.job for p in placed.placements] == ["research/b-train"]
+    assert [v.rule for v in check(placed, [pod.job], cluster, queues=queues)] == ["queue-budget"]
 
 
 @pytest.mark.parametrize("cohort", [True, False])

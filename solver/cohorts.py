@@ -1,0 +1,189 @@
+"""Kueue's hierarchical cohorts: the GPU quota arithmetic of a cohort tree, as Kueue's scheduler does it.
+
+Why a module of its own: with cohorts in a tree (Kueue ``Cohort`` objects with a ``parent`` or a quota of
+their own) one total per cohort no longer says what may run. Every node — a ClusterQueue (placer's
+queue) or a cohort — has a *subtree quota* and keeps a *guaranteed* part it does not lend; what its
+subtree uses beyond that part is what it *uses in its parent* (Kueue's ``pkg/cache/resource_node.go``):
+
+* subtree quota: a queue's nominal GPUs; a cohort's own nominal GPUs plus, per child, the child's
+  subtree quota less what the child keeps;
+* guaranteed: ``max(0, subtree quota - lendingLimit)`` for a node with a lending limit, else 0;
+* usage: a queue's GPUs held; a cohort's, per child, what the child uses beyond its guaranteed part.
+
+A decision keeps, at the root, ``usage <= subtree quota``, and at every cohort with a ``borrowingLimit``
+``max(0, usage - guaranteed) <= subtree quota - guaranteed + borrowingLimit`` (it takes at most that much
+from its parent). A queue's own ``borrowingLimit`` is its ``ml_limits.max_total_gpus`` (nominal plus
+limit), as for a flat cohort. GPUs are summed over flavors, as placer's budgets are.
+
+>>> from placer.solver.jobs.queues import CohortNode
+>>> org = CohortNode(name="org", nominal_gpus=4)
+>>> team = CohortNode(name="team", parent="org", borrowing_gpus=2)
+>>> tree = CohortTree.of_nodes({"a": ("team", 8, None), "b": ("org", 8, None)}, [org, team])
+>>> tree.subtree["org"], tree.room("a", {"a": 0, "b": 0})
+(20.0, 10.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from placer.solver.jobs.queues import CohortNode, QueueConfig
+
+__all__ = ["CohortTree"]
+
+_EPS = 1e-9
+
+
+@dataclass
+class CohortTree:
+    """The cohorts of the trees the queues are in, and the queues below them (module docstring)."""
+
+    #: Cohort -> its parent (None: a root), own nominal GPUs, lending and borrowing limits.
+    parent: dict[str, str | None] = field(default_factory=dict)
+    nominal: dict[str, float] = field(default_factory=dict)
+    lending: dict[str, float | None] = field(default_factory=dict)
+    borrowing: dict[str, float | None] = field(default_factory=dict)
+    #: Queue -> its cohort, nominal GPUs and lending limit (None: it lends all).
+    queues: dict[str, tuple[str, float, float | None]] = field(default_factory=dict)
+    #: Derived (:meth:`_derive`): subtree quota and guaranteed GPUs per cohort and per queue; children.
+    subtree: dict[str, float] = field(default_factory=dict)
+    kept: dict[str, float] = field(default_factory=dict)
+    queue_subtree: dict[str, float] = field(default_factory=dict)
+    queue_kept: dict[str, float] = field(default_factory=dict)
+    child_cohorts: dict[str, list[str]] = field(default_factory=dict)
+    child_queues: dict[str, list[str]] = field(default_factory=dict)
+
+    @staticmethod
+    def of(queues: Mapping[str, QueueConfig]) -> CohortTree | None:
+        """The tree of the queues whose cohort is in one (``config.cohort.tree``); None when none is."""
+        members: dict[str, tuple[str, float, float | None]] = {}
+        nodes: list[CohortNode] = []
+        for name, qc in queues.items():
+            c = qc.config.cohort
+            if c is None or not c.tree:
+                continue
+            lend = float(c.nominal_gpus - c.guaranteed_gpus) if c.guaranteed_gpus else None
+            members[name] = (c.name, float(c.nominal_gpus), lend)
+            nodes.extend(c.tree)
+        return CohortTree.of_nodes(members, nodes) if members else None
+
+    @staticmethod
+    def of_nodes(
+        queues: Mapping[str, tuple[str, float, float | None]], nodes: Iterable[CohortNode]
+    ) -> CohortTree:
+        """The tree of ``nodes`` with ``queues`` (queue -> (cohort, nominal GPUs, lending limit)) below."""
+        tree = CohortTree(queues=dict(queues))
+        for n in nodes:
+            tree.parent[n.name] = n.parent
+            tree.nominal[n.name] = float(n.nominal_gpus)
+            tree.lending[n.name] = None if n.lending_gpus is None else float(n.lending_gpus)
+            tree.borrowing[n.name] = None if n.borrowing_gpus is None else float(n.borrowing_gpus)
+        for q, (c, _, _) in tree.queues.items():
+            tree.parent.setdefault(c, None)  # a cohort named only by its queues: a root without quota
+            tree.child_queues.setdefault(c, []).append(q)
+        for c, p in tree.parent.items():
+            tree.nominal.setdefault(c, 0.0)
+            tree.lending.setdefault(c, None)
+            tree.borrowing.setdefault(c, None)
+            if p is not None:
+                tree.child_cohorts.setdefault(p, []).append(c)
+        tree._derive()
+        return tree
+
+    def _derive(self) -> None:
+        for q, (_, nominal, lend) in self.queues.items():
+            self.queue_subtree[q] = nominal
+            self.queue_kept[q] = max(0.0, nominal - lend) if lend is not None else 0.0
+        for c in self._bottom_up():
+            total = self.nominal[c]
+            total += sum(self.queue_subtree[q] - self.queue_kept[q] for q in self.child_queues.get(c, []))
+            total += sum(self.subtree[k] - self.kept[k] for k in self.child_cohorts.get(c, []))
+            self.subtree[c] = total
+            lend = self.lending[c]
+            self.kept[c] = max(0.0, total - lend) if lend is not None else 0.0
+
+    def _bottom_up(self) -> list[str]:
+        """Cohorts, every child before its parent."""
+        order: list[str] = []
+        seen: set[str] = set()
+
+        def visit(c: str) -> None:
+            if c in seen:
+                return
+            seen.add(c)
+            for k in self.child_cohorts.get(c, []):
+                visit(k)
+            order.append(c)
+
+        for c in sorted(self.parent):
+            visit(c)
+        return order
+
+    def usage(self, held: Mapping[str, float]) -> dict[str, float]:
+        """Each cohort's usage given the GPUs each queue holds (``held``; a queue not named holds 0)."""
+        out: dict[str, float] = {}
+        for c in self._bottom_up():
+            use = sum(max(0.0, held.get(q, 0.0) - self.queue_kept[q]) for q in self.child_queues.get(c, []))
+            use += sum(max(0.0, out[k] - self.kept[k]) for k in self.child_cohorts.get(c, []))
+            out[c] = use
+        return out
+
+    def capacity(self, c: str) -> float | None:
+        """What cohort ``c`` may count against its rule: its subtree quota at a root (all its usage counts),
+        ``subtree - kept + borrowingLimit`` with a borrowing limit (its usage beyond what it keeps
+        counts); None when it has no rule of its own."""
+        if self.parent[c] is None:
+            return self.subtree[c]
+        b = self.borrowing[c]
+        return None if b is None else self.subtree[c] - self.kept[c] + b
+
+    def counted(self, c: str, usage: float) -> float:
+        """What of cohort ``c``'s usage counts against :meth:`capacity`."""
+        return usage if self.parent[c] is None else max(0.0, usage - self.kept[c])
+
+    def path(self, queue: str) -> list[str]:
+        """The cohorts above ``queue``, nearest first."""
+        out: list[str] = []
+        c: str | None = self.queues[queue][0]
+        while c is not None and c not in out:
+            out.append(c)
+            c = self.parent.get(c)
+        return out
+
+    def room(self, queue: str, held: Mapping[str, float]) -> float:
+        """The most GPUs ``queue`` may add with the queues holding ``held``: each level on its way up keeps
+        what it has left of its guaranteed part, and every cohort with a rule on the way has to take the
+        rest. Negative when a rule is broken already (quotas lowered): nothing fits."""
+        usage = self.usage(held)
+        absorbed = max(0.0, self.queue_kept[queue] - held.get(queue, 0.0))
+        room = float("inf")
+        for c in self.path(queue):
+            cap = self.capacity(c)
+            if cap is not None:
+                left = cap - self.counted(c, usage[c])
+                if left < -_EPS:
+                    return left
+                local = 0.0 if self.parent[c] is None else max(0.0, self.kept[c] - usage[c])
+                room = min(room, left + local + absorbed)
+            absorbed += max(0.0, self.kept[c] - usage[c])
+        return room
+
+    def over(self, held: Mapping[str, float]) -> list[str]:
+        """The cohorts whose rule ``held`` breaks."""
+        usage = self.usage(held)
+        out = []
+        for c in sorted(self.parent):
+            cap = self.capacity(c)
+            if cap is not None and self.counted(c, usage[c]) > cap + _EPS:
+                out.append(c)
+        return out
+
+    def under(self, c: str) -> list[str]:
+        """The queues in cohort ``c``'s subtree."""
+        out = list(self.child_queues.get(c, []))
+        for k in self.child_cohorts.get(c, []):
+            out += self.under(k)
+        return out
