@@ -58,8 +58,11 @@ def test_users_partitions_and_the_maxjobs_a_user_row_shows() -> None:
     assert table.limits("vision", "ana", "gpu") == [("assoc/vision/user/ana", 1, 6)]
     assert table.limits("vision", "ana", "debug") == [("assoc/vision/user/ana/partition/debug", None, 1)]
     assert table.limits("vision", "bob", None) == []
-    # A per-job limit is not modelled: named for a warning, not dropped.
-    assert table.unmodelled("vision", "ana", "gpu") == ("MaxTRES gres/gpu=8",)
+    # A per-job limit: ana's own; bob, with none of his own, takes none (vision sets none either).
+    assert (
+        table.per_job("vision", "ana", "gpu") == (8, None) and table.unmodelled("vision", "ana", "gpu") == ()
+    )
+    assert table.per_job("vision", "bob", None) == (None, None)
     with pytest.raises(TopologyError) as e:
         table.limits("vision", "carl", None, item="job 9")
     assert "job 9" in str(e.value) and "no association of user 'carl' under account 'vision'" in str(e.value)
@@ -113,3 +116,31 @@ def test_pending_and_running_jobs_carry_their_associations_groups() -> None:
     rj = RunningJob(job="6", labels=labels, replicas=[{"node": "gpu04", "gpus": [0, 1]}])
     (ran,) = with_assoc_groups([rj], table, source="squeue.json")
     assert ran.limit_groups == ["assoc/vision"]
+
+
+def test_a_job_asking_more_gpus_than_its_association_lets_one_job_have_is_rejected() -> None:
+    # vision lets one job have 4 GPUs (MaxTRES, inherited by ana, who sets none) and 2 per node.
+    rows = ["c|root|||||||", "c| vision||||||gres/gpu=4|gres/gpu=2", "c|  vision|ana|||||||"]
+    table = parse_slurm_assoc("\n".join([HEAD + "|MaxTRESPerNode", *rows]) + "\n", source="assoc.txt")
+    assert table.per_job("vision", "ana", None) == (4, 2)
+
+    def job(job_id: int, nodes: int, gpus: int) -> dict:  # type: ignore[type-arg]
+        return {
+            "job_id": job_id,
+            "job_state": "PENDING",
+            "user_name": "ana",
+            "account": "vision",
+            "node_count": nodes,
+            "cpus": nodes,
+            "tres_per_node": f"gres:gpu:{gpus}",
+        }
+
+    doc = {
+        "meta": {"plugin": {"type": "openapi/v0.0.38"}},
+        "jobs": [job(1, 2, 2), job(2, 3, 2), job(3, 1, 3)],
+    }
+    fits, too_many, too_dense = with_assoc_limits(read_text(json.dumps(doc), source="q.json"), table)
+    assert fits.ok
+    assert not too_many.ok and "asks 6 GPUs" in too_many.errors[0].message
+    assert "AssocMaxGRESPerJob" in too_many.errors[0].message and too_many.errors[0].code == "limit"
+    assert not too_dense.ok and "3 GPUs per node" in too_dense.errors[0].message

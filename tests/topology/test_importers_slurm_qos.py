@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from placer.solver.jobs import read_text
-from placer.solver.jobs.formats.slurm import with_qos_levels
+from placer.solver.jobs.formats.slurm import with_qos_levels, with_qos_limits
 from placer.topology import RunningJob
 from placer.topology.errors import TopologyError
 from placer.topology.importers.slurm_qos import (
@@ -71,10 +71,10 @@ def test_qos_limits_become_groups_per_qos_user_and_account() -> None:
     assert q.unmodelled == ("GrpTRES cpu=64", "GrpTRES mem=500G")
 
 
-def test_a_per_job_limit_and_a_typed_gpu_limit_are_named_as_not_modelled() -> None:
+def test_per_job_gpu_limits_are_read_and_a_typed_gpu_limit_is_named_as_not_modelled() -> None:
     text = LIMITS + "\ngpu|0|00:00:00|||cluster||gres/gpu:a100=4||gres/gpu=8||||\n"
     (q,) = parse_slurm_qos(text, source="qos.txt").values()
-    assert q.grp_gpus is None and q.unmodelled == ("GrpTRES gres/gpu:a100=4", "MaxTRES gres/gpu=8")
+    assert q.grp_gpus is None and q.job_gpus == 8 and q.unmodelled == ("GrpTRES gres/gpu:a100=4",)
 
 
 @pytest.mark.parametrize(
@@ -293,3 +293,26 @@ def test_running_jobs_get_their_qos_groups_and_keep_their_rank() -> None:
     with pytest.raises(TopologyError) as e:
         with_qos_groups([unknown], table, source="q")
     assert "job 7" in str(e.value) and "'other' is not among the QOSes read" in str(e.value)
+
+
+def test_a_job_asking_more_gpus_than_its_qos_lets_one_job_have_is_rejected() -> None:
+    text = LIMITS + "\ngpu|0|00:00:00|||cluster||||gres/gpu=4||||\n"
+    table = parse_slurm_qos(text, source="qos.txt", limits_only=True)
+    doc = {
+        "meta": {"plugin": {"type": "openapi/v0.0.38"}},
+        "jobs": [
+            {
+                "job_id": n,
+                "job_state": "PENDING",
+                "qos": "gpu",
+                "node_count": 1,
+                "cpus": 1,
+                "tres_per_node": f"gres:gpu:{g}",
+            }
+            for n, g in ((1, 4), (2, 8))
+        ],
+    }
+    fits, over = with_qos_limits(read_text(json.dumps(doc), source="q.json"), table)
+    assert fits.ok
+    (e,) = over.errors
+    assert (e.code, e.path) == ("limit", "jobs[1].qos") and "QOSMaxGRESPerJob" in e.message

@@ -21,8 +21,10 @@ name) or a ``ParentName`` column (``format=...,ParentName``). Without either, a 
 than ``root`` is refused, naming it: its sub-accounts' jobs would escape it. Associations of several
 clusters are refused too (give one cluster's: ``cluster=NAME``).
 
-Other limits (per-job ``MaxTRES``, ``MaxTRESPerNode``, ``MaxWall``, submit and TRES-minute limits, and
-CPU, memory, node or typed ``gres/gpu:a100`` TRES) are not modelled: they are listed in
+Per job, ``MaxTRES=gres/gpu=N`` and ``MaxTRESPerNode=gres/gpu=N`` (a user's own, else the nearest
+account's) bound what one job may ask: a job asking more never runs (``AssocMaxGRESPerJob``), and the
+readers reject it, naming the limit. Other limits (``MaxWall``, submit and TRES-minute limits, and CPU,
+memory, node or typed ``gres/gpu:a100`` TRES) are not modelled: they are listed in
 :attr:`SlurmAssoc.unmodelled` and the readers name them in a warning on each job they apply to.
 
 >>> text = '''Cluster|Account|User|Partition|GrpJobs|GrpTRES|MaxJobs
@@ -48,15 +50,19 @@ from placer.topology.inventory import RunningJob
 __all__ = ["AssocTable", "SlurmAssoc", "parse_slurm_assoc", "read_assoc_file", "with_assoc_groups"]
 
 #: The limit columns read: column -> (the SlurmAssoc field, whether it is a TRES list).
-_LIMITS = {"GrpJobs": ("grp_jobs", False), "GrpTRES": ("grp_gpus", True), "MaxJobs": ("max_jobs", False)}
+_LIMITS = {
+    "GrpJobs": ("grp_jobs", False),
+    "GrpTRES": ("grp_gpus", True),
+    "MaxJobs": ("max_jobs", False),
+    "MaxTRES": ("job_gpus", True),
+    "MaxTRESPerNode": ("node_gpus", True),
+}
 #: Limit columns whose values are never modelled.
 _NOT_READ = (
     "GrpSubmit",
     "GrpWall",
     "GrpTRESMins",
     "GrpTRESRunMins",
-    "MaxTRES",
-    "MaxTRESPerNode",
     "MaxSubmit",
     "MaxWall",
     "MaxTRESMins",
@@ -76,6 +82,10 @@ class SlurmAssoc:
     grp_jobs: int | None = None
     grp_gpus: int | None = None
     max_jobs: int | None = None
+    #: GPUs one job may ask for, in all and per node (``MaxTRES``, ``MaxTRESPerNode``; a user's own, else
+    #: the nearest account's above it, as Slurm inherits them): a job asking more never runs.
+    job_gpus: int | None = None
+    node_gpus: int | None = None
     #: Limits it sets that placer does not model (``"MaxTRES gres/gpu=8"``): the readers warn of them.
     unmodelled: tuple[str, ...] = ()
 
@@ -126,6 +136,29 @@ class AssocTable:
                 out.append((f"assoc/{name}", acct.grp_jobs, acct.grp_gpus))
             name = acct.parent
         return out
+
+    def per_job(
+        self, account: str | None, user: str | None, partition: str | None
+    ) -> tuple[int | None, int | None]:
+        """The most GPUs a job of this association may ask for, in all and per node (``MaxTRES``,
+        ``MaxTRESPerNode``): the user association's own, else the nearest account's above it; (None,
+        None) when none is set or the job has no association here."""
+        try:
+            assoc = self._assoc_of(account, user, partition, "job")
+        except TopologyError:
+            return None, None
+        job, node = assoc.job_gpus, assoc.node_gpus
+        name: str | None = assoc.account
+        seen: set[str] = set()
+        while (
+            (job is None or node is None) and name is not None and name not in seen and name in self.accounts
+        ):
+            seen.add(name)
+            acct = self.accounts[name]
+            job = acct.job_gpus if job is None else job
+            node = acct.node_gpus if node is None else node
+            name = acct.parent
+        return job, node
 
     def unmodelled(self, account: str | None, user: str | None, partition: str | None) -> tuple[str, ...]:
         """What the job's associations limit that placer does not model (for a warning; empty when the

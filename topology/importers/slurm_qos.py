@@ -105,6 +105,10 @@ class SlurmQos:
     user_gpus: int | None = None
     account_jobs: int | None = None
     account_gpus: int | None = None
+    #: GPUs one job may ask for, in all and per node (``MaxTRES``, ``MaxTRESPerNode``): a job asking more
+    #: never runs (``QOSMaxGRESPerJob``, ``QOSMaxGRESPerNode``), and the readers reject it, naming the limit.
+    job_gpus: int | None = None
+    node_gpus: int | None = None
     #: Limits it states that placer does not model (``"GrpTRES cpu=100"``): the readers warn of them.
     unmodelled: tuple[str, ...] = ()
 
@@ -117,15 +121,15 @@ _LIMITS = {
     "MaxTRESPU": ("user_gpus", True),
     "MaxJobsPA": ("account_jobs", False),
     "MaxTRESPA": ("account_gpus", True),
+    "MaxTRES": ("job_gpus", True),
+    "MaxTRESPerNode": ("node_gpus", True),
 }
-#: Limit columns whose values are never modelled (time, submissions, per-job and per-node TRES).
+#: Limit columns whose values are never modelled (time, submissions, minimums).
 _NOT_READ = (
     "GrpTRESMins",
     "GrpTRESRunMins",
     "GrpSubmit",
     "GrpWall",
-    "MaxTRES",
-    "MaxTRESPerNode",
     "MaxTRESMins",
     "MaxWall",
     "MaxSubmitPU",

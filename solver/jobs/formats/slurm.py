@@ -348,6 +348,10 @@ def with_qos_limits(results: list[ReadResult], table: dict[str, SlurmQos]) -> li
         except TopologyError as e:
             err = issue("enum", f"{r.path}.qos", e.problems[0].message)
             return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
+        over = _over_per_job(job, q.job_gpus, q.node_gpus, f"QOS {q.name!r}", "QOSMaxGRESPer")
+        if over is not None:
+            err = issue("limit", f"{r.path}.qos" if r.path else "qos", over)
+            return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
         account = slurm_text(env.get("account")) or None
         found = qos_limits(q, job.user, account)
         limits = [GroupLimit(group=g, max_running=most, max_gpus=gpus) for g, most, gpus in found]
@@ -379,6 +383,13 @@ def with_assoc_limits(results: list[ReadResult], table: AssocTable) -> list[Read
         except TopologyError as e:
             err = issue("enum", f"{r.path}.account", e.problems[0].message)
             return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
+        job_gpus, node_gpus = table.per_job(account, job.user, job.queue)
+        over = _over_per_job(
+            job, job_gpus, node_gpus, f"the association of {job.user!r} under {account!r}", "AssocMaxGRESPer"
+        )
+        if over is not None:
+            err = issue("limit", f"{r.path}.account" if r.path else "account", over)
+            return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
         limits = [GroupLimit(group=g, max_running=most, max_gpus=gpus) for g, most, gpus in found]
         unmodelled = table.unmodelled(account, job.user, job.queue)
         warnings = list(r.warnings)
@@ -393,6 +404,28 @@ def with_assoc_limits(results: list[ReadResult], table: AssocTable) -> list[Read
         return r.model_copy(update={"job": job, "warnings": warnings})
 
     return _each_slurm_job(results, limited)
+
+
+def _over_per_job(
+    job: Job, job_gpus: int | None, node_gpus: int | None, whose: str, reason: str
+) -> str | None:
+    """Why ``job`` asks more GPUs than one job may (``MaxTRES``, ``MaxTRESPerNode`` of ``whose``), or None.
+    Slurm keeps such a job pending for good (``reason`` + ``Job``/``Node``)."""
+    total = job.total_gpu_milli / 1000
+    if job_gpus is not None and total > job_gpus:
+        return (
+            f"asks {total:g} GPUs; {whose} lets one job have at most {job_gpus} "
+            f"(MaxTRES=gres/gpu={job_gpus}): Slurm keeps it pending ({reason}Job)"
+        )
+    per_node = max(
+        (t.gpu.count for t in job.tasks if t.gpu is not None and t.gpu.share_milli is None), default=0
+    )
+    if node_gpus is not None and per_node > node_gpus:
+        return (
+            f"asks {per_node} GPUs per node; {whose} lets one job have at most {node_gpus} per node "
+            f"(MaxTRESPerNode=gres/gpu={node_gpus}): Slurm keeps it pending ({reason}Node)"
+        )
+    return None
 
 
 def with_slurm_ranks(
