@@ -406,8 +406,9 @@ QOS = [
     ("add", "qos", "low", "Priority=10", "PreemptMode=requeue", "GraceTime=1"),
     ("add", "qos", "high", "Priority=100", "Preempt=low"),
     ("add", "qos", "capped"),
+    ("add", "qos", "small"),
     ("add", "account", "ml"),
-    ("add", "user", "root", "account=ml", "qos=normal,low,high,capped"),
+    ("add", "user", "root", "account=ml", "qos=normal,low,high,capped,small"),
     ("add", "account", "vision", "parent=ml"),
     ("add", "user", "root", "account=vision"),
 ]
@@ -415,6 +416,8 @@ QOS = [
 #: The limit of QOS ``capped`` (``sacctmgr modify qos capped set ...``) and of account ``vision`` (a
 #: sub-account of ``ml``: ``sacctmgr modify account vision set ...``).
 CAPPED = "GrpTRES=gres/gpu=8"
+#: QOS ``small``'s per-job limit: one job of it may have 2 GPUs.
+SMALL = "MaxTRES=gres/gpu=2"
 VISION = "GrpTRES=gres/gpu=4"
 
 
@@ -463,7 +466,8 @@ def start_qos(root: Path) -> LiveSlurm:
     ``hi`` (QOS ``high``) asks them and is held, so Slurm leaves both alone. Job ``cap1`` (QOS ``capped``)
     holds 4 H100 of gpu01; ``cap2`` and ``cap3`` (``capped``) ask 4 H100 each and are held: the QOS lets
     one of them run beside ``cap1``. Account ``vision`` (under ``ml``) holds 4 GPUs at most: ``v1`` runs
-    there with 2 H100 of gpu04, ``v2`` asks 4 and is held. Captures ``sacctmgr show assoc [tree] -P``,
+    there with 2 H100 of gpu04, ``v2`` asks 4 and is held. QOS ``small`` lets one job have 2 GPUs: ``s1``
+    asks 4 and is held. Captures ``sacctmgr show assoc [tree] -P``,
     ``sacctmgr show qos
     -P``, ``scontrol show node`` (plain: accounting now reports GPUs in ``AllocTRES``), ``scontrol show job
     -d``, ``squeue --json`` and ``scontrol show config``."""
@@ -499,6 +503,8 @@ def start_qos(root: Path) -> LiveSlurm:
         s.wait("lo running", lambda: s.run("squeue", "-h", "-j", lo, "-o", "%T").strip() == "RUNNING")
         s.run("sbatch", "-H", "-J", "hi", "--qos=high", "--gres=gpu:a100:4", *quiet)
         s.run("sacctmgr", "-i", "modify", "qos", "capped", "set", CAPPED)
+        s.run("sacctmgr", "-i", "modify", "qos", "small", "set", SMALL)
+        s.run("sbatch", "-H", "-J", "s1", "--qos=small", "--gres=gpu:h100:4", *quiet)
         cap = ("--qos=capped", "--gres=gpu:h100:4", *quiet)
         cap1 = s.run("sbatch", "-J", "cap1", "-w", "gpu01", *cap).split(";")[0].strip()
         s.wait("cap1 running", lambda: s.run("squeue", "-h", "-j", cap1, "-o", "%T").strip() == "RUNNING")

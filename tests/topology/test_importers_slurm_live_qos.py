@@ -66,7 +66,9 @@ def test_without_the_qos_table_no_eviction_is_proposed(slurm: LiveSlurm, tmp_pat
     ids = _ids(slurm)
     d = json.loads(_place(tmp_path, slurm, "--json").stdout)
     assert d["preemptions"] == []
-    assert sorted(p["job"] for p in d["placements"]) == sorted([ids["cap2"], ids["cap3"], ids["v2"]])
+    assert sorted(p["job"] for p in d["placements"]) == sorted(
+        [ids["cap2"], ids["cap3"], ids["v2"], ids["s1"]]
+    )
     assert [p["job"] for p in d["pending"]] == [ids["hi"]]
 
 
@@ -99,6 +101,9 @@ def test_the_table_read_for_its_limits_alone_holds_the_capped_job_and_evicts_not
     d = json.loads(_place(tmp_path, slurm, "--slurm-qos-limits", str(tmp_path / "qos.txt"), "--json").stdout)
     assert d["preemptions"] == []
     assert sorted(p["job"] for p in d["placements"]) == sorted([ids["cap2"], ids["v2"]])
+    # QOS small lets one job have 2 GPUs: s1 (4) is rejected, naming the limit.
+    (s1,) = [r for r in d["rejected"] if r["job"] == ids["s1"]]
+    assert [e["code"] for e in s1["errors"]] == ["limit"] and "QOSMaxGRESPerJob" in s1["errors"][0]["message"]
     waiting = {p["job"]: [r["code"] for r in p["reasons"]] for p in d["pending"]}
     assert waiting[ids["cap3"]] == ["THROTTLE"] and ids["hi"] in waiting
     both = _place(
@@ -232,3 +237,17 @@ def test_zzzz_slurm_holds_back_the_vision_job_placer_left_pending(slurm: LiveSlu
 
     slurm.wait("v2 judged", lambda: reason() not in ("PENDING JobHeldUser", "PENDING None"))
     assert reason() == "PENDING AssocGrpGRES"
+
+
+def test_zzzzz_slurm_keeps_the_job_placer_rejected_for_its_qos_per_job_limit_pending(
+    slurm: LiveSlurm,
+) -> None:
+    s1 = _ids(slurm)["s1"]
+    slurm.run("scontrol", "release", s1)
+    slurm.run("scontrol", "reconfigure")
+
+    def reason() -> str:
+        return slurm.run("squeue", "-h", "-j", s1, "-o", "%T %r").strip()
+
+    slurm.wait("s1 judged", lambda: reason() not in ("PENDING JobHeldUser", "PENDING None"))
+    assert reason() == "PENDING QOSMaxGRESPerJob"

@@ -42,9 +42,12 @@ def test_sacctmgr_as_slurm_prints_it() -> None:
         "low": (0, True, "REQUEUE", 1, 10),
         "high": (1, False, "CLUSTER", 0, 100),
         "capped": (0, False, "CLUSTER", 0, 0),
+        "small": (0, False, "CLUSTER", 0, 0),
     }
-    # capped's GrpTRES=gres/gpu=8 (live_slurm.CAPPED): its jobs hold 8 GPUs at most, together.
+    # capped's GrpTRES=gres/gpu=8 (live_slurm.CAPPED): its jobs hold 8 GPUs at most, together; small's
+    # MaxTRES=gres/gpu=2 (live_slurm.SMALL): one job of it may have 2.
     assert qos_limits(table["capped"], "root", "ml") == [("qos/capped", None, 8)]
+    assert (table["small"].job_gpus, qos_limits(table["small"], "root", "ml")) == (2, [])
     assert [qos_limits(table[n], "root", "ml") for n in ("normal", "low", "high")] == [[], [], []]
 
 
