@@ -89,22 +89,48 @@ def slurm_script(
             what = "no job" if job is None else job.source_format
             skipped.append(f"{p.job}: placed, but it is not a pending Slurm job ({what}); not applied")
             continue
-        nodes = list(dict.fromkeys(parts.get(r.node, (r.node, ""))[0] for r in p.replicas))
-        bad = [n for n in nodes if not _NODE.match(n)]
-        if bad:
-            skipped.append(f"{p.job}: node name {bad[0]!r} cannot be in a Slurm NodeList; not applied")
+        if "slurm_het_job_id" in job.labels:
+            # Slurm 22.05 takes no NodeList for a held het job's first component (the update goes to the
+            # whole job: "Job resizing not supported"), and an ExcNodeList there binds every component.
+            where = "; ".join(f"component {r.task_group}: {r.node}" for r in p.replicas)
+            skipped.append(
+                f"{p.job}: a heterogeneous job is placed ({where}), but scontrol cannot pin its components; "
+                "not applied (it stays held)"
+            )
             continue
-        pin = _gpu_type(p.job, p.replicas, parts, skipped)
-        if pin is False:
+        update = _update(p.job, p.replicas, parts, skipped, p.job)
+        if update is None:
             continue
         gpus = "; ".join(f"{r.node} [{','.join(map(str, r.gpus))}]" for r in p.replicas if r.gpus)
+        nodes = list(dict.fromkeys(parts.get(r.node, (r.node, ""))[0] for r in p.replicas))
         lines += ["", f"# job {p.job}: {','.join(nodes)}" + (f" (placer's GPUs: {gpus})" if gpus else "")]
-        node_list = shlex.quote(",".join(nodes))
-        update = f"scontrol update JobId={p.job} NumNodes={len(nodes)} NodeList={node_list}"
-        if pin:  # Slurm refuses a typed request over an untyped one: cleared first (the job is held)
-            update += f" && scontrol update JobId={p.job} TresPerNode= && scontrol update JobId={p.job} {pin}"
         lines.append(f"{update} && scontrol release {p.job}")
     return "\n".join(lines) + "\n", skipped
+
+
+def _update(
+    target: str,
+    replicas: list[ReplicaPlacement],
+    parts: Mapping[str, tuple[str, str]],
+    skipped: list[str],
+    job: str,
+) -> str | None:
+    """The ``scontrol update`` commands that put Slurm job (or het job component) ``target`` on the nodes
+    of ``replicas``, pinning its GPU type where the nodes stand for one type of a mixed node; None (and a
+    note in ``skipped``) when that cannot be said to Slurm."""
+    nodes = list(dict.fromkeys(parts.get(r.node, (r.node, ""))[0] for r in replicas))
+    bad = [n for n in nodes if not _NODE.match(n)]
+    if bad:
+        skipped.append(f"{job}: node name {bad[0]!r} cannot be in a Slurm NodeList; not applied")
+        return None
+    pin = _gpu_type(job, replicas, parts, skipped)
+    if pin is False:
+        return None
+    node_list = shlex.quote(",".join(nodes))
+    update = f"scontrol update JobId={target} NumNodes={len(nodes)} NodeList={node_list}"
+    if pin:  # Slurm refuses a typed request over an untyped one: cleared first (the job is held)
+        update += f" && scontrol update JobId={target} TresPerNode= && scontrol update JobId={target} {pin}"
+    return update
 
 
 def _gpu_type(

@@ -176,6 +176,7 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
         "array_task_string": task if task and not task.isdigit() else "",
         "array_max_tasks": _number(fields.get("ArrayTaskThrottle")),
         "het_job_id": _number(fields.get("HetJobId")),
+        "het_job_offset": _number(fields.get("HetJobOffset")),
     }
     return {
         **pending,

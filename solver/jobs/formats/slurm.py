@@ -136,7 +136,67 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
             out.extend(_array(raw, base, source, throttles))
             continue
         out.append(_job(raw, base, source, throttles))
-    return _on_whole_arrays(out, _array_members(jobs, out))
+    return _on_whole_arrays(_het_jobs(out, jobs), _array_members(jobs, out))
+
+
+def _het_jobs(results: list[ReadResult], jobs: list[Any]) -> list[ReadResult]:
+    """A heterogeneous job's components (``sbatch ... : ...``; one ``squeue`` record each, with
+    ``het_job_id`` and ``het_job_offset``) as one job: one task group per component, named by its offset
+    (``"0"``, ``"1"``), each with its own nodes, CPUs, memory, GPUs and node constraints (``-w``, ``-x``,
+    ``-C``), placed all together or not at all (Slurm starts them together). The job's id is the het job's
+    (component 0's), its other fields component 0's; a component refused refuses the whole job, with every
+    component's errors. ``jobs``: the output's records (a result's ``path`` is its record's)."""
+    groups: dict[int, list[tuple[int, ReadResult]]] = {}
+    order: list[int | ReadResult] = []
+    for r in results:
+        m = re.fullmatch(r"jobs\[(\d+)\]", r.path)
+        raw = jobs[int(m.group(1))] if m is not None else None
+        hid = slurm_number(raw.get("het_job_id")) if isinstance(raw, dict) else None
+        if not hid:
+            order.append(r)
+            continue
+        key = int(hid)
+        if key not in groups:
+            order.append(key)
+        offset = int(slurm_number(raw.get("het_job_offset")) or 0)  # type: ignore[union-attr]
+        groups.setdefault(key, []).append((offset, r))
+    return [
+        item if isinstance(item, ReadResult) else _het_job(item, sorted(groups[item], key=lambda x: x[0]))
+        for item in order
+    ]
+
+
+def _het_job(hid: int, parts: list[tuple[int, ReadResult]]) -> ReadResult:
+    """One heterogeneous job from its components (offset, read result), component 0 first."""
+    first = parts[0][1]
+    if any(r.job is None for _, r in parts):
+        errors = [e for _, r in parts for e in r.errors]
+        return first.model_copy(update={"id": str(hid), "ok": False, "job": None, "errors": errors})
+    assert first.job is not None
+    tasks = []
+    for offset, r in parts:
+        assert r.job is not None
+        for t in r.job.tasks:
+            tasks.append(
+                t.model_copy(
+                    update={"name": str(offset), "required": [*t.required, *r.job.placement.required]}
+                )
+            )
+    nodes = sum(t.count for t in tasks)
+    durations = [r.job.duration_s for _, r in parts if r.job is not None and r.job.duration_s is not None]
+    job = first.job.model_copy(
+        update={
+            "id": str(hid),
+            "tasks": tasks,
+            "placement": first.job.placement.model_copy(update={"required": []}),
+            "duration_s": max(durations) if durations else None,
+            "distributed_strategy": DistributedStrategy.DATA_PARALLEL if nodes > 1 else None,
+            "labels": {**first.job.labels, "slurm_het_job_id": str(hid)},
+        }
+    )
+    return first.model_copy(
+        update={"id": str(hid), "job": job, "warnings": [w for _, r in parts for w in r.warnings]}
+    )
 
 
 def _array_members(jobs: list[Any], results: list[ReadResult]) -> dict[str, list[str]]:
@@ -493,8 +553,6 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
     if most is not None and most < 1:
         why = f"{most:g}: a throttle lets at least one task run"
         errors.append(issue("range", at("array_max_tasks"), why))
-    if slurm_number(raw.get("het_job_id")):
-        errors.append(issue("unsupported", at("het_job_id"), "heterogeneous jobs are not read"))
     nodes = int(slurm_number(raw.get("node_count")) or 1)
     cpus = slurm_number(raw.get("cpus")) or 0.0
     gpu = _gpus(slurm_text(raw.get("tres_per_node")), at("tres_per_node"), errors)
