@@ -357,6 +357,16 @@ def test_zzzz_gpus_per_job_and_per_task_are_read_from_both_forms(slurm: LiveSlur
         assert gpus == {pj: (3, ["nvidia-h100"]), pt: (4, [])}, source
 
 
+def _snapshot_place_args(slurm: LiveSlurm, tmp_path: Path) -> list[str]:
+    """``placer place`` (greedy) on what the live Slurm prints now: ``sinfo --json`` as the cluster, one
+    ``squeue --json`` as both the running and the pending jobs."""
+    (tmp_path / "sinfo.json").write_text(slurm.run("sinfo", "--json"))
+    (tmp_path / "squeue.json").write_text(slurm.run("squeue", "--json"))
+    squeue = str(tmp_path / "squeue.json")
+    cmd = [sys.executable, "-m", "placer", "place", "--cluster", str(tmp_path / "sinfo.json"), "--engine"]
+    return [*cmd, "greedy", "--running", squeue, "--jobs", squeue]
+
+
 def test_zzzzz_a_pending_array_is_placed_task_by_task_and_applied(slurm: LiveSlurm, tmp_path: Path) -> None:
     # Last: it clears the live cluster. Every job goes, the drained and downed GPU nodes come back (three
     # H100 nodes of 2 cores each), and two held arrays are submitted: sweep (--array=0-3, 2 H100 and a core
@@ -398,11 +408,7 @@ def test_zzzzz_a_pending_array_is_placed_task_by_task_and_applied(slurm: LiveSlu
     )
     sweep = slurm.run("sbatch", "-J", "sweep", "--array=0-3", "--gres=gpu:h100:2", *quiet).strip()
     capped = slurm.run("sbatch", "-J", "capped", "--array=0-3%1", "--gres=gpu:h100:1", *quiet).strip()
-    (tmp_path / "sinfo.json").write_text(slurm.run("sinfo", "--json"))
-    (tmp_path / "squeue.json").write_text(slurm.run("squeue", "--json"))
-    squeue = str(tmp_path / "squeue.json")
-    cmd = [sys.executable, "-m", "placer", "place", "--cluster", str(tmp_path / "sinfo.json"), "--engine"]
-    args = [*cmd, "greedy", "--running", squeue, "--jobs", squeue]
+    args = _snapshot_place_args(slurm, tmp_path)
     decided = subprocess.run([*args, "--json"], capture_output=True, text=True)
     assert decided.returncode == 0, decided.stderr
     d = json.loads(decided.stdout)
@@ -461,11 +467,7 @@ def test_zzzzzz_a_heterogeneous_job_is_placed_whole_and_left_held_by_the_script(
         .strip()
         .split(";")[0]
     )
-    (tmp_path / "sinfo.json").write_text(slurm.run("sinfo", "--json"))
-    (tmp_path / "squeue.json").write_text(slurm.run("squeue", "--json"))
-    squeue = str(tmp_path / "squeue.json")
-    cmd = [sys.executable, "-m", "placer", "place", "--cluster", str(tmp_path / "sinfo.json"), "--engine"]
-    args = [*cmd, "greedy", "--running", squeue, "--jobs", squeue]
+    args = _snapshot_place_args(slurm, tmp_path)
     decided = subprocess.run([*args, "--json"], capture_output=True, text=True)
     assert decided.returncode == 0, decided.stderr
     (placement,) = json.loads(decided.stdout)["placements"]
