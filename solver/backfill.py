@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from placer.solver.budgets import gpu_limits, job_groups, running_gpus, running_groups, throttle_limits
+from placer.solver.budgets import group_limits, job_groups, replica_gpus, running_gpus, running_groups
 from placer.solver.cancel import cancelled
 from placer.solver.decision import Decision, Hold, JobPlacement, Reason, ReplicaPlacement, as_running
 from placer.solver.explain import CAPACITY_CODES, few
@@ -324,7 +324,8 @@ class Throttles:
 
     @staticmethod
     def of(jobs: Mapping[str, Job], line: Timeline) -> Throttles:
-        out = Throttles(limit=throttle_limits(jobs.values()), gpu_limit=gpu_limits(jobs.values()))
+        most_jobs, most_gpus = group_limits(jobs.values())
+        out = Throttles(limit=most_jobs, gpu_limit=most_gpus)
         for j in jobs.values():
             for g, _, _ in job_groups(j):
                 out.members.setdefault(g, set()).add(j.id)
@@ -343,7 +344,7 @@ class Throttles:
             members = self.members[g]
             alive = [gpus for end, gpus in self.running_ends.get(g, []) if end is None or end > t]
             alive += [
-                _gpus(b.replicas)
+                replica_gpus(b.replicas)
                 for b in line.busy
                 if b.job in members and b.job != job.id and b.start <= t and b.alive(t, None)
             ]
@@ -362,11 +363,6 @@ class Throttles:
             times += [e for e, _ in self.running_ends.get(g, []) if e is not None and e > after]
             times += [b.end for b in line.busy if b.job in members and b.end is not None and b.end > after]
         return min(times, default=None)
-
-
-def _gpus(replicas: list[ReplicaPlacement]) -> float:
-    """GPUs ``replicas`` hold (shares as fractions)."""
-    return sum(r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus) for r in replicas)
 
 
 @dataclass

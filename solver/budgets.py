@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from placer.solver.cohorts import CohortTree
 from placer.solver.jobs.model import Job
@@ -60,14 +60,14 @@ __all__ = [
     "charge_budget",
     "cohort_room",
     "cost_left",
-    "gpu_limits",
+    "group_limits",
     "job_groups",
     "remaining_cohort_room",
     "remaining_cost_room",
     "remaining_room",
+    "replica_gpus",
     "running_gpus",
     "running_groups",
-    "throttle_limits",
     "within_budget",
     "within_throttle",
 ]
@@ -102,33 +102,30 @@ def running_groups(rj: RunningJob) -> list[str]:
     return [rj.throttle_group, *(g for g in rj.limit_groups if g != rj.throttle_group)]
 
 
-def throttle_limits(jobs: Iterable[Job]) -> dict[str, int]:
-    """Per group of ``jobs`` with a job limit (``Job.throttle``, ``Job.limits``' ``max_running``), the
-    smallest ``max_running`` its jobs state."""
-    out: dict[str, int] = {}
+def group_limits(jobs: Iterable[Job]) -> tuple[dict[str, int], dict[str, float]]:
+    """Per group of ``jobs`` (``Job.throttle``, ``Job.limits``), the smallest job limit and the smallest
+    GPU limit its jobs state (a group without one of them is not in that dict)."""
+    most_jobs: dict[str, int] = {}
+    most_gpus: dict[str, float] = {}
     for job in jobs:
-        for g, most, _ in job_groups(job):
+        for g, most, gpus in job_groups(job):
             if most is not None:
-                out[g] = min(out.get(g, most), most)
-    return out
-
-
-def gpu_limits(jobs: Iterable[Job]) -> dict[str, float]:
-    """Per group of ``jobs`` with a GPU limit (``Job.limits``' ``max_gpus``), the smallest its jobs
-    state."""
-    out: dict[str, float] = {}
-    for job in jobs:
-        for g, _, gpus in job_groups(job):
+                most_jobs[g] = min(most_jobs.get(g, most), most)
             if gpus is not None:
-                out[g] = min(out.get(g, gpus), gpus)
-    return out
+                most_gpus[g] = min(most_gpus.get(g, gpus), gpus)
+    return most_jobs, most_gpus
 
 
 def running_gpus(rj: RunningJob) -> float:
     """GPUs a running job holds (shares as fractions); TPU chips and CPU are not GPU budget."""
+    return replica_gpus(rj.replicas)
+
+
+def replica_gpus(replicas: Iterable[Any]) -> float:
+    """GPUs ``replicas`` hold (running allocations or placements; shares as fractions, TPU hosts none)."""
     return sum(
         (r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus))
-        for r in rj.replicas
+        for r in replicas
         if r.node is not None
     )
 
@@ -164,10 +161,9 @@ class Budgets:
     cohort_of: dict[str, str] = field(default_factory=dict)
     cohort_max: dict[str, float] = field(default_factory=dict)
     cohort_used: dict[str, float] = field(default_factory=dict)
-    #: Member queues' guaranteed GPUs (``Cohort.guaranteed_gpus``, a Kueue lendingLimit), those above 0.
-    cohort_guaranteed: dict[str, float] = field(default_factory=dict)
-    #: Cohorts in a tree (Kueue hierarchical cohorts; :class:`~placer.solver.cohorts.CohortTree`): their
-    #: queues are not in ``cohort_of``, the tree's rules hold instead of one total.
+    #: Cohorts in a tree (Kueue hierarchical cohorts, or a flat cohort one of whose queues keeps GPUs;
+    #: :class:`~placer.solver.cohorts.CohortTree`): their queues are not in ``cohort_of``, the tree's rules
+    #: hold instead of one total.
     cohort_tree: CohortTree | None = None
 
     @staticmethod
@@ -183,7 +179,8 @@ class Budgets:
         jobs use of them; dollar budgets need the ``cluster`` to price running jobs' allocations. The
         throttles of ``jobs`` (the batch) too."""
         jobs = list(jobs)
-        b = Budgets(throttle_max=throttle_limits(jobs), group_gpu_max=gpu_limits(jobs))
+        most_jobs, most_gpus = group_limits(jobs)
+        b = Budgets(throttle_max=most_jobs, group_gpu_max=most_gpus)
         for name, qc in queues.items():
             lim = qc.config.ml_limits
             if lim.max_total_gpus is not None:
@@ -192,12 +189,12 @@ class Budgets:
                 b.max_jobs[name] = lim.max_concurrent_gpu_jobs
             if lim.max_cost_per_hour is not None:
                 b.max_cost[name] = to_units(lim.max_cost_per_hour)
-            if qc.config.cohort is not None and not qc.config.cohort.tree:
+            if qc.config.cohort is not None:
                 b.cohort_of[name] = qc.config.cohort.name
                 b.cohort_max[qc.config.cohort.name] = float(qc.config.cohort.max_total_gpus)
-                if qc.config.cohort.guaranteed_gpus:
-                    b.cohort_guaranteed[name] = float(qc.config.cohort.guaranteed_gpus)
         b.cohort_tree = CohortTree.of(queues)
+        for q in b.cohort_tree.queues if b.cohort_tree is not None else ():
+            b.cohort_max.pop(b.cohort_of.pop(q), None)
         if prices is not None:
             b.tenant_max_cost = {t: to_units(v) for t, v in prices.budgets.tenants.items()}
         if not b.active:
@@ -324,9 +321,9 @@ def cohort_room(
     placed: Mapping[str, float] | None = None,
 ) -> float | None:
     """GPUs ``queue`` may still add within its cohort (None: the queue is in no cohort): the cohort's total
-    less what its queues hold — each at least its guaranteed GPUs (``Cohort.guaranteed_gpus``) — plus what
-    ``queue`` still has unused of its own guaranteed GPUs; evicted running jobs of any of the cohort's
-    queues give theirs back. ``placed``: GPUs this decision placed per queue (the answer so far)."""
+    less what its queues hold, or for a cohort tree what the tree's rules leave
+    (:meth:`~placer.solver.cohorts.CohortTree.room`); evicted running jobs of the cohort's queues give
+    theirs back. ``placed``: GPUs this decision placed per queue (the answer so far)."""
     tree = budgets.cohort_tree
     if tree is not None and (queue or "") in tree.queues:
         held = {q: budgets.used_gpus.get(q, 0.0) + (placed or {}).get(q, 0.0) for q in tree.queues}
@@ -338,30 +335,13 @@ def cohort_room(
     cohort = budgets.cohort_of.get(queue or "")
     if cohort is None:
         return None
-    placed = placed or {}
-    if not budgets.cohort_guaranteed:  # nothing reserved: one total (the usual cohort)
-        back = 0.0
-        for job in evicted:
-            q, g = budgets.running.get(job, (None, 0.0))
-            if q is not None and budgets.cohort_of.get(q) == cohort:
-                back += g
-        added = sum(g for q, g in placed.items() if budgets.cohort_of.get(q) == cohort)
-        return budgets.cohort_max[cohort] - budgets.cohort_used.get(cohort, 0.0) + back - added
-    held = {
-        q: budgets.used_gpus.get(q, 0.0) + placed.get(q, 0.0)
-        for q, c in budgets.cohort_of.items()
-        if c == cohort
-    }
+    back = 0.0
     for job in evicted:
         q, g = budgets.running.get(job, (None, 0.0))
-        if q in held:
-            held[q] -= g
-    counted = sum(max(g, budgets.cohort_guaranteed.get(q, 0.0)) for q, g in held.items())
-    mine, floor = held.get(queue or "", 0.0), budgets.cohort_guaranteed.get(queue or "", 0.0)
-    others = counted - max(mine, floor)
-    if others + floor > budgets.cohort_max[cohort] + 1e-9:
-        return budgets.cohort_max[cohort] - counted  # over already (quotas lowered): no room, not even mine
-    return budgets.cohort_max[cohort] - others - mine
+        if q is not None and budgets.cohort_of.get(q) == cohort:
+            back += g
+    added = sum(g for q, g in (placed or {}).items() if budgets.cohort_of.get(q) == cohort)
+    return budgets.cohort_max[cohort] - budgets.cohort_used.get(cohort, 0.0) + back - added
 
 
 def remaining_cohort_room(
@@ -468,8 +448,7 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
             return False
         if room_jobs is not None and added_jobs + 1 > room_jobs:
             return False
-        exact = bool(budgets.cohort_guaranteed) or budgets.cohort_tree is not None
-        placed = {q: g for q, (g, _) in state.queue_use.items()} if exact else None
+        placed = {q: g for q, (g, _) in state.queue_use.items()} if budgets.cohort_tree is not None else None
         c_room = cohort_room(budgets, queue, _evicted_below(plan, state), placed)
         c_used = (
             0.0 if placed is not None else state.cohort_use.get(budgets.cohort_of.get(queue or "", ""), 0.0)

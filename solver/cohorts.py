@@ -58,16 +58,34 @@ class CohortTree:
 
     @staticmethod
     def of(queues: Mapping[str, QueueConfig]) -> CohortTree | None:
-        """The tree of the queues whose cohort is in one (``config.cohort.tree``); None when none is."""
+        """The tree of the queues whose cohort is in one (``config.cohort.tree``), and of the flat cohorts
+        one of whose queues keeps GPUs (``guaranteed_gpus``, a Kueue lendingLimit); None when there is none.
+
+        A flat cohort with kept GPUs is a one-node tree: each queue's quota is what it keeps (lent to
+        nobody), the cohort's own quota the rest of its total, so the root's rule is the flat one, the
+        queues' ``max(GPUs held, kept)`` adding up to at most the total."""
+        from placer.solver.jobs.queues import CohortNode
+
         members: dict[str, tuple[str, float, float | None]] = {}
         nodes: list[CohortNode] = []
+        flat: dict[str, list[tuple[str, int, int]]] = {}  # cohort -> [(queue, total, kept)]
         for name, qc in queues.items():
             c = qc.config.cohort
-            if c is None or not c.tree:
+            if c is None:
                 continue
-            lend = float(c.nominal_gpus - c.guaranteed_gpus) if c.guaranteed_gpus else None
-            members[name] = (c.name, float(c.nominal_gpus), lend)
-            nodes.extend(c.tree)
+            if c.tree:
+                lend = float(c.nominal_gpus - c.guaranteed_gpus) if c.guaranteed_gpus else None
+                members[name] = (c.name, float(c.nominal_gpus), lend)
+                nodes.extend(c.tree)
+            else:
+                flat.setdefault(c.name, []).append((name, c.max_total_gpus, c.guaranteed_gpus))
+        for cohort, queued in flat.items():
+            if not any(kept for _, _, kept in queued):
+                continue  # one total, no kept GPUs: the flat rule (budgets.cohort_of)
+            for name, _, kept in queued:
+                members[name] = (cohort, float(kept), 0.0)
+            rest = queued[0][1] - sum(kept for _, _, kept in queued)  # may be below 0: nothing then fits
+            nodes.append(CohortNode.model_construct(name=cohort, parent=None, nominal_gpus=rest))
         return CohortTree.of_nodes(members, nodes) if members else None
 
     @staticmethod

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from placer.solver.checks.preemption import rank_of
@@ -120,7 +121,6 @@ def check_budgets(
     rank_of_job = rank or (lambda job: rank_of(job.priority_class.value, job.priority))
     yield from _check_gpus(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_cohorts(decision, jobs, cluster, queues, rank_of_job)
-    yield from _check_guaranteed(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_cohort_trees(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_costs(decision, jobs, cluster, queues, prices or PriceCatalog.default(), rank_of_job)
 
@@ -211,6 +211,8 @@ def _check_cohorts(
         c = qc.config.cohort
         if c is not None and not c.tree:  # a tree's queues: its rules (_check_cohort_trees)
             cohorts.setdefault(c.name, (c.max_total_gpus, set()))[1].add(name)
+    for name in _keeping(queues):  # a flat cohort whose queues keep GPUs: a one-node tree there too
+        cohorts.pop(name, None)
     if not cohorts:
         return
     member = {q: c for c, (_, qs) in cohorts.items() for q in qs}
@@ -236,42 +238,6 @@ def _check_cohorts(
         elif (over := ledger.over_at_level(most)) is not None:
             yield Violation(
                 "queue-budget", c, f"{_level_message(*over, 'GPUs')}; the cohort's total is {most}"
-            )
-
-
-def _check_guaranteed(
-    decision: Decision,
-    jobs: list[Job],
-    cluster: Cluster,
-    queues: Mapping[str, QueueConfig],
-    rank: Callable[[Job], Rank],
-) -> Iterator[Violation]:
-    """A cohort whose queues keep guaranteed GPUs (``cohort.guaranteed_gpus``, a Kueue lendingLimit): each
-    queue counts as holding at least those after the decision, so the sum over its queues of max(GPUs
-    held, guaranteed) stays within the cohort's total when the decision places GPU work there."""
-    floors: dict[str, tuple[str, int, int]] = {}  # queue -> (cohort, total, guaranteed)
-    for name, qc in queues.items():
-        c = qc.config.cohort
-        if c is not None and not c.tree:
-            floors[name] = (c.name, c.max_total_gpus, c.guaranteed_gpus)
-    if not any(g for _, _, g in floors.values()):
-        return
-    per_queue = _gpus_per_queue(decision, jobs, cluster, set(floors), rank)
-    for c in sorted({c for c, _, _ in floors.values()}):
-        members = sorted(q for q, (cc, _, _) in floors.items() if cc == c)
-        if not any(per_queue.get(q, _Ledger()).added for q in members):
-            continue
-        most = floors[members[0]][1]
-        counted = sum(max(per_queue.get(q, _Ledger()).total, floors[q][2]) for q in members)
-        if counted > most + 1e-9:
-            held = ", ".join(
-                f"{q} {per_queue.get(q, _Ledger()).total:g} (guaranteed {floors[q][2]})" for q in members
-            )
-            yield Violation(
-                "queue-budget",
-                c,
-                f"cohort counts {counted:g} GPUs after the decision, each queue at least its guaranteed GPUs "
-                f"({held}); its total is {most}",
             )
 
 
@@ -352,6 +318,19 @@ def _gpus_per_queue(
     )
 
 
+def _keeping(queues: Mapping[str, QueueConfig]) -> dict[str, int]:
+    """Flat cohorts (no ``tree``) one of whose queues keeps GPUs (``guaranteed_gpus``, a Kueue
+    lendingLimit), each with its total less what its queues keep."""
+    kept: dict[str, int] = {}
+    totals: dict[str, int] = {}
+    for qc in queues.values():
+        c = qc.config.cohort
+        if c is not None and not c.tree:
+            kept[c.name] = kept.get(c.name, 0) + c.guaranteed_gpus
+            totals[c.name] = c.max_total_gpus
+    return {name: totals[name] - k for name, k in kept.items() if k}
+
+
 def _check_cohort_trees(
     decision: Decision,
     jobs: list[Job],
@@ -368,13 +347,20 @@ def _check_cohort_trees(
     GPU work below the cohort."""
     nodes: dict[str, Any] = {}
     members: dict[str, tuple[str, int, int]] = {}  # queue -> (cohort, nominal, guaranteed)
+    keeping = _keeping(queues)
     for name, qc in queues.items():
         c = qc.config.cohort
-        if c is None or not c.tree:
-            continue
-        members[name] = (c.name, c.nominal_gpus, c.guaranteed_gpus)
-        for node in c.tree:
-            nodes[node.name] = node
+        if c is not None and c.tree:
+            members[name] = (c.name, c.nominal_gpus, c.guaranteed_gpus)
+            for node in c.tree:
+                nodes[node.name] = node
+        elif c is not None and c.name in keeping:
+            # A flat cohort with kept GPUs: each queue's quota is what it keeps, the rest the cohort's own,
+            # so the root's rule says the queues' max(held, kept) add up to at most the total.
+            members[name] = (c.name, c.guaranteed_gpus, c.guaranteed_gpus)
+            nodes[c.name] = SimpleNamespace(
+                parent=None, nominal_gpus=keeping[c.name], lending_gpus=None, borrowing_gpus=None
+            )
     if not members:
         return
     per_queue = _gpus_per_queue(decision, jobs, cluster, set(members), rank)
@@ -417,11 +403,16 @@ def _check_cohort_trees(
         if not any(per_queue.get(q, _Ledger()).added for q in below(n)):
             continue
         if parent_of[n] is None:
-            if used[n] > quota[n] + 1e-9:
+            if used[n] > quota[n] + 1e-9:  # said as its members' max(held, kept) against its whole total
+                kept = [(q, per_queue.get(q, _Ledger()).total, members[q][2]) for q in leaves.get(n, [])]
+                kept += [(f"cohort {k}", used[k], keeps[k]) for k in kids.get(n, [])]
+                held = ", ".join(f"{m} {h:g} (guaranteed {g:g})" for m, h, g in kept)
+                extra = sum(g for _, _, g in kept)
                 yield Violation(
                     "queue-budget",
                     n,
-                    f"cohort tree uses {used[n]:g} GPUs after the decision; its quota is {quota[n]:g}",
+                    f"cohort counts {used[n] + extra:g} GPUs after the decision, each member at least what "
+                    f"it keeps ({held}); its total is {quota[n] + extra:g}",
                 )
             continue
         borrow = own(n, "borrowing_gpus")

@@ -30,6 +30,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from placer.solver.checks.budgets import _gpus
 from placer.solver.checks.plans import PLAN_KINDS
 from placer.solver.checks.violation import Violation
 from placer.solver.decision import Decision
@@ -76,14 +77,6 @@ def _groups(jobs: Iterable[Job]) -> dict[str, _Group]:
     return out
 
 
-def _held(rj: RunningJob) -> float:
-    return sum(
-        (r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus))
-        for r in rj.replicas
-        if r.node is not None
-    )
-
-
 def _demand(job: Job) -> float:
     """The GPUs a job asks for (its plan holds them): per task group, replicas x GPUs, shares as
     fractions."""
@@ -117,24 +110,21 @@ def check_throttles(
                 staying.setdefault(g, []).append(rj)  # type: ignore[arg-type]
     placed: dict[str, list[tuple[str, float]]] = {}
     for p in decision.placements:
-        gpus = sum(r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus) for r in p.replicas)
+        gpus = _gpus(p.replicas)
         for g, grp in groups.items():
             if p.job in grp.members:
                 placed.setdefault(g, []).append((p.job, gpus))
     for g, started in placed.items():
         run = staying.get(g, [])
-        count = len(run) + len(started)
-        gpus = sum(_held(rj) for rj in run) + sum(x for _, x in started)
-        if groups[g].over(count, gpus):
+        held, adds = sum(_gpus(rj.replicas) for rj in run), sum(x for _, x in started)
+        if groups[g].over(len(run) + len(started), held + adds):
             ids = [j for j, _ in started]
-            held = sum(_held(rj) for rj in run)
             if groups[g].gpus is None:  # a throttle: jobs only
                 what = (
                     f"throttle group {g} lets {groups[g].jobs} run at once: {len(run)} run and the decision "
                     f"starts {len(ids)} ({', '.join(ids)})"
                 )
             else:
-                adds = sum(x for _, x in started)
                 what = (
                     f"group {g} lets {groups[g].limits()} at once: {len(run)} run holding {held:g} GPUs and "
                     f"the decision starts {len(ids)} ({', '.join(ids)}) holding {adds:g}"
@@ -158,10 +148,10 @@ def _planned(
     # group -> (start, end, GPUs) of each member alive at some time
     spans: dict[str, list[tuple[datetime, datetime | None, float]]] = {}
     for g, run in staying.items():
-        spans[g] = [(now, rj.expected_end, _held(rj)) for rj in run]
+        spans[g] = [(now, rj.expected_end, _gpus(rj.replicas)) for rj in run]
     for p in decision.placements:
         d = jobs[p.job].duration_s if p.job in jobs else None
-        gpus = sum(r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus) for r in p.replicas)
+        gpus = _gpus(p.replicas)
         for g, grp in groups.items():
             if p.job in grp.members:
                 spans.setdefault(g, []).append((now, None if d is None else now + timedelta(seconds=d), gpus))

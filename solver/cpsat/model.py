@@ -575,38 +575,6 @@ class Model(Hinting, Searching, Realizing):
                 int(np.floor(room * 1000 + 1e-6)),
                 [(vrank[vid], round(g * 1000) * self.e[vid]) for vid, g in back],
             )
-            if budgets.cohort_guaranteed:
-                self._guaranteed(budgets, c, {p: milli[p] for p in gpu_ps})
-
-    def _guaranteed(self, budgets: Budgets, cohort: str, milli: dict[int, int]) -> None:
-        """A cohort whose queues keep guaranteed GPUs (``Cohort.guaranteed_gpus``, a Kueue lendingLimit):
-        each queue counts as holding at least those, so sum over its queues of max(held, guaranteed) stays
-        within the total (thousandths; one variable per queue the batch places in). Evictions give nothing
-        back here (stricter than the rule, never looser)."""
-        members = sorted(q for q, c in budgets.cohort_of.items() if c == cohort)
-        by_queue: dict[str, list[int]] = {}
-        for p in milli:
-            by_queue.setdefault(self.plans[p].job.queue or "", []).append(p)
-        total = now = 0
-        counted: list[cp_model.LinearExprT] = []
-        for q in members:
-            held = round(budgets.used_gpus.get(q, 0.0) * 1000)
-            floor = round(budgets.cohort_guaranteed.get(q, 0.0) * 1000)
-            now += max(held, floor)
-            ps = by_queue.get(q)
-            if not ps:
-                total += max(held, floor)
-                continue
-            top = held + sum(milli[p] for p in ps)
-            m = self.m.NewIntVar(max(held, floor), max(top, floor), f"cohort_held_{cohort}_{q}")
-            self.m.Add(m >= held + sum(milli[p] * self.placed[p] for p in ps))
-            counted.append(m)
-        most = int(np.floor(budgets.cohort_max[cohort] * 1000 + 1e-6))
-        if now > most:  # running work alone over the total (the quotas were lowered): nothing starts there
-            for p in milli:
-                self.m.Add(self.placed[p] == 0)
-            return
-        self.m.Add(sum(counted) + total <= most)
 
     def _within_by_rank(
         self,

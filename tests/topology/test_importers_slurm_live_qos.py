@@ -209,45 +209,35 @@ def test_zz_placer_evicts_for_the_high_qos_job_and_slurm_requeues_the_victim(
     assert int(victim["Restarts"]) >= 1, victim
 
 
+def _released_reason(slurm: LiveSlurm, job: str) -> str:
+    """``job``'s state and pending reason once Slurm has judged it, released if still held (a scheduling
+    pass now, not at the next interval)."""
+    if "JobHeldUser" in slurm.run("squeue", "-h", "-j", job, "-o", "%r"):
+        slurm.run("scontrol", "release", job)
+    slurm.run("scontrol", "reconfigure")
+
+    def reason() -> str:
+        return slurm.run("squeue", "-h", "-j", job, "-o", "%T %r").strip()
+
+    slurm.wait(f"{job} judged", lambda: reason() not in ("PENDING JobHeldUser", "PENDING None"))
+    return reason()
+
+
 def test_zzz_slurm_holds_back_the_capped_job_placer_left_pending(slurm: LiveSlurm) -> None:
     # After the script of the test above: cap2 runs where placer put it. Released, cap3 is kept pending by
     # Slurm itself for the same limit placer named (QOSGrpGRES: the QOS's GPUs are all held).
     ids = _ids(slurm)
     cap2, cap3 = ids["cap2"], ids["cap3"]
     slurm.wait("cap2 running", lambda: slurm.run("squeue", "-h", "-j", cap2, "-o", "%T").strip() == "RUNNING")
-    slurm.run("scontrol", "release", cap3)
-    slurm.run("scontrol", "reconfigure")  # a scheduling pass now, not at the next interval
-
-    def reason() -> str:
-        return slurm.run("squeue", "-h", "-j", cap3, "-o", "%T %r").strip()
-
-    slurm.wait("cap3 judged", lambda: reason() != "PENDING JobHeldUser" and reason() != "PENDING None")
-    assert reason() == "PENDING QOSGrpGRES"
+    assert _released_reason(slurm, cap3) == "PENDING QOSGrpGRES"
 
 
 def test_zzzz_slurm_holds_back_the_vision_job_placer_left_pending(slurm: LiveSlurm) -> None:
     # Released (the script above may have done it), v2 is kept pending by Slurm for the account's limit.
-    v2 = _ids(slurm)["v2"]
-    if "JobHeldUser" in slurm.run("squeue", "-h", "-j", v2, "-o", "%r"):
-        slurm.run("scontrol", "release", v2)
-    slurm.run("scontrol", "reconfigure")
-
-    def reason() -> str:
-        return slurm.run("squeue", "-h", "-j", v2, "-o", "%T %r").strip()
-
-    slurm.wait("v2 judged", lambda: reason() not in ("PENDING JobHeldUser", "PENDING None"))
-    assert reason() == "PENDING AssocGrpGRES"
+    assert _released_reason(slurm, _ids(slurm)["v2"]) == "PENDING AssocGrpGRES"
 
 
 def test_zzzzz_slurm_keeps_the_job_placer_rejected_for_its_qos_per_job_limit_pending(
     slurm: LiveSlurm,
 ) -> None:
-    s1 = _ids(slurm)["s1"]
-    slurm.run("scontrol", "release", s1)
-    slurm.run("scontrol", "reconfigure")
-
-    def reason() -> str:
-        return slurm.run("squeue", "-h", "-j", s1, "-o", "%T %r").strip()
-
-    slurm.wait("s1 judged", lambda: reason() not in ("PENDING JobHeldUser", "PENDING None"))
-    assert reason() == "PENDING QOSMaxGRESPerJob"
+    assert _released_reason(slurm, _ids(slurm)["s1"]) == "PENDING QOSMaxGRESPerJob"
