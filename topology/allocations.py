@@ -1,9 +1,10 @@
 """Who holds what: running jobs applied to a cluster as per-node and per-pod usage, validated.
 
 Why immutable snapshots with copy-on-write: simulators and the solver try "what if job X ran here" many
-times over a 10k-node cluster. A :class:`State` is never changed; applying or releasing a job copies only
-the top-level dicts and the entries of the nodes and pods it touches, so a new snapshot costs
-milliseconds and old snapshots stay valid.
+times over a 10k-node cluster, and a session commits one placement at a time. A :class:`State` is never
+changed; applying or releasing a job makes new entries only for the jobs, nodes and pods it touches, and
+the tables of the new snapshot share the old ones' (:class:`~placer.topology.layered.Layered`), so a new
+snapshot costs time in proportion to what changed and old snapshots stay valid.
 
 A GPU is held by a list of ``(job, milli)`` shares: a whole-GPU allocation is one share of 1000, a
 fractional one (``gpu_milli``) a share of less; a GPU is free when it has no share, and shares never sum
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.inventory import ReplicaAllocation, RunningJob
+from placer.topology.layered import Layered
 from placer.topology.model import Coord
 
 if TYPE_CHECKING:
@@ -53,15 +55,15 @@ class NodeUsage:
 class State:
     """One allocation snapshot: running jobs, usage per node, chips held per pod, busy GPUs per domain."""
 
-    jobs: Mapping[str, RunningJob]
-    nodes: Mapping[str, NodeUsage]
-    pods: Mapping[str, Mapping[Coord, str]]
-    domain_busy: Mapping[str, int]
+    jobs: Layered[str, RunningJob]
+    nodes: Layered[str, NodeUsage]
+    pods: Layered[str, Mapping[Coord, str]]
+    domain_busy: Layered[str, int]
 
     @staticmethod
     def empty() -> State:
         """Nothing running."""
-        return State(jobs={}, nodes={}, pods={}, domain_busy={})
+        return State(jobs=Layered(), nodes=Layered(), pods=Layered(), domain_busy=Layered())
 
 
 class _Ledger:
@@ -70,17 +72,22 @@ class _Ledger:
     def __init__(self, structure: Structure, state: State, source: str):
         self.s = structure
         self.source = source
-        self.jobs = dict(state.jobs)
-        self.nodes = dict(state.nodes)
-        self.pods = dict(state.pods)
-        self.domain_busy = dict(state.domain_busy)
+        self.jobs = state.jobs.edit()
+        self.nodes = state.nodes.edit()
+        self.pods = state.pods.edit()
+        self.domain_busy = state.domain_busy.edit()
         self._copied_pods: set[str] = set()
         self.problems: list[Problem] = []
 
     def state(self) -> State:
         if self.problems:
             raise TopologyError(self.problems)
-        return State(jobs=self.jobs, nodes=self.nodes, pods=self.pods, domain_busy=self.domain_busy)
+        return State(
+            jobs=self.jobs.done(),
+            nodes=self.nodes.done(),
+            pods=self.pods.done(),
+            domain_busy=self.domain_busy.done(),
+        )
 
     def _problem(self, item: str, message: str) -> None:
         self.problems.append(Problem(self.source, item, message))
