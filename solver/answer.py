@@ -40,7 +40,7 @@ from placer.solver.explain import (
     throttle,
 )
 from placer.solver.objective.cost import Pricing
-from placer.solver.preempt import job_rank, lost_gpu_seconds
+from placer.solver.preempt import evict_rank, job_rank, lost_gpu_seconds
 from placer.solver.problem import Problem
 from placer.solver.snapshot import Snapshot
 
@@ -78,8 +78,17 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
             reasons = reasons or pending_reasons(
                 plan, cands, assignment, plans, problem.snap, owners, ranks, memo
             )
-        out.pending.append(PendingJob(job=plan.id, reasons=reasons, notes=list(plan.notes)))
+        notes = list(plan.notes)
+        if not plan.job.may_preempt and problem.victims:
+            notes.append(NO_PREEMPT_NOTE)
+        out.pending.append(PendingJob(job=plan.id, reasons=reasons, notes=notes))
     return out
+
+
+#: The note of a waiting job that does not preempt, where running jobs could have been evicted for others.
+NO_PREEMPT_NOTE = (
+    "does not preempt (preemptionPolicy: Never): it waits for free room and evicts no running job"
+)
 
 
 class _Ranks(Mapping[str, int]):
@@ -174,7 +183,7 @@ def _over_budget(plan: JobPlan, assignment: Assignment, budgets: Budgets, plans:
     evicted."""
     if not budgets.active or not plan.job.total_gpu_milli:
         return False
-    rank = job_rank(plan.job)
+    rank = evict_rank(plan.job)
     room_gpus, room_jobs = remaining_room(plan.job.queue, assignment, budgets, plans, rank)
     gpus = plan.job.total_gpu_milli / 1000
     cohort = remaining_cohort_room(plan.job.queue, assignment, budgets, plans, rank)

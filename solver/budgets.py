@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from placer.solver.cohorts import CohortTree
 from placer.solver.jobs.model import Job
 from placer.solver.jobs.queues import QueueConfig
-from placer.solver.preempt import job_rank, rank
+from placer.solver.preempt import evict_rank, rank
 from placer.solver.prices import PriceCatalog, running_units, to_units
 from placer.topology import Cluster, RunningJob
 
@@ -470,8 +470,9 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
 def _evicted_below(plan: JobPlan, state: State) -> list[str]:
     """The evictions whose budget this job may use: those of jobs it outranks. An eviction is for strictly
     higher-priority work (OJS ML §8), budget room included, so a job never runs on room freed by evicting
-    its equals (the CP-SAT model has the same rule per priority level, ``_within_by_rank``)."""
-    mine = job_rank(plan.job)
+    its equals, and never for a job that does not preempt (the CP-SAT model has the same rule per priority
+    level, ``_within_by_rank``)."""
+    mine = evict_rank(plan.job)
     return [vid for vid, rank in state.evicted.items() if rank < mine]
 
 

@@ -38,7 +38,7 @@ from placer.solver.assignment import Assignment
 from placer.solver.candidates import DYNAMIC_CHECKS, STATIC_CHECKS, UnitCandidates
 from placer.solver.decision import Reason
 from placer.solver.demand import JobPlan
-from placer.solver.preempt import job_rank
+from placer.solver.preempt import evict_rank, job_rank
 from placer.solver.snapshot import Snapshot
 
 __all__ = [
@@ -67,7 +67,7 @@ def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: 
     from placer.solver.budgets import remaining_cohort_room, remaining_room
 
     queue = plan.job.queue
-    rank = job_rank(plan.job)
+    rank = evict_rank(plan.job)
     room_gpus, _ = remaining_room(queue, assignment, budgets, plans, rank)  # type: ignore[arg-type]
     need = plan.job.total_gpu_milli / 1000
     parts = []

@@ -5,7 +5,9 @@ Rules (OJS ML resources §8.1-8.2, §14.2; ML extensions §7):
 * Priority is the class order ``reserved`` > ``on-demand`` > ``spot``, refined by numeric priority.
 * A running job is preemptible when it says so; when it does not, only ``spot`` is. ``reserved`` jobs are
   never evicted.
-* An eviction is allowed only for work of *strictly* higher priority.
+* An eviction is allowed only for work of *strictly* higher priority, and never for a job that does not
+  preempt (``Job.may_preempt`` false: Kubernetes ``preemptionPolicy: Never``); :func:`evict_rank` is the
+  rank every eviction rule compares, the lowest of all for such a job.
 * Its cost is the work thrown away: the GPU-seconds since the job's last committed checkpoint (since its
   start when it has none; none when it checkpoints on preempt), plus a restart penalty per GPU
   (``Policy.restart_penalty_s``). TPU chips count as GPUs here, and 16 CPU cores as one.
@@ -30,8 +32,10 @@ from placer.solver.snapshot import Snapshot
 from placer.topology import RunningJob
 
 __all__ = [
+    "NEVER_EVICTS",
     "Victim",
     "escalated",
+    "evict_rank",
     "held_units",
     "is_preemptible",
     "job_rank",
@@ -51,7 +55,26 @@ def rank(priority_class: str, priority: int) -> int:
 
 
 def job_rank(job: Job) -> int:
+    """The job's priority rank: which jobs go first, and whom it outranks."""
     return rank(job.priority_class.value, job.priority)
+
+
+#: :func:`evict_rank` of a job that never preempts: below every running job's rank, so no victim ranks
+#: below it (no eviction, no budget an eviction frees, no hint that one would help).
+NEVER_EVICTS = -(1 << 62)
+
+
+def evict_rank(job: Job) -> int:
+    """The rank eviction rules compare with a victim's: the job's :func:`job_rank`, or
+    :data:`NEVER_EVICTS` when it does not preempt (``Job.may_preempt``). Ordering jobs stays on
+    :func:`job_rank`: a non-preempting job keeps its place in line, it only gives up evicting.
+
+    >>> a = Job(id="a", priority=100)
+    >>> waits = a.model_copy(update={"may_preempt": False})
+    >>> evict_rank(a) == job_rank(a), evict_rank(waits) < rank("spot", -10**9), job_rank(waits) == job_rank(a)
+    (True, True, True)
+    """
+    return job_rank(job) if job.may_preempt else NEVER_EVICTS
 
 
 def escalated(job: Job, now: datetime) -> Job:

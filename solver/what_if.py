@@ -27,7 +27,7 @@ from placer.solver.decision import Decision, Reason, as_running
 from placer.solver.explain import CAPACITY_CODES, few
 from placer.solver.jobs.model import Job
 from placer.solver.policy import Policy
-from placer.solver.preempt import job_rank
+from placer.solver.preempt import evict_rank, job_rank
 from placer.solver.shielded import Shielded
 from placer.topology import Cluster, RunningJob
 
@@ -81,7 +81,7 @@ def add_preemptible_hints(
             return True
         job = jobs[p.job]
         pool = pool or (shielded() if shielded is not None and not evicted else Shielded(cluster, evicted))
-        candidates = pool.below(job_rank(job))
+        candidates = pool.below(evict_rank(job))
         if not candidates:
             continue
         if base is None:  # the cluster as the decision leaves it: evictions gone, placements running

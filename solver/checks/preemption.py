@@ -8,7 +8,9 @@ Independent of the solver (it re-derives priorities and preemptibility from the 
   higher priority (class ``reserved`` > ``on-demand`` > ``spot``, then numeric priority; a ``spot`` job
   whose escalation time has passed counts as its target class, §8.4);
 * ``eviction-unused`` — none of the jobs it is "for" has a replica on a node or TPU pod the evicted job
-  held: the eviction made room nobody uses.
+  held: the eviction made room nobody uses;
+* ``eviction-non-preempting`` — a job it is "for" does not preempt (``may_preempt`` false: Kubernetes
+  ``preemptionPolicy: Never``): such a job waits for free room and never takes a running job's.
 
 And the directives a backend acts on (:func:`check_directives`), recomputed from the running job as given
 (its envelope, read by :mod:`placer.solver.running`), never from the engine's code:
@@ -94,6 +96,12 @@ def check_preemption(ctx: Context, before: Cluster) -> Iterator[Violation]:
                     "eviction-priority",
                     e.job,
                     f"it is evicted for {j}, which does not have strictly higher priority",
+                )
+            elif not placed[j][1].may_preempt:
+                yield Violation(
+                    "eviction-non-preempting",
+                    e.job,
+                    f"it is evicted for {j}, which does not preempt (preemptionPolicy: Never)",
                 )
         held = {r.node for r in rj.replicas if r.node} | {r.tpu_pod for r in rj.replicas if r.tpu_pod}
         uses = any(

@@ -24,6 +24,7 @@ RULES: dict[str, str] = {
     "eviction-forbidden": "16. only preemptible, non-reserved running jobs are evicted",
     "eviction-priority": "16. an eviction is for placed jobs of strictly higher priority",
     "eviction-unused": "16. a job the eviction is for runs where the evicted job ran",
+    "eviction-non-preempting": "16. no eviction is for a job that does not preempt (preemptionPolicy: Never)",
     "eviction-grace": "16. an eviction's grace_period_s is the evicted job's own (default 30)",
     "eviction-checkpoint": "16. an eviction's checkpoint directive is the job's checkpoint-on-preempt flag",
     "eviction-nodes": "16. an eviction lists exactly the nodes and TPU pods the evicted job holds",

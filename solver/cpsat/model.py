@@ -44,7 +44,7 @@ from placer.solver.cpsat.patterns import ItemType, Pattern
 from placer.solver.cpsat.realize import Realizing
 from placer.solver.cpsat.search import Searching
 from placer.solver.demand import Unit
-from placer.solver.preempt import job_rank
+from placer.solver.preempt import evict_rank
 from placer.solver.snapshot import scope_value
 from placer.solver.tpu_shapes import host_chips
 
@@ -271,7 +271,7 @@ class Model(Hinting, Searching, Realizing):
             for nu in nus:
                 y = self.y[(nu.p, nu.ui, n)]
                 rows.append(
-                    (job_rank(self.plans[nu.p].job), need_vec(nu.unit), y, self.y_ub[(nu.p, nu.ui, n)])
+                    (evict_rank(self.plans[nu.p].job), need_vec(nu.unit), y, self.y_ub[(nu.p, nu.ui, n)])
                 )
             # Levels that free the same victims need only their highest row (it contains the others).
             levels = sorted({rk for rk, _, _, _ in rows})
@@ -304,7 +304,7 @@ class Model(Hinting, Searching, Realizing):
                 self.y[(nu.p, nu.ui, n)]
                 for n in v.nodes
                 for nu in on_node.get(n, [])
-                if job_rank(self.plans[nu.p].job) > v.rank
+                if evict_rank(self.plans[nu.p].job) > v.rank
             ]
             helpers += [self.a[key] for key in self.tpu_needs.get(vid, [])]
             if helpers:
@@ -348,7 +348,7 @@ class Model(Hinting, Searching, Realizing):
             if not nu.unit.exclusive:
                 continue
             y = self.y[(nu.p, nu.ui, n)]
-            rank = job_rank(self.plans[nu.p].job)
+            rank = evict_rank(self.plans[nu.p].job)
             freed = [v for v in b.direct[n] if v.rank < rank]
             if not running <= {v.id for v in freed}:
                 m.Add(y == 0)  # a running job that stays (only a hinted node could be offered so)
@@ -412,7 +412,7 @@ class Model(Hinting, Searching, Realizing):
                 groups.setdefault(("tenant", job.tenant), []).append(p)
         vrank = {v.id: v.rank for v in self.b.victims}
         for (kind, name), ps in sorted(groups.items()):
-            used = [(job_rank(self.plans[p].job), weighted(self.money[p])) for p in ps if self.money.get(p)]
+            used = [(evict_rank(self.plans[p].job), weighted(self.money[p])) for p in ps if self.money.get(p)]
             if not used:
                 continue
             at = 0 if kind == "queue" else 1
@@ -464,7 +464,7 @@ class Model(Hinting, Searching, Realizing):
             back = [
                 (vid, budgets.running[vid][1]) for vid in self.e if budgets.running.get(vid, ("", 0))[0] == q
             ]
-            ranks = {p: job_rank(self.plans[p].job) for p in gpu_ps}
+            ranks = {p: evict_rank(self.plans[p].job) for p in gpu_ps}
             if room_gpus is not None:
                 self._within_by_rank(
                     [(ranks[p], milli[p] * self.placed[p]) for p in gpu_ps],
@@ -571,7 +571,7 @@ class Model(Hinting, Searching, Realizing):
                 if budgets.cohort_of.get(budgets.running.get(vid, ("", 0))[0]) == c
             ]
             self._within_by_rank(
-                [(job_rank(self.plans[p].job), milli[p] * self.placed[p]) for p in gpu_ps],
+                [(evict_rank(self.plans[p].job), milli[p] * self.placed[p]) for p in gpu_ps],
                 int(np.floor(room * 1000 + 1e-6)),
                 [(vrank[vid], round(g * 1000) * self.e[vid]) for vid, g in back],
             )

@@ -13,7 +13,7 @@ from placer.solver.assignment import Assignment, ReplicaAt, node_count_ok
 from placer.solver.cpsat.parts import NodeUnit
 from placer.solver.cpsat.patterns import Pattern, shape_claims
 from placer.solver.greedy.state import State
-from placer.solver.preempt import job_rank
+from placer.solver.preempt import evict_rank, job_rank
 from placer.solver.snapshot import scope_value
 
 __all__ = ["Realizing"]
@@ -85,7 +85,7 @@ class Realizing:
                     p
                     for n in victim.nodes
                     for p in on_node.get(n, ())
-                    if job_rank(self.plans[p].job) > victim.rank
+                    if evict_rank(self.plans[p].job) > victim.rank
                 }
                 served |= {p for p, ui, k in self.tpu_needs.get(victim.id, []) if values[self.a[(p, ui, k)]]}
                 out.evictions[victim.id] = sorted({self.plans[p].id for p in served if p in placed})

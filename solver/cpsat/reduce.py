@@ -39,7 +39,7 @@ from placer.solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patte
 from placer.solver.demand import JobPlan, Unit
 from placer.solver.objective.cost import Pricing
 from placer.solver.policy import Policy
-from placer.solver.preempt import Victim, job_rank
+from placer.solver.preempt import Victim, evict_rank
 from placer.solver.structure import request_text
 from placer.solver.tpu_shapes import host_chips, tpu_shapes
 from placer.topology.tpu import slices_in_pod
@@ -65,7 +65,7 @@ class Builder:
     ):
         self.budgets, self.pricing = budgets, pricing
         self.plans, self.candidates, self.prefs, self.anti = plans, candidates, prefs, anti
-        top = max((job_rank(plans[p].job) for p in candidates), default=None)
+        top = max((evict_rank(plans[p].job) for p in candidates), default=None)
         # Only jobs some plan outranks can be evicted; only their nodes are modelled one by one.
         self.victims = [v for v in victims if top is not None and v.rank < top and (v.nodes or v.pods)]
         self.direct: dict[int, list[Victim]] = {}
@@ -483,7 +483,7 @@ class Builder:
                 trees = np.zeros(n_nodes, dtype=bool)
                 for n in self.direct:
                     trees[n] = self.snap.tree(n) is not None
-            mine = job_rank(self.plans[nu.p].job)
+            mine = evict_rank(self.plans[nu.p].job)
             if mine not in below_cost:
                 cost = np.zeros(n_nodes)
                 some = np.zeros(n_nodes, dtype=bool)
@@ -550,7 +550,7 @@ class Builder:
                     hinted.setdefault((p, ui), []).append((r.pod, tuple(r.chips)))
         for p, ui, u in tpu_units:
             assert u.tpu is not None
-            rank = job_rank(self.plans[p].job)
+            rank = evict_rank(self.plans[p].job)
             found: list[tuple[tuple[int, float, int, int, str], Slice]] = []
             for pv in self.snap.pods:
                 self._tick()  # slices are enumerated per unit and pod: thousands of boxes on big pods

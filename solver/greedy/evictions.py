@@ -24,7 +24,7 @@ import numpy as np
 
 from placer.solver.assignment import ReplicaAt
 from placer.solver.demand import JobPlan
-from placer.solver.preempt import Victim, job_rank
+from placer.solver.preempt import Victim, evict_rank
 from placer.solver.structure import match
 
 if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
@@ -47,7 +47,7 @@ def place_with_evictions(
     """Try to place ``plan`` by evicting strictly lower-priority victims; on success the evictions and the
     placement are applied to ``state`` (not committed) and returned, on failure nothing changes."""
     n_nodes = len(state.snap.nodes)
-    mine = job_rank(plan.job)
+    mine = evict_rank(plan.job)
     could = np.zeros(n_nodes, dtype=bool)
     for c in cands:
         could |= c.static

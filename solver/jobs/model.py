@@ -675,6 +675,11 @@ class Job(_Model):
 
     placement: Placement = Field(default_factory=Placement)
     preemption: Preemption = Field(default_factory=Preemption)
+    #: Whether running jobs may be evicted to make room for this one. False for a non-preempting job (a
+    #: Kubernetes pod whose ``preemptionPolicy`` is ``Never``, set from its PriorityClass): it keeps its
+    #: priority — it is placed before lower-priority work and lower-priority work never evicts it — but
+    #: it waits for free room, it never takes a running job's.
+    may_preempt: bool = True
     checkpointing: Checkpointing = Field(default_factory=Checkpointing)
     last_checkpoint: LastCheckpoint | None = None
     reservation: ReservationRef | None = None

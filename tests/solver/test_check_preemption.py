@@ -72,6 +72,13 @@ def test_eviction_for_a_job_not_placed_or_for_nobody_is_refused() -> None:
     assert "eviction-priority" in _rules(_decision(for_=[]), _job("on-demand"), _cluster())
 
 
+def test_eviction_for_a_job_that_does_not_preempt_is_refused() -> None:
+    # Kubernetes preemptionPolicy: Never: the on-demand job outranks the spot victim, yet may not evict it.
+    waits = _job("on-demand").model_copy(update={"may_preempt": False})
+    assert _rules(_decision(), waits, _cluster()) == ["eviction-non-preempting"]
+    assert "eviction-non-preempting" not in _rules(_decision(), _job("on-demand"), _cluster())
+
+
 def test_eviction_whose_room_nobody_uses_is_refused() -> None:
     # "new" runs on dgx-h100-2, which was free anyway: evicting the job on dgx-h100-1 helped nobody.
     assert "eviction-unused" in _rules(_decision(node="dgx-h100-2"), _job("on-demand"), _cluster())

@@ -210,3 +210,30 @@ def test_preemption_policy_of_running_envelopes(solve: Solve) -> None:
     assert sorted(by_job) == ["now", "save"]
     assert (by_job["now"].checkpoint, by_job["now"].grace_period_s) == (False, 0)
     assert by_job["now"].expected_work_lost_gpu_s == 57_600
+
+
+def test_a_job_that_does_not_preempt_waits_for_free_room(solve: Solve) -> None:
+    # Kubernetes preemptionPolicy: Never. The on-demand job outranks the spot job on the only node, yet
+    # waits; the same job that may preempt evicts it (so the cluster is one where eviction would help).
+    c = cluster_of(dgx_h100(1, name="solo")).with_allocations([_running("old-spot", "solo")])
+    d = solve([_gpu_job("svc", "on-demand", may_preempt=False)], c)
+    assert d.preemptions == [] and d.placements == []
+    assert pending_reason(d, "svc") is not None
+    [waiting] = d.pending
+    assert "FITS_IF_PREEMPTIBLE" not in [r.code for r in waiting.reasons]  # no eviction will place it
+    assert any("does not preempt" in n for n in waiting.notes)
+    d = solve([_gpu_job("svc", "on-demand")], c)
+    assert [e.job for e in d.preemptions] == ["old-spot"]
+
+
+def test_a_job_that_does_not_preempt_keeps_its_priority_in_line(solve: Solve) -> None:
+    # Two on-demand jobs want the one free node; the higher priority one gets it though it never preempts,
+    # and the lower one may not evict it either. Meanwhile a preempting job still evicts the spot job
+    # for itself, and the non-preempting one does not take that room.
+    c = cluster_of(dgx_h100(2)).with_allocations([_running("old-spot", "dgx-h100-1")])
+    first = _gpu_job("first", "on-demand", priority=5, may_preempt=False)
+    second = _gpu_job("second", "on-demand", priority=1)
+    d = solve([first, second], c)
+    assert nodes_of(d, "first") == ["dgx-h100-2"]
+    assert nodes_of(d, "second") == ["dgx-h100-1"]
+    assert [(e.job, e.for_) for e in d.preemptions] == [("old-spot", ["second"])]

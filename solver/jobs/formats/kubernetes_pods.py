@@ -15,7 +15,10 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   anti-affinity against the labels of the jobs on a node (running pods read with ``--pods`` carry their
   labels);
 * ``tolerations`` -> tolerations; ``priority`` -> priority; ``priorityClassName`` -> priority class
-  (:func:`~placer.topology.importers.kubernetes.priority_class_for`); labels -> job labels.
+  (:func:`~placer.topology.importers.kubernetes.priority_class_for`); labels -> job labels;
+* ``preemptionPolicy`` (the API server copies it from the PriorityClass: ``PreemptLowerPriority``, the
+  default, or ``Never``) -> ``may_preempt``: a non-preempting pod keeps its priority in line but waits for
+  free room, as kube-scheduler never preempts for it.
 
 A pod already bound to a node (``spec.nodeName``) is running work, not a job to place: give the same file
 to ``--pods`` (``placer place --cluster nodes.json --pods pods.json --jobs pods.json``), which counts it
@@ -61,7 +64,17 @@ from placer.solver.jobs.model import (
 from placer.topology.importers._common import Problems
 from placer.topology.importers.kubernetes import pod_request, priority_class_for
 
-__all__ = ["AMD_GPU", "GPU_RESOURCES", "HOSTNAME", "as_list", "as_map", "read_pod", "template_group"]
+__all__ = [
+    "AMD_GPU",
+    "GPU_RESOURCES",
+    "HOSTNAME",
+    "PREEMPTION_POLICIES",
+    "as_list",
+    "as_map",
+    "preempts",
+    "read_pod",
+    "template_group",
+]
 
 AMD_GPU = "amd.com/gpu"
 #: Extended resources read as whole GPUs.
@@ -123,6 +136,7 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
     group, placement, priority, pclass = template_group(spec, base, source, "default", 1, errors, warnings)
+    may_preempt = preempts(spec, base, errors)
     labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
     if errors or group is None:
         return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
@@ -135,6 +149,7 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
             queue=labels.get("kueue.x-k8s.io/queue-name"),
             priority_class=PriorityClass(priority_class_for(pclass)),
             priority=priority,
+            may_preempt=may_preempt,
             tasks=[group],
             placement=placement,
             labels=labels,
@@ -148,6 +163,29 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
         ]
         return ReadResult(id=rid, ok=False, errors=errs, warnings=warnings, source=source, path=base)
     return ReadResult(id=rid, ok=True, job=job, warnings=warnings, source=source, path=base)
+
+
+#: ``spec.preemptionPolicy`` -> whether the pod preempts (Kubernetes ``core/v1`` ``PreemptionPolicy``).
+PREEMPTION_POLICIES = {"PreemptLowerPriority": True, "Never": False}
+
+
+def preempts(spec: dict[str, Any], base: str, errors: list[Issue]) -> bool:
+    """Whether kube-scheduler may preempt lower-priority pods for this pod spec: false for
+    ``preemptionPolicy: Never``; another value is an ``enum`` error naming the field.
+
+    >>> errors = []
+    >>> preempts({"preemptionPolicy": "Never"}, "", errors), preempts({}, "", errors), errors
+    (False, True, [])
+    """
+    raw = spec.get("preemptionPolicy")
+    if raw is None:
+        return True
+    if raw not in PREEMPTION_POLICIES:
+        errors.append(
+            issue("enum", _at(base, "spec.preemptionPolicy"), f"one of {', '.join(PREEMPTION_POLICIES)}")
+        )
+        return True
+    return PREEMPTION_POLICIES[raw]
 
 
 def template_group(

@@ -11,6 +11,9 @@ pod), and each is a list of pod templates with counts, which is exactly a placer
 * ``Workload`` (kueue.x-k8s.io/v1beta1 and v1beta2): one group per ``podSets[i]``, ``count`` replicas of
   its ``template``; ``queueName``, ``priorityClassName`` and ``priority`` of the spec.
 
+A pod template's ``preemptionPolicy: Never`` makes the job a non-preempting one (``may_preempt``), as
+for a pod (:mod:`.kubernetes_pods`); with several pod sets, one such template is enough.
+
 Kueue topology-aware scheduling: a pod template annotated ``kueue.x-k8s.io/podset-required-topology`` (or a
 podSet's ``topologyRequest.required``) with a node label placer knows as a level keeps the gang in one
 domain of it (``topology_scope``): ``kubernetes.io/hostname`` -> node,
@@ -40,7 +43,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from placer.solver.jobs.errors import Issue, issue
-from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME, as_map, template_group
+from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME, as_map, preempts, template_group
 from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, TaskGroup
 from placer.topology.importers.kubernetes import priority_class_for
 
@@ -159,6 +162,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
     placements: list[Placement] = []
     scopes: set[str] = set()
     priority, pclass = 0, None
+    may_preempt = True  # a pod set whose template says preemptionPolicy: Never keeps the whole gang waiting
     preferred: dict[str, str] = {}
     for set_name, count, template, where in sets:
         template = as_map(template)
@@ -187,6 +191,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
         group, placement, prio, pc = template_group(
             tspec, where, source, set_name, max(count, 1), errors, warnings
         )
+        may_preempt = preempts(tspec, where, errors) and may_preempt
         if count == 0:
             continue  # an empty pod set holds nothing
         if group is not None:
@@ -219,6 +224,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
             queue=queue if isinstance(queue, str) else None,
             priority_class=PriorityClass(priority_class_for(pclass)),
             priority=priority,
+            may_preempt=may_preempt,
             tasks=groups,
             placement=placement.model_copy(update={"topology_scope": next(iter(scopes), None)}),
             labels=labels,

@@ -139,3 +139,41 @@ def test_required_terms_are_ored_and_their_expressions_anded() -> None:
 def test_another_schedulers_pod_is_read_with_a_warning() -> None:
     r = _with({"schedulerName": "volcano"})
     assert r.ok and [w.path for w in r.warnings] == ["spec.schedulerName"]
+
+
+def test_preemption_policy_never_makes_a_job_that_does_not_preempt() -> None:
+    # The API server copies the PriorityClass's preemptionPolicy into every pod: PreemptLowerPriority by
+    # default (as in the fixture), Never for a non-preempting class.
+    assert all(r.job.may_preempt for r in read_file(PODS) if r.ok and r.job is not None)
+    never = _with({"preemptionPolicy": "Never", "priority": 1000})
+    assert never.ok and never.job.may_preempt is False
+    assert never.job.priority == 1000  # it keeps its priority: only evicting is given up
+
+
+def test_an_unknown_preemption_policy_is_refused_naming_the_field() -> None:
+    r = _with({"preemptionPolicy": "Sometimes"})
+    assert not r.ok and [(e.code, e.path) for e in r.errors] == [("enum", "spec.preemptionPolicy")]
+
+
+def test_a_workload_template_that_never_preempts_makes_the_gang_wait_rather_than_evict() -> None:
+    from placer.solver.jobs.formats.kubernetes_workloads import read_workload
+
+    def job(policy: str | None) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]
+        }
+        if policy is not None:
+            spec["preemptionPolicy"] = policy
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "train", "namespace": "ml"},
+            "spec": {"parallelism": 2, "template": {"spec": spec}},
+        }
+
+    assert [r.job.may_preempt for r in read_workload(job("Never"), "", "j.json")] == [False]
+    assert [r.job.may_preempt for r in read_workload(job(None), "", "j.json")] == [True]
+    [bad] = read_workload(job("never"), "", "j.json")  # the API's values are case-sensitive
+    assert not bad.ok and [(e.code, e.path) for e in bad.errors] == [
+        ("enum", "spec.template.spec.preemptionPolicy")
+    ]
