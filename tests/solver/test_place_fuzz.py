@@ -133,6 +133,7 @@ def jobs(draw: st.DrawFn, i: int) -> Job:
         placement=placement,
         throttle=draw(THROTTLES),
         limits=draw(LIMITS),
+        may_preempt=draw(st.integers(0, 4)) > 0,  # one in five never preempts (preemptionPolicy: Never)
     )
 
 
