@@ -18,7 +18,9 @@ keep the reservation held.
 Every node a reservation names must exist in the cluster and a GPU count may not exceed the node's GPUs
 (:func:`check_against`): a typo would otherwise hold nothing, silently.
 
-The file form (``placer place --reservations FILE``) is a JSON/YAML list of these objects;
+The file form (``placer place --reservations FILE``) is a JSON/YAML list of these objects, or what Slurm's
+``scontrol show reservation`` prints (:mod:`placer.topology.importers.slurm_reservations`: each reservation
+its nodes whole, from its start to its end; a Slurm job's ``--reservation`` names it);
 ``placer schema reservations`` prints its JSON Schema.
 
 >>> r = Reservation.model_validate({"id": "nightly", "gpus": {"dgx-1": 4}})
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from placer.solver.jobs.errors import JobValidationError, issue
+from placer.topology.importers.slurm_reservations import is_show_reservation_text
 
 if TYPE_CHECKING:
     from placer.topology import Cluster
@@ -152,7 +155,9 @@ def load_reservations(
     """Reservations from a parsed list or its JSON/YAML text; ``JobValidationError`` (code ``malformed`` /
     ``type``, path ``[i].field``) for anything wrong, and for duplicate ids. With ``cluster``, also the
     checks of :func:`check_against` (unknown nodes, too many GPUs)."""
-    if isinstance(obj_or_text, str):
+    if isinstance(obj_or_text, str) and is_show_reservation_text(obj_or_text):
+        obj = _from_slurm(obj_or_text, source, cluster)
+    elif isinstance(obj_or_text, str):
         from placer.solver.jobs.parse import parse_json_or_yaml
 
         obj = parse_json_or_yaml(obj_or_text, source=source)
@@ -181,6 +186,24 @@ def load_reservations(
     if cluster is not None:
         check_against(out, cluster)
     return out
+
+
+def _from_slurm(text: str, source: str, cluster: Cluster | None) -> list[dict[str, Any]]:
+    """``scontrol show reservation`` text as reservation objects
+    (:mod:`placer.topology.importers.slurm_reservations`); what placer cannot represent is a
+    ``JobValidationError`` (code ``unsupported``) naming the reservation."""
+    from placer.topology import TopologyError
+    from placer.topology.importers.slurm_reservations import slurm_reservations
+
+    def cores_of(name: str) -> int | None:
+        if cluster is None or name not in cluster.structure.node_index:
+            return None
+        return int(cluster.node(name).cpu_cores)
+
+    try:
+        return slurm_reservations(text, source=source, cores_of=cores_of)
+    except TopologyError as e:
+        raise JobValidationError([issue("unsupported", p.item, p.message) for p in e.problems]) from None
 
 
 def now_utc() -> datetime:

@@ -34,6 +34,7 @@ __all__ = [
     "running",
     "start",
     "start_mixed",
+    "start_options",
     "start_qos",
     "start_smt",
 ]
@@ -377,6 +378,45 @@ def start_mixed(root: Path) -> LiveSlurm:
         s.wait("jobs running", lambda: len(s.run("squeue", "-h", "-t", "R").splitlines()) >= 2)
         s.run("sbatch", "-J", "w", "--gres=gpu:t4:2", *quiet)
         _capture(s)
+    except BaseException:
+        s.stop()
+        raise
+    return s
+
+
+#: :func:`start_options`' nodes: two H100 hosts and an A100 host, all up.
+OPTION_NODES = {n: NODES[n] for n in ("gpu01", "gpu02", "gpu03")}
+#: (name, sbatch options) of :func:`start_options`' held jobs: what a Slurm user asks beside resources.
+OPTION_JOBS = [
+    ("excl", ("--exclusive", "--gres=gpu:h100:1")),
+    ("later", ("--begin=2030-01-01T00:00:00", "--gres=gpu:h100:1")),
+    ("resv", ("--reservation=maint", "--gres=gpu:a100:1")),
+    ("plain-a100", ("--gres=gpu:a100:1",)),
+    ("contig", ("--contiguous", "-N", "2", "--gres=gpu:h100:1")),
+]
+
+
+def start_options(root: Path) -> LiveSlurm:
+    """A throw-away Slurm (run after the others have stopped: same ports) with :data:`OPTION_NODES`: job
+    ``a`` holds 2 H100 of ``gpu01``; reservation ``maint`` holds ``gpu03`` (the only A100 host) for two
+    hours; the jobs of :data:`OPTION_JOBS` are submitted held (``-H``), so they stay pending until a test
+    releases them. Captures ``sinfo --json``, ``squeue --json``, ``scontrol show job -d`` and ``scontrol
+    show reservation``."""
+    host = socket.gethostname().split(".")[0]
+    partitions = {"gpu": "Nodes=gpu[01-03] Default=YES MaxTime=INFINITE"}
+    s = _boot(root, OPTION_NODES, _conf(root, host, OPTION_NODES, partitions))
+    try:
+        quiet = ("-Q", "-o", "/dev/null", "-D", str(root), "-c", "1", "--wrap", "sleep 600")
+        s.run("sbatch", "-J", "a", "-w", "gpu01", "--gres=gpu:h100:2", *quiet)
+        s.wait("job a running", lambda: len(s.run("squeue", "-h", "-t", "R").splitlines()) >= 1)
+        s.run(
+            "scontrol", "create", "reservation", "reservationname=maint", "nodes=gpu03", "starttime=now",
+            "duration=120", "users=root",
+        )  # fmt: skip
+        for name, options in OPTION_JOBS:
+            s.run("sbatch", "-H", "-J", name, *options, *quiet)
+        _capture(s)
+        s.out["show-reservation"] = s.run("scontrol", "show", "reservation")
     except BaseException:
         s.stop()
         raise

@@ -9,7 +9,9 @@ reads it — one set of rules for both forms.
 Mapping: ``JobId`` (``ArrayJobId``/``ArrayTaskId``), ``JobName``, ``UserId`` (the name before the
 parenthesis), ``Account``, ``Partition``, ``QOS``, ``Priority``, ``JobState``, ``TRES`` (what the job
 holds), ``TimeLimit`` (``UNLIMITED``, ``MM``, ``HH:MM:SS``, ``D-HH:MM:SS``), ``StartTime``/``EndTime``
-and the detail lines. Slurm prints times without a zone, in the controller's local time: they are read
+and the detail lines; for a pending job also what ``squeue --json`` says of it in other words
+(``OverSubscribe``, ``EligibleTime``, ``Reservation``, ``Contiguous``, ``Licenses``, ``Prefer``).
+Slurm prints times without a zone, in the controller's local time: they are read
 in the local time zone of the machine running placer (set ``TZ`` to the controller's zone when they
 differ). Free-text values (``JobName``, ``Command``, ``WorkDir``, ``StdOut``, ...) run to the end of their
 line. Without ``-d`` there are no detail lines, so which node holds what is unknown: such a running job is
@@ -80,6 +82,11 @@ def parse_time_limit(text: str) -> int | None:
     else:
         h, m, s = parts[:3]
     return d * 1440 + h * 60 + m + (1 if s else 0)
+
+
+#: ``OverSubscribe=`` as ``scontrol show job`` prints it -> ``shared`` as ``squeue --json`` does (Slurm
+#: 22.05, both captured from the same jobs): ``NO`` is ``--exclusive``, ``YES`` ``--oversubscribe``.
+_OVERSUBSCRIBE = {"OK": None, "NO": "none", "USER": "user", "MCS": "mcs", "TOPO": "topo", "YES": "shared"}
 
 
 def _fields(line: str) -> dict[str, str]:
@@ -175,6 +182,14 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
         "state_reason": _null(fields.get("Reason")),
         "array_task_string": task if task and not task.isdigit() else "",
         "array_max_tasks": _number(fields.get("ArrayTaskThrottle")),
+        "shared": _OVERSUBSCRIBE.get(
+            fields.get("OverSubscribe", "OK"), fields.get("OverSubscribe", "").lower()
+        ),
+        "eligible_time": _epoch(fields.get("EligibleTime")),
+        "resv_name": _null(fields.get("Reservation")),
+        "contiguous": fields.get("Contiguous") == "1",
+        "licenses": _null(fields.get("Licenses")),
+        "prefer": _null(fields.get("Prefer")),
         "het_job_id": _number(fields.get("HetJobId")),
         "het_job_offset": _number(fields.get("HetJobOffset")),
     }

@@ -79,6 +79,7 @@ from placer.solver.jobs.model import (
     LabelRule,
     Placement,
     ReadResult,
+    ReservationRef,
     Rule,
     TaskGroup,
     Throttle,
@@ -562,10 +563,20 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
     memory_mb = per_node if per_node is not None else (per_cpu or 0.0) * cpu_per_node
     rules = _rules(raw, at, errors)
     dependencies = _dependencies(slurm_text(raw.get("dependency")), at("dependency"), errors)
+    warnings: list[Issue] = []
+    exclusive = _exclusive(raw, at, errors, warnings)
+    preferred = _preferred(slurm_text(raw.get("prefer")), at("prefer"), warnings)
+    _not_modelled(raw, at, errors)
     if errors:
-        return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
-    limit = slurm_number(raw.get("time_limit"))
+        return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
+    # --begin: the job may not start before its eligible time. Slurm sets it to the submit time for a job
+    # without one, to 0 (scontrol: Unknown) while a job is held, and to the begin time after --begin, also
+    # while held (Slurm 22.05, captured); later than the submit time, it is a time the job waits for.
+    eligible = slurm_number(raw.get("eligible_time"))
     submitted = slurm_number(raw.get("submit_time"))
+    begins = eligible if eligible and (not submitted or eligible > submitted) else None
+    reservation = slurm_text(raw.get("resv_name"))
+    limit = slurm_number(raw.get("time_limit"))
     partition = slurm_text(raw.get("partition"))
     try:
         job = Job(
@@ -578,6 +589,7 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
             user=slurm_text(raw.get("user_name")) or None,
             priority=int(slurm_number(raw.get("priority")) or 0),
             submit_time=datetime.fromtimestamp(submitted, UTC) if submitted else None,
+            not_before=datetime.fromtimestamp(begins, UTC) if begins else None,
             duration_s=limit * 60 if limit is not None else None,
             dependencies=dependencies,
             distributed_strategy=DistributedStrategy.DATA_PARALLEL if nodes > 1 else None,
@@ -590,7 +602,8 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
                     gpu=gpu,
                 )
             ],
-            placement=Placement(required=rules),
+            placement=Placement(required=rules, preferred=preferred, exclusive_nodes=exclusive),
+            reservation=ReservationRef(id=reservation) if reservation else None,
             throttle=Throttle(group=str(int(array_id)), max_running=int(most)) if most and array_id else None,
             labels={
                 **{k: v for k, v in {"slurm_job_name": slurm_text(raw.get("name"))}.items() if v},
@@ -605,8 +618,64 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
             issue("range", at(".".join(str(x) for x in err["loc"]) or "job"), str(err["msg"])[:300])
             for err in found
         ]
-        return ReadResult(id=rid, ok=False, errors=errs, source=source, path=base)
-    return ReadResult(id=rid, ok=True, job=job, source=source, path=base)
+        return ReadResult(id=rid, ok=False, errors=errs, warnings=warnings, source=source, path=base)
+    return ReadResult(id=rid, ok=True, job=job, warnings=warnings, source=source, path=base)
+
+
+#: ``shared`` as ``squeue --json`` prints it (22.05: one word; newer: a list of flags) -> whether the job
+#: holds its nodes whole. ``none`` is ``--exclusive``; ``user`` and ``mcs`` (``--exclusive=user|mcs``) share
+#: nodes only with the same user's or MCS label's jobs, and ``topo`` (24.11) a topology block: placer keeps
+#: those nodes whole too (stricter: it never starts another job beside them), with a warning; ``shared``
+#: and ``oversubscribe`` (``--oversubscribe``) change nothing in placer, which never oversubscribes.
+_SHARED = {"none": True, "user": True, "mcs": True, "topo": True, "shared": False, "oversubscribe": False}
+
+
+def _exclusive(raw: dict[str, Any], at: Any, errors: list[Issue], warnings: list[Issue]) -> bool:
+    """Whether the job holds whole nodes (``--exclusive``: ``shared`` is ``none``), from ``shared`` (or the
+    ``exclusive`` flags of newer Slurm); an unknown value is an ``enum`` error naming the field."""
+    exclusive = False
+    for field in ("shared", "exclusive"):
+        value = raw.get(field)
+        words = [slurm_text(v) for v in value] if isinstance(value, list) else [slurm_text(value)]
+        for word in (w.lower() for w in words if w):
+            if field == "exclusive":  # newer Slurm: ["true"], ["user"], ["mcs"], ["topo"], ["false"]
+                word = {"true": "none", "false": "shared"}.get(word, word)
+            if word not in _SHARED:
+                errors.append(issue("enum", at(field), f"{word!r}: not one of {', '.join(_SHARED)}"))
+                continue
+            exclusive = exclusive or _SHARED[word]
+            if word in ("user", "mcs", "topo"):
+                why = (
+                    f"--exclusive={word}: placer holds the nodes whole (Slurm would share them with the "
+                    f"{word}'s own jobs)"
+                )
+                warnings.append(issue("unsupported", at(field), why))
+            elif word in ("shared", "oversubscribe"):
+                why = "--oversubscribe: placer never oversubscribes; it places the job as if it had not asked"
+                warnings.append(issue("unsupported", at(field), why))
+    return exclusive
+
+
+def _preferred(text: str, path: str, warnings: list[Issue]) -> list[LabelRule]:
+    """``--prefer`` (Slurm 22.05+: features to have if possible, in ``-C``'s syntax) as preferred rules, one
+    per feature of an ``&`` list (weight 1 each); another form is read past with a warning (a preference
+    never keeps a job from running)."""
+    if not text:
+        return []
+    if re.search(r"[\[\]*()!|]", text):
+        warnings.append(issue("unsupported", path, f"{text!r}: only a feature or an & list is preferred"))
+        return []
+    return [LabelRule(key=f, operator=AffinityOperator.EXISTS, weight=1) for f in text.split("&") if f]
+
+
+def _not_modelled(raw: dict[str, Any], at: Any, errors: list[Issue]) -> None:
+    """What a job may ask that placer cannot represent: refused, naming the field, never placed as if it
+    had not asked (Slurm would hold it where placer would start it)."""
+    if raw.get("contiguous") is True:
+        errors.append(issue("unsupported", at("contiguous"), "--contiguous: node adjacency is not modelled"))
+    licenses = slurm_text(raw.get("licenses"))
+    if licenses:
+        errors.append(issue("unsupported", at("licenses"), f"{licenses!r}: licenses are not modelled"))
 
 
 def _gpus_per_job_or_task(

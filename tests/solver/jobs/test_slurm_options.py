@@ -1,0 +1,132 @@
+"""What a pending Slurm job asks beside resources (``solver/jobs/formats/slurm.py``), read from what a
+live Slurm 22.05 printed (``tests/topology/live_slurm.py``, ``start_options``; ``--exclusive``,
+``--begin=2030-01-01T00:00:00``, ``--reservation=maint``, ``--contiguous``, all held with ``-H``), in both
+forms: ``squeue --json`` and ``scontrol show job -d``. Variations of the same objects check the values that
+live run did not print (``--exclusive=user``, ``--oversubscribe``, licenses, ``--prefer``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from placer.solver.checks import check
+from placer.solver.engine import place
+from placer.solver.jobs import read_text
+from placer.solver.jobs.model import AffinityOperator, LabelRule
+from placer.solver.policy import Policy
+from placer.solver.reservations import load_reservations
+from placer.topology import build_cluster
+from placer.topology.importers.slurm_jobs import squeue_running, with_slurm_jobs
+from placer.topology.load import inventory_from_input
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
+SQUEUE = REAL / "squeue-22.05-options.json"
+SHOW_JOB = REAL / "show-job-d-22.05-options.txt"
+#: The job ids Slurm gave the jobs of ``start_options`` (squeue --json's ``name`` -> ``job_id``).
+IDS = {j["name"]: str(j["job_id"]) for j in json.loads(SQUEUE.read_text())["jobs"]}
+
+
+def _doc() -> dict[str, Any]:
+    return json.loads(SQUEUE.read_text())  # type: ignore[no-any-return]
+
+
+def _read(doc: dict[str, Any]) -> dict[str, Any]:
+    return {r.id: r for r in read_text(json.dumps(doc), source="squeue.json")}
+
+
+def _job(name: str, **changes: Any) -> Any:
+    """The result of pending job ``name`` with its squeue object changed by ``changes``."""
+    doc = _doc()
+    raw = next(j for j in doc["jobs"] if j["name"] == name)
+    raw.update(copy.deepcopy(changes))
+    return _read(doc)[IDS[name]]
+
+
+@pytest.mark.parametrize("path", [SQUEUE, SHOW_JOB], ids=["squeue-json", "show-job-d"])
+def test_both_forms_give_the_same_asks(path: Path) -> None:
+    read = {r.id: r for r in read_text(path.read_text(), source=path.name)}
+    excl, later, resv, plain = (read[IDS[n]].job for n in ("excl", "later", "resv", "plain-a100"))
+    assert excl.placement.exclusive_nodes and not plain.placement.exclusive_nodes  # shared "none" / NO
+    # --begin: eligible time 2030-01-01T00:00:00 in the controller's zone, later than the submit time.
+    assert later.not_before == datetime(2030, 1, 1).astimezone().astimezone(UTC)
+    assert excl.not_before is None and plain.not_before is None  # held without --begin: eligible time 0
+    assert resv.reservation is not None and resv.reservation.id == "maint" and plain.reservation is None
+    contig = read[IDS["contig"]]
+    assert not contig.ok and [(e.code, e.path.rsplit(".", 1)[-1]) for e in contig.errors] == [
+        ("unsupported", "contiguous")
+    ]
+
+
+def test_an_eligible_time_no_later_than_the_submit_time_is_no_wait() -> None:
+    # A job without --begin: Slurm sets its eligible time to its submit time (squeue-22.05.json's job f).
+    submitted = _doc()["jobs"][1]["submit_time"]
+    assert _job("plain-a100", eligible_time=submitted, submit_time=submitted).job.not_before is None
+    begins = _job("plain-a100", eligible_time=submitted + 3600, submit_time=submitted).job
+    assert begins.not_before == datetime.fromtimestamp(submitted + 3600, UTC)
+
+
+@pytest.mark.parametrize("word", ["user", "mcs"])
+def test_exclusive_to_a_user_keeps_the_nodes_whole_and_says_so(word: str) -> None:
+    r = _job("plain-a100", shared=word)
+    assert r.ok and r.job.placement.exclusive_nodes
+    assert [(w.code, w.path.rsplit(".", 1)[-1]) for w in r.warnings] == [("unsupported", "shared")]
+
+
+def test_newer_slurms_exclusive_flags_read_as_22_05s_shared() -> None:
+    assert _job("plain-a100", shared=None, exclusive=["true"]).job.placement.exclusive_nodes
+    assert not _job("plain-a100", shared=None, exclusive=["false"]).job.placement.exclusive_nodes
+
+
+def test_oversubscribe_places_as_usual_with_a_warning() -> None:
+    r = _job("plain-a100", shared="shared")
+    assert r.ok and not r.job.placement.exclusive_nodes and r.warnings[0].code == "unsupported"
+
+
+def test_an_unknown_shared_value_is_refused_naming_the_field() -> None:
+    r = _job("plain-a100", shared="sometimes")
+    assert not r.ok and [(e.code, e.path.rsplit(".", 1)[-1]) for e in r.errors] == [("enum", "shared")]
+
+
+def test_licenses_are_refused_not_ignored() -> None:
+    r = _job("plain-a100", licenses="matlab:2")
+    assert not r.ok and [(e.code, e.path.rsplit(".", 1)[-1]) for e in r.errors] == [
+        ("unsupported", "licenses")
+    ]
+
+
+def test_prefer_is_a_preference_per_feature() -> None:
+    job = _job("plain-a100", prefer="ib&nvme").job
+    assert job.placement.preferred == [
+        LabelRule(key="ib", operator=AffinityOperator.EXISTS, weight=1),
+        LabelRule(key="nvme", operator=AffinityOperator.EXISTS, weight=1),
+    ]
+    r = _job("plain-a100", prefer="ib|nvme")  # an alternative is read past: a preference never blocks
+    assert r.ok and r.job.placement.preferred == [] and r.warnings[0].code == "unsupported"
+
+
+def test_on_the_captured_cluster_both_engines_place_them_where_slurm_ran_them() -> None:
+    # Released in the live run, Slurm started excl on gpu02 (gpu01 runs job a) and resv on gpu03 (maint).
+    cluster = build_cluster(
+        inventory_from_input(json.loads((REAL / "sinfo-22.05-options.json").read_text()), source="sinfo")
+    )
+    cluster = with_slurm_jobs(cluster, squeue_running(_doc(), source="squeue.json"))
+    reservations = load_reservations(
+        (REAL / "show-reservation-22.05.txt").read_text(), source="resv.txt", cluster=cluster
+    )
+    items = list(_read(_doc()).values())
+    now = reservations[0].start  # the reservation is held from its start
+    for engine in ("greedy", "cpsat"):
+        d = place(items, cluster, Policy(engine=engine), now=now, reservations=reservations)
+        jobs = [r.job for r in items if r.ok and r.job is not None]
+        refused = [r.id for r in items if not r.ok]  # contig
+        violations = check(d, jobs, cluster, now=now, reservations=reservations, rejected_ids=refused)
+        assert violations == [], engine
+        where = {p.job: sorted({r.node for r in p.replicas}) for p in d.placements}
+        assert where == {IDS["excl"]: ["gpu02"], IDS["resv"]: ["gpu03"]}, engine
+        waiting = {p.job: p.reasons[0].code for p in d.pending}
+        assert waiting == {IDS["later"]: "NOT_BEFORE", IDS["plain-a100"]: "INSUFFICIENT_CAPACITY"}, engine
