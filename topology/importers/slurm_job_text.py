@@ -171,6 +171,12 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
         "tasks_per_node": _number(fields.get("NtasksPerN:B:S:C", "").split(":")[0]),
         "memory_per_cpu": _memory(fields.get("MinMemoryCPU"), "MinMemoryCPU", item, source, problems),
         "memory_per_node": _memory(fields.get("MinMemoryNode"), "MinMemoryNode", item, source, problems),
+        "minimum_cpus_per_node": _number(fields.get("MinCPUsNode")),
+        "minimum_tmp_disk_per_node": _memory(
+            fields.get("MinTmpDiskNode"), "MinTmpDiskNode", item, source, problems
+        ),
+        "memory_per_tres": _null(fields.get("MemPerTres")),
+        "cpus_per_tres": _null(fields.get("CpusPerTres")),
         "tres_per_node": _null(fields.get("TresPerNode")),
         "tres_per_job": _null(fields.get("TresPerJob")),
         "tres_per_task": _null(fields.get("TresPerTask")),

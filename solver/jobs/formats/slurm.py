@@ -18,8 +18,11 @@ id, name                        ``job_id``, ``name``; a pending array (``array_t
 queue, tenant, user             ``partition``, ``account`` (else ``user_name``), ``user_name``
 priority                        ``priority``; submit time ``submit_time``
 replicas                        ``node_count`` replicas, one per node (``--nodes``), all or none
-per node                        CPUs: ``cpus`` / nodes; memory: ``memory_per_node`` (MB), else
-                                ``memory_per_cpu`` x CPUs per node; GPUs: ``tres_per_node``
+per node                        CPUs: ``cpus`` / nodes, at least ``minimum_cpus_per_node``
+                                (``--mincpus``) and ``cpus_per_tres`` x GPUs (``--cpus-per-gpu``);
+                                memory: ``memory_per_node`` (MB), else ``memory_per_tres`` x GPUs
+                                (``--mem-per-gpu``), else ``memory_per_cpu`` x CPUs per node; disk:
+                                ``minimum_tmp_disk_per_node`` (``--tmp``, MB); GPUs: ``tres_per_node``
                                 (``gres:gpu:h100:8``, ``gres/gpu:h100=8``, ``gres:gpu:2``), or
                                 ``tres_per_job`` on one node, or ``tres_per_task`` x tasks
                                 per node (``tasks_per_node``, or ``tasks`` on one node)
@@ -560,7 +563,21 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
     gpu = _gpus_per_job_or_task(raw, nodes, gpu, at, errors)
     per_cpu, per_node = slurm_number(raw.get("memory_per_cpu")), slurm_number(raw.get("memory_per_node"))
     cpu_per_node = cpus / nodes if nodes > 0 else cpus
+    gpus_here = gpu.count if gpu is not None else 0
+    # --mincpus and --cpus-per-gpu: Slurm allocates them, but a pending job's ``cpus`` does not count
+    # them yet (22.05, captured: --cpus-per-gpu=2 with 2 GPUs still shows cpus 1).
+    per_gpu_cpus = _per_gpu(raw, "cpus_per_tres", at, errors)
+    cpu_per_node = max(
+        cpu_per_node,
+        slurm_number(raw.get("minimum_cpus_per_node")) or 0.0,
+        (per_gpu_cpus or 0.0) * gpus_here,
+    )
     memory_mb = per_node if per_node is not None else (per_cpu or 0.0) * cpu_per_node
+    # --mem-per-gpu: what the job gets per node (its memory_per_cpu is then only DefMemPerCPU).
+    per_gpu_mb = _per_gpu(raw, "memory_per_tres", at, errors)
+    if per_gpu_mb is not None and per_node is None:
+        memory_mb = per_gpu_mb * gpus_here
+    tmp_mb = slurm_number(raw.get("minimum_tmp_disk_per_node")) or 0.0  # --tmp, MB
     rules = _rules(raw, at, errors)
     dependencies = _dependencies(slurm_text(raw.get("dependency")), at("dependency"), errors)
     warnings: list[Issue] = []
@@ -599,6 +616,7 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
                     one_per_node=nodes > 1,
                     cpu_cores=cpu_per_node,
                     memory_gb=memory_mb / 1024,
+                    storage_gb=tmp_mb / 1024,
                     gpu=gpu,
                 )
             ],
@@ -676,6 +694,22 @@ def _not_modelled(raw: dict[str, Any], at: Any, errors: list[Issue]) -> None:
     licenses = slurm_text(raw.get("licenses"))
     if licenses:
         errors.append(issue("unsupported", at("licenses"), f"{licenses!r}: licenses are not modelled"))
+
+
+def _per_gpu(raw: dict[str, Any], field: str, at: Callable[[str], str], errors: list[Issue]) -> float | None:
+    """An amount per GPU (``cpus_per_tres``: ``--cpus-per-gpu``; ``memory_per_tres``: ``--mem-per-gpu``, MB)
+    from Slurm's ``gres:gpu:N`` (22.05) or ``gres/gpu=N`` (newer); None when the job gave none. Per another
+    TRES is refused, naming the field: placer knows what a job holds per GPU only."""
+    text = slurm_text(raw.get(field))
+    if not text:
+        return None
+    m = re.fullmatch(r"gres[:/]gpu[:=](\d+)", text)
+    if m is None:
+        errors.append(
+            issue("unsupported", at(field), f"{text!r}: only an amount per GPU (gres:gpu:N) is read")
+        )
+        return None
+    return float(m[1])
 
 
 def _gpus_per_job_or_task(

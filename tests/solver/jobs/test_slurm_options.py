@@ -130,3 +130,49 @@ def test_on_the_captured_cluster_both_engines_place_them_where_slurm_ran_them() 
         assert where == {IDS["excl"]: ["gpu02"], IDS["resv"]: ["gpu03"]}, engine
         waiting = {p.job: p.reasons[0].code for p in d.pending}
         assert waiting == {IDS["later"]: "NOT_BEFORE", IDS["plain-a100"]: "INSUFFICIENT_CAPACITY"}, engine
+
+
+#: Held jobs of another live Slurm 22.05 run (the nodes of ``start_options``: 2 CPUs each, ``TmpDisk`` 0):
+#: ``--mem-per-gpu=1000M`` with 2 GPUs, ``--cpus-per-gpu=2`` with 2 GPUs, ``--tmp=100M``, ``-N 1-2`` and
+#: ``--mincpus=2``. Released in that run, Slurm gave the first 2000M of memory and the last 2 CPUs (and
+#: 200M: 100M per CPU), kept the second pending (4 CPUs on 2-CPU nodes) and the third (BadConstraints:
+#: no node has temporary disk).
+PER_GPU = {
+    "squeue-json": REAL / "squeue-22.05-per-gpu.json",
+    "show-job-d": REAL / "show-job-d-22.05-per-gpu.txt",
+}
+
+
+@pytest.mark.parametrize("form", sorted(PER_GPU))
+def test_per_gpu_and_per_node_minimums_are_what_slurm_allocates(form: str) -> None:
+    path = PER_GPU[form]
+    names = {j["name"]: str(j["job_id"]) for j in json.loads(PER_GPU["squeue-json"].read_text())["jobs"]}
+    read = {r.id: r for r in read_text(path.read_text(), source=path.name)}
+    [mem] = read[names["mempergpu"]].job.tasks
+    assert mem.memory_gb * 1024 == pytest.approx(2000) and mem.cpu_cores == 1  # 1000 MB x 2 GPUs
+    [cpus] = read[names["cpuspergpu"]].job.tasks
+    assert cpus.cpu_cores == 4  # 2 per GPU x 2 GPUs, though squeue says cpus 1 while it is pending
+    [tmp] = read[names["tmp"]].job.tasks
+    assert tmp.storage_gb * 1024 == pytest.approx(100)
+    [least] = read[names["mincpus"]].job.tasks
+    assert least.cpu_cores == 2 and least.memory_gb * 1024 == pytest.approx(200)  # 100 MB per CPU
+    [ranged] = read[names["range"]].job.tasks
+    assert ranged.count == 1  # -N 1-2: the fewest nodes Slurm may give it
+
+
+def test_on_2_cpu_nodes_without_disk_placer_never_starts_what_slurm_never_starts() -> None:
+    doc = json.loads(PER_GPU["squeue-json"].read_text())
+    names = {j["name"]: str(j["job_id"]) for j in doc["jobs"]}
+    cluster = build_cluster(
+        inventory_from_input(json.loads((REAL / "sinfo-22.05-options.json").read_text()), source="sinfo")
+    )
+    cluster = with_slurm_jobs(cluster, squeue_running(doc, source="squeue.json"))
+    items = [
+        r
+        for r in read_text(json.dumps(doc), source="squeue.json")
+        if r.id in {names["cpuspergpu"], names["tmp"]}
+    ]
+    for engine in ("greedy", "cpsat"):
+        d = place(items, cluster, Policy(engine=engine, plan=False))
+        assert d.placements == [] and {p.reasons[0].code for p in d.pending} == {"UNSATISFIABLE"}, engine
+        assert check(d, [r.job for r in items], cluster) == [], engine
