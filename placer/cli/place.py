@@ -112,8 +112,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--reservations",
         metavar="FILE",
-        help='JSON/YAML list of {"id", "nodes": [...] or "gpus": {node: count}, "start", "end", "timeout_s"}, '
-        "or what scontrol show reservation prints (a Slurm job's --reservation names one)",
+        help='JSON/YAML list of {"id", "nodes": [...] or "gpus": {node: count}, "start", "end", '
+        '"timeout_s"}, or what scontrol show reservation prints (a Slurm job\'s --reservation names one)',
     )
     p.add_argument(
         "--prices",

@@ -393,20 +393,31 @@ OPTION_JOBS = [
     ("resv", ("--reservation=maint", "--gres=gpu:a100:1")),
     ("plain-a100", ("--gres=gpu:a100:1",)),
     ("contig", ("--contiguous", "-N", "2", "--gres=gpu:h100:1")),
+    ("too-long", ("-p", "short", "-t", "60", "--gres=gpu:h100:1")),
+    ("in-down", ("-p", "down", "--gres=gpu:h100:1")),
+    ("in-whole", ("-p", "whole", "--gres=gpu:h100:1")),
 ]
+#: :func:`start_options`' partitions, all on the same nodes: ``gpu`` (the default), ``short`` (10 minutes at
+#: most), ``down`` (set DOWN once up), ``whole`` (``OverSubscribe=EXCLUSIVE``: whole nodes to each job).
+OPTION_PARTITIONS = {
+    "gpu": "Nodes=gpu[01-03] Default=YES MaxTime=INFINITE",
+    "short": "Nodes=gpu[01-03] MaxTime=10",
+    "down": "Nodes=gpu[01-03] MaxTime=INFINITE",
+    "whole": "Nodes=gpu[01-03] MaxTime=INFINITE OverSubscribe=EXCLUSIVE",
+}
 
 
 def start_options(root: Path) -> LiveSlurm:
-    """A throw-away Slurm (run after the others have stopped: same ports) with :data:`OPTION_NODES`: job
-    ``a`` holds 2 H100 of ``gpu01``; reservation ``maint`` holds ``gpu03`` (the only A100 host) for two
-    hours; the jobs of :data:`OPTION_JOBS` are submitted held (``-H``), so they stay pending until a test
-    releases them. Captures ``sinfo --json``, ``squeue --json``, ``scontrol show job -d`` and ``scontrol
-    show reservation``."""
+    """A throw-away Slurm (run after the others have stopped: same ports) with :data:`OPTION_NODES` in the
+    partitions of :data:`OPTION_PARTITIONS`: job ``a`` holds 2 H100 of ``gpu01``; reservation ``maint``
+    holds ``gpu03`` (the only A100 host) for two hours; the jobs of :data:`OPTION_JOBS` are submitted held
+    (``-H``), so they stay pending until a test releases them. Captures ``sinfo --json``, ``squeue
+    --json``, ``scontrol show job -d``, ``scontrol show reservation`` and ``scontrol show partition``."""
     host = socket.gethostname().split(".")[0]
-    partitions = {"gpu": "Nodes=gpu[01-03] Default=YES MaxTime=INFINITE"}
-    s = _boot(root, OPTION_NODES, _conf(root, host, OPTION_NODES, partitions))
+    s = _boot(root, OPTION_NODES, _conf(root, host, OPTION_NODES, OPTION_PARTITIONS))
     try:
         quiet = ("-Q", "-o", "/dev/null", "-D", str(root), "-c", "1", "--wrap", "sleep 600")
+        s.run("scontrol", "update", "partitionname=down", "state=down")
         s.run("sbatch", "-J", "a", "-w", "gpu01", "--gres=gpu:h100:2", *quiet)
         s.wait("job a running", lambda: len(s.run("squeue", "-h", "-t", "R").splitlines()) >= 1)
         s.run(
@@ -417,6 +428,7 @@ def start_options(root: Path) -> LiveSlurm:
             s.run("sbatch", "-H", "-J", name, *options, *quiet)
         _capture(s)
         s.out["show-reservation"] = s.run("scontrol", "show", "reservation")
+        s.out["show-partition"] = s.run("scontrol", "show", "partition")
     except BaseException:
         s.stop()
         raise

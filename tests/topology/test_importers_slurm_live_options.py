@@ -62,7 +62,7 @@ def test_both_forms_read_the_same_asks(slurm: LiveSlurm, form: str) -> None:
 
 def _files(slurm: LiveSlurm, tmp_path: Path) -> dict[str, str]:
     out = {}
-    for key in ("sinfo-json", "squeue-json", "show-job-d", "show-reservation"):
+    for key in ("sinfo-json", "squeue-json", "show-job-d", "show-reservation", "show-partition"):
         (tmp_path / key).write_text(slurm.out[key])
         out[key] = str(tmp_path / key)
     return out
@@ -83,9 +83,10 @@ def test_placer_places_them_as_slurm_would_and_the_checker_agrees(
     d = json.loads(out.stdout)
     ids = _ids(slurm)
     where = {p["job"]: sorted({r["node"] for r in p["replicas"]}) for p in d["placements"]}
-    assert where == {ids["excl"]: ["gpu02"], ids["resv"]: ["gpu03"]}
+    assert where[ids["excl"]] == ["gpu02"] and where[ids["resv"]] == ["gpu03"]
+    assert not {ids["later"], ids["plain-a100"]} & set(where)  # the rest of gpu01 goes to others
     waiting = {p["job"]: p["reasons"][0]["code"] for p in d["pending"]}
-    assert waiting == {ids["later"]: "NOT_BEFORE", ids["plain-a100"]: "INSUFFICIENT_CAPACITY"}
+    assert waiting[ids["later"]] == "NOT_BEFORE" and waiting[ids["plain-a100"]] == "INSUFFICIENT_CAPACITY"
     assert [r["job"] for r in d["rejected"]] == [ids["contig"]]
     (tmp_path / "decision.json").write_text(out.stdout)
     checked = subprocess.run(
@@ -103,6 +104,51 @@ def test_placer_places_them_as_slurm_would_and_the_checker_agrees(
         text=True,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_with_the_partitions_placer_holds_jobs_as_their_partitions_do(
+    slurm: LiveSlurm, tmp_path: Path
+) -> None:
+    # too-long asks 60 minutes of a partition of 10, in-down a partition that is DOWN: Slurm starts neither
+    # (next test); in-whole's partition gives whole nodes, and the one empty H100 host goes to excl first.
+    f = _files(slurm, tmp_path)
+    cmd = [
+        sys.executable,
+        "-m",
+        "placer",
+        "place",
+        "--cluster",
+        f["sinfo-json"],
+        "--running",
+        f["squeue-json"],
+    ]
+    cmd += ["--jobs", f["squeue-json"], "--reservations", f["show-reservation"], "--slurm-partitions"]
+    cmd += [f["show-partition"], "--now", datetime.now(UTC).isoformat(), "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    d, ids = json.loads(out.stdout), _ids(slurm)
+    rejected = {r["job"]: r["errors"][0]["message"] for r in d["rejected"]}
+    assert "PartitionTimeLimit" in rejected[ids["too-long"]] and "PartitionDown" in rejected[ids["in-down"]]
+    assert ids["in-whole"] in {p["job"] for p in d["pending"]}
+    where = {p["job"]: sorted({r["node"] for r in p["replicas"]}) for p in d["placements"]}
+    assert where[ids["excl"]] == ["gpu02"] and ids["in-whole"] not in where
+
+
+def test_slurm_itself_keeps_them_pending_for_those_reasons(slurm: LiveSlurm) -> None:
+    ids = _ids(slurm)
+    for name in ("too-long", "in-down"):
+        slurm.run("scontrol", "release", ids[name])
+
+    def reasons() -> dict[str, str]:
+        rows = slurm.run("squeue", "-h", "-o", "%j %r").splitlines()
+        return {r.split()[0]: r.split()[1] for r in rows}
+
+    slurm.wait(
+        "Slurm's reasons",
+        lambda: (
+            reasons().get("too-long") == "PartitionTimeLimit" and reasons().get("in-down") == "PartitionDown"
+        ),
+    )
 
 
 def test_zz_released_slurm_starts_them_where_placer_did(slurm: LiveSlurm) -> None:

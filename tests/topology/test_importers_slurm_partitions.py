@@ -97,3 +97,44 @@ def test_a_job_in_an_unknown_partition_is_named() -> None:
     assert "'debug'" in str(e.value)
     # A pending job listed in several partitions ranks by the highest tier among them
     assert tier_of("scavenger,gpu", parts, item="job 8") == 10
+
+
+def test_what_decides_whether_a_partition_starts_a_job() -> None:
+    text = (REAL / "show-partition-22.05.txt").read_text()
+    gpu = parse_slurm_partitions(text, source="p.txt")["gpu"]
+    # As Slurm 22.05 printed them: up, cores not shared (OverSubscribe=NO is not whole nodes), no limits.
+    assert (gpu.state, gpu.exclusive, gpu.max_time_min, gpu.max_nodes, gpu.min_nodes) == (
+        "UP",
+        False,
+        None,
+        None,
+        0,
+    )
+    changed = (
+        text.replace("State=UP", "State=DOWN", 1)
+        .replace("MaxTime=UNLIMITED", "MaxTime=1-00:00:00", 1)
+        .replace("OverSubscribe=NO", "OverSubscribe=EXCLUSIVE", 1)
+        .replace("MaxNodes=UNLIMITED", "MaxNodes=4", 1)
+        .replace("MinNodes=0", "MinNodes=2", 1)
+    )
+    gpu = parse_slurm_partitions(changed, source="p.txt")["gpu"]
+    assert (gpu.state, gpu.exclusive, gpu.max_time_min, gpu.max_nodes, gpu.min_nodes) == (
+        "DOWN",
+        True,
+        1440,
+        4,
+        2,
+    )
+    assert "PartitionDown" in (gpu.refuses(2, 60) or "")
+    up = parse_slurm_partitions(changed.replace("State=DOWN", "State=DRAIN"), source="p.txt")["gpu"]
+    assert up.refuses(2, 1440) is None  # DRAIN still starts what is queued; 1440 minutes is MaxTime
+    assert "PartitionTimeLimit" in (up.refuses(2, 1441) or "")
+    assert "PartitionNodeLimit" in (up.refuses(5, None) or "") and "PartitionNodeLimit" in (
+        up.refuses(1, None) or ""
+    )
+
+
+@pytest.mark.parametrize(("key", "value"), [("State", "SLEEPY"), ("MaxTime", "soon"), ("MaxNodes", "many")])
+def test_a_start_rule_slurm_would_not_print_is_named(key: str, value: str) -> None:
+    with pytest.raises(TopologyError, match=key):
+        parse_slurm_partitions(f"PartitionName=gpu {key}={value}\n", source="p.txt")

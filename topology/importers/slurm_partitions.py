@@ -70,13 +70,54 @@ _PAIR = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)=(.*)$")
 
 @dataclass(frozen=True)
 class SlurmPartition:
-    """What placer reads of one partition: its tier, preemption mode and grace time."""
+    """What placer reads of one partition: its tier, preemption mode and grace time, and what decides
+    whether and how it starts a job (state, ``OverSubscribe=EXCLUSIVE``, ``MaxTime``, ``MaxNodes``,
+    ``MinNodes``)."""
 
     name: str
     priority_tier: int = 1
     #: ``PreemptMode``'s first word (``REQUEUE`` of ``REQUEUE,GANG``), upper case.
     preempt_mode: str = "OFF"
     grace_time_s: int = 0
+    #: ``State``: ``UP``, ``DRAIN`` (takes no new jobs, starts those queued), ``DOWN`` (queues jobs, starts
+    #: none: ``PartitionDown``) or ``INACTIVE`` (neither).
+    state: str = "UP"
+    #: ``OverSubscribe=EXCLUSIVE``: each job holds its nodes whole.
+    exclusive: bool = False
+    #: ``MaxTime`` in minutes (None: unlimited) and ``MaxNodes``/``MinNodes``: a job beyond them stays pending
+    #: for good (``PartitionTimeLimit``, ``PartitionNodeLimit``).
+    max_time_min: int | None = None
+    max_nodes: int | None = None
+    min_nodes: int = 0
+
+    def refuses(self, nodes: int | None, time_limit_min: float | None) -> str | None:
+        """Why this partition starts no job of ``nodes`` nodes and this time limit (None: it may).
+
+        >>> SlurmPartition("short", max_time_min=60).refuses(1, 120)
+        "partition 'short' has MaxTime=60 minutes and the job's time limit is 120 (PartitionTimeLimit)"
+        >>> SlurmPartition("gpu", state="DOWN").refuses(1, None)
+        "partition 'gpu' is DOWN: Slurm starts none of its jobs (PartitionDown)"
+        """
+        if self.state in ("DOWN", "INACTIVE"):
+            return f"partition {self.name!r} is {self.state}: Slurm starts none of its jobs (PartitionDown)"
+        if (
+            self.max_time_min is not None
+            and time_limit_min is not None
+            and time_limit_min > self.max_time_min
+        ):
+            return (
+                f"partition {self.name!r} has MaxTime={self.max_time_min} minutes and the job's time limit "
+                f"is {time_limit_min:g} (PartitionTimeLimit)"
+            )
+        if nodes is not None and (
+            (self.max_nodes is not None and nodes > self.max_nodes) or nodes < self.min_nodes
+        ):
+            most = "UNLIMITED" if self.max_nodes is None else self.max_nodes
+            return (
+                f"partition {self.name!r} takes jobs of {self.min_nodes} to {most} nodes and the job asks "
+                f"{nodes} (PartitionNodeLimit)"
+            )
+        return None
 
     @property
     def preemptible(self) -> bool:
@@ -157,11 +198,51 @@ def parse_slurm_partitions(text: str, *, source: str) -> dict[str, SlurmPartitio
             words = ["OFF"]
         mode = deciding_mode(words)
         tier, grace = numbers["PriorityTier"], numbers["GraceTime"]
-        out[name] = SlurmPartition(name=name, priority_tier=tier, preempt_mode=mode, grace_time_s=grace)
+        out[name] = SlurmPartition(
+            name=name,
+            priority_tier=tier,
+            preempt_mode=mode,
+            grace_time_s=grace,
+            **_start_rules(values, item, source, problems),  # type: ignore[arg-type]
+        )
     if not out and not problems:
         problems.append(Problem(source, "document", "no PartitionName= record (scontrol show partition)"))
     if problems:
         raise TopologyError(problems)
+    return out
+
+
+_STATES = frozenset({"UP", "DOWN", "DRAIN", "INACTIVE"})
+
+
+def _start_rules(
+    values: dict[str, str], item: str, source: str, problems: list[Problem]
+) -> dict[str, object]:
+    """``State``, ``OverSubscribe``, ``MaxTime``, ``MaxNodes`` and ``MinNodes`` of a record as
+    :class:`SlurmPartition` fields (Slurm's defaults where absent); a value Slurm would not print is a
+    problem naming the key."""
+    from placer.topology.importers.slurm_job_text import parse_time_limit
+
+    out: dict[str, object] = {}
+    state = values.get("State", "UP").upper()
+    if state not in _STATES:
+        problems.append(
+            Problem(source, item, f"State {short(state)} is not one of {', '.join(sorted(_STATES))}")
+        )
+    out["state"] = state if state in _STATES else "UP"
+    out["exclusive"] = values.get("OverSubscribe", "NO").upper().startswith("EXCLUSIVE")
+    try:
+        out["max_time_min"] = parse_time_limit(values.get("MaxTime", "UNLIMITED"))
+    except ValueError:
+        problems.append(Problem(source, item, f"MaxTime {short(values.get('MaxTime'))} is not a Slurm time"))
+    for key, field, unlimited in (("MaxNodes", "max_nodes", None), ("MinNodes", "min_nodes", 0)):
+        text = values.get(key, "UNLIMITED")
+        if text.upper() in ("UNLIMITED", "INFINITE"):
+            out[field] = unlimited
+        elif text.isdigit():
+            out[field] = int(text)
+        else:
+            problems.append(Problem(source, item, f"{key} {short(text)} is not a whole number or UNLIMITED"))
     return out
 
 

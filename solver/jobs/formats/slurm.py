@@ -371,7 +371,78 @@ def with_partition_tiers(results: list[ReadResult], table: dict[str, SlurmPartit
     def rank(value: str, job: Job) -> tuple[int, dict[str, str]]:
         return tier_of(value, table, item=job.id), {}
 
-    return _ranked_by(results, "partition", rank)
+    return _partition_rules(_ranked_by(results, "partition", rank), table)
+
+
+def _partition_rules(results: list[ReadResult], table: dict[str, SlurmPartition]) -> list[ReadResult]:
+    """The pending Slurm jobs of ``results`` (ranked, their partitions known) held to what their partitions
+    say of starting them: a partition that is ``DOWN`` or ``INACTIVE``, or whose ``MaxTime``, ``MaxNodes``
+    or ``MinNodes`` the job exceeds, starts none of them (Slurm keeps such a job pending:
+    ``PartitionDown``, ``PartitionTimeLimit``, ``PartitionNodeLimit``), so the job may run only in its other
+    partitions (a warning names those left out, its tier is theirs) and is rejected, naming the
+    ``partition`` field and every reason, when none is left; ``OverSubscribe=EXCLUSIVE`` makes it hold its
+    nodes whole (with a warning where only some of its partitions say so: placer is then stricter).
+
+    >>> from placer.topology.importers.slurm_partitions import SlurmPartition
+    >>> doc = {"jobs": [{"job_id": 9, "job_state": "PENDING", "partition": "short,gpu", "node_count": 1,
+    ...                  "cpus": 1, "time_limit": 120}]}
+    >>> table = {"short": SlurmPartition("short", priority_tier=5, max_time_min=60),
+    ...          "gpu": SlurmPartition("gpu", exclusive=True)}
+    >>> (r,) = with_partition_tiers(read(doc, source="q.json", options=None), table)
+    >>> r.job.priority, r.job.placement.exclusive_nodes, r.job.placement.required[0].key
+    (1, True, 'partition/gpu')
+    """
+
+    def ruled(r: ReadResult, job: Job) -> ReadResult:
+        names = [p for p in slurm_text((job.envelope or {}).get("partition")).split(",") if p]
+        if not names or any(p not in table for p in names):
+            return r
+        nodes = job.tasks[0].count if len(job.tasks) == 1 else None  # a het job's components: each its own
+        minutes = job.duration_s / 60 if job.duration_s is not None else None
+        refused = {p: why for p in names if (why := table[p].refuses(nodes, minutes)) is not None}
+        allowed = [p for p in names if p not in refused]
+        path = f"{r.path}.partition" if r.path else "partition"
+        if not allowed:
+            err = issue("limit", path, "; ".join(refused.values()))
+            return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
+        warnings = list(r.warnings)
+        update: dict[str, Any] = {}
+        placement = job.placement
+        if refused:
+            why = f"runs only in {', '.join(allowed)}: " + "; ".join(refused.values())
+            warnings.append(issue("limit", path, why))
+            keep = _partition_rule(allowed)
+            required = [keep if _is_partition_rule(x) else x for x in placement.required]
+            placement = placement.model_copy(update={"required": required})
+            update["priority"] = max(table[p].priority_tier for p in allowed)
+        whole = [p for p in allowed if table[p].exclusive]
+        if whole and not placement.exclusive_nodes:
+            placement = placement.model_copy(update={"exclusive_nodes": True})
+            if len(whole) < len(allowed):
+                why = f"partition {whole[0]!r} gives jobs whole nodes (OverSubscribe=EXCLUSIVE): "
+                warnings.append(
+                    issue("unsupported", path, why + "so does placer, in every partition of the job")
+                )
+        if placement is job.placement and not update:
+            return r
+        job = job.model_copy(update={**update, "placement": placement})
+        return r.model_copy(update={"job": job, "warnings": warnings})
+
+    return _each_slurm_job(results, ruled)
+
+
+def _partition_rule(partitions: list[str]) -> Rule:
+    """The rule that keeps a job on the nodes of ``partitions`` (any of them)."""
+    alts: list[Rule] = [LabelRule(key=f"partition/{p}", operator=AffinityOperator.EXISTS) for p in partitions]
+    return alts[0] if len(alts) == 1 else AnyOf(rules=alts)
+
+
+def _is_partition_rule(rule: Rule) -> bool:
+    if isinstance(rule, LabelRule):
+        return rule.key.startswith("partition/")
+    return isinstance(rule, AnyOf) and all(
+        isinstance(x, LabelRule) and x.key.startswith("partition/") for x in rule.rules
+    )
 
 
 def with_qos_levels(results: list[ReadResult], table: dict[str, SlurmQos]) -> list[ReadResult]:
@@ -773,10 +844,7 @@ def _rules(raw: dict[str, Any], at: Any, errors: list[Issue]) -> list[Rule]:
     rules: list[Rule] = []
     partitions = [p for p in slurm_text(raw.get("partition")).split(",") if p]
     if partitions:
-        alts: list[Rule] = [
-            LabelRule(key=f"partition/{p}", operator=AffinityOperator.EXISTS) for p in partitions
-        ]
-        rules.append(alts[0] if len(alts) == 1 else AnyOf(rules=alts))
+        rules.append(_partition_rule(partitions))
     for field, op in (("required_nodes", AffinityOperator.IN), ("excluded_nodes", AffinityOperator.NOT_IN)):
         text = slurm_text(raw.get(field))
         if not text:

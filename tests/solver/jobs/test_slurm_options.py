@@ -176,3 +176,36 @@ def test_on_2_cpu_nodes_without_disk_placer_never_starts_what_slurm_never_starts
         d = place(items, cluster, Policy(engine=engine, plan=False))
         assert d.placements == [] and {p.reasons[0].code for p in d.pending} == {"UNSATISFIABLE"}, engine
         assert check(d, [r.job for r in items], cluster) == [], engine
+
+
+def _partitions(text: str) -> Any:
+    from placer.topology.importers.slurm_partitions import parse_slurm_partitions
+
+    return parse_slurm_partitions(text, source="partitions.txt")
+
+
+def test_a_job_runs_only_in_partitions_that_start_it() -> None:
+    from placer.solver.jobs.formats.slurm import with_partition_tiers
+
+    # plain-a100 asks partition gpu; give it two partitions, one that is DOWN.
+    doc = _doc()
+    raw = next(j for j in doc["jobs"] if j["name"] == "plain-a100")
+    raw["partition"] = "maint,gpu"
+    table = _partitions(
+        "PartitionName=maint Nodes=gpu03 State=DOWN PriorityTier=9\nPartitionName=gpu Nodes=gpu[01-03]\n"
+    )
+    [r] = [x for x in with_partition_tiers(list(_read(doc).values()), table) if x.id == IDS["plain-a100"]]
+    assert r.ok and r.job.priority == 1  # the tier of gpu, the partition left
+    assert r.job.placement.required[0] == LabelRule(key="partition/gpu", operator=AffinityOperator.EXISTS)
+    assert [(w.code, "PartitionDown" in w.message) for w in r.warnings] == [("limit", True)]
+    both_down = _partitions("PartitionName=maint State=DOWN\nPartitionName=gpu State=INACTIVE\n")
+    [r] = [x for x in with_partition_tiers(list(_read(doc).values()), both_down) if x.id == IDS["plain-a100"]]
+    assert not r.ok and r.errors[-1].code == "limit" and r.errors[-1].message.count("PartitionDown") == 2
+
+
+def test_an_exclusive_partition_gives_its_jobs_whole_nodes() -> None:
+    from placer.solver.jobs.formats.slurm import with_partition_tiers
+
+    table = _partitions("PartitionName=gpu Nodes=gpu[01-03] OverSubscribe=EXCLUSIVE\n")
+    read = {r.id: r for r in with_partition_tiers(list(_read(_doc()).values()), table)}
+    assert read[IDS["plain-a100"]].job.placement.exclusive_nodes
