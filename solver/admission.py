@@ -124,6 +124,12 @@ def merge_rejected(rejected: list[RejectedJob]) -> list[RejectedJob]:
 
 
 def _ineligible(job: Job, batch: set[str], running: set[str], now: datetime) -> Reason | None:
+    if job.gates:
+        return Reason(
+            code="SCHEDULING_GATED",
+            message=f"not schedulable until its scheduling gates are removed: {', '.join(job.gates)}",
+            details={"gates": list(job.gates)},
+        )
     for dep in job.dependencies:
         if dep.job in batch:
             return Reason(

@@ -13,7 +13,7 @@ Slurm's "requested node configuration is not available"):
 * ``OUTWEIGHED_IN_BATCH`` — there was room, but only lower-ranked jobs of this batch use it: together they
   place more priority-weighted demand than this job would (CP-SAT's first objective level), e.g. two
   4-GPU jobs of priority 0 over one 7-GPU job of priority 10 on one 8-GPU node.
-* ``DEPENDENCY_UNMET``, ``NOT_BEFORE`` — not eligible yet.
+* ``SCHEDULING_GATED``, ``DEPENDENCY_UNMET``, ``NOT_BEFORE`` — not eligible yet.
 * ``QUEUE_BUDGET`` — the job fits, but its queue's GPU budget (``max_total_gpus``,
   ``max_concurrent_gpu_jobs``, OJS ML §10.3) does not; ``details`` say how much more budget it needs.
 * ``COST_BUDGET`` — the job fits, but its queue's (``max_cost_per_hour``) or tenant's (prices file

@@ -7,7 +7,7 @@ Kueue Workload has no pods yet — its controller creates them after Kueue admit
 ``skipped`` (printed to stderr) instead of inventing pod names. Jobs from other formats (OJS, Flux, SSS)
 have no pods at all. A pod gated by placer's own scheduling gate (:data:`GATE`) gets no Binding (a gated
 pod cannot be bound): the note gives the ``kubectl patch`` that pins it to the node and lifts the gate
-(:func:`gate_patch`); a pod held by other gates only is named and left to them.
+(:func:`gate_patch`); a pod held by other gates is not placed (``SCHEDULING_GATED``) and gets nothing.
 
 The output is a ``v1`` ``List``; ``kubectl create -f -`` creates each Binding (``docs/kubernetes.md``).
 
@@ -29,14 +29,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from placer.solver.decision import Decision
+from placer.solver.jobs.formats.kubernetes_pods import PLACER_GATE
 from placer.solver.jobs.model import Job
 
 __all__ = ["GATE", "bindings", "gate_patch"]
 
 
 #: The scheduling gate placer lifts (a pod created with it waits for placer: ``spec.schedulingGates:
-#: [{name: placer.io/place}]``). Other gates are left to whoever owns them.
-GATE = "placer.io/place"
+#: [{name: placer.io/place}]``). Other gates are left to whoever owns them: a pod that has one is not placed
+#: at all (``SCHEDULING_GATED``, :func:`placer.solver.jobs.formats.kubernetes_pods.scheduling_gates`).
+GATE = PLACER_GATE
 
 
 def gate_patch(pod: dict[str, Any], node: str) -> list[dict[str, Any]] | None:

@@ -82,6 +82,8 @@ def _timing(
     if h.start is None or h.start <= now:
         yield Violation("plan-time", job.id, f"planned start {h.start} is not after now ({now.isoformat()})")
         return
+    if job.gates:
+        yield Violation("gated", job.id, "a job with scheduling gates has no start time to plan")
     if job.not_before is not None and h.start < job.not_before:
         yield Violation("plan-time", job.id, f"planned start {h.start} is before not_before {job.not_before}")
     if h.end != _end(h.start, job):

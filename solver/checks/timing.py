@@ -4,7 +4,8 @@ Why: Flux RFC 26 and SSS dependencies say when a job may start; a dependency nam
 is unmet (that job has not run yet, whatever this decision does with it); one naming a running job is
 met only for condition ``start`` (RFC 26 ``after``: the other job has started; ``afterok``/``afterany``
 need it finished); one naming neither is taken as met (it finished earlier: a backend submits what
-became eligible). A job whose ``not_before`` lies after ``now`` may not start. OJS ML §8.3: a job with
+became eligible). A job whose ``not_before`` lies after ``now`` may not start, nor one that still has
+scheduling gates (Kubernetes ``spec.schedulingGates``). OJS ML §8.3: a job with
 ``ext_ml_reservation_id`` "MUST NOT [be dispatched] to a worker outside the reserved capacity pool", so
 without that reservation declared to the checker it may not be placed at all.
 
@@ -50,6 +51,12 @@ def check_timing(ctx: Context, job: Job) -> Iterator[Violation]:
                 job.id,
                 f"the job depends on {dep.job} ({dep.scheme or cond}), which is still running",
             )
+    if job.gates:
+        yield Violation(
+            "gated",
+            job.id,
+            f"the job still has scheduling gates ({', '.join(job.gates)}): it may not run anywhere yet",
+        )
     now = ctx.now if ctx.now.tzinfo is not None else ctx.now.replace(tzinfo=UTC)
     if job.not_before is not None and job.not_before > now:
         yield Violation(

@@ -70,6 +70,7 @@ RULES: dict[str, str] = {
     "tpu-cubes": "13. on a v4/v5p pod of 4x4x4 cubes, a slice is whole cubes or lies inside one cube",
     "dependency": "14. no job placed while a dependency is unmet",
     "not-before": "14. no job placed before its not_before time",
+    "gated": "14. no job placed or planned while it has scheduling gates",
     "plan-job": "18. a plan is held once, for a pending job of the batch",
     "plan-time": "18. a plan starts after now, not before not_before, once its dependencies are met",
     "plan-placement": "18. the held resources are a valid placement of the job",

@@ -663,6 +663,10 @@ class Job(_Model):
     priority: int = 0
     submit_time: datetime | None = None
     not_before: datetime | None = None
+    #: Scheduling gates (Kubernetes ``spec.schedulingGates``, e.g. Kueue's ``kueue.x-k8s.io/admission``):
+    #: while any remains the job is not schedulable at all (kube-scheduler does not queue it, and the API
+    #: server refuses a node for it); it waits with ``SCHEDULING_GATED``, and is never planned.
+    gates: list[str] = Field(default_factory=list)
     duration_s: float | None = Field(default=None, ge=0)
     dependencies: list[Dependency] = Field(default_factory=list)
     workflow_id: str | None = None

@@ -135,3 +135,13 @@ def test_a_gang_eviction_lists_every_node_of_the_gang() -> None:
     dropped = _decision(nodes=["dgx-h100-1"], expected_work_lost_gpu_s=9600.0)
     [v] = check(dropped, [_job("on-demand")], c, now=at)
     assert v.rule == "eviction-nodes" and "leaves out dgx-h100-2" in v.message
+
+
+def test_a_gated_job_placed_is_refused() -> None:
+    from placer.solver.decision import Decision as D
+
+    gated = Job(id="g", gates=["kueue.x-k8s.io/admission"], tasks=[TaskGroup(gpu=GpuDemand(count=1))])
+    d = D(placements=[JobPlacement(job="g", replicas=[ReplicaPlacement(node="dgx-h100-2", gpus=[0])])])
+    assert [v.rule for v in check(d, [gated], _cluster(), now=NOW)] == ["gated"]
+    ungated = gated.model_copy(update={"gates": []})
+    assert check(d, [ungated], _cluster(), now=NOW) == []

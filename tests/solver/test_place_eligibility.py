@@ -132,3 +132,28 @@ def test_workflow_example_chain(solve: Solve) -> None:
     assert (
         sorted(hold.replicas[0].gpus) == sorted(hold.replicas[0].gpus[:2]) and len(hold.replicas[0].gpus) == 2
     )
+
+
+# -- scheduling gates ------------------------------------------------------------------------------------
+
+
+def test_a_gated_job_waits_naming_its_gates_and_is_never_planned(solve: Solve) -> None:
+    # Kubernetes scheduling gates (Kueue's plain-pod integration gates each pod until admission): the
+    # cluster has room, and a one-hour job ends soon, yet the gated job neither runs nor gets a plan.
+    cluster = cluster_of(dgx_h100(1, name="solo")).with_allocations(
+        [
+            {
+                "job": "r",
+                "replicas": [{"node": "solo", "gpus": [0]}],
+                "expected_end": NOW + timedelta(hours=1),
+            }
+        ]
+    )
+    gated = job("g", gpus=8, gates=["kueue.x-k8s.io/admission"], duration_s=600)
+    d = solve([gated, job("free", gpus=1)], cluster)
+    assert reason_codes(d, "g") == ["SCHEDULING_GATED"] and "g" not in {p.job for p in d.placements}
+    assert d.pending[0].reasons[0].details == {"gates": ["kueue.x-k8s.io/admission"]}
+    assert not [h for h in d.reservations if h.job == "g"]  # no planned start
+    assert nodes_of(d, "free") == ["solo"]
+    ungated = solve([gated.model_copy(update={"gates": []})], cluster)  # ungated, it gets a planned start
+    assert [h.job for h in ungated.reservations] == ["g"]

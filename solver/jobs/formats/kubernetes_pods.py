@@ -18,7 +18,11 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   (:func:`~placer.topology.importers.kubernetes.priority_class_for`); labels -> job labels;
 * ``preemptionPolicy`` (the API server copies it from the PriorityClass: ``PreemptLowerPriority``, the
   default, or ``Never``) -> ``may_preempt``: a non-preempting pod keeps its priority in line but waits for
-  free room, as kube-scheduler never preempts for it.
+  free room, as kube-scheduler never preempts for it;
+* ``schedulingGates`` -> ``gates``: a gated pod (Kueue's plain-pod integration gates each pod with
+  ``kueue.x-k8s.io/admission`` until its workload is admitted) waits with ``SCHEDULING_GATED``, naming
+  the gates, and is never placed or planned: kube-scheduler does not queue it, and the API server refuses
+  a node for it. Placer's own gate (:data:`PLACER_GATE`) is not one of them: it is placer's to lift.
 
 A pod already bound to a node (``spec.nodeName``) is running work, not a job to place: give the same file
 to ``--pods`` (``placer place --cluster nodes.json --pods pods.json --jobs pods.json``), which counts it
@@ -68,11 +72,13 @@ __all__ = [
     "AMD_GPU",
     "GPU_RESOURCES",
     "HOSTNAME",
+    "PLACER_GATE",
     "PREEMPTION_POLICIES",
     "as_list",
     "as_map",
     "preempts",
     "read_pod",
+    "scheduling_gates",
     "template_group",
 ]
 
@@ -137,6 +143,7 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
     group, placement, priority, pclass = template_group(spec, base, source, "default", 1, errors, warnings)
     may_preempt = preempts(spec, base, errors)
+    gates = scheduling_gates(spec, base, errors)
     labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
     if errors or group is None:
         return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
@@ -150,6 +157,7 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
             priority_class=PriorityClass(priority_class_for(pclass)),
             priority=priority,
             may_preempt=may_preempt,
+            gates=gates,
             tasks=[group],
             placement=placement,
             labels=labels,
@@ -186,6 +194,34 @@ def preempts(spec: dict[str, Any], base: str, errors: list[Issue]) -> bool:
         )
         return True
     return PREEMPTION_POLICIES[raw]
+
+
+#: The scheduling gate that is placer's to lift (a pod created with it waits for placer to pin it to a node:
+#: ``placer place --output bindings``); every other gate holds the pod for whoever owns it.
+PLACER_GATE = "placer.io/place"
+
+
+def scheduling_gates(spec: dict[str, Any], base: str, errors: list[Issue]) -> list[str]:
+    """The names of ``spec.schedulingGates`` other than :data:`PLACER_GATE`: while one remains the pod is not
+    schedulable (kube-scheduler does not queue it and the API server refuses ``nodeName`` for it), so placer
+    does not place it either; placer's own gate is placer's to lift. An entry without a name is a
+    ``required`` error naming it.
+
+    >>> gates = [{"name": "kueue.x-k8s.io/admission"}, {"name": PLACER_GATE}]
+    >>> scheduling_gates({"schedulingGates": gates}, "", [])
+    ['kueue.x-k8s.io/admission']
+    """
+    out: list[str] = []
+    for i, gate in enumerate(as_list(spec.get("schedulingGates"))):
+        name = gate.get("name") if isinstance(gate, dict) else None
+        if not isinstance(name, str) or not name:
+            errors.append(
+                issue("required", _at(base, f"spec.schedulingGates[{i}].name"), "a gate has a name")
+            )
+            continue
+        if name != PLACER_GATE:
+            out.append(name)
+    return out
 
 
 def template_group(

@@ -43,7 +43,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from placer.solver.jobs.errors import Issue, issue
-from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME, as_map, preempts, template_group
+from placer.solver.jobs.formats.kubernetes_pods import (
+    HOSTNAME,
+    as_map,
+    preempts,
+    scheduling_gates,
+    template_group,
+)
 from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, TaskGroup
 from placer.topology.importers.kubernetes import priority_class_for
 
@@ -163,6 +169,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
     scopes: set[str] = set()
     priority, pclass = 0, None
     may_preempt = True  # a pod set whose template says preemptionPolicy: Never keeps the whole gang waiting
+    gates: list[str] = []  # the scheduling gates of any pod template: its pods are gated, the gang waits
     preferred: dict[str, str] = {}
     for set_name, count, template, where in sets:
         template = as_map(template)
@@ -192,6 +199,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
             tspec, where, source, set_name, max(count, 1), errors, warnings
         )
         may_preempt = preempts(tspec, where, errors) and may_preempt
+        gates.extend(g for g in scheduling_gates(tspec, where, errors) if g not in gates)
         if count == 0:
             continue  # an empty pod set holds nothing
         if group is not None:
@@ -225,6 +233,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
             priority_class=PriorityClass(priority_class_for(pclass)),
             priority=priority,
             may_preempt=may_preempt,
+            gates=gates,
             tasks=groups,
             placement=placement.model_copy(update={"topology_scope": next(iter(scopes), None)}),
             labels=labels,

@@ -83,9 +83,9 @@ def test_a_gated_pod_gets_the_patch_that_pins_it_and_lifts_placers_gate(
 
     pods = json.loads(Path(PODS).read_text())
     train = next(p for p in pods["items"] if p["metadata"]["name"] == "h100-train")
-    train["spec"]["schedulingGates"] = [{"name": "example.com/quota"}, {"name": "placer.io/place"}]
+    train["spec"]["schedulingGates"] = [{"name": "placer.io/place"}]  # waits for placer alone
     other = next(p for p in pods["items"] if p["metadata"]["name"] == "cpu-prep")
-    other["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    other["spec"]["schedulingGates"] = [{"name": "example.com/quota"}, {"name": "placer.io/place"}]
     (tmp_path / "pods.json").write_text(json.dumps(pods))
     rc, out, err = _run(capsys, "--jobs", str(tmp_path / "pods.json"), "--output", "bindings")
     bound = {b["metadata"]["name"] for b in json.loads(out)["items"]}
@@ -96,8 +96,17 @@ def test_a_gated_pod_gets_the_patch_that_pins_it_and_lifts_placers_gate(
     jsonschema.validate(json.loads(argv[8]), PATCH_SCHEMA)  # a well-formed RFC 6902 document
     patched = _apply(train, json.loads(argv[8]))
     assert patched["spec"]["nodeSelector"]["kubernetes.io/hostname"] == "gke-a3-h100-node-1"
-    assert patched["spec"]["schedulingGates"] == [{"name": "example.com/quota"}]  # only placer's gate lifted
-    assert "ml/cpu-prep: placed on" in err and "gated by others' scheduling gates" in err
+    assert patched["spec"]["schedulingGates"] == []  # placer's gate lifted
+    # cpu-prep also waits for example.com/quota: not placed and no patch, as kube-scheduler would not queue
+    # it; once its owner lifts that gate, it is placer's like h100-train.
+    assert "ml/cpu-prep" not in err
+    rc, out, _ = _run(capsys, "--jobs", str(tmp_path / "pods.json"), "--json")
+    [waiting] = [p for p in json.loads(out)["pending"] if p["job"] == "ml/cpu-prep"]
+    assert waiting["reasons"][0] == {
+        "code": "SCHEDULING_GATED",
+        "message": "not schedulable until its scheduling gates are removed: example.com/quota",
+        "details": {"gates": ["example.com/quota"]},
+    }
 
 
 def test_the_patch_schema_can_fail() -> None:

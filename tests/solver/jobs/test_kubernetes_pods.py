@@ -177,3 +177,13 @@ def test_a_workload_template_that_never_preempts_makes_the_gang_wait_rather_than
     assert not bad.ok and [(e.code, e.path) for e in bad.errors] == [
         ("enum", "spec.template.spec.preemptionPolicy")
     ]
+
+
+def test_scheduling_gates_are_read_and_a_nameless_one_is_refused() -> None:
+    gated = _with({"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]})
+    assert gated.ok and gated.job.gates == ["kueue.x-k8s.io/admission"]
+    assert all(r.job.gates == [] for r in read_file(PODS) if r.ok and r.job is not None)
+    bad = _with({"schedulingGates": [{}]})
+    assert not bad.ok and [(e.code, e.path) for e in bad.errors] == [
+        ("required", "spec.schedulingGates[0].name")
+    ]
