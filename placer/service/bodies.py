@@ -147,9 +147,20 @@ class PlacementInputs(_Body):
         description="job documents in any JSON job format (an OJS envelope, a list of them, a workflow, a "
         "Flux jobspec object); Flux YAML and SSS XML as strings"
     )
-    running: list[dict[str, Any]] | None = Field(
-        None, description="running jobs as placer place --running: envelopes plus node/gpus or replicas"
+    running: list[dict[str, Any]] | dict[str, Any] | str | None = Field(
+        None,
+        description="running jobs as placer place --running: envelopes plus node/gpus or replicas; or "
+        "Slurm's squeue --json (an object) or scontrol show job -d (text)",
     )
+    slurm_partitions: str | None = Field(None, description="scontrol show partition (--slurm-partitions)")
+    slurm_qos: str | None = Field(None, description="sacctmgr show qos -P, under preempt/qos (--slurm-qos)")
+    slurm_preempt_mode: str | None = Field(
+        None, description="the cluster's PreemptMode, with slurm_qos (--slurm-preempt-mode)"
+    )
+    slurm_qos_limits: str | None = Field(
+        None, description="sacctmgr show qos -P, read for its limits alone (--slurm-qos-limits)"
+    )
+    slurm_assoc: str | None = Field(None, description="sacctmgr show assoc tree -P (--slurm-assoc)")
     policy: PolicyBody = Field(default_factory=PolicyBody)
     time_limit_s: float | None = Field(
         None, gt=0, allow_inf_nan=False, description="seconds for the whole placement; capped by the server"
@@ -160,8 +171,10 @@ class PlacementInputs(_Body):
         description="OJS §10 queue configuration: one {queue, config} object or a list; or Kueue's "
         "ClusterQueues and LocalQueues (a kubectl List)",
     )
-    reservations: list[dict[str, Any]] | None = Field(
-        None, description="held capacity: [{id, nodes | gpus, start, end, timeout_s}]"
+    reservations: list[dict[str, Any]] | str | None = Field(
+        None,
+        description="held capacity: [{id, nodes | gpus, start, end, timeout_s}], or Slurm's scontrol show "
+        "reservation (text)",
     )
     prices: dict[str, Any] | None = Field(
         None, description="prices over the default catalog, tenant dollar budgets (budgets.tenants)"

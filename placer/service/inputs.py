@@ -175,10 +175,17 @@ def refuse_unreadable(results: Sequence[ReadResult]) -> None:
 
 def placement_inputs(body: PlacementInputs, cluster: Cluster, limits: Limits) -> Inputs:
     """All of a placement request read and checked (the cluster already built); raises :class:`ApiError`."""
+    from placer.service.slurm import is_slurm_running, slurm_jobs, slurm_tables, with_slurm_running
+
     options = read_options(body.queue_config, limits)
     jobs = read_jobs(body.jobs, options, limits)
     refuse_unreadable(jobs)
-    cluster = with_running(cluster, body.running, limits)
+    tables = slurm_tables(body)
+    if is_slurm_running(body.running):
+        cluster = with_slurm_running(cluster, body.running, tables)
+    else:
+        cluster = with_running(cluster, body.running, limits)  # type: ignore[arg-type]
+    jobs = slurm_jobs(jobs, tables, cluster)
     reservations = None
     if body.reservations is not None:
         from placer.solver.reservations import load_reservations

@@ -46,7 +46,14 @@ def test_a_full_placement_body_is_read() -> None:
         ({"cluster": {}, "jobs": [], "now": 5}, [("type", "now")]),
         ({"cluster": {}, "jobs": [None]}, [("type", "jobs[0]")]),
         ({"cluster": {}, "jobs": [], "cluster_format": "yaml"}, [("enum", "cluster_format")]),
-        ({"cluster": {}, "jobs": [], "running": {}}, [("type", "running")]),
+        (  # envelopes, squeue --json or scontrol text: each form that 5 is not is named
+            {"cluster": {}, "jobs": [], "running": 5},
+            [
+                ("type", "running.list[dict[str,any]]"),
+                ("type", "running.dict[str,any]"),
+                ("type", "running.str"),
+            ],
+        ),
         ({"cluster": {}}, [("required", "jobs")]),
     ],
 )

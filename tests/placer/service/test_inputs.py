@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from placer.service.bodies import PlacementInputs
-from placer.service.inputs import placement_inputs
+from placer.service.errors import ApiError
+from placer.service.inputs import inputs_of, placement_inputs
 from placer.service.limits import Limits
 from placer.topology.load import load_cluster
 from tests.solver.jobs.test_kueue import NODES, RUNNING, _research_pod, _with_local_queue
@@ -21,3 +26,37 @@ def test_running_pods_of_a_shared_kueue_cluster_queue_are_in_its_queue() -> None
     (result,) = ins.jobs
     assert result.job.queue == "team-a-cq"
     assert set(ins.queues) == {"team-a-cq"}
+
+
+def _slurm_body(**extra: object) -> dict[str, object]:
+    from pathlib import Path
+
+    slurm = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
+    squeue = json.loads((slurm / "squeue-22.05-options.json").read_text())
+    cluster = json.loads((slurm / "sinfo-22.05-options.json").read_text())
+    return {"cluster": cluster, "jobs": [squeue], "running": squeue, **extra}
+
+
+@pytest.mark.parametrize(
+    ("extra", "path"),
+    [
+        ({"running": {}}, "running"),  # neither envelopes nor what Slurm prints
+        ({"slurm_partitions": "PartitionName=gpu PriorityTier=high\n"}, "slurm_partitions"),
+        ({"slurm_preempt_mode": "requeue"}, "slurm_preempt_mode"),  # without slurm_qos
+        (
+            {"slurm_qos": "Name|Preempt|PreemptMode\nnormal||cluster\n", "slurm_qos_limits": "x"},
+            "slurm_qos_limits",
+        ),
+    ],
+)
+def test_slurm_fields_that_cannot_be_read_are_a_422_naming_them(extra: dict[str, object], path: str) -> None:
+    with pytest.raises(ApiError) as e:
+        inputs_of(_slurm_body(**extra))
+    assert e.value.status == 422 and e.value.errors[0]["path"].startswith(path)
+
+
+def test_slurms_running_jobs_replace_the_anonymous_ones_and_its_pending_jobs_are_read() -> None:
+    ins = inputs_of(_slurm_body())
+    running = {rj.labels.get("slurm_job_name") for rj in ins.cluster.running_jobs()}
+    assert running == {"a"}  # job a by its Slurm id, not an anonymous allocation of gpu01
+    assert {r.id for r in ins.jobs} == {"2", "3", "4", "5", "6"}

@@ -170,6 +170,49 @@ def test_every_optional_input_gives_the_cli_decision(
     assert all(rep.node != "dgx-r4-4" for p in decision.placements for rep in p.replicas)
 
 
+SLURM = REPO / "tests" / "fixtures" / "slurm"
+
+
+def test_slurms_own_output_gives_the_cli_decision(
+    http: httpx.Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What a live Slurm 22.05 printed (tests/topology/live_slurm.py, start_options): the cluster, its
+    # running and held jobs in one squeue --json, its reservation and partitions as Slurm's text.
+    files = {
+        "cluster": SLURM / "sinfo-22.05-options.json",
+        "squeue": SLURM / "squeue-22.05-options.json",
+        "reservations": SLURM / "show-reservation-22.05.txt",
+        "partitions": SLURM / "show-partition-22.05.txt",
+    }
+    now = "2026-11-27T17:40:00Z"  # the reservation is held (from 17:36:24 for two hours)
+    args = ["--cluster", files["cluster"], "--running", files["squeue"], "--jobs", files["squeue"]]
+    args += ["--reservations", files["reservations"], "--slurm-partitions", files["partitions"]]
+    rc = main(["place", *map(str, args), "--now", now, "--engine", "greedy", "--json"])
+    assert rc == 0
+    expected = json.loads(capsys.readouterr().out)
+    squeue = json.loads(files["squeue"].read_text())
+    body = {
+        "cluster": json.loads(files["cluster"].read_text()),
+        "running": squeue,
+        "jobs": [squeue],
+        "reservations": files["reservations"].read_text(),
+        "slurm_partitions": files["partitions"].read_text(),
+        "now": now,
+        "policy": {"engine": "greedy"},
+    }
+    r = http.post("/v1/placements", json=body)
+    assert r.status_code == 200, r.text
+    assert without_timings(r.json()) == without_timings(expected)
+    decision = checked(r.json(), body)
+    # The tables mattered: the jobs rank by partition gpu's tier (10), the --reservation job runs in maint.
+    where = {p.job: p.replicas[0].node for p in decision.placements}
+    names = {str(j["job_id"]): j["name"] for j in squeue["jobs"]}
+    assert {names[j]: n for j, n in where.items()} == {"excl": "gpu02", "resv": "gpu03"}
+    both = {**body, "slurm_qos": "Name|Preempt|PreemptMode\nnormal||cluster\n"}
+    refused = http.post("/v1/placements", json=both)
+    assert refused.status_code == 422 and refused.json()["error"]["errors"][0]["path"] == "slurm_qos"
+
+
 def test_default_engine_answers_within_the_capped_time_limit(http: httpx.Client) -> None:
     body = example_body(time_limit_s=100)
     r = http.post("/v1/placements", json=body)
