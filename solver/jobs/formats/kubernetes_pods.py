@@ -28,10 +28,14 @@ A pod already bound to a node (``spec.nodeName``) is running work, not a job to 
 to ``--pods`` (``placer place --cluster nodes.json --pods pods.json --jobs pods.json``), which counts it
 on its node; here it is refused with code ``conflict`` naming ``spec.nodeName``, never dropped silently.
 Finished pods (``Succeeded``/``Failed``) likewise. Anything a pod says that placer cannot represent
-(``podAffinity``, anti-affinity on another topology key, ``matchFields`` other than ``metadata.name``, a
-multi-expression preferred term, ``topologySpreadConstraints``) is refused with code ``unsupported`` and
-the field path, never ignored. A ``schedulerName`` other than ``default-scheduler`` is kept in metadata
-with a warning: that pod is not the default scheduler's to place.
+(required ``podAffinity``, anti-affinity on another topology key, ``matchFields`` other than
+``metadata.name``, a ``DoNotSchedule`` spread constraint) is refused with code ``unsupported`` and
+the field path, never ignored. What is only a preference to kube-scheduler (preferred pod affinity and
+anti-affinity, a preferred node-affinity term of several expressions, ``ScheduleAnyway`` spread
+constraints) never keeps a pod from running: the pod is read without it, with an ``unsupported`` warning
+naming the field, since any placement placer makes is one kube-scheduler could make too. A
+``schedulerName`` other than ``default-scheduler`` is kept in metadata with a warning: that pod is not the
+default scheduler's to place.
 
 >>> pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
 ...        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"},
@@ -241,7 +245,7 @@ def template_group(
     request = pod_request(spec, base or "pod", problems)
     for p in problems.items:
         errors.append(issue("range", _at(base, "spec.containers"), p.message))
-    placement = _placement(spec, base, errors)
+    placement = _placement(spec, base, errors, warnings)
     priority = spec.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool):
         errors.append(issue("type", _at(base, "spec.priority"), "must be an integer"))
@@ -259,9 +263,19 @@ def template_group(
                 f"{str(scheduler)[:80]!r}: another scheduler's pods; placed here as if they were not",
             )
         )
-    for key in ("topologySpreadConstraints", "resourceClaims"):
-        if spec.get(key):
-            errors.append(issue("unsupported", _at(base, f"spec.{key}"), "not represented by placer"))
+    if spec.get("resourceClaims"):
+        errors.append(issue("unsupported", _at(base, "spec.resourceClaims"), "not represented by placer"))
+    spread = as_list(spec.get("topologySpreadConstraints"))
+    if any(not isinstance(c, dict) or c.get("whenUnsatisfiable") != "ScheduleAnyway" for c in spread):
+        errors.append(
+            issue(
+                "unsupported",
+                _at(base, "spec.topologySpreadConstraints"),
+                "a DoNotSchedule spread constraint is not represented by placer",
+            )
+        )
+    elif spread:  # ScheduleAnyway only: kube-scheduler scores by them, never keeps the pod out
+        warnings.append(_soft(base, "spec.topologySpreadConstraints", "ScheduleAnyway spread constraints"))
     if len(errors) > start:
         return None, placement, priority, pclass
     gpus = sum(int(request.get(r, Decimal(0))) for r in GPU_RESOURCES)
@@ -324,7 +338,13 @@ def _term(term: Any, path: str, errors: list[Issue]) -> Rule | None:
     return rules[0] if len(rules) == 1 else AllOf(rules=rules)
 
 
-def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placement:
+def _soft(base: str, field: str, what: str) -> Issue:
+    """The warning for a preference placer reads past: a soft rule never keeps kube-scheduler from placing
+    a pod, so placing it without the rule is a placement kube-scheduler could make too."""
+    return issue("unsupported", _at(base, field), f"{what}: a preference placer does not weigh (read past)")
+
+
+def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: list[Issue]) -> Placement:
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, dict) or not all(isinstance(v, str) for v in selector.values()):
         errors.append(issue("type", _at(base, "spec.nodeSelector"), "an object of strings"))
@@ -353,23 +373,29 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
         where = f"{path}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
         exprs = as_map(p.get("preference")).get("matchExpressions") if isinstance(p, dict) else None
         weight = p.get("weight") if isinstance(p, dict) else None
-        if (
-            not isinstance(exprs, list)
-            or len(exprs) != 1
-            or not isinstance(weight, int)
-            or not 1 <= weight <= 100
-        ):
-            errors.append(
-                issue("unsupported", where, "a preferred term of one match expression and a weight 1-100")
+        if not isinstance(weight, int) or not 1 <= weight <= 100:
+            errors.append(issue("range", f"{where}.weight", "a preferred term has a weight 1-100"))
+            continue
+        if not isinstance(exprs, list) or len(exprs) != 1:
+            warnings.append(
+                _soft(base, where.removeprefix(f"{base}."), "a preferred term of several expressions")
             )
             continue
         [rule] = _expressions(exprs, f"{where}.preference.matchExpressions", errors) or [None]
         if isinstance(rule, LabelRule):
             preferred.append(rule.model_copy(update={"weight": weight}))
-    if affinity.get("podAffinity"):
+    pod_affinity = as_map(affinity.get("podAffinity"))
+    if pod_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"):
         errors.append(
-            issue("unsupported", _at(base, "spec.affinity.podAffinity"), "pod affinity is not represented")
+            issue(
+                "unsupported",
+                _at(base, "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
+                "required pod affinity is not represented",
+            )
         )
+    if pod_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"):
+        field = "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+        warnings.append(_soft(base, field, "preferred pod affinity"))
     pod_anti = as_map(affinity.get("podAntiAffinity"))
     for i, t in enumerate(as_list(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution"))):
         where = _at(
@@ -390,13 +416,8 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue]) -> Placemen
         if rules:
             anti.append(rules[0] if len(rules) == 1 else AllOf(rules=rules))
     if pod_anti.get("preferredDuringSchedulingIgnoredDuringExecution"):
-        errors.append(
-            issue(
-                "unsupported",
-                _at(base, "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"),
-                "preferred pod anti-affinity is not represented",
-            )
-        )
+        field = "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+        warnings.append(_soft(base, field, "preferred pod anti-affinity"))
     tolerations: list[Toleration] = []
     for i, t in enumerate(as_list(spec.get("tolerations"))):
         where = _at(base, f"spec.tolerations[{i}]")

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from placer.solver.jobs import read_file, read_object
+from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME
 from placer.solver.jobs.model import AffinityOperator, AllOf, LabelRule, PriorityClass
 
 PODS = Path(__file__).resolve().parents[2] / "fixtures" / "kubernetes" / "pending_pods.json"
@@ -76,8 +77,16 @@ def _with(spec_update: dict[str, Any]) -> Any:
     ("update", "path"),
     [
         (
-            {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}},
-            "spec.affinity.podAffinity",
+            {
+                "affinity": {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": HOSTNAME}
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution",
         ),
         (
             {
@@ -187,3 +196,84 @@ def test_scheduling_gates_are_read_and_a_nameless_one_is_refused() -> None:
     assert not bad.ok and [(e.code, e.path) for e in bad.errors] == [
         ("required", "spec.schedulingGates[0].name")
     ]
+
+
+@pytest.mark.parametrize(
+    ("update", "path"),
+    [
+        (
+            {
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "ScheduleAnyway",
+                    }
+                ]
+            },
+            "spec.topologySpreadConstraints",
+        ),
+        (
+            {
+                "affinity": {
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 50,
+                                "podAffinityTerm": {
+                                    "labelSelector": {"matchLabels": {"a": "b"}},
+                                    "topologyKey": HOSTNAME,
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+        ),
+        (
+            {
+                "affinity": {
+                    "podAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 10,
+                                "podAffinityTerm": {
+                                    "labelSelector": {"matchLabels": {"a": "b"}},
+                                    "topologyKey": HOSTNAME,
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+        ),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 20,
+                                "preference": {
+                                    "matchExpressions": [
+                                        {"key": "a", "operator": "In", "values": ["x"]},
+                                        {"key": "b", "operator": "Exists"},
+                                    ]
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]",
+        ),
+    ],
+)
+def test_a_preference_kube_scheduler_only_scores_never_refuses_the_pod(
+    update: dict[str, Any], path: str
+) -> None:
+    # What kube-scheduler only scores by never keeps a pod out: placer reads the pod without it and says so.
+    r = _with(update)
+    assert r.ok and [(w.code, w.path) for w in r.warnings] == [("unsupported", path)]
