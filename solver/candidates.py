@@ -322,7 +322,14 @@ class NodeArrays:
 
 #: Cache entries that read free amounts or running jobs (the rest read node facts only).
 _DYNAMIC = frozenset(
-    {"__running_labels__", "__running_anti__", "__sockets__", "__anti__", "__milli_matrix__"}
+    {
+        "__running_labels__",
+        "__running_anti__",
+        "__running_anti_keys__",
+        "__sockets__",
+        "__anti__",
+        "__milli_matrix__",
+    }
 )
 
 
@@ -642,7 +649,10 @@ def anti_affinity_mask(
     out = np.zeros(len(arrays.snap.nodes), dtype=bool)
     if not anti and not theirs:
         return out
-    mine = tuple(sorted((labels or {}).items())) if theirs else ()
+    # The job's labels matter to the running jobs' rules only through the keys those rules read: jobs
+    # whose labels agree there share the answer (a big batch's jobs each have labels of their own).
+    read = _running_anti_keys(arrays, theirs) if theirs else frozenset()
+    mine = tuple(sorted((k, v) for k, v in (labels or {}).items() if k in read))
     key = ("__anti__", *(r.model_dump_json() for r in anti), mine)
     cached = arrays._static_cache.get(key)
     if cached is not None:
@@ -656,6 +666,18 @@ def anti_affinity_mask(
         if any(holds(r, labels or {}) for r in rules):
             out[idx] = True
     return out
+
+
+def _running_anti_keys(arrays: NodeArrays, theirs: list[tuple[int, tuple]]) -> frozenset[str]:
+    """The label keys the running jobs' required anti-affinity rules read (cached, and dropped with the
+    rules when what runs changes)."""
+    from placer.solver.rules import rule_keys
+
+    hit = arrays._static_cache.get("__running_anti_keys__")
+    if hit is None:
+        hit = frozenset(k for _, rules in theirs for r in rules for k in rule_keys(r))
+        arrays._static_cache["__running_anti_keys__"] = hit  # type: ignore[assignment]
+    return hit  # type: ignore[return-value]
 
 
 def pod_admits(unit: Unit, pod: TpuPod, spot_ok: bool) -> bool:

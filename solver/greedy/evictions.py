@@ -55,12 +55,14 @@ def place_with_evictions(
     # A set of node indices: testing each victim's nodes against it stays in C (indexing the mask one
     # numpy scalar at a time was most of this function's cost on 10,000 nodes).
     could_at = set(np.flatnonzero(could).tolist())
+    # Cheapest test first: most victims sit on no node the job could use.
+    evicted = state.evicted
     eligible = [
         v
         for v in victims
         if v.rank < mine
-        and v.id not in state.evicted
         and (not could_at.isdisjoint(v.nodes) or (wants_tpu and v.pods))
+        and v.id not in evicted
     ]
     if not eligible:
         return None
