@@ -192,7 +192,7 @@ def preempts(spec: dict[str, Any], base: str, errors: list[Issue]) -> bool:
     raw = spec.get("preemptionPolicy")
     if raw is None:
         return True
-    if raw not in PREEMPTION_POLICIES:
+    if not isinstance(raw, str) or raw not in PREEMPTION_POLICIES:
         errors.append(
             issue("enum", _at(base, "spec.preemptionPolicy"), f"one of {', '.join(PREEMPTION_POLICIES)}")
         )

@@ -159,8 +159,9 @@ def test_preemption_policy_never_makes_a_job_that_does_not_preempt() -> None:
     assert never.job.priority == 1000  # it keeps its priority: only evicting is given up
 
 
-def test_an_unknown_preemption_policy_is_refused_naming_the_field() -> None:
-    r = _with({"preemptionPolicy": "Sometimes"})
+@pytest.mark.parametrize("value", ["Sometimes", ["Never"], 0])
+def test_an_unknown_preemption_policy_is_refused_naming_the_field(value: object) -> None:
+    r = _with({"preemptionPolicy": value})
     assert not r.ok and [(e.code, e.path) for e in r.errors] == [("enum", "spec.preemptionPolicy")]
 
 
