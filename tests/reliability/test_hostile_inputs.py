@@ -41,9 +41,12 @@ from placer.solver.jobs.model import Job, Placement, ReadResult
 from placer.solver.jobs.options import ReadOptions
 from placer.solver.jobs.parse import parse_yaml as parse_job_yaml
 from placer.solver.jobs.queues import load_queue_configs
+from placer.topology import Inventory
 from placer.topology.build import build_cluster
 from placer.topology.errors import TopologyError
 from placer.topology.importers import parse_jgf, parse_kubernetes, parse_ojs_workers, parse_slurm
+from placer.topology.importers.slurm_partitions import parse_slurm_partitions
+from placer.topology.importers.slurm_reservations import slurm_reservations
 from placer.topology.inventory_file import inventory_from_document, read_inventory
 from placer.topology.load import detect_cluster_format
 from placer.topology.safe_load import parse_text
@@ -217,11 +220,11 @@ def well_formed(results: Any) -> None:
 
 
 def only_topology_errors(make: Callable[[], Any]) -> None:
-    """The importer contract: an Inventory that builds into a cluster, or a TopologyError that names
-    where (source, item, message); nothing else escapes."""
+    """The importer contract: an Inventory that builds into a cluster (or a table: Slurm's partitions,
+    reservations), or a TopologyError that names where (source, item, message); nothing else escapes."""
     try:
         inv = make()
-        if not isinstance(inv, str):
+        if isinstance(inv, Inventory):
             build_cluster(inv, source="fuzz")
     except TopologyError as e:
         assert e.problems and all(p.source and isinstance(p.item, str) and p.message for p in e.problems)
@@ -256,6 +259,30 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], None]]] = {
             JSON,
         ),
         _reader("kubernetes"),
+    ),
+    "reader slurm": (
+        st.one_of(
+            mutated(
+                [
+                    _json(FIXTURES / "slurm" / n)
+                    for n in ("squeue-22.05-options.json", "squeue-22.05-per-gpu.json")
+                ]
+            ),
+            JSON,
+        ),
+        _reader("slurm"),
+    ),
+    "reader slurm text": (
+        st.one_of(mangled([(FIXTURES / "slurm" / "show-job-d-22.05-options.txt").read_text()]), RANDOM_TEXT),
+        lambda text: well_formed(read_text(text, source="fuzz", options=OPTIONS)),
+    ),
+    "importer slurm reservations": (
+        st.one_of(mangled([(FIXTURES / "slurm" / "show-reservation-22.05.txt").read_text()]), RANDOM_TEXT),
+        lambda text: only_topology_errors(lambda: slurm_reservations(text, source="fuzz")),
+    ),
+    "importer slurm partitions": (
+        st.one_of(mangled([(FIXTURES / "slurm" / "show-partition-22.05.txt").read_text()]), RANDOM_TEXT),
+        lambda text: only_topology_errors(lambda: parse_slurm_partitions(text, source="fuzz")),
     ),
     "importer ojs-workers": (
         st.one_of(mutated([OJS_WORKERS]), JSON),
