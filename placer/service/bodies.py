@@ -140,13 +140,10 @@ class PolicyBody(_Body):
     preemption: bool = Field(True, description="whether running jobs may be evicted")
 
 
-class PlacementInputs(_Body):
-    """Everything of a placement but the cluster: the body of ``POST /v1/clusters/{id}/placements``."""
+class RunningFields(_Body):
+    """Running jobs in a body, and the Slurm tables that say how Slurm's may be preempted and what limits
+    Slurm's jobs count against (``placer/service/slurm.py``)."""
 
-    jobs: list[Document] = Field(
-        description="job documents in any JSON job format (an OJS envelope, a list of them, a workflow, a "
-        "Flux jobspec object); Flux YAML and SSS XML as strings"
-    )
     running: list[dict[str, Any]] | dict[str, Any] | str | None = Field(
         None,
         description="running jobs as placer place --running: envelopes plus node/gpus or replicas; or "
@@ -161,6 +158,15 @@ class PlacementInputs(_Body):
         None, description="sacctmgr show qos -P, read for its limits alone (--slurm-qos-limits)"
     )
     slurm_assoc: str | None = Field(None, description="sacctmgr show assoc tree -P (--slurm-assoc)")
+
+
+class PlacementInputs(RunningFields):
+    """Everything of a placement but the cluster: the body of ``POST /v1/clusters/{id}/placements``."""
+
+    jobs: list[Document] = Field(
+        description="job documents in any JSON job format (an OJS envelope, a list of them, a workflow, a "
+        "Flux jobspec object); Flux YAML and SSS XML as strings"
+    )
     policy: PolicyBody = Field(default_factory=PolicyBody)
     time_limit_s: float | None = Field(
         None, gt=0, allow_inf_nan=False, description="seconds for the whole placement; capped by the server"
@@ -196,12 +202,9 @@ class PlacementRequest(PlacementInputs, ClusterFields):
     """``POST /v1/placements``: one batch on one cluster, answered with the Decision JSON."""
 
 
-class ClusterPut(ClusterFields):
-    """``PUT /v1/clusters/{id}``: a snapshot to keep; ``running`` adds running jobs to it."""
-
-    running: list[dict[str, Any]] | None = Field(
-        None, description="running jobs as placer place --running, added to those the cluster lists"
-    )
+class ClusterPut(ClusterFields, RunningFields):
+    """``PUT /v1/clusters/{id}``: a snapshot to keep; ``running`` adds running jobs to it (Slurm's replace
+    the anonymous allocations of a Slurm node list, under the Slurm tables sent with them)."""
 
 
 class ValidateRequest(_Body):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from placer.service.bodies import ClusterFields, PlacementInputs, PlacementRequest
+from placer.service.bodies import ClusterFields, PlacementInputs, PlacementRequest, RunningFields
 from placer.service.errors import issues, issues_of_topology, unprocessable
 from placer.service.limits import Limits
 from placer.solver.jobs import Job, JobValidationError, ReadOptions, ReadResult, check_batch, read_object
@@ -45,6 +45,7 @@ __all__ = [
     "read_jobs",
     "read_options",
     "refuse_unreadable",
+    "running_into",
     "with_running",
 ]
 
@@ -117,6 +118,17 @@ def with_running(cluster: Cluster, items: Sequence[Any] | None, limits: Limits) 
         raise unprocessable("invalid_running", "running jobs do not fit the cluster", problems) from None
 
 
+def running_into(cluster: Cluster, body: RunningFields, limits: Limits, tables: Any = None) -> Cluster:
+    """``cluster`` with the body's running jobs, whichever form they come in: envelopes
+    (:func:`with_running`), or Slurm's own output under the body's Slurm tables
+    (:func:`placer.service.slurm.with_slurm_running`; ``tables``: those already read)."""
+    from placer.service.slurm import is_slurm_running, slurm_tables, with_slurm_running
+
+    if is_slurm_running(body.running):
+        return with_slurm_running(cluster, body.running, tables or slurm_tables(body))
+    return with_running(cluster, body.running, limits)  # type: ignore[arg-type]
+
+
 def read_options(queue_config: Any, limits: Limits | None = None) -> ReadOptions:
     """ReadOptions with the body's OJS §10 queue configuration and the server's administrative limits
     (``limits.read_limits``); 422 naming the field when the queue configuration is bad."""
@@ -175,16 +187,13 @@ def refuse_unreadable(results: Sequence[ReadResult]) -> None:
 
 def placement_inputs(body: PlacementInputs, cluster: Cluster, limits: Limits) -> Inputs:
     """All of a placement request read and checked (the cluster already built); raises :class:`ApiError`."""
-    from placer.service.slurm import is_slurm_running, slurm_jobs, slurm_tables, with_slurm_running
+    from placer.service.slurm import slurm_jobs, slurm_tables
 
     options = read_options(body.queue_config, limits)
     jobs = read_jobs(body.jobs, options, limits)
     refuse_unreadable(jobs)
     tables = slurm_tables(body)
-    if is_slurm_running(body.running):
-        cluster = with_slurm_running(cluster, body.running, tables)
-    else:
-        cluster = with_running(cluster, body.running, limits)  # type: ignore[arg-type]
+    cluster = running_into(cluster, body, limits, tables)
     jobs = slurm_jobs(jobs, tables, cluster)
     reservations = None
     if body.reservations is not None:

@@ -39,7 +39,7 @@ from placer.service.inputs import (
     placement_inputs,
     read_jobs,
     read_options,
-    with_running,
+    running_into,
 )
 from placer.service.limits import read_body
 from placer.service.state import ChangeError, Stored, normalize_change
@@ -329,7 +329,7 @@ async def put_cluster(cluster_id: str, request: Request) -> JSONResponse:
 
     def work() -> tuple[dict[str, Any], bool]:
         body = parse_body(ClusterPut, raw, svc.limits.max_body_bytes)
-        cluster = with_running(cluster_of(body, svc.limits), body.running, svc.limits)
+        cluster = running_into(cluster_of(body, svc.limits), body, svc.limits)
         if svc.store.get(key) is None and len(svc.store) >= svc.max_clusters:
             raise ApiError(
                 507, "store_full", f"the server holds {svc.max_clusters} clusters; DELETE one first"

@@ -211,6 +211,15 @@ def test_slurms_own_output_gives_the_cli_decision(
     both = {**body, "slurm_qos": "Name|Preempt|PreemptMode\nnormal||cluster\n"}
     refused = http.post("/v1/placements", json=both)
     assert refused.status_code == 422 and refused.json()["error"]["errors"][0]["path"] == "slurm_qos"
+    # Stateful: the cluster stored with Slurm's running jobs (under the partitions), then the pending jobs
+    # placed on it, give the same decision.
+    stored = {k: body[k] for k in ("cluster", "running", "slurm_partitions")}
+    assert http.put("/v1/clusters/slurm-live", json=stored).status_code == 201
+    again = {k: body[k] for k in ("jobs", "reservations", "slurm_partitions", "now", "policy")}
+    r = http.post("/v1/clusters/slurm-live/placements", json=again)
+    assert r.status_code == 200, r.text
+    assert without_timings(r.json()) == without_timings(expected)
+    assert http.delete("/v1/clusters/slurm-live").status_code == 204
 
 
 def test_default_engine_answers_within_the_capped_time_limit(http: httpx.Client) -> None:
