@@ -207,7 +207,9 @@ def _lns(
     )
     stats.status = stats.model_status = "FEASIBLE"
     stats.lns_rounds, stats.lns_accepted = result.rounds, result.accepted
-    if not policy.reproducible or result.cut:
+    # A search that ran no round (greedy left no job pending that could run: nothing to seed one) was cut
+    # by no clock, and its answer is greedy's; otherwise a clock ended it unless counted rounds did.
+    if result.cut or (result.rounds and not policy.reproducible):
         stats.cut_by.append("cpsat")
     best = result.assignment
     best.skipped = set(greedy_best.skipped)

@@ -68,3 +68,14 @@ def test_budgets_keep_the_joint_model() -> None:
     queues = {"default": QueueConfig.model_validate({"queue": "default", "config": {"ml_limits": limits}})}
     d = place(list(sc.jobs), sc.cluster, Policy(engine="cpsat", lns_above_size=1), now=sc.now, queues=queues)
     assert d.stats.lns_rounds is None
+
+
+def test_a_search_with_nothing_to_seed_cuts_nothing() -> None:
+    # The fragmentation trap, replicated: greedy already places every job, so the search has no pending
+    # job to seed a round from and stops before any. Its answer is greedy's, and no clock cut anything:
+    # the decision says it is deterministic, without reproducible mode.
+    sc = replicate(fragmentation_trap(), 3)
+    d = place(list(sc.jobs), sc.cluster, Policy(engine="cpsat", lns_above_size=1, plan=False), now=sc.now)
+    assert_valid(d, list(sc.jobs), sc.cluster, sc.now)
+    assert len(d.placements) == sc.optimal_placed and d.stats.lns_rounds == 0
+    assert d.stats.cut_by == [] and d.stats.deterministic is True
