@@ -89,6 +89,9 @@ class SlurmPartition:
     max_time_min: int | None = None
     max_nodes: int | None = None
     min_nodes: int = 0
+    #: The partition's QOS (``QoS=``/``QOS=``; None for ``N/A``): its limits apply to the partition's jobs,
+    #: and placer does not read them (the readers warn).
+    qos: str | None = None
 
     def refuses(self, nodes: int | None, time_limit_min: float | None) -> str | None:
         """Why this partition starts no job of ``nodes`` nodes and this time limit (None: it may).
@@ -231,6 +234,8 @@ def _start_rules(
         )
     out["state"] = state if state in _STATES else "UP"
     out["exclusive"] = values.get("OverSubscribe", "NO").upper().startswith("EXCLUSIVE")
+    qos = values.get("QoS", values.get("QOS", ""))
+    out["qos"] = qos if qos not in ("", "N/A", "(null)") else None
     try:
         out["max_time_min"] = parse_time_limit(values.get("MaxTime", "UNLIMITED"))
     except ValueError:

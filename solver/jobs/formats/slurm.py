@@ -415,6 +415,13 @@ def _partition_rules(results: list[ReadResult], table: dict[str, SlurmPartition]
             required = [keep if _is_partition_rule(x) else x for x in placement.required]
             placement = placement.model_copy(update={"required": required})
             update["priority"] = max(table[p].priority_tier for p in allowed)
+        for p in allowed:
+            if table[p].qos is not None:
+                why = (
+                    f"partition {p!r} has QOS {table[p].qos!r}, whose limits Slurm applies to its jobs: "
+                    "not read (placer may place a job they hold)"
+                )
+                warnings.append(issue("unsupported", path, why))
         whole = [p for p in allowed if table[p].exclusive]
         if whole and not placement.exclusive_nodes:
             placement = placement.model_copy(update={"exclusive_nodes": True})
@@ -423,7 +430,7 @@ def _partition_rules(results: list[ReadResult], table: dict[str, SlurmPartition]
                 warnings.append(
                     issue("unsupported", path, why + "so does placer, in every partition of the job")
                 )
-        if placement is job.placement and not update:
+        if placement is job.placement and not update and warnings == r.warnings:
             return r
         job = job.model_copy(update={**update, "placement": placement})
         return r.model_copy(update={"job": job, "warnings": warnings})

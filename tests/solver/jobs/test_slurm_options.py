@@ -209,3 +209,16 @@ def test_an_exclusive_partition_gives_its_jobs_whole_nodes() -> None:
     table = _partitions("PartitionName=gpu Nodes=gpu[01-03] OverSubscribe=EXCLUSIVE\n")
     read = {r.id: r for r in with_partition_tiers(list(_read(_doc()).values()), table)}
     assert read[IDS["plain-a100"]].job.placement.exclusive_nodes
+
+
+def test_a_partition_qos_is_named_not_silently_dropped() -> None:
+    from placer.solver.jobs.formats.slurm import with_partition_tiers
+
+    # scontrol show partition prints QoS=N/A for none (as the captured fixture does); a partition with a
+    # QOS holds its jobs to that QOS's limits, which placer does not read: each job of it says so.
+    assert _partitions((REAL / "show-partition-22.05.txt").read_text())["gpu"].qos is None
+    table = _partitions("PartitionName=gpu Nodes=gpu[01-03] QoS=part-limits\n")
+    assert table["gpu"].qos == "part-limits"
+    read = {r.id: r for r in with_partition_tiers(list(_read(_doc()).values()), table)}
+    r = read[IDS["plain-a100"]]
+    assert r.ok and [(w.code, "part-limits" in w.message) for w in r.warnings] == [("unsupported", True)]
