@@ -178,40 +178,32 @@ def test_cpsat_is_never_worse_than_greedy_and_repeats_itself(batch: list[Job]) -
         assert first.placements
 
 
-#: Two queues of one cohort: a has a GPU budget, b a GPU-job budget, and the cohort a total below their
-#: sum; the cluster's running job run-a (3 GPUs) is queue a's, so the cohort has 4 GPUs of room.
-COHORT_QUEUES = load_queue_configs(
-    [
-        {
-            "queue": "a",
-            "config": {"ml_limits": {"max_total_gpus": 5}, "cohort": {"name": "c", "max_total_gpus": 7}},
-        },
-        {
-            "queue": "b",
-            "config": {
-                "ml_limits": {"max_concurrent_gpu_jobs": 2},
-                "cohort": {"name": "c", "max_total_gpus": 7},
+def _cohort_queues(b_keeps: int = 0) -> dict:  # type: ignore[type-arg]
+    """Two queues of one cohort: a has a GPU budget, b a GPU-job budget, and the cohort a total below
+    their sum; ``b_keeps``: GPUs b keeps and does not lend (a Kueue lendingLimit)."""
+    kept = {"guaranteed_gpus": b_keeps} if b_keeps else {}
+    return load_queue_configs(  # type: ignore[no-any-return]
+        [
+            {
+                "queue": "a",
+                "config": {"ml_limits": {"max_total_gpus": 5}, "cohort": {"name": "c", "max_total_gpus": 7}},
             },
-        },
-    ]
-)
-#: The same, with queue b keeping 2 GPUs it does not lend (a Kueue lendingLimit): the cohort counts b as
-#: holding at least 2, so a and b together have 2 GPUs of room beyond what b places in its own 2.
-LENDING_QUEUES = load_queue_configs(
-    [
-        {
-            "queue": "a",
-            "config": {"ml_limits": {"max_total_gpus": 5}, "cohort": {"name": "c", "max_total_gpus": 7}},
-        },
-        {
-            "queue": "b",
-            "config": {
-                "ml_limits": {"max_concurrent_gpu_jobs": 2},
-                "cohort": {"name": "c", "max_total_gpus": 7, "guaranteed_gpus": 2},
+            {
+                "queue": "b",
+                "config": {
+                    "ml_limits": {"max_concurrent_gpu_jobs": 2},
+                    "cohort": {"name": "c", "max_total_gpus": 7, **kept},
+                },
             },
-        },
-    ]
-)
+        ]
+    )
+
+
+#: The cluster's running job run-a (3 GPUs) is queue a's, so the cohort has 4 GPUs of room.
+COHORT_QUEUES = _cohort_queues()
+#: The same, with queue b keeping 2 GPUs it does not lend: the cohort counts b as holding at least 2, so a
+#: and b together have 2 GPUs of room beyond what b places in its own 2.
+LENDING_QUEUES = _cohort_queues(b_keeps=2)
 #: The same two queues in a tree (Kueue hierarchical cohorts): cohort c (a's 5 and b's 0 nominal GPUs,
 #: b keeping them all) under root r with 2 GPUs of its own; c may take at most 1 GPU from r.
 _TREE = [

@@ -48,7 +48,14 @@ from placer.topology.importers.slurm_jobs import is_squeue_json, squeue_running
 from placer.topology.inventory import RunningJob
 from placer.topology.safe_load import load_json
 
-__all__ = ["is_show_job_text", "parse_time_limit", "read_running", "show_job_document", "show_job_running"]
+__all__ = [
+    "is_show_job_text",
+    "local_time",
+    "parse_time_limit",
+    "read_running",
+    "show_job_document",
+    "show_job_running",
+]
 
 #: Keys whose value is free text to the end of the line.
 _TEXT_KEYS = ("JobName", "Command", "WorkDir", "StdErr", "StdIn", "StdOut", "Comment", "AdminComment")
@@ -101,13 +108,20 @@ def _fields(line: str) -> dict[str, str]:
     return out
 
 
-def _epoch(text: str | None) -> int | None:
+def local_time(text: str | None) -> datetime | None:
+    """A time as Slurm prints it (``2026-11-27T17:33:33``, no zone: the controller's local time) in the
+    local zone of the machine reading it; None for ``Unknown``, ``None``, ``N/A`` or what is not a time."""
     if not text or text in ("Unknown", "None", "N/A"):
         return None
     try:
-        return int(datetime.fromisoformat(text).astimezone().timestamp())
+        return datetime.fromisoformat(text).astimezone()
     except ValueError:
         return None
+
+
+def _epoch(text: str | None) -> int | None:
+    t = local_time(text)
+    return None if t is None else int(t.timestamp())
 
 
 def _number(text: str | None) -> int | None:

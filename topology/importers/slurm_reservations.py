@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.importers.jgf import expand_hostlist
+from placer.topology.importers.slurm_job_text import local_time
 
 __all__ = ["UNKEPT_FLAGS", "is_show_reservation_text", "slurm_reservations"]
 
@@ -52,14 +52,6 @@ def is_show_reservation_text(text: str) -> bool:
     or it says there are none)."""
     head = text.lstrip()
     return head.startswith("ReservationName=") or head.startswith("No reservations in the system")
-
-
-def _epoch_local(text: str) -> datetime | None:
-    """A Slurm time (``2026-11-27T17:33:33``, no zone) in the local zone; None when it is not one."""
-    try:
-        return datetime.fromisoformat(text).astimezone()
-    except ValueError:
-        return None
 
 
 def slurm_reservations(
@@ -110,7 +102,7 @@ def slurm_reservations(
             known = [cores_of(v) for v in nodes]
             if all(c is not None for c in known) and int(cores) < sum(c for c in known if c is not None):
                 bad("CoreCnt", f"some cores of {nodes_text}, not whole nodes: not modelled")
-        start, end = _epoch_local(rec.get("StartTime", "")), _epoch_local(rec.get("EndTime", ""))
+        start, end = local_time(rec.get("StartTime", "")), local_time(rec.get("EndTime", ""))
         if start is None:
             bad("StartTime", "not a Slurm time")
         if end is None:

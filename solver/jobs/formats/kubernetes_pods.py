@@ -275,7 +275,9 @@ def template_group(
             )
         )
     elif spread:  # ScheduleAnyway only: kube-scheduler scores by them, never keeps the pod out
-        warnings.append(_soft(base, "spec.topologySpreadConstraints", "ScheduleAnyway spread constraints"))
+        warnings.append(
+            _soft(_at(base, "spec.topologySpreadConstraints"), "ScheduleAnyway spread constraints")
+        )
     if len(errors) > start:
         return None, placement, priority, pclass
     gpus = sum(int(request.get(r, Decimal(0))) for r in GPU_RESOURCES)
@@ -338,10 +340,10 @@ def _term(term: Any, path: str, errors: list[Issue]) -> Rule | None:
     return rules[0] if len(rules) == 1 else AllOf(rules=rules)
 
 
-def _soft(base: str, field: str, what: str) -> Issue:
+def _soft(path: str, what: str) -> Issue:
     """The warning for a preference placer reads past: a soft rule never keeps kube-scheduler from placing
     a pod, so placing it without the rule is a placement kube-scheduler could make too."""
-    return issue("unsupported", _at(base, field), f"{what}: a preference placer does not weigh (read past)")
+    return issue("unsupported", path, f"{what}: a preference placer does not weigh (read past)")
 
 
 def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: list[Issue]) -> Placement:
@@ -377,9 +379,7 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
             errors.append(issue("range", f"{where}.weight", "a preferred term has a weight 1-100"))
             continue
         if not isinstance(exprs, list) or len(exprs) != 1:
-            warnings.append(
-                _soft(base, where.removeprefix(f"{base}."), "a preferred term of several expressions")
-            )
+            warnings.append(_soft(where, "a preferred term of several expressions"))
             continue
         [rule] = _expressions(exprs, f"{where}.preference.matchExpressions", errors) or [None]
         if isinstance(rule, LabelRule):
@@ -395,7 +395,7 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         )
     if pod_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"):
         field = "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-        warnings.append(_soft(base, field, "preferred pod affinity"))
+        warnings.append(_soft(_at(base, field), "preferred pod affinity"))
     pod_anti = as_map(affinity.get("podAntiAffinity"))
     for i, t in enumerate(as_list(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution"))):
         where = _at(
@@ -417,7 +417,7 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
             anti.append(rules[0] if len(rules) == 1 else AllOf(rules=rules))
     if pod_anti.get("preferredDuringSchedulingIgnoredDuringExecution"):
         field = "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-        warnings.append(_soft(base, field, "preferred pod anti-affinity"))
+        warnings.append(_soft(_at(base, field), "preferred pod anti-affinity"))
     tolerations: list[Toleration] = []
     for i, t in enumerate(as_list(spec.get("tolerations"))):
         where = _at(base, f"spec.tolerations[{i}]")

@@ -735,7 +735,9 @@ def _exclusive(raw: dict[str, Any], at: Any, errors: list[Issue], warnings: list
         words = [slurm_text(v) for v in value] if isinstance(value, list) else [slurm_text(value)]
         for word in (w.lower() for w in words if w):
             if field == "exclusive":  # newer Slurm: ["true"], ["user"], ["mcs"], ["topo"], ["false"]
-                word = {"true": "none", "false": "shared"}.get(word, word)
+                if word == "false":
+                    continue  # not exclusive: what a job that asked nothing says
+                word = "none" if word == "true" else word
             if word not in _SHARED:
                 errors.append(issue("enum", at(field), f"{word!r}: not one of {', '.join(_SHARED)}"))
                 continue
