@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from placer.solver.demand import Need, Unit, tolerated
-from placer.solver.jobs.model import FluxResource
+from placer.solver.jobs.model import AffinityOperator, FluxResource, LabelRule
 from placer.solver.rules import all_hold, rule_keys
-from placer.solver.snapshot import HARD_TAINT_EFFECTS, SCOPE_ATTRS, NodeView, Snapshot
+from placer.solver.snapshot import HARD_TAINT_EFFECTS, SCOPE_ATTRS, NodeView, Snapshot, scope_value
 from placer.solver.structure import TRANSPARENT, compile_shape, fits_empty, match, request_text, shaped
 from placer.topology import TpuPod, canonical_gpu_type
 from placer.topology.inventory import LoadedModel
@@ -258,6 +258,29 @@ class NodeArrays:
             self._static_cache["__running_labels__"] = cached  # type: ignore[assignment]
         return cached  # type: ignore[return-value]
 
+    def running_values(self, key: str) -> dict[str, np.ndarray]:
+        """Label ``key`` of the running jobs, as their anti-affinity readers see it
+        (:func:`~placer.solver.rules.running_label`): value -> the nodes (indices, ascending) where a job
+        with that value runs. One pass over the running jobs per key (cached), so that an ``In`` rule
+        finds its nodes by lookup instead of testing every running job's labels."""
+        from placer.solver.rules import running_label
+
+        ck = ("__running_values__", key)
+        hit = self._static_cache.get(ck)
+        if hit is None:
+            snap = self.snap
+            at: dict[str, list[int]] = {}
+            for v in snap.nodes:
+                for j in v.running:
+                    value = running_label(snap.cluster.running_job(j), key)
+                    if value is not None:
+                        nodes = at.setdefault(value, [])
+                        if not nodes or nodes[-1] != v.idx:
+                            nodes.append(v.idx)
+            hit = {value: np.array(nodes, dtype=np.int64) for value, nodes in at.items()}
+            self._static_cache[ck] = hit  # type: ignore[assignment]
+        return hit  # type: ignore[return-value]
+
     def fits(self, need: Need, *, free: bool = True) -> np.ndarray:
         """Boolean mask of nodes where one replica of ``need`` fits (now, or on the empty node); cached per
         distinct need, as batches repeat the same few shapes. Callers must not modify the mask."""
@@ -285,19 +308,39 @@ class NodeArrays:
         key = ("__scope__", scope)
         cached = self._static_cache.get(key)
         if cached is None:
-            # The values scope_value gives, read straight off the nodes (10,000 nodes x a few scopes per
-            # batch: no function call per node and scope).
+            # The values scope_value gives, read straight off the nodes, one list per attribute (10,000
+            # nodes x a few scopes per batch: no function call or tuple per node when one attribute).
             attrs = [SCOPE_ATTRS.get(part) for part in scope.split("+")]
-            ids: dict[tuple[object, ...], int] = {}
-            vals = (
-                None if None in attrs else tuple(getattr(v.node, a) for a in attrs)  # type: ignore[arg-type]
-                for v in self.snap.nodes
-            )
-            cached = np.fromiter(
-                (-1 if x is None or None in x else ids.setdefault(x, len(ids)) for x in vals),
-                dtype=np.int64,
-                count=len(self.snap.nodes),
-            )
+            nodes = [v.node for v in self.snap.nodes]
+            if None in attrs:
+                vals: list[object] = [None] * len(nodes)
+            elif len(attrs) == 1:
+                vals = [getattr(n, attrs[0]) for n in nodes]  # type: ignore[arg-type]
+            else:
+                cols = [[getattr(n, a) for n in nodes] for a in attrs]  # type: ignore[arg-type]
+                vals = [None if None in x else x for x in zip(*cols, strict=True)]
+            ids: dict[object, int] = {}
+            cached = np.array(
+                [-1 if x is None else ids.setdefault(x, len(ids)) for x in vals], dtype=np.int64
+            ).reshape(len(nodes))
+            self._static_cache[key] = cached  # type: ignore[assignment]
+        return cached  # type: ignore[return-value]
+
+    def scope_ranks(self, scope: str) -> np.ndarray:
+        """Per code of :meth:`scope_codes`, the rank of its domain's name (``scope_value``) among all the
+        names: ties between domains go to names in order, as sorting the names breaks them, without
+        comparing strings on every call; cached."""
+        key = ("__scope_ranks__", scope)
+        cached = self._static_cache.get(key)
+        if cached is None:
+            codes = self.scope_codes(scope)
+            present, first = np.unique(codes, return_index=True)
+            names = [""] * int(present.max(initial=-1) + 1)
+            for code, node in zip(present.tolist(), first.tolist(), strict=True):
+                if code >= 0:
+                    names[code] = scope_value(self.snap, node, scope) or ""
+            cached = np.empty(len(names), dtype=np.int64)
+            cached[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
             self._static_cache[key] = cached  # type: ignore[assignment]
         return cached  # type: ignore[return-value]
 
@@ -324,6 +367,7 @@ class NodeArrays:
 _DYNAMIC = frozenset(
     {
         "__running_labels__",
+        "__running_values__",
         "__running_anti__",
         "__running_anti_keys__",
         "__sockets__",
@@ -658,9 +702,21 @@ def anti_affinity_mask(
     if cached is not None:
         return cached  # type: ignore[return-value]
     arrays._static_cache[key] = out  # type: ignore[assignment]
-    if anti:
+    # An ``In`` rule (the usual "not beside my own app") holds exactly where a running job has one of its
+    # values: looked up in the index of its key. Other rules test every running job's labels.
+    scan = []
+    for r in anti:
+        if isinstance(r, LabelRule) and r.operator is AffinityOperator.IN:
+            at = arrays.running_values(r.key)
+            for value in r.values:
+                nodes = at.get(value)
+                if nodes is not None:
+                    out[nodes] = True
+        else:
+            scan.append(r)
+    if scan:
         for idx, running in arrays.running_labels():
-            if any(holds(r, lab) for lab in running for r in anti):
+            if any(holds(r, lab) for lab in running for r in scan):
                 out[idx] = True
     for idx, rules in theirs:
         if any(holds(r, labels or {}) for r in rules):

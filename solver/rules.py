@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, Not, Rule
 
-__all__ = ["all_hold", "compare", "holds", "job_labels", "rule_keys"]
+__all__ = ["all_hold", "compare", "holds", "job_labels", "rule_keys", "running_label"]
 
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
 
@@ -132,11 +132,28 @@ def job_labels(job: object) -> dict[str, str]:
             "model_id": job.model.id,
         }
     else:
-        derived = {
-            "job_id": getattr(job, "job", None),
-            "queue": getattr(job, "queue", None),
-            "tenant": getattr(job, "tenant", None),
-            "priority_class": getattr(job, "priority_class", None),
-        }
+        derived = {k: getattr(job, attr, None) for k, attr in _RUNNING_DERIVED.items()}
     out.update({k: str(v) for k, v in derived.items() if v is not None})
     return out
+
+
+#: A running job's derived label keys (:func:`job_labels`) -> the attribute each is read from.
+_RUNNING_DERIVED = {"job_id": "job", "queue": "queue", "tenant": "tenant", "priority_class": "priority_class"}
+
+
+def running_label(job: object, key: str) -> str | None:
+    """``job_labels(job).get(key)`` for a running job, without building the whole map: an index of one key
+    over thousands of running jobs reads one value of each.
+
+    >>> from placer.topology import RunningJob
+    >>> rj = RunningJob(job="r1", queue="prod", labels={"app": "web", "queue": "mine"},
+    ...                 replicas=[{"node": "n1", "gpus": [0]}])
+    >>> running_label(rj, "app"), running_label(rj, "queue"), running_label(rj, "team")
+    ('web', 'prod', None)
+    """
+    attr = _RUNNING_DERIVED.get(key)
+    if attr is not None:
+        value = getattr(job, attr, None)
+        if value is not None:
+            return str(value)
+    return (getattr(job, "labels", None) or {}).get(key)

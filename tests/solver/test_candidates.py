@@ -4,8 +4,14 @@ long-lived session or stored cluster from growing without bound."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import placer.solver.candidates as candidates
+from placer.solver.jobs.model import LabelRule
+from placer.solver.rules import holds, job_labels, running_label
+from placer.solver.snapshot import Snapshot
+from placer.topology import Cluster, cluster_of, cpu_nodes
 
 
 def test_static_answers_are_capped_and_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -20,3 +26,74 @@ def test_static_answers_are_capped_and_made_again(monkeypatch: pytest.MonkeyPatc
     a[("mask", 3)] = 33  # replacing a kept answer drops nothing
     assert dict(b.static) == {("mask", 3): 33}
     assert a["__anti__"] == "dynamic"
+
+
+# The indexes behind the hot paths answer exactly what testing every node or running job answers: each
+# test compares them with that plain reading (rules.holds over rules.job_labels, node by node).
+
+_KEYS = ("app", "team", "queue", "job_id", "tenant", "priority_class")
+_VALUES = ("a", "b", "c")
+
+
+@st.composite
+def _running_cluster(draw: st.DrawFn) -> Cluster:
+    nodes = draw(st.integers(min_value=1, max_value=6))
+    jobs = []
+    for k in range(draw(st.integers(min_value=0, max_value=12))):
+        labels = draw(st.dictionaries(st.sampled_from(_KEYS), st.sampled_from(_VALUES), max_size=3))
+        extra = {f: draw(st.sampled_from((None, *_VALUES))) for f in ("queue", "tenant")}
+        node = draw(st.integers(min_value=1, max_value=nodes))
+        jobs.append(
+            {
+                "job": _VALUES[k] if k < len(_VALUES) else f"j{k}",  # job_id rules match some
+                "labels": labels,
+                "replicas": [{"node": f"cpu-{node}" if nodes > 1 else "cpu", "cpu_cores": 1}],
+                **{f: v for f, v in extra.items() if v is not None},
+            }
+        )
+    return cluster_of(cpu_nodes(nodes)).with_allocations(jobs)
+
+
+_RULE = st.one_of(
+    st.builds(
+        LabelRule,
+        key=st.sampled_from(_KEYS),
+        operator=st.sampled_from(("In", "NotIn")),
+        values=st.lists(st.sampled_from(_VALUES), min_size=1, max_size=2),
+    ),
+    st.builds(LabelRule, key=st.sampled_from(_KEYS), operator=st.sampled_from(("Exists", "DoesNotExist"))),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cluster=_running_cluster(), key=st.sampled_from(_KEYS))
+def test_running_label_is_the_value_job_labels_gives(cluster: Cluster, key: str) -> None:
+    for rj in cluster.running_jobs():
+        assert running_label(rj, key) == job_labels(rj).get(key)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cluster=_running_cluster(), rules=st.lists(_RULE, max_size=3))
+def test_anti_affinity_mask_is_every_running_job_tested(cluster: Cluster, rules: list[LabelRule]) -> None:
+    arrays = candidates.NodeArrays.of(Snapshot.of(cluster), ())
+    expected = [
+        any(
+            holds(r, job_labels(rj))
+            for rj in cluster.running_jobs()
+            for rep in rj.replicas
+            if rep.node == v.node.name
+            for r in rules
+        )
+        for v in arrays.snap.nodes
+    ]
+    assert candidates.anti_affinity_mask(tuple(rules), arrays).tolist() == expected
+
+
+def test_scope_ranks_order_domains_by_name() -> None:
+    (spec,) = cpu_nodes(1).nodes
+    racks = ("r-b", "r-a", "r-c", "r-a")  # first seen: r-b (code 0), r-a (1), r-c (2)
+    nodes = [spec.model_copy(update={"name": f"n{k}", "rack": r}) for k, r in enumerate(racks)]
+    cluster = cluster_of(cpu_nodes(1).model_copy(update={"nodes": nodes}))
+    arrays = candidates.NodeArrays.of(Snapshot.of(cluster), ())
+    assert arrays.scope_codes("rack").tolist() == [0, 1, 2, 1]
+    assert arrays.scope_ranks("rack").tolist() == [1, 0, 2]  # r-a < r-b < r-c
