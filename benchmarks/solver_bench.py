@@ -272,7 +272,11 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--determinism", action="store_true", help="only section 5 (scenario M, reproducible)")
     ap.add_argument("--m-seeds", action="store_true", help="only section 3b (scenario M, 10 seeds)")
+    ap.add_argument("--scenario-l", action="store_true", help="only section 4 (scenario L, 10,000 nodes)")
     args = ap.parse_args()
+    if args.scenario_l:
+        scenario_l_bench()
+        return
     if args.m_seeds:
         scenario_m_seeds()
         return

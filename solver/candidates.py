@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from placer.solver.demand import Need, Unit, tolerated
-from placer.solver.jobs.model import AffinityOperator, FluxResource, LabelRule
-from placer.solver.rules import all_hold, rule_keys
+from placer.solver.jobs.model import AffinityOperator, FluxResource, LabelRule, Rule
+from placer.solver.rules import all_hold, holds, rule_keys
 from placer.solver.snapshot import HARD_TAINT_EFFECTS, SCOPE_ATTRS, NodeView, Snapshot, scope_value
 from placer.solver.structure import TRANSPARENT, compile_shape, fits_empty, match, request_text, shaped
 from placer.topology import TpuPod, canonical_gpu_type
@@ -257,6 +257,22 @@ class NodeArrays:
             ]
             self._static_cache["__running_labels__"] = cached  # type: ignore[assignment]
         return cached  # type: ignore[return-value]
+
+    def holding_groups(self, rule: Rule) -> np.ndarray:
+        """Per static group, whether ``rule`` holds for its nodes' labels (cached per rule: a batch's
+        units combine the same few rules in many ways, and each combination would otherwise test every
+        group again)."""
+        key = ("__holding__", rule.model_dump_json())
+        hit = self._static_cache.get(key)
+        if hit is None:
+            nodes = self.snap.nodes
+            hit = np.fromiter(
+                (holds(rule, nodes[int(m[0])].node.labels) for m in self.group_members),
+                dtype=bool,
+                count=len(self.group_members),
+            )
+            self._static_cache[key] = hit  # type: ignore[assignment]
+        return hit  # type: ignore[return-value]
 
     def running_values(self, key: str) -> dict[str, np.ndarray]:
         """Label ``key`` of the running jobs, as their anti-affinity readers see it
@@ -544,7 +560,10 @@ def _static_mask(
     eliminated: dict[str, int] = {}
     want_types = {canonical_gpu_type(t) or t for t in unit.gpu.types} if unit.gpu is not None else set()
     wants_gpu = unit.gpu is not None and (unit.need.gpus > 0 or unit.need.milli > 0)
-    for members in arrays.group_members:
+    ruled = np.ones(len(arrays.group_members), dtype=bool)
+    for r in unit.rules:
+        ruled &= arrays.holding_groups(r)
+    for g, members in enumerate(arrays.group_members):
         v = snap.nodes[int(members[0])]
         n = v.node
         reason = None
@@ -576,7 +595,7 @@ def _static_mask(
             reason = "nvlink"
         elif not spot_ok and n.capacity_class == "spot":
             reason = "spot"
-        elif unit.rules and not all_hold(unit.rules, n.labels):
+        elif not ruled[g]:
             reason = "rules"
         if reason is None:
             mask[members] = True
@@ -687,7 +706,6 @@ def anti_affinity_mask(
     rules, or — with the job's ``labels`` — the job matches a required anti-affinity rule of theirs (OJS ML
     §7.3 keeps the two apart either way; Kubernetes keeps an incoming pod off a node whose pods' required
     anti-affinity it matches)."""
-    from placer.solver.rules import holds
 
     theirs = arrays.running_anti() if labels is not None else []
     out = np.zeros(len(arrays.snap.nodes), dtype=bool)

@@ -144,16 +144,23 @@ def _choose(
     idx = np.flatnonzero(mask)
     if idx.size == 0:
         return None
-    keys: list[np.ndarray] = [idx, frag[idx]]
-    if cost is not None:
-        keys.append(cost[idx])
-    if grows is not None:
-        keys.append(grows(idx))
-    keys.append(-pref[idx])
+    # The lexicographic least, one level at a time: each level keeps only the nodes tied at its best
+    # value (ascending, so the first left is the lowest index), and the costly levels — FGD's measure —
+    # are computed only for the nodes the levels above left tied (a sort of every candidate on every key
+    # computed the measure on all of them).
     if penalty is not None:
-        keys.append(penalty[idx])
-    order = np.lexsort(keys)  # the last key is the primary one
-    return int(idx[order[0]])
+        idx = _least(idx, penalty[idx])
+    idx = _least(idx, -pref[idx])
+    if grows is not None and idx.size > 1:
+        idx = _least(idx, grows(idx))
+    if cost is not None:
+        idx = _least(idx, cost[idx])
+    return int(_least(idx, frag[idx])[0])
+
+
+def _least(idx: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The entries of ``idx`` whose ``values`` are the least (order kept)."""
+    return idx if idx.size < 2 else idx[values == values.min()]
 
 
 #: ``pack`` (MLX §7.1, "pack GPUs onto fewest nodes"): added to the preference of nodes the job already

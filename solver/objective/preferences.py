@@ -28,9 +28,8 @@ import numpy as np
 
 from placer.solver.candidates import NodeArrays
 from placer.solver.demand import JobPlan, Unit, tolerated
-from placer.solver.jobs.model import LabelRule, PriorityClass, SpotPreference
+from placer.solver.jobs.model import PriorityClass, SpotPreference
 from placer.solver.policy import Policy
-from placer.solver.rules import holds
 from placer.topology.inventory import Taint
 
 __all__ = ["preference_scores"]
@@ -90,7 +89,7 @@ def _scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np
         for r in unit.preferred:
             weight = max(0, r.weight if r.weight is not None else 1)
             if weight:
-                per_group[_holding_groups(arrays, r)] += weight
+                per_group[arrays.holding_groups(r)] += weight
         out += per_group[arrays.group] * policy.preferred_affinity
     job = plan.job
     if job.model.id:
@@ -112,21 +111,6 @@ def _scores(plan: JobPlan, unit: Unit, arrays: NodeArrays, policy: Policy) -> np
         for members in _spot_groups(arrays):
             out[members] += policy.spot_preference
     return out
-
-
-def _holding_groups(arrays: NodeArrays, rule: LabelRule) -> np.ndarray:
-    """Per static group, whether ``rule`` holds for its nodes (cached per rule: a batch's jobs combine the
-    same few preferred rules in many ways, and each combination would otherwise test every group)."""
-    snap = arrays.snap
-    return _memo(
-        arrays,
-        ("__holding__", rule.model_dump_json()),
-        lambda: np.fromiter(
-            (holds(rule, snap.nodes[int(m[0])].node.labels) for m in arrays.group_members),
-            dtype=bool,
-            count=len(arrays.group_members),
-        ),
-    )
 
 
 def _soft_tainted(arrays: NodeArrays) -> list[tuple[np.ndarray, tuple[Taint, ...]]]:
