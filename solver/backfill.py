@@ -391,6 +391,7 @@ def plan_holds(
     closed_nodes: Callable[[Job, datetime, datetime | None], list[str]] = lambda j, a, b: [],
     batch_ids: Iterable[str] = (),
     prior: Plans | None = None,
+    grouped: Mapping[str, Job] | None = None,
 ) -> Plans:
     """Plans for the decision's plannable pending jobs, highest priority first (ties: submit time, id),
     until ``deadline`` (``time.perf_counter()``); a job whose dependency has no plan yet waits for the
@@ -399,10 +400,12 @@ def plan_holds(
     ``batch_ids``: every job of the batch: a dependency on one that has no plan (it cannot run, or
     waits for something else) leaves the dependent without a plan too. ``prior``: plans made for an
     earlier decision of the same batch, kept where they still hold (no new fit needed), so that a second
-    decision does not cost the planning time over again."""
+    decision does not cost the planning time over again. ``grouped``: every job of the batch, whose groups
+    (throttles, group limits) count what it holds — placements made now included, not only the jobs to
+    plan (default: ``jobs``)."""
     out = Plans()
     placed = {b.job: b for b in line.busy if b.kind == "placed"}
-    throttles = Throttles.of(jobs, line)
+    throttles = Throttles.of(jobs if grouped is None else grouped, line)
     waiting = [
         jobs[p.job]
         for p in decision.pending

@@ -219,6 +219,7 @@ def _plan(
         closed_nodes=closed,
         batch_ids=set(jobs) | {r.job for r in decision.rejected},
         prior=prior,
+        grouped=jobs,
     )
     plans.future = future
     conflicts, dropped = settle(line)

@@ -172,6 +172,18 @@ def test_waiting_jobs_are_planned_when_their_group_has_room(solve) -> None:  # t
         assert [r.code for r in p.reasons] == ["THROTTLE", "PLANNED_START"]
 
 
+def test_a_plan_counts_the_groups_jobs_started_now(solve) -> None:  # type: ignore[no-untyped-def]
+    # A %2 group: r runs with no end; "now" starts beside it, which fills the group; "later" may start in an
+    # hour (not_before) but the group is still full then, so it gets no planned start (planning once
+    # counted only the jobs it planned, not the ones the decision started: the checker named the plan).
+    c = cluster_of(dgx_h100(2)).with_allocations([_running("r", "arr", 0)])
+    later = _task("later", "arr").model_copy(update={"not_before": NOW + timedelta(hours=1)})
+    d = solve([_task("now", "arr"), later], c)
+    assert [p.job for p in d.placements] == ["now"]
+    assert [h for h in d.reservations if h.job == "later"] == []
+    assert reason_codes(d, "later") == ["NOT_BEFORE"]
+
+
 def test_the_checker_counts_plans_at_each_planned_start() -> None:
     c = cluster_of(dgx_h100(2))
     jobs = [_task(f"t{k}", "g", most=2).model_copy(update={"duration_s": 600}) for k in range(3)]
