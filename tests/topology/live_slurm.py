@@ -35,6 +35,7 @@ __all__ = [
     "start",
     "start_mixed",
     "start_options",
+    "start_partition_qos",
     "start_qos",
     "start_smt",
 ]
@@ -473,9 +474,12 @@ SMALL = "MaxTRES=gres/gpu=2"
 VISION = "GrpTRES=gres/gpu=4"
 
 
-def _accounting(root: Path, host: str) -> Callable[[LiveSlurm], None]:
+def _accounting(
+    root: Path, host: str, commands: list[tuple[str, ...]] | None = None
+) -> Callable[[LiveSlurm], None]:
     """What :func:`start_qos` starts before slurmctld: a MariaDB of its own under ``root/db`` (TCP on
-    127.0.0.1 only), slurmdbd storing into it, and the QOSes, account and user of :data:`QOS`."""
+    127.0.0.1 only), slurmdbd storing into it, and the QOSes, account and user of ``commands``
+    (``sacctmgr -i`` arguments; default :data:`QOS`)."""
 
     def start(s: LiveSlurm) -> None:
         run, db = root / "run", root / "db"
@@ -505,10 +509,67 @@ def _accounting(root: Path, host: str) -> Callable[[LiveSlurm], None]:
         s.run("slurmdbd")
         show = ["sacctmgr", "-n", "show", "cluster"]
         s.wait("slurmdbd", lambda: subprocess.run(show, env=s.env, capture_output=True).returncode == 0)
-        for command in QOS:
+        for command in QOS if commands is None else commands:
             s.run("sacctmgr", "-i", *command)
 
     return start
+
+
+#: ``sacctmgr`` commands of :func:`start_partition_qos`: QOS ``partq``, the partition QOS of partition
+#: ``pq``, holds :data:`PARTQ` (set once slurmctld has registered the ``gres/gpu`` TRES).
+PARTITION_QOS = [
+    ("add", "cluster", "placer"),
+    ("add", "qos", "partq"),
+    ("add", "account", "ml"),
+    ("add", "user", "root", "account=ml"),
+]
+PARTQ = "GrpTRES=gres/gpu=4"
+
+
+def _accounted(conf: str, host: str) -> str:
+    """``conf`` storing into :func:`_accounting`'s slurmdbd, with GPUs accounted and limits enforced."""
+    return conf.replace(
+        "AccountingStorageType=accounting_storage/none",
+        f"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost={host}\n"
+        f"AccountingStoragePort={DBD_PORT}\nAccountingStorageTRES=gres/gpu\n"
+        "AccountingStorageEnforce=associations,limits,qos",
+    )
+
+
+def start_partition_qos(root: Path) -> LiveSlurm:
+    """A throw-away Slurm with accounting whose partition ``pq`` (gpu04 only) has the partition QOS
+    ``partq`` (``QOS=partq`` on its line: :data:`PARTQ`, 4 GPUs for all of the partition's jobs, whatever
+    their own QOS; every job here is of QOS ``normal``, which has no limits). Job ``pr1`` runs in ``pq``
+    with 2 H100 of gpu04; ``pq2`` (4 H100) and then ``pq3`` (2 H100) are submitted to ``pq`` held: gpu04
+    has room for both (6 GPUs and 3 of its 4 cores free), the partition QOS for ``pq3`` alone (2 + 2 = 4;
+    2 + 4 > 4). Partition
+    ``gpu`` (every node, no QOS) runs nothing. Captures ``scontrol show node -d``, ``scontrol show job
+    -d``, ``scontrol show partition`` and ``sacctmgr show qos -P``."""
+    host = socket.gethostname().split(".")[0]
+    partitions = {
+        "gpu": "Nodes=gpu[01-04],cpu01 Default=YES MaxTime=INFINITE",
+        "pq": "Nodes=gpu04 QOS=partq MaxTime=INFINITE",
+    }
+    cores = "CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1"  # room for three one-core jobs on gpu04
+    conf = _accounted(_conf(root, host, NODES, partitions, cores), host)
+    conf += "SlurmdParameters=config_overrides\n"  # the configured cores, not this host's
+    s = _boot(root, NODES, conf, before=_accounting(root, host, PARTITION_QOS))
+    try:
+        s.run("sacctmgr", "-i", "modify", "qos", "partq", "set", PARTQ)
+        quiet = ("--parsable", "-o", "/dev/null", "-D", str(root), "-c", "1", "-A", "ml", "-p", "pq")
+        quiet += ("--wrap", "sleep 600")
+        pr1 = s.run("sbatch", "-J", "pr1", "-w", "gpu04", "--gres=gpu:h100:2", *quiet).split(";")[0].strip()
+        s.wait("pr1 running", lambda: s.run("squeue", "-h", "-j", pr1, "-o", "%T").strip() == "RUNNING")
+        s.run("sbatch", "-H", "-J", "pq2", "--gres=gpu:h100:4", *quiet)
+        s.run("sbatch", "-H", "-J", "pq3", "--gres=gpu:h100:2", *quiet)
+        s.out["show-node-d"] = s.run("scontrol", "show", "node", "-d")
+        s.out["show-job-d"] = s.run("scontrol", "show", "job", "-d")
+        s.out["show-partition"] = s.run("scontrol", "show", "partition")
+        s.out["qos"] = s.run("sacctmgr", "show", "qos", "-P")
+    except BaseException:
+        s.stop()
+        raise
+    return s
 
 
 def start_qos(root: Path) -> LiveSlurm:
@@ -525,13 +586,8 @@ def start_qos(root: Path) -> LiveSlurm:
     -d``, ``squeue --json`` and ``scontrol show config``."""
     host = socket.gethostname().split(".")[0]
     partitions = {"gpu": "Nodes=gpu[01-04],cpu01 Default=YES MaxTime=INFINITE"}
-    conf = _conf(root, host, NODES, partitions)
-    conf = conf.replace(
-        "AccountingStorageType=accounting_storage/none",
-        f"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost={host}\n"
-        f"AccountingStoragePort={DBD_PORT}\nAccountingStorageTRES=gres/gpu\n"
-        "AccountingStorageEnforce=associations,limits,qos",
-    ).replace("PreemptType=preempt/partition_prio", "PreemptType=preempt/qos")
+    conf = _accounted(_conf(root, host, NODES, partitions), host)
+    conf = conf.replace("PreemptType=preempt/partition_prio", "PreemptType=preempt/qos")
     s = _boot(root, NODES, conf, before=_accounting(root, host))
     try:
         quiet = (

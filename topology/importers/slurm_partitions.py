@@ -89,8 +89,9 @@ class SlurmPartition:
     max_time_min: int | None = None
     max_nodes: int | None = None
     min_nodes: int = 0
-    #: The partition's QOS (``QoS=``/``QOS=``; None for ``N/A``): its limits apply to the partition's jobs,
-    #: and placer does not read them (the readers warn).
+    #: The partition's QOS (``QoS=``/``QOS=``; None for ``N/A``): its limits apply to the partition's jobs
+    #: (with the QOS table: ``slurm_qos.with_partition_qos_groups`` for running jobs, the pending readers'
+    #: partition rules for pending ones; without it the readers warn).
     qos: str | None = None
 
     def refuses(self, nodes: int | None, time_limit_min: float | None) -> str | None:

@@ -72,6 +72,7 @@ __all__ = [
     "qos_groups",
     "qos_limits",
     "read_qos_file",
+    "with_partition_qos_groups",
     "with_preemption_rules",
     "with_qos_groups",
     "with_qos_rules",
@@ -365,6 +366,27 @@ def with_qos_groups(jobs: list[RunningJob], table: dict[str, SlurmQos], *, sourc
     return out
 
 
+def with_partition_qos_groups(
+    jobs: list[RunningJob], partitions: dict[str, SlurmPartition], table: dict[str, SlurmQos]
+) -> list[RunningJob]:
+    """Running Slurm jobs with the groups of their partition's QOS (``QOS=`` of the partition: its limits
+    count every job of the partition, whatever the job's own QOS; :func:`qos_groups`) in ``limit_groups``,
+    a group already there not added twice. A partition, or its QOS, missing from the tables adds nothing
+    (the pending jobs' readers warn of it)."""
+    out = []
+    for rj in jobs:
+        name = (rj.labels.get("slurm_partition") or rj.queue or "").split(",")[0]
+        part = partitions.get(name)
+        q = table.get(part.qos) if part is not None and part.qos is not None else None
+        if q is None:
+            out.append(rj)
+            continue
+        user, account = rj.labels.get("slurm_user"), rj.labels.get("slurm_account")
+        groups = [g for g in qos_groups(q, user, account) if g not in rj.limit_groups]
+        out.append(rj.model_copy(update={"limit_groups": [*rj.limit_groups, *groups]}) if groups else rj)
+    return out
+
+
 def with_preemption_rules(
     jobs: list[RunningJob],
     *,
@@ -377,7 +399,8 @@ def with_preemption_rules(
     """Running Slurm jobs with the preemption rules of whichever table is given (a cluster preempts by
     partition or by QOS, never both: callers refuse both at once); unchanged with neither. ``qos_limits``:
     a QOS table read for its limits alone (with partitions, or none), whose groups the jobs then count
-    against (:func:`with_qos_groups`); ``assoc``: the associations, whose limits' groups they count
+    against (:func:`with_qos_groups`; with partitions, their partition QOS's groups too:
+    :func:`with_partition_qos_groups`); ``assoc``: the associations, whose limits' groups they count
     against (:func:`.slurm_assoc.with_assoc_groups`)."""
     if partitions is not None:
         jobs = with_partition_rules(jobs, partitions, source=source)
@@ -385,6 +408,8 @@ def with_preemption_rules(
         jobs = with_qos_rules(jobs, qos, source=source)
     if qos_limits is not None:
         jobs = with_qos_groups(jobs, qos_limits, source=source)
+        if partitions is not None:
+            jobs = with_partition_qos_groups(jobs, partitions, qos_limits)
     if assoc is not None:
         from placer.topology.importers.slurm_assoc import (
             with_assoc_groups,

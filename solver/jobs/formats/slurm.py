@@ -352,12 +352,16 @@ def _each_slurm_job(
     return out
 
 
-def with_partition_tiers(results: list[ReadResult], table: dict[str, SlurmPartition]) -> list[ReadResult]:
+def with_partition_tiers(
+    results: list[ReadResult], table: dict[str, SlurmPartition], *, qos: dict[str, SlurmQos] | None = None
+) -> list[ReadResult]:
     """The pending Slurm jobs of ``results`` with their partitions' ``PriorityTier`` as priority (the
     highest of a comma list; Slurm's priority number kept as the label ``slurm_priority``), so that
     placer evicts for them exactly where Slurm's ``preempt/partition_prio`` would
-    (:mod:`placer.topology.importers.slurm_partitions`). A job whose partition is not in ``table`` is
-    rejected, naming its ``partition`` field; other formats pass unchanged.
+    (:mod:`placer.topology.importers.slurm_partitions`), and held to what their partitions say of starting
+    them (:func:`_partition_rules`; with ``qos``, the QOS table, a partition's QOS's limits too). A job
+    whose partition is not in ``table`` is rejected, naming its ``partition`` field; other formats pass
+    unchanged.
 
     >>> from placer.topology.importers.slurm_partitions import SlurmPartition
     >>> doc = {"jobs": [{"job_id": 9, "job_state": "PENDING", "partition": "gpu", "priority": 4294901759,
@@ -371,10 +375,12 @@ def with_partition_tiers(results: list[ReadResult], table: dict[str, SlurmPartit
     def rank(value: str, job: Job) -> tuple[int, dict[str, str]]:
         return tier_of(value, table, item=job.id), {}
 
-    return _partition_rules(_ranked_by(results, "partition", rank), table)
+    return _partition_rules(_ranked_by(results, "partition", rank), table, qos)
 
 
-def _partition_rules(results: list[ReadResult], table: dict[str, SlurmPartition]) -> list[ReadResult]:
+def _partition_rules(
+    results: list[ReadResult], table: dict[str, SlurmPartition], qos: dict[str, SlurmQos] | None = None
+) -> list[ReadResult]:
     """The pending Slurm jobs of ``results`` (ranked, their partitions known) held to what their partitions
     say of starting them: a partition that is ``DOWN`` or ``INACTIVE``, or whose ``MaxTime``, ``MaxNodes``
     or ``MinNodes`` the job exceeds, starts none of them (Slurm keeps such a job pending:
@@ -382,6 +388,16 @@ def _partition_rules(results: list[ReadResult], table: dict[str, SlurmPartition]
     partitions (a warning names those left out, its tier is theirs) and is rejected, naming the
     ``partition`` field and every reason, when none is left; ``OverSubscribe=EXCLUSIVE`` makes it hold its
     nodes whole (with a warning where only some of its partitions say so: placer is then stricter).
+
+    A partition's QOS (``QOS=`` in ``slurm.conf``, the *partition QOS*) limits every job of the partition,
+    whatever its own QOS: with ``qos`` (``sacctmgr show qos -P``) its ``GrpJobs``/``GrpTRES=gres/gpu`` and
+    per-user and per-account limits become the job's group limits (the groups ``qos/<name>...`` of
+    :func:`~placer.topology.importers.slurm_qos.qos_limits`, which the partition's running jobs count
+    against too), and a job over its per-job GPU limit is one the partition does not start
+    (``QOSMaxGRESPerJob``). Slurm takes each limit from the partition QOS when it sets it, else from the
+    job's QOS (the reverse under the job QOS's ``OverPartQOS`` flag); placer holds the job to both, and
+    warns where both set one (it is then stricter than Slurm). Without ``qos`` a warning says the partition
+    QOS's limits are not read.
 
     >>> from placer.topology.importers.slurm_partitions import SlurmPartition
     >>> doc = {"jobs": [{"job_id": 9, "job_state": "PENDING", "partition": "short,gpu", "node_count": 1,
@@ -400,6 +416,15 @@ def _partition_rules(results: list[ReadResult], table: dict[str, SlurmPartition]
         nodes = job.tasks[0].count if len(job.tasks) == 1 else None  # a het job's components: each its own
         minutes = job.duration_s / 60 if job.duration_s is not None else None
         refused = {p: why for p in names if (why := table[p].refuses(nodes, minutes)) is not None}
+        part_qos = {
+            p: qos[q] for p in names if (q := table[p].qos) is not None and qos is not None and q in qos
+        }
+        for p, q in part_qos.items():
+            over = _over_per_job(
+                job, q.job_gpus, q.node_gpus, f"partition {p}'s QOS {q.name!r}", "QOSMaxGRESPer"
+            )
+            if over is not None and p not in refused:
+                refused[p] = f"partition {p}: {over}"
         allowed = [p for p in names if p not in refused]
         path = f"{r.path}.partition" if r.path else "partition"
         if not allowed:
@@ -408,6 +433,10 @@ def _partition_rules(results: list[ReadResult], table: dict[str, SlurmPartition]
         warnings = list(r.warnings)
         update: dict[str, Any] = {}
         placement = job.placement
+        limits = _partition_qos_limits(job, [part_qos[p] for p in allowed if p in part_qos], qos or {})
+        if limits is not None:
+            update["limits"], said = limits
+            warnings += [issue("unsupported", path, why) for why in said]
         if refused:
             why = f"runs only in {', '.join(allowed)}: " + "; ".join(refused.values())
             warnings.append(issue("limit", path, why))
@@ -416,10 +445,11 @@ def _partition_rules(results: list[ReadResult], table: dict[str, SlurmPartition]
             placement = placement.model_copy(update={"required": required})
             update["priority"] = max(table[p].priority_tier for p in allowed)
         for p in allowed:
-            if table[p].qos is not None:
+            if table[p].qos is not None and p not in part_qos:
                 why = (
                     f"partition {p!r} has QOS {table[p].qos!r}, whose limits Slurm applies to its jobs: "
-                    "not read (placer may place a job they hold)"
+                    + ("not read" if qos is None else "not in the QOS table")
+                    + " (placer may place a job they hold)"
                 )
                 warnings.append(issue("unsupported", path, why))
         whole = [p for p in allowed if table[p].exclusive]
@@ -436,6 +466,64 @@ def _partition_rules(results: list[ReadResult], table: dict[str, SlurmPartition]
         return r.model_copy(update={"job": job, "warnings": warnings})
 
     return _each_slurm_job(results, ruled)
+
+
+#: A QOS's limits as Slurm names them: the ``SlurmQos`` field -> the ``sacctmgr`` column.
+_QOS_LIMIT_NAMES = {
+    "grp_jobs": "GrpJobs",
+    "grp_gpus": "GrpTRES=gres/gpu",
+    "user_jobs": "MaxJobsPU",
+    "user_gpus": "MaxTRESPU=gres/gpu",
+    "account_jobs": "MaxJobsPA",
+    "account_gpus": "MaxTRESPA=gres/gpu",
+    "job_gpus": "MaxTRES=gres/gpu",
+    "node_gpus": "MaxTRESPerNode=gres/gpu",
+}
+
+
+def _partition_qos_limits(
+    job: Job, part_qos: list[SlurmQos], table: dict[str, SlurmQos]
+) -> tuple[list[GroupLimit], list[str]] | None:
+    """The job's group limits with those of its partitions' QOSes added (a group it already has is not
+    added twice), and the warnings to give: limits placer does not model, a job QOS that sets a limit the
+    partition QOS sets too, several partition QOSes; None when no partition QOS applies."""
+    if not part_qos:
+        return None
+    env = job.envelope or {}
+    account = slurm_text(env.get("account")) or None
+    have = {lim.group for lim in job.limits}
+    limits = list(job.limits)
+    said: list[str] = []
+    own = table.get(slurm_text(env.get("qos")))
+    for q in part_qos:
+        for g, most, gpus in qos_limits(q, job.user, account):
+            if g not in have:
+                have.add(g)
+                limits.append(GroupLimit(group=g, max_running=most, max_gpus=gpus))
+        if q.unmodelled:
+            said.append(
+                f"the partition QOS {q.name!r} limits {', '.join(q.unmodelled)}: not modelled "
+                "(placer may place a job they hold)"
+            )
+        if own is not None and own.name != q.name:
+            both = [
+                n
+                for f, n in _QOS_LIMIT_NAMES.items()
+                if getattr(q, f) is not None and getattr(own, f) is not None
+            ]
+            if both:
+                said.append(
+                    f"the partition QOS {q.name!r} and the job's QOS {own.name!r} both set "
+                    f"{', '.join(both)}: Slurm applies {q.name!r}'s (the job QOS's under its OverPartQOS "
+                    "flag), placer both"
+                )
+    if len(part_qos) > 1:
+        names = ", ".join(repr(q.name) for q in part_qos)
+        said.append(
+            f"its partitions have QOSes {names}: Slurm holds it to the one of the partition it starts in, "
+            "placer to all of them"
+        )
+    return limits, said
 
 
 def _partition_rule(partitions: list[str]) -> Rule:
@@ -496,7 +584,10 @@ def with_qos_limits(results: list[ReadResult], table: dict[str, SlurmQos]) -> li
             return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
         account = slurm_text(env.get("account")) or None
         found = qos_limits(q, job.user, account)
-        limits = [GroupLimit(group=g, max_running=most, max_gpus=gpus) for g, most, gpus in found]
+        have = {lim.group for lim in job.limits}  # a partition QOS that is the job's own QOS named them
+        limits = [
+            GroupLimit(group=g, max_running=most, max_gpus=gpus) for g, most, gpus in found if g not in have
+        ]
         warnings = list(r.warnings)
         if q.unmodelled:
             what = ", ".join(q.unmodelled)
@@ -583,7 +674,7 @@ def with_slurm_ranks(
     ``qos_limits``: a QOS table read for its limits alone (:func:`with_qos_limits`); ``assoc``: the
     associations, whose limits they are held to (:func:`with_assoc_limits`)."""
     if partitions is not None:
-        results = with_partition_tiers(results, partitions)
+        results = with_partition_tiers(results, partitions, qos=qos_limits)
     if qos is not None:
         results = with_qos_levels(results, qos)
     if qos_limits is not None:
