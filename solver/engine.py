@@ -95,11 +95,29 @@ def place(
         decision.stats.cost_per_hour = price_decision(
             decision, cluster, prices or PriceCatalog.default(), whole=_holds_whole(hints)
         )
+        _with_read_warnings(decision, jobs)
         # The whole call, hints and pricing included (docs/decision.md): the core decisions set their own.
         # Set before the collector runs again: the first allocation after that may start a full collection
         # of the caller's whole heap (0.5 s in the test suite's process), which is the caller's, not ours.
         decision.stats.wall_s = round(time.perf_counter() - t0, 6)
     return decision
+
+
+def _with_read_warnings(decision: Decision, jobs: Sequence[Job | ReadResult]) -> None:
+    """The readers' warnings of each placed or pending job, as its notes (``warning: <path>: <message>
+    [<code>]``): what a reader read past (a preferred pod-affinity term, a partition QOS without its table)
+    is said where the job's outcome is, not only by ``placer validate``."""
+    said = {
+        r.id: [f"warning: {w.path + ': ' if w.path else ''}{w.message} [{w.code}]" for w in r.warnings]
+        for r in jobs
+        if isinstance(r, ReadResult) and r.ok and r.warnings
+    }
+    if not said:
+        return
+    for p in (*decision.placements, *decision.pending):
+        for note in said.get(p.job, ()):
+            if note not in p.notes:
+                p.notes.append(note)
 
 
 def _holds_whole(jobs: Mapping[str, Job]) -> Callable[[str, str | None], bool]:

@@ -73,6 +73,18 @@ def test_a_partition_qos_missing_from_the_table_is_named() -> None:
     ]
 
 
+def test_a_readers_warning_is_in_the_decision_where_the_job_is() -> None:
+    # place() says what the reader read past on the job's own entry (placed or pending), as a note.
+    read = _pending(_doc(), "PartitionName=gpu Nodes=gpu[01-03] QoS=gone\n", _qos())
+    inventory = inventory_from_input(json.loads((REAL / "sinfo-22.05-options.json").read_text()), source="s")
+    cluster = with_slurm_jobs(build_cluster(inventory), squeue_running(_doc(), source="squeue.json"))
+    d = place(list(read.values()), cluster, Policy(engine="greedy", plan=False))
+    entries = {p.job: p.notes for p in (*d.placements, *d.pending)}
+    for job in (IDS["excl"], IDS["plain-a100"]):
+        said = [n for n in entries[job] if n.startswith("warning: ")]
+        assert len(said) == 1 and "'gone'" in said[0] and said[0].endswith("[unsupported]"), entries[job]
+
+
 def test_the_partition_qos_per_job_limit_keeps_the_job_out_of_that_partition() -> None:
     # small lets one job have 2 GPUs (MaxTRES=gres/gpu=2): a 3-GPU job never starts in gpu (Slurm:
     # QOSMaxGRESPerJob); given maint too, it may run only there, and says why.
