@@ -432,10 +432,6 @@ class ClusterSpec(_Spec):
             )
         if self.slurm_qos and self.slurm_qos_limits:
             raise _bad("conflict", "slurm_qos_limits and slurm_qos: slurm_qos holds jobs to the limits too")
-        if self.slurm_qos and self.slurm_partitions:
-            raise _bad(
-                "conflict", "slurm_qos and slurm_partitions: Slurm preempts by QOS or by partition, not both"
-            )
         if self.slurm_preempt_mode and not self.slurm_qos:
             raise _bad("conflict", "slurm_preempt_mode goes with slurm_qos")
         for i, entry in enumerate(self.builders or []):

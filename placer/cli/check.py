@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             detail = _pydantic_lines(e) if isinstance(e, ValidationError) else str(e)
             return _fail(f"decision {args.decision} is not a valid decision: {detail}")
         partitions = slurm_partitions_arg(args.slurm_partitions)
-        qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
+        qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode)
         qos_limits = slurm_qos_limits_arg(args.slurm_qos_limits, args.slurm_qos)
         assoc = slurm_assoc_arg(args.slurm_assoc)
         results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos, qos_limits, assoc), cluster)

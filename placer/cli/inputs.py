@@ -179,8 +179,10 @@ def add_pods_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--slurm-partitions",
         metavar="FILE",
-        help="scontrol show partition (or slurm.conf): Slurm jobs rank by their partition's PriorityTier and "
-        "running ones may be evicted as its PreemptMode (REQUEUE, CANCEL) and GraceTime say (docs/slurm.md)",
+        help="scontrol show partition (or slurm.conf): Slurm jobs start only where their partitions would "
+        "start them (State, MaxTime, node counts, OverSubscribe, the partition's QOS with the QOS table); "
+        "without --slurm-qos they rank by their partition's PriorityTier and running ones may be evicted "
+        "as its PreemptMode (REQUEUE, CANCEL) and GraceTime say (docs/slurm.md)",
     )
     p.add_argument(
         "--slurm-qos",
@@ -258,20 +260,15 @@ def slurm_partitions_arg(path: str | None) -> dict[str, Any] | None:
     return _read("slurm partitions", path, lambda: read_partitions_file(path))
 
 
-def slurm_qos_arg(path: str | None, mode: str | None, partitions: str | None) -> dict[str, Any] | None:
+def slurm_qos_arg(path: str | None, mode: str | None) -> dict[str, Any] | None:
     """``--slurm-qos`` (with ``--slurm-preempt-mode``): Slurm's QOSes by name
-    (:mod:`placer.topology.importers.slurm_qos`). Under ``preempt/qos`` partitions do not decide
-    preemption, so ``--slurm-partitions`` with it is a usage error."""
+    (:mod:`placer.topology.importers.slurm_qos`). Under ``preempt/qos`` the QOSes decide preemption and
+    rank; ``--slurm-partitions`` given too still says where and whether jobs start (states, limits, a
+    partition's QOS), not their rank."""
     if not path:
         if mode:
             raise InputError("usage", "--slurm-preempt-mode goes with --slurm-qos")
         return None
-    if partitions:
-        raise InputError(
-            "usage",
-            "--slurm-qos and --slurm-partitions: Slurm preempts by QOS or by partition (PreemptType), "
-            "not both",
-        )
     from placer.topology.importers.slurm_qos import read_qos_file
 
     return _read("slurm QOS table", path, lambda: read_qos_file(path, cluster_mode=mode))

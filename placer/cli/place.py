@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
         if unreadable:  # a whole document failed: it names no job that could be answered in the decision
             return _bad_content("; ".join(f"{r.source}: {shown(list(r.errors))}" for r in unreadable))
         partitions = slurm_partitions_arg(args.slurm_partitions)
-        qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode, args.slurm_partitions)
+        qos = slurm_qos_arg(args.slurm_qos, args.slurm_preempt_mode)
         qos_limits = slurm_qos_limits_arg(args.slurm_qos_limits, args.slurm_qos)
         assoc = slurm_assoc_arg(args.slurm_assoc)
         results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos, qos_limits, assoc), cluster)

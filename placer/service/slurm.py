@@ -66,12 +66,6 @@ def slurm_tables(body: Any) -> SlurmTables:
     from placer.topology.importers.slurm_partitions import parse_slurm_partitions
     from placer.topology.importers.slurm_qos import parse_slurm_qos
 
-    if body.slurm_qos is not None and body.slurm_partitions is not None:
-        raise unprocessable(
-            "invalid_slurm",
-            "slurm_qos and slurm_partitions: Slurm preempts by QOS or by partition (PreemptType), not both",
-            [{"code": "conflict", "path": "slurm_qos", "message": "sent with slurm_partitions"}],
-        )
     if body.slurm_qos_limits is not None and body.slurm_qos is not None:
         raise unprocessable(
             "invalid_slurm",

@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -172,17 +173,20 @@ def test_with_the_associations_the_vision_job_waits_for_its_accounts_gpus(
     assert flat.returncode == 1 and "account vision" in flat.stderr and "tree" in flat.stderr
 
 
-def test_partitions_and_qos_together_are_a_usage_error(slurm: LiveSlurm, tmp_path: Path) -> None:
+def test_partitions_with_the_qos_table_change_no_rank_and_no_eviction(
+    slurm: LiveSlurm, tmp_path: Path
+) -> None:
+    # Under preempt/qos the QOSes rank and decide evictions; this cluster's one partition (UP, no limits,
+    # no QOS) given too changes nothing: the same decision as with the QOS table alone.
     (tmp_path / "parts.txt").write_text(slurm.run("scontrol", "show", "partition"))
-    r = _place(
-        tmp_path,
-        slurm,
-        "--slurm-qos",
-        str(tmp_path / "qos.txt"),
-        "--slurm-partitions",
-        str(tmp_path / "parts.txt"),
-    )
-    assert r.returncode == 2 and "not both" in r.stderr
+    now = datetime.now(UTC).isoformat()  # one decision time: work lost by an eviction grows with it
+    qos = ("--slurm-qos", str(tmp_path / "qos.txt"), "--json", "--now", now)
+    alone = _place(tmp_path, slurm, *qos)
+    both = _place(tmp_path, slurm, *qos, "--slurm-partitions", str(tmp_path / "parts.txt"))
+    assert alone.returncode == both.returncode == 0, both.stderr
+    a, b = json.loads(alone.stdout), json.loads(both.stdout)
+    for key in ("placements", "preemptions", "pending", "rejected"):
+        assert a[key] == b[key], key
 
 
 def test_zz_placer_evicts_for_the_high_qos_job_and_slurm_requeues_the_victim(

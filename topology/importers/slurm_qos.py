@@ -396,16 +396,19 @@ def with_preemption_rules(
     qos_limits: dict[str, SlurmQos] | None = None,
     assoc: AssocTable | None = None,
 ) -> list[RunningJob]:
-    """Running Slurm jobs with the preemption rules of whichever table is given (a cluster preempts by
-    partition or by QOS, never both: callers refuse both at once); unchanged with neither. ``qos_limits``:
+    """Running Slurm jobs with the preemption rules of the QOS table when it is given (``preempt/qos``;
+    partitions given too only add their partition QOS's groups), else of the partitions; unchanged with
+    neither. ``qos_limits``:
     a QOS table read for its limits alone (with partitions, or none), whose groups the jobs then count
     against (:func:`with_qos_groups`; with partitions, their partition QOS's groups too:
     :func:`with_partition_qos_groups`); ``assoc``: the associations, whose limits' groups they count
     against (:func:`.slurm_assoc.with_assoc_groups`)."""
-    if partitions is not None:
+    if partitions is not None and qos is None:
         jobs = with_partition_rules(jobs, partitions, source=source)
     if qos is not None:
         jobs = with_qos_rules(jobs, qos, source=source)
+        if partitions is not None:  # preempt/qos: partitions decide no preemption, their QOS limits hold
+            jobs = with_partition_qos_groups(jobs, partitions, qos)
     if qos_limits is not None:
         jobs = with_qos_groups(jobs, qos_limits, source=source)
         if partitions is not None:

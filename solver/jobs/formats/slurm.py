@@ -102,6 +102,7 @@ __all__ = [
     "with_assoc_limits",
     "with_cores",
     "with_partition_tiers",
+    "with_partitions",
     "with_qos_levels",
     "with_qos_limits",
     "with_slurm_ranks",
@@ -378,8 +379,34 @@ def with_partition_tiers(
     return _partition_rules(_ranked_by(results, "partition", rank), table, qos)
 
 
+def with_partitions(
+    results: list[ReadResult], table: dict[str, SlurmPartition], *, qos: dict[str, SlurmQos] | None = None
+) -> list[ReadResult]:
+    """The pending Slurm jobs of ``results`` held to what their partitions say of starting them
+    (:func:`_partition_rules`: states, ``MaxTime``, node counts, ``OverSubscribe=EXCLUSIVE``, with ``qos``
+    their partition QOS's limits), their priority left as it is: under ``preempt/qos`` a job ranks by its
+    QOS (:func:`with_qos_levels`), not by its partitions' ``PriorityTier``. A job whose partition is not
+    in ``table`` is rejected, naming its ``partition`` field."""
+
+    def checked(r: ReadResult, job: Job) -> ReadResult:
+        names = [p for p in slurm_text((job.envelope or {}).get("partition")).split(",") if p]
+        try:
+            for name in names:  # with_partition_tiers's refusal of a partition not read
+                tier_of(name, table, item=job.id)
+        except TopologyError as e:
+            err = issue("enum", f"{r.path}.partition", e.problems[0].message)
+            return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
+        return r
+
+    return _partition_rules(_each_slurm_job(results, checked), table, qos, tiers=False)
+
+
 def _partition_rules(
-    results: list[ReadResult], table: dict[str, SlurmPartition], qos: dict[str, SlurmQos] | None = None
+    results: list[ReadResult],
+    table: dict[str, SlurmPartition],
+    qos: dict[str, SlurmQos] | None = None,
+    *,
+    tiers: bool = True,
 ) -> list[ReadResult]:
     """The pending Slurm jobs of ``results`` (ranked, their partitions known) held to what their partitions
     say of starting them: a partition that is ``DOWN`` or ``INACTIVE``, or whose ``MaxTime``, ``MaxNodes``
@@ -443,7 +470,8 @@ def _partition_rules(
             keep = _partition_rule(allowed)
             required = [keep if _is_partition_rule(x) else x for x in placement.required]
             placement = placement.model_copy(update={"required": required})
-            update["priority"] = max(table[p].priority_tier for p in allowed)
+            if tiers:  # the tier of the partitions left (under preempt/qos the QOS ranks instead)
+                update["priority"] = max(table[p].priority_tier for p in allowed)
         for p in allowed:
             if table[p].qos is not None and p not in part_qos:
                 why = (
@@ -669,11 +697,15 @@ def with_slurm_ranks(
     qos_limits: dict[str, SlurmQos] | None = None,
     assoc: AssocTable | None = None,
 ) -> list[ReadResult]:
-    """The pending Slurm jobs of ``results`` ranked by whichever table is given: their partitions' tiers
-    (:func:`with_partition_tiers`) or their QOS's level (:func:`with_qos_levels`); unchanged with neither.
+    """The pending Slurm jobs of ``results`` ranked by their QOS's level when the QOS table is given
+    (``preempt/qos``: :func:`with_qos_levels`), else by their partitions' tiers
+    (:func:`with_partition_tiers`); unchanged with neither. Partitions given with the QOS table still say
+    where and whether a job starts (:func:`with_partitions`), only not its rank.
     ``qos_limits``: a QOS table read for its limits alone (:func:`with_qos_limits`); ``assoc``: the
     associations, whose limits they are held to (:func:`with_assoc_limits`)."""
-    if partitions is not None:
+    if partitions is not None and qos is not None:  # preempt/qos: the QOS ranks, partitions still rule
+        results = with_partitions(results, partitions, qos=qos)
+    elif partitions is not None:
         results = with_partition_tiers(results, partitions, qos=qos_limits)
     if qos is not None:
         results = with_qos_levels(results, qos)

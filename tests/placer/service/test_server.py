@@ -208,9 +208,12 @@ def test_slurms_own_output_gives_the_cli_decision(
     where = {p.job: p.replicas[0].node for p in decision.placements}
     names = {str(j["job_id"]): j["name"] for j in squeue["jobs"]}
     assert {names[j]: n for j, n in where.items()} == {"excl": "gpu02", "resv": "gpu03"}
-    both = {**body, "slurm_qos": "Name|Preempt|PreemptMode\nnormal||cluster\n"}
+    # A combination the CLI refuses is refused, naming the field: the QOS table twice (--slurm-qos holds
+    # jobs to its limits already).
+    table = "Name|Preempt|PreemptMode\nnormal||cluster\n"
+    both = {**body, "slurm_qos": table, "slurm_qos_limits": table}
     refused = http.post("/v1/placements", json=both)
-    assert refused.status_code == 422 and refused.json()["error"]["errors"][0]["path"] == "slurm_qos"
+    assert refused.status_code == 422 and refused.json()["error"]["errors"][0]["path"] == "slurm_qos_limits"
     # Stateful: the cluster stored with Slurm's running jobs (under the partitions), then the pending jobs
     # placed on it, give the same decision.
     stored = {k: body[k] for k in ("cluster", "running", "slurm_partitions")}

@@ -85,14 +85,23 @@ def test_with_the_qos_table_the_low_qos_jobs_are_evicted_at_once(tmp_path: Path)
     assert sorted(e.job for e in first.preemptions) == ["1", "2"]
 
 
-def test_qos_and_partitions_together_are_a_conflict(tmp_path: Path) -> None:
-    from placer.scenarios.load import ScenarioError
-
+def test_with_the_qos_table_partitions_decide_no_preemption(tmp_path: Path) -> None:
+    # a and b run in partition scavenger (PreemptMode=REQUEUE, a lower tier than f's gpu), which evicts
+    # them at once under preempt/partition_prio (above). Under preempt/qos the QOSes decide: all three of
+    # QOS normal, nothing is evicted and f waits for b's end, as without tables; the partitions still say
+    # where jobs may start (both UP, no partition QOS here).
+    doc = json.loads((REAL / "squeue-22.05.json").read_text())
+    for j in doc["jobs"]:
+        j["qos"] = "normal"
+        if j["name"] in ("a", "b"):
+            j["partition"] = "scavenger"
     extra = f"  slurm_qos: {REAL / 'sacctmgr-show-qos-22.05.txt'}\n"
     extra += f"  slurm_partitions: {REAL / 'show-partition-22.05.txt'}\n"
-    with pytest.raises(ScenarioError) as e:
-        simulate_text(_scenario(tmp_path, extra))
-    assert "not both" in str(e.value)
+    text = _scenario(tmp_path, extra)
+    (tmp_path / "squeue.json").write_text(json.dumps(doc))
+    run = simulate_text(text)
+    assert run.job("5")["wait_s"] == pytest.approx(7200)
+    assert all(not d.preemptions for d in run.decisions.values())
 
 
 def test_qos_limits_alone_hold_the_pending_job_while_its_qos_is_full(tmp_path: Path) -> None:

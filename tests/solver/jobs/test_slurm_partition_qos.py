@@ -170,3 +170,40 @@ def test_on_the_captured_cluster_the_partition_qos_lets_one_more_gpu_start() -> 
     assert {IDS["excl"], IDS["resv"]} <= {p.job for p in blind.placements}
     found = check(blind, jobs, cluster, now=now, reservations=reservations, rejected_ids=refused)
     assert found and all(v.rule == "throttle" and "qos/capped" in v.message for v in found)
+
+
+def test_under_preempt_qos_the_qos_ranks_and_the_partitions_still_rule() -> None:
+    # The QOS table given for preemption (--slurm-qos) with the partitions: a job of QOS high ranks by its
+    # QOS's level (1; its partition's PriorityTier 7 is not its rank), is held to its partition QOS's
+    # limits, and a partition that is DOWN still starts nothing.
+    doc = _doc(**{"plain-a100": {"qos": "high"}})
+    parts = parse_slurm_partitions(
+        "PartitionName=gpu Nodes=gpu[01-03] PriorityTier=7 QoS=capped\nPartitionName=off State=DOWN\n",
+        source="partitions.txt",
+    )
+    read = {
+        r.id: r
+        for r in with_slurm_ranks(
+            read_text(json.dumps(doc), source="squeue.json"), partitions=parts, qos=_qos(), qos_limits=None
+        )
+    }
+    r = read[IDS["plain-a100"]]
+    assert r.ok and r.job is not None
+    assert r.job.priority == _qos()["high"].level == 1
+    assert r.job.limits == [GroupLimit(group="qos/capped", max_gpus=8)]
+    doc = _doc(**{"plain-a100": {"partition": "off"}})
+    read = {
+        r.id: r
+        for r in with_slurm_ranks(
+            read_text(json.dumps(doc), source="squeue.json"), partitions=parts, qos=_qos(), qos_limits=None
+        )
+    }
+    r = read[IDS["plain-a100"]]
+    assert not r.ok and r.errors[-1].code == "limit" and "PartitionDown" in r.errors[-1].message
+    # A partition the table lacks is refused as with the tiers.
+    doc = _doc(**{"plain-a100": {"partition": "nowhere"}})
+    r = {
+        x.id: x
+        for x in with_slurm_ranks(read_text(json.dumps(doc), source="s"), partitions=parts, qos=_qos())
+    }[IDS["plain-a100"]]
+    assert not r.ok and r.errors[-1].code == "enum" and r.errors[-1].path.endswith("partition")
