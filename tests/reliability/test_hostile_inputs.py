@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from placer.solver.jobs.errors import ISSUE_CODES
+from placer.solver.jobs.formats.slurm import with_slurm_ranks
 from placer.solver.jobs.load import check_batch, read_object, read_text
 from placer.solver.jobs.model import Job, Placement, ReadResult
 from placer.solver.jobs.options import ReadOptions
@@ -46,6 +47,7 @@ from placer.topology.build import build_cluster
 from placer.topology.errors import TopologyError
 from placer.topology.importers import parse_jgf, parse_kubernetes, parse_ojs_workers, parse_slurm
 from placer.topology.importers.slurm_partitions import parse_slurm_partitions
+from placer.topology.importers.slurm_qos import parse_slurm_qos
 from placer.topology.importers.slurm_reservations import slurm_reservations
 from placer.topology.inventory_file import inventory_from_document, read_inventory
 from placer.topology.load import detect_cluster_format
@@ -230,6 +232,31 @@ def only_topology_errors(make: Callable[[], Any]) -> None:
         assert e.problems and all(p.source and isinstance(p.item, str) and p.message for p in e.problems)
 
 
+def _slurm_with_tables(item: tuple[Any, str, str, bool]) -> None:
+    """Slurm's pending jobs held to hostile partition and QOS tables (the QOS table for preemption, or for
+    its limits alone): tables that do not parse are refused where they are read, so only the ones that
+    do reach the jobs, whose results must keep the reader contract."""
+    doc, partitions_text, qos_text, preempt_qos = item
+    try:
+        partitions = parse_slurm_partitions(partitions_text, source="fuzz")
+    except TopologyError:
+        partitions = None
+    try:
+        qos = parse_slurm_qos(qos_text, source="fuzz", limits_only=not preempt_qos)
+    except TopologyError:
+        qos = None
+    results = read_object(doc, source="fuzz", fmt="slurm", options=OPTIONS)
+    tables = {"qos": qos, "qos_limits": None} if preempt_qos else {"qos": None, "qos_limits": qos}
+    well_formed(check_batch(with_slurm_ranks(results, partitions=partitions, **tables)))
+
+
+#: A partition with a QOS and the captured QOS table beside it: the seeds the table fuzz mangles.
+QOS_TABLE = (FIXTURES / "slurm" / "sacctmgr-show-qos-22.05.txt").read_text()
+PARTITION_WITH_QOS = (
+    "PartitionName=gpu Nodes=gpu[01-04],cpu01 Default=YES PriorityTier=3 QoS=capped State=UP\n"
+)
+
+
 OPTIONS = ReadOptions(
     queues=load_queue_configs(
         {"queue": "q", "config": {"ml_defaults": {"ext_ml_gpu_count": 1}, "ml_limits": {"max_gpu_count": 4}}}
@@ -275,6 +302,20 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], None]]] = {
     "reader slurm text": (
         st.one_of(mangled([(FIXTURES / "slurm" / "show-job-d-22.05-options.txt").read_text()]), RANDOM_TEXT),
         lambda text: well_formed(read_text(text, source="fuzz", options=OPTIONS)),
+    ),
+    "reader slurm with partition and QOS tables": (
+        st.tuples(
+            mutated([_json(FIXTURES / "slurm" / "squeue-22.05-options.json")]),
+            st.one_of(
+                mangled([PARTITION_WITH_QOS, (FIXTURES / "slurm" / "show-partition-22.05.txt").read_text()]),
+                RANDOM_TEXT,
+            ),
+            st.one_of(
+                mangled([(FIXTURES / "slurm" / "sacctmgr-show-qos-22.05.txt").read_text()]), RANDOM_TEXT
+            ),
+            st.booleans(),
+        ),
+        _slurm_with_tables,
     ),
     "importer slurm reservations": (
         st.one_of(mangled([(FIXTURES / "slurm" / "show-reservation-22.05.txt").read_text()]), RANDOM_TEXT),
