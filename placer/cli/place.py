@@ -390,8 +390,9 @@ def stats_line(decision: Any) -> str:
 
 def decision_table(decision: Any) -> str:
     """The human-readable decision: placed jobs (nodes, GPU indices, TPU chips and price where there are
-    any), pending jobs with their first reason, rejected jobs with their first error, plans, declared
-    reservations, evictions, and the stats in words (:func:`stats_line`).
+    any), pending jobs with their first reason, rejected jobs with their first error, the jobs' notes
+    (readers' warnings among them), plans, declared reservations, evictions, and the stats in words
+    (:func:`stats_line`).
 
     >>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement, Stats
     >>> d = Decision(placements=[JobPlacement(job="a", replicas=[ReplicaPlacement(node="n1", gpus=[0, 1])])],
@@ -425,6 +426,11 @@ def decision_table(decision: Any) -> str:
         for r in decision.rejected:
             e = r.errors[0] if r.errors else {}
             lines.append(f"  {r.job}: {e.get('path', '')}: {e.get('message', '')} [{e.get('code', '')}]")
+    noted = [(p.job, n) for p in (*decision.placements, *decision.pending) for n in p.notes]
+    if noted:  # what was read into a request, and what its reader read past (warnings)
+        lines.append("")
+        lines.append(f"notes ({len(noted)}):")
+        lines.extend(f"  {job}: {note}" for job, note in noted)
     for title, holds in (
         ("planned", [h for h in decision.reservations if h.kind != "reservation"]),
         ("reservations held", [h for h in decision.reservations if h.kind == "reservation"]),

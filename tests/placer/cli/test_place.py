@@ -615,3 +615,43 @@ def test_a_shared_kueue_cluster_queue_counts_running_pods_of_every_local_queue(
     args = parser.parse_args(["check", *inputs, "--decision", decision, "--json"])
     assert args.run(args) == 1
     assert "queue-budget" in capsys.readouterr().out
+
+
+def test_the_table_shows_what_a_reader_read_past(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A Kubernetes pod with a preferred pod-affinity term (a preference to kube-scheduler, read past): the
+    # decision's notes carry the reader's warning, and the table prints it under the job, not only
+    # placer validate.
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "ml"},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+            "affinity": {
+                "podAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 10,
+                            "podAffinityTerm": {
+                                "labelSelector": {"matchLabels": {"app": "cache"}},
+                                "topologyKey": "kubernetes.io/hostname",
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+        "status": {"phase": "Pending"},
+    }
+    jobs = write(tmp_path, "pod.json", json.dumps(pod))
+    rc, d = run_json(capsys, "--cluster", H100, "--jobs", jobs, "--engine", "greedy", "--now", DOC_NOW)
+    assert rc == 0
+    (placed,) = d["placements"]  # type: ignore[misc]
+    (note,) = placed["notes"]
+    assert (
+        note.startswith("warning: spec.affinity.podAffinity.preferredDuringScheduling")
+        and "[unsupported]" in note
+    )
+    assert run("--cluster", H100, "--jobs", jobs, "--engine", "greedy", "--now", DOC_NOW) == 0
+    text = capsys.readouterr().out
+    assert "notes (1):" in text and f"  ml/web: {note}" in text
