@@ -32,7 +32,7 @@ import numpy as np
 
 from placer.solver.demand import Need, Unit, tolerated
 from placer.solver.jobs.model import AffinityOperator, FluxResource, LabelRule, Rule
-from placer.solver.rules import all_hold, holds, rule_keys
+from placer.solver.rules import all_hold, holds, rule_keys, running_label
 from placer.solver.snapshot import HARD_TAINT_EFFECTS, SCOPE_ATTRS, NodeView, Snapshot, scope_value
 from placer.solver.structure import TRANSPARENT, compile_shape, fits_empty, match, request_text, shaped
 from placer.topology import TpuPod, canonical_gpu_type
@@ -279,8 +279,6 @@ class NodeArrays:
         (:func:`~placer.solver.rules.running_label`): value -> the nodes (indices, ascending) where a job
         with that value runs. One pass over the running jobs per key (cached), so that an ``In`` rule
         finds its nodes by lookup instead of testing every running job's labels."""
-        from placer.solver.rules import running_label
-
         ck = ("__running_values__", key)
         hit = self._static_cache.get(ck)
         if hit is None:
@@ -338,7 +336,7 @@ class NodeArrays:
             ids: dict[object, int] = {}
             cached = np.array(
                 [-1 if x is None else ids.setdefault(x, len(ids)) for x in vals], dtype=np.int64
-            ).reshape(len(nodes))
+            )
             self._static_cache[key] = cached  # type: ignore[assignment]
         return cached  # type: ignore[return-value]
 
