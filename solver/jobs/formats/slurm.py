@@ -464,6 +464,13 @@ def _partition_rules(
         if limits is not None:
             update["limits"], said = limits
             warnings += [issue("unsupported", path, why) for why in said]
+            free = [p for p in allowed if table[p].qos is None]
+            if free:  # it may start where no partition QOS holds it; placer holds it anyway
+                why = (
+                    f"partition {free[0]!r} has no QOS: Slurm holds the job to a partition QOS only where it "
+                    "starts in that partition, placer wherever it starts"
+                )
+                warnings.append(issue("unsupported", path, why))
         if refused:
             why = f"runs only in {', '.join(allowed)}: " + "; ".join(refused.values())
             warnings.append(issue("limit", path, why))

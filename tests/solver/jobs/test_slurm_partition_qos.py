@@ -116,6 +116,16 @@ def test_both_qoses_setting_one_limit_is_said_and_both_are_kept() -> None:
     assert r.warnings == []
 
 
+def test_a_job_that_may_start_outside_the_partition_qos_is_told_placer_holds_it_anyway() -> None:
+    doc = _doc(**{"plain-a100": {"partition": "gpu,open"}})
+    parts = "PartitionName=gpu Nodes=gpu[01-03] QoS=capped\nPartitionName=open Nodes=gpu[01-03]\n"
+    r = _pending(doc, parts, _qos())[IDS["plain-a100"]]
+    assert r.ok and r.job is not None and r.job.limits == [GroupLimit(group="qos/capped", max_gpus=8)]
+    assert any("'open' has no QOS" in w.message for w in r.warnings), r.warnings
+    r = _pending(_doc(), parts, _qos())[IDS["plain-a100"]]  # gpu alone: nothing to say
+    assert r.ok and r.warnings == []
+
+
 def test_running_jobs_count_against_their_partitions_qos() -> None:
     parts = parse_slurm_partitions("PartitionName=gpu Nodes=gpu[01-03] QoS=capped\n", source="p.txt")
     [a] = squeue_running(_doc(), source="squeue.json")
