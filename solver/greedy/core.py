@@ -159,8 +159,25 @@ def _choose(
 
 
 def _least(idx: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """The entries of ``idx`` whose ``values`` are the least (order kept)."""
-    return idx if idx.size < 2 else idx[values == values.min()]
+    """The entries of ``idx`` whose ``values`` are the least (order kept). A NaN ranks after every number,
+    and NaNs tie with each other, as a sort ranks them.
+
+    >>> _least(np.array([4, 7, 9]), np.array([2.0, 1.0, 1.0])).tolist()
+    [7, 9]
+    >>> _least(np.array([4, 7, 9]), np.array([np.nan, 3.0, np.nan])).tolist()
+    [7]
+    >>> _least(np.array([4, 7]), np.array([np.nan, np.nan])).tolist()
+    [4, 7]
+    """
+    if idx.size < 2:
+        return idx
+    best = values.min()
+    if best != best:  # NaN
+        numbers = ~np.isnan(values)
+        if not numbers.any():
+            return idx
+        best = values[numbers].min()
+    return idx[values == best]
 
 
 #: ``pack`` (MLX §7.1, "pack GPUs onto fewest nodes"): added to the preference of nodes the job already
