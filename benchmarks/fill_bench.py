@@ -85,8 +85,11 @@ def bench_trace(trace: str, args: argparse.Namespace, paper: dict[tuple[str, str
                 policy=policy,
                 batch=batch,
                 time_limit_s=args.engine_time_limit,
+                reproducible=args.reproducible,
             )
             walls.append(time.perf_counter() - t0)
+            if r.cut:
+                print(f"  {label} seed {seed}: {r.cut} decisions cut by a wall clock (not reproducible)")
             if args.verify:
                 from placer.scenarios.fill.verify import verify
 
@@ -130,6 +133,11 @@ def main() -> None:
     parser.add_argument("--no-engines", action="store_true", help="leave out placer's engines")
     parser.add_argument("--engine-batch", type=int, default=100, help="arrivals per place() call (100)")
     parser.add_argument("--engine-time-limit", type=float, default=1.0, help="seconds per place() call (1)")
+    parser.add_argument(
+        "--reproducible",
+        action="store_true",
+        help="engines on deterministic budgets (the same on any machine)",
+    )
     parser.add_argument("--load", type=float, default=1.3)
     parser.add_argument("--verify", action="store_true", help="re-check every run with placer's checker")
     args = parser.parse_args()

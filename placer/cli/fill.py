@@ -1,5 +1,5 @@
 """``placer fill --nodes NODES.csv --pods PODS.csv [--load 1.3] [--seed 42] [--policy NAME] [--batch N]
-[--sampling sample|artifact] [--time-limit S] [--verify] [--json]``.
+[--sampling sample|artifact] [--time-limit S] [--reproducible] [--verify] [--json]``.
 
 The FGD paper's cluster-fill experiment on an Alibaba "openb" node list and pod list: pods are sampled
 (with replacement, seeded) until their GPU request is ``--load`` x the cluster's GPU capacity, arrive in
@@ -13,7 +13,8 @@ independent checker. Method and results: ``docs/fill.md``.
 
 With ``--json``: one object — ``alloc`` and ``bound`` (percent, keyed by arrived-load percent), ``policy``,
 ``seed``, ``load``, ``batch``, ``sampling``, ``nodes``, ``gpus``, ``arrivals``, ``failed``, ``wall_s``,
-``verified`` (null unless ``--verify``) and ``violations``.
+``reproducible``, ``cut_decisions`` (engine decisions a wall clock cut: 0 means the same run on any
+machine), ``verified`` (null unless ``--verify``) and ``violations``.
 
 Exit 0 on success, 1 when a file is read but is not a valid node or pod list (every problem on stderr,
 with file, line and column) or ``--verify`` finds violations, 2 for a usage error or a file that cannot be
@@ -58,6 +59,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--sampling", default="sample", choices=("sample", "artifact"), help="how pods are drawn")
     p.add_argument(
         "--time-limit", type=numbers.seconds, default=2.0, help="seconds per place() call (engines)"
+    )
+    p.add_argument(
+        "--reproducible",
+        action="store_true",
+        help="engines on deterministic budgets: the same run on any machine (baselines always are)",
     )
     p.add_argument("--verify", action="store_true", help="re-check every placement with placer's checker")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -116,6 +122,7 @@ def _fill(args: argparse.Namespace, nodes: list[Any], pods: list[Any]) -> int:
             batch=args.batch,
             sampling=args.sampling,
             time_limit_s=args.time_limit,
+            reproducible=args.reproducible,
         )
     except ValueError as e:  # a pod list without GPU pods, a node list without GPUs
         print(f"placer fill: {e}", file=sys.stderr)
@@ -142,6 +149,8 @@ def _fill(args: argparse.Namespace, nodes: list[Any], pods: list[Any]) -> int:
         "alloc": {str(x): v for x, v in alloc.items()},
         "bound": {str(x): v for x, v in bound.items()},
         "wall_s": round(result.wall_s, 3),
+        "reproducible": args.reproducible,
+        "cut_decisions": result.cut,
         "verified": (not violations) if args.verify else None,
         "violations": [str(v) for v in violations],
     }
@@ -153,6 +162,11 @@ def _fill(args: argparse.Namespace, nodes: list[Any], pods: list[Any]) -> int:
             f"policy {args.policy}, seed {args.seed}, load {args.load}"
         )
         print(f"{out['arrivals']} arrivals, {out['failed']} failed, {out['wall_s']} s")
+        if result.cut:
+            print(
+                f"{result.cut} decisions were cut by a wall clock: another machine may fill differently "
+                "(--reproducible runs on deterministic budgets)"
+            )
         cells = [str(x) for x in points]
         print(f"{'arrived load %':<16}" + "".join(f"{c:>8}" for c in cells))
         print(f"{'allocated %':<16}" + "".join(f"{_pct(alloc[x]):>8}" for x in points))

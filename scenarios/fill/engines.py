@@ -79,9 +79,12 @@ def place_batches(
     batch: int,
     seed: int,
     time_limit_s: float,
-) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    reproducible: bool = False,
+) -> tuple[np.ndarray, list[tuple[int, ...]], int]:
     """Decide the arrivals ``batch`` at a time with ``place()``; returns, per arrival, its node index (-1:
-    failed) and GPU indices, after applying every placement to ``state``."""
+    failed) and GPU indices, after applying every placement to ``state``, and how many decisions a wall
+    clock cut (``stats.deterministic`` false: they may differ on another machine). ``reproducible`` is
+    ``Policy.reproducible``: CP-SAT and every other phase on deterministic budgets."""
     from placer.solver import Policy
     from placer.solver.prices import PriceCatalog
     from placer.solver.session import Session
@@ -94,6 +97,7 @@ def place_batches(
         seed=seed,
         preemption=False,
         plan=False,
+        reproducible=reproducible,
     )
     cluster: Cluster = nodes_to_cluster(nodes)
     session = Session(cluster, policy, prices=PriceCatalog())
@@ -101,12 +105,14 @@ def place_batches(
     where = np.full(len(order), -1, dtype=np.int64)
     gpus: list[tuple[int, ...]] = [()] * len(order)
     templates: dict[int, Job] = {}
+    cut = 0
     for start in range(0, len(order), batch):
         ks = list(range(start, min(start + batch, len(order))))
         decision = session.decide(arrival_jobs(pods, order, ks, templates), now=NOW)
+        cut += not decision.stats.deterministic
         _apply(decision, order, state, table, index, where, gpus)
         session.commit(decision)
-    return where, gpus
+    return where, gpus, cut
 
 
 def _apply(

@@ -45,6 +45,11 @@ class FillResult:
     #: Upper bounds (percent of capacity) on what any placement of the arrived pods allocates, per load
     #: point (:mod:`placer.scenarios.fill.bound`), when computed.
     bound: dict[int, float] = field(default_factory=dict)
+    #: Whether the engines ran on deterministic budgets (``run_fill(reproducible=True)``).
+    reproducible: bool = False
+    #: Engine decisions a wall clock cut (``stats.deterministic`` false): 0 means the run is the same on
+    #: any machine; the baselines never have any.
+    cut: int = 0
 
     @property
     def failed(self) -> int:

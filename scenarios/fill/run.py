@@ -52,13 +52,16 @@ def run_fill(
     sampling: Sampling = "sample",
     time_limit_s: float = 2.0,
     order: Sequence[int] | None = None,
+    reproducible: bool = False,
 ) -> FillResult:
     """Fill the cluster of ``nodes`` with pods drawn from ``pods`` up to ``load`` x its GPU capacity.
 
     ``batch`` is how many arrivals ``place()`` decides at once (engines only; the baselines place one pod
     at a time); ``time_limit_s`` is each ``place()`` call's limit; ``order`` (pod indices) replaces the
-    sampled arrivals, for hand-worked examples. ``KeyError`` for an unknown policy,
-    ``ValueError`` for a batch size a baseline cannot use or a workload without GPU pods."""
+    sampled arrivals, for hand-worked examples; ``reproducible`` runs the engines on deterministic budgets
+    (``Policy.reproducible``: the same run on any machine, however loaded; the baselines always are).
+    ``KeyError`` for an unknown policy, ``ValueError`` for a batch size a baseline cannot use or a workload
+    without GPU pods."""
     t0 = time.perf_counter()
     node_table, pod_table = NodeTable.of(nodes), PodTable.of(pods)
     if order is None:
@@ -75,11 +78,12 @@ def run_fill(
     # The collector paused for the whole run, whatever the policy: a run creates no reference cycles
     # (measured: nothing to collect at the end, the same peak memory), and full collections walking an
     # engine's thousands of running jobs after every few hundred commits were a tenth of its time.
+    cut = 0
     with paused_gc():
         if policy in ENGINES:
             from placer.scenarios.fill.engines import place_batches
 
-            where, gpus = place_batches(
+            where, gpus, cut = place_batches(
                 nodes,
                 pods,
                 pod_table,
@@ -89,6 +93,7 @@ def run_fill(
                 batch=batch,
                 seed=seed,
                 time_limit_s=time_limit_s,
+                reproducible=reproducible,
             )
         else:
             where, gpus = _one_at_a_time(make(policy, Context(node_table, pod_table, seed)), state, sequence)
@@ -105,6 +110,8 @@ def run_fill(
         node=where,
         gpus=gpus,
         wall_s=time.perf_counter() - t0,
+        reproducible=reproducible,
+        cut=cut,
     )
 
 

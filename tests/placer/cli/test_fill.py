@@ -55,7 +55,13 @@ def test_text_report(files: tuple[str, str], capsys: pytest.CaptureFixture[str])
 def test_engines_in_batches(files: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     nodes, pods = files
     assert run("--nodes", nodes, "--pods", pods, "--policy", "greedy", "--batch", "3", "--json") == 0
-    assert json.loads(capsys.readouterr().out)["batch"] == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["batch"] == 3 and out["reproducible"] is False
+    assert out["cut_decisions"] == 0  # greedy alone, never cut on this small fill
+    argv = ("--nodes", nodes, "--pods", pods, "--policy", "auto", "--batch", "3", "--reproducible", "--json")
+    assert run(*argv, "--time-limit", "5") == 0  # room for OR-Tools' first import in the first call
+    out = json.loads(capsys.readouterr().out)
+    assert out["reproducible"] is True and out["cut_decisions"] == 0
 
 
 def test_bad_csv_is_exit_1_with_line_and_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -97,3 +97,37 @@ def test_batch_is_for_engines_only() -> None:
         run_fill(NODES, PODS, policy="fgd", batch=4, order=ORDER)
     with pytest.raises(KeyError, match="unknown policy"):
         run_fill(NODES, PODS, policy="tetris", order=ORDER)
+
+
+def _mixed_fill() -> tuple[list[OpenbNode], list[OpenbPod]]:
+    """40 nodes of three GPU models and a pod list of shares, whole GPUs and CPU-only pods: batches where
+    CP-SAT has something to weigh (fragmentation, not only placed work)."""
+    nodes = [
+        OpenbNode(f"g{k}", 32000, 131072, 8 if k % 3 else 4, ("G2", "T4", "V100M16")[k % 3])
+        for k in range(40)
+    ]
+    pods = [
+        OpenbPod("half", 2000, 4096, 1, 500),
+        OpenbPod("third", 1000, 2048, 1, 330),
+        OpenbPod("one", 4000, 8192, 1, 1000),
+        OpenbPod("two", 8000, 16384, 2, 1000),
+        OpenbPod("cpu", 6000, 8192, 0, 0),
+    ]
+    return nodes, pods
+
+
+def test_reproducible_engine_runs_are_cut_by_no_clock_and_repeat() -> None:
+    # Batches of 40: without reproducible budgets the clock cuts CP-SAT's search (0.3 s a call), and the
+    # run says in how many decisions (it may differ on another machine); with them none is cut, and a
+    # second run makes every decision again. OR-Tools is imported first: its import (about 0.5 s, once per
+    # process) falls in the first decision that runs CP-SAT, and may leave that model unbuilt in time,
+    # which the run would count as a cut too.
+    import placer.solver.cpsat  # noqa: F401
+
+    nodes, pods = _mixed_fill()
+    kw = {"load": 1.2, "seed": 7, "policy": "auto", "batch": 40}
+    runs = [run_fill(nodes, pods, reproducible=True, time_limit_s=1.0, **kw) for _ in range(2)]  # type: ignore[arg-type]
+    assert [r.cut for r in runs] == [0, 0] and all(r.reproducible for r in runs)
+    assert runs[0].node.tolist() == runs[1].node.tolist() and runs[0].gpus == runs[1].gpus
+    clocked = run_fill(nodes, pods, time_limit_s=0.3, **kw)  # type: ignore[arg-type]
+    assert not clocked.reproducible and clocked.cut > 0
