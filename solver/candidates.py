@@ -704,7 +704,6 @@ def anti_affinity_mask(
     rules, or — with the job's ``labels`` — the job matches a required anti-affinity rule of theirs (OJS ML
     §7.3 keeps the two apart either way; Kubernetes keeps an incoming pod off a node whose pods' required
     anti-affinity it matches)."""
-
     theirs = arrays.running_anti() if labels is not None else []
     out = np.zeros(len(arrays.snap.nodes), dtype=bool)
     if not anti and not theirs:
@@ -743,8 +742,6 @@ def anti_affinity_mask(
 def _running_anti_keys(arrays: NodeArrays, theirs: list[tuple[int, tuple]]) -> frozenset[str]:
     """The label keys the running jobs' required anti-affinity rules read (cached, and dropped with the
     rules when what runs changes)."""
-    from placer.solver.rules import rule_keys
-
     hit = arrays._static_cache.get("__running_anti_keys__")
     if hit is None:
         hit = frozenset(k for _, rules in theirs for r in rules for k in rule_keys(r))

@@ -18,8 +18,10 @@ or a string)                                             -d`` text): running job
 ``slurm_assoc``             ``--slurm-assoc``            ``sacctmgr show assoc tree -P``
 =========================  ===========================  ============================================
 
-The same combinations are refused as on the command line (a cluster preempts by QOS or by partition,
-never both); a table that cannot be read is a 422 naming its field. The jobs then go through the very
+The same combinations are refused as on the command line (the QOS table both for preemption and for its
+limits alone; a preemption mode without the QOS table); a table that cannot be read is a 422 naming its
+field. Partitions sent with ``slurm_qos`` say where and whether jobs start, not their rank, as with the
+flags. The jobs then go through the very
 functions the CLI applies (:func:`placer.solver.jobs.formats.slurm.with_slurm_ranks`,
 :func:`~placer.solver.jobs.formats.slurm.with_cores`, :func:`placer.topology.importers.slurm_qos.
 with_preemption_rules`, :func:`placer.topology.importers.slurm_jobs.with_slurm_jobs`), so the decision is

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from placer.topology.catalog import canonical_gpu_type, gpu_info, parse_gpu_product
 from placer.topology.errors import Problem, TopologyError
+from placer.topology.inventory import RunningJob
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -45,6 +46,18 @@ def read_text(path: str) -> tuple[str, str]:
         return source, read_input(path).decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise TopologyError([Problem(source, "document", f"not UTF-8 text: {e}")]) from None
+
+
+def counting_against(job: RunningJob, groups: list[str]) -> RunningJob:
+    """``job`` counting against ``groups`` too (group limits: a Slurm QOS's, a partition QOS's, an
+    association's), each group once: a running job listed twice in a group would count twice.
+
+    >>> rj = RunningJob(job="r", replicas=[{"node": "n", "gpus": [0]}], limit_groups=["qos/a"])
+    >>> counting_against(rj, ["qos/a", "assoc/ml"]).limit_groups
+    ['qos/a', 'assoc/ml']
+    """
+    new = [g for g in dict.fromkeys(groups) if g not in job.limit_groups]
+    return job.model_copy(update={"limit_groups": [*job.limit_groups, *new]}) if new else job
 
 
 def short(value: Any, limit: int = 60) -> str:

@@ -43,7 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from placer.topology.errors import Problem, TopologyError
-from placer.topology.importers._common import read_text
+from placer.topology.importers._common import counting_against, read_text
 from placer.topology.importers.sacctmgr import limit_fields, parsable_rows
 from placer.topology.inventory import RunningJob
 
@@ -269,8 +269,7 @@ def with_assoc_groups(jobs: list[RunningJob], table: AssocTable, *, source: str)
         except TopologyError as e:
             problems.extend(Problem(source, p.item, p.message) for p in e.problems)
             continue
-        groups = [g for g, _, _ in found]
-        out.append(rj.model_copy(update={"limit_groups": [*rj.limit_groups, *groups]}) if groups else rj)
+        out.append(counting_against(rj, [g for g, _, _ in found]))
     if problems:
         raise TopologyError(problems)
     return out

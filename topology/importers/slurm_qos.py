@@ -53,7 +53,7 @@ import re
 from dataclasses import dataclass
 
 from placer.topology.errors import Problem, TopologyError
-from placer.topology.importers._common import read_text, short
+from placer.topology.importers._common import counting_against, read_text, short
 from placer.topology.importers.sacctmgr import limit_fields, parsable_rows
 from placer.topology.importers.slurm_assoc import AssocTable
 from placer.topology.importers.slurm_partitions import (
@@ -168,6 +168,11 @@ def qos_limits(
 def qos_groups(qos: SlurmQos, user: str | None, account: str | None) -> list[str]:
     """The groups of :func:`qos_limits` (what a running job of ``qos`` counts against)."""
     return [g for g, _, _ in qos_limits(qos, user, account)]
+
+
+def _counting(rj: RunningJob, qos: SlurmQos) -> RunningJob:
+    """``rj`` counting against the groups of ``qos``'s limits for its user and account."""
+    return counting_against(rj, qos_groups(qos, rj.labels.get("slurm_user"), rj.labels.get("slurm_account")))
 
 
 def _seconds(text: str) -> int | None:
@@ -342,8 +347,7 @@ def with_qos_rules(jobs: list[RunningJob], table: dict[str, SlurmQos], *, source
     out = []
     for rj in preemption_applied(jobs, rule, source=source):
         q = table[rj.labels["slurm_qos"]]  # every job's QOS is known here (preemption_applied raised)
-        groups = qos_groups(q, rj.labels.get("slurm_user"), rj.labels.get("slurm_account"))
-        out.append(rj.model_copy(update={"limit_groups": [*rj.limit_groups, *groups]}) if groups else rj)
+        out.append(_counting(rj, q))
     return out
 
 
@@ -359,8 +363,7 @@ def with_qos_groups(jobs: list[RunningJob], table: dict[str, SlurmQos], *, sourc
         except TopologyError as e:
             problems.extend(Problem(source, p.item, p.message) for p in e.problems)
             continue
-        groups = qos_groups(q, rj.labels.get("slurm_user"), rj.labels.get("slurm_account"))
-        out.append(rj.model_copy(update={"limit_groups": [*rj.limit_groups, *groups]}) if groups else rj)
+        out.append(_counting(rj, q))
     if problems:
         raise TopologyError(problems)
     return out
@@ -378,12 +381,7 @@ def with_partition_qos_groups(
         name = (rj.labels.get("slurm_partition") or rj.queue or "").split(",")[0]
         part = partitions.get(name)
         q = table.get(part.qos) if part is not None and part.qos is not None else None
-        if q is None:
-            out.append(rj)
-            continue
-        user, account = rj.labels.get("slurm_user"), rj.labels.get("slurm_account")
-        groups = [g for g in qos_groups(q, user, account) if g not in rj.limit_groups]
-        out.append(rj.model_copy(update={"limit_groups": [*rj.limit_groups, *groups]}) if groups else rj)
+        out.append(rj if q is None else _counting(rj, q))
     return out
 
 
@@ -407,12 +405,11 @@ def with_preemption_rules(
         jobs = with_partition_rules(jobs, partitions, source=source)
     if qos is not None:
         jobs = with_qos_rules(jobs, qos, source=source)
-        if partitions is not None:  # preempt/qos: partitions decide no preemption, their QOS limits hold
-            jobs = with_partition_qos_groups(jobs, partitions, qos)
     if qos_limits is not None:
         jobs = with_qos_groups(jobs, qos_limits, source=source)
-        if partitions is not None:
-            jobs = with_partition_qos_groups(jobs, partitions, qos_limits)
+    limits = qos if qos is not None else qos_limits  # one QOS table at most (callers refuse both)
+    if partitions is not None and limits is not None:  # partition QOSes hold under either preemption
+        jobs = with_partition_qos_groups(jobs, partitions, limits)
     if assoc is not None:
         from placer.topology.importers.slurm_assoc import (
             with_assoc_groups,

@@ -389,10 +389,10 @@ def with_partitions(
     in ``table`` is rejected, naming its ``partition`` field."""
 
     def checked(r: ReadResult, job: Job) -> ReadResult:
-        names = [p for p in slurm_text((job.envelope or {}).get("partition")).split(",") if p]
+        value = slurm_text((job.envelope or {}).get("partition"))
         try:
-            for name in names:  # with_partition_tiers's refusal of a partition not read
-                tier_of(name, table, item=job.id)
+            if _partition_names(value):  # with_partition_tiers's refusal of a partition not read
+                tier_of(value, table, item=job.id)
         except TopologyError as e:
             err = issue("enum", f"{r.path}.partition", e.problems[0].message)
             return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
@@ -437,7 +437,7 @@ def _partition_rules(
     """
 
     def ruled(r: ReadResult, job: Job) -> ReadResult:
-        names = [p for p in slurm_text((job.envelope or {}).get("partition")).split(",") if p]
+        names = _partition_names(slurm_text((job.envelope or {}).get("partition")))
         if not names or any(p not in table for p in names):
             return r
         nodes = job.tasks[0].count if len(job.tasks) == 1 else None  # a het job's components: each its own
@@ -503,6 +503,18 @@ def _partition_rules(
     return _each_slurm_job(results, ruled)
 
 
+def _limits_with(
+    limits: list[GroupLimit], found: list[tuple[str, int | None, int | None]]
+) -> list[GroupLimit]:
+    """``limits`` and, after them, the group limits of ``found`` ((group, jobs, GPUs) each) whose groups
+    ``limits`` lacks: a group named twice would hold the job twice to one limit."""
+    have = {lim.group for lim in limits}
+    return [
+        *limits,
+        *(GroupLimit(group=g, max_running=most, max_gpus=gpus) for g, most, gpus in found if g not in have),
+    ]
+
+
 #: A QOS's limits as Slurm names them: the ``SlurmQos`` field -> the ``sacctmgr`` column.
 _QOS_LIMIT_NAMES = {
     "grp_jobs": "GrpJobs",
@@ -526,15 +538,11 @@ def _partition_qos_limits(
         return None
     env = job.envelope or {}
     account = slurm_text(env.get("account")) or None
-    have = {lim.group for lim in job.limits}
-    limits = list(job.limits)
+    limits = job.limits
     said: list[str] = []
     own = table.get(slurm_text(env.get("qos")))
     for q in part_qos:
-        for g, most, gpus in qos_limits(q, job.user, account):
-            if g not in have:
-                have.add(g)
-                limits.append(GroupLimit(group=g, max_running=most, max_gpus=gpus))
+        limits = _limits_with(limits, qos_limits(q, job.user, account))
         if q.unmodelled:
             said.append(
                 f"the partition QOS {q.name!r} limits {', '.join(q.unmodelled)}: not modelled "
@@ -559,6 +567,11 @@ def _partition_qos_limits(
             "placer to all of them"
         )
     return limits, said
+
+
+def _partition_names(value: str) -> list[str]:
+    """The partitions of Slurm's comma list (``short,gpu``), in its order."""
+    return [p for p in value.split(",") if p]
 
 
 def _partition_rule(partitions: list[str]) -> Rule:
@@ -618,19 +631,16 @@ def with_qos_limits(results: list[ReadResult], table: dict[str, SlurmQos]) -> li
             err = issue("limit", f"{r.path}.qos" if r.path else "qos", over)
             return r.model_copy(update={"ok": False, "job": None, "errors": [*r.errors, err]})
         account = slurm_text(env.get("account")) or None
-        found = qos_limits(q, job.user, account)
-        have = {lim.group for lim in job.limits}  # a partition QOS that is the job's own QOS named them
-        limits = [
-            GroupLimit(group=g, max_running=most, max_gpus=gpus) for g, most, gpus in found if g not in have
-        ]
+        # A partition QOS that is the job's own QOS named its groups already: they are not added twice.
+        limits = _limits_with(job.limits, qos_limits(q, job.user, account))
         warnings = list(r.warnings)
         if q.unmodelled:
             what = ", ".join(q.unmodelled)
             why = f"QOS {q.name!r} limits {what}: not modelled (placer may place a job they hold)"
             warnings.append(issue("unsupported", f"{r.path}.qos" if r.path else "qos", why))
-        if not limits and not q.unmodelled:
+        if len(limits) == len(job.limits) and not q.unmodelled:
             return r
-        job = job.model_copy(update={"limits": [*job.limits, *limits]})
+        job = job.model_copy(update={"limits": limits})
         return r.model_copy(update={"job": job, "warnings": warnings})
 
     return _each_slurm_job(results, limited)
@@ -981,7 +991,7 @@ def _gpus(text: str, path: str, errors: list[Issue]) -> GpuDemand | None:
 
 def _rules(raw: dict[str, Any], at: Any, errors: list[Issue]) -> list[Rule]:
     rules: list[Rule] = []
-    partitions = [p for p in slurm_text(raw.get("partition")).split(",") if p]
+    partitions = _partition_names(slurm_text(raw.get("partition")))
     if partitions:
         rules.append(_partition_rule(partitions))
     for field, op in (("required_nodes", AffinityOperator.IN), ("excluded_nodes", AffinityOperator.NOT_IN)):
