@@ -55,6 +55,8 @@ PartitionName=lab PriorityTier=1 PreemptMode=SUSPEND,GANG GraceTime=0
     [
         ("PartitionName=a PriorityTier=high", "PriorityTier 'high' is not a whole number"),
         ("PartitionName=a GraceTime=-5", "GraceTime '-5' is not a whole number"),
+        ("PartitionName=a PriorityTier=²", "PriorityTier '²' is not a whole number"),
+        ("PartitionName=a MaxNodes=²", "MaxNodes '²' is not a whole number or UNLIMITED"),
         ("PartitionName=a PreemptMode=evict", "PreemptMode 'evict' is not one of"),
         ("PartitionName=a\nPartitionName=a", "the partition is given twice"),
         ("NodeName=x CPUs=4", "no PartitionName= record"),

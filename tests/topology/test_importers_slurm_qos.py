@@ -85,6 +85,8 @@ def test_per_job_gpu_limits_are_read_and_a_typed_gpu_limit_is_named_as_not_model
     [
         ("gres/gpu=many||||||", "GrpTRES gres/gpu='many' is not a whole number"),
         ("|ten|||||", "GrpJobs 'ten' is not a whole number"),
+        ("|³|||||", "GrpJobs '³' is not a whole number"),
+        ("gres/gpu=²||||||", "GrpTRES gres/gpu='²' is not a whole number"),
         ("gpu16||||||", "is not a TRES list"),
     ],
 )
@@ -178,6 +180,8 @@ def test_levels_follow_the_preempt_lists() -> None:
         (("a|0|0:00|gold||requeue|",), "Preempt names QOS 'gold', which is not in the table"),
         (("a|0|soon|||requeue|",), "GraceTime 'soon' is not [D-]HH:MM:SS"),
         (("a|high|0:00|||requeue|",), "Priority 'high' is not a whole number"),
+        # A digit to str.isdigit that int() refuses (the hostile-input fuzz found the traceback).
+        (("a|²|0:00|||requeue|",), "Priority '²' is not a whole number"),
         (("a|0|0:00|||sometimes|",), "PreemptMode 'sometimes' is not one of"),
         (("a|0|0:00|||requeue",), "line 2: 6 fields where the header has 7"),
         (("a|0|0:00|||requeue|", "a|0|0:00|||off|"), "line 3 (QOS a): the QOS is given twice"),

@@ -48,6 +48,16 @@ def read_text(path: str) -> tuple[str, str]:
         raise TopologyError([Problem(source, "document", f"not UTF-8 text: {e}")]) from None
 
 
+def whole_number(text: str | None) -> int | None:
+    """``text`` as a whole number when it is one in ASCII digits (what Slurm and ``sacctmgr`` print), else
+    None: ``str.isdigit`` also takes ``²``, which ``int`` refuses.
+
+    >>> whole_number("42"), whole_number("²"), whole_number("-1"), whole_number("")
+    (42, None, None, None)
+    """
+    return int(text) if text and text.isascii() and text.isdigit() else None
+
+
 def counting_against(job: RunningJob, groups: list[str]) -> RunningJob:
     """``job`` counting against ``groups`` too (group limits: a Slurm QOS's, a partition QOS's, an
     association's), each group once: a running job listed twice in a group would count twice.

@@ -15,7 +15,7 @@ Why a module of its own: Slurm's QOS table (:mod:`.slurm_qos`) and association t
 from __future__ import annotations
 
 from placer.topology.errors import Problem
-from placer.topology.importers._common import short
+from placer.topology.importers._common import short, whole_number
 
 __all__ = ["limit_fields", "parsable_rows"]
 
@@ -74,10 +74,11 @@ def limit_fields(
         if not text or text == "-1":
             continue
         if not tres:
-            if not text.isdigit():
+            number = whole_number(text)
+            if number is None:
                 problems.append(Problem(source, item, f"{column} {short(text)} is not a whole number"))
                 continue
-            out[name] = int(text)
+            out[name] = number
             continue
         for part in text.split(","):
             key, eq, value = (x.strip() for x in part.partition("="))
@@ -87,8 +88,8 @@ def limit_fields(
                 break
             if key != "gres/gpu":
                 unmodelled.append(f"{column} {key}={value}")
-            elif value.isdigit():
-                out[name] = int(value)
+            elif whole_number(value) is not None:
+                out[name] = whole_number(value)
             else:
                 problems.append(
                     Problem(source, item, f"{column} gres/gpu={short(value)} is not a whole number")

@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from placer.topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, short
+from placer.topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, short, whole_number
 from placer.topology.importers.slurm_json import PROBLEM_KEY, is_slurm_json, json_records, sinfo_records
 from placer.topology.importers.slurm_mixed import UNTYPED, Part, parts_of, split_replica
 from placer.topology.inventory import InnerVertex, Inventory, NodeSpec, RunningJob
@@ -490,7 +490,7 @@ CPUS_PER_CORE = "slurm_cpus_per_core"
 def node_cpus_per_core(labels: Mapping[str, str]) -> int:
     """A node's :data:`CPUS_PER_CORE` label (1 without it)."""
     value = labels.get(CPUS_PER_CORE, "1")
-    return int(value) if value.isdigit() and int(value) > 0 else 1
+    return whole_number(value) or 1
 
 
 def cores_holding(cpus: float, cpus_per_core: int) -> float:
@@ -678,9 +678,9 @@ def _busy_by_type(
                 return None
         return sorted(set(listed))
     per_type = {
-        k.removeprefix("gres/gpu:"): int(v)
+        k.removeprefix("gres/gpu:"): n
         for k, v in tres.items()
-        if k.startswith("gres/gpu:") and v.isdigit()
+        if k.startswith("gres/gpu:") and (n := whole_number(v)) is not None
     }
     if (
         per_type

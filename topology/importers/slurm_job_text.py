@@ -42,6 +42,7 @@ from datetime import datetime
 from typing import Any
 
 from placer.topology.errors import Problem, TopologyError
+from placer.topology.importers._common import whole_number
 from placer.topology.importers.jgf import expand_hostlist
 from placer.topology.importers.slurm import parse_index_list, parse_memory_mb
 from placer.topology.importers.slurm_jobs import is_squeue_json, squeue_running
@@ -125,7 +126,10 @@ def _epoch(text: str | None) -> int | None:
 
 
 def _number(text: str | None) -> int | None:
-    return int(text) if text and text.lstrip("-").isdigit() else None
+    if text and text.startswith("-"):
+        n = whole_number(text[1:])
+        return None if n is None else -n
+    return whole_number(text)
 
 
 def _null(text: str | None) -> str:

@@ -47,7 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from placer.topology.errors import Problem, TopologyError
-from placer.topology.importers._common import read_text, short
+from placer.topology.importers._common import read_text, short, whole_number
 from placer.topology.inventory import RunningJob
 
 __all__ = [
@@ -184,9 +184,10 @@ def parse_slurm_partitions(text: str, *, source: str) -> dict[str, SlurmPartitio
         numbers: dict[str, int] = {}
         for key, fallback in (("PriorityTier", "1"), ("GraceTime", "0")):
             value = values.get(key, fallback)
-            if not value.isdigit():
+            number = whole_number(value)
+            if number is None:
                 problems.append(Problem(source, item, f"{key} {short(value)} is not a whole number"))
-            numbers[key] = int(value) if value.isdigit() else 0
+            numbers[key] = number or 0
         mode_text = values.get("PreemptMode", default_mode)
         words = [w.strip().upper() for w in mode_text.split(",") if w.strip()]
         unknown = [w for w in words if w not in _MODES]
@@ -245,8 +246,8 @@ def _start_rules(
         text = values.get(key, "UNLIMITED")
         if text.upper() in ("UNLIMITED", "INFINITE"):
             out[field] = unlimited
-        elif text.isdigit():
-            out[field] = int(text)
+        elif whole_number(text) is not None:
+            out[field] = whole_number(text)
         else:
             problems.append(Problem(source, item, f"{key} {short(text)} is not a whole number or UNLIMITED"))
     return out

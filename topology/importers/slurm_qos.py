@@ -53,7 +53,7 @@ import re
 from dataclasses import dataclass
 
 from placer.topology.errors import Problem, TopologyError
-from placer.topology.importers._common import counting_against, read_text, short
+from placer.topology.importers._common import counting_against, read_text, short, whole_number
 from placer.topology.importers.sacctmgr import limit_fields, parsable_rows
 from placer.topology.importers.slurm_assoc import AssocTable
 from placer.topology.importers.slurm_partitions import (
@@ -215,7 +215,7 @@ def parse_slurm_qos(
         if name in read:
             problems.append(Problem(source, item, "the QOS is given twice"))
         priority_text = row.get("Priority", "") or "0"
-        if not priority_text.isdigit():
+        if whole_number(priority_text) is None:
             problems.append(Problem(source, item, f"Priority {short(priority_text)} is not a whole number"))
         grace = _seconds(row.get("GraceTime", "") or "00:00:00")
         if grace is None:
@@ -229,7 +229,7 @@ def parse_slurm_qos(
             words = ["OFF"]
         mode = deciding_mode(words)
         preempt = frozenset(p.strip() for p in row["Preempt"].split(",") if p.strip())
-        read[name] = (item, int(priority_text) if priority_text.isdigit() else 0, preempt, mode, grace or 0)
+        read[name] = (item, whole_number(priority_text) or 0, preempt, mode, grace or 0)
         limits[name] = _limits(row, item, source, problems)
     for name, (item, _, preempt, _, _) in read.items():
         for other in sorted(preempt - set(read)):

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from placer.topology.errors import Problem, TopologyError
+from placer.topology.importers._common import whole_number
 from placer.topology.importers.jgf import expand_hostlist
 from placer.topology.importers.slurm_job_text import local_time
 
@@ -97,10 +98,10 @@ def slurm_reservations(
             bad(
                 "Flags", f"{', '.join(unkept)}: not kept by placer's reservations (whole nodes, members only)"
             )
-        cores = rec.get("CoreCnt", "")
-        if cores.isdigit() and nodes and cores_of is not None:
+        cores = whole_number(rec.get("CoreCnt"))
+        if cores is not None and nodes and cores_of is not None:
             known = [cores_of(v) for v in nodes]
-            if all(c is not None for c in known) and int(cores) < sum(c for c in known if c is not None):
+            if all(c is not None for c in known) and cores < sum(c for c in known if c is not None):
                 bad("CoreCnt", f"some cores of {nodes_text}, not whole nodes: not modelled")
         start, end = local_time(rec.get("StartTime", "")), local_time(rec.get("EndTime", ""))
         if start is None:

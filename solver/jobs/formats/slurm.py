@@ -258,7 +258,7 @@ def array_tasks(text: str) -> tuple[list[int], int]:
     (([0, 1, 2, 3, 4, 5], 2), ([1, 3, 7, 8, 9], 0), ([0, 4, 8, 12], 0))
     """
     spec, _, throttle = text.strip().partition("%")
-    if throttle and not throttle.isdigit():
+    if throttle and not (throttle.isascii() and throttle.isdigit()):  # "²" is a digit int() refuses
         raise ValueError(f"throttle {throttle!r} is not a number")
     out: list[int] = []
     for part in spec.split(","):
