@@ -25,8 +25,16 @@ placer's scope is the job's: a required level on any pod set keeps the whole job
 ``preferred`` topology is what placer does anyway for an unscoped gang (smallest rack, then block, then
 zone that holds it), so it is recorded in metadata. Pod templates of one job must agree on tolerations,
 node selector, affinity and anti-affinity unless they differ only in required node rules (kept per group);
-other differences are refused. A suspended Job (``spec.suspend: true``, as Kueue creates them) is still a
-job to place; one with active pods, or a Workload with ``status.admission``, is running work (``conflict``).
+other differences are refused. Kueue's topology slices (``podset-slice-required-topology``,
+``podset-slice-size``, a podSet's ``podSetSliceRequiredTopology``) and JobSet exclusive placement
+(``alpha.jobset.sigs.k8s.io/exclusive-topology`` or ``node-selector``, on the JobSet or a replicated Job's
+template) are refused (``unsupported``, the annotation's path): placer cannot keep them, and a job placed
+without them would run where Kueue or JobSet would not put it. ``podset-group-name`` and
+``podset-unconstrained-topology`` ask nothing placer does not already do. A child Job of a JobSet runs
+``parallelism`` pods, at most ``completions``, as a Job does.
+
+A suspended Job (``spec.suspend: true``, as Kueue creates them) is still a job to place; one with active
+pods, or a Workload with ``status.admission``, is running work (``conflict``).
 
 >>> job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml"},
 ...        "spec": {"parallelism": 4, "template": {"spec": {"containers": [{"name": "c",
@@ -53,12 +61,38 @@ from placer.solver.jobs.formats.kubernetes_pods import (
 from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, TaskGroup
 from placer.topology.importers.kubernetes import priority_class_for
 
-__all__ = ["KINDS", "LEVELS", "REQUIRED_TOPOLOGY", "read_workload"]
+__all__ = [
+    "EXCLUSIVE_ANNOTATIONS",
+    "KINDS",
+    "LEVELS",
+    "REQUIRED_TOPOLOGY",
+    "SLICE_ANNOTATIONS",
+    "read_workload",
+]
 
 #: Workload kinds this module reads.
 KINDS = frozenset({"Job", "JobSet", "Workload"})
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+#: Kueue TAS slices: each ``podset-slice-size`` pods of a pod set in one domain of the slice level, several
+#: slices possibly in one domain. placer's per-group domains are distinct ones (``DomainCount``, Flux's
+#: ``rack: 2``), so a slice request is refused rather than read as something stricter or looser.
+SLICE_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-slice-required-topology",
+    "kueue.x-k8s.io/podset-slice-size",
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+)
+SLICES_REFUSED = "Kueue topology slices (pods in slices, each in one domain) are not represented by placer"
+#: A Workload podSet's ``topologyRequest`` fields for the same slices.
+SLICE_FIELDS = ("podSetSliceRequiredTopology", "podSetSliceSize")
+#: JobSet exclusive placement (jobset's ``alpha.jobset.sigs.k8s.io/exclusive-topology``, on the JobSet or
+#: on a replicated Job's template; ``node-selector``, its strategy with nodes labelled beforehand): each
+#: child Job in a topology domain of its own, which no other JobSet's pods may share. placer has no
+#: domain-level anti-affinity between jobs, so the JobSet is refused, never placed without it.
+EXCLUSIVE_ANNOTATIONS = (
+    "alpha.jobset.sigs.k8s.io/exclusive-topology",
+    "alpha.jobset.sigs.k8s.io/node-selector",
+)
 #: Node labels Kueue topologies use -> placer's topology scopes.
 LEVELS: dict[str, str] = {
     HOSTNAME: "node",
@@ -101,6 +135,14 @@ def _pod_sets(
             job_spec = as_map(as_map(rj.get("template")).get("spec"))
             replicas = _count(rj.get("replicas"), 1, f"{where}.replicas", errors)
             parallelism = _count(job_spec.get("parallelism"), 1, f"{where}.template.spec.parallelism", errors)
+            completions = job_spec.get("completions")
+            if (
+                isinstance(completions, int)
+                and not isinstance(completions, bool)
+                and 0 < completions < parallelism
+            ):
+                parallelism = completions  # a child Job runs at most its completions at once, as a Job
+            _exclusive(as_map(as_map(rj.get("template")).get("metadata")), f"{where}.template", errors)
             name = rj.get("name") if isinstance(rj.get("name"), str) and rj.get("name") else f"job{i}"
             out.append(
                 (name, replicas * parallelism, job_spec.get("template"), f"{where}.template.spec.template")
@@ -113,6 +155,15 @@ def _pod_sets(
         name = ps.get("name") if isinstance(ps.get("name"), str) and ps.get("name") else f"set{i}"
         template = as_map(ps.get("template"))
         request = as_map(ps.get("topologyRequest"))
+        for key in SLICE_FIELDS:
+            if request.get(key) is not None:
+                errors.append(
+                    issue(
+                        "unsupported",
+                        f"{where}.topologyRequest.{key}",
+                        SLICES_REFUSED,
+                    )
+                )
         if request.get("required") is not None or request.get("preferred") is not None:
             # The podSet's own topology request (Kueue copies the annotations there): read as the annotations.
             tmeta = as_map(template.get("metadata"))
@@ -126,6 +177,22 @@ def _pod_sets(
             (name, _count(ps.get("count"), 1, f"{where}.count", errors), template, f"{where}.template")
         )
     return out
+
+
+def _exclusive(meta: dict[str, Any], base: str, errors: list[Issue]) -> None:
+    """Refuse JobSet exclusive placement (:data:`EXCLUSIVE_ANNOTATIONS`) named in ``meta``'s annotations."""
+    annotations = as_map(meta.get("annotations"))
+    at = f"{base}." if base else ""
+    for key in EXCLUSIVE_ANNOTATIONS:
+        if key in annotations:
+            errors.append(
+                issue(
+                    "unsupported",
+                    f"{at}metadata.annotations.{key}",
+                    f"JobSet exclusive placement ({str(annotations[key])[:80]!r}: each child Job in a domain "
+                    "of its own, shared with no other JobSet's pods) is not represented by placer",
+                )
+            )
 
 
 def _running(raw: dict[str, Any], kind: str, base: str) -> Issue | None:
@@ -161,6 +228,8 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
     running = _running(raw, str(kind), base)
     if running is not None:
         return [ReadResult(id=rid, ok=False, errors=[running], source=source, path=base)]
+    if kind == "JobSet":
+        _exclusive(meta, base, errors)
     sets = _pod_sets(raw, str(kind), base, errors)
     if not sets and not errors:
         errors.append(issue("required", f"{at}spec", f"a {kind} needs at least one pod template"))
@@ -179,6 +248,15 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
             errors.append(issue("required", f"{where}.spec", "a pod template needs a spec"))
             continue
         annotations = as_map(tmeta.get("annotations"))
+        for key in SLICE_ANNOTATIONS:
+            if key in annotations:
+                errors.append(
+                    issue(
+                        "unsupported",
+                        f"{where}.metadata.annotations.{key}",
+                        SLICES_REFUSED,
+                    )
+                )
         required = annotations.get(REQUIRED_TOPOLOGY)
         if required is not None:
             level = LEVELS.get(required) if isinstance(required, str) else None
