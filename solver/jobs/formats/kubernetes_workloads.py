@@ -25,13 +25,21 @@ placer's scope is the job's: a required level on any pod set keeps the whole job
 ``preferred`` topology is what placer does anyway for an unscoped gang (smallest rack, then block, then
 zone that holds it), so it is recorded in metadata. Pod templates of one job must agree on tolerations,
 node selector, affinity and anti-affinity unless they differ only in required node rules (kept per group);
-other differences are refused. Kueue's topology slices (``podset-slice-required-topology``,
-``podset-slice-size``, a podSet's ``podSetSliceRequiredTopology``) and JobSet exclusive placement
-(``alpha.jobset.sigs.k8s.io/exclusive-topology`` or ``node-selector``, on the JobSet or a replicated Job's
-template) are refused (``unsupported``, the annotation's path): placer cannot keep them, and a job placed
-without them would run where Kueue or JobSet would not put it. ``podset-group-name`` and
-``podset-unconstrained-topology`` ask nothing placer does not already do. A child Job of a JobSet runs
-``parallelism`` pods, at most ``completions``, as a Job does.
+other differences are refused. A child Job of a JobSet runs ``parallelism`` pods, at most
+``completions``, as a Job does.
+
+Kueue's topology slices on a node (``podset-slice-required-topology: kubernetes.io/hostname`` with
+``podset-slice-size: s``, or a podSet's ``podSetSliceRequiredTopology`` / ``podSetSliceSize``): each ``s``
+pods of the pod set on one node, several slices possibly on one node. The pod set is read as ``count / s``
+replicas of ``s`` pods' CPU, memory, storage and GPUs together — a replica is a slice, as a Flux ``node >
+slot`` replica is one node's slots — which asks exactly that of these additive amounts (the slice request
+is in ``metadata["kubernetes"]["slices"]``). Refused (``unsupported``, the field's path), because placer
+cannot keep them and a job placed without them would run where Kueue would not put it: slices of a rack,
+block or zone (placer's per-group domains, ``DomainCount``, are distinct ones; Kueue may put several slices
+in one), multi-layer slices, slices of TPU pods, a size that does not divide the pod count; and JobSet
+exclusive placement (``alpha.jobset.sigs.k8s.io/exclusive-topology`` or ``node-selector``, on the JobSet or
+a replicated Job's template: each child Job in a domain no other JobSet's pods share). ``podset-group-name``
+and ``podset-unconstrained-topology`` ask nothing placer does not already do.
 
 A suspended Job (``spec.suspend: true``, as Kueue creates them) is still a job to place; one with active
 pods, or a Workload with ``status.admission``, is running work (``conflict``).
@@ -46,6 +54,7 @@ pods, or a Workload with ``status.admission``, is running work (``conflict``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -66,7 +75,8 @@ __all__ = [
     "KINDS",
     "LEVELS",
     "REQUIRED_TOPOLOGY",
-    "SLICE_ANNOTATIONS",
+    "SLICE_SIZE",
+    "SLICE_TOPOLOGY",
     "read_workload",
 ]
 
@@ -75,16 +85,18 @@ KINDS = frozenset({"Job", "JobSet", "Workload"})
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 #: Kueue TAS slices: each ``podset-slice-size`` pods of a pod set in one domain of the slice level, several
-#: slices possibly in one domain. placer's per-group domains are distinct ones (``DomainCount``, Flux's
-#: ``rack: 2``), so a slice request is refused rather than read as something stricter or looser.
-SLICE_ANNOTATIONS = (
-    "kueue.x-k8s.io/podset-slice-required-topology",
-    "kueue.x-k8s.io/podset-slice-size",
-    "kueue.x-k8s.io/podset-slice-required-topology-constraints",
-)
-SLICES_REFUSED = "Kueue topology slices (pods in slices, each in one domain) are not represented by placer"
-#: A Workload podSet's ``topologyRequest`` fields for the same slices.
-SLICE_FIELDS = ("podSetSliceRequiredTopology", "podSetSliceSize")
+#: slices possibly in one domain (Kueue checks the size is a number no greater than the pod count).
+SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+#: Kueue's multi-layer slices (a JSON list of levels and sizes): not read.
+SLICE_CONSTRAINTS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+#: A Workload podSet's ``topologyRequest`` fields -> the annotations they stand for.
+REQUEST_FIELDS = {
+    "required": REQUIRED_TOPOLOGY,
+    "preferred": PREFERRED_TOPOLOGY,
+    "podSetSliceRequiredTopology": SLICE_TOPOLOGY,
+    "podSetSliceSize": SLICE_SIZE,
+}
 #: JobSet exclusive placement (jobset's ``alpha.jobset.sigs.k8s.io/exclusive-topology``, on the JobSet or
 #: on a replicated Job's template; ``node-selector``, its strategy with nodes labelled beforehand): each
 #: child Job in a topology domain of its own, which no other JobSet's pods may share. placer has no
@@ -113,8 +125,9 @@ def _count(value: Any, default: int, path: str, errors: list[Issue]) -> int:
 
 def _pod_sets(
     raw: dict[str, Any], kind: str, base: str, errors: list[Issue]
-) -> list[tuple[str, int, Any, str]]:
-    """``(name, count, pod template, path of the template)`` of each pod set."""
+) -> list[tuple[str, int, Any, str, dict[str, str]]]:
+    """``(name, count, pod template, path of the template, paths)`` of each pod set; ``paths``: an
+    annotation read from another field (a Workload's ``topologyRequest``) -> that field's path."""
     spec = as_map(raw.get("spec"))
     at = f"{base}." if base else ""
     if kind == "Job":
@@ -126,7 +139,7 @@ def _pod_sets(
             and 0 < completions < parallelism
         ):
             parallelism = completions
-        return [("default", parallelism, spec.get("template"), f"{at}spec.template")]
+        return [("default", parallelism, spec.get("template"), f"{at}spec.template", {})]
     if kind == "JobSet":
         out = []
         for i, rj in enumerate(spec.get("replicatedJobs") or []):
@@ -145,7 +158,13 @@ def _pod_sets(
             _exclusive(as_map(as_map(rj.get("template")).get("metadata")), f"{where}.template", errors)
             name = rj.get("name") if isinstance(rj.get("name"), str) and rj.get("name") else f"job{i}"
             out.append(
-                (name, replicas * parallelism, job_spec.get("template"), f"{where}.template.spec.template")
+                (
+                    name,
+                    replicas * parallelism,
+                    job_spec.get("template"),
+                    f"{where}.template.spec.template",
+                    {},
+                )
             )
         return out
     out = []
@@ -155,28 +174,89 @@ def _pod_sets(
         name = ps.get("name") if isinstance(ps.get("name"), str) and ps.get("name") else f"set{i}"
         template = as_map(ps.get("template"))
         request = as_map(ps.get("topologyRequest"))
-        for key in SLICE_FIELDS:
-            if request.get(key) is not None:
-                errors.append(
-                    issue(
-                        "unsupported",
-                        f"{where}.topologyRequest.{key}",
-                        SLICES_REFUSED,
-                    )
-                )
-        if request.get("required") is not None or request.get("preferred") is not None:
-            # The podSet's own topology request (Kueue copies the annotations there): read as the annotations.
+        paths: dict[str, str] = {}
+        asked = {field: v for field, v in request.items() if field in REQUEST_FIELDS and v is not None}
+        if asked:
+            # The podSet's own topology request (Kueue copies the annotations there): read as the annotations,
+            # problems named at the request's fields.
             tmeta = as_map(template.get("metadata"))
             annotations = dict(as_map(tmeta.get("annotations")))
-            if request.get("required") is not None:
-                annotations[REQUIRED_TOPOLOGY] = request["required"]
-            if request.get("preferred") is not None:
-                annotations[PREFERRED_TOPOLOGY] = request["preferred"]
+            for field, value in asked.items():
+                annotations[REQUEST_FIELDS[field]] = value if isinstance(value, str) else str(value)
+                paths[REQUEST_FIELDS[field]] = f"{where}.topologyRequest.{field}"
             template = {**template, "metadata": {**tmeta, "annotations": annotations}}
-        out.append(
-            (name, _count(ps.get("count"), 1, f"{where}.count", errors), template, f"{where}.template")
-        )
+        count = _count(ps.get("count"), 1, f"{where}.count", errors)
+        out.append((name, count, template, f"{where}.template", paths))
     return out
+
+
+def _slice_size(
+    annotations: dict[str, Any], count: int, path: Callable[[str], str], errors: list[Issue]
+) -> int | None:
+    """The pods per slice of a pod set read as Kueue slices on one node each, or None (no slices, or
+    a slice request placer refuses: the reason is in ``errors``). ``path``: where an annotation was read."""
+    if SLICE_CONSTRAINTS in annotations:
+        errors.append(
+            issue("unsupported", path(SLICE_CONSTRAINTS), "Kueue's multi-layer slices are not represented")
+        )
+        return None
+    topology, size = annotations.get(SLICE_TOPOLOGY), annotations.get(SLICE_SIZE)
+    if topology is None and size is None:
+        return None
+    if topology is None:
+        errors.append(issue("required", path(SLICE_TOPOLOGY), f"{SLICE_SIZE} needs a slice topology"))
+        return None
+    if not isinstance(topology, str) or LEVELS.get(topology) != "node":
+        errors.append(
+            issue(
+                "unsupported",
+                path(SLICE_TOPOLOGY),
+                f"{str(topology)[:80]!r}: only {HOSTNAME} slices (each slice's pods on one node) are read; "
+                "slices of a rack, block or zone are not represented",
+            )
+        )
+        return None
+    if size is None:
+        errors.append(issue("required", path(SLICE_SIZE), f"must be set when {SLICE_TOPOLOGY} is"))
+        return None
+    n = int(size) if isinstance(size, str) and size.isascii() and size.isdigit() else 0
+    if not 1 <= n <= max(count, 1):
+        errors.append(
+            issue("range", path(SLICE_SIZE), f"a whole number from 1 to the pod count {count}, got {size!r}")
+        )
+        return None
+    if count % n:
+        errors.append(
+            issue(
+                "range",
+                path(SLICE_SIZE),
+                f"{count} pods do not divide into slices of {n} (placer reads whole slices only)",
+            )
+        )
+        return None
+    return n
+
+
+def _sliced(group: TaskGroup, size: int, path: str, errors: list[Issue]) -> TaskGroup | None:
+    """``group`` as slices of ``size`` pods, each slice one replica on one node holding its pods' CPU,
+    memory, storage and GPUs together (as a Flux ``node > slot`` replica holds its slots): what Kueue's
+    hostname slices ask, exactly for these additive amounts. TPU pods are refused (a TPU host's chips
+    are not a node's GPUs)."""
+    if group.tpu is not None or (group.gpu is not None and group.gpu.share_milli is not None):
+        errors.append(issue("unsupported", path, "slices of TPU or GPU-share pods are not represented"))
+        return None
+    gpu = group.gpu
+    return group.model_copy(
+        update={
+            "count": group.count // size,
+            "cpu_cores": group.cpu_cores * size,
+            "memory_gb": group.memory_gb * size,
+            "storage_gb": group.storage_gb * size,
+            "shm_gb": group.shm_gb * size,
+            "gpu": None if gpu is None else gpu.model_copy(update={"count": gpu.count * size}),
+            "extra": {k: v * size for k, v in group.extra.items()},
+        }
+    )
 
 
 def _exclusive(meta: dict[str, Any], base: str, errors: list[Issue]) -> None:
@@ -240,7 +320,8 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
     may_preempt = True  # a pod set whose template says preemptionPolicy: Never keeps the whole gang waiting
     gates: list[str] = []  # the scheduling gates of any pod template: its pods are gated, the gang waits
     preferred: dict[str, str] = {}
-    for set_name, count, template, where in sets:
+    slices: dict[str, dict[str, object]] = {}  # pod sets read as slices: their request, for the metadata
+    for set_name, count, template, where, paths in sets:
         template = as_map(template)
         tmeta = as_map(template.get("metadata"))
         tspec = template.get("spec")
@@ -248,15 +329,11 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
             errors.append(issue("required", f"{where}.spec", "a pod template needs a spec"))
             continue
         annotations = as_map(tmeta.get("annotations"))
-        for key in SLICE_ANNOTATIONS:
-            if key in annotations:
-                errors.append(
-                    issue(
-                        "unsupported",
-                        f"{where}.metadata.annotations.{key}",
-                        SLICES_REFUSED,
-                    )
-                )
+
+        def path(key: str, where: str = where, paths: dict[str, str] = paths) -> str:
+            return paths.get(key, f"{where}.metadata.annotations.{key}")
+
+        size = _slice_size(annotations, count, path, errors)
         required = annotations.get(REQUIRED_TOPOLOGY)
         if required is not None:
             level = LEVELS.get(required) if isinstance(required, str) else None
@@ -264,7 +341,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
                 errors.append(
                     issue(
                         "unsupported",
-                        f"{where}.metadata.annotations.{REQUIRED_TOPOLOGY}",
+                        path(REQUIRED_TOPOLOGY),
                         f"{str(required)[:80]!r} is not a node label placer knows as a level "
                         f"({', '.join(LEVELS)})",
                     )
@@ -280,6 +357,9 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
         gates.extend(g for g in scheduling_gates(tspec, where, errors) if g not in gates)
         if count == 0:
             continue  # an empty pod set holds nothing
+        if group is not None and size is not None:
+            group = _sliced(group, size, path(SLICE_SIZE), errors)
+            slices[set_name] = {"topology": annotations[SLICE_TOPOLOGY], "size": size, "pods": count}
         if group is not None:
             groups.append(group)
             placements.append(placement)
@@ -315,7 +395,14 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
             tasks=groups,
             placement=placement.model_copy(update={"topology_scope": next(iter(scopes), None)}),
             labels=labels,
-            metadata={"kubernetes": {"namespace": namespace, "kind": kind, "preferred_topology": preferred}},
+            metadata={
+                "kubernetes": {
+                    "namespace": namespace,
+                    "kind": kind,
+                    "preferred_topology": preferred,
+                    **({"slices": slices} if slices else {}),
+                }
+            },
             envelope=raw,
         )
     except ValidationError as e:
