@@ -92,6 +92,9 @@ class Unit:
     #: ``count`` domains of ``level``, as many in each (:mod:`placer.solver.domains`). After
     #: ``honour_domains`` only the levels the cluster describes are left.
     domains: tuple[tuple[str, int], ...] = ()
+    #: Kueue slices above the node: ``(level, size)`` — each domain of ``level`` holds a multiple of
+    #: ``size`` of the replicas, a node in none of them holds none (``jobs.model.Slices``).
+    slices: tuple[str, int] | None = None
 
 
 @dataclass
@@ -218,6 +221,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 model_pin=(job.model.id, job.model.version) if job.model.id and job.model.version else None,
                 tolerations=tolerations_of(job, g),
                 domains=() if split else tuple((d.level, d.count) for d in g.domains),
+                slices=None if split or g.slices is None else (g.slices.level, g.slices.size),
             )
         )
     total_gpus = sum(u.replicas * u.need.gpus for u in units)

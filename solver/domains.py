@@ -62,7 +62,11 @@ def honour_domains(plan: JobPlan, arrays: NodeArrays) -> None:
 def domains_why(unit: Unit, cand: UnitCandidates, arrays: NodeArrays) -> str | None:
     """Why ``unit``'s domains can never be had (on the empty cluster), or None: more clusters than one,
     or fewer domains of a level among the nodes it may use than it asks for (a domain counts when it
-    has enough such nodes for its share of replicas that must be on distinct nodes)."""
+    has enough such nodes for its share of replicas that must be on distinct nodes); for Kueue slices, no
+    domain of the level whose nodes could hold one slice (their GPUs, or their number for replicas on
+    distinct nodes)."""
+    if unit.slices is not None:
+        return _slices_why(unit, cand, arrays)
     for level, n in unit.domains:
         if level == "cluster":
             if n > 1:
@@ -78,4 +82,27 @@ def domains_why(unit: Unit, cand: UnitCandidates, arrays: NodeArrays) -> str | N
                 f"task group {unit.group!r} asks for {n} {level}s with {per} replica(s) each; the nodes "
                 f"it may use are in only {enough} {level}(s) that could hold that"
             )
+    return None
+
+
+def _slices_why(unit: Unit, cand: UnitCandidates, arrays: NodeArrays) -> str | None:
+    assert unit.slices is not None
+    level, size = unit.slices
+    codes = arrays.scope_codes(level)
+    here = cand.static & (codes >= 0)
+    if not here.any():
+        return (
+            f"task group {unit.group!r} runs in slices of {size}, each inside one {level}; no node it may "
+            f"use is in a {level}"
+        )
+    of = codes[here]
+    nodes = np.bincount(of)
+    gpus = np.bincount(of, weights=arrays.cap_gpus[here])
+    fits = (gpus >= size * unit.need.gpus) & (nodes >= (size if unit.distinct else 1))
+    if not fits.any():
+        return (
+            f"task group {unit.group!r} runs in slices of {size}, each inside one {level}; no {level} it may "
+            f"use could ever hold one ({size * unit.need.gpus} GPUs"
+            f"{f' on {size} distinct nodes' if unit.distinct else ''})"
+        )
     return None

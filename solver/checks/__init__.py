@@ -62,7 +62,13 @@ from placer.solver.checks.plans import check_plans
 from placer.solver.checks.preemption import check_directives, check_preemption, job_rank
 from placer.solver.checks.reservations import check_reservations
 from placer.solver.checks.shape import check_shapes
-from placer.solver.checks.spread import check_distinct, check_domains, check_exclusive, check_scope
+from placer.solver.checks.spread import (
+    check_distinct,
+    check_domains,
+    check_exclusive,
+    check_scope,
+    check_slices,
+)
 from placer.solver.checks.throttle import check_throttles
 from placer.solver.checks.timing import check_timing
 from placer.solver.checks.tpu import check_tpu
@@ -121,6 +127,7 @@ def check(
         out.extend(check_distinct(ctx, job, placement))
         out.extend(check_scope(ctx, job, placement))
         out.extend(check_domains(ctx, job, placement))
+        out.extend(check_slices(ctx, job, placement))
         for rep in placement.replicas:
             out.extend(check_tpu(ctx, job, rep, taken))
         out.extend(check_timing(ctx, job))

@@ -12,6 +12,11 @@ each; a replica on a node without a value for the level is in none. ``cluster`` 
 inventory (it is one cluster); ``rack``/``block``/``zone`` when some node of the cluster has one; other
 levels are not checked (the decision notes them as assumed).
 
+Slices (a task group's ``slices``, Kueue's ``podset-slice-required-topology`` above the node): every
+domain of the level holds a multiple of the slice size of the group's replicas, and a replica on a node
+without a value for the level is in none — whether the cluster describes the level or not (Kueue keeps
+such pods off nodes without the label).
+
 Scopes: a node's ``rack``/``block``/``zone``/``nvlink_domain`` or its name (``node``). A job on a single
 node satisfies every scope. On more nodes, a node without that attribute belongs to no such domain and
 breaks the scope. A TPU pod is one ICI domain: for a TPU replica every scope but ``zone`` (the pod's zone)
@@ -31,14 +36,14 @@ means "the same pod". An unknown scope name is not checked (the readers only pro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from placer.solver.checks.context import Context, group_of
 from placer.solver.checks.violation import Violation
 from placer.solver.decision import JobPlacement, ReplicaPlacement
 from placer.solver.jobs.model import GpuAffinity, Job
 
-__all__ = ["SCOPES", "check_distinct", "check_domains", "check_exclusive", "check_scope"]
+__all__ = ["SCOPES", "check_distinct", "check_domains", "check_exclusive", "check_scope", "check_slices"]
 
 SCOPES = ("rack", "block", "zone", "nvlink_domain", "node")
 
@@ -173,24 +178,54 @@ def check_domains(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[V
                         f"task group {g.name} asks for {d.count} clusters and the inventory is one cluster",
                     )
                 continue
-            per: dict[str, int] = {}
-            for r in reps:
-                node = ctx.node(r)
-                value = None if node is None else getattr(node, d.level)
-                if value is None:
-                    yield Violation(
-                        "domain-count",
-                        job.id,
-                        f"task group {g.name} must lie in {d.count} {d.level}s; this node is in no {d.level}",
-                        r.node,
-                    )
-                    continue
-                per[value] = per.get(value, 0) + 1
+            per = yield from _per_domain(
+                ctx,
+                reps,
+                d.level,
+                "domain-count",
+                job,
+                f"task group {g.name} must lie in {d.count} {d.level}s",
+            )
             if per and (len(per) != d.count or len(set(per.values())) != 1):
-                spread = ", ".join(f"{v}: {n}" for v, n in sorted(per.items()))
+                exactly = f"task group {g.name} must lie in exactly {d.count} {d.level}s"
                 yield Violation(
                     "domain-count",
                     job.id,
-                    f"task group {g.name} must lie in exactly {d.count} {d.level}s with as many replicas "
-                    f"in each; its replicas are spread {spread}",
+                    f"{exactly} with as many replicas in each; its replicas are spread {_listed(per)}",
                 )
+
+
+def check_slices(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
+    """Rule 12 (slices) for one placed job."""
+    for g in job.tasks:
+        if g.slices is None:
+            continue
+        level, size = g.slices.level, g.slices.size
+        reps = [r for r in placement.replicas if r.task_group == g.name]
+        what = f"task group {g.name} runs in slices of {size}, each inside one {level}"
+        per = yield from _per_domain(ctx, reps, level, "slices", job, what)
+        cut = {v: n for v, n in per.items() if n % size}
+        if cut:
+            multiple = f"every {level} holds a multiple of {size} of its replicas"
+            yield Violation("slices", job.id, f"{what}, so {multiple}; it has {_listed(cut)}")
+
+
+def _per_domain(
+    ctx: Context, reps: list[ReplicaPlacement], level: str, rule: str, job: Job, what: str
+) -> Generator[Violation, None, dict[str, int]]:
+    """The replicas ``reps`` counted per domain of ``level``; a replica on a node in no such domain is a
+    violation of ``rule`` (``what`` the group must do, then "this node is in no <level>")."""
+    per: dict[str, int] = {}
+    for r in reps:
+        node = ctx.node(r)
+        value = None if node is None else getattr(node, level)
+        if value is None:
+            yield Violation(rule, job.id, f"{what}; this node is in no {level}", r.node)
+            continue
+        per[value] = per.get(value, 0) + 1
+    return per
+
+
+def _listed(per: dict[str, int]) -> str:
+    """``rack-1: 2, rack-2: 1``: replicas per domain, in name order."""
+    return ", ".join(f"{v}: {n}" for v, n in sorted(per.items()))

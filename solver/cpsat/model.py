@@ -598,28 +598,44 @@ class Model(Hinting, Searching, Realizing):
         level has ``replicas / k`` replicas in each of exactly ``k`` of them, ``d[p, ui, level, v]`` saying
         which; nodes in no domain of the level hold none. Classes are split by these levels, so a class
         lies in one domain (``reduce.py``)."""
-        m, snap, classes = self.m, self.b.snap, self.classes
+        m = self.m
         #: ``(p, ui, level, value)`` -> the unit uses that domain.
         self.dvars: dict[tuple[int, int, str, str], cp_model.IntVar] = {}
         for nu in node_units:
             for level, k in nu.unit.domains:
                 per = nu.unit.replicas // k
-                counts: dict[str | None, list[cp_model.IntVar]] = {}
-                for c in nu.classes:
-                    counts.setdefault(classes[c].scopes[level], []).append(self.x[(nu.p, nu.ui, c)])
-                for n in nu.direct:
-                    counts.setdefault(scope_value(snap, n, level), []).append(self.y[(nu.p, nu.ui, n)])
                 uses = []
-                for value in sorted(counts, key=str):
-                    if value is None:
-                        for v in counts[value]:
-                            m.Add(v == 0)
-                        continue
+                for value, counts in self._per_domain(nu, level):
                     d = m.NewBoolVar(f"d[{nu.p},{nu.ui},{level},{value}]")
                     self.dvars[(nu.p, nu.ui, level, value)] = d
-                    m.Add(sum(counts[value]) == per * d)
+                    m.Add(sum(counts) == per * d)
                     uses.append(d)
                 m.Add(sum(uses) == k * self.placed[nu.p])
+            if nu.unit.slices:
+                self._slice_counts(nu)
+
+    def _slice_counts(self, nu: NodeUnit) -> None:
+        """Kueue slices above the node (``unit.slices``): each domain of the level holds a multiple of the
+        slice size of the unit's replicas (``k[p, ui, level, value]`` slices there), nodes in none of them
+        hold none. Classes are split by the level (``reduce.py``), so a class lies in one domain."""
+        assert nu.unit.slices is not None
+        level, size = nu.unit.slices
+        for value, counts in self._per_domain(nu, level):
+            k = self.m.NewIntVar(0, nu.unit.replicas // size, f"k[{nu.p},{nu.ui},{level},{value}]")
+            self.m.Add(sum(counts) == size * k)
+
+    def _per_domain(self, nu: NodeUnit, level: str) -> list[tuple[str, list[cp_model.IntVar]]]:
+        """The unit's replica counts per domain of ``level`` (its classes' and its nodes' modelled one by
+        one), domains in name order; the counts on nodes in no domain of the level are fixed to 0 here."""
+        classes, snap = self.classes, self.b.snap
+        counts: dict[str | None, list[cp_model.IntVar]] = {}
+        for c in nu.classes:
+            counts.setdefault(classes[c].scopes[level], []).append(self.x[(nu.p, nu.ui, c)])
+        for n in nu.direct:
+            counts.setdefault(scope_value(snap, n, level), []).append(self.y[(nu.p, nu.ui, n)])
+        for v in counts.pop(None, []):
+            self.m.Add(v == 0)
+        return [(value, counts[value]) for value in sorted(counts, key=str)]
 
     def _within(self, used: cp_model.LinearExprT, room: int, back: cp_model.LinearExprT) -> None:
         """``used <= room + back`` (a budget's room left by running jobs, plus what evictions give back);

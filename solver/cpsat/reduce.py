@@ -122,6 +122,7 @@ class Builder:
         scopes = sorted(
             {plans[p].scope for p in ids if plans[p].scope}
             | {level for nu in node_units for level, _ in nu.unit.domains}
+            | {nu.unit.slices[0] for nu in node_units if nu.unit.slices}
             | ({"rack"} if spans else set())
         )
         anti_plans = [p for p in ids if self.anti[p].any()]

@@ -237,7 +237,7 @@ def _place_node_units(
     """Every replica of ``units`` (or ``count`` of the single unit given, its domains already chosen),
     node by node by the usual keys, within ``allowed``; None when one does not fit (the caller rolls
     back). ``used_by_job``: nodes the job already holds (self-anti-affinity), updated."""
-    if count is None and any(u.domains for u, _, _ in units):
+    if count is None and any(u.domains or u.slices for u, _, _ in units):
         return _place_by_domains(plan, units, state, arrays, blocked, allowed)
     out: list[ReplicaAt] = []
     used_by_job = set() if used_by_job is None else used_by_job
@@ -309,11 +309,17 @@ def _place_by_domains(
     """Units with Flux levels above the node (:mod:`placer.solver.domains`): a unit asking for ``k``
     domains of its innermost level gets ``replicas / k`` replicas in each of ``k`` distinct domains,
     tried fullest first (best fit, as gang scopes), each domain's share placed whole or not at all; its
-    outer levels are then checked on the nodes chosen (a miss: None). Units without levels follow,
-    anywhere ``allowed``."""
+    outer levels are then checked on the nodes chosen (a miss: None). Units with Kueue slices go slice by
+    slice (:func:`_place_slices`). Units without either follow, anywhere ``allowed``."""
     out: list[ReplicaAt] = []
     used_by_job: set[int] = set()
-    for unit, cand, pref in sorted(units, key=lambda t: not t[0].domains):
+    for unit, cand, pref in sorted(units, key=lambda t: not (t[0].domains or t[0].slices)):
+        if unit.slices:
+            placed = _place_slices(plan, unit, cand, pref, state, arrays, blocked, allowed, used_by_job)
+            if placed is None:
+                return None
+            out.extend(placed)
+            continue
         if not unit.domains:
             placed = _place_node_units(
                 plan,
@@ -344,20 +350,80 @@ def _place_by_domains(
             inside = here & (codes == v)
             if unit.distinct and int(inside.sum()) < per:
                 continue
-            mark = state.mark()
-            taken = set(used_by_job)
-            placed = _place_node_units(
-                plan, [(unit, cand, pref)], state, arrays, blocked, inside, count=per, used_by_job=taken
-            )
+            placed = _in_domain(plan, (unit, cand, pref), state, arrays, blocked, inside, per, used_by_job)
             if placed is None:
-                state.rollback(mark)
                 continue
-            used_by_job |= taken
             got.extend(placed)
         if len(got) < unit.replicas or not _outer_levels_hold(unit, got, arrays):
             return None
         out.extend(got)
     return out
+
+
+def _place_slices(
+    plan: JobPlan,
+    unit: Unit,
+    cand: UnitCandidates,
+    pref: np.ndarray,
+    state: State,
+    arrays: NodeArrays,
+    blocked: np.ndarray,
+    allowed: np.ndarray | None,
+    used_by_job: set[int],
+) -> list[ReplicaAt] | None:
+    """Kueue slices above the node (``unit.slices``): ``size`` replicas at a time, each slice inside one
+    domain of the level, placed whole or not at all; the fullest domain with room first (best fit, as
+    for domain counts and gang scopes), ties by the domain's name. Several slices may share a domain; a
+    node in no domain of the level holds none. None when some slice finds no domain."""
+    assert unit.slices is not None
+    level, size = unit.slices
+    codes = arrays.scope_codes(level)
+    here = cand.static & (codes >= 0)
+    if allowed is not None:
+        here &= allowed
+    ranks = arrays.scope_ranks(level)
+    out: list[ReplicaAt] = []
+    for _ in range(unit.replicas // size):
+        idx = np.flatnonzero(here)
+        if not idx.size:
+            return None
+        of = codes[idx]
+        free = np.bincount(of, weights=state.gpus[idx], minlength=int(of.max()) + 1)
+        present = np.unique(of)
+        for code in present[np.lexsort((ranks[present], free[present]))].tolist():
+            inside = here & (codes == code)
+            placed = _in_domain(plan, (unit, cand, pref), state, arrays, blocked, inside, size, used_by_job)
+            if placed is None:
+                continue
+            if unit.distinct:  # the next slices of this unit keep off its nodes, as one call would
+                here[[r.node for r in placed if r.node is not None]] = False
+            out.extend(placed)
+            break
+        else:
+            return None
+    return out
+
+
+def _in_domain(
+    plan: JobPlan,
+    unit: tuple[Unit, UnitCandidates, np.ndarray],
+    state: State,
+    arrays: NodeArrays,
+    blocked: np.ndarray,
+    inside: np.ndarray,
+    count: int,
+    used_by_job: set[int],
+) -> list[ReplicaAt] | None:
+    """``count`` replicas of ``unit`` on the nodes ``inside`` (one domain), whole or not at all: None,
+    and greedy's state rolled back, when they do not all fit. ``used_by_job`` gains the nodes taken."""
+    mark = state.mark()
+    taken = set(used_by_job)
+    placed = _place_node_units(plan, [unit], state, arrays, blocked, inside, count=count, used_by_job=taken)
+    if placed is None:
+        state.rollback(mark)
+        return None
+    used_by_job |= taken
+    return placed
 
 
 def _outer_levels_hold(unit: Unit, placed: list[ReplicaAt], arrays: NodeArrays) -> bool:

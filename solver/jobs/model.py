@@ -62,6 +62,7 @@ __all__ = [
     "ReadResult",
     "ReservationRef",
     "Rule",
+    "Slices",
     "SpotPreference",
     "TaskGroup",
     "Throttle",
@@ -394,6 +395,21 @@ class DomainCount(_Model):
     count: int = Field(ge=1)
 
 
+class Slices(_Model):
+    """Kueue topology slices above the node (``podset-slice-required-topology`` with
+    ``podset-slice-size``): the group's replicas in slices of ``size``, each slice inside one domain of
+    ``level`` (``rack``, ``block``, ``zone``), several slices possibly in one domain. Equivalently, each
+    domain holds a multiple of ``size`` of the group's replicas, and a node in no domain of the level holds
+    none. Slices of one node are read as replicas holding a slice's pods instead (no rule needed).
+
+    >>> Slices(level="rack", size=4)
+    Slices(level='rack', size=4)
+    """
+
+    level: Literal["rack", "block", "zone"]
+    size: int = Field(ge=1)
+
+
 class TaskGroup(_Model):
     """``count`` identical replicas, each needing the resources below.
 
@@ -402,6 +418,7 @@ class TaskGroup(_Model):
     ``nodes_per_replica``: a replica spans this many nodes (Flux ``slot`` with ``node count=2``).
     ``structure``: the Flux resource subtree of one replica, for matching sockets/cores inside a node.
     ``domains``: Flux levels above the node, outermost first; each ``count`` divides ``count``.
+    ``slices``: Kueue slices above the node (:class:`Slices`); its ``size`` divides ``count``.
     """
 
     name: str = "default"
@@ -419,6 +436,7 @@ class TaskGroup(_Model):
     nodes_per_replica: int = Field(default=1, ge=1)
     structure: list[FluxResource] = Field(default_factory=list)
     domains: list[DomainCount] = Field(default_factory=list)
+    slices: Slices | None = None
     #: Node-label rules only this group's nodes must satisfy / prefer (SSS ``TaskGroup`` node properties:
     #: a master group asking for a feature the slave group does not); ANDed with ``Job.placement``.
     required: list[Rule] = Field(default_factory=list)
@@ -429,6 +447,11 @@ class TaskGroup(_Model):
         for d in self.domains:
             if self.count % d.count:
                 raise ValueError(f"{self.count} replicas cannot be spread evenly over {d.count} {d.level}s")
+        if self.slices is not None:
+            if self.count % self.slices.size:
+                raise ValueError(f"{self.count} replicas do not divide into slices of {self.slices.size}")
+            if self.domains:
+                raise ValueError("a task group has domain counts or slices, not both")
         return self
 
     @property

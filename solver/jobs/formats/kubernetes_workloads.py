@@ -28,18 +28,20 @@ node selector, affinity and anti-affinity unless they differ only in required no
 other differences are refused. A child Job of a JobSet runs ``parallelism`` pods, at most
 ``completions``, as a Job does.
 
-Kueue's topology slices on a node (``podset-slice-required-topology: kubernetes.io/hostname`` with
-``podset-slice-size: s``, or a podSet's ``podSetSliceRequiredTopology`` / ``podSetSliceSize``): each ``s``
-pods of the pod set on one node, several slices possibly on one node. The pod set is read as ``count / s``
-replicas of ``s`` pods' CPU, memory, storage and GPUs together — a replica is a slice, as a Flux ``node >
-slot`` replica is one node's slots — which asks exactly that of these additive amounts (the slice request
-is in ``metadata["kubernetes"]["slices"]``). Refused (``unsupported``, the field's path), because placer
-cannot keep them and a job placed without them would run where Kueue would not put it: slices of a rack,
-block or zone (placer's per-group domains, ``DomainCount``, are distinct ones; Kueue may put several slices
-in one), multi-layer slices, slices of TPU pods, a size that does not divide the pod count; and JobSet
-exclusive placement (``alpha.jobset.sigs.k8s.io/exclusive-topology`` or ``node-selector``, on the JobSet or
-a replicated Job's template: each child Job in a domain no other JobSet's pods share). ``podset-group-name``
-and ``podset-unconstrained-topology`` ask nothing placer does not already do.
+Kueue's topology slices (``podset-slice-required-topology`` with ``podset-slice-size: s``, or a podSet's
+``podSetSliceRequiredTopology`` / ``podSetSliceSize``): every ``s`` pods of the pod set inside one domain
+of the slice level, several slices possibly in one domain. On a node (``kubernetes.io/hostname``) the
+pod set is read as ``count / s`` replicas of ``s`` pods' CPU, memory, storage and GPUs together — a
+replica is a slice, as a Flux ``node > slot`` replica is one node's slots — which asks exactly that of
+these additive amounts. On a rack, block or zone label the group keeps its pods and gets
+:class:`~placer.solver.jobs.model.Slices`, a rule both engines and the checker keep. The request is in
+``metadata["kubernetes"]["slices"]``. Refused (``unsupported``, ``range``, ``required``: the field's path),
+because placer cannot keep them and a job placed without them would run where Kueue or JobSet would not
+put it: a slice label placer does not know as a level, multi-layer slices, slices of TPU or GPU-share
+pods, a size Kueue would refuse or that does not divide the pod count; and JobSet exclusive placement
+(``alpha.jobset.sigs.k8s.io/exclusive-topology`` or ``node-selector``, on the JobSet or a replicated Job's
+template: each child Job in a domain no other JobSet's pods share). ``podset-group-name`` and
+``podset-unconstrained-topology`` ask nothing placer does not already do.
 
 A suspended Job (``spec.suspend: true``, as Kueue creates them) is still a job to place; one with active
 pods, or a Workload with ``status.admission``, is running work (``conflict``).
@@ -67,7 +69,7 @@ from placer.solver.jobs.formats.kubernetes_pods import (
     scheduling_gates,
     template_group,
 )
-from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, TaskGroup
+from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, Slices, TaskGroup
 from placer.topology.importers.kubernetes import priority_class_for
 
 __all__ = [
@@ -190,11 +192,11 @@ def _pod_sets(
     return out
 
 
-def _slice_size(
+def _slice_request(
     annotations: dict[str, Any], count: int, path: Callable[[str], str], errors: list[Issue]
-) -> int | None:
-    """The pods per slice of a pod set read as Kueue slices on one node each, or None (no slices, or
-    a slice request placer refuses: the reason is in ``errors``). ``path``: where an annotation was read."""
+) -> tuple[str, int] | None:
+    """A pod set's Kueue slices, ``(placer level, pods per slice)``, or None (no slices, or a slice
+    request placer refuses: the reason is in ``errors``). ``path``: where an annotation was read."""
     if SLICE_CONSTRAINTS in annotations:
         errors.append(
             issue("unsupported", path(SLICE_CONSTRAINTS), "Kueue's multi-layer slices are not represented")
@@ -206,13 +208,13 @@ def _slice_size(
     if topology is None:
         errors.append(issue("required", path(SLICE_TOPOLOGY), f"{SLICE_SIZE} needs a slice topology"))
         return None
-    if not isinstance(topology, str) or LEVELS.get(topology) != "node":
+    level = LEVELS.get(topology) if isinstance(topology, str) else None
+    if level is None:
         errors.append(
             issue(
                 "unsupported",
                 path(SLICE_TOPOLOGY),
-                f"{str(topology)[:80]!r}: only {HOSTNAME} slices (each slice's pods on one node) are read; "
-                "slices of a rack, block or zone are not represented",
+                f"{str(topology)[:80]!r} is not a node label placer knows as a level ({', '.join(LEVELS)})",
             )
         )
         return None
@@ -234,17 +236,20 @@ def _slice_size(
             )
         )
         return None
-    return n
+    return level, n
 
 
-def _sliced(group: TaskGroup, size: int, path: str, errors: list[Issue]) -> TaskGroup | None:
-    """``group`` as slices of ``size`` pods, each slice one replica on one node holding its pods' CPU,
-    memory, storage and GPUs together (as a Flux ``node > slot`` replica holds its slots): what Kueue's
-    hostname slices ask, exactly for these additive amounts. TPU pods are refused (a TPU host's chips
-    are not a node's GPUs)."""
+def _sliced(group: TaskGroup, level: str, size: int, path: str, errors: list[Issue]) -> TaskGroup | None:
+    """``group`` in slices of ``size`` pods, each inside one domain of ``level``. On a node: each slice one
+    replica holding its pods' CPU, memory, storage and GPUs together (as a Flux ``node > slot`` replica
+    holds its slots), exactly Kueue's rule for these additive amounts. Above the node: the group's
+    :class:`~placer.solver.jobs.model.Slices`, a rule of the engines and the checker. TPU and GPU-share
+    pods are refused (a TPU host's chips are not a node's GPUs; shares do not add up on one GPU)."""
     if group.tpu is not None or (group.gpu is not None and group.gpu.share_milli is not None):
         errors.append(issue("unsupported", path, "slices of TPU or GPU-share pods are not represented"))
         return None
+    if level != "node":
+        return group.model_copy(update={"slices": Slices(level=level, size=size)})  # type: ignore[arg-type]
     gpu = group.gpu
     return group.model_copy(
         update={
@@ -333,7 +338,7 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
         def path(key: str, where: str = where, paths: dict[str, str] = paths) -> str:
             return paths.get(key, f"{where}.metadata.annotations.{key}")
 
-        size = _slice_size(annotations, count, path, errors)
+        sliced = _slice_request(annotations, count, path, errors)
         required = annotations.get(REQUIRED_TOPOLOGY)
         if required is not None:
             level = LEVELS.get(required) if isinstance(required, str) else None
@@ -357,9 +362,9 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
         gates.extend(g for g in scheduling_gates(tspec, where, errors) if g not in gates)
         if count == 0:
             continue  # an empty pod set holds nothing
-        if group is not None and size is not None:
-            group = _sliced(group, size, path(SLICE_SIZE), errors)
-            slices[set_name] = {"topology": annotations[SLICE_TOPOLOGY], "size": size, "pods": count}
+        if group is not None and sliced is not None:
+            group = _sliced(group, *sliced, path(SLICE_SIZE), errors)
+            slices[set_name] = {"topology": annotations[SLICE_TOPOLOGY], "size": sliced[1], "pods": count}
         if group is not None:
             groups.append(group)
             placements.append(placement)

@@ -188,10 +188,10 @@ def test_slices_too_big_for_any_node_wait() -> None:
     ("annotations", "code", "key", "words"),
     [
         (
-            {SLICE_TOPOLOGY: "cloud.google.com/gce-topology-subblock", SLICE_SIZE: "2"},
+            {SLICE_TOPOLOGY: "example.com/rack", SLICE_SIZE: "2"},
             "unsupported",
             SLICE_TOPOLOGY,
-            "only kubernetes.io/hostname",
+            "not a node label placer knows",
         ),
         ({SLICE_TOPOLOGY: HOST}, "required", SLICE_SIZE, "must be set"),
         ({SLICE_SIZE: "2"}, "required", SLICE_TOPOLOGY, "needs a slice topology"),
@@ -244,8 +244,8 @@ def test_a_workload_pod_set_reads_its_slices_from_the_topology_request() -> None
     assert [(e.code, e.path) for e in bad.errors] == [
         ("range", "spec.podSets[0].topologyRequest.podSetSliceSize")
     ]
-    rack = {"podSetSliceRequiredTopology": "cloud.google.com/gce-topology-subblock", "podSetSliceSize": 2}
-    [refused] = read_workload(_workload(rack), "", "wl.yaml")
+    site = {"podSetSliceRequiredTopology": "example.com/rack", "podSetSliceSize": 2}
+    [refused] = read_workload(_workload(site), "", "wl.yaml")
     assert [(e.code, e.path) for e in refused.errors] == [
         ("unsupported", "spec.podSets[0].topologyRequest.podSetSliceRequiredTopology")
     ]
@@ -269,3 +269,163 @@ def test_a_refused_jobset_is_rejected_by_place_and_the_rest_of_the_batch_runs() 
     path = f"items[0].metadata.annotations.{EXCLUSIVE}"
     assert [(e["code"], e["path"]) for e in r.errors] == [("unsupported", path)]
     assert [p.job for p in d.placements] == ["team-a/tas-sample"]
+
+
+RACK = "cloud.google.com/gce-topology-subblock"
+
+
+def _racks_with_one_busy_node() -> Any:
+    """Three racks of two DGX H100; one node of rack 1 runs a reserved 8-GPU job."""
+    from datetime import timedelta
+
+    from tests.solver.conftest import NOW
+
+    busy = {
+        "job": "busy",
+        "priority_class": "reserved",
+        "started_at": NOW - timedelta(hours=1),
+        "replicas": [{"node": "dgx-h100-r1-1", "gpus": list(range(8))}],
+    }
+    return cluster_of(dgx_h100(6, nodes_per_rack=2)).with_allocations([busy])
+
+
+def _rack_slices(parallelism: int, size: str) -> Any:
+    raw = _sliced(parallelism, 8, size)
+    raw["spec"]["template"]["metadata"]["annotations"][SLICE_TOPOLOGY] = RACK
+    [r] = read_workload(raw, "", "job.yaml")
+    return r
+
+
+def test_rack_slices_read_as_a_rule_on_the_group_not_as_bigger_replicas() -> None:
+    r = _rack_slices(4, "2")
+    assert r.ok and r.job is not None
+    [g] = r.job.tasks
+    assert (g.count, g.gpus_per_replica, g.slices.level, g.slices.size) == (4, 8, "rack", 2)  # type: ignore[union-attr]
+
+
+def test_each_rack_holds_whole_slices_so_the_one_free_node_of_a_rack_stays_free(solve: Any) -> None:
+    # Four 8-GPU pods in slices of 2 per rack; rack 1 has one free node, racks 2 and 3 two each. Kueue
+    # places 2 + 2 in racks 2 and 3; filling the fullest rack first, as both engines do without slices,
+    # puts one pod on rack 1's free node and cuts a slice.
+    d = solve([_rack_slices(4, "2")], _racks_with_one_busy_node())
+    [p] = d.placements
+    racks: dict[str, int] = {}
+    for rep in p.replicas:
+        rack = rep.node.rsplit("-", 1)[0]
+        racks[rack] = racks.get(rack, 0) + 1
+    assert racks == {"dgx-h100-r2": 2, "dgx-h100-r3": 2}
+
+
+def test_slices_that_fit_only_across_racks_wait(solve: Any) -> None:
+    # Slices of 4 need a rack with 4 free nodes; no rack has more than 2.
+    d = solve([_rack_slices(4, "4")], _racks_with_one_busy_node())
+    assert not d.placements and [p.job for p in d.pending] == ["team-a/tas-sample"]
+
+
+def test_the_checker_refuses_a_rack_holding_part_of_a_slice_and_a_node_in_no_rack() -> None:
+    from placer.solver.checks import check
+
+    r = _rack_slices(4, "2")
+    assert r.job is not None
+    cluster = _racks_with_one_busy_node()
+    ok = place([r], cluster, Policy(engine="greedy"))
+    assert check(ok, [r.job], cluster) == [] and len(ok.placements[0].replicas) == 4
+
+    def moved(d: Any, node: str) -> Any:
+        bad = d.model_copy(deep=True)
+        bad.placements[0].replicas[0].node = node
+        return bad
+
+    # One pod moved to rack 1's free node: rack 1 holds 1 pod and its old rack 1, half slices both.
+    cut = check(moved(ok, "dgx-h100-r1-2"), [r.job], cluster)
+    assert [v.rule for v in cut] == ["slices"] and "dgx-h100-rack-1: 1" in cut[0].message
+    # The same decision on the same nodes with no rack known: every replica is in no rack.
+    from placer.topology.build import build_cluster
+
+    inv = cluster.to_inventory()
+    rackless = build_cluster(
+        inv.model_copy(update={"nodes": [n.model_copy(update={"rack": None}) for n in inv.nodes]})
+    )
+    nowhere = check(ok, [r.job], rackless)
+    assert [v.rule for v in nowhere] == ["slices"] * 4 and all("in no rack" in v.message for v in nowhere)
+    # And the engines keep rack slices off nodes in no rack: the job can never run there, and says why.
+    for engine in ("greedy", "cpsat"):
+        d = place([r], rackless, Policy(engine=engine))
+        assert not d.placements
+        [reason] = d.pending[0].reasons
+        assert reason.code == "UNSATISFIABLE" and "no node it may use is in a rack" in reason.message
+
+
+def test_slices_no_domain_could_ever_hold_are_unsatisfiable_not_short_of_capacity() -> None:
+    # Slices of 4 eight-GPU pods need 32 GPUs in one rack; every rack has two 8-GPU nodes.
+    d = place([_rack_slices(4, "4")], _racks_with_one_busy_node(), Policy(engine="greedy"))
+    [reason] = d.pending[0].reasons
+    assert (
+        reason.code == "UNSATISFIABLE"
+        and "no rack it may use could ever hold one (32 GPUs)" in reason.message
+    )
+
+
+def test_cpsats_own_answer_keeps_whole_slices_where_a_preference_would_cut_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Rack 1 (3 free nodes) is the pods' preferred pool, rack 2 has one free node, rack 3 two. Without
+    # slices the best answer puts 3 pods in rack 1 (more preferred nodes); with slices of 2, rack 1 can
+    # hold 2 (3 would cut a slice): CP-SAT's own answer is 2 + 2.
+    from datetime import timedelta
+
+    import placer.solver.cpsat
+    from placer.topology.build import build_cluster
+    from tests.solver.conftest import NOW
+
+    seen: list[Any] = []
+    real = placer.solver.cpsat.solve
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        result = real(*args, **kwargs)
+        seen.append(result.assignment)
+        return result
+
+    monkeypatch.setattr(placer.solver.cpsat, "solve", spy)
+    inv = cluster_of(dgx_h100(9, nodes_per_rack=3)).to_inventory()
+    fast = [
+        n.model_copy(update={"labels": {**n.labels, "pool": "fast"}}) if n.rack == "dgx-h100-rack-1" else n
+        for n in inv.nodes
+    ]
+    busy = [
+        {
+            "job": f"busy-{n}",
+            "priority_class": "reserved",
+            "started_at": NOW - timedelta(hours=1),
+            "replicas": [{"node": n, "gpus": list(range(8))}],
+        }
+        for n in ("dgx-h100-r2-1", "dgx-h100-r2-2", "dgx-h100-r3-1")
+    ]
+    cluster = build_cluster(inv.model_copy(update={"nodes": fast})).with_allocations(busy)
+    names = [n.name for n in cluster.nodes]
+    raw = _sliced(4, 8, "2")
+    template = raw["spec"]["template"]
+    template["metadata"]["annotations"][SLICE_TOPOLOGY] = RACK
+    template["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 50,
+                    "preference": {
+                        "matchExpressions": [{"key": "pool", "operator": "In", "values": ["fast"]}]
+                    },
+                }
+            ]
+        }
+    }
+    [r] = read_workload(raw, "", "job.yaml")
+    assert r.ok, r.errors
+    d = place([r], cluster, Policy(engine="cpsat", time_limit_s=5), now=NOW)
+    [assignment] = seen
+    [replicas] = assignment.placed.values()
+    racks: dict[str, int] = {}
+    for rep in replicas:
+        rack = names[rep.node].rsplit("-", 1)[0]
+        racks[rack] = racks.get(rack, 0) + 1
+    assert racks == {"dgx-h100-r1": 2, "dgx-h100-r3": 2}
+    assert sum(rep.node.startswith("dgx-h100-r1-") for rep in d.placements[0].replicas) == 2
