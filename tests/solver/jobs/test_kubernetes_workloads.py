@@ -196,6 +196,12 @@ def test_slices_too_big_for_any_node_wait() -> None:
         ({SLICE_TOPOLOGY: HOST}, "required", SLICE_SIZE, "must be set"),
         ({SLICE_SIZE: "2"}, "required", SLICE_TOPOLOGY, "needs a slice topology"),
         ({SLICE_TOPOLOGY: HOST, SLICE_SIZE: "two"}, "range", SLICE_SIZE, "whole number"),
+        # Not a whole number Kueue's strconv.ParseInt would take as a size of at least 1 ('²' is a digit to
+        # str.isdigit, and int() refuses it): each refused with the field, never a traceback.
+        *[
+            ({SLICE_TOPOLOGY: HOST, SLICE_SIZE: v}, "range", SLICE_SIZE, "whole number")
+            for v in ("0", "-1", "²", "1e3", " 2", "")
+        ],
         ({SLICE_TOPOLOGY: HOST, SLICE_SIZE: "8"}, "range", SLICE_SIZE, "pod count 4"),
         ({SLICE_TOPOLOGY: HOST, SLICE_SIZE: "3"}, "range", SLICE_SIZE, "do not divide"),
         (
