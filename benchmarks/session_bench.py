@@ -10,7 +10,8 @@ Prints, on the 1,213-node openb cluster (``../shared/traces/alibaba-gpu-v2023``)
 2. ``--arrivals`` one-pod decisions on that state through a :class:`~placer.solver.session.Session` (the
    default engine, no preemption or planning, as the fill runs it), each committed: median, p90 and max
    milliseconds for ``decide`` and for ``commit``, next to ``place()`` from scratch on the same state (a
-   few calls: it is what a backend without a session pays);
+   few calls: it is what a backend without a session pays), and the floor: ``decide`` of one pod on a
+   1-node cluster, the cost of a decision before any per-node work;
 3. a whole online fill (``placer fill --policy auto``, one arrival per call) and the ``fgd`` policy on the
    same arrivals: wall seconds, their ratio, allocation at 100 % and 130 % arrived load, and a fingerprint
    of every arrival's node and GPUs (the first 12 hex digits of a SHA-1): two revisions whose
@@ -50,6 +51,23 @@ def _ms(xs: list[float]) -> str:
 def _fingerprint(r: FillResult) -> str:
     """Every arrival's node (-1: failed) and GPUs, hashed: equal for equal decisions."""
     return hashlib.sha1(r.node.tobytes() + repr(r.gpus).encode()).hexdigest()[:12]
+
+
+def _floor(calls: int = 2000) -> list[float]:
+    """Seconds per ``Session.decide`` of a 1-GPU pod on one idle DGX: what a decision costs before any
+    per-node work (admission, the problem, greedy, the Decision), the part no cache of node state cuts."""
+    from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+    from placer.topology import cluster_of, dgx_h100
+
+    session = Session(cluster_of(dgx_h100(1)), Policy(preemption=False, plan=False), prices=PriceCatalog())
+    base = Job(id="x", tasks=[TaskGroup(gpu=GpuDemand(count=1), cpu_cores=1)])
+    out = []
+    for k in range(calls):
+        job = base.model_copy(update={"id": f"f{k}"})
+        t = time.perf_counter()
+        session.decide([job], now=NOW)  # never committed: the node stays idle
+        out.append(time.perf_counter() - t)
+    return out
 
 
 def main() -> None:
@@ -96,6 +114,7 @@ def main() -> None:
         place(arrival_jobs(pods, full.order, [k]), session.cluster, policy, now=NOW, prices=PriceCatalog())
         scratch.append(time.perf_counter() - t)
     print(f"place() from scratch, same state: {_ms(scratch)}; checker violations in part 2: {violations}")
+    print(f"the floor, one 1-GPU pod on a 1-node cluster (no per-node work): Session.decide {_ms(_floor())}")
 
     if args.no_fill:
         return
