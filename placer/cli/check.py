@@ -91,12 +91,11 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             return _fail(f"--now: {e}")
     try:
-        cluster = cluster_arg(
-            args.cluster, args.pods, topology_labels_arg(args.topology_labels), args.slurm_topology
-        )
+        levels = topology_labels_arg(args.topology_labels)
+        cluster = cluster_arg(args.cluster, args.pods, levels, args.slurm_topology)
         # The jobs are read under the queue configuration and limits placer place had, so both agree on
         # which jobs are rejected.
-        options = read_options_arg(args.queue_config, args.limits)
+        options = read_options_arg(args.queue_config, args.limits, levels)
         results = jobs_arg(args.jobs, options)
         try:
             decision = Decision.model_validate(_read_json(args.decision))

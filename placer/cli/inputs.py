@@ -34,6 +34,8 @@ __all__ = [
     "InputError",
     "T",
     "add_limits_argument",
+    "add_pods_argument",
+    "add_topology_labels_argument",
     "cluster_arg",
     "jobs_arg",
     "prices_arg",
@@ -42,6 +44,7 @@ __all__ = [
     "shown",
     "slurm_assoc_arg",
     "slurm_qos_limits_arg",
+    "topology_labels_arg",
     "with_running_arg",
 ]
 
@@ -156,6 +159,18 @@ def cluster_arg(
         raise InputError("content", f"cluster {path} cannot be read: {shown(list(e.problems))}") from None
 
 
+def add_topology_labels_argument(p: argparse.ArgumentParser) -> None:
+    """``--topology-labels``: the site's node labels read as levels, by the node importer and by the
+    Kubernetes job reader (a Kueue job may name them)."""
+    p.add_argument(
+        "--topology-labels",
+        metavar="LABEL=LEVEL,...|@FILE",
+        help="node labels read as topology levels (zone, block, rack), or @FILE with a Kueue Topology; "
+        "GKE, EKS and CoreWeave labels are known by default; Kueue jobs may name them too "
+        "(docs/kubernetes.md)",
+    )
+
+
 def add_pods_argument(p: argparse.ArgumentParser) -> None:
     """``--pods FILE`` and ``--topology-labels``, shared by ``place`` and ``check``: the running pods of a
     Kubernetes cluster, and which node labels are its racks and blocks."""
@@ -164,12 +179,7 @@ def add_pods_argument(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="kubectl get pods -A -o json: what already runs on a Kubernetes cluster (with a node list)",
     )
-    p.add_argument(
-        "--topology-labels",
-        metavar="LABEL=LEVEL,...|@FILE",
-        help="node labels read as topology levels (zone, block, rack), or @FILE with a Kueue Topology; "
-        "GKE, EKS and CoreWeave labels are known by default (docs/kubernetes.md)",
-    )
+    add_topology_labels_argument(p)
     p.add_argument(
         "--slurm-topology",
         metavar="FILE",
@@ -223,16 +233,21 @@ def add_limits_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
-def read_options_arg(queue_config: str | None, limits: str | None) -> ReadOptions:
+def read_options_arg(
+    queue_config: str | None, limits: str | None, levels: dict[str, str] | None = None
+) -> ReadOptions:
     """``--queue-config`` and ``--limits``: the options every job file is read under (both files UTF-8
-    JSON or YAML; a file that is not UTF-8 is ``content``, like any other unreadable content)."""
+    JSON or YAML; a file that is not UTF-8 is ``content``, like any other unreadable content).
+    ``levels``: ``--topology-labels``, so that a Kueue job may name the site's labels the nodes were read
+    with."""
     from placer.solver.jobs.options import ReadOptions, load_read_limits_file
     from placer.solver.jobs.queues import load_queue_config_file
 
-    options = ReadOptions()
+    options = ReadOptions(topology_levels=levels or {})
     if queue_config:
         options = ReadOptions(
-            queues=_read("queue config", queue_config, lambda: load_queue_config_file(queue_config))
+            queues=_read("queue config", queue_config, lambda: load_queue_config_file(queue_config)),
+            topology_levels=options.topology_levels,
         )
     if limits:
         options = _read("limits file", limits, lambda: load_read_limits_file(limits)).apply(options)

@@ -206,10 +206,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             return _usage(f"--now: {e}")
     try:
-        cluster = cluster_arg(
-            args.cluster, args.pods, topology_labels_arg(args.topology_labels), args.slurm_topology
-        )
-        options = read_options_arg(args.queue_config, args.limits)
+        levels = topology_labels_arg(args.topology_labels)
+        cluster = cluster_arg(args.cluster, args.pods, levels, args.slurm_topology)
+        options = read_options_arg(args.queue_config, args.limits, levels)
         results = jobs_arg(args.jobs, options)
         unreadable = [r for r in results if r.unreadable]
         if unreadable:  # a whole document failed: it names no job that could be answered in the decision

@@ -1,4 +1,5 @@
-"""``placer validate FILE... [--format auto|ojs|flux|sss] [--queue-config FILE] [--limits FILE] [--json]``.
+"""``placer validate FILE... [--format auto|ojs|flux|sss|kubernetes] [--queue-config FILE] [--limits FILE]
+[--topology-labels LABEL=LEVEL,...|@FILE] [--json]``.
 
 Prints, per job, the normalized job or its errors. With ``--json``: one JSON object per job per line, with
 ``id``, ``ok``, ``errors`` (each ``code``, ``path``, ``message``), ``warnings``, ``source`` and ``job``.
@@ -7,7 +8,8 @@ limits file that is itself invalid), 2 for a usage error or a file that cannot b
 
 ``--limits FILE`` sets the administrative bounds and lists of :class:`placer.solver.jobs.options.ReadLimits`
 (upper bounds per job, selector deny-list, URI schemes and prefixes, model allow-list, SSS default
-``awarenessPolicy``); ``placer place`` takes the same option.
+``awarenessPolicy``); ``placer place`` takes the same option. ``--topology-labels`` names the site's node
+labels a Kueue job may ask for (``podset-required-topology``, slices), as ``placer place`` reads them.
 """
 
 from __future__ import annotations
@@ -29,19 +31,20 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--queue-config", metavar="FILE", help="OJS §10 queue configuration (ml_defaults/ml_limits)"
     )
-    from placer.cli.inputs import add_limits_argument
+    from placer.cli.inputs import add_limits_argument, add_topology_labels_argument
 
     add_limits_argument(p)
+    add_topology_labels_argument(p)
     p.add_argument("--json", action="store_true", help="one JSON object per job per line")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from placer.cli.inputs import InputError, read_options_arg
+    from placer.cli.inputs import InputError, read_options_arg, topology_labels_arg
     from placer.solver.jobs.load import check_batch, read_file
 
     try:
-        options = read_options_arg(args.queue_config, args.limits)
+        options = read_options_arg(args.queue_config, args.limits, topology_labels_arg(args.topology_labels))
     except InputError as e:
         print(f"placer validate: {e.message}", file=sys.stderr)
         return 2 if e.kind == "usage" else 1

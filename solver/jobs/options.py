@@ -78,6 +78,11 @@ class ReadOptions:
     #: storage. Off by default (SSRF, OJS ML §15.2); loopback, link-local and metadata never are.
     private_hosts_allowed: bool = False
     allowed_model_ids: frozenset[str] | None = None
+    #: Node labels the site reads as topology levels (``--topology-labels``: label -> ``rack``, ``block``
+    #: or ``zone``), beside the ones placer knows by default: a Kueue Job or Workload may name them in
+    #: ``podset-required-topology`` and ``podset-slice-required-topology`` (the node importer reads the
+    #: same mapping, so the job's level and the nodes' agree).
+    topology_levels: Mapping[str, str] = field(default_factory=dict)
     sss_awareness: str = "Reject"
     now: datetime | None = None
 

@@ -11,6 +11,7 @@ False
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from placer.solver.jobs.errors import issue
@@ -44,15 +45,16 @@ def is_pod_document(doc: Any) -> bool:
 def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
     """Every pod, Job, JobSet or Workload of the document as one result (module docstring); never raises
     for bad input."""
+    levels = getattr(options, "topology_levels", None) or {}
     if isinstance(doc, dict) and _kind(doc) in KINDS:
-        return _one(doc, "", source)
+        return _one(doc, "", source, levels)
     items = doc.get("items") if isinstance(doc, dict) else None
     if not isinstance(items, list):
         err = issue(
             "malformed", source or "<input>", "expected a Pod, Job, JobSet, Workload or a List of them"
         )
         return [ReadResult(id=source or "<input>", ok=False, errors=[err], source=source)]
-    return [r for i, p in enumerate(items) for r in _one(p, f"items[{i}]", source)]
+    return [r for i, p in enumerate(items) for r in _one(p, f"items[{i}]", source, levels)]
 
 
 def _kind(raw: Any) -> str | None:
@@ -61,8 +63,8 @@ def _kind(raw: Any) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def _one(raw: Any, base: str, source: str) -> list[ReadResult]:
+def _one(raw: Any, base: str, source: str, levels: Mapping[str, str]) -> list[ReadResult]:
     kind = raw.get("kind", "Pod") if isinstance(raw, dict) else "Pod"
     if kind in ("Job", "JobSet", "Workload"):
-        return read_workload(raw, base, source)
+        return read_workload(raw, base, source, levels)
     return [read_pod(raw, base, source)]

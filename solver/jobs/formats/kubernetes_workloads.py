@@ -18,8 +18,10 @@ Kueue topology-aware scheduling: a pod template annotated ``kueue.x-k8s.io/podse
 podSet's ``topologyRequest.required``) with a node label placer knows as a level keeps the gang in one
 domain of it (``topology_scope``): ``kubernetes.io/hostname`` -> node,
 ``cloud.google.com/gce-topology-subblock`` -> rack, ``cloud.google.com/gce-topology-block`` -> block,
-``topology.kubernetes.io/zone`` -> zone (the importer maps the same labels, ``docs/importers.md``). Another
-label is refused (``unsupported``, the annotation's path): placer would not know which nodes share it.
+``topology.kubernetes.io/zone`` -> zone (the importer maps the same labels, ``docs/importers.md``), and the
+site's own labels the caller maps (``levels``: ``--topology-labels``, as the node importer reads them).
+Another label is refused (``unsupported``, the annotation's path): placer would not know which nodes share
+it.
 placer's scope is the job's: a required level on any pod set keeps the whole job in one such domain
 (Kueue scopes each pod set on its own, so placer is stricter when only some pod sets ask). A
 ``preferred`` topology is what placer does anyway for an unscoped gang (smallest rack, then block, then
@@ -56,7 +58,7 @@ pods, or a Workload with ``status.admission``, is running work (``conflict``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -192,8 +194,19 @@ def _pod_sets(
     return out
 
 
+def _unknown_level(label: object, known: Mapping[str, str]) -> str:
+    return (
+        f"{str(label)[:80]!r} is not a node label placer knows as a level ({', '.join(known)}; a site's "
+        "own with --topology-labels)"
+    )
+
+
 def _slice_request(
-    annotations: dict[str, Any], count: int, path: Callable[[str], str], errors: list[Issue]
+    annotations: dict[str, Any],
+    count: int,
+    path: Callable[[str], str],
+    known: Mapping[str, str],
+    errors: list[Issue],
 ) -> tuple[str, int] | None:
     """A pod set's Kueue slices, ``(placer level, pods per slice)``, or None (no slices, or a slice
     request placer refuses: the reason is in ``errors``). ``path``: where an annotation was read."""
@@ -208,15 +221,9 @@ def _slice_request(
     if topology is None:
         errors.append(issue("required", path(SLICE_TOPOLOGY), f"{SLICE_SIZE} needs a slice topology"))
         return None
-    level = LEVELS.get(topology) if isinstance(topology, str) else None
+    level = known.get(topology) if isinstance(topology, str) else None
     if level is None:
-        errors.append(
-            issue(
-                "unsupported",
-                path(SLICE_TOPOLOGY),
-                f"{str(topology)[:80]!r} is not a node label placer knows as a level ({', '.join(LEVELS)})",
-            )
-        )
+        errors.append(issue("unsupported", path(SLICE_TOPOLOGY), _unknown_level(topology, known)))
         return None
     if size is None:
         errors.append(issue("required", path(SLICE_SIZE), f"must be set when {SLICE_TOPOLOGY} is"))
@@ -292,8 +299,13 @@ def _running(raw: dict[str, Any], kind: str, base: str) -> Issue | None:
     return None
 
 
-def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
-    """One Job, JobSet or Workload as one result (module docstring); never raises for bad input."""
+def read_workload(
+    raw: Any, base: str, source: str, levels: Mapping[str, str] | None = None
+) -> list[ReadResult]:
+    """One Job, JobSet or Workload as one result (module docstring); never raises for bad input.
+    ``levels``: the site's own node labels read as levels (``ReadOptions.topology_levels``), beside
+    :data:`LEVELS`."""
+    known = {**LEVELS, **(levels or {})}
     errors: list[Issue] = []
     warnings: list[Issue] = []
     meta = as_map(raw.get("metadata")) if isinstance(raw, dict) else {}
@@ -338,19 +350,12 @@ def read_workload(raw: Any, base: str, source: str) -> list[ReadResult]:
         def path(key: str, where: str = where, paths: dict[str, str] = paths) -> str:
             return paths.get(key, f"{where}.metadata.annotations.{key}")
 
-        sliced = _slice_request(annotations, count, path, errors)
+        sliced = _slice_request(annotations, count, path, known, errors)
         required = annotations.get(REQUIRED_TOPOLOGY)
         if required is not None:
-            level = LEVELS.get(required) if isinstance(required, str) else None
+            level = known.get(required) if isinstance(required, str) else None
             if level is None:
-                errors.append(
-                    issue(
-                        "unsupported",
-                        path(REQUIRED_TOPOLOGY),
-                        f"{str(required)[:80]!r} is not a node label placer knows as a level "
-                        f"({', '.join(LEVELS)})",
-                    )
-                )
+                errors.append(issue("unsupported", path(REQUIRED_TOPOLOGY), _unknown_level(required, known)))
             else:
                 scopes.add(level)
         if isinstance(annotations.get(PREFERRED_TOPOLOGY), str):
