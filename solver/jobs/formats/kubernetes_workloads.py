@@ -45,6 +45,12 @@ pods, a size Kueue would refuse or that does not divide the pod count; and JobSe
 template: each child Job in a domain no other JobSet's pods share). ``podset-group-name`` and
 ``podset-unconstrained-topology`` ask nothing placer does not already do.
 
+Kueue partial admission (a Job's ``kueue.x-k8s.io/job-min-parallelism``, a podSet's ``minCount``): the pod
+set runs any count from that minimum to all its pods, the largest that fits, as Kueue admits it (a
+:class:`~placer.solver.jobs.model.CountRange` on the group, placed as Flux ranges are). Refused on a pod set
+in slices and on a second pod set of one job; a minimum that is not a whole number from 1 to the pod
+count is a ``range`` error.
+
 A suspended Job (``spec.suspend: true``, as Kueue creates them) is still a job to place; one with active
 pods, or a Workload with ``status.admission``, is running work (``conflict``).
 
@@ -71,13 +77,22 @@ from placer.solver.jobs.formats.kubernetes_pods import (
     scheduling_gates,
     template_group,
 )
-from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, Slices, TaskGroup
+from placer.solver.jobs.model import (
+    CountRange,
+    Job,
+    Placement,
+    PriorityClass,
+    ReadResult,
+    Slices,
+    TaskGroup,
+)
 from placer.topology.importers.kubernetes import priority_class_for
 
 __all__ = [
     "EXCLUSIVE_ANNOTATIONS",
     "KINDS",
     "LEVELS",
+    "MIN_PARALLELISM",
     "REQUIRED_TOPOLOGY",
     "SLICE_SIZE",
     "SLICE_TOPOLOGY",
@@ -101,6 +116,9 @@ REQUEST_FIELDS = {
     "podSetSliceRequiredTopology": SLICE_TOPOLOGY,
     "podSetSliceSize": SLICE_SIZE,
 }
+#: Kueue partial admission of a batch/v1 Job: at least this many of its ``parallelism`` pods may run when
+#: all do not fit (a Workload's podSet says ``minCount``).
+MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 #: JobSet exclusive placement (jobset's ``alpha.jobset.sigs.k8s.io/exclusive-topology``, on the JobSet or
 #: on a replicated Job's template; ``node-selector``, its strategy with nodes labelled beforehand): each
 #: child Job in a topology domain of its own, which no other JobSet's pods may share. placer has no
@@ -129,9 +147,11 @@ def _count(value: Any, default: int, path: str, errors: list[Issue]) -> int:
 
 def _pod_sets(
     raw: dict[str, Any], kind: str, base: str, errors: list[Issue]
-) -> list[tuple[str, int, Any, str, dict[str, str]]]:
-    """``(name, count, pod template, path of the template, paths)`` of each pod set; ``paths``: an
-    annotation read from another field (a Workload's ``topologyRequest``) -> that field's path."""
+) -> list[tuple[str, int, Any, str, dict[str, str], tuple[Any, str] | None]]:
+    """``(name, count, pod template, path of the template, paths, least)`` of each pod set; ``paths``: an
+    annotation read from another field (a Workload's ``topologyRequest``) -> that field's path; ``least``:
+    Kueue partial admission's least count as given, and where (a Job's ``job-min-parallelism``, a
+    podSet's ``minCount``), or None."""
     spec = as_map(raw.get("spec"))
     at = f"{base}." if base else ""
     if kind == "Job":
@@ -143,7 +163,11 @@ def _pod_sets(
             and 0 < completions < parallelism
         ):
             parallelism = completions
-        return [("default", parallelism, spec.get("template"), f"{at}spec.template", {})]
+        annotations = as_map(as_map(raw.get("metadata")).get("annotations"))
+        least = None
+        if MIN_PARALLELISM in annotations:
+            least = (annotations[MIN_PARALLELISM], f"{at}metadata.annotations.{MIN_PARALLELISM}")
+        return [("default", parallelism, spec.get("template"), f"{at}spec.template", {}, least)]
     if kind == "JobSet":
         out = []
         for i, rj in enumerate(spec.get("replicatedJobs") or []):
@@ -168,6 +192,7 @@ def _pod_sets(
                     job_spec.get("template"),
                     f"{where}.template.spec.template",
                     {},
+                    None,
                 )
             )
         return out
@@ -190,7 +215,8 @@ def _pod_sets(
                 paths[REQUEST_FIELDS[field]] = f"{where}.topologyRequest.{field}"
             template = {**template, "metadata": {**tmeta, "annotations": annotations}}
         count = _count(ps.get("count"), 1, f"{where}.count", errors)
-        out.append((name, count, template, f"{where}.template", paths))
+        least = (ps["minCount"], f"{where}.minCount") if ps.get("minCount") is not None else None
+        out.append((name, count, template, f"{where}.template", paths, least))
     return out
 
 
@@ -271,6 +297,36 @@ def _sliced(group: TaskGroup, level: str, size: int, path: str, errors: list[Iss
     )
 
 
+def _partial(
+    group: TaskGroup, least: Any, path: str, sliced: bool, ranged: int, errors: list[Issue]
+) -> TaskGroup | None:
+    """``group`` with Kueue partial admission: any count from ``least`` to its pods, the largest that fits
+    (a :class:`~placer.solver.jobs.model.CountRange`, placed as Flux ranges are), or None with the reason
+    in ``errors``. Refused with slices (a count between would cut them) and on a second pod set of one job
+    (placer's engines range one group of a job)."""
+    n = least if isinstance(least, int) and not isinstance(least, bool) else None
+    if isinstance(least, str) and least.isascii() and least.isdigit():
+        n = int(least)
+    if n is None or not 1 <= n <= group.count:
+        errors.append(
+            issue("range", path, f"a whole number from 1 to the pod count {group.count}, got {least!r}")
+        )
+        return None
+    if sliced:
+        errors.append(
+            issue("unsupported", path, "partial admission of a pod set in slices is not represented")
+        )
+        return None
+    if ranged > 1:
+        errors.append(
+            issue("unsupported", path, "partial admission of more than one pod set is not represented")
+        )
+        return None
+    if n == group.count:
+        return group
+    return group.model_copy(update={"count": n, "count_range": CountRange(min=n, max=group.count)})
+
+
 def _exclusive(meta: dict[str, Any], base: str, errors: list[Issue]) -> None:
     """Refuse JobSet exclusive placement (:data:`EXCLUSIVE_ANNOTATIONS`) named in ``meta``'s annotations."""
     annotations = as_map(meta.get("annotations"))
@@ -338,7 +394,8 @@ def read_workload(
     gates: list[str] = []  # the scheduling gates of any pod template: its pods are gated, the gang waits
     preferred: dict[str, str] = {}
     slices: dict[str, dict[str, object]] = {}  # pod sets read as slices: their request, for the metadata
-    for set_name, count, template, where, paths in sets:
+    ranged = 0  # pod sets read with a partial-admission range (placer ranges one per job)
+    for set_name, count, template, where, paths, least in sets:
         template = as_map(template)
         tmeta = as_map(template.get("metadata"))
         tspec = template.get("spec")
@@ -370,6 +427,9 @@ def read_workload(
         if group is not None and sliced is not None:
             group = _sliced(group, *sliced, path(SLICE_SIZE), errors)
             slices[set_name] = {"topology": annotations[SLICE_TOPOLOGY], "size": sliced[1], "pods": count}
+        if group is not None and least is not None:
+            ranged += 1
+            group = _partial(group, *least, sliced is not None, ranged, errors)
         if group is not None:
             groups.append(group)
             placements.append(placement)

@@ -435,3 +435,77 @@ def test_cpsats_own_answer_keeps_whole_slices_where_a_preference_would_cut_one(
         racks[rack] = racks.get(rack, 0) + 1
     assert racks == {"dgx-h100-r1": 2, "dgx-h100-r3": 2}
     assert sum(rep.node.startswith("dgx-h100-r1-") for rep in d.placements[0].replicas) == 2
+
+
+MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+
+
+def _partial_job(least: object, parallelism: int = 6) -> dict[str, Any]:
+    """Kueue's partial-admission sample: a Job of 1-GPU pods that may start with ``least`` of them."""
+    raw = _sliced(parallelism, 1, "1")
+    raw["spec"]["template"]["metadata"]["annotations"] = {}
+    raw["metadata"]["annotations"] = {MIN_PARALLELISM: least}
+    return raw
+
+
+def _four_free_gpus() -> Any:
+    from datetime import timedelta
+
+    from tests.solver.conftest import NOW
+
+    busy = {
+        "job": "busy",
+        "priority_class": "reserved",
+        "started_at": NOW - timedelta(hours=1),
+        "replicas": [{"node": "dgx-h100", "gpus": [0, 1, 2, 3]}],
+    }
+    return cluster_of(dgx_h100(1)).with_allocations([busy])
+
+
+def test_partial_admission_runs_the_most_pods_that_fit_and_at_least_the_minimum(solve: Any) -> None:
+    # 6 one-GPU pods, at least 3, on a node with 4 free GPUs: 4 run (Kueue admits the largest count that
+    # fits); without the annotation the Job waits whole.
+    [r] = read_workload(_partial_job("3"), "", "job.yaml")
+    assert r.ok and r.job is not None
+    [g] = r.job.tasks
+    assert (g.count, g.count_range.min, g.count_range.max) == (3, 3, 6)  # type: ignore[union-attr]
+    d = solve([r], _four_free_gpus())
+    [p] = d.placements
+    assert len(p.replicas) == 4
+    [whole] = read_workload(_sliced(6, 1, "1"), "", "job.yaml")
+    assert not solve([whole], _four_free_gpus()).placements
+    [too_many] = read_workload(_partial_job("5"), "", "job.yaml")  # at least 5 of 6: none fit
+    assert not solve([too_many], _four_free_gpus()).placements
+
+
+def test_a_workload_pod_set_with_min_count_is_admitted_partially(solve: Any) -> None:
+    raw = _workload({})
+    raw["spec"]["podSets"][0].update({"count": 6, "minCount": 2})
+    raw["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": "1"}
+    }
+    [r] = read_workload(raw, "", "wl.yaml")
+    assert r.ok
+    assert len(solve([r], _four_free_gpus()).placements[0].replicas) == 4
+
+
+@pytest.mark.parametrize("least", ["0", "abc", "7", "", True, -1])
+def test_a_minimum_kueue_would_refuse_is_refused_naming_the_annotation(least: object) -> None:
+    [r] = read_workload(_partial_job(least), "", "job.yaml")
+    assert not r.ok
+    assert [(e.code, e.path) for e in r.errors] == [("range", f"metadata.annotations.{MIN_PARALLELISM}")]
+
+
+def test_partial_admission_of_slices_or_of_two_pod_sets_is_refused() -> None:
+    sliced = _partial_job("2", parallelism=4)
+    sliced["spec"]["template"]["metadata"]["annotations"] = {SLICE_TOPOLOGY: HOST, SLICE_SIZE: "2"}
+    [r] = read_workload(sliced, "", "job.yaml")
+    assert [(e.code, e.path) for e in r.errors] == [
+        ("unsupported", f"metadata.annotations.{MIN_PARALLELISM}")
+    ]
+    two = _workload({})
+    first = two["spec"]["podSets"][0]
+    first["minCount"] = 2
+    two["spec"]["podSets"].append({**copy.deepcopy(first), "name": "other"})
+    [r] = read_workload(two, "", "wl.yaml")
+    assert [(e.code, e.path) for e in r.errors] == [("unsupported", "spec.podSets[1].minCount")]
