@@ -61,7 +61,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from itertools import product
 from typing import Any
@@ -815,6 +815,16 @@ def _pod(index: int, raw: Any, problems: Problems, skipped: dict[str, int]) -> _
     return _Pod(namespace, pod_name, item, node, job, request, raw)
 
 
+def _deadline(pod: dict[str, Any]) -> datetime | None:
+    """When a running pod's ``spec.activeDeadlineSeconds`` (counted from ``status.startTime``) has the
+    kubelet kill it, or None without both."""
+    start = _time((pod.get("status") or {}).get("startTime"))
+    limit = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    if start is None or not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        return None
+    return start + timedelta(seconds=limit)
+
+
 def _controller(refs: Any) -> str | None:
     if not isinstance(refs, list):
         return None
@@ -834,6 +844,7 @@ def _job(name: str, members: list[tuple[_Pod, ReplicaAllocation]], problems: Pro
     grace = spec.get("terminationGracePeriodSeconds", 30)
     starts = [t for p, _ in members if (t := _time((p.obj.get("status") or {}).get("startTime")))]
     class_name = spec.get("priorityClassName")
+    ends = [e for p, _ in members if (e := _deadline(p.obj)) is not None]
     data: dict[str, Any] = {
         "job": name,
         "tenant": first.namespace,
@@ -842,6 +853,8 @@ def _job(name: str, members: list[tuple[_Pod, ReplicaAllocation]], problems: Pro
         "priority": priority if type(priority) is int else 0,
         "grace_period_s": grace if type(grace) is int and grace >= 0 else 30,
         "started_at": min(starts) if starts else None,
+        # Every pod killed by its activeDeadlineSeconds at the latest: the job's room is free by then.
+        "expected_end": max(ends) if ends and len(ends) == len(members) else None,
         "labels": labels,
         "replicas": [r for _, r in members],
     }

@@ -83,6 +83,7 @@ __all__ = [
     "preempts",
     "read_pod",
     "scheduling_gates",
+    "seconds",
     "template_group",
 ]
 
@@ -148,6 +149,7 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
     group, placement, priority, pclass = template_group(spec, base, source, "default", 1, errors, warnings)
     may_preempt = preempts(spec, base, errors)
     gates = scheduling_gates(spec, base, errors)
+    deadline = seconds(spec.get("activeDeadlineSeconds"), _at(base, "spec.activeDeadlineSeconds"), errors)
     labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
     if errors or group is None:
         return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
@@ -162,6 +164,7 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
             priority=priority,
             may_preempt=may_preempt,
             gates=gates,
+            duration_s=deadline,
             tasks=[group],
             placement=placement,
             labels=labels,
@@ -226,6 +229,29 @@ def scheduling_gates(spec: dict[str, Any], base: str, errors: list[Issue]) -> li
         if name != PLACER_GATE:
             out.append(name)
     return out
+
+
+def seconds(value: Any, path: str, errors: list[Issue]) -> int | None:
+    """A Kubernetes duration in whole seconds of at least 1 (``activeDeadlineSeconds``,
+    ``maximumExecutionTimeSeconds``; Kueue's ``max-exec-time-seconds`` label, a string), or None when
+    absent; anything else is a ``range`` error naming ``path``. placer reads such a cap as the job's
+    ``duration_s``, the time it holds its resources at most, as Slurm's time limit is read (planning and
+    backfill then count on it).
+
+    >>> seconds(3600, "spec.activeDeadlineSeconds", []), seconds("600", "x", []), seconds(None, "x", [])
+    (3600, 600, None)
+    >>> errors = []; seconds(0, "spec.activeDeadlineSeconds", errors), [e.code for e in errors]
+    (None, ['range'])
+    """
+    if value is None:
+        return None
+    n = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        n = int(value)
+    if n is None or n < 1:
+        errors.append(issue("range", path, f"whole seconds of at least 1, got {str(value)[:40]!r}"))
+        return None
+    return n
 
 
 def template_group(

@@ -75,6 +75,7 @@ from placer.solver.jobs.formats.kubernetes_pods import (
     as_map,
     preempts,
     scheduling_gates,
+    seconds,
     template_group,
 )
 from placer.solver.jobs.model import (
@@ -92,6 +93,7 @@ __all__ = [
     "EXCLUSIVE_ANNOTATIONS",
     "KINDS",
     "LEVELS",
+    "MAX_EXEC_TIME",
     "MIN_PARALLELISM",
     "REQUIRED_TOPOLOGY",
     "SLICE_SIZE",
@@ -297,6 +299,30 @@ def _sliced(group: TaskGroup, level: str, size: int, path: str, errors: list[Iss
     )
 
 
+#: Kueue's maximum execution time on a Job or JobSet (a label, whole seconds): the workload is evicted
+#: once admitted that long; a Workload carries it as ``spec.maximumExecutionTimeSeconds``.
+MAX_EXEC_TIME = "kueue.x-k8s.io/max-exec-time-seconds"
+
+
+def _max_runtime(
+    kind: object, spec: dict[str, Any], meta: dict[str, Any], at: str, errors: list[Issue]
+) -> int | None:
+    """The most seconds the workload may run, or None: the least of a Job's ``activeDeadlineSeconds``,
+    Kueue's ``max-exec-time-seconds`` label (Job, JobSet) and a Workload's ``maximumExecutionTimeSeconds``
+    (:func:`~placer.solver.jobs.formats.kubernetes_pods.seconds` reads each)."""
+    caps = [
+        seconds(as_map(meta.get("labels")).get(MAX_EXEC_TIME), f"{at}metadata.labels.{MAX_EXEC_TIME}", errors)
+    ]
+    if kind == "Job":
+        caps.append(seconds(spec.get("activeDeadlineSeconds"), f"{at}spec.activeDeadlineSeconds", errors))
+    if kind == "Workload":
+        caps.append(
+            seconds(spec.get("maximumExecutionTimeSeconds"), f"{at}spec.maximumExecutionTimeSeconds", errors)
+        )
+    known = [c for c in caps if c is not None]
+    return min(known) if known else None
+
+
 def _partial(
     group: TaskGroup, least: Any, path: str, sliced: bool, ranged: int, errors: list[Issue]
 ) -> TaskGroup | None:
@@ -435,6 +461,7 @@ def read_workload(
             placements.append(placement)
             priority, pclass = max(priority, prio), pclass or pc
     spec = as_map(raw.get("spec")) if isinstance(raw, dict) else {}
+    duration = _max_runtime(kind, spec, meta, at, errors)
     if kind == "Workload":
         if isinstance(spec.get("priority"), int) and not isinstance(spec.get("priority"), bool):
             priority = spec["priority"]
@@ -462,6 +489,7 @@ def read_workload(
             priority=priority,
             may_preempt=may_preempt,
             gates=gates,
+            duration_s=duration,
             tasks=groups,
             placement=placement.model_copy(update={"topology_scope": next(iter(scopes), None)}),
             labels=labels,
