@@ -52,7 +52,8 @@ in slices and on a second pod set of one job; a minimum that is not a whole numb
 count is a ``range`` error.
 
 A suspended Job (``spec.suspend: true``, as Kueue creates them) is still a job to place; one with active
-pods, or a Workload with ``status.admission``, is running work (``conflict``).
+pods, or a Workload with ``status.admission``, is running work, and a Workload with ``spec.active: false``
+is one Kueue will not admit (all ``conflict``).
 
 >>> job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml"},
 ...        "spec": {"parallelism": 4, "template": {"spec": {"containers": [{"name": "c",
@@ -375,6 +376,10 @@ def _running(raw: dict[str, Any], kind: str, base: str) -> Issue | None:
     if kind == "Workload" and status.get("admission"):
         return issue(
             "conflict", f"{at}status.admission", "already admitted: running work, not a job to place"
+        )
+    if kind == "Workload" and as_map(raw.get("spec")).get("active") is False:
+        return issue(
+            "conflict", f"{at}spec.active", "deactivated: Kueue admits no inactive Workload, nor does placer"
         )
     if kind == "Job" and (status.get("active") or status.get("succeeded")):
         return issue("conflict", f"{at}status", "the Job has active or finished pods: not a job to place")

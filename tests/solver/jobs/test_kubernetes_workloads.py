@@ -509,3 +509,12 @@ def test_partial_admission_of_slices_or_of_two_pod_sets_is_refused() -> None:
     two["spec"]["podSets"].append({**copy.deepcopy(first), "name": "other"})
     [r] = read_workload(two, "", "wl.yaml")
     assert [(e.code, e.path) for e in r.errors] == [("unsupported", "spec.podSets[1].minCount")]
+
+
+def test_a_deactivated_workload_is_not_placed() -> None:
+    raw = _workload({})
+    raw["spec"]["active"] = False
+    [r] = read_workload(raw, "items[3]", "wl.yaml")
+    assert not r.ok and [(e.code, e.path) for e in r.errors] == [("conflict", "items[3].spec.active")]
+    raw["spec"]["active"] = True
+    assert read_workload(raw, "", "wl.yaml")[0].ok
