@@ -173,9 +173,26 @@ def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap
                 job=plan.id,
                 replicas=reps,
                 priority_class=plan.job.priority_class.value,
-                notes=list(plan.notes),
+                notes=[*plan.notes, *_range_notes(plan)],
             )
         )
+
+
+def _range_notes(plan: JobPlan) -> list[str]:
+    """For each task group with a count range (Flux ``count: {min, max}``, Kueue partial admission) that
+    runs fewer replicas than its range allows, how many (the count greedy resolved, which CP-SAT keeps): a
+    backend scales the job to that count."""
+    out = []
+    resolved = {u.group: u.replicas for u in plan.units}
+    for g in plan.job.tasks:
+        r = g.count_range
+        n = resolved.get(g.name, g.count)
+        if r is not None and (r.max is None or n < r.max):
+            upto = "" if r.max is None else str(r.max)
+            out.append(
+                f"task group {g.name!r} runs {n} replicas of its range {r.min}..{upto}, the most that fit"
+            )
+    return out
 
 
 def _over_budget(plan: JobPlan, assignment: Assignment, budgets: Budgets, plans: list[JobPlan]) -> bool:

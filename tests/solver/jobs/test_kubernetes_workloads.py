@@ -472,6 +472,7 @@ def test_partial_admission_runs_the_most_pods_that_fit_and_at_least_the_minimum(
     d = solve([r], _four_free_gpus())
     [p] = d.placements
     assert len(p.replicas) == 4
+    assert "task group 'default' runs 4 replicas of its range 3..6, the most that fit" in p.notes
     [whole] = read_workload(_sliced(6, 1, "1"), "", "job.yaml")
     assert not solve([whole], _four_free_gpus()).placements
     [too_many] = read_workload(_partial_job("5"), "", "job.yaml")  # at least 5 of 6: none fit
