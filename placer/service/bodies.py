@@ -86,6 +86,12 @@ Document = Annotated[
 #: RFC 3339 with a mandatory offset (a naive time would shift every start by the server's zone).
 Timestamp = Annotated[datetime, BeforeValidator(_rfc3339)]
 ClusterFormat = Literal["auto", "inventory", "ojs-workers", "kubernetes", "slurm", "jgf"]
+#: ``--topology-labels`` in a body: a site's node labels read as topology levels.
+TopologyLabels = dict[str, Literal["rack", "block", "zone"]]
+_TOPOLOGY_LABELS = (
+    "--topology-labels: the site's node labels read as levels ({label: rack | block | zone}), by the "
+    "Kubernetes node importer and by the job reader (a Kueue job may name them)"
+)
 
 
 #: A node and two jobs: the request examples of the OpenAPI document (``/docs`` shows them, and a test
@@ -185,6 +191,7 @@ class PlacementInputs(RunningFields):
     prices: dict[str, Any] | None = Field(
         None, description="prices over the default catalog, tenant dollar budgets (budgets.tenants)"
     )
+    topology_labels: TopologyLabels | None = Field(None, description=_TOPOLOGY_LABELS)
 
 
 class ClusterFields(_Body):
@@ -196,6 +203,7 @@ class ClusterFields(_Body):
     )
     cluster_format: ClusterFormat = Field("auto", description="the cluster's format (default: detect)")
     pods: Document | None = Field(None, description="kubectl get pods -A -o json, with a Kubernetes cluster")
+    topology_labels: TopologyLabels | None = Field(None, description=_TOPOLOGY_LABELS)
 
 
 class PlacementRequest(PlacementInputs, ClusterFields):
@@ -213,6 +221,7 @@ class ValidateRequest(_Body):
     jobs: list[Document] = Field(description="job documents, as in a placement")
     queue_config: dict[str, Any] | list[dict[str, Any]] | None = None
     format: Literal["auto", "ojs", "flux", "sss"] = "auto"
+    topology_labels: TopologyLabels | None = Field(None, description=_TOPOLOGY_LABELS)
 
 
 class MatchRequest(_Body):

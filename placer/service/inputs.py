@@ -84,6 +84,7 @@ def cluster_of(body: ClusterFields, limits: Limits) -> Cluster:
             body.cluster,
             body.cluster_format,
             pods=body.pods,
+            levels=dict(body.topology_labels) if body.topology_labels else None,
             source="cluster",
             pods_source="pods",
             format_hint="the body field cluster_format",
@@ -129,15 +130,21 @@ def running_into(cluster: Cluster, body: RunningFields, limits: Limits, tables: 
     return with_running(cluster, body.running, limits)  # type: ignore[arg-type]
 
 
-def read_options(queue_config: Any, limits: Limits | None = None) -> ReadOptions:
-    """ReadOptions with the body's OJS §10 queue configuration and the server's administrative limits
-    (``limits.read_limits``); 422 naming the field when the queue configuration is bad."""
-    options = ReadOptions()
+def read_options(
+    queue_config: Any, limits: Limits | None = None, levels: Mapping[str, str] | None = None
+) -> ReadOptions:
+    """ReadOptions with the body's OJS §10 queue configuration, the server's administrative limits
+    (``limits.read_limits``) and the body's ``topology_levels`` (``levels``); 422 naming the field when the
+    queue configuration is bad."""
+    options = ReadOptions(topology_levels=dict(levels or {}))
     if queue_config is not None:
         from placer.solver.jobs.queues import load_queue_configs
 
         try:
-            options = ReadOptions(queues=load_queue_configs(queue_config, source="queue_config"))
+            options = ReadOptions(
+                queues=load_queue_configs(queue_config, source="queue_config"),
+                topology_levels=options.topology_levels,
+            )
         except JobValidationError as e:
             raise unprocessable(
                 "invalid_queue_config", "the queue configuration is invalid", _prefixed("queue_config", e)
@@ -189,7 +196,7 @@ def placement_inputs(body: PlacementInputs, cluster: Cluster, limits: Limits) ->
     """All of a placement request read and checked (the cluster already built); raises :class:`ApiError`."""
     from placer.service.slurm import slurm_jobs, slurm_tables
 
-    options = read_options(body.queue_config, limits)
+    options = read_options(body.queue_config, limits, body.topology_labels)
     jobs = read_jobs(body.jobs, options, limits)
     refuse_unreadable(jobs)
     tables = slurm_tables(body)

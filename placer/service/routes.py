@@ -239,7 +239,7 @@ async def validate(request: Request) -> JSONResponse:
 
     def work() -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
         body = parse_body(ValidateRequest, raw, svc.limits.max_body_bytes)
-        options = read_options(body.queue_config, svc.limits)
+        options = read_options(body.queue_config, svc.limits, body.topology_labels)
         results = read_jobs(body.jobs, options, svc.limits, fmt=body.format)
         return [result_json(r) for r in results], job_errors([r for r in results if not r.ok])
 

@@ -60,3 +60,27 @@ def test_slurms_running_jobs_replace_the_anonymous_ones_and_its_pending_jobs_are
     running = {rj.labels.get("slurm_job_name") for rj in ins.cluster.running_jobs()}
     assert running == {"a"}  # job a by its Slurm id, not an anonymous allocation of gpu01
     assert {r.id for r in ins.jobs} == {"2", "3", "4", "5", "6"}
+
+
+def test_a_kueue_job_may_name_the_sites_own_rack_label_given_as_topology_labels() -> None:
+    # The body's topology_labels is placer place's --topology-labels: the kubectl node list's racks and
+    # the Kueue Job's required topology both read example.com/rack; without it the Job is refused.
+    from placer.service.bodies import PlacementRequest
+    from placer.solver.engine import place
+    from tests.topology.test_importers_kubernetes_levels import RACKS, _nodes, _site_job
+
+    job = _site_job({"kueue.x-k8s.io/podset-required-topology": "example.com/rack"})
+    body = {
+        "cluster": _nodes("example.com/rack"),
+        "jobs": [job],
+        "topology_labels": {"example.com/rack": "rack"},
+    }
+    ins = inputs_of(body)
+    assert [n.rack for n in ins.cluster.nodes] == list(RACKS.values())
+    [r] = ins.jobs
+    assert r.ok and r.job is not None and r.job.placement.topology_scope == "rack"
+    [p] = place(ins.valid_jobs, ins.cluster).placements
+    assert len({RACKS[rep.node] for rep in p.replicas}) == 1
+    assert inputs_of({**body, "topology_labels": None}).rejected_ids == ["ml/t"]
+    with pytest.raises(ValueError):  # a level placer does not have: the body is refused (422 over HTTP)
+        PlacementRequest.model_validate({**body, "topology_labels": {"example.com/rack": "planet"}})
