@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from placer.topology.inputs import read_input
@@ -245,9 +245,8 @@ def read_options_arg(
 
     options = ReadOptions(topology_levels=levels or {})
     if queue_config:
-        options = ReadOptions(
-            queues=_read("queue config", queue_config, lambda: load_queue_config_file(queue_config)),
-            topology_levels=options.topology_levels,
+        options = replace(
+            options, queues=_read("queue config", queue_config, lambda: load_queue_config_file(queue_config))
         )
     if limits:
         options = _read("limits file", limits, lambda: load_read_limits_file(limits)).apply(options)

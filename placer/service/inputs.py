@@ -21,7 +21,7 @@ Job documents are read with ``source`` ``jobs[i]``: jobs without an id of their 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -141,10 +141,7 @@ def read_options(
         from placer.solver.jobs.queues import load_queue_configs
 
         try:
-            options = ReadOptions(
-                queues=load_queue_configs(queue_config, source="queue_config"),
-                topology_levels=options.topology_levels,
-            )
+            options = replace(options, queues=load_queue_configs(queue_config, source="queue_config"))
         except JobValidationError as e:
             raise unprocessable(
                 "invalid_queue_config", "the queue configuration is invalid", _prefixed("queue_config", e)

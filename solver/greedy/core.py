@@ -381,16 +381,12 @@ def _place_slices(
     here = cand.static & (codes >= 0)
     if allowed is not None:
         here &= allowed
-    ranks = arrays.scope_ranks(level)
     out: list[ReplicaAt] = []
     for _ in range(unit.replicas // size):
         idx = np.flatnonzero(here)
         if not idx.size:
             return None
-        of = codes[idx]
-        free = np.bincount(of, weights=state.gpus[idx], minlength=int(of.max()) + 1)
-        present = np.unique(of)
-        for code in present[np.lexsort((ranks[present], free[present]))].tolist():
+        for code in _fullest_first(level, idx, state, arrays).tolist():
             inside = here & (codes == code)
             placed = _in_domain(plan, (unit, cand, pref), state, arrays, blocked, inside, size, used_by_job)
             if placed is None:
@@ -402,6 +398,19 @@ def _place_slices(
         else:
             return None
     return out
+
+
+def _fullest_first(
+    scope: str, idx: np.ndarray, state: State, arrays: NodeArrays, least_gpus: int = 0
+) -> np.ndarray:
+    """The domains of ``scope`` of the nodes ``idx`` (each in one; codes of ``scope_codes``) with at least
+    ``least_gpus`` free GPUs, fullest first (best fit), ties by the domain's name. Free GPUs per domain in
+    one pass: a gang's domains are hundreds of racks on 10,000 nodes."""
+    of = arrays.scope_codes(scope)[idx]
+    free = np.bincount(of, weights=state.gpus[idx], minlength=int(of.max()) + 1).astype(np.int64)
+    present = np.unique(of)
+    present = present[free[present] >= least_gpus]
+    return present[np.lexsort((arrays.scope_ranks(scope)[present], free[present]))]
 
 
 def _in_domain(
@@ -727,14 +736,9 @@ def _place_in_domains(
     idx = np.flatnonzero(any_static & (codes >= 0))
     if not idx.size:
         return None
-    # Free GPUs per domain in one pass (a gang's domains are hundreds of racks on 10,000 nodes), fullest
-    # first, ties by the domain's name.
     of = codes[idx]
-    free = np.bincount(of, weights=state.gpus[idx], minlength=int(of.max()) + 1).astype(np.int64)
-    present = np.unique(of)
     need_gpus = sum(u.replicas * u.need.gpus for u, _, _ in node_units)
-    present = present[free[present] >= need_gpus]
-    ranked = present[np.lexsort((arrays.scope_ranks(scope)[present], free[present]))]
+    ranked = _fullest_first(scope, idx, state, arrays, need_gpus)
     if tries is not None:
         ranked = ranked[:tries]
     for code in ranked.tolist():

@@ -194,13 +194,18 @@ def test_a_kueue_job_may_name_the_sites_own_label_that_the_mapping_gives(
 def test_kueue_slices_on_the_sites_own_rack_label(
     tmp_path: Path, site_nodes: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Four 8-GPU pods in slices of 2 per rack on two racks of two nodes: read and placed 2 + 2.
+    # Four 8-GPU pods in slices of 2 per rack on two racks of two nodes. The site's label is read as the
+    # rack level, so the group keeps its 4 pods under a rack slices rule (validate), and they are placed
+    # 2 + 2 (the only placement here; what it shows is that the job is read and placed at all).
     annotations = {
         "kueue.x-k8s.io/podset-slice-required-topology": "example.com/rack",
         "kueue.x-k8s.io/podset-slice-size": "2",
     }
     jobs = tmp_path / "job.json"
     jobs.write_text(json.dumps(_site_job(annotations, parallelism=4)))
+    assert main(["validate", str(jobs), "--topology-labels", "example.com/rack=rack", "--json"]) == 0
+    [group] = json.loads(capsys.readouterr().out)["job"]["tasks"]
+    assert (group["count"], group["slices"]) == (4, {"level": "rack", "size": 2})
     args = ["place", "--cluster", str(site_nodes), "--topology-labels", "example.com/rack=rack"]
     assert main([*args, "--jobs", str(jobs), "--json"]) == 0
     [p] = json.loads(capsys.readouterr().out)["placements"]

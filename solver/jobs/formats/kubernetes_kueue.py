@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from placer.solver.jobs.errors import Issue, issue
-from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME, as_map, seconds
+from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME, api_int, as_map, seconds
 from placer.solver.jobs.model import CountRange, Slices, TaskGroup
 
 __all__ = [
@@ -122,8 +122,8 @@ def slice_request(
     if size is None:
         errors.append(issue("required", path(SLICE_SIZE), f"must be set when {SLICE_TOPOLOGY} is"))
         return None
-    n = int(size) if isinstance(size, str) and size.isascii() and size.isdigit() else 0
-    if not 1 <= n <= max(count, 1):
+    n = api_int(size) if isinstance(size, str) else None  # an annotation: a string
+    if n is None or not 1 <= n <= max(count, 1):
         errors.append(
             issue("range", path(SLICE_SIZE), f"a whole number from 1 to the pod count {count}, got {size!r}")
         )
@@ -196,9 +196,7 @@ def partial_group(
     (a :class:`~placer.solver.jobs.model.CountRange`, placed as Flux ranges are), or None with the reason
     in ``errors``. Refused with slices (a count between would cut them) and on a second pod set of one job
     (placer's engines range one group of a job)."""
-    n = least if isinstance(least, int) and not isinstance(least, bool) else None
-    if isinstance(least, str) and least.isascii() and least.isdigit():
-        n = int(least)
+    n = api_int(least)
     if n is None or not 1 <= n <= group.count:
         errors.append(
             issue("range", path, f"a whole number from 1 to the pod count {group.count}, got {least!r}")

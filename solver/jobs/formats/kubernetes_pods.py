@@ -78,6 +78,7 @@ __all__ = [
     "HOSTNAME",
     "PLACER_GATE",
     "PREEMPTION_POLICIES",
+    "api_int",
     "as_list",
     "as_map",
     "preempts",
@@ -231,6 +232,18 @@ def scheduling_gates(spec: dict[str, Any], base: str, errors: list[Issue]) -> li
     return out
 
 
+def api_int(value: Any) -> int | None:
+    """``value`` as the whole number the Kubernetes API holds: an int (not a bool), or in an annotation or a
+    label a string of ASCII digits (``str.isdigit`` also takes ``²``, which ``int`` refuses); else None.
+
+    >>> api_int(3), api_int("42"), api_int("²"), api_int(True), api_int("-1")
+    (3, 42, None, None, None)
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else None
+
+
 def seconds(value: Any, path: str, errors: list[Issue]) -> int | None:
     """A Kubernetes duration in whole seconds of at least 1 (``activeDeadlineSeconds``,
     ``maximumExecutionTimeSeconds``; Kueue's ``max-exec-time-seconds`` label, a string), or None when
@@ -245,9 +258,7 @@ def seconds(value: Any, path: str, errors: list[Issue]) -> int | None:
     """
     if value is None:
         return None
-    n = value if isinstance(value, int) and not isinstance(value, bool) else None
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        n = int(value)
+    n = api_int(value)
     if n is None or n < 1:
         errors.append(issue("range", path, f"whole seconds of at least 1, got {str(value)[:40]!r}"))
         return None

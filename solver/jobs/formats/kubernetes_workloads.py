@@ -51,7 +51,7 @@ is one Kueue will not admit (all ``conflict``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -113,29 +113,42 @@ def _count(value: Any, default: int, path: str, errors: list[Issue]) -> int:
     return value
 
 
-def _pod_sets(
-    raw: dict[str, Any], kind: str, base: str, errors: list[Issue]
-) -> list[tuple[str, int, Any, str, dict[str, str], tuple[Any, str] | None]]:
-    """``(name, count, pod template, path of the template, paths, least)`` of each pod set; ``paths``: an
-    annotation read from another field (a Workload's ``topologyRequest``) -> that field's path; ``least``:
-    Kueue partial admission's least count as given, and where (a Job's ``job-min-parallelism``, a
-    podSet's ``minCount``), or None."""
+class _PodSet(NamedTuple):
+    """One pod set of a workload, as read before its template is."""
+
+    name: str
+    count: int
+    template: Any
+    #: Where the pod template is (``spec.template``, ``spec.podSets[0].template``...).
+    where: str
+    #: An annotation read from another field (a Workload's ``topologyRequest``) -> that field's path.
+    paths: dict[str, str]
+    #: Kueue partial admission's least count as given, and where (a Job's ``job-min-parallelism``, a
+    #: podSet's ``minCount``), or None.
+    least: tuple[Any, str] | None = None
+
+
+def _running_at_once(job_spec: dict[str, Any], where: str, errors: list[Issue]) -> int:
+    """The pods a batch/v1 Job spec runs at once: ``parallelism`` (default 1), at most ``completions``
+    when that is smaller. ``where``: the path of the Job's ``spec``."""
+    parallelism = _count(job_spec.get("parallelism"), 1, f"{where}.parallelism", errors)
+    completions = job_spec.get("completions")
+    if isinstance(completions, int) and not isinstance(completions, bool) and 0 < completions < parallelism:
+        return completions
+    return parallelism
+
+
+def _pod_sets(raw: dict[str, Any], kind: str, base: str, errors: list[Issue]) -> list[_PodSet]:
+    """The pod sets of a Job (one), a JobSet (one per replicated Job) or a Workload (its podSets)."""
     spec = as_map(raw.get("spec"))
     at = f"{base}." if base else ""
     if kind == "Job":
-        parallelism = _count(spec.get("parallelism"), 1, f"{at}spec.parallelism", errors)
-        completions = spec.get("completions")
-        if (
-            isinstance(completions, int)
-            and not isinstance(completions, bool)
-            and 0 < completions < parallelism
-        ):
-            parallelism = completions
         annotations = as_map(as_map(raw.get("metadata")).get("annotations"))
         least = None
         if MIN_PARALLELISM in annotations:
             least = (annotations[MIN_PARALLELISM], f"{at}metadata.annotations.{MIN_PARALLELISM}")
-        return [("default", parallelism, spec.get("template"), f"{at}spec.template", {}, least)]
+        count = _running_at_once(spec, f"{at}spec", errors)
+        return [_PodSet("default", count, spec.get("template"), f"{at}spec.template", {}, least)]
     if kind == "JobSet":
         out = []
         for i, rj in enumerate(spec.get("replicatedJobs") or []):
@@ -143,24 +156,13 @@ def _pod_sets(
             rj = as_map(rj)
             job_spec = as_map(as_map(rj.get("template")).get("spec"))
             replicas = _count(rj.get("replicas"), 1, f"{where}.replicas", errors)
-            parallelism = _count(job_spec.get("parallelism"), 1, f"{where}.template.spec.parallelism", errors)
-            completions = job_spec.get("completions")
-            if (
-                isinstance(completions, int)
-                and not isinstance(completions, bool)
-                and 0 < completions < parallelism
-            ):
-                parallelism = completions  # a child Job runs at most its completions at once, as a Job
+            # A child Job runs as a batch/v1 Job does.
+            per_job = _running_at_once(job_spec, f"{where}.template.spec", errors)
             _exclusive(as_map(as_map(rj.get("template")).get("metadata")), f"{where}.template", errors)
             name = rj.get("name") if isinstance(rj.get("name"), str) and rj.get("name") else f"job{i}"
             out.append(
-                (
-                    name,
-                    replicas * parallelism,
-                    job_spec.get("template"),
-                    f"{where}.template.spec.template",
-                    {},
-                    None,
+                _PodSet(
+                    name, replicas * per_job, job_spec.get("template"), f"{where}.template.spec.template", {}
                 )
             )
         return out
@@ -184,7 +186,7 @@ def _pod_sets(
             template = {**template, "metadata": {**tmeta, "annotations": annotations}}
         count = _count(ps.get("count"), 1, f"{where}.count", errors)
         least = (ps["minCount"], f"{where}.minCount") if ps.get("minCount") is not None else None
-        out.append((name, count, template, f"{where}.template", paths, least))
+        out.append(_PodSet(name, count, template, f"{where}.template", paths, least))
     return out
 
 
