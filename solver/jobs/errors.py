@@ -33,6 +33,8 @@ ISSUE_CODES: dict[str, str] = {
     "unsupported": "an element or attribute the reader does not support, under a Reject awareness policy",
     "duplicate": "two jobs of one batch have the same id",
     "dependency": "a dependency refers to nothing, or dependencies form a cycle",
+    "reference": "a name refers to an object the input lists none of (a PriorityClass, a Kueue "
+    "WorkloadPriorityClass)",
     "unknown": "(a warning) an ext_ml_* / ext_mlx_* attribute none of the OJS documents defines: kept, not "
     "applied",
     "secret": "a credential (an access key, a token, a private key) in an envelope attribute: OJS ML "

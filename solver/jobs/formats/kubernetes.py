@@ -1,7 +1,9 @@
 """The ``kubernetes`` job format: pods, batch/v1 Jobs, JobSets and Kueue Workloads, alone or in a List (what
 ``kubectl get pods,jobs -o json`` prints), dispatched by ``kind`` to
 :mod:`~placer.solver.jobs.formats.kubernetes_pods` and
-:mod:`~placer.solver.jobs.formats.kubernetes_workloads`.
+:mod:`~placer.solver.jobs.formats.kubernetes_workloads`. The ``PriorityClass`` and
+``WorkloadPriorityClass`` objects of a List (``kubectl get priorityclasses,workloadpriorityclasses,jobs
+-o json``) give its jobs' priorities (:mod:`~placer.solver.jobs.formats.kubernetes_priority`).
 
 >>> is_pod_document({"apiVersion": "v1", "kind": "List", "items": [{"kind": "Pod"}, {"kind": "Job"}]})
 True
@@ -16,6 +18,7 @@ from typing import Any
 
 from placer.solver.jobs.errors import issue
 from placer.solver.jobs.formats.kubernetes_pods import read_pod
+from placer.solver.jobs.formats.kubernetes_priority import Classes, is_class, read_classes
 from placer.solver.jobs.formats.kubernetes_workloads import read_workload
 from placer.solver.jobs.model import ReadResult
 
@@ -37,8 +40,8 @@ def is_pod_document(doc: Any) -> bool:
     return (
         _kind(doc) in _LISTS
         and isinstance(items, list)
-        and bool(items)
-        and all(isinstance(i, dict) and (_kind(i) or "Pod") in KINDS for i in items)
+        and all(isinstance(i, dict) and ((_kind(i) or "Pod") in KINDS or is_class(i)) for i in items)
+        and any((_kind(i) or "Pod") in KINDS for i in items)
     )
 
 
@@ -54,7 +57,15 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
             "malformed", source or "<input>", "expected a Pod, Job, JobSet, Workload or a List of them"
         )
         return [ReadResult(id=source or "<input>", ok=False, errors=[err], source=source)]
-    return [r for i, p in enumerate(items) for r in _one(p, f"items[{i}]", source, levels)]
+    # The priority classes listed beside the jobs (kubernetes_priority.py): read first, used by every job.
+    classes, problems = read_classes(items, "", source)
+    jobs = [
+        r
+        for i, p in enumerate(items)
+        if not is_class(p)
+        for r in _one(p, f"items[{i}]", source, levels, classes)
+    ]
+    return [*problems, *jobs]
 
 
 def _kind(raw: Any) -> str | None:
@@ -63,8 +74,10 @@ def _kind(raw: Any) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def _one(raw: Any, base: str, source: str, levels: Mapping[str, str]) -> list[ReadResult]:
+def _one(
+    raw: Any, base: str, source: str, levels: Mapping[str, str], classes: Classes | None = None
+) -> list[ReadResult]:
     kind = raw.get("kind", "Pod") if isinstance(raw, dict) else "Pod"
     if kind in ("Job", "JobSet", "Workload"):
-        return read_workload(raw, base, source, levels)
-    return [read_pod(raw, base, source)]
+        return read_workload(raw, base, source, levels, classes)
+    return [read_pod(raw, base, source, classes)]

@@ -15,7 +15,10 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   anti-affinity against the labels of the jobs on a node (running pods read with ``--pods`` carry their
   labels);
 * ``tolerations`` -> tolerations; ``priority`` -> priority; ``priorityClassName`` -> priority class
-  (:func:`~placer.topology.importers.kubernetes.priority_class_for`); labels -> job labels;
+  (:func:`~placer.topology.importers.kubernetes.priority_class_for`) and, without ``priority``, the
+  listed class's value, as the API server's admission writes it (Kueue's ``kueue.x-k8s.io/priority-class``
+  label first on a pod Kueue manages; :mod:`~placer.solver.jobs.formats.kubernetes_priority`);
+  labels -> job labels;
 * ``preemptionPolicy`` (the API server copies it from the PriorityClass: ``PreemptLowerPriority``, the
   default, or ``Never``) -> ``may_preempt``: a non-preempting pod keeps its priority in line but waits for
   free room, as kube-scheduler never preempts for it;
@@ -54,6 +57,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from placer.solver.jobs.errors import Issue, issue
+from placer.solver.jobs.formats.kubernetes_priority import QUEUE_LABEL, Classes, resolve
 from placer.solver.jobs.model import (
     AffinityOperator,
     AllOf,
@@ -117,8 +121,9 @@ def _at(base: str, path: str) -> str:
     return f"{base}.{path}" if base else path
 
 
-def read_pod(raw: Any, base: str, source: str) -> ReadResult:
-    """One pod as one result (module docstring); never raises for bad input."""
+def read_pod(raw: Any, base: str, source: str, classes: Classes | None = None) -> ReadResult:
+    """One pod as one result (module docstring); never raises for bad input. ``classes``: the priority
+    classes listed beside it (:mod:`~placer.solver.jobs.formats.kubernetes_priority`)."""
     errors: list[Issue] = []
     warnings: list[Issue] = []
     meta = raw.get("metadata") if isinstance(raw, dict) else None
@@ -147,11 +152,24 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
         )
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
-    group, placement, priority, pclass = template_group(spec, base, source, "default", 1, errors, warnings)
+    group, placement, _, _ = template_group(spec, base, source, "default", 1, errors, warnings)
     may_preempt = preempts(spec, base, errors)
     gates = scheduling_gates(spec, base, errors)
     deadline = seconds(spec.get("activeDeadlineSeconds"), _at(base, "spec.activeDeadlineSeconds"), errors)
     labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
+    # Kueue's plain-pod integration reads its priority-class label on a pod it manages (a queue name).
+    kueue = labels if QUEUE_LABEL in labels else {}
+    pclass, priority, by_class = resolve(
+        spec,
+        kueue,
+        classes or Classes(),
+        _at(base, "spec"),
+        errors,
+        warnings,
+        label_at=_at(base, "metadata.labels"),
+    )
+    if by_class is False and "preemptionPolicy" not in spec:  # the admission plugin copies the class's
+        may_preempt = False
     if errors or group is None:
         return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
     try:
@@ -160,7 +178,7 @@ def read_pod(raw: Any, base: str, source: str) -> ReadResult:
             name=name,
             type="kubernetes.pod",
             source_format="kubernetes-pod",
-            queue=labels.get("kueue.x-k8s.io/queue-name"),
+            queue=labels.get(QUEUE_LABEL),
             priority_class=PriorityClass(priority_class_for(pclass)),
             priority=priority,
             may_preempt=may_preempt,

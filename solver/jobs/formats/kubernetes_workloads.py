@@ -77,6 +77,12 @@ from placer.solver.jobs.formats.kubernetes_pods import (
     scheduling_gates,
     template_group,
 )
+from placer.solver.jobs.formats.kubernetes_priority import (
+    QUEUE_LABEL,
+    WORKLOAD_CLASS_LABEL,
+    Classes,
+    resolve,
+)
 from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, TaskGroup
 from placer.topology.importers.kubernetes import priority_class_for
 
@@ -223,11 +229,17 @@ def _running(raw: dict[str, Any], kind: str, base: str) -> Issue | None:
 
 
 def read_workload(
-    raw: Any, base: str, source: str, levels: Mapping[str, str] | None = None
+    raw: Any,
+    base: str,
+    source: str,
+    levels: Mapping[str, str] | None = None,
+    classes: Classes | None = None,
 ) -> list[ReadResult]:
     """One Job, JobSet or Workload as one result (module docstring); never raises for bad input.
     ``levels``: the site's own node labels read as levels (``ReadOptions.topology_levels``), beside
-    :data:`LEVELS`."""
+    :data:`LEVELS`; ``classes``: the priority classes listed beside it (:mod:`~placer.solver.jobs.
+    formats.kubernetes_priority`)."""
+    classes = classes or Classes()
     known = {**LEVELS, **(levels or {})}
     errors: list[Issue] = []
     warnings: list[Issue] = []
@@ -256,7 +268,8 @@ def read_workload(
     groups: list[TaskGroup] = []
     placements: list[Placement] = []
     scopes: set[str] = set()
-    priority, pclass = 0, None
+    priority: int | None = None  # the highest of the pod sets' (their priority, or their class's value)
+    pclass = None
     may_preempt = True  # a pod set whose template says preemptionPolicy: Never keeps the whole gang waiting
     gates: list[str] = []  # the scheduling gates of any pod template: its pods are gated, the gang waits
     preferred: dict[str, str] = {}
@@ -284,9 +297,14 @@ def read_workload(
                 scopes.add(level)
         if isinstance(annotations.get(PREFERRED_TOPOLOGY), str):
             preferred[set_name] = annotations[PREFERRED_TOPOLOGY]
-        group, placement, prio, pc = template_group(
+        group, placement, _, _ = template_group(
             tspec, where, source, set_name, max(count, 1), errors, warnings
         )
+        pc, prio, by_class = resolve(tspec, {}, classes, f"{where}.spec", errors, warnings)
+        if (
+            by_class is False and "preemptionPolicy" not in tspec
+        ):  # the class's policy, as admission copies it
+            may_preempt = False
         may_preempt = preempts(tspec, where, errors) and may_preempt
         gates.extend(g for g in scheduling_gates(tspec, where, errors) if g not in gates)
         if count == 0:
@@ -300,14 +318,18 @@ def read_workload(
         if group is not None:
             groups.append(group)
             placements.append(placement)
-            priority, pclass = max(priority, prio), pclass or pc
+            priority, pclass = max(priority, prio) if priority is not None else prio, pclass or pc
     spec = as_map(raw.get("spec")) if isinstance(raw, dict) else {}
     duration = max_runtime(kind, spec, meta, at, errors)
+    labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
     if kind == "Workload":
-        if isinstance(spec.get("priority"), int) and not isinstance(spec.get("priority"), bool):
-            priority = spec["priority"]
-        if isinstance(spec.get("priorityClassName"), str):
-            pclass = spec["priorityClassName"]
+        pclass, priority = _workload_priority(
+            spec, classes, f"{at}spec", errors, warnings, (pclass, priority)
+        )
+    elif QUEUE_LABEL in labels and WORKLOAD_CLASS_LABEL in labels:  # Kueue: the label's class, not the pods'
+        pclass, priority, _ = resolve(
+            {}, labels, classes, f"{at}spec", errors, warnings, label_at=f"{at}metadata.labels"
+        )
     if len(scopes) > 1:
         errors.append(
             issue("unsupported", f"{at}spec", f"pod sets ask for different topology levels: {sorted(scopes)}")
@@ -317,8 +339,7 @@ def read_workload(
         if not errors:
             errors.append(issue("range", f"{at}spec", "every pod set has a count of 0: nothing to place"))
         return [ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)]
-    labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
-    queue = spec.get("queueName") if kind == "Workload" else labels.get("kueue.x-k8s.io/queue-name")
+    queue = spec.get("queueName") if kind == "Workload" else labels.get(QUEUE_LABEL)
     try:
         job = Job(
             id=rid,
@@ -327,7 +348,7 @@ def read_workload(
             source_format=f"kubernetes-{str(kind).lower()}",
             queue=queue if isinstance(queue, str) else None,
             priority_class=PriorityClass(priority_class_for(pclass)),
-            priority=priority,
+            priority=priority or 0,
             may_preempt=may_preempt,
             gates=gates,
             duration_s=duration,
@@ -348,6 +369,34 @@ def read_workload(
         errs = [issue("range", f"{at}spec", str(err["msg"])[:300]) for err in e.errors()]
         return [ReadResult(id=rid, ok=False, errors=errs, warnings=warnings, source=source, path=base)]
     return [ReadResult(id=rid, ok=True, job=job, warnings=warnings, source=source, path=base)]
+
+
+#: A Workload's ``spec.priorityClassSource`` when its class is Kueue's own.
+_WORKLOAD_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
+
+
+def _workload_priority(
+    spec: dict[str, Any],
+    classes: Classes,
+    at: str,
+    errors: list[Issue],
+    warnings: list[Issue],
+    pods: tuple[str | None, int | None],
+) -> tuple[str | None, int | None]:
+    """A Kueue Workload's class name and priority: ``spec.priority`` as Kueue wrote it; without it, the
+    value of ``spec.priorityClassName`` of the kind ``spec.priorityClassSource`` names (a
+    ``WorkloadPriorityClass``, or a ``PriorityClass`` by default); without a class, the pod sets'."""
+    name = spec.get("priorityClassName") if isinstance(spec.get("priorityClassName"), str) else None
+    given = spec.get("priority")
+    if isinstance(given, int) and not isinstance(given, bool):
+        return name or pods[0], given
+    if name is None:
+        return pods
+    if spec.get("priorityClassSource") == _WORKLOAD_SOURCE:
+        r = resolve({}, {WORKLOAD_CLASS_LABEL: name}, classes, at, errors, warnings, label_at=at)
+    else:
+        r = resolve({"priorityClassName": name}, {}, classes, at, errors, warnings)
+    return r.name, r.value
 
 
 def _merged(
