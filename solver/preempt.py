@@ -45,8 +45,10 @@ __all__ = [
     "victims",
 ]
 
-#: Numeric priorities are clamped to this magnitude when folded into one sortable rank.
-_PRIORITY_SPAN = 1_000_000
+#: Numeric priorities are clamped to this magnitude when folded into one sortable rank: 2^32, so every
+#: Kubernetes priority (int32; PriorityClass values up to 2,000,001,000) and every Slurm one (uint32) keeps
+#: its order. (It was 1,000,000: a 3,000,000 job then tied with a 2,000,000 one and could not evict it.)
+_PRIORITY_SPAN = 1 << 32
 
 
 def rank(priority_class: str, priority: int) -> int:

@@ -47,6 +47,26 @@ def test_numeric_priority_refines_the_class(solve: Solve) -> None:
     assert [e.job for e in d.preemptions] == ["low"]
 
 
+def test_numeric_priorities_as_big_as_kubernetes_classes_keep_their_order(solve: Solve) -> None:
+    """PriorityClass values reach 1,000,000,000 (2,000,001,000 for system classes) and Slurm's priorities
+    are 32-bit: 3,000,000 outranks 2,000,000 and not 5,000,000, however big the numbers."""
+    c = cluster_of(dgx_h100(2)).with_allocations(
+        [
+            _running("two-million", "dgx-h100-1", priority=2_000_000),
+            _running("five-million", "dgx-h100-2", priority=5_000_000, hours=0.1),
+        ]
+    )
+    d = solve([_gpu_job("three-million", "spot", priority=3_000_000)], c)
+    assert [e.job for e in d.preemptions] == ["two-million"]
+    assert nodes_of(d, "three-million") == ["dgx-h100-1"]
+    c = cluster_of(dgx_h100(1, name="solo")).with_allocations(
+        [_running("critical", "solo", priority=2_000_001_000)]
+    )
+    assert solve([_gpu_job("user", "spot", priority=1_000_000_000)], c).preemptions == []
+    top = solve([_gpu_job("top", "spot", priority=2**32 - 1)], c)
+    assert [e.job for e in top.preemptions] == ["critical"]
+
+
 def test_the_victim_losing_least_work_is_chosen(solve: Solve) -> None:
     # a: 8 GPUs x 2 h since start = 57,600 GPU-s; b: checkpointed 10 min ago = 4,800 GPU-s;
     # c: checkpoints on preempt = 0. Penalty 2,400 each. The reserved 8-GPU job evicts c.
