@@ -246,12 +246,29 @@ class _BoundedSafeLoader(yaml.SafeLoader):
 
 
 def load_yaml(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
-    """One YAML document through a safe, bounded loader (at most :data:`MAX_YAML_CHARS` characters)."""
+    r"""One YAML document through a safe, bounded loader (at most :data:`MAX_YAML_CHARS` characters).
+
+    A stream of several documents (``---`` between them, as ``kubectl apply -f`` files and Kueue's setup
+    files are written) is read as what ``kubectl get -o yaml`` would print for the same objects: a ``v1``
+    ``List`` of them, when every document is a Kubernetes object (a mapping with ``apiVersion`` and
+    ``kind``); empty documents are skipped, as kubectl skips them. Several documents of any other kind are
+    refused: which one was meant is not for a reader to guess.
+
+    >>> load_yaml("kind: Pod\napiVersion: v1\n---\n---\nkind: Job\napiVersion: batch/v1\n")["items"]
+    [{'kind': 'Pod', 'apiVersion': 'v1'}, {'kind': 'Job', 'apiVersion': 'batch/v1'}]
+    >>> try:
+    ...     load_yaml("a: 1\n---\nb: 2\n")
+    ... except UnsafeDocument as e:
+    ...     print(str(e)[:60])
+    2 YAML documents in one stream, and document 1 is not a Kube
+    """
     _check_size(text, min(max_chars, MAX_YAML_CHARS))
     try:
         loader = _BoundedSafeLoader(text)
         try:
-            obj = loader.get_single_data()
+            docs = []
+            while loader.check_data():
+                docs.append(loader.get_data())
         finally:
             loader.dispose()
     except RecursionError:
@@ -260,9 +277,27 @@ def load_yaml(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:
         raise UnsafeDocument(f"invalid YAML: {str(e).replace(chr(10), ' ')}"[:500]) from None
     except (ValueError, TypeError, OverflowError) as e:  # a constructor refused a value (2001-12-99)
         raise UnsafeDocument(f"invalid YAML value: {e}"[:500]) from None
+    obj = _stream(docs)
     _check_depth(obj, MAX_EXPANDED_NODES)  # only YAML can repeat a subtree (aliases)
     check_values(obj)
     return obj
+
+
+def _stream(docs: list[Any]) -> Any:
+    """A YAML stream's documents as one object (:func:`load_yaml`): the only one, or a ``v1`` ``List`` of
+    Kubernetes objects."""
+    kept = [d for d in docs if d is not None]
+    if len(docs) <= 1 or len(kept) <= 1:
+        return kept[0] if kept else None
+    for i, d in enumerate(kept):
+        if not (
+            isinstance(d, dict) and isinstance(d.get("apiVersion"), str) and isinstance(d.get("kind"), str)
+        ):
+            raise UnsafeDocument(
+                f"{len(kept)} YAML documents in one stream, and document {i + 1} is not a Kubernetes object "
+                "(apiVersion and kind): only a stream of Kubernetes objects is read, as one List"
+            )
+    return {"apiVersion": "v1", "kind": "List", "items": kept}
 
 
 def load_text(text: str, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Any:

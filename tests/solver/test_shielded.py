@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import random
 
+from placer.solver.preempt import rank
 from placer.solver.shielded import Shielded
+
+#: Ranks to read the pool below: none, spot only, up to on-demand, every class (from the ranking itself,
+#: not its scale).
+LIMITS = (0, rank("on-demand", 0), rank("reserved", 0), rank("reserved", 10) + 1)
 from placer.topology import cluster_of, dgx_h100
 
 
@@ -31,10 +36,11 @@ def test_a_pool_moved_forward_is_the_pool_built_afresh() -> None:
             cluster = cluster.allocate(job)
             pool = pool.advanced([cluster.running_job(f"j{k}")], [])
         if k % 7 == 0:  # read now and then, as a session does when a job waits
-            for limit in (0, 10**6, 10**9):
+            for limit in LIMITS:
                 assert [rj.job for rj in pool.below(limit)] == [
                     rj.job for rj in Shielded(cluster, set()).below(limit)
                 ]
     fresh = Shielded(cluster, set())
-    assert fresh.below(10**9), "the walk must leave some shielded jobs, or the comparison proves nothing"
-    assert [rj.job for rj in pool.below(10**9)] == [rj.job for rj in fresh.below(10**9)]
+    top = LIMITS[-1]
+    assert fresh.below(top), "the walk must leave some shielded jobs, or the comparison proves nothing"
+    assert [rj.job for rj in pool.below(top)] == [rj.job for rj in fresh.below(top)]
