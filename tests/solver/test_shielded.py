@@ -7,11 +7,11 @@ import random
 
 from placer.solver.preempt import rank
 from placer.solver.shielded import Shielded
+from placer.topology import cluster_of, dgx_h100
 
 #: Ranks to read the pool below: none, spot only, up to on-demand, every class (from the ranking itself,
 #: not its scale).
 LIMITS = (0, rank("on-demand", 0), rank("reserved", 0), rank("reserved", 10) + 1)
-from placer.topology import cluster_of, dgx_h100
 
 
 def test_a_pool_moved_forward_is_the_pool_built_afresh() -> None:

@@ -80,6 +80,7 @@ __all__ = [
     "AMD_GPU",
     "GPU_RESOURCES",
     "HOSTNAME",
+    "MODELLED_RESOURCES",
     "PLACER_GATE",
     "PREEMPTION_POLICIES",
     "api_int",
@@ -320,6 +321,7 @@ def template_group(
         )
     if spec.get("resourceClaims"):
         errors.append(issue("unsupported", _at(base, "spec.resourceClaims"), "not represented by placer"))
+    _unmodelled_resources(spec, base, errors)
     spread = as_list(spec.get("topologySpreadConstraints"))
     if any(not isinstance(c, dict) or c.get("whenUnsatisfiable") != "ScheduleAnyway" for c in spread):
         errors.append(
@@ -351,6 +353,39 @@ def template_group(
         errors.append(issue("range", _at(base, "spec"), str(e.errors()[0]["msg"])[:200]))
         return None, placement, priority, pclass
     return group, placement, priority, pclass
+
+
+#: The container resources placer holds a pod to: CPU, memory, disk, whole GPUs and TPU chips.
+MODELLED_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", *GPU_RESOURCES, "google.com/tpu"})
+
+
+def _unmodelled_resources(spec: dict[str, Any], base: str, errors: list[Issue]) -> None:
+    """Refuse a pod that asks for a resource placer does not account: an extended resource such as
+    ``vpc.amazonaws.com/efa`` (AWS EFA), ``rdma/...`` or ``nvidia.com/mig-1g.10gb`` (a MIG slice), or
+    ``hugepages-*``. kube-scheduler keeps such a pod off nodes without enough of it; read without it, the
+    pod would be placed on any node (a MIG pod as a CPU-only one), so it is refused, naming the
+    container's field, never read past. A quantity of 0 asks for nothing."""
+    for kind in ("containers", "initContainers"):
+        for i, c in enumerate(as_list(spec.get(kind))):
+            res = c.get("resources") if isinstance(c, dict) else None
+            if not isinstance(res, dict):
+                continue
+            said: set[str] = set()
+            for part in ("limits", "requests"):
+                asked = res.get(part)
+                for name, value in asked.items() if isinstance(asked, dict) else ():
+                    if name in MODELLED_RESOURCES or name in said or str(value).strip() in ("0", "0.0"):
+                        continue
+                    said.add(name)
+                    what = "a MIG slice" if str(name).startswith("nvidia.com/mig-") else "a resource"
+                    errors.append(
+                        issue(
+                            "unsupported",
+                            _at(base, f"spec.{kind}[{i}].resources.{part}.{name}"),
+                            f"{str(name)[:80]!r} is {what} placer does not account (it holds pods to CPU, "
+                            "memory, ephemeral-storage, whole GPUs and TPU chips)",
+                        )
+                    )
 
 
 def _expressions(raw: Any, path: str, errors: list[Issue]) -> list[Rule]:

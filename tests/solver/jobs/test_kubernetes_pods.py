@@ -278,3 +278,64 @@ def test_a_preference_kube_scheduler_only_scores_never_refuses_the_pod(
     # What kube-scheduler only scores by never keeps a pod out: placer reads the pod without it and says so.
     r = _with(update)
     assert r.ok and [(w.code, w.path) for w in r.warnings] == [("unsupported", path)]
+
+
+def _container_asking(resources: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "containers": [{"name": "train", "image": "nvcr.io/nvidia/pytorch:24.05-py3", "resources": resources}]
+    }
+
+
+@pytest.mark.parametrize(
+    ("resources", "path"),
+    [
+        # AWS's EFA device plugin: a multi-node training pod asks for its node's EFA interfaces.
+        (
+            {"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}},
+            "spec.containers[0].resources.limits.vpc.amazonaws.com/efa",
+        ),
+        # The GPU operator's mixed MIG strategy: a slice is its own resource, not nvidia.com/gpu.
+        (
+            {"limits": {"nvidia.com/mig-1g.10gb": "1"}},
+            "spec.containers[0].resources.limits.nvidia.com/mig-1g.10gb",
+        ),
+        (
+            {"requests": {"cpu": "2", "hugepages-2Mi": "1Gi"}},
+            "spec.containers[0].resources.requests.hugepages-2Mi",
+        ),
+    ],
+)
+def test_a_resource_placer_does_not_account_is_refused_not_read_past(
+    resources: dict[str, Any], path: str
+) -> None:
+    """Read past, a MIG pod would be a CPU-only job placed on any node, and an EFA pod placed on a node
+    without EFA: kube-scheduler keeps both off such nodes."""
+    r = _with(_container_asking(resources))
+    assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", path)]
+    asked = path.split(".resources.", 1)[1].split(".", 1)[1]  # the resource's name, after limits/requests
+    assert repr(asked) in r.errors[0].message
+
+
+def test_an_extended_resource_asked_as_zero_asks_for_nothing_and_one_asked_twice_is_one_error() -> None:
+    assert _with(_container_asking({"limits": {"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "0"}})).ok
+    both = _with(_container_asking({"limits": {"rdma/ib": "1"}, "requests": {"rdma/ib": "1"}}))
+    assert [e.path for e in both.errors] == ["spec.containers[0].resources.limits.rdma/ib"]
+
+
+def test_a_job_template_asking_for_efa_is_refused_at_the_templates_field() -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "nccl-test", "namespace": "ml"},
+        "spec": {
+            "parallelism": 2,
+            "completions": 2,
+            "template": {
+                "spec": _container_asking({"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "4"}})
+            },
+        },
+    }
+    [r] = read_object(job, source="job.yaml")
+    assert [(e.code, e.path) for e in r.errors] == [
+        ("unsupported", "spec.template.spec.containers[0].resources.limits.vpc.amazonaws.com/efa")
+    ]
