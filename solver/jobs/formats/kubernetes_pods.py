@@ -7,7 +7,9 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
 * the pod's effective request — containers summed, init containers and sidecars as kube-scheduler
   counts them, plus ``overhead`` (the importer's own arithmetic, ``topology/importers/kubernetes.py``):
   ``cpu`` -> cores, ``memory`` -> GB (2^30 bytes), ``ephemeral-storage`` -> storage GB, ``nvidia.com/gpu``
-  and ``amd.com/gpu`` -> whole GPUs, ``google.com/tpu`` -> TPU chips;
+  and ``amd.com/gpu`` -> whole GPUs (of AMD types only for ``amd.com/gpu``, of no AMD type for
+  ``nvidia.com/gpu``: each device plugin advertises its own vendor's), ``google.com/tpu`` -> TPU chips;
+  another extended resource (EFA, RDMA, a MIG slice) or ``hugepages-*`` is refused, not read past;
 * ``nodeSelector`` -> node selector; ``affinity.nodeAffinity`` required terms (ORed, their expressions
   ANDed; ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt``, ``Lt``) -> required rules, preferred
   terms of one expression -> preferred rules with their weight (1-100);
@@ -73,6 +75,7 @@ from placer.solver.jobs.model import (
     Toleration,
     TpuDemand,
 )
+from placer.topology.catalog import gpu_info, gpu_types
 from placer.topology.importers._common import Problems
 from placer.topology.importers.kubernetes import pod_request, priority_class_for
 
@@ -94,8 +97,13 @@ __all__ = [
 ]
 
 AMD_GPU = "amd.com/gpu"
-#: Extended resources read as whole GPUs.
+#: Extended resources read as whole GPUs (NVIDIA's, then AMD's).
 GPU_RESOURCES = ("nvidia.com/gpu", AMD_GPU)
+#: The GPU types an ``amd.com/gpu`` pod may use: the catalog's AMD models.
+AMD_TYPES = tuple(t for t in gpu_types() if gpu_info(t).vendor == "amd")
+#: The rule an ``nvidia.com/gpu`` pod carries: no AMD GPU type (a node of a type the catalog does not
+#: know, ``gpu_type`` unknown, stays allowed: the Kubernetes importer reads NVIDIA GPUs only).
+NOT_AMD = LabelRule(key="gpu_type", operator=AffinityOperator.NOT_IN, values=list(AMD_TYPES))
 #: The only topology key pod anti-affinity can use here: one node.
 HOSTNAME = "kubernetes.io/hostname"
 _GIB = Decimal(2**30)
@@ -335,9 +343,16 @@ def template_group(
         warnings.append(
             _soft(_at(base, "spec.topologySpreadConstraints"), "ScheduleAnyway spread constraints")
         )
+    nvidia, amd = (int(request.get(r, Decimal(0))) for r in GPU_RESOURCES)
+    if nvidia and amd:
+        errors.append(
+            issue("conflict", _at(base, "spec.containers"), "asks for NVIDIA and AMD GPUs: no node has both")
+        )
     if len(errors) > start:
         return None, placement, priority, pclass
-    gpus = sum(int(request.get(r, Decimal(0))) for r in GPU_RESOURCES)
+    gpus = nvidia + amd
+    if nvidia:  # nvidia.com/gpu is advertised by NVIDIA's device plugin alone: never an AMD node's GPUs
+        placement = placement.model_copy(update={"required": [*placement.required, NOT_AMD]})
     chips = int(request.get("google.com/tpu", Decimal(0)))
     try:
         group = TaskGroup(
@@ -346,7 +361,8 @@ def template_group(
             cpu_cores=float(request.get("cpu", Decimal(0))),
             memory_gb=float(request.get("memory", Decimal(0)) / _GIB),
             storage_gb=float(request.get("ephemeral-storage", Decimal(0)) / _GIB),
-            gpu=GpuDemand(count=gpus) if gpus else None,
+            # amd.com/gpu: only AMD GPUs (the device plugin advertises it on AMD nodes alone).
+            gpu=GpuDemand(count=gpus, types=list(AMD_TYPES) if amd else []) if gpus else None,
             tpu=TpuDemand(chip_count=chips) if chips else None,
         )
     except ValidationError as e:

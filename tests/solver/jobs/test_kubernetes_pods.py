@@ -53,7 +53,9 @@ def test_node_affinity_and_pod_anti_affinity_become_rules() -> None:
     serve = next(r for r in read_file(PODS) if r.id == "ml/serve-0").job
     assert serve is not None
     assert serve.placement.required == [
-        LabelRule(key="nvidia.com/gpu.product", operator=AffinityOperator.IN, values=["NVIDIA-GB200"])
+        LabelRule(key="nvidia.com/gpu.product", operator=AffinityOperator.IN, values=["NVIDIA-GB200"]),
+        # nvidia.com/gpu: NVIDIA's device plugin's resource, so no AMD GPU type.
+        LabelRule(key="gpu_type", operator=AffinityOperator.NOT_IN, values=["amd-mi250", "amd-mi300x"]),
     ]
     assert serve.placement.anti_affinity == [
         LabelRule(key="app", operator=AffinityOperator.IN, values=["serve"])
@@ -339,3 +341,36 @@ def test_a_job_template_asking_for_efa_is_refused_at_the_templates_field() -> No
     assert [(e.code, e.path) for e in r.errors] == [
         ("unsupported", "spec.template.spec.containers[0].resources.limits.vpc.amazonaws.com/efa")
     ]
+
+
+def test_an_amd_gpu_pod_runs_on_amd_gpus_only(solve: Any) -> None:
+    """``amd.com/gpu`` is what AMD's device plugin advertises, on AMD nodes alone: an MI300X node, not the
+    idle H100 node first in the cluster's order."""
+    from placer.topology import Inventory, cluster_of, dgx_h100
+
+    zone = {"topology.kubernetes.io/zone": "us-central1-a"}  # the fixture pod's node selector
+    mi300x = Inventory.model_validate(
+        {
+            "nodes": [
+                {
+                    "name": "mi300x-1",
+                    "cpu_cores": 192,
+                    "memory_gb": 2048,
+                    "labels": zone,
+                    "gpus": {"type": "amd-mi300x", "count": 8},
+                }
+            ]
+        }
+    )
+    cluster = cluster_of(dgx_h100(1, name="h100", labels=zone), mi300x)
+    r = _with(_container_asking({"limits": {"amd.com/gpu": "2"}}))
+    assert r.ok and r.job is not None
+    d = solve([r], cluster)
+    assert [rep.node for rep in d.placements[0].replicas] == ["mi300x-1"]
+    nvidia = _with(_container_asking({"limits": {"nvidia.com/gpu": "2"}}))
+    assert [rep.node for rep in solve([nvidia], cluster).placements[0].replicas] == [cluster.nodes[0].name]
+
+
+def test_a_pod_asking_for_nvidia_and_amd_gpus_is_refused() -> None:
+    r = _with(_container_asking({"limits": {"amd.com/gpu": "1", "nvidia.com/gpu": "1"}}))
+    assert [(e.code, e.path) for e in r.errors] == [("conflict", "spec.containers")]
