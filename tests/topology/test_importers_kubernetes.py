@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import copy
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from placer.solver.checks import check
+from placer.solver.engine import place
+from placer.solver.jobs import read_file
+from placer.solver.policy import Policy
 from placer.topology.build import build_cluster
 from placer.topology.errors import TopologyError
 from placer.topology.importers.kubernetes import parse_kubernetes, priority_class_for
@@ -460,3 +465,61 @@ def test_input_is_not_modified() -> None:
     before = copy.deepcopy(doc)
     parse_kubernetes(doc, source="n")
     assert doc == before
+
+
+def amd_node(name: str, count: str = "8", **labels: str) -> dict[str, Any]:
+    """An MI300X node as AMD's device plugin and node labeller describe it (``-product-name``, ``-vram``,
+    ``-family``, ``-device-id`` labels)."""
+    n = node(
+        name,
+        {
+            "amd.com/gpu.product-name": "AMD_Instinct_MI300X_OAM",
+            "amd.com/gpu.vram": "192G",
+            "amd.com/gpu.family": "AI",
+            "amd.com/gpu.device-id": "74a1",
+            **labels,
+        },
+    )
+    n["status"]["allocatable"]["amd.com/gpu"] = count
+    return n
+
+
+def test_an_amd_node_has_its_amd_gpus_and_running_amd_pods_hold_them() -> None:
+    running = pod("infer", "mi-1")
+    running["spec"]["containers"][0]["resources"]["limits"] = {"amd.com/gpu": "3"}
+    inv = parse_kubernetes(lst(amd_node("mi-1"), gpu_node("h-1")), lst(running), source="n", pods_source="p")
+    mi = next(n for n in inv.nodes if n.name == "mi-1")
+    assert mi.gpus is not None and (mi.gpus.type, mi.gpus.count) == ("amd-mi300x", 8)
+    [job] = inv.running
+    assert [(r.node, r.gpus) for r in job.replicas] == [("mi-1", [0, 1, 2])]
+
+
+def test_an_amd_node_without_a_product_label_is_still_amd() -> None:
+    n = amd_node("mi-2")
+    del n["metadata"]["labels"]["amd.com/gpu.product-name"]
+    (spec,) = parse_kubernetes(lst(n), source="n").nodes
+    assert spec.gpus is not None and (spec.gpus.type, spec.gpus.count) == ("amd-unknown-gpu", 8)
+
+
+def test_a_node_advertising_nvidia_and_amd_gpus_is_a_problem() -> None:
+    n = gpu_node("both")
+    n["status"]["allocatable"]["amd.com/gpu"] = "8"
+    with pytest.raises(TopologyError, match=r"both nvidia\.com/gpu and amd\.com/gpu"):
+        parse_kubernetes(lst(n), source="n")
+
+
+def test_amd_and_nvidia_pods_each_go_to_their_vendors_node(tmp_path: Path) -> None:
+    """End to end: nodes and pending pods as kubectl prints them, both engines, the checker."""
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps(lst(gpu_node("h-1"), amd_node("mi-1"), amd_node("mi-2"))))
+    amd_pod = pod("rocm", None)
+    amd_pod["spec"]["containers"][0]["resources"]["limits"] = {"amd.com/gpu": "8"}
+    jobs = tmp_path / "pods.json"
+    jobs.write_text(json.dumps(lst(amd_pod, pod("cuda", None, gpus="8"))))
+    cluster = build_cluster(parse_kubernetes(nodes.read_text(), source="nodes.json"))
+    batch = [r.job for r in read_file(jobs) if r.job is not None]
+    for engine in ("greedy", "cpsat"):
+        d = place(batch, cluster, Policy(engine=engine, time_limit_s=2))
+        assert check(d, batch, cluster) == []
+        where = {p.job: p.replicas[0].node for p in d.placements}
+        assert where["ns/cuda"] == "h-1" and where["ns/rocm"] in ("mi-1", "mi-2")

@@ -34,6 +34,8 @@ MAX_PROBLEMS = 50
 GB = 2**30
 #: GPU type used when a source says a node has GPUs but not which (documented in docs/importers.md).
 UNKNOWN_GPU = "unknown-gpu"
+#: The type of an AMD GPU whose product no label names (an ``amd-`` type: NVIDIA jobs stay off it).
+UNKNOWN_AMD_GPU = "amd-unknown-gpu"
 
 
 def read_text(path: str) -> tuple[str, str]:

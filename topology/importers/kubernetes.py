@@ -7,7 +7,9 @@ needs, in labels written by NVIDIA GPU Feature Discovery (GFD), GKE and the clou
 * **Resources** come from ``status.allocatable`` (``status.capacity`` when absent): ``cpu``, ``memory``,
   ``ephemeral-storage`` as Kubernetes quantities (:mod:`placer.topology.importers.quantity`), memory and
   storage in
-  GB of 2**30 bytes; GPUs from ``nvidia.com/gpu``. With GPU time-slicing (``nvidia.com/gpu.replicas`` > 1)
+  GB of 2**30 bytes; GPUs from ``nvidia.com/gpu``, or ``amd.com/gpu`` (AMD's device plugin; the type from
+  AMD's labeller's ``amd.com/gpu.product-name``, ``amd-unknown-gpu`` without it; a node with both is a
+  problem). With GPU time-slicing (``nvidia.com/gpu.replicas`` > 1)
   the allocatable count is inflated, so the physical ``nvidia.com/gpu.count`` label is used instead.
 * **GPU facts** from GFD labels: ``nvidia.com/gpu.product`` (through the catalog, keeping what the
   product string says of memory and PCIe; GKE's ``cloud.google.com/gke-accelerator`` when GFD is not
@@ -67,7 +69,15 @@ from itertools import product
 from typing import Any
 
 from placer.topology.catalog import parse_shape, tpu_generation_from_gke, tpu_info
-from placer.topology.importers._common import GB, UNKNOWN_GPU, Problems, gpu_fields, join_item, short
+from placer.topology.importers._common import (
+    GB,
+    UNKNOWN_AMD_GPU,
+    UNKNOWN_GPU,
+    Problems,
+    gpu_fields,
+    join_item,
+    short,
+)
 from placer.topology.importers.quantity import parse_quantity
 from placer.topology.importers.text import parse_text
 from placer.topology.inventory import Inventory, NodeSpec, ReplicaAllocation, RunningJob, TpuPodSpec
@@ -105,6 +115,10 @@ __all__ = [
 FORMAT = "kubernetes"
 
 GPU_RESOURCE = "nvidia.com/gpu"
+#: AMD's device plugin's resource, and the product label of AMD's node labeller (``-product-name``; older
+#: labellers write it under ``beta.amd.com/``).
+AMD_GPU_RESOURCE = "amd.com/gpu"
+L_AMD_PRODUCT = ("amd.com/gpu.product-name", "beta.amd.com/gpu.product-name")
 TPU_RESOURCE = "google.com/tpu"
 L_PRODUCT = "nvidia.com/gpu.product"
 L_COUNT = "nvidia.com/gpu.count"
@@ -337,6 +351,13 @@ def _node(
     memory = _quantity(resources, "memory", item, problems, where)
     storage = _quantity(resources, "ephemeral-storage", item, problems, where)
     gpus = _count(_quantity(resources, GPU_RESOURCE, item, problems, where), GPU_RESOURCE, item, problems)
+    amd = _count(
+        _quantity(resources, AMD_GPU_RESOURCE, item, problems, where), AMD_GPU_RESOURCE, item, problems
+    )
+    if gpus and amd:
+        problems.add(
+            item, f"{where} has both {GPU_RESOURCE} and {AMD_GPU_RESOURCE}: a node holds one GPU type"
+        )
     chips = _count(_quantity(resources, TPU_RESOURCE, item, problems, where), TPU_RESOURCE, item, problems)
     taints, blocking = _taints(spec_obj.get("taints"), item, problems)
     unschedulable = spec_obj.get("unschedulable", False)
@@ -368,7 +389,7 @@ def _node(
         record.tpu_chips = chips
         record.pool = labels.get(L_NODEPOOL)
         return record
-    gpu = _gpus(labels, gpus, item, problems)
+    gpu = _amd_gpus(labels, amd) if amd and not gpus else _gpus(labels, gpus, item, problems)
     if gpu is not None:
         spec["gpus"] = gpu
     return record if len(problems.items) == before else None
@@ -475,6 +496,17 @@ def _gpus(labels: dict[str, str], allocatable: int, item: str, problems: Problem
         gpu["nvlink_domain"] = clique
         gpu["interconnect"] = "nvlink"
     return gpu
+
+
+def _amd_gpus(labels: dict[str, str], count: int) -> dict[str, Any]:
+    """An AMD node's GPUs (``amd.com/gpu``): the type from the labeller's product name
+    (``AMD_Instinct_MI300X_OAM`` is ``amd-mi300x``), else :data:`UNKNOWN_AMD_GPU` — still an AMD type, so
+    an ``nvidia.com/gpu`` pod never lands on it, while an ``amd.com/gpu`` pod may."""
+    product = _first(labels, L_AMD_PRODUCT)
+    fields = gpu_fields(product) if product else {}
+    if not str(fields.get("type", "")).startswith("amd-"):
+        fields = {"type": UNKNOWN_AMD_GPU}
+    return {**fields, "count": count}
 
 
 def _tpu_slices(records: list[_Node], problems: Problems) -> tuple[list[TpuPodSpec], dict[str, _TpuHost]]:
@@ -621,7 +653,7 @@ def priority_class_for(name: str | None) -> str:
     return "on-demand"
 
 
-_RESOURCE_KEYS = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE, "amd.com/gpu", TPU_RESOURCE)
+_RESOURCE_KEYS = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE, AMD_GPU_RESOURCE, TPU_RESOURCE)
 
 
 def _container_request(c: Any, item: str, problems: Problems) -> dict[str, Decimal]:
@@ -641,7 +673,7 @@ def _container_request(c: Any, item: str, problems: Problems) -> dict[str, Decim
         return {}
     out: dict[str, Decimal] = {}
     for key in _RESOURCE_KEYS:
-        extended = key in (GPU_RESOURCE, "amd.com/gpu", TPU_RESOURCE)
+        extended = key in (GPU_RESOURCE, AMD_GPU_RESOURCE, TPU_RESOURCE)
         first, second = (limits, requests) if extended else (requests, limits)
         source = first if key in first else second
         value = _quantity(source, key, item, problems, "resources")
@@ -731,6 +763,7 @@ def _running(
     for pod in pods:
         req = pod.request
         gpus = _count(req.get(GPU_RESOURCE), GPU_RESOURCE, pod.item, problems)
+        gpus += _count(req.get(AMD_GPU_RESOURCE), AMD_GPU_RESOURCE, pod.item, problems)
         chips = _count(req.get(TPU_RESOURCE), TPU_RESOURCE, pod.item, problems)
         alloc: dict[str, Any] = {
             "cpu_cores": float(req.get("cpu", 0)),

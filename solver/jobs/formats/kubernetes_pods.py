@@ -76,7 +76,7 @@ from placer.solver.jobs.model import (
     TpuDemand,
 )
 from placer.topology.catalog import gpu_info, gpu_types
-from placer.topology.importers._common import Problems
+from placer.topology.importers._common import UNKNOWN_AMD_GPU, Problems
 from placer.topology.importers.kubernetes import pod_request, priority_class_for
 
 __all__ = [
@@ -99,8 +99,9 @@ __all__ = [
 AMD_GPU = "amd.com/gpu"
 #: Extended resources read as whole GPUs (NVIDIA's, then AMD's).
 GPU_RESOURCES = ("nvidia.com/gpu", AMD_GPU)
-#: The GPU types an ``amd.com/gpu`` pod may use: the catalog's AMD models.
-AMD_TYPES = tuple(t for t in gpu_types() if gpu_info(t).vendor == "amd")
+#: The GPU types an ``amd.com/gpu`` pod may use: the catalog's AMD models, and an AMD node's GPUs whose
+#: product no label names (the Kubernetes importer's ``amd-unknown-gpu``).
+AMD_TYPES = (*(t for t in gpu_types() if gpu_info(t).vendor == "amd"), UNKNOWN_AMD_GPU)
 #: The rule an ``nvidia.com/gpu`` pod carries: no AMD GPU type (a node of a type the catalog does not
 #: know, ``gpu_type`` unknown, stays allowed: the Kubernetes importer reads NVIDIA GPUs only).
 NOT_AMD = LabelRule(key="gpu_type", operator=AffinityOperator.NOT_IN, values=list(AMD_TYPES))

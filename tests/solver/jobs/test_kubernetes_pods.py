@@ -55,7 +55,11 @@ def test_node_affinity_and_pod_anti_affinity_become_rules() -> None:
     assert serve.placement.required == [
         LabelRule(key="nvidia.com/gpu.product", operator=AffinityOperator.IN, values=["NVIDIA-GB200"]),
         # nvidia.com/gpu: NVIDIA's device plugin's resource, so no AMD GPU type.
-        LabelRule(key="gpu_type", operator=AffinityOperator.NOT_IN, values=["amd-mi250", "amd-mi300x"]),
+        LabelRule(
+            key="gpu_type",
+            operator=AffinityOperator.NOT_IN,
+            values=["amd-mi250", "amd-mi300x", "amd-unknown-gpu"],
+        ),
     ]
     assert serve.placement.anti_affinity == [
         LabelRule(key="app", operator=AffinityOperator.IN, values=["serve"])
