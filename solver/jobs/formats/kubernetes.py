@@ -26,8 +26,8 @@ __all__ = ["KINDS", "is_pod_document", "read"]
 
 
 #: Kinds read (pods here, the workloads in :mod:`~placer.solver.jobs.formats.kubernetes_workloads`).
-KINDS = frozenset({"Pod", "Job", "JobSet", "Workload"})
-_LISTS = frozenset({"List", "PodList", "JobList", "JobSetList", "WorkloadList"})
+KINDS = frozenset({"Pod", "Job", "JobSet", "Workload", "LeaderWorkerSet"})
+_LISTS = frozenset({"List", "PodList", "JobList", "JobSetList", "WorkloadList", "LeaderWorkerSetList"})
 
 
 def is_pod_document(doc: Any) -> bool:
@@ -54,7 +54,9 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
     items = doc.get("items") if isinstance(doc, dict) else None
     if not isinstance(items, list):
         err = issue(
-            "malformed", source or "<input>", "expected a Pod, Job, JobSet, Workload or a List of them"
+            "malformed",
+            source or "<input>",
+            "expected a Pod, Job, JobSet, Workload, LeaderWorkerSet or a List of them",
         )
         return [ReadResult(id=source or "<input>", ok=False, errors=[err], source=source)]
     # The priority classes listed beside the jobs (kubernetes_priority.py): read first, used by every job.
@@ -78,6 +80,6 @@ def _one(
     raw: Any, base: str, source: str, levels: Mapping[str, str], classes: Classes | None = None
 ) -> list[ReadResult]:
     kind = raw.get("kind", "Pod") if isinstance(raw, dict) else "Pod"
-    if kind in ("Job", "JobSet", "Workload"):
+    if kind in ("Job", "JobSet", "Workload", "LeaderWorkerSet"):
         return read_workload(raw, base, source, levels, classes)
     return [read_pod(raw, base, source, classes)]

@@ -10,6 +10,11 @@ pod), and each is a list of pod templates with counts, which is exactly a placer
   x the child Job's ``parallelism`` replicas.
 * ``Workload`` (kueue.x-k8s.io/v1beta1 and v1beta2): one group per ``podSets[i]``, ``count`` replicas of
   its ``template``; ``queueName``, ``priorityClassName`` and ``priority`` of the spec.
+* ``LeaderWorkerSet`` (leaderworkerset.x-k8s.io/v1): one job per group (``spec.replicas`` of them,
+  ``<name>-<i>`` as LWS names the group's leader pod), each a group ``leader`` of one pod of
+  ``leaderTemplate`` (``workerTemplate`` without one) and a group ``worker`` of ``size - 1`` pods of
+  ``workerTemplate``: a group is placed whole, as Kueue admits it. Its exclusive placement annotations are
+  refused as JobSet's are.
 
 A pod template's ``preemptionPolicy: Never`` makes the job a non-preempting one (``may_preempt``), as
 for a pod (:mod:`.kubernetes_pods`); with several pod sets, one such template is enough.
@@ -99,7 +104,13 @@ __all__ = [
 ]
 
 #: Workload kinds this module reads.
-KINDS = frozenset({"Job", "JobSet", "Workload"})
+KINDS = frozenset({"Job", "JobSet", "Workload", "LeaderWorkerSet"})
+#: LeaderWorkerSet exclusive placement (each group, or each subgroup, in a topology domain of its own):
+#: refused as JobSet's is.
+LWS_EXCLUSIVE_ANNOTATIONS = (
+    "leaderworkerset.sigs.k8s.io/exclusive-topology",
+    "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology",
+)
 #: JobSet exclusive placement (jobset's ``alpha.jobset.sigs.k8s.io/exclusive-topology``, on the JobSet or
 #: on a replicated Job's template; ``node-selector``, its strategy with nodes labelled beforehand): each
 #: child Job in a topology domain of its own, which no other JobSet's pods may share. placer has no
@@ -155,6 +166,19 @@ def _pod_sets(raw: dict[str, Any], kind: str, base: str, errors: list[Issue]) ->
             least = (annotations[MIN_PARALLELISM], f"{at}metadata.annotations.{MIN_PARALLELISM}")
         count = _running_at_once(spec, f"{at}spec", errors)
         return [_PodSet("default", count, spec.get("template"), f"{at}spec.template", {}, least)]
+    if kind == "LeaderWorkerSet":
+        where = f"{at}spec.leaderWorkerTemplate"
+        lwt = as_map(spec.get("leaderWorkerTemplate"))
+        size = _count(lwt.get("size"), 1, f"{where}.size", errors)
+        if size < 1:
+            errors.append(issue("range", f"{where}.size", "a group has at least its leader: 1 or more"))
+            return []
+        # The leader runs the leader template, or the worker template when it has none (LWS's rule).
+        leader = "leaderTemplate" if lwt.get("leaderTemplate") is not None else "workerTemplate"
+        out = [_PodSet("leader", 1, lwt.get(leader), f"{where}.{leader}", {})]
+        if size > 1:
+            out.append(_PodSet("worker", size - 1, lwt.get("workerTemplate"), f"{where}.workerTemplate", {}))
+        return out
     if kind == "JobSet":
         out = []
         for i, rj in enumerate(spec.get("replicatedJobs") or []):
@@ -196,18 +220,26 @@ def _pod_sets(raw: dict[str, Any], kind: str, base: str, errors: list[Issue]) ->
     return out
 
 
-def _exclusive(meta: dict[str, Any], base: str, errors: list[Issue]) -> None:
-    """Refuse JobSet exclusive placement (:data:`EXCLUSIVE_ANNOTATIONS`) named in ``meta``'s annotations."""
+def _exclusive(
+    meta: dict[str, Any],
+    base: str,
+    errors: list[Issue],
+    keys: tuple[str, ...] = EXCLUSIVE_ANNOTATIONS,
+    owner: str = "JobSet",
+) -> None:
+    """Refuse exclusive placement (:data:`EXCLUSIVE_ANNOTATIONS`, :data:`LWS_EXCLUSIVE_ANNOTATIONS`) named in
+    ``meta``'s annotations."""
     annotations = as_map(meta.get("annotations"))
     at = f"{base}." if base else ""
-    for key in EXCLUSIVE_ANNOTATIONS:
+    unit = "child Job" if owner == "JobSet" else "group"
+    for key in keys:
         if key in annotations:
             errors.append(
                 issue(
                     "unsupported",
                     f"{at}metadata.annotations.{key}",
-                    f"JobSet exclusive placement ({str(annotations[key])[:80]!r}: each child Job in a domain "
-                    "of its own, shared with no other JobSet's pods) is not represented by placer",
+                    f"{owner} exclusive placement ({str(annotations[key])[:80]!r}: each {unit} in a domain "
+                    f"of its own, shared with no other {owner}'s pods) is not represented by placer",
                 )
             )
 
@@ -225,6 +257,12 @@ def _running(raw: dict[str, Any], kind: str, base: str) -> Issue | None:
         )
     if kind == "Job" and (status.get("active") or status.get("succeeded")):
         return issue("conflict", f"{at}status", "the Job has active or finished pods: not a job to place")
+    if kind == "LeaderWorkerSet" and status.get("replicas"):
+        return issue(
+            "conflict",
+            f"{at}status.replicas",
+            "the LeaderWorkerSet has created its groups: running work (read its pods with --pods)",
+        )
     return None
 
 
@@ -262,6 +300,12 @@ def read_workload(
         return [ReadResult(id=rid, ok=False, errors=[running], source=source, path=base)]
     if kind == "JobSet":
         _exclusive(meta, base, errors)
+    groups_of_lws = 1
+    if kind == "LeaderWorkerSet":
+        _exclusive(meta, base, errors, LWS_EXCLUSIVE_ANNOTATIONS, "LeaderWorkerSet")
+        groups_of_lws = _count(as_map(raw.get("spec")).get("replicas"), 1, f"{at}spec.replicas", errors)
+        if groups_of_lws == 0:
+            errors.append(issue("range", f"{at}spec.replicas", "0 groups: nothing to place"))
     sets = _pod_sets(raw, str(kind), base, errors)
     if not sets and not errors:
         errors.append(issue("required", f"{at}spec", f"a {kind} needs at least one pod template"))
@@ -368,6 +412,18 @@ def read_workload(
     except ValidationError as e:
         errs = [issue("range", f"{at}spec", str(err["msg"])[:300]) for err in e.errors()]
         return [ReadResult(id=rid, ok=False, errors=errs, warnings=warnings, source=source, path=base)]
+    if kind == "LeaderWorkerSet":  # each group its own gang, named as LWS names its leader pod
+        return [
+            ReadResult(
+                id=f"{rid}-{i}",
+                ok=True,
+                job=job.model_copy(update={"id": f"{rid}-{i}", "name": f"{name}-{i}"}),
+                warnings=warnings,
+                source=source,
+                path=base,
+            )
+            for i in range(groups_of_lws)
+        ]
     return [ReadResult(id=rid, ok=True, job=job, warnings=warnings, source=source, path=base)]
 
 
