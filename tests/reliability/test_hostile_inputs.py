@@ -282,7 +282,12 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], None]]] = {
     ),
     "reader kubernetes pods": (
         st.one_of(
-            mutated([_json(FIXTURES / "kubernetes" / n) for n in ("pending_pods.json", "workloads.json")]),
+            mutated(
+                [
+                    _json(FIXTURES / "kubernetes" / n)
+                    for n in ("pending_pods.json", "workloads.json", "lws_priorities.json")
+                ]
+            ),
             JSON,
         ),
         _reader("kubernetes"),

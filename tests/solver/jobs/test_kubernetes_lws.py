@@ -10,9 +10,10 @@ topology). Placements run through both engines and the checker (the ``solve`` fi
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
-from placer.solver.jobs import read_object
+from placer.solver.jobs import read_file, read_object
 from placer.topology import cluster_of, dgx_h100
 
 
@@ -119,3 +120,14 @@ def test_a_group_is_placed_whole_or_waits(solve: Any) -> None:
     assert [p.job for p in d.placements] == ["default/vllm-0"]
     assert len({r.node for r in d.placements[0].replicas}) == 2
     assert [p.job for p in d.pending] == ["default/vllm-1"]
+
+
+def test_the_fixture_list_reads_classes_an_lws_and_a_pod_together() -> None:
+    """``tests/fixtures/kubernetes/lws_priorities.json`` (also a seed of the hostile-input fuzz): the LWS's
+    Kueue label gives each group its WorkloadPriorityClass's value, the pod its PriorityClass's value and
+    preemption policy."""
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "kubernetes" / "lws_priorities.json"
+    got = {r.id: r.job for r in read_file(path)}
+    assert sorted(got) == ["ml/sweep-0", "serving/vllm-0", "serving/vllm-1"]
+    assert [got[k].priority for k in ("serving/vllm-0", "serving/vllm-1")] == [10000, 10000]  # type: ignore[union-attr]
+    assert (got["ml/sweep-0"].priority, got["ml/sweep-0"].may_preempt) == (-10, False)  # type: ignore[union-attr]
