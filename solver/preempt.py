@@ -12,6 +12,10 @@ Rules (OJS ML resources §8.1-8.2, §14.2; ML extensions §7):
   start when it has none; none when it checkpoints on preempt), plus a restart penalty per GPU
   (``Policy.restart_penalty_s``). TPU chips count as GPUs here, and 16 CPU cores as one.
 * Gangs are evicted whole: an eviction frees every replica of the job, on every node.
+* Each PodDisruptionBudget violation the eviction would cause (``RunningJob.disruption_violations``) adds
+  :data:`DISRUPTION_PENALTY_S` to its cost: more than any work a job can lose, so the engines evict within
+  budgets whenever that makes the room — kube-scheduler's first criterion among victims — and through a
+  budget only when nothing else does (a budget never forbids preemption).
 
 >>> from datetime import UTC, datetime, timedelta
 >>> from placer.topology import RunningJob
@@ -33,6 +37,7 @@ from placer.solver.snapshot import Snapshot
 from placer.topology import RunningJob
 
 __all__ = [
+    "DISRUPTION_PENALTY_S",
     "NEVER_EVICTS",
     "Victim",
     "escalated",
@@ -44,6 +49,10 @@ __all__ = [
     "rank",
     "victims",
 ]
+
+#: Cost of one PodDisruptionBudget violation, in GPU-seconds of lost work: a thousand GPU-years, above what
+#: any eviction can lose, and small enough to keep CP-SAT's eviction-cost level in 64-bit integers.
+DISRUPTION_PENALTY_S = 3.0e10
 
 #: Numeric priorities are clamped to this magnitude when folded into one sortable rank: 2^32, so every
 #: Kubernetes priority (int32; PriorityClass values up to 2,000,001,000) and every Slurm one (uint32) keeps
@@ -162,7 +171,9 @@ def victims(snap: Snapshot, now: datetime, restart_penalty_s: float) -> list[Vic
             Victim(
                 job=rj,
                 rank=rank(rj.priority_class, rj.priority),
-                cost=lost + restart_penalty_s * held_units(rj),
+                cost=lost
+                + restart_penalty_s * held_units(rj)
+                + DISRUPTION_PENALTY_S * rj.disruption_violations,
                 lost_gpu_s=lost,
                 nodes=nodes,
                 pods=pods,

@@ -215,6 +215,9 @@ class RunningJob(_Strict):
     #: no job whose labels match one may join it on a node — as Kubernetes keeps an incoming pod off a
     #: node whose pods' required anti-affinity it matches. The solver and the checker read them.
     anti_affinity: list[dict[str, Any]] = Field(default_factory=list)
+    #: PodDisruptionBudget violations evicting it would cause (the Kubernetes importer counts them from the
+    #: budgets listed with the pods): the engines evict within budgets first, as kube-scheduler does.
+    disruption_violations: int = Field(default=0, ge=0)
     replicas: list[ReplicaAllocation] = Field(min_length=1)
 
 

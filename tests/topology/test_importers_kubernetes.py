@@ -13,6 +13,7 @@ import pytest
 from placer.solver.checks import check
 from placer.solver.engine import place
 from placer.solver.jobs import read_file
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.solver.policy import Policy
 from placer.topology.build import build_cluster
 from placer.topology.errors import TopologyError
@@ -523,3 +524,74 @@ def test_amd_and_nvidia_pods_each_go_to_their_vendors_node(tmp_path: Path) -> No
         assert check(d, batch, cluster) == []
         where = {p.job: p.replicas[0].node for p in d.placements}
         assert where["ns/cuda"] == "h-1" and where["ns/rocm"] in ("mi-1", "mi-2")
+
+
+def _pdb(name: str, app: str, **spec: Any) -> dict[str, Any]:
+    """A PodDisruptionBudget as ``kubectl get pdb -o json`` prints one (``policy/v1``)."""
+    status = spec.pop("status", None)
+    out: dict[str, Any] = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"selector": {"matchLabels": {"app": app}}, **spec},
+    }
+    if status is not None:
+        out["status"] = status
+    return out
+
+
+def _labelled(name: str, node_name: str, app: str, gpus: str = "8") -> dict[str, Any]:
+    """A running pod of a low-priority class (spot: preemptible) with an ``app`` label."""
+    p = pod(name, node_name, gpus=gpus, priorityClassName="low-priority")
+    p["metadata"]["labels"] = {"app": app}
+    p["status"]["startTime"] = "2026-01-01T00:00:00Z"
+    return p
+
+
+def test_disruption_budgets_listed_with_the_pods_count_against_their_jobs() -> None:
+    nodes = lst(gpu_node("a"), gpu_node("b"), gpu_node("c"))
+    pods = lst(
+        _labelled("serve-0", "a", "serve"),
+        _labelled("serve-1", "b", "serve"),
+        _labelled("train-0", "c", "train"),
+        # The controller's status says no serve pod may go; train's budget is read from its spec.
+        _pdb("serve", "serve", minAvailable=2, status={"disruptionsAllowed": 0, "currentHealthy": 2}),
+        _pdb("train", "train", maxUnavailable="50%"),
+    )
+    inv = parse_kubernetes(nodes, pods, source="n", pods_source="p")
+    got = {j.job: j.disruption_violations for j in inv.running}
+    # Each serve pod is its own running job (no controller): evicting it violates the budget by one;
+    # train's 50 % of one pod, rounded up, allows one.
+    assert got == {"ns/serve-0": 1, "ns/serve-1": 1, "ns/train-0": 0}
+    assert inv.metadata["disruption_budgets"] == 2
+
+
+def test_a_malformed_budget_is_a_problem_not_a_larger_allowance() -> None:
+    bad = _pdb("serve", "serve", status={"disruptionsAllowed": -1})
+    with pytest.raises(TopologyError, match="disruptionsAllowed"):
+        parse_kubernetes(
+            lst(gpu_node("a")), lst(_labelled("s", "a", "serve"), bad), source="n", pods_source="p"
+        )
+
+
+def test_preemption_evicts_within_disruption_budgets_first() -> None:
+    """Two 8-GPU pods of lower priority hold the two nodes; the protected one has lost less work since it
+    started, so without its budget it would be the victim. Both engines evict the other, through the
+    checker; with no other way to make room, the budget is broken (it never forbids preemption)."""
+    nodes = lst(gpu_node("a"), gpu_node("b"))
+    old, young = _labelled("batch-old", "a", "batch"), _labelled("serve", "b", "serve")
+    young["status"]["startTime"] = "2026-01-01T06:00:00Z"
+    pods = lst(old, young, _pdb("serve", "serve", status={"disruptionsAllowed": 0}))
+    cluster = build_cluster(parse_kubernetes(nodes, pods, source="n", pods_source="p"))
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    urgent = Job(id="urgent", priority_class="reserved", tasks=[TaskGroup(gpu=GpuDemand(count=8))])
+    for engine in ("greedy", "cpsat"):
+        d = place([urgent], cluster, Policy(engine=engine, time_limit_s=2), now=now)
+        assert check(d, [urgent], cluster, now=now) == []
+        assert [e.job for e in d.preemptions] == ["ns/batch-old"], engine
+        without = build_cluster(parse_kubernetes(nodes, lst(old, young), source="n", pods_source="p"))
+        d = place([urgent], without, Policy(engine=engine, time_limit_s=2), now=now)
+        assert [e.job for e in d.preemptions] == ["ns/serve"], engine  # the cheaper victim, unprotected
+    two = Job(id="two", priority_class="reserved", tasks=[TaskGroup(count=2, gpu=GpuDemand(count=8))])
+    d = place([two], cluster, Policy(engine="greedy", time_limit_s=2), now=now)
+    assert sorted(e.job for e in d.preemptions) == ["ns/batch-old", "ns/serve"]

@@ -78,6 +78,8 @@ from placer.topology.importers._common import (
     join_item,
     short,
 )
+from placer.topology.importers.kubernetes_disruption import KIND as PDB_KIND
+from placer.topology.importers.kubernetes_disruption import read_budgets, violations
 from placer.topology.importers.quantity import parse_quantity
 from placer.topology.importers.text import parse_text
 from placer.topology.inventory import Inventory, NodeSpec, ReplicaAllocation, RunningJob, TpuPodSpec
@@ -748,7 +750,11 @@ def _running(
 ) -> list[RunningJob]:
     pods: list[_Pod] = []
     skipped: dict[str, int] = {}
-    for index, raw in enumerate(_items(obj, "Pod", problems)):
+    items = _items(obj, "Pod", problems)
+    budgets = read_budgets(items, problems)  # PodDisruptionBudgets listed with the pods
+    for index, raw in enumerate(items):
+        if isinstance(raw, dict) and raw.get("kind") == PDB_KIND:
+            continue
         pod = _pod(index, raw, problems, skipped)
         if pod is None:
             continue
@@ -803,7 +809,24 @@ def _running(
             replicas.setdefault(pod.job, []).append((pod, replica))
     if skipped:
         metadata["pods_skipped"] = skipped
-    return [j for name, members in replicas.items() if (j := _job(name, members, problems)) is not None]
+    if budgets:
+        metadata["disruption_budgets"] = len(budgets)
+    keys = [(p.namespace, _pod_labels(p)) for p in pods]
+    out = []
+    for name, members in replicas.items():
+        job = _job(name, members, problems)
+        if job is not None and budgets:
+            count = violations(budgets, [(p.namespace, _pod_labels(p)) for p, _ in members], keys)
+            job = job.model_copy(update={"disruption_violations": count}) if count else job
+        if job is not None:
+            out.append(job)
+    return out
+
+
+def _pod_labels(pod: _Pod) -> dict[str, str]:
+    meta = pod.obj.get("metadata") or {}
+    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    return {str(k): str(v) for k, v in labels.items() if isinstance(v, str)}
 
 
 def _pod(index: int, raw: Any, problems: Problems, skipped: dict[str, int]) -> _Pod | None:
