@@ -212,6 +212,9 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
         "eligible_time": _epoch(fields.get("EligibleTime")),
         "resv_name": _null(fields.get("Reservation")),
         "contiguous": fields.get("Contiguous") == "1",
+        # Switches=1@00:05:00 (printed only for a job that asked --switches): count, and wait in seconds.
+        "required_switches": _number(fields.get("Switches", "").split("@")[0]),
+        "maximum_switch_wait_time": _wait(fields.get("Switches", "")),
         "licenses": _null(fields.get("Licenses")),
         "prefer": _null(fields.get("Prefer")),
         "het_job_id": _number(fields.get("HetJobId")),
@@ -236,6 +239,18 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
         "gres_detail": gres,
         "job_resources": {"allocated_nodes": nodes} if nodes else {},
     }
+
+
+def _wait(switches: str) -> int | None:
+    """The seconds of ``Switches=k@[days-]hh:mm:ss``; None without one."""
+    _, at, wait = switches.partition("@")
+    if not at:
+        return None
+    try:
+        minutes = parse_time_limit(wait)
+    except ValueError:
+        return None
+    return None if minutes is None else int(minutes * 60)
 
 
 def show_job_running(text: str, *, source: str) -> list[RunningJob]:

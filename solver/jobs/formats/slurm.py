@@ -802,6 +802,7 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
     exclusive = _exclusive(raw, at, errors, warnings)
     preferred = _preferred(slurm_text(raw.get("prefer")), at("prefer"), warnings)
     _not_modelled(raw, at, errors)
+    _switches(raw, nodes, at, warnings)
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
     # --begin: the job may not start before its eligible time. Slurm sets it to the submit time for a job
@@ -914,6 +915,24 @@ def _not_modelled(raw: dict[str, Any], at: Any, errors: list[Issue]) -> None:
     licenses = slurm_text(raw.get("licenses"))
     if licenses:
         errors.append(issue("unsupported", at("licenses"), f"{licenses!r}: licenses are not modelled"))
+
+
+def _switches(raw: dict[str, Any], nodes: int, at: Callable[[str], str], warnings: list[Issue]) -> None:
+    """``--switches=k@wait`` (``required_switches``, ``maximum_switch_wait_time``; ``scontrol show job``
+    prints ``Switches=1@00:05:00``): Slurm holds a multi-node job up to ``wait`` for an allocation under
+    ``k`` leaf switches, then starts it anyway. placer keeps a gang under the fewest leaf switches it can
+    (``docs/solver.md``, compactness) but does not hold it: said with a warning, never in silence. A
+    one-node job is under one switch whatever it asks."""
+    k = slurm_number(raw.get("required_switches"))
+    if not k or nodes <= 1:
+        return
+    wait = slurm_number(raw.get("maximum_switch_wait_time"))
+    held = f"up to {wait:g} s " if wait else ""
+    why = (
+        f"--switches={k:g}: Slurm holds the job {held}for {k:g} leaf switch(es); placer places it under the "
+        "fewest it can now and does not hold it"
+    )
+    warnings.append(issue("unsupported", at("required_switches"), why))
 
 
 def _per_gpu(raw: dict[str, Any], field: str, at: Callable[[str], str], errors: list[Issue]) -> float | None:

@@ -205,3 +205,26 @@ def test_a_bad_scontrol_show_job_record_is_named() -> None:
     text = (REAL / "show-job-pending-22.05.txt").read_text().replace("MinMemoryCPU=200M", "MinMemoryCPU=lots")
     (bad,) = [r for r in read_text(text, source="show-job.txt") if not r.ok]
     assert "record 2" in str(bad.errors[0]) and "MinMemoryCPU='lots'" in str(bad.errors[0])
+
+
+def test_switches_are_said_with_a_warning_not_read_past() -> None:
+    """``sbatch --switches=1@10:00`` on a live Slurm (topology/tree; the wait capped by ``max_switch_wait``,
+    300 s by default) prints ``Switches=1@00:05:00`` in ``scontrol show job``; its squeue --json (22.05)
+    prints no switch field, later versions' job info ``required_switches`` and ``maximum_switch_wait_time``.
+    Slurm holds a multi-node job for them, placer does not: a warning at the field. One node is under one
+    switch whatever it asks: no warning."""
+    record = (REAL / "show-job-pending-22.05.txt").read_text().split("\n\n")[1]  # job g: -N 2
+    text = record.replace("   Features=", "   Switches=1@00:05:00\n   Features=")
+    [g] = read_text(text, source="show-job.txt")
+    assert g.ok and [(w.code, w.path) for w in g.warnings] == [("unsupported", "jobs[0].required_switches")]
+    assert "up to 300 s for 1 leaf switch" in g.warnings[0].message
+    one = record.replace("NumNodes=2", "NumNodes=1").replace(
+        "   Features=", "   Switches=1@00:05:00\n   Features="
+    )
+    assert not read_text(one, source="show-job.txt")[0].warnings
+    doc = _doc()
+    job = _pending(doc)
+    job.update(node_count=2, required_switches=2, maximum_switch_wait_time=300)
+    [r] = _read(doc)
+    at = f"jobs[{doc['jobs'].index(job)}].required_switches"
+    assert [(w.code, w.path) for w in r.warnings] == [("unsupported", at)]
