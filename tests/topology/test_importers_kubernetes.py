@@ -595,3 +595,45 @@ def test_preemption_evicts_within_disruption_budgets_first() -> None:
     two = Job(id="two", priority_class="reserved", tasks=[TaskGroup(count=2, gpu=GpuDemand(count=8))])
     d = place([two], cluster, Policy(engine="greedy", time_limit_s=2), now=now)
     assert sorted(e.job for e in d.preemptions) == ["ns/batch-old", "ns/serve"]
+
+
+def test_one_list_of_every_kind_serves_pods_and_jobs_alike(tmp_path: Path) -> None:
+    """``kubectl get priorityclasses,pods,pdb,jobs -A -o json`` given to both ``--pods`` and ``--jobs``:
+    the pods importer takes the bound pods and the budgets and reads the job kinds and classes past; the
+    job reader takes the pending pods, the Job and the classes and reads the budgets past."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "ns"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "priorityClassName": "team-a",
+                    "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
+                }
+            }
+        },
+    }
+    klass = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "team-a"},
+        "value": 1000,
+    }
+    doc = lst(
+        klass,
+        _labelled("serve", "a", "serve"),
+        _pdb("serve", "serve", minAvailable=1),
+        job,
+        pod("p", None, "1"),
+    )
+    path = tmp_path / "all.json"
+    path.write_text(json.dumps(doc))
+    inv = parse_kubernetes(lst(gpu_node("a"), gpu_node("b")), path.read_text(), source="n", pods_source="all")
+    assert [(j.job, j.disruption_violations) for j in inv.running] == [("ns/serve", 1)]
+    assert inv.metadata["pods_skipped"]["not pods (Job)"] == 1
+    assert inv.metadata["pods_skipped"]["not pods (PriorityClass)"] == 1
+    read = {r.id: r for r in read_file(path)}
+    assert sorted(read) == ["ns/p", "ns/serve", "ns/train"]  # the bound pod is refused as a job, by id
+    assert read["ns/train"].job is not None and read["ns/train"].job.priority == 1000
+    assert [e.code for e in read["ns/serve"].errors] == ["conflict"]

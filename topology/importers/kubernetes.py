@@ -138,6 +138,11 @@ L_REGION = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/
 L_BLOCK = "cloud.google.com/gce-topology-block"
 L_SUBBLOCK = "cloud.google.com/gce-topology-subblock"
 L_QUEUE = "kueue.x-k8s.io/queue-name"
+#: Kinds the job reader takes from the same List (workloads and priority classes): read past here, counted
+#: in ``metadata["pods_skipped"]``; their running state is in their pods.
+NOT_PODS = frozenset(
+    {"Job", "JobSet", "Workload", "LeaderWorkerSet", "PriorityClass", "WorkloadPriorityClass"}
+)
 #: Taints that accelerator pods tolerate automatically (ExtendedResourceToleration); not imported.
 ACCELERATOR_TAINTS = {GPU_RESOURCE, TPU_RESOURCE}
 _TAINT_EFFECTS = {"NoSchedule", "PreferNoSchedule", "NoExecute"}
@@ -753,7 +758,11 @@ def _running(
     items = _items(obj, "Pod", problems)
     budgets = read_budgets(items, problems)  # PodDisruptionBudgets listed with the pods
     for index, raw in enumerate(items):
-        if isinstance(raw, dict) and raw.get("kind") == PDB_KIND:
+        kind = raw.get("kind") if isinstance(raw, dict) else None
+        if kind == PDB_KIND:
+            continue
+        if kind in NOT_PODS:  # the same file may serve --jobs: what runs of these is in their pods
+            skipped[f"not pods ({kind})"] = skipped.get(f"not pods ({kind})", 0) + 1
             continue
         pod = _pod(index, raw, problems, skipped)
         if pod is None:

@@ -28,6 +28,9 @@ __all__ = ["KINDS", "is_pod_document", "read"]
 #: Kinds read (pods here, the workloads in :mod:`~placer.solver.jobs.formats.kubernetes_workloads`).
 KINDS = frozenset({"Pod", "Job", "JobSet", "Workload", "LeaderWorkerSet"})
 _LISTS = frozenset({"List", "PodList", "JobList", "JobSetList", "WorkloadList", "LeaderWorkerSetList"})
+#: Kinds a List may carry for ``--pods`` (the same file may serve both, ``docs/kubernetes.md``): read past
+#: here, by their kind, as the pods importer reads past the job kinds.
+FOR_PODS = frozenset({"PodDisruptionBudget"})
 
 
 def is_pod_document(doc: Any) -> bool:
@@ -40,7 +43,10 @@ def is_pod_document(doc: Any) -> bool:
     return (
         _kind(doc) in _LISTS
         and isinstance(items, list)
-        and all(isinstance(i, dict) and ((_kind(i) or "Pod") in KINDS or is_class(i)) for i in items)
+        and all(
+            isinstance(i, dict) and ((_kind(i) or "Pod") in KINDS or is_class(i) or _kind(i) in FOR_PODS)
+            for i in items
+        )
         and any((_kind(i) or "Pod") in KINDS for i in items)
     )
 
@@ -64,7 +70,7 @@ def read(doc: Any, *, source: str, options: Any) -> list[ReadResult]:
     jobs = [
         r
         for i, p in enumerate(items)
-        if not is_class(p)
+        if not is_class(p) and _kind(p) not in FOR_PODS
         for r in _one(p, f"items[{i}]", source, levels, classes)
     ]
     return [*problems, *jobs]
