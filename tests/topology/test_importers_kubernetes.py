@@ -637,3 +637,12 @@ def test_one_list_of_every_kind_serves_pods_and_jobs_alike(tmp_path: Path) -> No
     assert sorted(read) == ["ns/p", "ns/serve", "ns/train"]  # the bound pod is refused as a job, by id
     assert read["ns/train"].job is not None and read["ns/train"].job.priority == 1000
     assert [e.code for e in read["ns/serve"].errors] == ["conflict"]
+
+
+@pytest.mark.parametrize("kind", [["Pod"], {"a": 1}, 5, None])
+def test_a_kind_that_is_not_a_string_is_a_problem_not_a_crash(kind: Any) -> None:
+    """Found by the importer fuzz: a ``kind`` of a list was looked up in a set of kinds and raised."""
+    odd = _labelled("odd", "a", "x")
+    odd["kind"] = kind
+    with pytest.raises(TopologyError, match="kind"):
+        parse_kubernetes(lst(gpu_node("a")), lst(odd), source="n", pods_source="p")

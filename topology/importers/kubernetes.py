@@ -758,7 +758,7 @@ def _running(
     items = _items(obj, "Pod", problems)
     budgets = read_budgets(items, problems)  # PodDisruptionBudgets listed with the pods
     for index, raw in enumerate(items):
-        kind = raw.get("kind") if isinstance(raw, dict) else None
+        kind = raw.get("kind") if isinstance(raw, dict) and isinstance(raw.get("kind"), str) else None
         if kind == PDB_KIND:
             continue
         if kind in NOT_PODS:  # the same file may serve --jobs: what runs of these is in their pods
