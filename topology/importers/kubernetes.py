@@ -79,7 +79,7 @@ from placer.topology.importers._common import (
     short,
 )
 from placer.topology.importers.kubernetes_disruption import KIND as PDB_KIND
-from placer.topology.importers.kubernetes_disruption import read_budgets, violations
+from placer.topology.importers.kubernetes_disruption import allowances, read_budgets, violations
 from placer.topology.importers.quantity import parse_quantity
 from placer.topology.importers.text import parse_text
 from placer.topology.inventory import Inventory, NodeSpec, ReplicaAllocation, RunningJob, TpuPodSpec
@@ -820,12 +820,12 @@ def _running(
         metadata["pods_skipped"] = skipped
     if budgets:
         metadata["disruption_budgets"] = len(budgets)
-    keys = [(p.namespace, _pod_labels(p)) for p in pods]
+    allowed = allowances(budgets, [(p.namespace, _pod_labels(p)) for p in pods]) if budgets else []
     out = []
     for name, members in replicas.items():
         job = _job(name, members, problems)
         if job is not None and budgets:
-            count = violations(budgets, [(p.namespace, _pod_labels(p)) for p, _ in members], keys)
+            count = violations(budgets, allowed, [(p.namespace, _pod_labels(p)) for p, _ in members])
             job = job.model_copy(update={"disruption_violations": count}) if count else job
         if job is not None:
             out.append(job)
@@ -902,9 +902,7 @@ def _controller(refs: Any) -> str | None:
 def _job(name: str, members: list[tuple[_Pod, ReplicaAllocation]], problems: Problems) -> RunningJob | None:
     first = members[0][0]
     spec = first.obj.get("spec") or {}
-    meta = first.obj.get("metadata") or {}
-    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
-    labels = {str(k): str(v) for k, v in labels.items() if isinstance(v, str)}
+    labels = _pod_labels(first)
     priority = spec.get("priority", 0)
     grace = spec.get("terminationGracePeriodSeconds", 30)
     starts = [t for p, _ in members if (t := _time((p.obj.get("status") or {}).get("startTime")))]

@@ -19,9 +19,9 @@ of what evicting all of them would violate).
 >>> pdb = {"kind": "PodDisruptionBudget", "metadata": {"name": "serve", "namespace": "ml"},
 ...        "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "serve"}}}}
 >>> budgets = read_budgets([pdb])
->>> pods = [("ml", {"app": "serve"})] * 3
->>> allowance(budgets[0], pods), violations(budgets, [("ml", {"app": "serve"})] * 3, pods)
-(1, 2)
+>>> allowed = allowances(budgets, [("ml", {"app": "serve"})] * 3)  # three serve pods run
+>>> allowed, violations(budgets, allowed, [("ml", {"app": "serve"})] * 3)  # one job holds all three
+([1], 2)
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 
 from placer.topology.importers._common import Problems, join_item, short
 
-__all__ = ["KIND", "Budget", "allowance", "read_budgets", "violations"]
+__all__ = ["KIND", "Budget", "allowance", "allowances", "read_budgets", "violations"]
 
 KIND = "PodDisruptionBudget"
 #: A pod as budgets see it: its namespace and labels.
@@ -145,12 +145,16 @@ def allowance(budget: Budget, pods: Sequence[PodKey]) -> int:
     return max(0, _scaled(budget.max_unavailable, matched))
 
 
-def violations(budgets: Sequence[Budget], job_pods: Sequence[PodKey], all_pods: Sequence[PodKey]) -> int:
+def allowances(budgets: Sequence[Budget], pods: Sequence[PodKey]) -> list[int]:
+    """:func:`allowance` of each budget, in order: computed once for all the jobs that read them."""
+    return [allowance(b, pods) for b in budgets]
+
+
+def violations(budgets: Sequence[Budget], allowed: Sequence[int], job_pods: Sequence[PodKey]) -> int:
     """The budget violations evicting one job (its pods ``job_pods``) would cause: per budget, its matched
-    pods beyond the allowance."""
+    pods beyond the budget's allowance (``allowed``, from :func:`allowances`)."""
     total = 0
-    for b in budgets:
+    for b, room in zip(budgets, allowed, strict=True):
         mine = sum(1 for ns, labels in job_pods if b.selects(ns, labels))
-        if mine:
-            total += max(0, mine - allowance(b, all_pods))
+        total += max(0, mine - room)
     return total

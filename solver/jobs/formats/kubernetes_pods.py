@@ -162,8 +162,7 @@ def read_pod(raw: Any, base: str, source: str, classes: Classes | None = None) -
         )
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
-    group, placement, _, _ = template_group(spec, base, source, "default", 1, errors, warnings)
-    may_preempt = preempts(spec, base, errors)
+    group, placement = template_group(spec, base, source, "default", 1, errors, warnings)
     gates = scheduling_gates(spec, base, errors)
     deadline = seconds(spec.get("activeDeadlineSeconds"), _at(base, "spec.activeDeadlineSeconds"), errors)
     labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
@@ -178,8 +177,7 @@ def read_pod(raw: Any, base: str, source: str, classes: Classes | None = None) -
         warnings,
         label_at=_at(base, "metadata.labels"),
     )
-    if by_class is False and "preemptionPolicy" not in spec:  # the admission plugin copies the class's
-        may_preempt = False
+    may_preempt = preempts(spec, base, errors, by_class)
     if errors or group is None:
         return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
     try:
@@ -213,9 +211,11 @@ def read_pod(raw: Any, base: str, source: str, classes: Classes | None = None) -
 PREEMPTION_POLICIES = {"PreemptLowerPriority": True, "Never": False}
 
 
-def preempts(spec: dict[str, Any], base: str, errors: list[Issue]) -> bool:
+def preempts(spec: dict[str, Any], base: str, errors: list[Issue], by_class: bool | None = None) -> bool:
     """Whether kube-scheduler may preempt lower-priority pods for this pod spec: false for
-    ``preemptionPolicy: Never``; another value is an ``enum`` error naming the field.
+    ``preemptionPolicy: Never``; another value is an ``enum`` error naming the field. Without the field,
+    ``by_class``: the policy of the pod's PriorityClass, which the admission plugin copies into the pod
+    (:func:`~placer.solver.jobs.formats.kubernetes_priority.resolve`), when the class is listed.
 
     >>> errors = []
     >>> preempts({"preemptionPolicy": "Never"}, "", errors), preempts({}, "", errors), errors
@@ -223,7 +223,7 @@ def preempts(spec: dict[str, Any], base: str, errors: list[Issue]) -> bool:
     """
     raw = spec.get("preemptionPolicy")
     if raw is None:
-        return True
+        return by_class is not False
     if not isinstance(raw, str) or raw not in PREEMPTION_POLICIES:
         errors.append(
             issue("enum", _at(base, "spec.preemptionPolicy"), f"one of {', '.join(PREEMPTION_POLICIES)}")
@@ -301,10 +301,11 @@ def template_group(
     count: int,
     errors: list[Issue],
     warnings: list[Issue],
-) -> tuple[TaskGroup | None, Placement, int, str | None]:
+) -> tuple[TaskGroup | None, Placement]:
     """A pod spec (a pod's, or a pod template's) as ``count`` replicas of one task group named ``name``,
-    with its placement, numeric priority and priority class name; problems appended (paths under
-    ``base``). The group is None when the spec has an error."""
+    with its placement; problems appended (paths under ``base``), the types of ``priority`` and
+    ``priorityClassName`` among them (their values are :func:`~placer.solver.jobs.formats.
+    kubernetes_priority.resolve`'s to read). The group is None when the spec has an error."""
     start = len(errors)
     problems = Problems(source)
     request = pod_request(spec, base or "pod", problems)
@@ -314,7 +315,6 @@ def template_group(
     priority = spec.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool):
         errors.append(issue("type", _at(base, "spec.priority"), "must be an integer"))
-        priority = 0
     pclass = spec.get("priorityClassName")
     if pclass is not None and not isinstance(pclass, str):
         errors.append(issue("type", _at(base, "spec.priorityClassName"), "must be a string"))
@@ -350,7 +350,7 @@ def template_group(
             issue("conflict", _at(base, "spec.containers"), "asks for NVIDIA and AMD GPUs: no node has both")
         )
     if len(errors) > start:
-        return None, placement, priority, pclass
+        return None, placement
     gpus = nvidia + amd
     if nvidia:  # nvidia.com/gpu is advertised by NVIDIA's device plugin alone: never an AMD node's GPUs
         placement = placement.model_copy(update={"required": [*placement.required, NOT_AMD]})
@@ -368,8 +368,8 @@ def template_group(
         )
     except ValidationError as e:
         errors.append(issue("range", _at(base, "spec"), str(e.errors()[0]["msg"])[:200]))
-        return None, placement, priority, pclass
-    return group, placement, priority, pclass
+        return None, placement
+    return group, placement
 
 
 #: The container resources placer holds a pod to: CPU, memory, disk, whole GPUs and TPU chips.

@@ -341,15 +341,9 @@ def read_workload(
                 scopes.add(level)
         if isinstance(annotations.get(PREFERRED_TOPOLOGY), str):
             preferred[set_name] = annotations[PREFERRED_TOPOLOGY]
-        group, placement, _, _ = template_group(
-            tspec, where, source, set_name, max(count, 1), errors, warnings
-        )
+        group, placement = template_group(tspec, where, source, set_name, max(count, 1), errors, warnings)
         pc, prio, by_class = resolve(tspec, {}, classes, f"{where}.spec", errors, warnings)
-        if (
-            by_class is False and "preemptionPolicy" not in tspec
-        ):  # the class's policy, as admission copies it
-            may_preempt = False
-        may_preempt = preempts(tspec, where, errors) and may_preempt
+        may_preempt = preempts(tspec, where, errors, by_class) and may_preempt
         gates.extend(g for g in scheduling_gates(tspec, where, errors) if g not in gates)
         if count == 0:
             continue  # an empty pod set holds nothing
