@@ -124,8 +124,9 @@ class NodeArrays:
         n = len(nodes)
         sig_ids: dict[tuple[object, ...], int] = {}
         group = np.empty(n, dtype=np.int64)
+        ordered = sorted(keys)
         for v in nodes:
-            group[v.idx] = sig_ids.setdefault(_static_signature(v, keys), len(sig_ids))
+            group[v.idx] = sig_ids.setdefault(_static_signature(v, ordered), len(sig_ids))
         members = [np.flatnonzero(group == g) for g in range(len(sig_ids))] if n else []
         return NodeArrays(
             snap=snap,
@@ -496,17 +497,20 @@ def _dynamic(key: object) -> bool:
     return isinstance(key, tuple) and len(key) == 3 and key[0] == "__fits__" and key[2] is True
 
 
-def _static_signature(v: NodeView, keys: frozenset[str]) -> tuple[object, ...]:
+def _static_signature(v: NodeView, keys: list[str]) -> tuple[object, ...]:
+    """What tells node ``v`` apart from others for every static test (``keys``: the batch's label keys,
+    sorted once by the caller — this runs once per node)."""
     n = v.node
+    labels = n.labels
     return (
         v.usable,
-        tuple((t.key, t.value, t.effect) for t in n.taints),
+        tuple((t.key, t.value, t.effect) for t in n.taints) if n.taints else (),
         n.gpu_type,
         n.gpu_memory_gb,
         n.compute_capability,
         n.gpu_interconnect,
         n.capacity_class,
-        tuple((k, n.labels.get(k)) for k in sorted(keys)),
+        tuple([(k, labels.get(k)) for k in keys]) if keys else (),
     )
 
 

@@ -121,18 +121,18 @@ def job_labels(job: object) -> dict[str, str]:
     """
     from placer.solver.jobs.model import Job
 
-    out: dict[str, str] = dict(getattr(job, "labels", {}) or {})
+    out: dict[str, str] = dict(getattr(job, "labels", None) or ())
     if isinstance(job, Job):
-        derived = {
-            "job_id": job.id,
-            "job_type": job.type,
-            "queue": job.queue,
-            "tenant": job.tenant,
-            "priority_class": job.priority_class.value,
-            "model_id": job.model.id,
-        }
-    else:
-        derived = {k: getattr(job, attr, None) for k, attr in _RUNNING_DERIVED.items()}
+        # Spelled out rather than looped: every from-scratch call runs this once per pending job.
+        out["job_id"] = job.id
+        for key, value in (("job_type", job.type), ("queue", job.queue), ("tenant", job.tenant)):
+            if value is not None:
+                out[key] = str(value)
+        out["priority_class"] = str(job.priority_class)
+        if job.model.id is not None:
+            out["model_id"] = str(job.model.id)
+        return out
+    derived = {k: getattr(job, attr, None) for k, attr in _RUNNING_DERIVED.items()}
     out.update({k: str(v) for k, v in derived.items() if v is not None})
     return out
 

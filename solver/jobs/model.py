@@ -103,7 +103,10 @@ class PriorityClass(StrEnum):
     @property
     def rank(self) -> int:
         """0 for spot, 1 for on-demand, 2 for reserved: compare classes with this, never by name."""
-        return {"spot": 0, "on-demand": 1, "reserved": 2}[self.value]
+        return _CLASS_RANK[self.value]
+
+
+_CLASS_RANK = {"spot": 0, "on-demand": 1, "reserved": 2}
 
 
 class AffinityOperator(StrEnum):
