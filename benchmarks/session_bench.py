@@ -12,6 +12,9 @@ Prints, on the 1,213-node openb cluster (``../shared/traces/alibaba-gpu-v2023``)
    milliseconds for ``decide`` and for ``commit``, next to ``place()`` from scratch on the same state (a
    few calls: it is what a backend without a session pays), and the floor: ``decide`` of one pod on a
    1-node cluster, the cost of a decision before any per-node work;
+2b. node events: 15 times, a random node goes down (``Session.node_down``), a pod is decided, the node
+   comes back up, a pod is decided and committed: median, p90 and max of each, next to a plain decision
+   (no decision may use the node while it is down; each is re-checked);
 3. a whole online fill (``placer fill --policy auto``, one arrival per call) and the ``fgd`` policy on the
    same arrivals: wall seconds, their ratio, allocation at 100 % and 130 % arrived load, and a fingerprint
    of every arrival's node and GPUs (the first 12 hex digits of a SHA-1): two revisions whose
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import random
 import statistics
 import time
 
@@ -68,6 +72,40 @@ def _floor(calls: int = 2000) -> list[float]:
         session.decide([job], now=NOW)  # never committed: the node stays idle
         out.append(time.perf_counter() - t)
     return out
+
+
+def _flaps(session: Session, pods: list, order: list, first: int, seed: int) -> None:  # type: ignore[type-arg]
+    """Part 2b: a node goes down, a pod arrives, the node comes back, a pod arrives (15 random nodes):
+    what a node event costs a session, and the decision after it, next to a plain decision."""
+    rng = random.Random(seed)
+    names = [n.name for n in session.cluster.nodes]
+    down_s, after_down, up_s, after_up, plain, violations = [], [], [], [], [], 0
+    for k in range(first, first + 15):
+        jobs = arrival_jobs(pods, order, [k])
+        t = time.perf_counter()
+        session.decide(jobs, now=NOW)
+        plain.append(time.perf_counter() - t)
+        name = rng.choice(names)
+        t = time.perf_counter()
+        session.node_down(name)
+        down_s.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        d = session.decide(jobs, now=NOW)
+        after_down.append(time.perf_counter() - t)
+        violations += len(check(d, jobs, session.cluster, now=NOW))
+        violations += any(r.node == name for p in d.placements for r in p.replicas)
+        t = time.perf_counter()
+        session.node_up(name)
+        up_s.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        d = session.decide(jobs, now=NOW)
+        after_up.append(time.perf_counter() - t)
+        violations += len(check(d, jobs, session.cluster, now=NOW))
+        session.commit(d)
+    print("\n== 2b. a node down, a pod, the node up, a pod (15 random nodes) ==")
+    print(f"plain decide {_ms(plain)}")
+    print(f"node_down {_ms(down_s)}; the decision after it {_ms(after_down)}")
+    print(f"node_up {_ms(up_s)}; the decision after it {_ms(after_up)}; violations {violations}")
 
 
 def main() -> None:
@@ -115,6 +153,7 @@ def main() -> None:
         scratch.append(time.perf_counter() - t)
     print(f"place() from scratch, same state: {_ms(scratch)}; checker violations in part 2: {violations}")
     print(f"the floor, one 1-GPU pod on a 1-node cluster (no per-node work): Session.decide {_ms(_floor())}")
+    _flaps(session, pods, full.order, k100 + args.arrivals + 10, args.seed)
 
     if args.no_fill:
         return

@@ -108,7 +108,9 @@ def lp_bound(
     from ortools.linear_solver import pywraplp
 
     groups = arrays.group_members  # type: ignore[attr-defined]
-    usable = np.array([arrays.snap.nodes[int(m[0])].usable for m in groups]) if groups else np.array([])  # type: ignore[attr-defined]
+    # Nodes that are down hold nothing: their capacity counts for no group (a group mixes nodes up and
+    # down: static groups do not split on it).
+    up = arrays.usable  # type: ignore[attr-defined]
     nodes = arrays.snap.nodes  # type: ignore[attr-defined]
     # Whole free GPUs plus every partly free share: never less than what could really be used.
     # ... and whatever evictions could free (preemptible running jobs), or the bound would not be one.
@@ -117,9 +119,9 @@ def lp_bound(
         np.array([len(v.free_gpus) + sum(m for m in v.milli_free if 0 < m < 1000) / 1000 for v in nodes])
         + ev_whole
         + ev_shares
-    )  # type: ignore[operator]
+    ) * up  # type: ignore[operator]
     gpu_cap = [float(gpu_free[m].sum()) for m in groups]
-    cpu_free = np.maximum(arrays.cpu, 0) + ev_cpu  # type: ignore[attr-defined]
+    cpu_free = (np.maximum(arrays.cpu, 0) + ev_cpu) * up  # type: ignore[attr-defined]
     cpu_cap = [float(cpu_free[m].sum()) / 16.0 for m in groups]
     tpu_cap: dict[str, float] = dict(ev_chips)
     for pv in arrays.snap.pods:  # type: ignore[attr-defined]
@@ -132,7 +134,7 @@ def lp_bound(
     gpu_rows: dict[int, object] = {}
     # Fragmentation cuts: on a node, GPUs taken by replicas whose sizes are all multiples of g add up to a
     # multiple of g, so at most floor(free / g) * g; summed over a group, a valid row per (group, g).
-    whole = (np.array([len(v.free_gpus) for v in nodes]) + ev_whole).astype(np.int64)  # type: ignore[operator]
+    whole = ((np.array([len(v.free_gpus) for v in nodes]) + ev_whole) * up).astype(np.int64)  # type: ignore[operator]
     frag_rows: dict[tuple[int, int], object] = {}
     cpu_rows: dict[int, object] = {}
     tpu_rows: dict[str, object] = {}
@@ -157,7 +159,7 @@ def lp_bound(
             if c.unit.tpu is None:
                 allowed |= c.static
         hit = np.bincount(arrays.group[allowed], minlength=n_groups) if allowed.any() else np.zeros(0)  # type: ignore[attr-defined]
-        gids = tuple(int(g) for g in np.flatnonzero(hit) if usable[g])
+        gids = tuple(int(g) for g in np.flatnonzero(hit))
         gpu_job = bool(p.job.total_gpu_milli)
         sizes = [u.need.gpus for u in p.units if u.tpu is None and u.need.gpus]
         whole_only = gpu_job and len(sizes) == sum(1 for u in p.units if u.tpu is None)

@@ -157,14 +157,22 @@ class NodeArrays:
             clock=clock,
         )
 
-    def refreshed(self, snap: Snapshot, changed: Iterable[int]) -> NodeArrays:
+    def refreshed(self, snap: Snapshot, changed: Iterable[int], *, availability: bool = False) -> NodeArrays:
         """These arrays for ``snap``, a view that differs from ``self.snap`` only in the free amounts and
         running jobs of the nodes ``changed`` (:func:`placer.solver.snapshot.updated`): the static parts
         (capacities, static groups, candidate masks, preference scores) are shared, the free amounts are
         copied and those rows written again, and every cached answer that reads free amounts or running
         jobs is dropped. Time: the changed rows plus a copy of seven arrays (the static answers are one
-        shared dict, not copied: :class:`Answers`)."""
+        shared dict, not copied: :class:`Answers`).
+
+        ``availability``: the changed nodes went down or came up as well. Static groups do not split on
+        it, so they stand; ``usable`` is copied and those rows written again, and the candidate masks —
+        the one static answer that reads it — are left behind (the other static answers are kept, in a
+        dict of their own, so the arrays of the cluster before are not changed)."""
         idx = np.fromiter(changed, dtype=np.int64)
+        answers = self._static_cache.refreshed()
+        if availability:
+            answers = Answers({k: v for k, v in answers.static.items() if not _reads_availability(k)})
         out = NodeArrays(
             snap=snap,
             gpus=self.gpus.copy(),
@@ -180,17 +188,19 @@ class NodeArrays:
             cap_shm=self.cap_shm,
             empty=self.empty.copy(),
             partial=self.partial.copy(),
-            usable=self.usable,
+            usable=self.usable.copy() if availability else self.usable,
             group=self.group,
             group_members=self.group_members,
             keys=self.keys,
             stamp=self.stamp.copy(),
             clock=self.clock,
-            _static_cache=self._static_cache.refreshed(),
+            _static_cache=answers,
         )
         out.stamp[idx] = self.clock.ticks(idx.size)
         for i in idx.tolist():
             v = snap.nodes[i]
+            if availability:
+                out.usable[i] = v.usable
             out.gpus[i] = len(v.free_gpus)
             out.milli[i] = max(v.milli_free, default=0)
             out.cpu[i], out.mem[i] = v.free_cpu, v.free_mem
@@ -497,13 +507,18 @@ def _dynamic(key: object) -> bool:
     return isinstance(key, tuple) and len(key) == 3 and key[0] == "__fits__" and key[2] is True
 
 
+def _reads_availability(key: object) -> bool:
+    """Whether a static answer reads which nodes are up (the candidate masks: :func:`_static_mask`)."""
+    return isinstance(key, tuple) and bool(key) and key[0] == "__static__"
+
+
 def _static_signature(v: NodeView, keys: list[str]) -> tuple[object, ...]:
     """What tells node ``v`` apart from others for every static test (``keys``: the batch's label keys,
-    sorted once by the caller — this runs once per node)."""
+    sorted once by the caller — this runs once per node). Not whether it is up: a node going down or
+    coming back then moves no node between groups, and every answer per group stands (``refreshed``)."""
     n = v.node
     labels = n.labels
     return (
-        v.usable,
         tuple((t.key, t.value, t.effect) for t in n.taints) if n.taints else (),
         n.gpu_type,
         n.gpu_memory_gb,
@@ -545,6 +560,7 @@ def _static_mask(
     unit: Unit, arrays: NodeArrays, nvlink: bool, spot_ok: bool
 ) -> tuple[np.ndarray, dict[str, int]]:
     key = (
+        "__static__",
         unit.gpu.model_dump_json() if unit.gpu is not None else None,
         unit.tpu is not None,
         tuple(r.model_dump_json() for r in unit.rules),
@@ -565,14 +581,24 @@ def _static_mask(
     ruled = np.ones(len(arrays.group_members), dtype=bool)
     for r in unit.rules:
         ruled &= arrays.holding_groups(r)
-    for g, members in enumerate(arrays.group_members):
-        v = snap.nodes[int(members[0])]
+    usable = arrays.usable
+    all_up = bool(usable.all())
+    for g, group in enumerate(arrays.group_members):
+        # Nodes that are down are blamed first, as if the group were split on it; the rest of the group
+        # answers as its first node does (the group's static facts are the same).
+        if unit.tpu is not None or all_up:
+            members = group
+        else:
+            members = group[usable[group]]
+            if len(members) < len(group):
+                eliminated["unavailable"] = eliminated.get("unavailable", 0) + len(group) - len(members)
+            if not len(members):
+                continue
+        v = snap.nodes[int(group[0])]
         n = v.node
         reason = None
         if unit.tpu is not None:
             reason = "accelerator"  # TPU replicas go to TPU pods, never to nodes
-        elif not v.usable:
-            reason = "unavailable"
         elif any(t.effect in HARD_TAINT_EFFECTS and not tolerated(t, unit.tolerations) for t in n.taints):
             reason = "taint"
         elif wants_gpu and n.gpu_count == 0:

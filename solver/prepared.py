@@ -25,7 +25,7 @@ from placer.solver.shielded import Shielded
 from placer.solver.snapshot import Snapshot, max_gpus_by_type, updated
 from placer.topology import Cluster, RunningJob
 
-__all__ = ["Prepared"]
+__all__ = ["Prepared", "flipped"]
 
 
 @dataclass(eq=False)
@@ -100,3 +100,41 @@ class Prepared:
         if self._shielded is not None:
             out._shielded = self._shielded.advanced(started, ended)
         return out
+
+    def available(self, cluster: Cluster, names: Iterable[str]) -> Prepared:
+        """The pieces for ``cluster``, which is this one with the nodes ``names`` gone down or come back up
+        (:func:`placer.topology.availability.with_availability`; nothing else changed, no TPU pod among
+        them: :func:`flipped` finds them). Their views and rows are made again and every kept answer
+        that reads which nodes are up (the candidate masks) is left behind; static groups, preference
+        scores, running shapes and the fragmentation measures of the other nodes stand. Time: those nodes,
+        plus a copy of the arrays."""
+        names = sorted(set(names))
+        out = Prepared(cluster, learned=self.learned, _shapes=self._shapes, _max_gpus=self._max_gpus)
+        out._shielded = self._shielded
+        if self._snap is not None:
+            snap = out._snap = updated(self._snap, cluster, names, availability=True)
+            rows = [snap.by_name[n] for n in names]
+            out._arrays = {k: a.refreshed(snap, rows, availability=True) for k, a in self._arrays.items()}
+        return out
+
+
+def flipped(before: Cluster, after: Cluster) -> list[str] | None:
+    """The nodes that went down or came up between ``before`` and ``after``, when nothing else differs
+    (the same nodes in the same order, the same TPU pods, the same running jobs): what
+    :meth:`Prepared.available` moves forward by. None otherwise: the pieces must start afresh.
+
+    Nodes :func:`~placer.topology.availability.with_availability` left alone are the very same objects, so
+    the walk compares identities; a rebuilt cluster (a template expanded, a TPU pod marked) has new ones
+    throughout, and every node new is taken as that (when all of them really flipped, fresh pieces cost
+    no more than moving every node forward)."""
+    old, new = before.nodes, after.nodes
+    if (
+        len(old) != len(new)
+        or after.structure.pods is not before.structure.pods
+        or after.state.jobs is not before.state.jobs
+    ):
+        return None
+    changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a is not b]
+    if len(changed) == len(old) or any(old[i].name != new[i].name for i in changed):
+        return None
+    return [new[i].name for i in changed]

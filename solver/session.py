@@ -34,7 +34,7 @@ from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.fragmentation import Learned
 from placer.solver.policy import Policy
-from placer.solver.prepared import Prepared
+from placer.solver.prepared import Prepared, flipped
 from placer.solver.prices import PriceCatalog
 from placer.solver.reservations import Reservation
 from placer.solver.running import running_job
@@ -126,11 +126,22 @@ class Session:
 
     def node_down(self, *names: str) -> None:
         """Nodes (or TPU pods) not ready: nothing new goes there; what runs there stays accounted."""
-        self._rebuild(with_availability(self.cluster, dict.fromkeys(names, False)))
+        self._availability(dict.fromkeys(names, False))
 
     def node_up(self, *names: str) -> None:
         """Nodes (or TPU pods) ready and schedulable again."""
-        self._rebuild(with_availability(self.cluster, dict.fromkeys(names, True)))
+        self._availability(dict.fromkeys(names, True))
+
+    def _availability(self, up: dict[str, bool]) -> None:
+        """Nodes went down or came up: the prepared pieces move forward by the nodes whose readiness
+        changed (:func:`~placer.solver.prepared.flipped`); when more changed (a TPU pod, a template the
+        change expanded), they start afresh."""
+        after = with_availability(self.cluster, up)
+        names = flipped(self.cluster, after)
+        if names is None:
+            self._rebuild(after)
+        else:
+            self._prepared = self._prepared.available(after, names)
 
     def add_nodes(self, inventory: Inventory) -> None:
         """More nodes (and TPU pods), described as an inventory document of their own."""

@@ -12,6 +12,7 @@ Session` and the simulator all mark nodes up and down, and they must mean the sa
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from placer.topology.build import build_cluster
@@ -19,6 +20,7 @@ from placer.topology.cluster import Cluster
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.inventory import Inventory
 from placer.topology.labels import HOST_LABEL
+from placer.topology.model import Node
 
 __all__ = ["with_availability"]
 
@@ -29,22 +31,26 @@ def with_availability(cluster: Cluster, up: Mapping[str, bool]) -> Cluster:
     so only that node changes. A host that the cluster holds as several nodes (a Slurm node of several GPU
     types, one node per type: label ``slurm_node``) names them all. An unknown name is a
     :class:`TopologyError` naming it."""
-    parts: dict[str, list[str]] = {}
-    for n in cluster.nodes:
-        if HOST_LABEL in n.labels:
-            parts.setdefault(n.labels[HOST_LABEL], []).append(n.name)
-    up = {
-        part: v
-        for name, v in up.items()
-        for part in (parts.get(name, [name]) if not cluster.has_node(name) else [name])
-    }
-    inv = cluster.to_inventory()
-    pods = {p.name for p in inv.tpu_pods}
+    if not all(cluster.has_node(n) for n in up):
+        parts: dict[str, list[str]] = {}
+        for n in cluster.nodes:
+            if HOST_LABEL in n.labels:
+                parts.setdefault(n.labels[HOST_LABEL], []).append(n.name)
+        up = {
+            part: v
+            for name, v in up.items()
+            for part in (parts.get(name, [name]) if not cluster.has_node(name) else [name])
+        }
+    pods = cluster.structure.pods
     unknown = sorted(n for n in up if not cluster.has_node(n) and n not in pods)
     if unknown:
         raise TopologyError(
             [Problem(cluster.source, "nodes", f"no node or TPU pod {n!r} in the cluster") for n in unknown]
         )
+    fast = _flipped(cluster, up)
+    if fast is not None:
+        return fast
+    inv = cluster.to_inventory()
     templates = {cluster.node(n).spec_index for n in up if cluster.has_node(n)}
     specs = []
     for k, spec in enumerate(inv.nodes):
@@ -52,6 +58,42 @@ def with_availability(cluster: Cluster, up: Mapping[str, bool]) -> Cluster:
         specs.extend(_marked(s, up) for s in expanded)
     changed = inv.model_copy(update={"nodes": specs, "tpu_pods": [_marked(p, up) for p in inv.tpu_pods]})
     return build_cluster(changed, source=cluster.source)
+
+
+def _flipped(cluster: Cluster, up: Mapping[str, bool]) -> Cluster | None:
+    """What the general path builds, in time proportional to the nodes named, when every name is a node
+    described by an inventory entry of its own (``count: 1``, the shape every importer writes): those
+    entries and nodes are swapped for marked copies, their NVLink domains' usable and busy GPUs counted
+    again, and the running jobs kept as they are (they stay accounted, on nodes whose facts are the same).
+    None when a name is a TPU pod or a node of a template: the general path then rebuilds the cluster.
+    ``tests/topology/test_availability.py`` checks both paths give equal clusters."""
+    s = cluster.structure
+    if not all(cluster.has_node(n) for n in up):
+        return None
+    specs = list(s.inventory.nodes)
+    changed: dict[str, Node] = {}
+    for name, value in up.items():
+        node = s.node_index[name]
+        spec = specs[node.spec_index]
+        if spec.count != 1 or spec.name != name:
+            return None
+        marked = _marked(spec, {name: value})
+        specs[node.spec_index] = marked
+        changed[name] = replace(node, schedulable=marked.schedulable, ready=marked.ready, spec=marked)
+    domains = {n.nvlink_domain for n in changed.values() if n.nvlink_domain in s.domains}
+    usable = dict(s.domain_usable)
+    index = {**s.node_index, **changed}
+    busy = cluster.state.domain_busy.edit()
+    for d in sorted(domains, key=str):
+        members = [index[m] for m in s.domains[d].nodes]  # type: ignore[index]
+        usable[d] = sum(n.gpu_count for n in members if n.usable)  # type: ignore[index]
+        held = sum(len(cluster.usage(n.name).gpus) for n in members if n.usable)
+        if held:
+            busy[d] = held  # type: ignore[index]
+        else:
+            busy.pop(d)
+    structure = s.with_nodes(s.inventory.model_copy(update={"nodes": specs}), changed, usable)
+    return Cluster(structure, replace(cluster.state, domain_busy=busy.done()))
 
 
 def _marked(spec: Any, up: Mapping[str, bool]) -> Any:

@@ -42,6 +42,7 @@ class Structure:
     domains_by_type: Mapping[str, tuple[str, ...]] = field(init=False)
     _label_index: dict[tuple[str, str], tuple[str, ...]] | None = field(default=None, init=False, repr=False)
     _graph: nx.DiGraph | None = field(default=None, init=False, repr=False)
+    _positions: dict[str, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         by_type: dict[str, list[str]] = defaultdict(list)
@@ -58,6 +59,36 @@ class Structure:
                     index[kv].append(n.name)
             self._label_index = {k: tuple(v) for k, v in index.items()}
         return self._label_index
+
+    def position(self, name: str) -> int:
+        """Where node ``name`` sits in :attr:`nodes` (an index built on first use)."""
+        if self._positions is None:
+            self._positions = {n.name: i for i, n in enumerate(self.nodes)}
+        return self._positions[name]
+
+    def with_nodes(
+        self, inventory: Inventory, changed: Mapping[str, Node], domain_usable: Mapping[str, int]
+    ) -> Structure:
+        """This structure with the nodes in ``changed`` (by name) replaced by nodes of the same name whose
+        labels are the same (only readiness differs), described by ``inventory``: the node tuple and name
+        index are copied with those entries swapped, and the label index and node positions, which do not
+        change, are shared. The graph is built again on demand (it carries readiness)."""
+        nodes = list(self.nodes)
+        index = dict(self.node_index)
+        for name, node in changed.items():
+            nodes[self.position(name)] = node
+            index[name] = node
+        out = Structure(
+            inventory=inventory,
+            source=self.source,
+            nodes=tuple(nodes),
+            node_index=index,
+            domains=self.domains,
+            pods=self.pods,
+            domain_usable=domain_usable,
+        )
+        out._label_index, out._positions = self._label_index, self._positions
+        return out
 
     def graph(self) -> nx.DiGraph:
         """The networkx graph of the structure, built on first use and frozen (shared by snapshots)."""

@@ -22,10 +22,11 @@ clusters and all reads run in parallel (reads take the current snapshot object, 
 
 Speed. Each version keeps the solver's prepared pieces for its snapshot (:class:`~placer.solver.prepared.
 Prepared`: the snapshot view, node arrays, static candidate answers), and a PATCH that only starts and
-ends jobs moves them forward by what it changed (as a :class:`~placer.solver.session.Session` does), so
-a placement on a big stored cluster costs what the batch needs, not a rebuild of the whole cluster. The
-pieces are one caller's at a time (:attr:`Stored.prepared_lock`): a placement that finds them busy places
-without them, as ``place()`` alone would, with the same decision.
+ends jobs, or only marks nodes down or up, moves them forward by what it changed (as a
+:class:`~placer.solver.session.Session` does), so a placement on a big stored cluster costs what the
+batch needs, not a rebuild of the whole cluster. The pieces are one caller's at a time
+(:attr:`Stored.prepared_lock`): a placement that finds them busy places without them, as ``place()``
+alone would, with the same decision.
 
 >>> from placer.topology import cluster_of, dgx_h100
 >>> store = ClusterStore()
@@ -48,7 +49,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from placer.solver.prepared import Prepared
+from placer.solver.prepared import Prepared, flipped
 from placer.topology import Cluster, RunningJob, TopologyError
 from placer.topology.availability import with_availability
 from placer.topology.build import build_cluster
@@ -104,13 +105,19 @@ class Stored:
     def after(self, version: int, cluster: Cluster, when: datetime) -> Stored:
         """The next version, ``cluster``: its prepared pieces moved forward from these when only jobs
         started and ended and these are free; else fresh ones (built on first use)."""
-        # Job changes keep the structure (nodes and their facts); a node change rebuilds it.
-        if cluster.structure is self.cluster.structure and self.prepared_lock.acquire(blocking=False):
+        # Job changes keep the structure (nodes and their facts); nodes going down or up change it in
+        # those nodes only (flipped names them); anything else starts the pieces afresh.
+        same = cluster.structure is self.cluster.structure
+        names = None if same else flipped(self.cluster, cluster)
+        if (same or names is not None) and self.prepared_lock.acquire(blocking=False):
             try:
-                old, new = self.cluster.state.jobs, cluster.state.jobs
-                started = [cluster.running_job(j) for j in new if j not in old]
-                ended = [self.cluster.running_job(j) for j in old if j not in new]
-                prepared = self.prepared.advanced(cluster, started, ended)
+                if names is not None:
+                    prepared = self.prepared.available(cluster, names)
+                else:
+                    old, new = self.cluster.state.jobs, cluster.state.jobs
+                    started = [cluster.running_job(j) for j in new if j not in old]
+                    ended = [self.cluster.running_job(j) for j in old if j not in new]
+                    prepared = self.prepared.advanced(cluster, started, ended)
             finally:
                 self.prepared_lock.release()
             return Stored(self.id, version, cluster, when, prepared)

@@ -7,8 +7,10 @@ the new job allocated at the decision), so the next decision never hands the sam
 checker can verify it; the physical delay is the simulator's business (the new job starts when the
 grace period ends; see ``scenarios/sim/loop.py``).
 
-A failed node is a node with ``ready: false``: the cluster is rebuilt from the inventory with that node
-expanded out of its template (clusters without failures are built once; each set of down nodes once).
+A failed node is a node with ``ready: false``. A node up in the base cluster goes down and comes back as
+a session marks it (``Session.node_down``/``node_up``: flipped in place when it has an inventory entry of
+its own, the session's pieces moved forward by it); otherwise the cluster is rebuilt from the inventory
+with that node expanded out of its template (each set of down nodes once) and the session reset to it.
 
 The ledger's cluster *is* a :class:`~placer.solver.session.Session`'s (the simulator's, or one of its
 own): every allocation, release and failure moves the session forward by what changed, so the next
@@ -79,6 +81,15 @@ class Ledger:
         if new == self.down:
             return
         self.down = new
+        if self._base.has_node(node) and self._base.node(node).usable:
+            # A node up in the base cluster goes down and back up as a session marks it (not ready; ready
+            # and schedulable again): the session moves its pieces forward by that node instead of
+            # starting afresh on a cluster rebuilt with every running job (``Session.node_down``).
+            if down:
+                self.session.node_down(node)
+            else:
+                self.session.node_up(node)
+            return
         if new not in self._structures:
             self._structures[new] = _with_down(self._base, new)
         self.session.reset(self._structures[new].with_allocations(self.jobs.values()))

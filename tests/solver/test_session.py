@@ -20,13 +20,20 @@ from placer.solver.jobs.model import GpuDemand, Job, ModelRef, TaskGroup
 from placer.solver.policy import Policy
 from placer.solver.prepared import Prepared
 from placer.solver.session import Session
-from placer.topology import LoadedModel, NodeSpec, cluster_of, cpu_nodes, dgx_h100, pcie_inference
-from placer.topology.inventory import Inventory
+from placer.topology import Inventory, LoadedModel, NodeSpec, cluster_of, cpu_nodes, dgx_h100, pcie_inference
+from placer.topology.build import build_cluster
 from tests.solver.conftest import NOW, without_timing
 
 
-def _cluster():  # type: ignore[no-untyped-def]
-    return cluster_of(dgx_h100(3, nodes_per_rack=2), pcie_inference(3, gpus_per_node=4), cpu_nodes(2))
+def _cluster(one_entry_per_node: bool = False):  # type: ignore[no-untyped-def]
+    """Six GPU nodes and two CPU ones, described by templates (``count: 3``), or node by node as importers
+    write them: nodes of a template going down rebuild the cluster, a node of its own is flipped in place
+    (``topology/availability.py``), and the session's pieces move forward by it (``Prepared.available``)."""
+    c = cluster_of(dgx_h100(3, nodes_per_rack=2), pcie_inference(3, gpus_per_node=4), cpu_nodes(2))
+    if not one_entry_per_node:
+        return c
+    inv = c.to_inventory()
+    return build_cluster(inv.model_copy(update={"nodes": list(Inventory(nodes=inv.nodes).expanded_nodes())}))
 
 
 @st.composite
@@ -68,8 +75,8 @@ def steps(draw: st.DrawFn) -> list[tuple[str, object]]:
     return out
 
 
-def _run(plan: list[tuple[str, object]], policy: Policy) -> None:
-    session = Session(_cluster(), policy)
+def _run(plan: list[tuple[str, object]], policy: Policy, one_entry_per_node: bool = False) -> None:
+    session = Session(_cluster(one_entry_per_node), policy)
     for what, arg in plan:
         if what == "batch":
             jobs = arg
@@ -97,15 +104,45 @@ def _run(plan: list[tuple[str, object]], policy: Policy) -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(plan=steps())
-def test_a_session_decides_as_place_does_greedy(plan: list[tuple[str, object]]) -> None:
-    _run(plan, Policy(engine="greedy", time_limit_s=5))
+@given(plan=steps(), one_entry_per_node=st.booleans())
+def test_a_session_decides_as_place_does_greedy(
+    plan: list[tuple[str, object]], one_entry_per_node: bool
+) -> None:
+    _run(plan, Policy(engine="greedy", time_limit_s=5), one_entry_per_node)
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(plan=steps())
-def test_a_session_decides_as_place_does_reproducible_auto(plan: list[tuple[str, object]]) -> None:
-    _run(plan, Policy(engine="auto", time_limit_s=5, reproducible=True))
+@given(plan=steps(), one_entry_per_node=st.booleans())
+def test_a_session_decides_as_place_does_reproducible_auto(
+    plan: list[tuple[str, object]], one_entry_per_node: bool
+) -> None:
+    _run(plan, Policy(engine="auto", time_limit_s=5, reproducible=True), one_entry_per_node)
+
+
+def test_a_node_going_down_and_up_moves_the_pieces_forward_and_decides_as_place_does() -> None:
+    # Node by node, so both flips take the fast path; the pieces are moved forward, not started afresh,
+    # and the masks that read availability are made again: the job avoids the down node, then may use it.
+    session = Session(_cluster(one_entry_per_node=True), Policy(engine="greedy"))
+    big = [Job(id="big", tasks=[TaskGroup(gpu=GpuDemand(count=8))])]
+    first = session.decide(big, now=NOW)
+    node = first.placements[0].replicas[0].node
+    arrays_before = dict(session._prepared._arrays)
+    session.node_down(node)
+    assert session._prepared._snap is not None and session._prepared._arrays.keys() == arrays_before.keys()
+    down = session.decide(big, now=NOW)
+    assert down.placements and down.placements[0].replicas[0].node != node
+    fresh = place(
+        big,
+        session.cluster,
+        session.policy,
+        now=NOW,
+        prepared=Prepared(session.cluster, learned=session.learned),
+    )
+    assert without_timing(down) == without_timing(fresh)
+    session.node_down(*{n.name for n in session.cluster.nodes if n.gpu_type == "nvidia-h100"} - {node})
+    assert session.decide(big, now=NOW).pending[0].reasons[0].code == "UNSATISFIABLE"
+    session.node_up(node)
+    assert session.decide(big, now=NOW).placements[0].replicas[0].node == node
 
 
 def test_commit_carries_what_preemption_and_planning_read() -> None:

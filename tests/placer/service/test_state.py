@@ -191,3 +191,12 @@ def test_a_version_keeps_the_solvers_prepared_pieces_moved_forward_by_job_change
     with s3.prepared_lock:
         s4 = store.patch("c", [{"op": "job_finished", "job": "a"}])
     assert s4.prepared._snap is None
+    # Nodes of their own (the template was expanded by s3's change) going down or up, and nothing else:
+    # the pieces are moved forward by those nodes, and still decide as place() alone.
+    s4.prepared.snapshot()
+    s5 = store.patch("c", [{"op": "node_down", "node": "dgx-1"}])
+    assert s5.prepared._snap is not None and s5.prepared.cluster is s5.cluster
+    assert same(s5)
+    s6 = store.patch("c", [{"op": "node_up", "node": "dgx-3"}, {"op": "node_up", "node": "dgx-1"}])
+    assert s6.prepared._snap is not None and all(n.usable for n in s6.cluster.nodes)
+    assert same(s6)
