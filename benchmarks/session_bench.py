@@ -31,6 +31,8 @@ import hashlib
 import random
 import statistics
 import time
+from collections.abc import Callable
+from typing import Any
 
 from placer.scenarios.fill.engines import NOW, arrival_jobs
 from placer.scenarios.fill.result import FillResult
@@ -79,33 +81,33 @@ def _flaps(session: Session, pods: list, order: list, first: int, seed: int) -> 
     what a node event costs a session, and the decision after it, next to a plain decision."""
     rng = random.Random(seed)
     names = [n.name for n in session.cluster.nodes]
-    down_s, after_down, up_s, after_up, plain, violations = [], [], [], [], [], 0
+    times: dict[str, list[float]] = {k: [] for k in ("plain", "down", "after down", "up", "after up")}
+    violations = 0
+
+    def timed(what: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        out = call(*args, **kwargs)
+        times[what].append(time.perf_counter() - t)
+        return out
+
     for k in range(first, first + 15):
         jobs = arrival_jobs(pods, order, [k])
-        t = time.perf_counter()
-        session.decide(jobs, now=NOW)
-        plain.append(time.perf_counter() - t)
+        timed("plain", session.decide, jobs, now=NOW)
         name = rng.choice(names)
-        t = time.perf_counter()
-        session.node_down(name)
-        down_s.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        d = session.decide(jobs, now=NOW)
-        after_down.append(time.perf_counter() - t)
+        timed("down", session.node_down, name)
+        d = timed("after down", session.decide, jobs, now=NOW)
         violations += len(check(d, jobs, session.cluster, now=NOW))
         violations += any(r.node == name for p in d.placements for r in p.replicas)
-        t = time.perf_counter()
-        session.node_up(name)
-        up_s.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        d = session.decide(jobs, now=NOW)
-        after_up.append(time.perf_counter() - t)
+        timed("up", session.node_up, name)
+        d = timed("after up", session.decide, jobs, now=NOW)
         violations += len(check(d, jobs, session.cluster, now=NOW))
         session.commit(d)
     print("\n== 2b. a node down, a pod, the node up, a pod (15 random nodes) ==")
-    print(f"plain decide {_ms(plain)}")
-    print(f"node_down {_ms(down_s)}; the decision after it {_ms(after_down)}")
-    print(f"node_up {_ms(up_s)}; the decision after it {_ms(after_up)}; violations {violations}")
+    print(f"plain decide {_ms(times['plain'])}")
+    print(f"node_down {_ms(times['down'])}; the decision after it {_ms(times['after down'])}")
+    print(
+        f"node_up {_ms(times['up'])}; the decision after it {_ms(times['after up'])}; violations {violations}"
+    )
 
 
 def main() -> None:
