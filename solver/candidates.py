@@ -557,10 +557,13 @@ class UnitCandidates:
 
 
 def _static_mask(
-    unit: Unit, arrays: NodeArrays, nvlink: bool, spot_ok: bool
+    unit: Unit, arrays: NodeArrays, nvlink: bool, spot_ok: bool, assume_up: bool = False
 ) -> tuple[np.ndarray, dict[str, int]]:
+    """The nodes that pass every static check for ``unit``, and how many each check ruled out first.
+    ``assume_up``: as if every node were up (whether a job waits for nodes to come back, or never runs)."""
     key = (
         "__static__",
+        assume_up,
         unit.gpu.model_dump_json() if unit.gpu is not None else None,
         unit.tpu is not None,
         tuple(r.model_dump_json() for r in unit.rules),
@@ -582,7 +585,7 @@ def _static_mask(
     for r in unit.rules:
         ruled &= arrays.holding_groups(r)
     usable = arrays.usable
-    all_up = bool(usable.all())
+    all_up = assume_up or bool(usable.all())
     for g, group in enumerate(arrays.group_members):
         # Nodes that are down are blamed first, as if the group were split on it; the rest of the group
         # answers as its first node does (the group's static facts are the same).
@@ -673,9 +676,13 @@ def _walk(r: FluxResource) -> list[FluxResource]:
     return out
 
 
-def unit_candidates(unit: Unit, arrays: NodeArrays, *, nvlink: bool, spot_ok: bool) -> UnitCandidates:
-    """Static and current candidates of one unit, with the node counts each check removed."""
-    static, eliminated = _static_mask(unit, arrays, nvlink, spot_ok)
+def unit_candidates(
+    unit: Unit, arrays: NodeArrays, *, nvlink: bool, spot_ok: bool, assume_up: bool = False
+) -> UnitCandidates:
+    """Static and current candidates of one unit, with the node counts each check removed. ``assume_up``:
+    as if the nodes that are down (cordoned, not ready) were up — only to tell a job that waits for them
+    from one that could never run (``explain.unavailable``); never to place."""
+    static, eliminated = _static_mask(unit, arrays, nvlink, spot_ok, assume_up)
     eliminated = dict(eliminated)
     big_enough = arrays.fits(unit.need, free=False)
     too_small = static & ~big_enough

@@ -102,7 +102,8 @@ class Hold(_Out):
 
 
 class Reason(_Out):
-    """Why a job is pending. ``UNSATISFIABLE`` is fixed: the job could not run even on the empty cluster."""
+    """Why a job is pending. ``UNSATISFIABLE`` is fixed: the job could not run even on the empty cluster with
+    every node up; ``NODES_UNAVAILABLE``: only nodes that are down could run it, and it waits for them."""
 
     code: str
     message: str

@@ -53,6 +53,7 @@ __all__ = [
     "pending_reasons",
     "queue_budget",
     "throttle",
+    "unavailable",
     "unsatisfiable",
 ]
 
@@ -187,6 +188,30 @@ def unsatisfiable(plan: JobPlan, cands: list[UnitCandidates], why: str) -> Reaso
     if eliminated:
         text += f" ({_counts(eliminated, STATIC_CHECKS)})"
     return Reason(code="UNSATISFIABLE", message=text, details={"eliminated": eliminated})
+
+
+def unavailable(cands: list[UnitCandidates], up: list[UnitCandidates], snap: Snapshot) -> Reason:
+    """The ``NODES_UNAVAILABLE`` reason: no node can run the job now only because every node that could is
+    cordoned or not ready (``cands``: its candidates; ``up``: the same as if every node were up, among
+    which it is satisfiable). It waits, as a pod on NotReady nodes stays Pending and a Slurm job waits
+    with ``ReqNodeNotAvail``; ``UNSATISFIABLE``, fixed, would tell a backend to give up on it."""
+    waiting = np.zeros(len(snap.nodes), dtype=bool)
+    eliminated: dict[str, int] = {}
+    for c, u in zip(cands, up, strict=True):
+        if c.unit.tpu is not None:
+            continue
+        waiting |= u.static & ~c.static
+        for k, n in c.eliminated.items():
+            eliminated[k] = max(eliminated.get(k, 0), n)
+    names = [snap.nodes[int(i)].name for i in np.flatnonzero(waiting)]
+    return Reason(
+        code="NODES_UNAVAILABLE",
+        message=(
+            f"the nodes that could run it are cordoned or not ready now ({few(names)}); "
+            "it waits for them to come back"
+        ),
+        details={"count": len(names), "nodes": names[:MAX_NAMED], "eliminated": eliminated},
+    )
 
 
 def pending_reasons(

@@ -37,7 +37,7 @@ from placer.solver.candidates import (
 from placer.solver.decision import Reason
 from placer.solver.demand import JobPlan, expand
 from placer.solver.domains import honour_domains
-from placer.solver.explain import unsatisfiable
+from placer.solver.explain import unavailable, unsatisfiable
 from placer.solver.greedy import priority_order
 from placer.solver.impossible import impossible_topology, unsatisfiable_why
 from placer.solver.jobs.model import Job, SpotPreference
@@ -231,13 +231,24 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
             continue
         why = unsatisfiable_why(plan, cands, problem.snap, ok, arrays)
         if why is not None:
-            problem.unsat[plan.idx] = unsatisfiable(plan, cands, why)
+            problem.unsat[plan.idx] = _cannot_run(plan, cands, why, problem, ok)
             continue
         problem.candidates[plan.idx] = cands
         problem.prefs[plan.idx] = [preference_scores(plan, u, arrays, policy) for u in plan.units]
         problem.anti[plan.idx] = anti_affinity_mask(plan.anti, arrays, plan.labels)
         problem.considered += plan.replicas
         greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)
+
+
+def _cannot_run(plan: JobPlan, cands: list[UnitCandidates], why: str, problem: Problem, ok: bool) -> Reason:
+    """Why a job no node can run now: ``NODES_UNAVAILABLE`` when it could run were the nodes that are
+    down up (it waits for them), else the fixed ``UNSATISFIABLE``."""
+    if any(c.eliminated.get("unavailable") for c in cands if c.unit.tpu is None):
+        arrays = problem.arrays
+        up = [unit_candidates(u, arrays, nvlink=plan.nvlink, spot_ok=ok, assume_up=True) for u in plan.units]
+        if unsatisfiable_why(plan, up, problem.snap, ok, arrays) is None:
+            return unavailable(cands, up, problem.snap)
+    return unsatisfiable(plan, cands, why)
 
 
 def _targets(problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepared | None) -> Targets | None:

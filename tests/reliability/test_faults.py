@@ -109,7 +109,10 @@ def test_a_job_pinned_to_the_down_node_stays_pending(engine: str) -> None:
     decision = place([job], cluster, Policy(engine=engine, time_limit_s=2), now=NOW)
     assert_valid(decision, [job], cluster)
     assert [p.job for p in decision.pending] == ["pinned"]
-    assert decision.pending[0].reasons[0].code == "UNSATISFIABLE"
+    # It waits for gpu-2 to come back (a pod pinned to a NotReady node stays Pending): not UNSATISFIABLE,
+    # which is fixed and would tell a backend to give up on it.
+    assert decision.pending[0].reasons[0].code == "NODES_UNAVAILABLE"
+    assert decision.pending[0].reasons[0].details["nodes"] == ["gpu-2"]
 
 
 def test_a_decision_from_the_old_snapshot_is_caught_on_recheck() -> None:

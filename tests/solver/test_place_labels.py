@@ -198,8 +198,9 @@ def test_cordoned_or_not_ready_nodes_excluded(solve: Solve, flag: str) -> None:
     d = solve([gang("j", 1)], c)
     assert nodes_of(d, "j") == ["good"]
     d = solve([gang("j2", 1)], build_cluster(Inventory(nodes=[node("bad", **{flag: False})])))
-    assert reason_codes(d, "j2") == ["UNSATISFIABLE"]
-    assert d.pending[0].reasons[0].details["eliminated"] == {"unavailable": 1}
+    # Its only node is cordoned or not ready: it waits for it (not UNSATISFIABLE, which is fixed).
+    assert reason_codes(d, "j2") == ["NODES_UNAVAILABLE"]
+    assert d.pending[0].reasons[0].details == {"count": 1, "nodes": ["bad"], "eliminated": {"unavailable": 1}}
 
 
 # -- RFC 31 constraints of a Flux jobspec, end to end -------------------------------------------------------

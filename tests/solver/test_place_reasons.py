@@ -10,6 +10,7 @@ import pytest
 from placer.solver.jobs import check_batch, read_text
 from placer.solver.jobs.model import GpuDemand, Job, ReservationRef, TaskGroup
 from placer.topology import Cluster, cluster_of, dgx_h100, pcie_inference
+from placer.topology.availability import with_availability
 from tests.solver.conftest import Solve, gpus_of, nodes_of, reason_codes
 
 
@@ -154,3 +155,31 @@ def test_job_with_an_undeclared_reservation_is_rejected(solve: Solve) -> None:
     d = solve([job], cluster_of(dgx_h100(1)))
     assert [r.job for r in d.rejected] == ["held"]
     assert "res-42" in d.rejected[0].errors[0]["message"]
+
+
+def test_nodes_unavailable_when_only_nodes_that_are_down_could_run_it(solve: Solve) -> None:
+    # Both DGX are down (not ready); the L4 servers are up but the job wants H100s. Were the DGX up it
+    # would run: it waits (a pod on NotReady nodes stays Pending), it is not UNSATISFIABLE, which is fixed.
+    c = with_availability(
+        cluster_of(dgx_h100(2), pcie_inference(2)), {"dgx-h100-1": False, "dgx-h100-2": False}
+    )
+    job = Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=8, types=["nvidia-h100"]))])
+    d = solve([job], c)
+    assert reason_codes(d, "a") == ["NODES_UNAVAILABLE"]
+    r = d.pending[0].reasons[0]
+    assert r.details["count"] == 2 and r.details["nodes"] == ["dgx-h100-1", "dgx-h100-2"]
+    assert r.details["eliminated"] == {"unavailable": 2, "gpu_type": 2}
+    assert "dgx-h100-1" in r.message and "not ready" in r.message
+    # One of them back: it runs there.
+    assert nodes_of(solve([job], with_availability(c, {"dgx-h100-2": True})), "a") == ["dgx-h100-2"]
+
+
+def test_a_job_no_node_could_ever_run_stays_unsatisfiable_when_nodes_are_down(solve: Solve) -> None:
+    # A DGX is down, but the job wants B200s: with every node up it still could not run.
+    c = with_availability(cluster_of(dgx_h100(2)), {"dgx-h100-1": False})
+    d = solve([Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=1, types=["nvidia-b200"]))])], c)
+    assert reason_codes(d, "a") == ["UNSATISFIABLE"]
+    assert d.pending[0].reasons[0].details["eliminated"] == {"unavailable": 1, "gpu_type": 1}
+    # Nor does a down node count as enough when, up, it would still be too small (16 GPUs on one node).
+    d = solve([Job(id="b", tasks=[TaskGroup(gpu=GpuDemand(count=9), one_per_node=True)])], c)
+    assert reason_codes(d, "b") == ["UNSATISFIABLE"]

@@ -433,3 +433,18 @@ def test_a_non_member_planned_to_end_by_a_later_reservations_start_may_use_its_n
     d = _run(engine, [_job("j", 8, hours=0.5)], c, [res])
     [plan] = [h for h in d.reservations if h.kind == "plan"]
     assert (plan.start, [r.node for r in plan.replicas]) == (NOW + timedelta(hours=1), [N1])
+
+
+def test_a_member_whose_reserved_node_is_down_waits_and_is_not_rejected(engine: str) -> None:
+    # The reservation's node went down (not ready): the member cannot run now, but it fits the
+    # reservation, so it waits for the node (NODES_UNAVAILABLE) instead of being rejected as a job the
+    # reservation can never hold (which is what an UNSATISFIABLE member is).
+    from placer.topology.availability import with_availability
+
+    c = with_availability(cluster_of(dgx_h100(2)), {"dgx-h100-2": False})
+    res = [Reservation(id="team", nodes=["dgx-h100-2"])]
+    d = _run(engine, [_job("mine", 8, "team")], c, res)
+    assert d.rejected == [] and reason_codes(d, "mine")[0] == "NODES_UNAVAILABLE"
+    up = with_availability(c, {"dgx-h100-2": True})
+    d = _run(engine, [_job("mine", 8, "team")], up, res)
+    assert [r.node for r in d.placement_of("mine").replicas] == ["dgx-h100-2"]  # type: ignore[union-attr]

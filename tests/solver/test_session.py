@@ -140,7 +140,7 @@ def test_a_node_going_down_and_up_moves_the_pieces_forward_and_decides_as_place_
     )
     assert without_timing(down) == without_timing(fresh)
     session.node_down(*{n.name for n in session.cluster.nodes if n.gpu_type == "nvidia-h100"} - {node})
-    assert session.decide(big, now=NOW).pending[0].reasons[0].code == "UNSATISFIABLE"
+    assert session.decide(big, now=NOW).pending[0].reasons[0].code == "NODES_UNAVAILABLE"
     session.node_up(node)
     assert session.decide(big, now=NOW).placements[0].replicas[0].node == node
 
