@@ -73,20 +73,30 @@ class Prepared:
         return self._shielded
 
     def advanced(
-        self, cluster: Cluster, started: Iterable[RunningJob], ended: Iterable[RunningJob]
+        self,
+        cluster: Cluster,
+        started: Iterable[RunningJob],
+        ended: Iterable[RunningJob],
+        *,
+        flipped: Iterable[str] = (),
     ) -> Prepared:
-        """The pieces for ``cluster``, which is this one with ``started`` jobs added and ``ended`` ones
-        removed (nothing else: node facts unchanged). Only what those jobs touch is computed again."""
-        started, ended = list(started), list(ended)
+        """The pieces for ``cluster``, which is this one with ``started`` jobs added, ``ended`` ones removed
+        and the nodes ``flipped`` gone down or come back up (:func:`flipped` finds them; nothing else
+        changed). Only what those jobs and nodes touch is computed again. A flip also leaves behind every
+        kept answer that reads which nodes are up (the candidate masks); static groups, preference
+        scores and the fragmentation measures of the other nodes stand."""
+        started, ended, flipped = list(started), list(ended), set(flipped)
         names = sorted(
             {r.node for rj in [*started, *ended] for r in rj.replicas if r.node is not None}
             | {r.tpu_pod for rj in [*started, *ended] for r in rj.replicas if r.tpu_pod is not None}
+            | flipped
         )
+        up = bool(flipped)
         out = Prepared(cluster, learned=self.learned, _max_gpus=self._max_gpus)
         if self._snap is not None:
-            out._snap = updated(self._snap, cluster, names)
+            out._snap = updated(self._snap, cluster, names, availability=up)
             rows = [out._snap.by_name[n] for n in names if n in out._snap.by_name]
-            out._arrays = {k: a.refreshed(out._snap, rows) for k, a in self._arrays.items()}
+            out._arrays = {k: a.refreshed(out._snap, rows, availability=up) for k, a in self._arrays.items()}
         if self._shapes is not None:
             shapes = dict(self._shapes)
             for rj, sign in [*((j, 1.0) for j in started), *((j, -1.0) for j in ended)]:
@@ -102,26 +112,15 @@ class Prepared:
         return out
 
     def available(self, cluster: Cluster, names: Iterable[str]) -> Prepared:
-        """The pieces for ``cluster``, which is this one with the nodes ``names`` gone down or come back up
-        (:func:`placer.topology.availability.with_availability`; nothing else changed, no TPU pod among
-        them: :func:`flipped` finds them). Their views and rows are made again and every kept answer
-        that reads which nodes are up (the candidate masks) is left behind; static groups, preference
-        scores, running shapes and the fragmentation measures of the other nodes stand. Time: those nodes,
-        plus a copy of the arrays."""
-        names = sorted(set(names))
-        out = Prepared(cluster, learned=self.learned, _shapes=self._shapes, _max_gpus=self._max_gpus)
-        out._shielded = self._shielded
-        if self._snap is not None:
-            snap = out._snap = updated(self._snap, cluster, names, availability=True)
-            rows = [snap.by_name[n] for n in names]
-            out._arrays = {k: a.refreshed(snap, rows, availability=True) for k, a in self._arrays.items()}
-        return out
+        """:meth:`advanced` when only the nodes ``names`` went down or came back up."""
+        return self.advanced(cluster, [], [], flipped=names)
 
 
-def flipped(before: Cluster, after: Cluster) -> list[str] | None:
+def flipped(before: Cluster, after: Cluster, *, jobs: bool = False) -> list[str] | None:
     """The nodes that went down or came up between ``before`` and ``after``, when nothing else differs
-    (the same nodes in the same order, the same TPU pods, the same running jobs): what
-    :meth:`Prepared.available` moves forward by. None otherwise: the pieces must start afresh.
+    (the same nodes in the same order, the same TPU pods, and — unless ``jobs`` — the same running jobs):
+    what :meth:`Prepared.advanced` moves forward by (with the jobs that started and ended, when ``jobs``).
+    None otherwise: the pieces must start afresh.
 
     Nodes :func:`~placer.topology.availability.with_availability` left alone are the very same objects, so
     the walk compares identities; a rebuilt cluster (a template expanded, a TPU pod marked) has new ones
@@ -131,7 +130,7 @@ def flipped(before: Cluster, after: Cluster) -> list[str] | None:
     if (
         len(old) != len(new)
         or after.structure.pods is not before.structure.pods
-        or after.state.jobs is not before.state.jobs
+        or (not jobs and after.state.jobs is not before.state.jobs)
     ):
         return None
     changed = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a is not b]

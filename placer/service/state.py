@@ -21,8 +21,8 @@ Concurrency. Mutations of one cluster are serialized by a per-cluster lock; muta
 clusters and all reads run in parallel (reads take the current snapshot object, which never changes).
 
 Speed. Each version keeps the solver's prepared pieces for its snapshot (:class:`~placer.solver.prepared.
-Prepared`: the snapshot view, node arrays, static candidate answers), and a PATCH that only starts and
-ends jobs, or only marks nodes down or up, moves them forward by what it changed (as a
+Prepared`: the snapshot view, node arrays, static candidate answers), and a PATCH that starts and
+ends jobs and marks nodes down or up moves them forward by what it changed (as a
 :class:`~placer.solver.session.Session` does), so a placement on a big stored cluster costs what the
 batch needs, not a rebuild of the whole cluster. The pieces are one caller's at a time
 (:attr:`Stored.prepared_lock`): a placement that finds them busy places without them, as ``place()``
@@ -106,18 +106,17 @@ class Stored:
         """The next version, ``cluster``: its prepared pieces moved forward from these when only jobs
         started and ended and these are free; else fresh ones (built on first use)."""
         # Job changes keep the structure (nodes and their facts); nodes going down or up change it in
-        # those nodes only (flipped names them); anything else starts the pieces afresh.
-        same = cluster.structure is self.cluster.structure
-        names = None if same else flipped(self.cluster, cluster)
-        if (same or names is not None) and self.prepared_lock.acquire(blocking=False):
+        # those nodes only (flipped names them, whatever jobs changed beside); anything else starts the
+        # pieces afresh.
+        names = (
+            [] if cluster.structure is self.cluster.structure else flipped(self.cluster, cluster, jobs=True)
+        )
+        if names is not None and self.prepared_lock.acquire(blocking=False):
             try:
-                if names is not None:
-                    prepared = self.prepared.available(cluster, names)
-                else:
-                    old, new = self.cluster.state.jobs, cluster.state.jobs
-                    started = [cluster.running_job(j) for j in new if j not in old]
-                    ended = [self.cluster.running_job(j) for j in old if j not in new]
-                    prepared = self.prepared.advanced(cluster, started, ended)
+                old, new = self.cluster.state.jobs, cluster.state.jobs
+                started = [cluster.running_job(j) for j in new if j not in old]
+                ended = [self.cluster.running_job(j) for j in old if j not in new]
+                prepared = self.prepared.advanced(cluster, started, ended, flipped=names)
             finally:
                 self.prepared_lock.release()
             return Stored(self.id, version, cluster, when, prepared)

@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placer.service.state import ChangeError, ClusterStore, Stored, apply_changes, normalize_change
 from placer.topology import cluster_of, dgx_h100, tpu_pod
@@ -200,3 +202,69 @@ def test_a_version_keeps_the_solvers_prepared_pieces_moved_forward_by_job_change
     s6 = store.patch("c", [{"op": "node_up", "node": "dgx-3"}, {"op": "node_up", "node": "dgx-1"}])
     assert s6.prepared._snap is not None and all(n.usable for n in s6.cluster.nodes)
     assert same(s6)
+    # A node fails and its job is reported finished in the same PATCH (docs/service.md's example): the
+    # pieces still move forward, by the node and the job together.
+    s7 = store.patch("c", [started("b", "dgx-2", [0, 1])])
+    s7.prepared.snapshot()
+    s8 = store.patch("c", [{"op": "node_down", "node": "dgx-2"}, {"op": "job_finished", "job": "b"}])
+    assert s8.prepared._snap is not None and s8.prepared.cluster is s8.cluster
+    assert not s8.cluster.node("dgx-2").usable and not s8.cluster.running_jobs()
+    assert same(s8)
+
+
+_NODES = ["dgx-1", "dgx-2", "dgx-3"]
+
+
+@st.composite
+def _patches(draw: st.DrawFn) -> list[list[tuple[str, str, int]]]:
+    """Up to six PATCHes of one to three changes: nodes down or up, a 2-GPU job started (GPUs chosen when
+    applied) or the oldest running job finished."""
+    change = st.tuples(
+        st.sampled_from(["node_down", "node_up", "job_started", "job_finished"]),
+        st.sampled_from(_NODES),
+        st.integers(0, 3),
+    )
+    return draw(st.lists(st.lists(change, min_size=1, max_size=3), min_size=1, max_size=6))
+
+
+@settings(max_examples=30, deadline=None)
+@given(patches=_patches())
+def test_versions_decide_as_place_does_whatever_their_patches_mixed(
+    patches: list[list[tuple[str, str, int]]],
+) -> None:
+    # Each version's pieces (moved forward by job and node changes, or started afresh) decide as place()
+    # alone on the same snapshot: the property behind the store's speed.
+    from placer.solver.engine import place
+    from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+    from placer.solver.policy import Policy
+
+    store = ClusterStore()
+    stored, _ = store.put("c", build_cluster(TEMPLATED))
+    policy = Policy(engine="greedy")
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    batch = [
+        Job(id="x", tasks=[TaskGroup(gpu=GpuDemand(count=4))]),
+        Job(id="y", tasks=[TaskGroup(gpu=GpuDemand(count=8))]),
+    ]
+    k = 0
+    for patch in patches:
+        stored.prepared.snapshot()  # built, so that the next version can move it forward
+        cluster, changes = stored.cluster, []
+        for op, node, slot in patch:
+            if op in ("node_down", "node_up"):
+                changes.append({"op": op, "node": node})
+            elif op == "job_started":
+                free = cluster.free_gpus(node)
+                if len(free) >= 2 and not any(c.get("op") == "job_started" for c in changes):
+                    k += 1
+                    changes.append(started(f"j{k}", node, list(free[slot % (len(free) - 1) :][:2])))
+            elif cluster.running_jobs() and not any(c.get("op") == "job_finished" for c in changes):
+                changes.append(
+                    {"op": "job_finished", "job": sorted(rj.job for rj in cluster.running_jobs())[0]}
+                )
+        if not changes:
+            continue
+        stored = store.patch("c", changes)
+        mine = place(batch, stored.cluster, policy, now=now, prepared=stored.prepared)
+        alone = place(batch, stored.cluster, policy, now=now)
+        assert (mine.placements, mine.pending) == (alone.placements, alone.pending)
