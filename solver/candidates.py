@@ -157,7 +157,7 @@ class NodeArrays:
             clock=clock,
         )
 
-    def refreshed(self, snap: Snapshot, changed: Iterable[int], *, availability: bool = False) -> NodeArrays:
+    def refreshed(self, snap: Snapshot, changed: Iterable[int]) -> NodeArrays:
         """These arrays for ``snap``, a view that differs from ``self.snap`` only in the free amounts and
         running jobs of the nodes ``changed`` (:func:`placer.solver.snapshot.updated`): the static parts
         (capacities, static groups, candidate masks, preference scores) are shared, the free amounts are
@@ -165,14 +165,18 @@ class NodeArrays:
         jobs is dropped. Time: the changed rows plus a copy of seven arrays (the static answers are one
         shared dict, not copied: :class:`Answers`).
 
-        ``availability``: the changed nodes went down or came up as well. Static groups do not split on
-        it, so they stand; ``usable`` is copied and those rows written again, and the candidate masks —
+        Some of the changed nodes may have gone down or come up as well. Static groups do not split on
+        it, so they stand; ``usable`` is copied with those rows written again, and the candidate masks —
         the one static answer that reads it — are left behind (the other static answers are kept, in a
         dict of their own, so the arrays of the cluster before are not changed)."""
         idx = np.fromiter(changed, dtype=np.int64)
+        flips = [i for i in idx.tolist() if snap.nodes[i].usable != self.usable[i]]
         answers = self._static_cache.refreshed()
-        if availability:
+        usable = self.usable
+        if flips:
             answers = Answers({k: v for k, v in answers.static.items() if not _reads_availability(k)})
+            usable = usable.copy()
+            usable[flips] = [snap.nodes[i].usable for i in flips]
         out = NodeArrays(
             snap=snap,
             gpus=self.gpus.copy(),
@@ -188,7 +192,7 @@ class NodeArrays:
             cap_shm=self.cap_shm,
             empty=self.empty.copy(),
             partial=self.partial.copy(),
-            usable=self.usable.copy() if availability else self.usable,
+            usable=usable,
             group=self.group,
             group_members=self.group_members,
             keys=self.keys,
@@ -199,8 +203,6 @@ class NodeArrays:
         out.stamp[idx] = self.clock.ticks(idx.size)
         for i in idx.tolist():
             v = snap.nodes[i]
-            if availability:
-                out.usable[i] = v.usable
             out.gpus[i] = len(v.free_gpus)
             out.milli[i] = max(v.milli_free, default=0)
             out.cpu[i], out.mem[i] = v.free_cpu, v.free_mem

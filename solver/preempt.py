@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 
-from placer.solver.jobs.model import Job, PriorityClass
+from placer.solver.jobs.model import CLASS_RANK, Job, PriorityClass
 from placer.solver.snapshot import Snapshot
 from placer.topology import RunningJob
 
@@ -63,14 +63,10 @@ _PRIORITY_SPAN = 1 << 32
 def rank(priority_class: str, priority: int) -> int:
     """One integer that orders jobs: class first, numeric priority within the class."""
     clamped = max(-_PRIORITY_SPAN + 1, min(_PRIORITY_SPAN - 1, priority))
-    class_rank = _CLASS_RANK.get(priority_class)
+    class_rank = CLASS_RANK.get(priority_class)
     if class_rank is None:  # not a class name: PriorityClass says so
         class_rank = PriorityClass(priority_class).rank
     return class_rank * 2 * _PRIORITY_SPAN + clamped
-
-
-#: Each class's :attr:`PriorityClass.rank` by name (read once per running job of every call).
-_CLASS_RANK: dict[str, int] = {c.value: c.rank for c in PriorityClass}
 
 
 def job_rank(job: Job) -> int:

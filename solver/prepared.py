@@ -83,20 +83,19 @@ class Prepared:
         """The pieces for ``cluster``, which is this one with ``started`` jobs added, ``ended`` ones removed
         and the nodes ``flipped`` gone down or come back up (:func:`flipped` finds them; nothing else
         changed). Only what those jobs and nodes touch is computed again. A flip also leaves behind every
-        kept answer that reads which nodes are up (the candidate masks); static groups, preference
-        scores and the fragmentation measures of the other nodes stand."""
-        started, ended, flipped = list(started), list(ended), set(flipped)
+        kept answer that reads which nodes are up (the candidate masks: ``NodeArrays.refreshed``); static
+        groups, preference scores and the fragmentation measures of the other nodes stand."""
+        started, ended = list(started), list(ended)
         names = sorted(
             {r.node for rj in [*started, *ended] for r in rj.replicas if r.node is not None}
             | {r.tpu_pod for rj in [*started, *ended] for r in rj.replicas if r.tpu_pod is not None}
-            | flipped
+            | set(flipped)
         )
-        up = bool(flipped)
         out = Prepared(cluster, learned=self.learned, _max_gpus=self._max_gpus)
         if self._snap is not None:
-            out._snap = updated(self._snap, cluster, names, availability=up)
+            out._snap = updated(self._snap, cluster, names)
             rows = [out._snap.by_name[n] for n in names if n in out._snap.by_name]
-            out._arrays = {k: a.refreshed(out._snap, rows, availability=up) for k, a in self._arrays.items()}
+            out._arrays = {k: a.refreshed(out._snap, rows) for k, a in self._arrays.items()}
         if self._shapes is not None:
             shapes = dict(self._shapes)
             for rj, sign in [*((j, 1.0) for j in started), *((j, -1.0) for j in ended)]:
@@ -110,10 +109,6 @@ class Prepared:
         if self._shielded is not None:
             out._shielded = self._shielded.advanced(started, ended)
         return out
-
-    def available(self, cluster: Cluster, names: Iterable[str]) -> Prepared:
-        """:meth:`advanced` when only the nodes ``names`` went down or came back up."""
-        return self.advanced(cluster, [], [], flipped=names)
 
 
 def flipped(before: Cluster, after: Cluster, *, jobs: bool = False) -> list[str] | None:

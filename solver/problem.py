@@ -18,7 +18,6 @@ job in time, the rest are ``skipped`` (pending with ``NOT_CONSIDERED``, for the 
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -305,15 +304,8 @@ def _max_node_gpus(job: Job, by_type: dict[str, int]) -> int:
     """The GPU count of the biggest node of any GPU type the job names (of any node when it names none)."""
     types: set[str] = set()
     for g in job.tasks:
-        if g.gpu is not None and g.gpu.types:
-            types.update(_canonical(tuple(g.gpu.types)))
+        if g.gpu is not None:
+            types.update(canonical_gpu_type(t) or t for t in g.gpu.types)
     if not types:
         return max(by_type.values(), default=0)
     return max((by_type.get(t, 0) for t in types), default=0)
-
-
-@functools.lru_cache(maxsize=4096)
-def _canonical(types: tuple[str, ...]) -> tuple[str, ...]:
-    """Catalog names of ``types`` (a name the catalog does not know stands for itself); batches repeat a
-    handful of type lists thousands of times."""
-    return tuple(canonical_gpu_type(t) or t for t in types)

@@ -141,7 +141,7 @@ class Session:
         if names is None:
             self._rebuild(after)
         else:
-            self._prepared = self._prepared.available(after, names)
+            self._prepared = self._prepared.advanced(after, [], [], flipped=names)
 
     def add_nodes(self, inventory: Inventory) -> None:
         """More nodes (and TPU pods), described as an inventory document of their own."""

@@ -200,19 +200,16 @@ def _pods(cluster: Cluster) -> tuple[PodView, ...]:
     )
 
 
-def updated(
-    snap: Snapshot, cluster: Cluster, changed: Iterable[str], *, availability: bool = False
-) -> Snapshot:
+def updated(snap: Snapshot, cluster: Cluster, changed: Iterable[str]) -> Snapshot:
     """The view of ``cluster`` when it differs from ``snap``'s cluster only in what runs on the nodes (and
-    TPU pods) named ``changed``: those views are computed again, the rest are kept — time proportional to
-    what changed, not to the cluster. Labels of running jobs and inner trees are kept too (they never
-    change for a job or a node). ``availability``: those nodes also went down or came up, so their views
-    are made from ``cluster``'s node objects (the rest of a node's facts are the same)."""
+    TPU pods) named ``changed``, and in whether those nodes are up: those views are computed again, from
+    ``cluster``'s nodes, the rest are kept — time proportional to what changed, not to the cluster. Labels
+    of running jobs and inner trees are kept too (they never change for a job or a node)."""
     views = list(snap.nodes)
     for name in changed:
         i = snap.by_name.get(name)
         if i is not None:
-            views[i] = _view(cluster, i, cluster.node(name) if availability else views[i].node)
+            views[i] = _view(cluster, i, cluster.node(name))
     pods = snap.pods
     if any(name in snap.pod_by_name for name in changed):
         pods = _pods(cluster)

@@ -82,10 +82,9 @@ def _flipped(cluster: Cluster, up: Mapping[str, bool]) -> Cluster | None:
         changed[name] = replace(node, schedulable=marked.schedulable, ready=marked.ready, spec=marked)
     domains = {n.nvlink_domain for n in changed.values() if n.nvlink_domain in s.domains}
     usable = dict(s.domain_usable)
-    index = {**s.node_index, **changed}
     busy = cluster.state.domain_busy.edit()
     for d in sorted(domains, key=str):
-        members = [index[m] for m in s.domains[d].nodes]  # type: ignore[index]
+        members = [changed.get(m) or s.node_index[m] for m in s.domains[d].nodes]  # type: ignore[index]
         usable[d] = sum(n.gpu_count for n in members if n.usable)  # type: ignore[index]
         held = sum(len(cluster.usage(n.name).gpus) for n in members if n.usable)
         if held:

@@ -16,6 +16,7 @@ not state them. The facts live in ONE data table, ``topology/data/accelerators.j
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -259,8 +260,10 @@ def parse_gpu_product(name: str) -> GpuProduct | None:
 
 
 @lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)
 def canonical_gpu_type(name: str) -> str | None:
     """The catalog id (``nvidia-h100``) for any common spelling of a GPU, or ``None`` when unknown.
+    Cached: batches name a handful of spellings thousands of times (once per job as jobs are expanded).
 
     >>> [canonical_gpu_type(s) for s in ("Tesla-T4", "nvidia-tesla-t4", "H100", "nvidia-l4", "NVIDIA L40S")]
     ['nvidia-t4', 'nvidia-t4', 'nvidia-h100', 'nvidia-l4', 'nvidia-l40s']

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from placer.solver.jobs.errors import Issue
 
 __all__ = [
+    "CLASS_RANK",
     "PRECISION_MIN_CC",
     "Accelerator",
     "AffinityOperator",
@@ -103,10 +104,11 @@ class PriorityClass(StrEnum):
     @property
     def rank(self) -> int:
         """0 for spot, 1 for on-demand, 2 for reserved: compare classes with this, never by name."""
-        return _CLASS_RANK[self.value]
+        return CLASS_RANK[self.value]
 
 
-_CLASS_RANK = {"spot": 0, "on-demand": 1, "reserved": 2}
+#: :attr:`PriorityClass.rank` by class name (a lookup for hot paths that hold the name, not the member).
+CLASS_RANK: dict[str, int] = {"spot": 0, "on-demand": 1, "reserved": 2}
 
 
 class AffinityOperator(StrEnum):

@@ -28,7 +28,7 @@ from tests.solver.conftest import NOW, without_timing
 def _cluster(one_entry_per_node: bool = False):  # type: ignore[no-untyped-def]
     """Six GPU nodes and two CPU ones, described by templates (``count: 3``), or node by node as importers
     write them: nodes of a template going down rebuild the cluster, a node of its own is flipped in place
-    (``topology/availability.py``), and the session's pieces move forward by it (``Prepared.available``)."""
+    (``topology/availability.py``), and the session's pieces move forward by it (``Prepared.advanced``)."""
     c = cluster_of(dgx_h100(3, nodes_per_rack=2), pcie_inference(3, gpus_per_node=4), cpu_nodes(2))
     if not one_entry_per_node:
         return c
