@@ -15,6 +15,9 @@ Prints, on the 1,213-node openb cluster (``../shared/traces/alibaba-gpu-v2023``)
 2b. node events: 15 times, a random node goes down (``Session.node_down``), a pod is decided, the node
    comes back up, a pod is decided and committed: median, p90 and max of each, next to a plain decision
    (no decision may use the node while it is down; each is re-checked);
+2c. nodes joining and leaving: 10 times, a copy of a random node joins under a new name
+   (``Session.add_nodes``), a pod is decided and committed, a random node with pods on it leaves
+   (``Session.remove_nodes``: its pods are released), a pod is decided and committed: medians of each;
 3. a whole online fill (``placer fill --policy auto``, one arrival per call) and the ``fgd`` policy on the
    same arrivals: wall seconds, their ratio, allocation at 100 % and 130 % arrived load, and a fingerprint
    of every arrival's node and GPUs (the first 12 hex digits of a SHA-1): two revisions whose
@@ -44,6 +47,7 @@ from placer.solver.engine import place
 from placer.solver.policy import Policy
 from placer.solver.prices import PriceCatalog
 from placer.solver.session import Session
+from placer.topology import Inventory
 
 
 def _ms(xs: list[float]) -> str:
@@ -110,6 +114,37 @@ def _flaps(session: Session, pods: list, order: list, first: int, seed: int) -> 
     )
 
 
+def _membership(session: Session, pods: list, order: list, first: int, seed: int) -> None:  # type: ignore[type-arg]
+    """Part 2c: a copy of a random node joins under a new name, a pod arrives, a random node with pods on
+    it leaves (they are released), a pod arrives (10 times): what an autoscaler's event costs a session
+    (``add_nodes`` / ``remove_nodes``), and the decision after it."""
+    rng = random.Random(seed + 1)
+    times: dict[str, list[float]] = {k: [] for k in ("add", "after add", "remove", "after remove")}
+    violations = 0
+
+    def timed(what: str, call: Callable[..., Any], *args: Any) -> Any:
+        t = time.perf_counter()
+        out = call(*args, **({"now": NOW} if what.startswith("after") else {}))
+        times[what].append(time.perf_counter() - t)
+        return out
+
+    for i, k in enumerate(range(first, first + 20, 2)):
+        spec = rng.choice(session.cluster.to_inventory().nodes)
+        timed("add", session.add_nodes, Inventory(nodes=[spec.model_copy(update={"name": f"joined-{i}"})]))
+        for what, kk in (("after add", k), ("after remove", k + 1)):
+            if what == "after remove":
+                busy = [n.name for n in session.cluster.nodes if session.cluster.jobs_on(n.name)]
+                timed("remove", session.remove_nodes, rng.choice(busy))
+            jobs = arrival_jobs(pods, order, [kk])
+            d = timed(what, session.decide, jobs)
+            violations += len(check(d, jobs, session.cluster, now=NOW))
+            session.commit(d)
+    print("\n== 2c. a node joins, a pod, a busy node leaves, a pod (10 times) ==")
+    print(f"add_nodes {_ms(times['add'])}; the decision after it {_ms(times['after add'])}")
+    print(f"remove_nodes {_ms(times['remove'])}; the decision after it {_ms(times['after remove'])}")
+    print(f"checker violations {violations}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", default="default")
@@ -156,6 +191,7 @@ def main() -> None:
     print(f"place() from scratch, same state: {_ms(scratch)}; checker violations in part 2: {violations}")
     print(f"the floor, one 1-GPU pod on a 1-node cluster (no per-node work): Session.decide {_ms(_floor())}")
     _flaps(session, pods, full.order, k100 + args.arrivals + 10, args.seed)
+    _membership(session, pods, full.order, k100 + args.arrivals + 25, args.seed)
 
     if args.no_fill:
         return

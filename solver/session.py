@@ -40,7 +40,7 @@ from placer.solver.reservations import Reservation
 from placer.solver.running import running_job
 from placer.topology import Cluster, Inventory, RunningJob
 from placer.topology.availability import with_availability
-from placer.topology.build import build_cluster
+from placer.topology.membership import with_nodes_added, without_nodes
 
 __all__ = ["Session"]
 
@@ -144,21 +144,15 @@ class Session:
             self._prepared = self._prepared.advanced(after, [], [], flipped=names)
 
     def add_nodes(self, inventory: Inventory) -> None:
-        """More nodes (and TPU pods), described as an inventory document of their own."""
-        inv = self.cluster.to_inventory()
-        grown = inv.model_copy(
-            update={"nodes": [*inv.nodes, *inventory.nodes], "tpu_pods": [*inv.tpu_pods, *inventory.tpu_pods]}
-        )
-        self._rebuild(build_cluster(grown, source=self.cluster.source))
+        """More nodes (and TPU pods), described as an inventory document of their own (jobs it lists as
+        running start on them). Raises ``TopologyError`` and changes nothing when they do not fit the
+        cluster (a name taken, a GPU type unknown: :func:`~placer.topology.membership.with_nodes_added`)."""
+        self._rebuild(with_nodes_added(self.cluster, inventory))
 
     def remove_nodes(self, *names: str) -> None:
-        """Nodes leave the cluster; jobs running on them are released first (they cannot run anywhere)."""
-        gone = set(names)
-        on_them = [rj.job for rj in self.cluster.running_jobs() if any(r.node in gone for r in rj.replicas)]
-        inv = (self.cluster.release(*on_them) if on_them else self.cluster).to_inventory()
-        nodes = [s for spec in inv.nodes for s in Inventory(nodes=[spec]).expanded_nodes()]
-        left = inv.model_copy(update={"nodes": [s for s in nodes if s.name not in gone]})
-        self._rebuild(build_cluster(left, source=self.cluster.source))
+        """Nodes (or TPU pods) leave the cluster; jobs running on them are released first (they cannot run
+        anywhere)."""
+        self._rebuild(without_nodes(self.cluster, names))
 
     def reset(self, cluster: Cluster) -> None:
         """Carry on from ``cluster`` (the same nodes, some facts changed, e.g. a node failed and is rebuilt

@@ -17,9 +17,8 @@ from typing import Any
 
 from placer.topology.build import build_cluster
 from placer.topology.cluster import Cluster
-from placer.topology.errors import Problem, TopologyError
 from placer.topology.inventory import Inventory
-from placer.topology.labels import HOST_LABEL
+from placer.topology.membership import node_names
 from placer.topology.model import Node
 
 __all__ = ["with_availability"]
@@ -31,22 +30,9 @@ def with_availability(cluster: Cluster, up: Mapping[str, bool]) -> Cluster:
     so only that node changes. A host that the cluster holds as several nodes (a Slurm node of several GPU
     types, one node per type: label ``slurm_node``) names them all. An unknown name is a
     :class:`TopologyError` naming it."""
-    if not all(cluster.has_node(n) for n in up):
-        parts: dict[str, list[str]] = {}
-        for n in cluster.nodes:
-            if HOST_LABEL in n.labels:
-                parts.setdefault(n.labels[HOST_LABEL], []).append(n.name)
-        up = {
-            part: v
-            for name, v in up.items()
-            for part in (parts.get(name, [name]) if not cluster.has_node(name) else [name])
-        }
-    pods = cluster.structure.pods
-    unknown = sorted(n for n in up if not cluster.has_node(n) and n not in pods)
-    if unknown:
-        raise TopologyError(
-            [Problem(cluster.source, "nodes", f"no node or TPU pod {n!r} in the cluster") for n in unknown]
-        )
+    names = node_names(cluster, up)  # a host of several nodes names them all; unknown names refused
+    if names != list(up):
+        up = {part: up[name] for name in up for part in node_names(cluster, [name])}
     fast = _flipped(cluster, up)
     if fast is not None:
         return fast

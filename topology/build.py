@@ -93,10 +93,12 @@ def _gpu_facts(spec: NodeSpec, item: str, source: str, problems: list[Problem]) 
     return (product.type, g.count, memory, g.compute_capability or info.compute_capability, interconnect)
 
 
-def _resolve_nodes(inv: Inventory, source: str, problems: list[Problem]) -> list[Node]:
+def _resolve_nodes(inv: Inventory, source: str, problems: list[Problem], first: int = 0) -> list[Node]:
+    """The nodes of ``inv``'s entries, which stand at ``first`` onwards in the cluster's inventory (their
+    ``spec_index`` and the items problems name count from there)."""
     nodes: list[Node] = []
     seen: dict[str, str] = {}
-    for i, spec in enumerate(inv.nodes):
+    for i, spec in enumerate(inv.nodes, start=first):
         item = f"nodes[{i}] ({spec.name})"
         facts = _gpu_facts(spec, item, source, problems)
         inner_gpus = _count_inner_gpus(spec)

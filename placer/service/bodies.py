@@ -29,6 +29,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic_core import PydanticCustomError
 
 from placer.service.errors import ApiError
+from placer.topology.inventory import Inventory
 from placer.topology.safe_load import UnsafeDocument, load_json
 
 __all__ = [
@@ -45,6 +46,8 @@ __all__ = [
     "M",
     "MatchRequest",
     "NodeChange",
+    "NodeRemoved",
+    "NodesAdded",
     "PlacementInputs",
     "PlacementRequest",
     "PolicyBody",
@@ -257,9 +260,28 @@ class JobFinished(_Body):
     job: str = Field(min_length=1, description="the running job's id")
 
 
-Change = Annotated[NodeChange | JobStarted | JobFinished, Field(discriminator="op")]
+class NodesAdded(_Body):
+    """Nodes (and TPU pods) joined the cluster (an autoscaler added them): an inventory document of their
+    own, in placer's inventory format (what ``GET /v1/clusters/{id}?inventory=true`` shows); jobs it lists
+    as ``running`` are running on them."""
+
+    op: Literal["nodes_added"]
+    inventory: Inventory = Field(description="the nodes and TPU pods that joined, as placer inventory")
+
+
+class NodeRemoved(_Body):
+    """A node or TPU pod left the cluster (scaled down, deleted): the jobs running there are released, as if
+    each were reported finished."""
+
+    op: Literal["node_removed"]
+    node: str = Field(min_length=1, description="a node or TPU pod name")
+
+
+Change = Annotated[
+    NodeChange | JobStarted | JobFinished | NodesAdded | NodeRemoved, Field(discriminator="op")
+]
 #: The ``op`` tags: pydantic puts the tag in an error's location; paths leave it out.
-CHANGE_OPS = frozenset({"node_down", "node_up", "job_started", "job_finished"})
+CHANGE_OPS = frozenset({"node_down", "node_up", "job_started", "job_finished", "nodes_added", "node_removed"})
 
 
 class ClusterPatch(_Body):

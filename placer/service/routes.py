@@ -27,6 +27,7 @@ from placer.service.bodies import (
     ClusterPatch,
     ClusterPut,
     MatchRequest,
+    NodesAdded,
     PlacementInputs,
     PlacementRequest,
     ValidateRequest,
@@ -358,6 +359,12 @@ async def patch_cluster(cluster_id: str, request: Request) -> JSONResponse:
     def work() -> dict[str, Any]:
         body = parse_body(ClusterPatch, raw, svc.limits.max_body_bytes)
         svc.limits.check_count("changes", len(body.changes), svc.limits.max_running)
+        joining = [c.inventory for c in body.changes if isinstance(c, NodesAdded)]
+        if joining:  # a cluster grows no bigger by PATCHes than a PUT may send it (413)
+            now = svc.store.get(key)
+            size = 0 if now is None else len(now.cluster.nodes) + len(now.cluster.structure.pods)
+            added = sum(sum(s.count for s in inv.nodes) + len(inv.tpu_pods) for inv in joining)
+            svc.limits.check_count("cluster", size + added, svc.limits.max_nodes)
         try:
             changes = [normalize_change(c.model_dump(), f"changes[{i}]") for i, c in enumerate(body.changes)]
             views: list[dict[str, Any]] = []

@@ -2,7 +2,7 @@
 
 Why: a 10,000-node cluster is tens of megabytes of JSON; a backend that places every few seconds should
 send it once (``PUT /v1/clusters/{id}``), then only what changed (``PATCH``: a node went down or came
-back, a job started or finished), and place against it by id.
+back, nodes joined or left, a job started or finished), and place against it by id.
 
 Model. A cluster is a :class:`~placer.topology.Cluster` snapshot (immutable) and a version that grows by one
 with every accepted PUT or PATCH. Changes are applied in order, all or none (:func:`apply_changes` is
@@ -41,6 +41,7 @@ alone would, with the same decision.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -54,6 +55,7 @@ from placer.topology import Cluster, RunningJob, TopologyError
 from placer.topology.availability import with_availability
 from placer.topology.build import build_cluster
 from placer.topology.inventory import Inventory
+from placer.topology.membership import with_nodes_added, without_nodes
 
 __all__ = [
     "COMPACT_AFTER",
@@ -149,6 +151,9 @@ def normalize_change(change: Mapping[str, Any], path: str) -> dict[str, Any]:
     >>> normalize_change({"op": "job_finished", "job": "r1"}, "changes[0]")
     {'op': 'job_finished', 'job': 'r1'}
     """
+    if change["op"] == "nodes_added":  # as JSON, so the log replays it through the same validation
+        inventory = Inventory.model_validate(change["inventory"])
+        return {"op": "nodes_added", "inventory": inventory.model_dump(mode="json", exclude_defaults=True)}
     if change["op"] != "job_started":
         return dict(change)
     from placer.solver.jobs import JobValidationError
@@ -195,7 +200,14 @@ def apply_changes(cluster: Cluster, changes: Sequence[Mapping[str, Any]]) -> Clu
                     "conflict", [_error("conflict", f"changes[{i}].job", f"{change['job']!r} is not running")]
                 )
             cluster = cluster.release(change["job"])
-        else:  # pragma: no cover - the body model admits only the four ops
+        elif op == "nodes_added":
+            cluster = _added(
+                cluster, Inventory.model_validate(change["inventory"]), f"changes[{i}].inventory"
+            )
+        elif op == "node_removed":
+            _known(cluster, [(i, change["node"])])
+            cluster = without_nodes(cluster, [change["node"]])
+        else:  # pragma: no cover - the body model admits only the six ops
             raise ChangeError("invalid", [_error("enum", f"changes[{i}].op", f"unknown op {op!r}")])
     return set_availability(cluster, nodes) if nodes else cluster
 
@@ -204,8 +216,15 @@ def set_availability(cluster: Cluster, wanted: Mapping[str, tuple[bool, int]]) -
     """``cluster`` with nodes or TPU pods marked up (ready and schedulable) or down (not ready);
     ``wanted`` maps a name to (up, index of its change). An unknown name is a ``ChangeError`` naming
     ``changes[i].node`` (:func:`placer.topology.availability.with_availability` does the work)."""
-    pods = {p.name for p in cluster.tpu_pods()}
-    unknown = [(i, n) for n, (_, i) in wanted.items() if not cluster.has_node(n) and n not in pods]
+    _known(cluster, [(i, n) for n, (_, i) in wanted.items()])
+    return with_availability(cluster, {n: up for n, (up, _) in wanted.items()})
+
+
+def _known(cluster: Cluster, named: Sequence[tuple[int, str]]) -> None:
+    """``ChangeError`` naming ``changes[i].node`` for each (i, name) that is no node or TPU pod of
+    ``cluster``."""
+    pods = cluster.structure.pods
+    unknown = [(i, n) for i, n in named if not cluster.has_node(n) and n not in pods]
     if unknown:
         raise ChangeError(
             "invalid",
@@ -214,7 +233,40 @@ def set_availability(cluster: Cluster, wanted: Mapping[str, tuple[bool, int]]) -
                 for i, n in unknown
             ],
         )
-    return with_availability(cluster, {n: up for n, (up, _) in wanted.items()})
+
+
+def _added(cluster: Cluster, inventory: Inventory, path: str) -> Cluster:
+    """``cluster`` with ``inventory``'s nodes and pods joined. Its own problems (a GPU type the catalog
+    does not know, a job that does not fit) are ``invalid``, named where the change has them; a name the
+    cluster already has is a ``conflict``."""
+    taken = [
+        (f"{path}.{kind}[{k}].name", spec.name)
+        for kind, specs in (("nodes", inventory.nodes), ("tpu_pods", inventory.tpu_pods))
+        for k, spec in enumerate(specs)
+        if cluster.has_node(spec.name) or spec.name in cluster.structure.pods
+    ]
+    if taken:
+        raise ChangeError(
+            "conflict", [_error("duplicate", p, f"{n!r} is already in the cluster") for p, n in taken]
+        )
+    try:
+        build_cluster(inventory, source=path)  # alone first: problems named as the change numbers them
+        return with_nodes_added(cluster, inventory)
+    except TopologyError as e:
+        raise ChangeError(
+            "invalid", [_error("invalid", _item_path(path, p.item), p.message) for p in e.problems]
+        ) from None
+
+
+def _item_path(path: str, item: str) -> str:
+    """A topology problem's item (``nodes[1] (gpu-7)``, ``running[0] (j).replicas[0]``) as a path under
+    ``path``: the names in parentheses dropped (the message names what is wrong).
+
+    >>> _item_path("changes[2].inventory", "running[0] (j).replicas[0]")
+    'changes[2].inventory.running[0].replicas[0]'
+    """
+    bare = re.sub(r" \([^)]*\)", "", item)
+    return f"{path}.{bare}" if bare else path
 
 
 # ---------------------------------------------------------------------------------------------------

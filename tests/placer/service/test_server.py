@@ -653,6 +653,53 @@ def test_stateful_mode_put_patch_get_place_delete(http: httpx.Client, openapi: d
     assert http.get("/v1/clusters/h100").status_code == 404
 
 
+def test_nodes_join_and_leave_a_stored_cluster(http: httpx.Client, openapi: dict[str, Any]) -> None:
+    # An autoscaler adds an L4 box, a job that only an L4 can run is placed there, then the box is
+    # scaled down with a job on it; the server's limits hold for clusters grown by PATCH too.
+    cpu = {"nodes": [{"name": "cpu-1", "cpu_cores": 32, "memory_gb": 128}]}
+    assert http.put("/v1/clusters/grow", json={"cluster": cpu}).status_code == 201
+    l4 = {"name": "l4-1", "cpu_cores": 32, "memory_gb": 128, "gpus": {"type": "nvidia-l4", "count": 4}}
+    added = http.patch(
+        "/v1/clusters/grow", json={"changes": [{"op": "nodes_added", "inventory": {"nodes": [l4]}}]}
+    )
+    assert added.status_code == 200, added.text
+    conforms(openapi, added, "/v1/clusters/{cluster_id}", "patch")
+    assert added.json()["summary"]["free_gpus"] == {"nvidia-l4": 4}
+    jobs = {"jobs": [{"id": "l4-job", "ext_ml_gpu_count": 2, "ext_ml_gpu_type": "nvidia-l4"}], "now": NOW}
+    placed = http.post("/v1/clusters/grow/placements", json=jobs)
+    assert placed.status_code == 200, placed.text
+    assert [r["node"] for r in placed.json()["placements"][0]["replicas"]] == ["l4-1"]
+    started = {"id": "l4-job", "ext_ml_gpu_count": 2, "node": "l4-1", "gpus": [0, 1], "started_at": NOW}
+    assert http.patch(
+        "/v1/clusters/grow", json={"changes": [{"op": "job_started", "job": started}]}
+    ).is_success
+    removed = http.patch("/v1/clusters/grow", json={"changes": [{"op": "node_removed", "node": "l4-1"}]})
+    assert removed.status_code == 200 and removed.json()["running"] == []  # l4-job went with its node
+    assert removed.json()["summary"]["free_gpus"] == {}
+
+    taken = http.patch(
+        "/v1/clusters/grow",
+        json={
+            "changes": [{"op": "nodes_added", "inventory": {"nodes": [{"name": "cpu-1", "cpu_cores": 4}]}}]
+        },
+    )
+    assert taken.status_code == 409
+    assert taken.json()["error"]["errors"][0]["path"] == "changes[0].inventory.nodes[0].name"
+    malformed = http.patch(
+        "/v1/clusters/grow",
+        json={
+            "changes": [{"op": "nodes_added", "inventory": {"nodes": [{"name": "x", "cpu_cores": "many"}]}}]
+        },
+    )
+    assert malformed.status_code == 400
+    assert malformed.json()["error"]["errors"][0]["path"] == "changes[0].inventory.nodes[0].cpu_cores"
+    # The module's server takes clusters of at most 2,000 nodes: one node stored, 2,000 more refused.
+    big = {"nodes": [{"name": "many", "count": 2000, "cpu_cores": 4}]}
+    too_many = http.patch("/v1/clusters/grow", json={"changes": [{"op": "nodes_added", "inventory": big}]})
+    assert too_many.status_code == 413 and too_many.json()["error"]["errors"][0]["path"] == "cluster"
+    assert http.get("/v1/clusters/grow").json()["version"] == 4  # the refused PATCHes changed nothing
+
+
 # ---------------------------------------------------------------------------------------------------
 # Concurrency and metrics
 # ---------------------------------------------------------------------------------------------------

@@ -89,6 +89,84 @@ def test_a_bad_change_names_itself(changes: list[dict[str, object]], kind: str, 
     assert e.value.kind == kind and e.value.errors[0]["path"] == path
 
 
+def joined(*specs: dict[str, object], running: list[dict[str, object]] | None = None) -> dict[str, object]:
+    inventory = {"nodes": list(specs), "running": running or []}
+    return normalize_change({"op": "nodes_added", "inventory": inventory}, "changes[0]")
+
+
+def test_nodes_join_with_their_jobs_and_leave_releasing_theirs() -> None:
+    cluster = build_cluster(TEMPLATED)
+    l4 = {"name": "l4-1", "gpus": {"type": "nvidia-l4", "count": 4}, "cpu_cores": 32}
+    on_l4 = {"job": "inf", "replicas": [{"node": "l4-1", "gpus": [0, 1]}]}
+    grown = apply_changes(cluster, [joined(l4, running=[on_l4]), started("a", "dgx-1", [0])])
+    assert [n.name for n in grown.nodes] == ["dgx-1", "dgx-2", "dgx-3", "cpu", "l4-1"]
+    assert len(grown.free_gpus("l4-1")) == 2 and sorted(grown.state.jobs) == ["a", "inf"]
+    # What a build of the joined inventory gives: the same snapshot.
+    inv = cluster.to_inventory()
+    rebuilt = build_cluster(
+        inv.model_copy(update={"nodes": [*inv.nodes, Inventory.model_validate({"nodes": [l4]}).nodes[0]]})
+    ).with_allocations([grown.running_job("inf"), grown.running_job("a")])
+    assert summary(grown) == summary(rebuilt)
+    shrunk = apply_changes(
+        grown, [{"op": "node_removed", "node": "l4-1"}, {"op": "node_removed", "node": "dgx-2"}]
+    )
+    assert [n.name for n in shrunk.nodes] == ["dgx-1", "dgx-3", "cpu"]
+    assert sorted(shrunk.state.jobs) == ["a"]  # inf ran on l4-1: released with it
+
+
+@pytest.mark.parametrize(
+    ("change", "kind", "code", "path"),
+    [
+        ({"op": "node_removed", "node": "nope"}, "invalid", "enum", "changes[0].node"),
+        (
+            joined({"name": "dgx-2", "cpu_cores": 4}),
+            "conflict",
+            "duplicate",
+            "changes[0].inventory.nodes[0].name",
+        ),
+        (
+            joined(
+                {"name": "ok", "cpu_cores": 4}, {"name": "typo", "gpus": {"type": "nvidia-h10", "count": 1}}
+            ),
+            "invalid",
+            "invalid",
+            "changes[0].inventory.nodes[1]",
+        ),
+        (
+            joined(
+                {"name": "l4", "gpus": {"type": "nvidia-l4", "count": 1}},
+                running=[{"job": "j", "replicas": [{"node": "l4", "gpus": [3]}]}],
+            ),
+            "invalid",
+            "invalid",
+            "changes[0].inventory.running[0].replicas[0]",
+        ),
+    ],
+)
+def test_a_bad_membership_change_names_itself(
+    change: dict[str, object], kind: str, code: str, path: str
+) -> None:
+    with pytest.raises(ChangeError) as e:
+        apply_changes(build_cluster(TEMPLATED), [change])
+    assert (e.value.kind, e.value.errors[0]["code"], e.value.errors[0]["path"]) == (kind, code, path)
+
+
+def test_membership_changes_replay_from_the_log(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.db")
+    store = ClusterStore(path)
+    store.put("c", build_cluster(TEMPLATED))
+    store.patch("c", [joined({"name": "l4-1", "gpus": {"type": "nvidia-l4", "count": 4}})])
+    store.patch("c", [started("a", "l4-1", [1]), {"op": "node_removed", "node": "dgx-3"}])
+    expected = store.get("c")
+    store.close()
+    reopened = ClusterStore(path)
+    got = reopened.get("c")
+    assert got is not None and expected is not None and got.version == 3
+    assert got.cluster.to_inventory() == expected.cluster.to_inventory()
+    assert [n.name for n in got.cluster.nodes] == ["dgx-1", "dgx-2", "cpu", "l4-1"]
+    reopened.close()
+
+
 def test_an_invalid_started_job_is_refused_before_it_is_applied() -> None:
     with pytest.raises(ChangeError) as e:
         normalize_change(
