@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,16 @@ from placer.solver.jobs.model import GpuDemand, Job, ModelRef, TaskGroup
 from placer.solver.policy import Policy
 from placer.solver.prepared import Prepared
 from placer.solver.session import Session
-from placer.topology import Inventory, LoadedModel, NodeSpec, cluster_of, cpu_nodes, dgx_h100, pcie_inference
+from placer.topology import (
+    Inventory,
+    LoadedModel,
+    NodeSpec,
+    TopologyError,
+    cluster_of,
+    cpu_nodes,
+    dgx_h100,
+    pcie_inference,
+)
 from placer.topology.build import build_cluster
 from tests.solver.conftest import NOW, without_timing
 
@@ -170,3 +180,23 @@ def test_nodes_added_and_removed_are_seen() -> None:
     s.remove_nodes("l4")
     assert s.cluster.running_jobs() == ()
     assert s.decide([gpu_job.model_copy(update={"id": "g2"})], now=NOW).placements == []
+
+
+def test_a_node_join_that_does_not_fit_changes_nothing_and_decisions_go_on_as_place() -> None:
+    s = Session(cluster_of(dgx_h100(2)), Policy(engine="greedy"))
+    s.commit(s.decide([Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=8))])], now=NOW))
+    before = s.cluster
+    with pytest.raises(TopologyError, match="duplicate node name"):
+        s.add_nodes(Inventory(nodes=[NodeSpec(name="dgx-h100-1", cpu_cores=4)]))
+    with pytest.raises(TopologyError, match="no node or TPU pod 'nope'"):
+        s.remove_nodes("nope")
+    assert s.cluster is before
+    # A joined L4 box and a DGX gone (with job a on it): decisions are place()'s on the cluster as it is.
+    s.add_nodes(Inventory(nodes=[NodeSpec(name="l4", gpus={"type": "nvidia-l4", "count": 4})]))  # type: ignore[arg-type]
+    s.remove_nodes(before.running_job("a").replicas[0].node)  # type: ignore[arg-type]
+    assert [n.name for n in s.cluster.nodes][-1] == "l4" and s.cluster.running_jobs() == ()
+    batch = [Job(id=f"b{i}", tasks=[TaskGroup(gpu=GpuDemand(count=c))]) for i, c in enumerate([8, 4, 2, 1])]
+    mine = s.decide(batch, now=NOW)
+    alone = place(batch, s.cluster, Policy(engine="greedy"), now=NOW)
+    assert without_timing(mine) == without_timing(alone)
+    assert not check(mine, batch, s.cluster, now=NOW)
