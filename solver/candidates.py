@@ -24,7 +24,7 @@ The elimination order (the first failing check is blamed) is :data:`STATIC_CHECK
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,42 +119,43 @@ class NodeArrays:
     def of(snap: Snapshot, keys: Iterable[str]) -> NodeArrays:
         """Build the arrays; ``keys`` are the label keys any rule of the batch reads."""
         keys = frozenset(keys)
-        nodes = snap.nodes
-        f = np.fromiter
-        n = len(nodes)
-        sig_ids: dict[tuple[object, ...], int] = {}
-        group = np.empty(n, dtype=np.int64)
-        ordered = sorted(keys)
-        for v in nodes:
-            group[v.idx] = sig_ids.setdefault(_static_signature(v, ordered), len(sig_ids))
-        members = [np.flatnonzero(group == g) for g in range(len(sig_ids))] if n else []
+        group, members = _groups(snap.nodes, sorted(keys), {})
         return NodeArrays(
             snap=snap,
-            gpus=f((len(v.free_gpus) for v in nodes), dtype=np.int64, count=n),
-            milli=f((max(v.milli_free, default=0) for v in nodes), dtype=np.int64, count=n),
-            cpu=f((v.free_cpu for v in nodes), dtype=np.float64, count=n),
-            mem=f((v.free_mem for v in nodes), dtype=np.float64, count=n),
-            storage=f((v.free_storage for v in nodes), dtype=np.float64, count=n),
-            shm=f((v.free_shm for v in nodes), dtype=np.float64, count=n),
-            cap_gpus=f((v.node.gpu_count for v in nodes), dtype=np.int64, count=n),
-            cap_cpu=f((v.node.cpu_cores for v in nodes), dtype=np.float64, count=n),
-            cap_mem=f((v.node.memory_gb for v in nodes), dtype=np.float64, count=n),
-            cap_storage=f(
-                (np.inf if v.node.storage_gb is None else v.node.storage_gb for v in nodes),
-                dtype=np.float64,
-                count=n,
-            ),
-            cap_shm=f(
-                (np.inf if v.node.shm_gb is None else v.node.shm_gb for v in nodes), dtype=np.float64, count=n
-            ),
-            empty=f((v.empty for v in nodes), dtype=bool, count=n),
-            partial=f((_partial(v) for v in nodes), dtype=np.float64, count=n),
-            usable=f((v.usable for v in nodes), dtype=bool, count=n),
+            **_rows(snap.nodes),
             group=group,
             group_members=members,
             keys=keys,
-            stamp=(clock := Clock()).ticks(n),
+            stamp=(clock := Clock()).ticks(len(snap.nodes)),
             clock=clock,
+        )
+
+    def joined(self, snap: Snapshot) -> NodeArrays:
+        """These arrays for ``snap``, this one's view with nodes appended (nothing else changed: the same
+        running jobs, the same nodes before them): the rows of the new nodes made and appended, the new
+        nodes put in the static group of their signature (a new one after the others when none has it),
+        as :meth:`of` numbers groups. Every cached answer is left behind (each is indexed by node or by
+        group); the stamps and clock go on, so answers kept elsewhere per stamp stay valid."""
+        n0 = len(self.gpus)
+        new = snap.nodes[n0:]
+        ordered = sorted(self.keys)
+        known = {
+            _static_signature(snap.nodes[int(m[0])], ordered): g for g, m in enumerate(self.group_members)
+        }
+        group, members = _groups(new, ordered, known, first=n0)
+        old = {k: getattr(self, k) for k in _ROWS}
+        rows = {k: np.concatenate([old[k], v]) for k, v in _rows(new).items()}
+        have = self.group_members
+        merged = [np.concatenate([was, m]) if m.size else was for was, m in zip(have, members, strict=False)]
+        merged += members[len(have) :]  # the new groups
+        return NodeArrays(
+            snap=snap,
+            **rows,
+            group=np.concatenate([self.group, group]),
+            group_members=merged,
+            keys=self.keys,
+            stamp=np.concatenate([self.stamp, self.clock.ticks(len(new))]),
+            clock=self.clock,
         )
 
     def refreshed(self, snap: Snapshot, changed: Iterable[int]) -> NodeArrays:
@@ -498,6 +499,55 @@ class Answers(MutableMapping[object, Any]):
 
 def _partial(v: NodeView) -> float:
     return sum(m for m in v.milli_free if 0 < m < 1000) / 1000
+
+
+#: The per-node arrays of :class:`NodeArrays` that :func:`_rows` makes.
+_ROWS = (
+    "gpus", "milli", "cpu", "mem", "storage", "shm", "cap_gpus", "cap_cpu", "cap_mem", "cap_storage",
+    "cap_shm", "empty", "partial", "usable",
+)  # fmt: skip
+
+
+def _rows(nodes: Sequence[NodeView]) -> dict[str, np.ndarray]:
+    """The per-node arrays of ``nodes``, in their order."""
+    f = np.fromiter
+    n = len(nodes)
+    return {
+        "gpus": f((len(v.free_gpus) for v in nodes), dtype=np.int64, count=n),
+        "milli": f((max(v.milli_free, default=0) for v in nodes), dtype=np.int64, count=n),
+        "cpu": f((v.free_cpu for v in nodes), dtype=np.float64, count=n),
+        "mem": f((v.free_mem for v in nodes), dtype=np.float64, count=n),
+        "storage": f((v.free_storage for v in nodes), dtype=np.float64, count=n),
+        "shm": f((v.free_shm for v in nodes), dtype=np.float64, count=n),
+        "cap_gpus": f((v.node.gpu_count for v in nodes), dtype=np.int64, count=n),
+        "cap_cpu": f((v.node.cpu_cores for v in nodes), dtype=np.float64, count=n),
+        "cap_mem": f((v.node.memory_gb for v in nodes), dtype=np.float64, count=n),
+        "cap_storage": f(
+            (np.inf if v.node.storage_gb is None else v.node.storage_gb for v in nodes),
+            dtype=np.float64,
+            count=n,
+        ),
+        "cap_shm": f(
+            (np.inf if v.node.shm_gb is None else v.node.shm_gb for v in nodes), dtype=np.float64, count=n
+        ),
+        "empty": f((v.empty for v in nodes), dtype=bool, count=n),
+        "partial": f((_partial(v) for v in nodes), dtype=np.float64, count=n),
+        "usable": f((v.usable for v in nodes), dtype=bool, count=n),
+    }
+
+
+def _groups(
+    nodes: Sequence[NodeView], keys: list[str], known: dict[tuple[object, ...], int], first: int = 0
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The static group of each of ``nodes`` (which stand at ``first`` onwards): the group ``known``
+    gives their signature, else a new one, numbered in order of first appearance after the known ones;
+    and per group (known ones included) the members among ``nodes``, as indices of the whole view."""
+    sig_ids = dict(known)
+    group = np.empty(len(nodes), dtype=np.int64)
+    for k, v in enumerate(nodes):
+        group[k] = sig_ids.setdefault(_static_signature(v, keys), len(sig_ids))
+    members = [np.flatnonzero(group == g) + first for g in range(len(sig_ids))] if len(nodes) else []
+    return group, members
 
 
 def _dynamic(key: object) -> bool:

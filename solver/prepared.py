@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from placer.solver.candidates import NodeArrays
 from placer.solver.objective.fragmentation import Learned, Shape, running_shapes
 from placer.solver.shielded import Shielded
-from placer.solver.snapshot import Snapshot, max_gpus_by_type, updated
+from placer.solver.snapshot import Snapshot, joined, max_gpus_by_type, updated
 from placer.topology import Cluster, RunningJob
 
-__all__ = ["Prepared", "flipped"]
+__all__ = ["Prepared", "appended", "flipped"]
 
 
 @dataclass(eq=False)
@@ -109,6 +109,32 @@ class Prepared:
         if self._shielded is not None:
             out._shielded = self._shielded.advanced(started, ended)
         return out
+
+    def joined(self, cluster: Cluster, *, learned: Learned | None) -> Prepared:
+        """The pieces for ``cluster``, which is this one with nodes appended and nothing else changed
+        (:func:`appended` tells): the new nodes' views and rows made, the other views, rows and static
+        groups kept (:meth:`NodeArrays.joined`). Every kept answer is indexed by node or by static group
+        and is made again on demand; so is what a learning session had seen arrive, whose masks are per
+        node (``learned``: what the caller keeps instead). Running shapes stand (nothing started)."""
+        out = Prepared(cluster, learned=learned, _shapes=self._shapes)
+        if self._snap is not None:
+            out._snap = joined(self._snap, cluster)
+            out._arrays = {k: a.joined(out._snap) for k, a in self._arrays.items()}
+        return out
+
+
+def appended(before: Cluster, after: Cluster) -> bool:
+    """Whether ``after`` is ``before`` with nodes appended and nothing else changed: ``before``'s nodes are
+    the very same objects at the same places (:func:`~placer.topology.membership.with_nodes_added` keeps
+    them), with the same TPU pods and the same running jobs. What :meth:`Prepared.joined` moves forward
+    by."""
+    old, new = before.nodes, after.nodes
+    return (
+        len(new) > len(old)
+        and after.structure.pods.keys() == before.structure.pods.keys()
+        and after.state.jobs is before.state.jobs
+        and all(a is b for a, b in zip(old, new, strict=False))
+    )
 
 
 def flipped(before: Cluster, after: Cluster, *, jobs: bool = False) -> list[str] | None:

@@ -34,7 +34,7 @@ from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.fragmentation import Learned
 from placer.solver.policy import Policy
-from placer.solver.prepared import Prepared, flipped
+from placer.solver.prepared import Prepared, appended, flipped
 from placer.solver.prices import PriceCatalog
 from placer.solver.reservations import Reservation
 from placer.solver.running import running_job
@@ -147,7 +147,12 @@ class Session:
         """More nodes (and TPU pods), described as an inventory document of their own (jobs it lists as
         running start on them). Raises ``TopologyError`` and changes nothing when they do not fit the
         cluster (a name taken, a GPU type unknown: :func:`~placer.topology.membership.with_nodes_added`)."""
-        self._rebuild(with_nodes_added(self.cluster, inventory))
+        after = with_nodes_added(self.cluster, inventory)
+        if appended(self.cluster, after):  # no job started with them: the pieces move forward
+            learned = Learned({}, {}) if self.learn else None  # its masks are per node: start again
+            self._prepared = self._prepared.joined(after, learned=learned)
+        else:
+            self._rebuild(after)
 
     def remove_nodes(self, *names: str) -> None:
         """Nodes (or TPU pods) leave the cluster; jobs running on them are released first (they cannot run

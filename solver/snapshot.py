@@ -33,6 +33,7 @@ __all__ = [
     "NodeView",
     "PodView",
     "Snapshot",
+    "joined",
     "max_gpus_by_type",
     "scope_value",
     "updated",
@@ -220,6 +221,28 @@ def updated(snap: Snapshot, cluster: Cluster, changed: Iterable[str]) -> Snapsho
         by_name=snap.by_name,
         pod_by_name=snap.pod_by_name,
         biggest_node_gpus=snap.biggest_node_gpus,
+        _labels=snap._labels,
+        _anti=snap._anti,
+        _trees=snap._trees,
+        _tree_kinds=snap._tree_kinds,
+    )
+
+
+def joined(snap: Snapshot, cluster: Cluster) -> Snapshot:
+    """The view of ``cluster`` when it is ``snap``'s cluster with nodes appended and nothing else changed
+    (the same running jobs and TPU pods, the same nodes before the new ones): the new nodes' views made,
+    the rest kept, as :meth:`Snapshot.of` would make them."""
+    n0 = len(snap.nodes)
+    new = [_view(cluster, i, cluster.nodes[i]) for i in range(n0, len(cluster.nodes))]
+    by_name = dict(snap.by_name)
+    by_name.update((v.name, v.idx) for v in new)
+    return Snapshot(
+        cluster=cluster,
+        nodes=(*snap.nodes, *new),
+        pods=snap.pods,
+        by_name=by_name,
+        pod_by_name=snap.pod_by_name,
+        biggest_node_gpus=max([snap.biggest_node_gpus, *(v.node.gpu_count for v in new)]),
         _labels=snap._labels,
         _anti=snap._anti,
         _trees=snap._trees,

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from placer.solver.prepared import Prepared, flipped
+from placer.solver.prepared import Prepared, appended, flipped
 from placer.topology import Cluster, RunningJob, TopologyError
 from placer.topology.availability import with_availability
 from placer.topology.build import build_cluster
@@ -119,6 +119,12 @@ class Stored:
                 started = [cluster.running_job(j) for j in new if j not in old]
                 ended = [self.cluster.running_job(j) for j in old if j not in new]
                 prepared = self.prepared.advanced(cluster, started, ended, flipped=names)
+            finally:
+                self.prepared_lock.release()
+            return Stored(self.id, version, cluster, when, prepared)
+        if names is None and appended(self.cluster, cluster) and self.prepared_lock.acquire(blocking=False):
+            try:  # nodes joined, nothing else changed: their views and rows are added to the pieces
+                prepared = self.prepared.joined(cluster, learned=None)
             finally:
                 self.prepared_lock.release()
             return Stored(self.id, version, cluster, when, prepared)

@@ -97,3 +97,37 @@ def test_scope_ranks_order_domains_by_name() -> None:
     arrays = candidates.NodeArrays.of(Snapshot.of(cluster), ())
     assert arrays.scope_codes("rack").tolist() == [0, 1, 2, 1]
     assert arrays.scope_ranks("rack").tolist() == [1, 0, 2]  # r-a < r-b < r-c
+
+
+@settings(max_examples=30, deadline=None)
+@given(kinds=st.lists(st.integers(0, 3), min_size=1, max_size=6), keys=st.sampled_from([(), ("team",)]))
+def test_arrays_joined_are_the_arrays_of_the_grown_view(kinds: list[int], keys: tuple[str, ...]) -> None:
+    # Nodes appended (of groups the arrays have and of new ones) give the rows, groups and members that
+    # arrays built from scratch on the grown view give.
+    from placer.solver.snapshot import joined
+    from placer.topology import Inventory, NodeSpec, dgx_h100
+    from placer.topology.membership import with_nodes_added
+
+    base = cluster_of(dgx_h100(2), cpu_nodes(2))
+    base = base.allocate(
+        {"job": "r", "replicas": [{"node": base.nodes[0].name, "gpus": [0, 1], "gpu_milli": None}]}
+    )
+    specs = [
+        NodeSpec(name="x", cpu_cores=224, memory_gb=2048, gpus={"type": "nvidia-h100", "count": 8}),  # type: ignore[arg-type]
+        NodeSpec(name="x", cpu_cores=64, gpus={"type": "nvidia-l4", "count": 4}),  # type: ignore[arg-type]
+        NodeSpec(name="x", cpu_cores=32, labels={"team": "a"}),
+        NodeSpec(name="x", cpu_cores=32, schedulable=False),
+    ]
+    snap = Snapshot.of(base)
+    arrays = candidates.NodeArrays.of(snap, keys)
+    grown = with_nodes_added(
+        base, Inventory(nodes=[specs[k].model_copy(update={"name": f"n{i}"}) for i, k in enumerate(kinds)])
+    )
+    view = joined(snap, grown)
+    assert view == Snapshot.of(grown)
+    got, want = arrays.joined(view), candidates.NodeArrays.of(view, keys)
+    for name in (*candidates._ROWS, "group"):
+        assert (getattr(got, name) == getattr(want, name)).all(), name
+    assert [m.tolist() for m in got.group_members] == [m.tolist() for m in want.group_members]
+    assert got.stamp[: len(arrays.stamp)].tolist() == arrays.stamp.tolist()  # old nodes keep their stamps
+    assert len(set(got.stamp.tolist())) == len(got.stamp)

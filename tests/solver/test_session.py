@@ -73,21 +73,33 @@ def steps(draw: st.DrawFn) -> list[tuple[str, object]]:
     out: list[tuple[str, object]] = []
     k = 0
     for _ in range(draw(st.integers(3, 8))):
-        what = draw(st.sampled_from(["batch", "batch", "batch", "finish", "down", "up"]))
+        what = draw(st.sampled_from(["batch", "batch", "batch", "finish", "down", "up", "join", "leave"]))
         if what == "batch":
             n = draw(st.integers(1, 4))
             out.append(("batch", [draw(job(k + i)) for i in range(n)]))
             k += n
-        elif what == "finish":
-            out.append(("finish", draw(st.integers(0, 50))))
+        elif what in ("finish", "leave"):
+            out.append((what, draw(st.integers(0, 50))))
+        elif what == "join":
+            out.append((what, draw(st.integers(0, len(JOINING) - 1))))
         else:
             out.append((what, draw(st.sampled_from(["dgx-h100-r1-1", "l4-2", "cpu-1"]))))
     return out
 
 
+#: Machines that join a session's cluster (``add_nodes``): one like the cluster's DGXs (it joins their
+#: static group), kinds it has none of (a new group each), a cordoned one, and one with a label.
+JOINING = [
+    NodeSpec(name="x", rack="r1", cpu_cores=112, memory_gb=2048, gpus={"type": "nvidia-h100", "count": 8}),  # type: ignore[arg-type]
+    NodeSpec(name="x", cpu_cores=64, gpus={"type": "nvidia-a100-80gb", "count": 4}),  # type: ignore[arg-type]
+    NodeSpec(name="x", cpu_cores=32, schedulable=False, gpus={"type": "nvidia-l4", "count": 4}),  # type: ignore[arg-type]
+    NodeSpec(name="x", cpu_cores=96, labels={"team": "infra"}),
+]
+
+
 def _run(plan: list[tuple[str, object]], policy: Policy, one_entry_per_node: bool = False) -> None:
     session = Session(_cluster(one_entry_per_node), policy)
-    for what, arg in plan:
+    for step, (what, arg) in enumerate(plan):
         if what == "batch":
             jobs = arg
             # place() from scratch, given only what the session learned so far (the target workload of the
@@ -107,10 +119,14 @@ def _run(plan: list[tuple[str, object]], policy: Policy, one_entry_per_node: boo
             running = sorted(rj.job for rj in session.cluster.running_jobs())
             if running:
                 session.finish(running[int(arg) % len(running)])  # type: ignore[call-overload]
-        elif what == "down":
-            session.node_down(str(arg))
-        else:
-            session.node_up(str(arg))
+        elif what == "join":
+            session.add_nodes(Inventory(nodes=[JOINING[int(arg)].model_copy(update={"name": f"new-{step}"})]))  # type: ignore[call-overload]
+        elif what == "leave":
+            names = [n.name for n in session.cluster.nodes]
+            if len(names) > 1:
+                session.remove_nodes(names[int(arg) % len(names)])  # type: ignore[call-overload]
+        elif session.cluster.has_node(str(arg)):  # it may have left
+            (session.node_up if what == "up" else session.node_down)(str(arg))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -180,6 +196,27 @@ def test_nodes_added_and_removed_are_seen() -> None:
     s.remove_nodes("l4")
     assert s.cluster.running_jobs() == ()
     assert s.decide([gpu_job.model_copy(update={"id": "g2"})], now=NOW).placements == []
+
+
+def test_nodes_joining_move_the_pieces_forward_and_decide_as_place_does() -> None:
+    s = Session(_cluster(one_entry_per_node=True), Policy(engine="greedy"), learn=False)
+    s.commit(s.decide([Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=8))])], now=NOW))
+    s.decide([Job(id="probe", tasks=[TaskGroup(gpu=GpuDemand(count=1))])], now=NOW)  # pieces built
+    before = s._prepared
+    s.add_nodes(Inventory(nodes=[JOINING[1].model_copy(update={"name": "a100-1"})]))
+    after = s._prepared
+    assert after is not before and after._snap is not None and before._snap is not None
+    # The views of the nodes that were there are the same objects: moved forward, not made afresh.
+    assert all(a is b for a, b in zip(before._snap.nodes, after._snap.nodes, strict=False))
+    assert (
+        after._snap.nodes[-1].name == "a100-1" and after._snap.by_name["a100-1"] == len(s.cluster.nodes) - 1
+    )
+    only_a100 = Job(id="b", tasks=[TaskGroup(gpu=GpuDemand(count=4, types=["nvidia-a100-80gb"]))])
+    mine = s.decide([only_a100], now=NOW)
+    assert without_timing(mine) == without_timing(
+        place([only_a100], s.cluster, Policy(engine="greedy"), now=NOW)
+    )
+    assert [r.node for r in mine.placements[0].replicas] == ["a100-1"]
 
 
 def test_a_node_join_that_does_not_fit_changes_nothing_and_decisions_go_on_as_place() -> None:

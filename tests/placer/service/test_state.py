@@ -290,15 +290,17 @@ def test_a_version_keeps_the_solvers_prepared_pieces_moved_forward_by_job_change
     assert same(s8)
 
 
-_NODES = ["dgx-1", "dgx-2", "dgx-3"]
+_NODES = ["dgx-1", "dgx-2", "dgx-3", "new-1", "new-2"]
 
 
 @st.composite
 def _patches(draw: st.DrawFn) -> list[list[tuple[str, str, int]]]:
     """Up to six PATCHes of one to three changes: nodes down or up, a 2-GPU job started (GPUs chosen when
-    applied) or the oldest running job finished."""
+    applied), the oldest running job finished, a DGX joined or a node removed."""
     change = st.tuples(
-        st.sampled_from(["node_down", "node_up", "job_started", "job_finished"]),
+        st.sampled_from(
+            ["node_down", "node_up", "job_started", "job_finished", "nodes_added", "node_removed"]
+        ),
         st.sampled_from(_NODES),
         st.integers(0, 3),
     )
@@ -320,23 +322,37 @@ def test_versions_decide_as_place_does_whatever_their_patches_mixed(
     stored, _ = store.put("c", build_cluster(TEMPLATED))
     policy = Policy(engine="greedy")
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    batch = [
+    batch = [  # more than the three DGXs hold: the rest goes to nodes that joined, when there are any
         Job(id="x", tasks=[TaskGroup(gpu=GpuDemand(count=4))]),
-        Job(id="y", tasks=[TaskGroup(gpu=GpuDemand(count=8))]),
+        *(Job(id=f"y{i}", tasks=[TaskGroup(gpu=GpuDemand(count=8))]) for i in range(3)),
     ]
     k = 0
     for patch in patches:
         stored.prepared.snapshot()  # built, so that the next version can move it forward
         cluster, changes = stored.cluster, []
         for op, node, slot in patch:
-            if op in ("node_down", "node_up"):
+            gone = {c["node"] for c in changes if c.get("op") == "node_removed"}
+            if not cluster.has_node(node) or node in gone:
+                continue  # removed before (its jobs went with it)
+            if op in ("node_down", "node_up", "node_removed"):
                 changes.append({"op": op, "node": node})
+            elif op == "nodes_added":
+                k += 1
+                spec = {
+                    "name": f"new-{k}",
+                    "rack": "r1",
+                    "cpu_cores": 64,
+                    "gpus": {"type": "nvidia-h100", "count": 8},
+                }
+                changes.append(joined(spec))
             elif op == "job_started":
                 free = cluster.free_gpus(node)
                 if len(free) >= 2 and not any(c.get("op") == "job_started" for c in changes):
                     k += 1
                     changes.append(started(f"j{k}", node, list(free[slot % (len(free) - 1) :][:2])))
-            elif cluster.running_jobs() and not any(c.get("op") == "job_finished" for c in changes):
+            elif cluster.running_jobs() and not any(
+                c.get("op") in ("job_finished", "node_removed") for c in changes
+            ):
                 changes.append(
                     {"op": "job_finished", "job": sorted(rj.job for rj in cluster.running_jobs())[0]}
                 )
