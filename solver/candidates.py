@@ -158,6 +158,36 @@ class NodeArrays:
             clock=self.clock,
         )
 
+    def left(self, snap: Snapshot, kept: np.ndarray, changed: Iterable[int]) -> NodeArrays:
+        """These arrays for ``snap``, this one's view with nodes removed: ``kept`` are the old indices of
+        the nodes that stay, in order, and ``changed`` the new indices of those whose free amounts changed
+        (jobs released with the removed nodes). Rows of the others are kept, static groups renumbered in
+        order of first appearance as :meth:`of` numbers them (a group left empty goes). Every cached
+        answer is left behind (each is indexed by node or by group); the stamps go on, the changed
+        nodes' fresh."""
+        rows = {k: getattr(self, k)[kept] for k in _ROWS}
+        idx = np.fromiter(changed, dtype=np.int64)
+        if idx.size:
+            for k, v in _rows([snap.nodes[i] for i in idx.tolist()]).items():
+                rows[k][idx] = v
+        old = self.group[kept]
+        present, first = np.unique(old, return_index=True)
+        order = present[np.argsort(first)]
+        renumber = np.full(len(self.group_members), -1, dtype=np.int64)
+        renumber[order] = np.arange(order.size)
+        group = renumber[old]
+        stamp = self.stamp[kept]
+        stamp[idx] = self.clock.ticks(idx.size)
+        return NodeArrays(
+            snap=snap,
+            **rows,
+            group=group,
+            group_members=[np.flatnonzero(group == g) for g in range(order.size)],
+            keys=self.keys,
+            stamp=stamp,
+            clock=self.clock,
+        )
+
     def refreshed(self, snap: Snapshot, changed: Iterable[int]) -> NodeArrays:
         """These arrays for ``snap``, a view that differs from ``self.snap`` only in the free amounts and
         running jobs of the nodes ``changed`` (:func:`placer.solver.snapshot.updated`): the static parts

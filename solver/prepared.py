@@ -19,13 +19,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from placer.solver.candidates import NodeArrays
 from placer.solver.objective.fragmentation import Learned, Shape, running_shapes
 from placer.solver.shielded import Shielded
-from placer.solver.snapshot import Snapshot, joined, max_gpus_by_type, updated
+from placer.solver.snapshot import Snapshot, max_gpus_by_type, updated
+from placer.solver.snapshot import joined as joined_view
+from placer.solver.snapshot import left as left_view
 from placer.topology import Cluster, RunningJob
 
-__all__ = ["Prepared", "appended", "flipped"]
+__all__ = ["Prepared", "appended", "flipped", "shrunk"]
 
 
 @dataclass(eq=False)
@@ -97,15 +101,7 @@ class Prepared:
             rows = [out._snap.by_name[n] for n in names if n in out._snap.by_name]
             out._arrays = {k: a.refreshed(out._snap, rows) for k, a in self._arrays.items()}
         if self._shapes is not None:
-            shapes = dict(self._shapes)
-            for rj, sign in [*((j, 1.0) for j in started), *((j, -1.0) for j in ended)]:
-                for shape, n in running_shapes(rj.replicas).items():
-                    left = shapes.get(shape, 0.0) + sign * n
-                    if left > 0:
-                        shapes[shape] = left
-                    else:
-                        shapes.pop(shape, None)
-            out._shapes = shapes
+            out._shapes = _moved(self._shapes, started, ended)
         if self._shielded is not None:
             out._shielded = self._shielded.advanced(started, ended)
         return out
@@ -118,9 +114,52 @@ class Prepared:
         node (``learned``: what the caller keeps instead). Running shapes stand (nothing started)."""
         out = Prepared(cluster, learned=learned, _shapes=self._shapes)
         if self._snap is not None:
-            out._snap = joined(self._snap, cluster)
+            out._snap = joined_view(self._snap, cluster)
             out._arrays = {k: a.joined(out._snap) for k, a in self._arrays.items()}
         return out
+
+    def left(self, cluster: Cluster, ended: Iterable[RunningJob], *, learned: Learned | None) -> Prepared:
+        """The pieces for ``cluster``, which is this one with nodes removed and the ``ended`` jobs (those
+        that ran on them) released, nothing else changed (:func:`shrunk` tells): the views and rows of
+        the nodes that stay are kept and renumbered, those the ended jobs freed made again
+        (:meth:`NodeArrays.left`). Every kept answer is indexed by node or by static group and is made
+        again on demand; so is what a learning session had seen arrive (``learned``: what the caller
+        keeps instead)."""
+        ended = list(ended)
+        out = Prepared(cluster, learned=learned)
+        if self._shapes is not None:
+            out._shapes = _moved(self._shapes, [], ended)
+        if self._snap is not None:
+            freed = {
+                r.node for rj in ended for r in rj.replicas if r.node is not None and cluster.has_node(r.node)
+            }
+            out._snap = left_view(self._snap, cluster, freed)
+            kept = np.fromiter((self._snap.by_name[n.name] for n in cluster.nodes), dtype=np.int64)
+            rows = sorted(out._snap.by_name[n] for n in freed)
+            out._arrays = {k: a.left(out._snap, kept, rows) for k, a in self._arrays.items()}
+        return out
+
+
+def shrunk(before: Cluster, after: Cluster, ended: list[RunningJob] | None = None) -> list[RunningJob] | None:
+    """The jobs released when ``after`` is ``before`` with nodes removed and nothing else changed (the
+    nodes that stay in the same order and from the same inventory entries — a node marked down or up has
+    a new one —, the same TPU pods, no job started; jobs ended only), which
+    :meth:`Prepared.left` moves forward by; None otherwise. ``ended``: the jobs the caller released,
+    when it knows (a session: those that ran on the nodes), which spares a walk over every running job."""
+    old, new = before.nodes, after.nodes
+    if len(new) >= len(old) or after.structure.pods.keys() != before.structure.pods.keys():
+        return None
+    rest = iter(old)
+    for n in new:  # the same nodes in the same order, each from the same inventory entry (not flipped)
+        o = next((o for o in rest if o.name == n.name), None)
+        if o is None or (n is not o and n.spec is not o.spec):
+            return None
+    was, now = before.state.jobs, after.state.jobs
+    if ended is not None:
+        return ended if len(now) == len(was) - len(ended) and not any(rj.job in now for rj in ended) else None
+    if not all(j in was for j in now):
+        return None
+    return [was[j] for j in was if j not in now]
 
 
 def appended(before: Cluster, after: Cluster) -> bool:
@@ -135,6 +174,21 @@ def appended(before: Cluster, after: Cluster) -> bool:
         and after.state.jobs is before.state.jobs
         and all(a is b for a, b in zip(old, new, strict=False))
     )
+
+
+def _moved(
+    shapes: dict[Shape, float], started: Iterable[RunningJob], ended: Iterable[RunningJob]
+) -> dict[Shape, float]:
+    """The running replicas' shapes after ``started`` jobs began and ``ended`` ones stopped."""
+    out = dict(shapes)
+    for rj, sign in [*((j, 1.0) for j in started), *((j, -1.0) for j in ended)]:
+        for shape, n in running_shapes(rj.replicas).items():
+            remaining = out.get(shape, 0.0) + sign * n
+            if remaining > 0:
+                out[shape] = remaining
+            else:
+                out.pop(shape, None)
+    return out
 
 
 def flipped(before: Cluster, after: Cluster, *, jobs: bool = False) -> list[str] | None:

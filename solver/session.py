@@ -34,13 +34,13 @@ from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.fragmentation import Learned
 from placer.solver.policy import Policy
-from placer.solver.prepared import Prepared, appended, flipped
+from placer.solver.prepared import Prepared, appended, flipped, shrunk
 from placer.solver.prices import PriceCatalog
 from placer.solver.reservations import Reservation
 from placer.solver.running import running_job
 from placer.topology import Cluster, Inventory, RunningJob
 from placer.topology.availability import with_availability
-from placer.topology.membership import with_nodes_added, without_nodes
+from placer.topology.membership import node_names, with_nodes_added, without_nodes
 
 __all__ = ["Session"]
 
@@ -157,7 +157,16 @@ class Session:
     def remove_nodes(self, *names: str) -> None:
         """Nodes (or TPU pods) leave the cluster; jobs running on them are released first (they cannot run
         anywhere)."""
-        self._rebuild(without_nodes(self.cluster, names))
+        cluster = self.cluster
+        gone = node_names(cluster, names)
+        on_them = {j for n in gone if cluster.has_node(n) for j in cluster.jobs_on(n)}
+        after = without_nodes(cluster, gone)
+        ended = shrunk(cluster, after, [cluster.running_job(j) for j in sorted(on_them)])
+        if ended is None:  # a TPU pod left, or a template was expanded: the pieces start afresh
+            self._rebuild(after)
+        else:  # the nodes that stay move up; the pieces move forward
+            learned = Learned({}, {}) if self.learn else None  # its masks are per node: start again
+            self._prepared = self._prepared.left(after, ended, learned=learned)
 
     def reset(self, cluster: Cluster) -> None:
         """Carry on from ``cluster`` (the same nodes, some facts changed, e.g. a node failed and is rebuilt

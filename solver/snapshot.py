@@ -34,6 +34,7 @@ __all__ = [
     "PodView",
     "Snapshot",
     "joined",
+    "left",
     "max_gpus_by_type",
     "scope_value",
     "updated",
@@ -134,16 +135,26 @@ class Snapshot:
     @staticmethod
     def of(cluster: Cluster) -> Snapshot:
         """The view of ``cluster``: one pass over its nodes, nothing per GPU unless shares are held."""
-        views = [_view(cluster, i, n) for i, n in enumerate(cluster.nodes)]
-        pods = _pods(cluster)
-        return Snapshot(
-            cluster=cluster,
-            nodes=tuple(views),
-            pods=pods,
-            by_name={v.name: v.idx for v in views},
-            pod_by_name={p.pod.name: p.idx for p in pods},
-            biggest_node_gpus=max((v.node.gpu_count for v in views), default=0),
-        )
+        return _of_views(cluster, [_view(cluster, i, n) for i, n in enumerate(cluster.nodes)])
+
+
+def _of_views(cluster: Cluster, views: list[NodeView], kept: Snapshot | None = None) -> Snapshot:
+    """The snapshot of ``cluster`` with these node views (and, from ``kept``, the running jobs' parsed
+    labels and rules and the shapes of inner trees, which never change for a job or a node)."""
+    pods = _pods(cluster)
+    return Snapshot(
+        cluster=cluster,
+        nodes=tuple(views),
+        pods=pods,
+        by_name={v.name: v.idx for v in views},
+        pod_by_name={p.pod.name: p.idx for p in pods},
+        biggest_node_gpus=max((v.node.gpu_count for v in views), default=0),
+        **(
+            {}
+            if kept is None
+            else {"_labels": kept._labels, "_anti": kept._anti, "_tree_kinds": kept._tree_kinds}
+        ),
+    )
 
 
 def _view(cluster: Cluster, i: int, n: Node) -> NodeView:
@@ -248,6 +259,39 @@ def joined(snap: Snapshot, cluster: Cluster) -> Snapshot:
         _trees=snap._trees,
         _tree_kinds=snap._tree_kinds,
     )
+
+
+def left(snap: Snapshot, cluster: Cluster, changed: Iterable[str]) -> Snapshot:
+    """The view of ``cluster`` when it is ``snap``'s cluster with nodes removed and the jobs that ran on
+    them released (which may have freed room on the nodes named ``changed``); nothing else changed. Those
+    nodes' views are made again, the others kept, renumbered where removed nodes stood before them (with
+    the node objects of ``cluster``, whose inventory entries moved up), as :meth:`Snapshot.of` would
+    make them."""
+    changed = set(changed)
+    views: list[NodeView] = []
+    for i, n in enumerate(cluster.nodes):
+        was = snap.nodes[snap.by_name[n.name]]
+        if n.name in changed:
+            views.append(_view(cluster, i, n))
+        elif was.idx == i and was.node is n:
+            views.append(was)
+        else:
+            views.append(
+                NodeView(
+                    i,
+                    n,
+                    was.usable,
+                    was.tainted,
+                    was.free_cpu,
+                    was.free_mem,
+                    was.free_storage,
+                    was.free_shm,
+                    was.free_gpus,
+                    was.milli_free,
+                    was.running,
+                )
+            )  # positional: dataclasses.replace cost 8 us a view, a third of a removal on 1,213 nodes
+    return _of_views(cluster, views, snap)
 
 
 def scope_value(snap: Snapshot, node: int, scope: str) -> str | None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from placer.topology.build import _resolve_domains, _resolve_nodes, _resolve_pod, build_cluster
 from placer.topology.cluster import Cluster
@@ -129,7 +129,7 @@ def without_nodes(cluster: Cluster, names: Iterable[str]) -> Cluster:
         if n.name in gone:
             continue
         shift = bisect_left(removed, n.spec_index)
-        kept.append(replace(n, spec_index=n.spec_index - shift) if shift else n)
+        kept.append(_moved_up(n, n.spec_index - shift) if shift else n)
     index = {n.name: n for n in kept} if nodes else dict(s.node_index)
     touched = sorted({s.node_index[n].nvlink_domain for n in nodes} - {None})  # type: ignore[type-var]
     domains: dict[str, NvlinkDomain] = {d: v for d, v in s.domains.items() if d not in touched}
@@ -164,6 +164,19 @@ def without_nodes(cluster: Cluster, names: Iterable[str]) -> Cluster:
         if p in pods_held:
             pods_held.pop(p)
     return Cluster(structure, replace(left.state, domain_busy=busy.done(), pods=pods_held.done()))
+
+
+#: Node's fields in order, for :func:`_moved_up`.
+_NODE_FIELDS = tuple(f.name for f in fields(Node))
+_SPEC_INDEX = _NODE_FIELDS.index("spec_index")
+
+
+def _moved_up(node: Node, spec_index: int) -> Node:
+    """``node`` with its inventory entry at ``spec_index`` (built positionally: ``dataclasses.replace``
+    took 8 us a node, most of a removal's time on a cluster of a thousand nodes)."""
+    values = [getattr(node, f) for f in _NODE_FIELDS]
+    values[_SPEC_INDEX] = spec_index
+    return Node(*values)
 
 
 def _rebuilt(cluster: Cluster, joined: Inventory) -> Cluster:

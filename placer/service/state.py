@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from placer.solver.prepared import Prepared, appended, flipped
+from placer.solver.prepared import Prepared, appended, flipped, shrunk
 from placer.topology import Cluster, RunningJob, TopologyError
 from placer.topology.availability import with_availability
 from placer.topology.build import build_cluster
@@ -122,12 +122,17 @@ class Stored:
             finally:
                 self.prepared_lock.release()
             return Stored(self.id, version, cluster, when, prepared)
-        if names is None and appended(self.cluster, cluster) and self.prepared_lock.acquire(blocking=False):
-            try:  # nodes joined, nothing else changed: their views and rows are added to the pieces
-                prepared = self.prepared.joined(cluster, learned=None)
+        if names is None and self.prepared_lock.acquire(blocking=False):
+            try:  # nodes joined or left, nothing else changed: the pieces move by them
+                prepared = None
+                if appended(self.cluster, cluster):
+                    prepared = self.prepared.joined(cluster, learned=None)
+                elif (ended := shrunk(self.cluster, cluster)) is not None:
+                    prepared = self.prepared.left(cluster, ended, learned=None)
             finally:
                 self.prepared_lock.release()
-            return Stored(self.id, version, cluster, when, prepared)
+            if prepared is not None:
+                return Stored(self.id, version, cluster, when, prepared)
         return Stored(self.id, version, cluster, when)
 
 

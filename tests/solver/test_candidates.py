@@ -3,6 +3,7 @@ long-lived session or stored cluster from growing without bound."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -130,4 +131,43 @@ def test_arrays_joined_are_the_arrays_of_the_grown_view(kinds: list[int], keys: 
         assert (getattr(got, name) == getattr(want, name)).all(), name
     assert [m.tolist() for m in got.group_members] == [m.tolist() for m in want.group_members]
     assert got.stamp[: len(arrays.stamp)].tolist() == arrays.stamp.tolist()  # old nodes keep their stamps
+    assert len(set(got.stamp.tolist())) == len(got.stamp)
+
+
+@settings(max_examples=30, deadline=None)
+@given(gone=st.sets(st.integers(0, 7), min_size=1, max_size=5), keys=st.sampled_from([(), ("team",)]))
+def test_arrays_left_are_the_arrays_of_the_shrunk_view(gone: set[int], keys: tuple[str, ...]) -> None:
+    # Nodes removed (one holding part of a two-node job, which is released and frees the other part) give
+    # the rows, renumbered groups and members that arrays built from scratch on the shrunk view give.
+    from placer.solver.prepared import shrunk
+    from placer.solver.snapshot import left
+    from placer.topology import Inventory, NodeSpec
+    from placer.topology.build import build_cluster
+    from placer.topology.membership import without_nodes
+
+    specs = [
+        NodeSpec(name=f"n{i}", cpu_cores=32, labels={"team": "a"} if i % 3 == 0 else {},
+                 gpus={"type": ["nvidia-h100", "nvidia-l4"][i % 2], "count": 4})  # type: ignore[arg-type]
+        for i in range(8)
+    ]  # fmt: skip
+    base = build_cluster(Inventory(nodes=specs)).with_allocations(
+        [
+            {"job": "two", "replicas": [{"node": "n0", "gpus": [0, 1]}, {"node": "n5", "gpus": [3]}]},
+            {"job": "one", "replicas": [{"node": "n2", "gpus": [1]}]},
+        ]
+    )
+    snap = Snapshot.of(base)
+    arrays = candidates.NodeArrays.of(snap, keys)
+    after = without_nodes(base, [f"n{i}" for i in sorted(gone)])
+    ended = shrunk(base, after)
+    assert ended is not None
+    freed = {r.node for rj in ended for r in rj.replicas if after.has_node(str(r.node))}
+    view = left(snap, after, freed)
+    assert view == Snapshot.of(after)
+    kept = np.array([snap.by_name[n.name] for n in after.nodes], dtype=np.int64)
+    got = arrays.left(view, kept, sorted(view.by_name[n] for n in freed))
+    want = candidates.NodeArrays.of(view, keys)
+    for name in (*candidates._ROWS, "group"):
+        assert (getattr(got, name) == getattr(want, name)).all(), name
+    assert [m.tolist() for m in got.group_members] == [m.tolist() for m in want.group_members]
     assert len(set(got.stamp.tolist())) == len(got.stamp)
