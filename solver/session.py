@@ -1,4 +1,5 @@
-"""A placement engine that keeps its state: ``decide``, then ``commit``, ``finish``, nodes down and up.
+"""A placement engine that keeps its state: ``decide``, then ``commit``, ``finish``, nodes down and up,
+nodes joining and leaving.
 
 A backend calls placer every time work arrives or finishes; the simulator and the fill experiment do so
 thousands of times. :func:`~placer.solver.engine.place` is a pure function of the whole cluster, and
@@ -8,7 +9,7 @@ than deciding. A :class:`Session` holds the cluster and the pieces a decision is
 time in proportion to the batch and to what changed since the last one.
 
 Its decisions are ``place()``'s on the same state (``tests/solver/test_session.py`` checks it on random
-sequences of arrivals, commits and finishes). Everything ``place()`` does — reservations, planning,
+sequences of arrivals, commits, finishes, nodes going down and up, joining and leaving). Everything ``place()`` does — reservations, planning,
 what-if hints, the checker on CP-SAT's answers — a session does too.
 
 >>> from placer.topology import cluster_of, dgx_h100
