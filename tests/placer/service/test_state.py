@@ -280,6 +280,19 @@ def test_a_version_keeps_the_solvers_prepared_pieces_moved_forward_by_job_change
     s6 = store.patch("c", [{"op": "node_up", "node": "dgx-3"}, {"op": "node_up", "node": "dgx-1"}])
     assert s6.prepared._snap is not None and all(n.usable for n in s6.cluster.nodes)
     assert same(s6)
+    # Nodes joining, then leaving: the views of the nodes that stay are carried (the same objects where
+    # nothing moved them), and the pieces still decide as place() alone.
+    place(job, s6.cluster, policy, now=now, prepared=s6.prepared)  # arrays built too
+    grown = store.patch(
+        "c", [joined({"name": "dgx-4", "cpu_cores": 64, "gpus": {"type": "nvidia-h100", "count": 8}})]
+    )
+    assert grown.prepared._snap is not None and grown.prepared._snap.nodes[:4] == s6.prepared._snap.nodes
+    assert all(a is b for a, b in zip(s6.prepared._snap.nodes, grown.prepared._snap.nodes, strict=False))
+    assert same(grown)
+    shrunk = store.patch("c", [{"op": "node_removed", "node": "cpu"}])
+    assert shrunk.prepared._snap is not None and [v.name for v in shrunk.prepared._snap.nodes][-1] == "dgx-4"
+    assert shrunk.prepared._snap.nodes[0] is grown.prepared._snap.nodes[0]
+    assert same(shrunk)
     # A node fails and its job is reported finished in the same PATCH (docs/service.md's example): the
     # pieces still move forward, by the node and the job together.
     s7 = store.patch("c", [started("b", "dgx-2", [0, 1])])
