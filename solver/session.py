@@ -9,8 +9,9 @@ than deciding. A :class:`Session` holds the cluster and the pieces a decision is
 time in proportion to the batch and to what changed since the last one.
 
 Its decisions are ``place()``'s on the same state (``tests/solver/test_session.py`` checks it on random
-sequences of arrivals, commits, finishes, nodes going down and up, joining and leaving). Everything ``place()`` does — reservations, planning,
-what-if hints, the checker on CP-SAT's answers — a session does too.
+sequences of arrivals, commits, finishes, nodes going down and up, joining and leaving). Everything
+``place()`` does — reservations, planning, what-if hints, the checker on CP-SAT's answers — a session
+does too.
 
 >>> from placer.topology import cluster_of, dgx_h100
 >>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
