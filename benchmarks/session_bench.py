@@ -17,7 +17,8 @@ Prints, on the 1,213-node openb cluster (``../shared/traces/alibaba-gpu-v2023``)
    (no decision may use the node while it is down; each is re-checked);
 2c. nodes joining and leaving: 10 times, a copy of a random node joins under a new name
    (``Session.add_nodes``), a pod is decided and committed, a random node with pods on it leaves
-   (``Session.remove_nodes``: its pods are released), a pod is decided and committed: medians of each;
+   (``Session.remove_nodes``: its pods are released), a pod is decided and committed: medians of each
+   (``--scenario-l``: the same at scenario L's size instead, and nothing else);
 3. a whole online fill (``placer fill --policy auto``, one arrival per call) and the ``fgd`` policy on the
    same arrivals: wall seconds, their ratio, allocation at 100 % and 130 % arrived load, and a fingerprint
    of every arrival's node and GPUs (the first 12 hex digits of a SHA-1): two revisions whose
@@ -145,13 +146,63 @@ def _membership(session: Session, pods: list, order: list, first: int, seed: int
     print(f"checker violations {violations}")
 
 
+def _scenario_l_membership(rounds: int = 5) -> None:
+    """``--scenario-l``: nodes joining and leaving at scenario L's size (10,640 nodes, 13,503 running jobs,
+    described node by node as importers write it), each followed by a one-job greedy decision, next to
+    a plain decision and ``place()`` from scratch on the same state."""
+    from datetime import UTC, datetime
+
+    from placer.scenarios.synthetic.standard import scenario_l
+    from placer.topology.build import build_cluster
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    sc = scenario_l(0)
+    inv = sc.cluster.to_inventory()
+    cluster = build_cluster(
+        inv.model_copy(update={"nodes": list(Inventory(nodes=inv.nodes).expanded_nodes())})
+    )
+    policy = Policy(engine="greedy", preemption=False, plan=False, time_limit_s=30)
+    session = Session(cluster, policy, learn=False)
+    jobs = list(sc.jobs)
+    session.decide(jobs[:1], now=now)  # the pieces built
+    spec = next(x for x in session.cluster.to_inventory().nodes if x.gpus is not None)
+    times: dict[str, list[float]] = {
+        k: [] for k in ("plain", "add", "after add", "remove", "after remove", "scratch")
+    }
+
+    def timed(what: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        t = time.perf_counter()
+        call(*args, **kwargs)
+        times[what].append(time.perf_counter() - t)
+
+    for i in range(rounds):
+        one = [jobs[1 + i]]
+        timed("plain", session.decide, one, now=now)
+        timed("add", session.add_nodes, Inventory(nodes=[spec.model_copy(update={"name": f"joined-{i}"})]))
+        timed("after add", session.decide, one, now=now)
+        busy = [n.name for n in session.cluster.nodes if session.cluster.jobs_on(n.name)]
+        timed("remove", session.remove_nodes, busy[100 + 37 * i])
+        timed("after remove", session.decide, one, now=now)
+        timed("scratch", place, one, session.cluster, policy, now=now)
+    running = len(session.cluster.running_jobs())
+    print(f"== scenario L: {len(session.cluster.nodes):,} nodes, {running:,} running ==")
+    for what, xs in times.items():
+        print(f"{what:<13} median {statistics.median(xs) * 1000:8.1f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", default="default")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--arrivals", type=int, default=200)
     ap.add_argument("--no-fill", action="store_true", help="skip part 3 (the whole online fill)")
+    ap.add_argument(
+        "--scenario-l", action="store_true", help="only nodes joining and leaving at scenario L's size"
+    )
     args = ap.parse_args()
+    if args.scenario_l:
+        _scenario_l_membership()
+        return
     nodes_csv = openb_dir() / "openb_node_list_gpu_node.csv"
     if not nodes_csv.is_file():
         print(f"session_bench: no openb traces at {openb_dir()}")
