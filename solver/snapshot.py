@@ -265,8 +265,7 @@ def left(snap: Snapshot, cluster: Cluster, changed: Iterable[str]) -> Snapshot:
     """The view of ``cluster`` when it is ``snap``'s cluster with nodes removed and the jobs that ran on
     them released (which may have freed room on the nodes named ``changed``); nothing else changed. Those
     nodes' views are made again, the others kept, renumbered where removed nodes stood before them (with
-    the node objects of ``cluster``, whose inventory entries moved up), as :meth:`Snapshot.of` would
-    make them."""
+    the node objects of ``cluster``), as :meth:`Snapshot.of` would make them."""
     changed = set(changed)
     views: list[NodeView] = []
     for i, n in enumerate(cluster.nodes):

@@ -37,7 +37,7 @@ def with_availability(cluster: Cluster, up: Mapping[str, bool]) -> Cluster:
     if fast is not None:
         return fast
     inv = cluster.to_inventory()
-    templates = {cluster.node(n).spec_index for n in up if cluster.has_node(n)}
+    templates = {cluster.structure.spec_index(n) for n in up if cluster.has_node(n)}
     specs = []
     for k, spec in enumerate(inv.nodes):
         expanded = Inventory(nodes=[spec]).expanded_nodes() if k in templates else [spec]
@@ -60,11 +60,12 @@ def _flipped(cluster: Cluster, up: Mapping[str, bool]) -> Cluster | None:
     changed: dict[str, Node] = {}
     for name, value in up.items():
         node = s.node_index[name]
-        spec = specs[node.spec_index]
+        at = s.spec_index(name)
+        spec = specs[at]
         if spec.count != 1 or spec.name != name:
             return None
         marked = _marked(spec, {name: value})
-        specs[node.spec_index] = marked
+        specs[at] = marked
         changed[name] = replace(node, schedulable=marked.schedulable, ready=marked.ready, spec=marked)
     domains = {n.nvlink_domain for n in changed.values() if n.nvlink_domain in s.domains}
     usable = dict(s.domain_usable)

@@ -94,8 +94,8 @@ def _gpu_facts(spec: NodeSpec, item: str, source: str, problems: list[Problem]) 
 
 
 def _resolve_nodes(inv: Inventory, source: str, problems: list[Problem], first: int = 0) -> list[Node]:
-    """The nodes of ``inv``'s entries, which stand at ``first`` onwards in the cluster's inventory (their
-    ``spec_index`` and the items problems name count from there)."""
+    """The nodes of ``inv``'s entries, which stand at ``first`` onwards in the cluster's inventory (the
+    items problems name count from there)."""
     nodes: list[Node] = []
     seen: dict[str, str] = {}
     for i, spec in enumerate(inv.nodes, start=first):
@@ -162,7 +162,6 @@ def _resolve_nodes(inv: Inventory, source: str, problems: list[Problem], first: 
             nodes.append(
                 Node(
                     name=name,
-                    spec_index=i,
                     zone=spec.zone,
                     region=region,
                     block=spec.block,

@@ -24,16 +24,15 @@ Who uses it: :meth:`placer.solver.session.Session.add_nodes` / ``remove_nodes`` 
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from placer.topology.build import _resolve_domains, _resolve_nodes, _resolve_pod, build_cluster
 from placer.topology.cluster import Cluster
 from placer.topology.errors import Problem, TopologyError
 from placer.topology.inventory import Inventory
 from placer.topology.labels import HOST_LABEL
-from placer.topology.model import Node, NvlinkDomain
+from placer.topology.model import NvlinkDomain
 from placer.topology.structure import Structure
 
 __all__ = ["node_names", "with_nodes_added", "without_nodes"]
@@ -103,6 +102,9 @@ def with_nodes_added(cluster: Cluster, added: Inventory) -> Cluster:
         pods=pods,
         domain_usable={**s.domain_usable, **usable},
     )
+    if s._spec_positions is not None:  # where the entries stand: the old ones where they were
+        at = {id(spec): i for i, spec in enumerate(added.nodes, start=len(inv.nodes))}
+        structure._spec_positions = {**s._spec_positions, **{n.name: at[id(n.spec)] for n in fresh}}
     out = Cluster(structure, cluster.state)  # the nodes that joined hold nothing yet
     return out.with_allocations(added.running) if added.running else out
 
@@ -121,15 +123,10 @@ def without_nodes(cluster: Cluster, names: Iterable[str]) -> Cluster:
     )
     left = cluster.release(*on_them) if on_them else cluster
     nodes = [n for n in names if cluster.has_node(n)]
-    removed = sorted(s.node_index[n].spec_index for n in nodes)
+    removed = sorted(s.spec_index(n) for n in nodes)
     if any(s.inventory.nodes[i].count != 1 for i in removed):  # a node of a template: expand and rebuild
         return _rebuilt_without(left, gone)
-    kept: list[Node] = []
-    for n in s.nodes:
-        if n.name in gone:
-            continue
-        shift = bisect_left(removed, n.spec_index)
-        kept.append(_moved_up(n, n.spec_index - shift) if shift else n)
+    kept = [n for n in s.nodes if n.name not in gone]  # the same objects: nothing about them changed
     index = {n.name: n for n in kept} if nodes else dict(s.node_index)
     touched = sorted({s.node_index[n].nvlink_domain for n in nodes} - {None})  # type: ignore[type-var]
     domains: dict[str, NvlinkDomain] = {d: v for d, v in s.domains.items() if d not in touched}
@@ -166,19 +163,6 @@ def without_nodes(cluster: Cluster, names: Iterable[str]) -> Cluster:
     return Cluster(structure, replace(left.state, domain_busy=busy.done(), pods=pods_held.done()))
 
 
-#: Node's fields in order, for :func:`_moved_up`.
-_NODE_FIELDS = tuple(f.name for f in fields(Node))
-_SPEC_INDEX = _NODE_FIELDS.index("spec_index")
-
-
-def _moved_up(node: Node, spec_index: int) -> Node:
-    """``node`` with its inventory entry at ``spec_index`` (built positionally: ``dataclasses.replace``
-    took 8 us a node, most of a removal's time on a cluster of a thousand nodes)."""
-    values = [getattr(node, f) for f in _NODE_FIELDS]
-    values[_SPEC_INDEX] = spec_index
-    return Node(*values)
-
-
 def _rebuilt(cluster: Cluster, joined: Inventory) -> Cluster:
     """The general path: ``joined`` (the cluster's nodes and pods and more) built afresh, with the jobs
     running now."""
@@ -190,7 +174,7 @@ def _rebuilt_without(cluster: Cluster, gone: set[str]) -> Cluster:
     """The general path: templates holding a node of ``gone`` expanded, those nodes and pods dropped, and
     the cluster built afresh from that inventory (nothing runs on them any more)."""
     inv = cluster.to_inventory()
-    templates = {cluster.node(n).spec_index for n in gone if cluster.has_node(n)}
+    templates = {cluster.structure.spec_index(n) for n in gone if cluster.has_node(n)}
     specs = []
     for k, spec in enumerate(inv.nodes):
         expanded = Inventory(nodes=[spec]).expanded_nodes() if k in templates else [spec]

@@ -48,13 +48,12 @@ class Node:
 
     ``labels`` is the full label set rules are tested against: user labels, Flux properties as
     ``<prop>: "true"``, then the derived labels (``hostname``, ``gpu_type``, ...), which win on a clash
-    (see :mod:`placer.topology.labels`). ``spec_index`` is the position of the inventory entry it came from,
-    for
-    error messages.
+    (see :mod:`placer.topology.labels`). ``spec`` is the inventory entry it came from; where that entry
+    stands in the inventory is the structure's to say (:meth:`~placer.topology.structure.Structure.
+    spec_index`), so that nodes leaving never renumber the nodes after them.
     """
 
     name: str
-    spec_index: int
     zone: str | None
     region: str | None
     block: str | None

@@ -43,6 +43,7 @@ class Structure:
     _label_index: dict[tuple[str, str], tuple[str, ...]] | None = field(default=None, init=False, repr=False)
     _graph: nx.DiGraph | None = field(default=None, init=False, repr=False)
     _positions: dict[str, int] | None = field(default=None, init=False, repr=False)
+    _spec_positions: dict[str, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         by_type: dict[str, list[str]] = defaultdict(list)
@@ -66,6 +67,15 @@ class Structure:
             self._positions = {n.name: i for i, n in enumerate(self.nodes)}
         return self._positions[name]
 
+    def spec_index(self, name: str) -> int:
+        """Where the inventory entry of node ``name`` stands in :attr:`inventory` (a template's, for a node
+        of one); an index built on first use. Why not a field of the node: nodes leaving would renumber
+        every node after them."""
+        if self._spec_positions is None:
+            at = {id(spec): i for i, spec in enumerate(self.inventory.nodes)}
+            self._spec_positions = {n.name: at[id(n.spec)] for n in self.nodes}
+        return self._spec_positions[name]
+
     def with_nodes(
         self, inventory: Inventory, changed: Mapping[str, Node], domain_usable: Mapping[str, int]
     ) -> Structure:
@@ -88,6 +98,7 @@ class Structure:
             domain_usable=domain_usable,
         )
         out._label_index, out._positions = self._label_index, self._positions
+        out._spec_positions = self._spec_positions  # the same entries at the same places
         return out
 
     def graph(self) -> nx.DiGraph:

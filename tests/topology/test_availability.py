@@ -48,7 +48,10 @@ def _rebuilt(c: Cluster, up: dict[str, bool]) -> Cluster:
 
 def _same(a: Cluster, b: Cluster) -> None:
     assert a.to_inventory().model_dump() == b.to_inventory().model_dump()
-    assert a.nodes == b.nodes  # every fact but the spec object: name, spec_index, ready, schedulable, ...
+    assert a.nodes == b.nodes  # every fact but the spec object: name, ready, schedulable, ...
+    assert [a.structure.spec_index(n.name) for n in a.nodes] == [
+        b.structure.spec_index(n.name) for n in b.nodes
+    ]
     for d in b.structure.domains:
         assert a.domain_free(d) == b.domain_free(d), d
         assert a.free_domain_gpus(d) == b.free_domain_gpus(d), d
