@@ -102,9 +102,7 @@ def with_nodes_added(cluster: Cluster, added: Inventory) -> Cluster:
         pods=pods,
         domain_usable={**s.domain_usable, **usable},
     )
-    if s._spec_positions is not None:  # where the entries stand: the old ones where they were
-        at = {id(spec): i for i, spec in enumerate(added.nodes, start=len(inv.nodes))}
-        structure._spec_positions = {**s._spec_positions, **{n.name: at[id(n.spec)] for n in fresh}}
+    structure.carry_spec_index(s)  # where the entries stand: the old ones where they were
     out = Cluster(structure, cluster.state)  # the nodes that joined hold nothing yet
     return out.with_allocations(added.running) if added.running else out
 

@@ -76,6 +76,17 @@ class Structure:
             self._spec_positions = {n.name: at[id(n.spec)] for n in self.nodes}
         return self._spec_positions[name]
 
+    def carry_spec_index(self, before: Structure) -> None:
+        """Take ``before``'s entry positions (:meth:`spec_index`) when this structure is ``before`` with
+        inventory entries and nodes appended (the new nodes' positions added); part of building it, as
+        :func:`~placer.topology.membership.with_nodes_added` does. Nothing when ``before`` made none."""
+        if before._spec_positions is None:
+            return
+        n0 = len(before.inventory.nodes)
+        at = {id(spec): i for i, spec in enumerate(self.inventory.nodes[n0:], start=n0)}
+        fresh = {n.name: at[id(n.spec)] for n in self.nodes[len(before.nodes) :]}
+        self._spec_positions = {**before._spec_positions, **fresh}
+
     def with_nodes(
         self, inventory: Inventory, changed: Mapping[str, Node], domain_usable: Mapping[str, int]
     ) -> Structure:
