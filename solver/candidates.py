@@ -135,7 +135,7 @@ class NodeArrays:
         running jobs, the same nodes before them): the rows of the new nodes made and appended, the new
         nodes put in the static group of their signature (a new one after the others when none has it),
         as :meth:`of` numbers groups. Every cached answer is left behind (each is indexed by node or by
-        group); the stamps and clock go on, so answers kept elsewhere per stamp stay valid."""
+        group); the clock goes on, so a stamp stays unique over every state of these arrays."""
         n0 = len(self.gpus)
         new = snap.nodes[n0:]
         ordered = sorted(self.keys)

@@ -42,7 +42,7 @@ from placer.solver.reservations import Reservation
 from placer.solver.running import running_job
 from placer.topology import Cluster, Inventory, RunningJob
 from placer.topology.availability import with_availability
-from placer.topology.membership import node_names, with_nodes_added, without_nodes
+from placer.topology.membership import node_names, released, with_nodes_added, without_nodes
 
 __all__ = ["Session"]
 
@@ -151,8 +151,7 @@ class Session:
         cluster (a name taken, a GPU type unknown: :func:`~placer.topology.membership.with_nodes_added`)."""
         after = with_nodes_added(self.cluster, inventory)
         if appended(self.cluster, after):  # no job started with them: the pieces move forward
-            learned = Learned({}, {}) if self.learn else None  # its masks are per node: start again
-            self._prepared = self._prepared.joined(after, learned=learned)
+            self._prepared = self._prepared.joined(after, learned=self._unlearned())
         else:
             self._rebuild(after)
 
@@ -161,14 +160,12 @@ class Session:
         anywhere)."""
         cluster = self.cluster
         gone = node_names(cluster, names)
-        on_them = {j for n in gone if cluster.has_node(n) for j in cluster.jobs_on(n)}
         after = without_nodes(cluster, gone)
-        ended = shrunk(cluster, after, [cluster.running_job(j) for j in sorted(on_them)])
+        ended = shrunk(cluster, after, [cluster.running_job(j) for j in released(cluster, gone)])
         if ended is None:  # a TPU pod left, or a template was expanded: the pieces start afresh
             self._rebuild(after)
         else:  # the nodes that stay move up; the pieces move forward
-            learned = Learned({}, {}) if self.learn else None  # its masks are per node: start again
-            self._prepared = self._prepared.left(after, ended, learned=learned)
+            self._prepared = self._prepared.left(after, ended, learned=self._unlearned())
 
     def reset(self, cluster: Cluster) -> None:
         """Carry on from ``cluster`` (the same nodes, some facts changed, e.g. a node failed and is rebuilt
@@ -179,8 +176,13 @@ class Session:
         """Node facts changed (static groups, candidate masks): start the prepared pieces afresh; what was
         seen arrive stays when the nodes are the same ones (its masks are per node)."""
         same = len(cluster.nodes) == len(self.cluster.nodes)
-        learned = (self._prepared.learned if same else Learned({}, {})) if self.learn else None
+        learned = self._prepared.learned if same and self.learn else self._unlearned()
         self._prepared = Prepared(cluster, learned=learned)
+
+    def _unlearned(self) -> Learned | None:
+        """What a session knows of arrivals on nodes it has not seen them on: nothing (the profile's masks
+        are per node), or None when it does not learn."""
+        return Learned({}, {}) if self.learn else None
 
     @property
     def learned(self) -> Learned | None:

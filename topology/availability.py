@@ -30,9 +30,8 @@ def with_availability(cluster: Cluster, up: Mapping[str, bool]) -> Cluster:
     so only that node changes. A host that the cluster holds as several nodes (a Slurm node of several GPU
     types, one node per type: label ``slurm_node``) names them all. An unknown name is a
     :class:`TopologyError` naming it."""
-    names = node_names(cluster, up)  # a host of several nodes names them all; unknown names refused
-    if names != list(up):
-        up = {part: up[name] for name in up for part in node_names(cluster, [name])}
+    # A host of several nodes names them all; an unknown name is refused.
+    up = {part: value for name, value in up.items() for part in node_names(cluster, [name])}
     fast = _flipped(cluster, up)
     if fast is not None:
         return fast

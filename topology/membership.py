@@ -35,7 +35,7 @@ from placer.topology.labels import HOST_LABEL
 from placer.topology.model import NvlinkDomain
 from placer.topology.structure import Structure
 
-__all__ = ["node_names", "with_nodes_added", "without_nodes"]
+__all__ = ["node_names", "released", "with_nodes_added", "without_nodes"]
 
 
 def node_names(cluster: Cluster, names: Iterable[str]) -> list[str]:
@@ -62,6 +62,22 @@ def node_names(cluster: Cluster, names: Iterable[str]) -> list[str]:
             [Problem(cluster.source, "nodes", f"no node or TPU pod {n!r} in the cluster") for n in unknown]
         )
     return names
+
+
+def released(cluster: Cluster, names: Iterable[str]) -> list[str]:
+    """The running jobs that :func:`without_nodes` releases when the nodes and TPU pods ``names`` (as
+    :func:`node_names` gives them) leave: every job with a replica there, sorted.
+
+    >>> from placer.topology.presets import cluster_of, dgx_h100
+    >>> c = cluster_of(dgx_h100(2)).allocate({"job": "j", "replicas": [{"node": "dgx-h100-2", "gpus": [0]}]})
+    >>> released(c, ["dgx-h100-1"]), released(c, ["dgx-h100-2"])
+    ([], ['j'])
+    """
+    pods = cluster.structure.pods
+    return sorted(
+        {j for n in names if cluster.has_node(n) for j in cluster.jobs_on(n)}
+        | {j for p in names if p in pods for j in cluster.used_tpu_chips(p).values()}
+    )
 
 
 def with_nodes_added(cluster: Cluster, added: Inventory) -> Cluster:
@@ -115,10 +131,7 @@ def without_nodes(cluster: Cluster, names: Iterable[str]) -> Cluster:
     names = node_names(cluster, names)
     s = cluster.structure
     gone = set(names)
-    on_them = sorted(
-        {j for n in names if cluster.has_node(n) for j in cluster.jobs_on(n)}
-        | {j for p in names if p in s.pods for j in cluster.used_tpu_chips(p).values()}
-    )
+    on_them = released(cluster, names)
     left = cluster.release(*on_them) if on_them else cluster
     nodes = [n for n in names if cluster.has_node(n)]
     removed = sorted(s.spec_index(n) for n in nodes)

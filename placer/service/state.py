@@ -105,35 +105,33 @@ class Stored:
             object.__setattr__(self, "prepared", Prepared(self.cluster))
 
     def after(self, version: int, cluster: Cluster, when: datetime) -> Stored:
-        """The next version, ``cluster``: its prepared pieces moved forward from these when only jobs
-        started and ended and these are free; else fresh ones (built on first use)."""
-        # Job changes keep the structure (nodes and their facts); nodes going down or up change it in
-        # those nodes only (flipped names them, whatever jobs changed beside); anything else starts the
-        # pieces afresh.
-        names = (
-            [] if cluster.structure is self.cluster.structure else flipped(self.cluster, cluster, jobs=True)
-        )
-        if names is not None and self.prepared_lock.acquire(blocking=False):
+        """The next version, ``cluster``: its prepared pieces moved forward from these (:meth:`_moved`)
+        when these are free; else fresh ones (built on first use)."""
+        if self.prepared_lock.acquire(blocking=False):
             try:
-                old, new = self.cluster.state.jobs, cluster.state.jobs
-                started = [cluster.running_job(j) for j in new if j not in old]
-                ended = [self.cluster.running_job(j) for j in old if j not in new]
-                prepared = self.prepared.advanced(cluster, started, ended, flipped=names)
-            finally:
-                self.prepared_lock.release()
-            return Stored(self.id, version, cluster, when, prepared)
-        if names is None and self.prepared_lock.acquire(blocking=False):
-            try:  # nodes joined or left, nothing else changed: the pieces move by them
-                prepared = None
-                if appended(self.cluster, cluster):
-                    prepared = self.prepared.joined(cluster, learned=None)
-                elif (ended := shrunk(self.cluster, cluster)) is not None:
-                    prepared = self.prepared.left(cluster, ended, learned=None)
+                prepared = self._moved(cluster)
             finally:
                 self.prepared_lock.release()
             if prepared is not None:
                 return Stored(self.id, version, cluster, when, prepared)
         return Stored(self.id, version, cluster, when)
+
+    def _moved(self, cluster: Cluster) -> Prepared | None:
+        """These pieces moved forward to ``cluster``, or None when they must start afresh. Job changes keep
+        the structure (nodes and their facts); nodes going down or up change it in those nodes only
+        (``flipped`` names them, whatever jobs changed beside); nodes joining or leaving, with nothing else
+        changed, move the pieces by them; anything else starts them afresh."""
+        before = self.cluster
+        names = [] if cluster.structure is before.structure else flipped(before, cluster, jobs=True)
+        if names is not None:
+            old, new = before.state.jobs, cluster.state.jobs
+            started = [cluster.running_job(j) for j in new if j not in old]
+            ended = [before.running_job(j) for j in old if j not in new]
+            return self.prepared.advanced(cluster, started, ended, flipped=names)
+        if appended(before, cluster):
+            return self.prepared.joined(cluster, learned=None)
+        left = shrunk(before, cluster)
+        return None if left is None else self.prepared.left(cluster, left, learned=None)
 
 
 class ChangeError(Exception):
