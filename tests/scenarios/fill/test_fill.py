@@ -117,17 +117,21 @@ def _mixed_fill() -> tuple[list[OpenbNode], list[OpenbPod]]:
 
 
 def test_reproducible_engine_runs_are_cut_by_no_clock_and_repeat() -> None:
-    # Batches of 40: without reproducible budgets the clock cuts CP-SAT's search (0.3 s a call), and the
-    # run says in how many decisions (it may differ on another machine); with them none is cut, and a
-    # second run makes every decision again. OR-Tools is imported first: its import (about 0.5 s, once per
-    # process) falls in the first decision that runs CP-SAT, and may leave that model unbuilt in time,
-    # which the run would count as a cut too.
+    # Reproducible, batches of 20: CP-SAT spends deterministic budgets, no call is cut by the clock, and a
+    # second run makes every decision again. Batches of 20 because a reproducible call's wall time is its
+    # deterministic budget in this machine's seconds: here the costliest one takes about 0.1 s of its 1 s
+    # limit (measured), so the wall-clock safety net is far. In batches of 40 one call takes about 0.75 s
+    # of its 1 s, and a busy moment in a full suite was enough for the net to cut it (then the run says
+    # so: cut 1, not reproducible). Without reproducible budgets (0.3 s a call, batches of 40) the clock
+    # cuts CP-SAT's search, and the run says in how many decisions (it may differ on another machine).
+    # OR-Tools is imported first: its import (about 0.5 s, once per process) would fall in the first
+    # decision that runs CP-SAT, and may leave that model unbuilt in time, which counts as a cut too.
     import placer.solver.cpsat  # noqa: F401
 
     nodes, pods = _mixed_fill()
-    kw = {"load": 1.2, "seed": 7, "policy": "auto", "batch": 40}
-    runs = [run_fill(nodes, pods, reproducible=True, time_limit_s=1.0, **kw) for _ in range(2)]  # type: ignore[arg-type]
+    kw = {"load": 1.2, "seed": 7, "policy": "auto"}
+    runs = [run_fill(nodes, pods, reproducible=True, time_limit_s=1.0, batch=20, **kw) for _ in range(2)]  # type: ignore[arg-type]
     assert [r.cut for r in runs] == [0, 0] and all(r.reproducible for r in runs)
     assert runs[0].node.tolist() == runs[1].node.tolist() and runs[0].gpus == runs[1].gpus
-    clocked = run_fill(nodes, pods, time_limit_s=0.3, **kw)  # type: ignore[arg-type]
+    clocked = run_fill(nodes, pods, time_limit_s=0.3, batch=40, **kw)  # type: ignore[arg-type]
     assert not clocked.reproducible and clocked.cut > 0
