@@ -1,5 +1,6 @@
 """The scenario file: one YAML document naming a cluster, a workload, a policy, prices, a scheduling
-interval and a horizon, and optionally node failures and reservations (``docs/simulator.md``).
+interval and a horizon, and optionally node failures, reservations and autoscaled node groups
+(``docs/simulator.md``).
 
 Why pydantic models with ``extra="forbid"``: a what-if study is only as good as its input, and a typo
 (``intreval: 30s``) must fail loudly, naming the field, rather than silently simulate the default.
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_START",
     "MAX_TICKS",
     "Arrivals",
+    "AutoscalingSpec",
     "ClassChoice",
     "ClusterSpec",
     "DurationDist",
@@ -52,6 +54,7 @@ __all__ = [
     "JobClass",
     "LayoutSpec",
     "NamedOrPools",
+    "NodeGroupSpec",
     "PolicySpec",
     "PoolSpec",
     "RandomFailures",
@@ -62,6 +65,7 @@ __all__ = [
     "TpuClassSpec",
     "TraceWorkload",
     "WorkloadSpec",
+    "unique_names",
 ]
 
 #: Default start of a scenario's clock: fixed, so that a scenario gives the same run on any day.
@@ -80,6 +84,19 @@ def _bad(code: str, message: str) -> PydanticCustomError:
     ``range``): :mod:`placer.scenarios.load` reports it with that code. No braces in ``message`` (a
     template)."""
     return PydanticCustomError(code, message)
+
+
+def unique_names(names: list[str], what: str) -> None:
+    """Refuse names given twice (``duplicate``, naming them): job classes, node groups, designs.
+
+    >>> unique_names(["a", "b"], "job class")
+    >>> unique_names(["a", "b", "a"], "job class")
+    Traceback (most recent call last):
+    pydantic_core._pydantic_core.PydanticCustomError: job class names must be unique: a
+    """
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise _bad("duplicate", f"{what} names must be unique: {', '.join(dup)}")
 
 
 def _as_choice(value: Any) -> Any:
@@ -304,10 +321,7 @@ class SyntheticWorkload(_Spec):
     @field_validator("classes")
     @classmethod
     def _unique(cls, v: list[JobClass]) -> list[JobClass]:
-        names = [c.name for c in v]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise _bad("duplicate", f"job class names must be unique: {', '.join(dup)}")
+        unique_names([c.name for c in v], "job class")
         return v
 
 
@@ -521,6 +535,49 @@ class ReservationSpec(_Spec):
     timeout: Duration | None = None
 
 
+class NodeGroupSpec(_Spec):
+    """A group of identical nodes an autoscaler adds and removes (a Kubernetes cluster-autoscaler node
+    group, a Karpenter NodePool of one instance type, a Slurm power-saving partition).
+
+    ``node``: one node, as one ``cluster.builders`` entry without ``count`` (``{dgx_h100: {capacity_class:
+    spot}}``); the group's nodes are named ``<name>-1``, ``<name>-2``... ``min`` of them are there from the
+    start; at most ``max`` exist or are on their way. ``provision``: from the request to the node being
+    ready (a cloud GPU VM booting and registering: minutes); it is billed from the request.
+    ``scale_down_after``: a node no job has held for this long leaves (cluster-autoscaler's
+    ``--scale-down-unneeded-time``, 10 minutes by default)."""
+
+    name: str = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    node: dict[str, dict[str, Any]]
+    min: int = Field(default=0, ge=0, le=10_000)
+    max: int = Field(ge=1, le=10_000)
+    provision: Duration = 300.0
+    scale_down_after: Duration = 600.0
+
+    @model_validator(mode="after")
+    def _check(self) -> NodeGroupSpec:
+        if len(self.node) != 1:
+            raise _bad("malformed", "node must name exactly one builder (one key, such as dgx_h100)")
+        if self.min > self.max:
+            raise _bad("range", f"min ({self.min}) is above max ({self.max})")
+        if self.provision < 0 or self.scale_down_after < 0:
+            raise _bad("range", "provision and scale_down_after cannot be negative")
+        return self
+
+
+class AutoscalingSpec(_Spec):
+    """Node groups an autoscaler grows when jobs wait for capacity a new node would give, and shrinks when
+    their nodes stand idle (``docs/simulator.md``, *Autoscaling*). Groups are tried in the order listed
+    (cluster-autoscaler's ``priority`` expander with one priority per group)."""
+
+    groups: list[NodeGroupSpec] = Field(min_length=1, max_length=100)
+
+    @field_validator("groups")
+    @classmethod
+    def _unique(cls, v: list[NodeGroupSpec]) -> list[NodeGroupSpec]:
+        unique_names([g.name for g in v], "node group")
+        return v
+
+
 class ScenarioSpec(_Spec):
     """A whole what-if scenario (see the module docstring and ``docs/simulator.md``)."""
 
@@ -536,6 +593,7 @@ class ScenarioSpec(_Spec):
     prices: str | dict[str, Any] | None = None
     failures: FailuresSpec | None = None
     reservations: list[ReservationSpec] = Field(default_factory=list)
+    autoscaling: AutoscalingSpec | None = None
 
     @field_validator("start")
     @classmethod

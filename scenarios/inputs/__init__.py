@@ -1,4 +1,5 @@
-"""From a scenario file to what the simulator runs: cluster, jobs, policy, prices, failures, reservations.
+"""From a scenario file to what the simulator runs: cluster, jobs, policy, prices, failures, reservations,
+autoscaled node groups.
 
 Why a separate step from reading the file: the file is validated on its own (:mod:`placer.scenarios.load`);
 this
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from placer.scenarios.inputs.autoscaling import NodeGroup, node_groups_of
 from placer.scenarios.inputs.cluster import (
     build,
     slurm_assoc_of,
@@ -46,7 +48,7 @@ from placer.solver.reservations import Reservation
 from placer.topology import Cluster, RunningJob
 from placer.topology.importers.slurm import fewest_cpus_per_core
 
-__all__ = ["NodeFailure", "SimInputs", "policy_of", "prepare", "prices_of"]
+__all__ = ["NodeFailure", "NodeGroup", "SimInputs", "policy_of", "prepare", "prices_of"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class SimInputs:
     failures: list[NodeFailure] = field(default_factory=list)
     reservations: list[Reservation] = field(default_factory=list)
     background: list[RunningJob] = field(default_factory=list)
+    #: Autoscaled node groups (``autoscaling``), tried in this order.
+    node_groups: list[NodeGroup] = field(default_factory=list)
 
 
 def policy_of(spec: PolicySpec, seed: int) -> Policy:
@@ -125,6 +129,7 @@ def prepare(spec: ScenarioSpec, base: Path | None, *, seed: int | None = None) -
             "workload.trace",
             "the trace yields no job within the horizon (an empty file, or `since`/the horizon outside it)",
         )
+    prices = prices_of(spec.prices, base)
     return SimInputs(
         name=spec.name,
         seed=seed,
@@ -134,8 +139,9 @@ def prepare(spec: ScenarioSpec, base: Path | None, *, seed: int | None = None) -
         cluster=cluster,
         jobs=jobs,
         policy=policy_of(spec.policy, seed),
-        prices=prices_of(spec.prices, base),
+        prices=prices,
         failures=failures_of(spec.failures, cluster, spec.start, spec.horizon, seed),
         reservations=reservations_of(spec.reservations, cluster, spec.start),
         background=background,
+        node_groups=node_groups_of(spec.autoscaling, cluster, prices),
     )

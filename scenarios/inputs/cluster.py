@@ -51,6 +51,7 @@ from placer.topology.inputs import read_input
 __all__ = [
     "BUILDERS",
     "build",
+    "built",
     "slurm_assoc_of",
     "slurm_partitions_of",
     "slurm_qos_limits_of",
@@ -85,26 +86,27 @@ def build(spec: ClusterSpec, base: Path | None) -> tuple[Cluster, list[RunningJo
 
 
 def _parts(builders: list[dict[str, dict[str, Any]]]) -> list[Inventory]:
-    parts: list[Inventory] = []
-    for i, entry in enumerate(builders):
-        ((name, args),) = entry.items()
-        path = f"cluster.builders[{i}].{name}"
-        fn = BUILDERS.get(name)
-        if fn is None:
-            raise fail(
-                "enum", f"cluster.builders[{i}]", f"unknown builder {name!r}; known: {', '.join(BUILDERS)}"
-            )
-        kwargs = dict(args or {})
-        first = next(iter(inspect.signature(fn).parameters))
-        if "count" in kwargs and first in ("n", "racks"):
-            kwargs[first] = kwargs.pop("count")
-        try:
-            parts.append(validate_call(fn)(**kwargs))
-        except ValidationError as e:
-            raise ScenarioError(issues_of(e, path)) from None
-        except (ValueError, TopologyError) as e:
-            raise fail("range", path, str(e)) from None
-    return parts
+    return [built(entry, f"cluster.builders[{i}]") for i, entry in enumerate(builders)]
+
+
+def built(entry: dict[str, dict[str, Any]], where: str) -> Inventory:
+    """The inventory of one ``{builder: {arguments}}`` entry (``count`` standing for the node or rack
+    count); a problem is a :class:`~placer.scenarios.load.ScenarioError` under ``where``."""
+    ((name, args),) = entry.items()
+    path = f"{where}.{name}"
+    fn = BUILDERS.get(name)
+    if fn is None:
+        raise fail("enum", where, f"unknown builder {name!r}; known: {', '.join(BUILDERS)}")
+    kwargs = dict(args or {})
+    first = next(iter(inspect.signature(fn).parameters))
+    if "count" in kwargs and first in ("n", "racks"):
+        kwargs[first] = kwargs.pop("count")
+    try:
+        return validate_call(fn)(**kwargs)  # type: ignore[no-any-return]
+    except ValidationError as e:
+        raise ScenarioError(issues_of(e, path)) from None
+    except (ValueError, TopologyError) as e:
+        raise fail("range", path, str(e)) from None
 
 
 def _layout(layout: str | LayoutSpec, name: str | None) -> Cluster:

@@ -10,6 +10,7 @@ One module per job:
 ``state``           each job's phase and runs (attempts)
 ``allocation``      a placement as a running-job allocation; what it occupies
 ``ledger``          the cluster ``place()`` sees: allocations and failed nodes
+``autoscaler``      node groups: when to add nodes, when to remove them, what they cost
 ``loop``            the simulator itself (:class:`Simulator`, :func:`simulate`)
 ``fragmentation``   free capacity no waiting job can use
 ``record``          the tables (:class:`SimResult`)

@@ -27,13 +27,14 @@ class Kind(IntEnum):
     """Event kinds, in the order they are handled at one instant."""
 
     NODE_UP = 0  # a failed node is repaired
-    FINISH = 1  # a running job completes its work
-    RELEASE = 2  # an evicted job's grace period ends: its resources are free, it is requeued
-    NODE_DOWN = 3  # a node fails: its jobs fail and are requeued
-    START = 4  # a job placed on capacity still draining starts (its victims' grace periods are over)
-    ARRIVAL = 5  # a job is submitted
-    RESERVATION = 6  # a reservation starts, ends or times out (recorded; place() applies it)
-    TICK = 7  # a scheduling interval: place() decides
+    NODE_ADD = 1  # a node an autoscaler requested joins, ready
+    FINISH = 2  # a running job completes its work
+    RELEASE = 3  # an evicted job's grace period ends: its resources are free, it is requeued
+    NODE_DOWN = 4  # a node fails: its jobs fail and are requeued
+    START = 5  # a job placed on capacity still draining starts (its victims' grace periods are over)
+    ARRIVAL = 6  # a job is submitted
+    RESERVATION = 7  # a reservation starts, ends or times out (recorded; place() applies it)
+    TICK = 8  # a scheduling interval: place() decides (then the autoscaler asks for and removes nodes)
 
 
 @dataclass(order=True, frozen=True, slots=True)

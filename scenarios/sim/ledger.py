@@ -34,6 +34,7 @@ from placer.solver.session import Session
 from placer.topology import Cluster, RunningJob
 from placer.topology.build import build_cluster
 from placer.topology.inventory import Inventory, NodeSpec
+from placer.topology.membership import with_nodes_added, without_nodes
 
 __all__ = ["Ledger"]
 
@@ -74,6 +75,25 @@ class Ledger:
         jobs = list(jobs)
         self.release(rj.job for rj in jobs)
         self.allocate(jobs)
+
+    def add_nodes(self, inventory: Inventory) -> None:
+        """Nodes join (an autoscaler's): the session moves forward by them (``Session.add_nodes``), and
+        they are part of the cluster any later failure is rebuilt from."""
+        self.session.add_nodes(inventory)
+        self._base = with_nodes_added(self._base, inventory)
+        self._structures = {frozenset(): self._base}
+
+    def remove_nodes(self, names: Iterable[str]) -> None:
+        """Nodes leave (an autoscaler removed them). Only nodes no job holds may leave: a job on one would
+        stop without the simulator booking it, so that is a ``ValueError``."""
+        names = list(names)
+        held = sorted(j for j, rj in self.jobs.items() if any(r.node in names for r in rj.replicas))
+        if held:
+            raise ValueError(f"nodes {', '.join(names)} cannot leave: {', '.join(held)} run there")
+        self.session.remove_nodes(*names)
+        self._base = without_nodes(self._base, names)
+        self._structures = {frozenset(): self._base}
+        self.down = self.down - set(names)
 
     def set_down(self, node: str, down: bool) -> None:
         """Mark ``node`` failed (``ready: false``) or repaired, keeping every allocation elsewhere."""

@@ -24,6 +24,9 @@ Semantics (``docs/simulator.md``):
   requeues them, and takes the node out until it is repaired.
 * Reservations are given to every ``place()`` call, which holds, expires and releases them; their
   starts, ends and timeouts are recorded as events.
+* Autoscaled node groups (:mod:`placer.scenarios.sim.autoscaler`): after each decision the autoscaler
+  requests nodes for the jobs left waiting for capacity, which join ``provision`` later; at every
+  interval the group nodes idle for ``scale_down_after`` leave.
 
 Deterministic for a seed: events at one instant are handled in a fixed order
 (:mod:`placer.scenarios.sim.clock`)
@@ -54,6 +57,7 @@ from datetime import datetime
 
 from placer.scenarios.inputs import SimInputs
 from placer.scenarios.sim.allocation import Key, chips_of, footprint, gpus_of, nodes_text, running_of
+from placer.scenarios.sim.autoscaler import Autoscaler, ScaleUp
 from placer.scenarios.sim.clock import Clock, Event, EventQueue, Kind
 from placer.scenarios.sim.fragmentation import fragmentation
 from placer.scenarios.sim.ledger import Ledger
@@ -104,6 +108,7 @@ class Simulator:
             learn=False,
         )
         self.ledger = Ledger(inputs.cluster, session)
+        self.autoscaler = Autoscaler(inputs.node_groups, inputs.policy, inputs.prices)
         self.rec = Recorder(self.clock)
         self.verify = verify
         self.progress = progress
@@ -145,6 +150,8 @@ class Simulator:
             for what, when in marks:
                 if when is not None and 0 <= self.clock.seconds(when) < H:
                     self.queue.push(self.clock.seconds(when), Kind.RESERVATION, data=(what, r.id))
+        for up in self.autoscaler.initial():
+            self._requested(0.0, up)
         self.queue.push(0.0, Kind.TICK)
 
     def _adopt(self, rj: RunningJob) -> None:
@@ -174,6 +181,7 @@ class Simulator:
         ticks = math.ceil(H / self.inp.interval_s)
         handlers = {
             Kind.NODE_UP: self._node_up,
+            Kind.NODE_ADD: self._node_add,
             Kind.FINISH: self._finish,
             Kind.RELEASE: self._release_event,
             Kind.NODE_DOWN: self._node_down,
@@ -198,7 +206,9 @@ class Simulator:
                     handlers[ev.kind](ev)
                     self._dirty = True
         self._close(H)
-        return self.rec.result(list(self.jobs.values()), self._meta())
+        return self.rec.result(
+            list(self.jobs.values()), self._meta(), self.autoscaler.nodes(self.clock.horizon_s)
+        )
 
     # -- events ------------------------------------------------------------------------------------
 
@@ -306,6 +316,34 @@ class Simulator:
             self.ledger.set_down(node, False)
             self.rec.event(ev.time, "node_up", None, node)
 
+    def _node_add(self, ev: Event) -> None:
+        node = str(ev.data)
+        group = self.autoscaler.group_of(node)
+        assert group is not None
+        self.ledger.add_nodes(group.inventory([int(node.rsplit("-", 1)[1])]))
+        self.autoscaler.joined(ev.time, node)
+        self.rec.event(ev.time, "node_added", None, node)
+
+    def _requested(self, t: float, up: ScaleUp) -> None:
+        """Nodes the autoscaler requested: booked, and each joins at ``up.ready_s``."""
+        jobs = f" for {', '.join(up.jobs[:10])}{' ...' if len(up.jobs) > 10 else ''}" if up.jobs else ""
+        self.rec.event(
+            t, "scale_up", None, f"{up.group}: {', '.join(up.nodes)}{jobs}; ready at t={up.ready_s:g} s"
+        )
+        for node in up.nodes:
+            self.queue.push(up.ready_s, Kind.NODE_ADD, data=node)
+
+    def _scale_down(self, t: float) -> None:
+        """Group nodes idle long enough leave (the autoscaler decides which)."""
+        busy = {r.node for rj in self.ledger.jobs.values() for r in rj.replicas if r.node is not None}
+        busy |= {k[1] for _, fp in self.draining.values() for k in fp if k[0] == "node"}
+        for down in self.autoscaler.scale_down(t, busy):
+            self.ledger.remove_nodes(down.nodes)
+            self.autoscaler.left(t, down.nodes)
+            for node in down.nodes:
+                self.rec.event(t, "node_removed", None, node)
+            self._dirty = True
+
     def _reservation(self, ev: Event) -> None:
         what, rid = ev.data
         self.rec.event(ev.time, what, None, rid)
@@ -386,8 +424,13 @@ class Simulator:
                 or any(r.code == "NOT_CONSIDERED" for p in decision.pending for r in p.reasons)
             )
             self._last_decided = t
+            if self.autoscaler:
+                for up in self.autoscaler.scale_up(t, decision, batch, now):
+                    self._requested(t, up)
         elif batch:
             self.rec.reason_counts(t, self._last_reasons)
+        if self.autoscaler:
+            self._scale_down(t)
         self._sample(t, decision)
 
     def _changed(self, t: float, batch: list[Job]) -> bool:
@@ -612,9 +655,21 @@ class Simulator:
             "engine": self.inp.policy.engine_name,
             "time_limit_s": self.inp.policy.time_limit_s,
             "node_failures": sum(1 for e in self.rec.events if e["event"] == "node_down"),
+            **self._autoscaling(),
             "decisions": self.decisions,
             "verified": self.verified,
             "solver_s": self.solver_s,
+        }
+
+    def _autoscaling(self) -> dict[str, object]:
+        """The autoscaled groups' report (none without groups), and their GPU-hours and dollars in all."""
+        if not self.autoscaler:
+            return {}
+        groups = self.autoscaler.report(self.clock.horizon_s)
+        return {
+            "autoscaling": groups,
+            "autoscaled_gpu_h": sum(g["ready_gpu_h"] for g in groups.values()),
+            "autoscaled_cost_usd": sum(g["cost_usd"] for g in groups.values()),
         }
 
 

@@ -8,15 +8,17 @@ Definitions (``docs/simulator.md``, *Metrics*):
 
 * **allocation**: GPU-equivalents held (running, draining in a grace period, or promised to a job about
   to start) over the GPUs of usable nodes; **utilization**: GPU-equivalents of running jobs over the same.
-  Over the run, both from the attempts table: held (resp. useful) GPU-hours over GPUs x horizon.
+  Over the run, both from the attempts table: held (resp. useful) GPU-hours over GPUs x horizon, plus
+  the GPU-hours autoscaled nodes were there (joined to removal).
 * **wait**: first start minus submission (jobs that started); **completion**: end minus submission
   (jobs that finished); p50 / p95 per priority class. Jobs still waiting at the horizon are counted in
   ``waiting`` with their wait so far in ``waiting_p50_s`` (censored: true waits are longer).
 * **lost GPU-hours**: work thrown away by evictions and failures (since the last checkpoint) times the
   job's GPU-equivalents; **grace GPU-hours**: resources held during grace periods.
 * **cost**: each run's ``cost_per_hour`` (``solver/prices.py``) over the time it held its resources;
-  **per useful GPU-hour**: cost over GPU-hours of work kept. The fleet's cost (every node all the time)
-  over the same useful GPU-hours says what the idle capacity costs too.
+  **per useful GPU-hour**: cost over GPU-hours of work kept. The fleet's cost (every node all the time,
+  and autoscaled nodes from their request to their removal) over the same useful GPU-hours says what the
+  idle capacity costs too.
 
 >>> import pandas as pd
 >>> jobs = pd.DataFrame({"priority_class": ["spot", "spot", "reserved"], "wait_s": [60.0, 600.0, 0.0],
@@ -121,6 +123,7 @@ def cost(r: SimResult) -> dict[str, float | None]:
     held = float(r.jobs["cost_usd"].sum()) if not r.jobs.empty else 0.0
     useful = float(r.jobs["useful_gpu_h"].sum()) if not r.jobs.empty else 0.0
     fleet = float(r.meta.get("fleet_cost_per_hour", 0.0)) * float(r.meta.get("horizon_s", 0.0)) / 3600.0
+    fleet += float(r.meta.get("autoscaled_cost_usd", 0.0))  # autoscaled nodes: request to removal
     return {
         "cost_usd": held,
         "useful_gpu_h": useful,
@@ -134,7 +137,7 @@ def gpu_hours(r: SimResult) -> dict[str, float | None]:
     """Allocation and utilization over the whole run, from the attempts (exact, not sampled)."""
     capacity = (
         float(r.meta.get("gpus", 0) + r.meta.get("tpu_chips", 0)) * float(r.meta.get("horizon_s", 0)) / 3600
-    )
+    ) + float(r.meta.get("autoscaled_gpu_h", 0.0))  # autoscaled nodes' GPUs while they were there
     a = r.attempts
     held = float((a["held_s"] * a["units"]).sum()) / 3600 if not a.empty else 0.0
     useful = float((a["useful_s"] * a["units"]).sum()) / 3600 if not a.empty else 0.0
@@ -236,6 +239,12 @@ def summary_text(s: dict[str, Any]) -> str:
         f"runs): {s['lost_gpu_h']:,.2f} GPU-h of work lost, {s['grace_gpu_h']:,.2f} GPU-h in grace periods",
         f"cost {money(s['cost_usd'])} held ({money(s['cost_per_useful_gpu_h'])} per useful GPU-h); fleet "
         f"{money(s['fleet_cost_usd'])} ({money(s['fleet_cost_per_useful_gpu_h'])} per useful GPU-h)",
+        *(
+            f"autoscaling {name}: {g['requested']} nodes requested, {g['removed']} removed, at most "
+            f"{g['peak']} at once; {g['billed_node_h']:,.1f} node-h billed ({g['ready_node_h']:,.1f} ready), "
+            f"{money(g['cost_usd'])}"
+            for name, g in s.get("autoscaling", {}).items()
+        ),
         f"solver: {s['decisions']} decisions in {s['solver_s']:.1f} s"
         + (f", {s['verified']} checked by the independent checker" if s.get("verified") else ""),
     ]

@@ -10,7 +10,7 @@ back in one line (``pd.read_parquet("out/jobs.parquet")``); CSV is the fallback 
 >>> empty = SimResult(*(pd.DataFrame({"a": [1]}) for _ in range(5)), meta={"name": "x"})
 >>> with tempfile.TemporaryDirectory() as d:
 ...     sorted(p.name for p in write(empty, d, fmt="csv", summary={"name": "x"}))
-['attempts.csv', 'events.csv', 'intervals.csv', 'jobs.csv', 'reasons.csv', 'summary.json']
+['attempts.csv', 'events.csv', 'intervals.csv', 'jobs.csv', 'nodes.csv', 'reasons.csv', 'summary.json']
 """
 
 from __future__ import annotations

@@ -7,12 +7,15 @@ what pandas, parquet and plotting want, and appending dicts costs nothing while 
 Tables (columns in ``docs/simulator.md``):
 
 * ``events``: one row per event (``submit``, ``start``, ``finish``, ``evict``, ``release``, ``requeue``,
-  ``fail``, ``reject``, ``node_down``, ``node_up``, ``reservation_start``/``_end``/``_timeout``);
+  ``fail``, ``reject``, ``node_down``, ``node_up``, ``reservation_start``/``_end``/``_timeout``, and
+  with autoscaling ``scale_up``, ``node_added``, ``node_removed``);
 * ``jobs``: one row per job: submit, first start, end, wait, preemptions, failures, lost GPU-hours, cost;
 * ``attempts``: one row per run of a job, with ``held = useful + lost + grace``;
 * ``intervals``: one row per scheduling interval: queue, GPUs allocated / busy / free, fragmentation,
   spend rate, the solver's answer;
-* ``reasons``: per interval, how many jobs wait for each first reason code.
+* ``reasons``: per interval, how many jobs wait for each first reason code;
+* ``nodes``: one row per node an autoscaled group made: requested, joined, removed, hours billed and
+  ready, dollars (empty without ``autoscaling``).
 """
 
 from __future__ import annotations
@@ -25,10 +28,33 @@ import pandas as pd
 from placer.scenarios.sim.clock import Clock
 from placer.scenarios.sim.state import SimJob
 
-__all__ = ["ATTEMPT_COLUMNS", "JOB_COLUMNS", "TABLES", "Recorder", "SimResult", "attempt_rows", "job_row"]
+__all__ = [
+    "ATTEMPT_COLUMNS",
+    "JOB_COLUMNS",
+    "NODE_COLUMNS",
+    "TABLES",
+    "Recorder",
+    "SimResult",
+    "attempt_rows",
+    "job_row",
+]
 
 #: Table names of a result, in the order they are written.
-TABLES = ("events", "jobs", "attempts", "intervals", "reasons")
+TABLES = ("events", "jobs", "attempts", "intervals", "reasons", "nodes")
+#: Columns of the ``nodes`` table (:meth:`placer.scenarios.sim.autoscaler.Autoscaler.nodes`).
+NODE_COLUMNS = (
+    "node",
+    "group",
+    "capacity_class",
+    "gpus",
+    "price_per_hour",
+    "requested_s",
+    "joined_s",
+    "removed_s",
+    "billed_h",
+    "ready_h",
+    "cost_usd",
+)
 
 
 @dataclass
@@ -41,6 +67,7 @@ class SimResult:
     intervals: pd.DataFrame
     reasons: pd.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
+    nodes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(NODE_COLUMNS)))
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {name: getattr(self, name) for name in TABLES}
@@ -68,7 +95,9 @@ class Recorder:
         for code, n in sorted(counts.items()):
             self.reasons.append({"time": when, "t_s": t, "code": code, "jobs": n})
 
-    def result(self, jobs: list[SimJob], meta: dict[str, Any]) -> SimResult:
+    def result(
+        self, jobs: list[SimJob], meta: dict[str, Any], nodes: list[dict[str, Any]] | None = None
+    ) -> SimResult:
         return SimResult(
             events=_frame(self.events, ["time", "t_s", "event", "job", "detail"]),
             jobs=_frame([job_row(j, self.clock) for j in jobs], list(JOB_COLUMNS)),
@@ -76,6 +105,7 @@ class Recorder:
             intervals=_frame(self.intervals, ["time", "t_s"]),
             reasons=_frame(self.reasons, ["time", "t_s", "code", "jobs"]),
             meta=meta,
+            nodes=_frame(nodes or [], list(NODE_COLUMNS)),
         )
 
 

@@ -60,6 +60,8 @@ SUMMARY: dict[str, str] = {
     "cost_per_useful_gpu_h": "float64",
     "fleet_cost_usd": "float64",
     "fleet_cost_per_useful_gpu_h": "float64",
+    "autoscaled_gpu_h": "float64",
+    "autoscaled_cost_usd": "float64",
     "mean_free_gpus": "float64",
     "mean_stranded_gpus": "float64",
     "decisions": "Int64",

@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from placer.scenarios.spec import (
+    AutoscalingSpec,
     ClusterSpec,
     FailuresSpec,
     PolicySpec,
@@ -118,6 +119,7 @@ class VariantSpec(_Spec):
     prices: str | dict[str, Any] | None = None
     failures: FailuresSpec | None = None
     reservations: list[ReservationSpec] | None = None
+    autoscaling: AutoscalingSpec | None = None
 
 
 class SweepSpec(_Spec):

@@ -215,3 +215,37 @@ def test_cli_dry_run_lists_the_cells(tiny_sweep: Path, capsys: pytest.CaptureFix
     assert main(["sweep", str(tiny_sweep), "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "0\ttiny/small/greedy/1" and lines[-1] == "11\ttiny/big/no-preemption/2"
+
+
+AUTOSCALED = """
+name: autoscaled
+scenarios: [tiny.yaml]
+seeds: [3]
+variants:
+  fixed: {cluster: {builders: [{dgx_h100: {count: 1}}]}}
+  autoscaled:
+    cluster: {builders: [{dgx_h100: {count: 1}}]}
+    autoscaling: {groups: [{name: burst, node: {dgx_h100: {}}, max: 2, provision: 10m}]}
+overrides: {horizon: 3h, interval: 5m}
+"""
+
+
+def test_an_autoscaling_variant_adds_the_groups_bill_and_gpu_hours(tmp_path: Path) -> None:
+    t = run_sweep(load_sweep(write(tmp_path, AUTOSCALED)), backend="processes", parallel=1)
+    fixed, scaled = (t[t["variant"] == v].to_dict("records")[0] for v in ("fixed", "autoscaled"))
+    spec = with_overrides(
+        load_scenario(tmp_path / "tiny.yaml"),
+        horizon="3h",
+        interval="5m",
+        cluster={"builders": [{"dgx_h100": {"count": 1}}]},
+        autoscaling={"groups": [{"name": "burst", "node": {"dgx_h100": {}}, "max": 2, "provision": "10m"}]},
+    )
+    s = summary(Simulator(prepare(spec, tmp_path, seed=3), verify=True).run())
+    # With seed 3, jobs wait for capacity on one DGX within three hours, so the group bills something.
+    assert s["autoscaled_cost_usd"] > 0
+    assert scaled["autoscaled_cost_usd"] == pytest.approx(s["autoscaled_cost_usd"])
+    assert scaled["autoscaled_gpu_h"] == pytest.approx(s["autoscaled_gpu_h"])
+    # The fleet: one DGX for 3 h at $98.32 an hour, plus the group's bill; nothing extra without it.
+    assert scaled["fleet_cost_usd"] == pytest.approx(3 * 98.32 + s["autoscaled_cost_usd"])
+    assert fixed["fleet_cost_usd"] == pytest.approx(3 * 98.32)
+    assert pd.isna(fixed["autoscaled_cost_usd"]) and pd.isna(fixed["autoscaled_gpu_h"])
