@@ -9,7 +9,9 @@ because the three ways of buying capacity are paid differently (:class:`Billing`
 * **reserved** (a commitment): the whole horizon, used or not — ``always``;
 * **on-demand**: only while a job holds the node (an ideal autoscaler gives idle nodes back at once and
   gets them again when needed, with no start-up delay: a lower bound of what on-demand costs) — ``used``;
-* **spot**: likewise ``used``; a reclaimed node is never billed while it is away.
+* **spot**: likewise ``used``; a reclaimed node is never billed while it is away;
+* a node of an **autoscaled** group (a design's ``autoscaling``): from its request to its removal, as a
+  cloud bills a VM (``rule`` ``exists``; the simulator's ``nodes`` table), whatever its class.
 
 ``always`` for on-demand or spot prices a fixed fleet instead (minus the spot nodes' time away); with
 everything ``always`` and no reclaims the bill equals the simulator's ``fleet_cost_usd``. A node held in
@@ -107,10 +109,12 @@ def bill(
     horizon_s: float,
     away: dict[str, float],
     billing: Billing | None = None,
+    autoscaled: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per node and TPU pod: ``node, kind, capacity_class, gpu_type, gpus, price_per_hour,
     rule, used_h, away_h, billed_h, cost_usd``. ``away``: seconds each node was reclaimed
-    (:func:`reclaimed_seconds`); ``attempts``: the run's attempts table."""
+    (:func:`reclaimed_seconds`); ``attempts``: the run's attempts table; ``autoscaled``: the run's
+    ``nodes`` table (a row each, ``kind`` ``autoscaled``, billed as it says)."""
     billing = billing or Billing()
     used = used_seconds(attempts, horizon_s) if not attempts.empty else {}
     rows = []
@@ -134,6 +138,22 @@ def bill(
                 "away_h": away_s / 3600.0,
                 "billed_h": billed_s / 3600.0,
                 "cost_usd": price * billed_s / 3600.0,
+            }
+        )
+    for r in [] if autoscaled is None else autoscaled.to_dict("records"):
+        rows.append(
+            {
+                "node": r["node"],
+                "kind": "autoscaled",
+                "capacity_class": r["capacity_class"],
+                "gpu_type": None,
+                "gpus": r["gpus"],
+                "price_per_hour": r["price_per_hour"],
+                "rule": "exists",
+                "used_h": used.get(r["node"], 0.0) / 3600.0,
+                "away_h": 0.0,
+                "billed_h": r["billed_h"],
+                "cost_usd": r["cost_usd"],
             }
         )
     return pd.DataFrame(rows)

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from placer.scenarios.spec import ClusterSpec
+from placer.scenarios.spec import AutoscalingSpec, ClusterSpec
 
 __all__ = ["CAPACITY_CLASSES", "Design", "Machine", "Pool"]
 
@@ -106,12 +106,15 @@ class Pool(_Model):
 
 class Design(_Model):
     """One cluster design: ``pools`` (machine types split over capacity classes) or ``cluster`` (a
-    scenario ``cluster`` block as written in a scenario file: builders, a layout or a file)."""
+    scenario ``cluster`` block as written in a scenario file: builders, a layout or a file), and
+    optionally ``autoscaling``: node groups an autoscaler adds to it when jobs wait and removes when idle
+    (a scenario ``autoscaling`` block, ``docs/simulator.md``), billed from request to removal."""
 
     name: str = Field(min_length=1, max_length=80)
     description: str = ""
     pools: list[Pool] | None = None
     cluster: ClusterSpec | None = None
+    autoscaling: AutoscalingSpec | None = None
 
     @model_validator(mode="after")
     def _one(self) -> Design:

@@ -43,7 +43,7 @@ from placer.scenarios.load import load_scenario, parse_document, read_document, 
 from placer.scenarios.sim import Simulator, metrics
 from placer.scenarios.sim.progress import bar
 from placer.scenarios.sim.record import SimResult
-from placer.scenarios.spec import ScenarioSpec
+from placer.scenarios.spec import ScenarioSpec, unique_names
 from placer.scenarios.units import Duration
 
 __all__ = [
@@ -97,8 +97,12 @@ class Run:
             "nodes": int(r.meta["nodes"]),
             "gpus": int(r.meta["gpus"]),
         }
+        fixed, scaled = b[b["kind"] != "autoscaled"], b[b["kind"] == "autoscaled"]
         for cls in CAPACITY_CLASSES:
-            row[f"{_key(cls)}_nodes"] = int((b["capacity_class"] == cls).sum())
+            row[f"{_key(cls)}_nodes"] = int((fixed["capacity_class"] == cls).sum())
+        row["autoscaled_nodes"] = len(scaled)
+        row["autoscaled_node_h"] = float(scaled["billed_h"].sum())
+        row["cost_autoscaled_usd"] = float(scaled["cost_usd"].sum())
         row["cost_usd"] = total
         for cls in CAPACITY_CLASSES:
             row[f"cost_{_key(cls)}_usd"] = float(b.loc[b["capacity_class"] == cls, "cost_usd"].sum())
@@ -159,7 +163,11 @@ def run_design(
 ) -> Run:
     """Simulate ``workload`` on ``design`` with ``seed`` (spot reclaims added) and price it."""
     spec = workload.model_copy(
-        update={"cluster": design.cluster_spec(), "name": f"{workload.name}/{design.name}"[:120]}
+        update={
+            "cluster": design.cluster_spec(),
+            "autoscaling": design.autoscaling,
+            "name": f"{workload.name}/{design.name}"[:120],
+        }
     )
     inputs = prepare(spec, base, seed=seed)
     reclaims = reclaims_of(reclaim, inputs.cluster, inputs.start, spec.horizon, seed=seed)
@@ -170,7 +178,13 @@ def run_design(
     wall = time.perf_counter() - t0
     away = reclaimed_seconds(reclaims, inputs.start, spec.horizon)
     b = bill(
-        inputs.cluster, inputs.prices, result.attempts, horizon_s=spec.horizon, away=away, billing=billing
+        inputs.cluster,
+        inputs.prices,
+        result.attempts,
+        horizon_s=spec.horizon,
+        away=away,
+        billing=billing,
+        autoscaled=result.nodes,
     )
     jobs = result.jobs.copy()
     jobs["submit_s"] = (
@@ -313,10 +327,7 @@ class Study(BaseModel):
     @field_validator("designs")
     @classmethod
     def _unique(cls, v: list[Design]) -> list[Design]:
-        names = [d.name for d in v]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"design names must be unique: {', '.join(dup)}")
+        unique_names([d.name for d in v], "design")
         return v
 
     def run(

@@ -82,3 +82,27 @@ def test_a_node_shared_by_overlapping_runs_is_billed_once() -> None:
     )
     used = used_seconds(attempts, horizon_s=7200)
     assert used == {"n": 2400 + 600, "m": 600 + 1200}
+
+
+def test_an_autoscaled_group_is_billed_from_request_to_removal() -> None:
+    groups = {"name": "burst", "node": {"dgx_h100": {}}, "max": 2, "provision": 300, "scale_down_after": 600}
+    design = Design.model_validate(
+        {"name": "auto", "pools": [{"nodes": 1, "reserved": 1.0}], "autoscaling": {"groups": [groups]}}
+    )
+    (run,) = runs([design], workload(job("a", 8, 1200), job("b", 8, 1200)), reclaim=None, verify=True)
+    # a takes the reserved node at 0; b waits, so one on-demand node is requested at 0 and joins at 300;
+    # b runs there 300-1500, the node is idle from 1500 and leaves at 1500 + 600 = 2100.
+    scaled = run.bill[run.bill["kind"] == "autoscaled"].to_dict("records")
+    assert [(r["node"], r["rule"], r["capacity_class"]) for r in scaled] == [
+        ("burst-1", "exists", "on-demand")
+    ]
+    assert scaled[0]["billed_h"] == pytest.approx(2100 / 3600) and scaled[0]["used_h"] == pytest.approx(
+        1200 / 3600
+    )
+    row = run.row()
+    # reserved: 8 x $7.80 x 2 h; the group's node: 8 x $12.29 for 2,100 s, billed though idle from 1,500 s.
+    assert row["cost_reserved_usd"] == pytest.approx(8 * 7.80 * 2)
+    assert row["cost_autoscaled_usd"] == row["cost_on_demand_usd"] == pytest.approx(8 * 12.29 * 2100 / 3600)
+    assert row["cost_usd"] == pytest.approx(8 * 7.80 * 2 + 8 * 12.29 * 2100 / 3600)
+    assert (row["reserved_nodes"], row["on_demand_nodes"], row["autoscaled_nodes"]) == (1, 0, 1)
+    assert row["autoscaled_node_h"] == pytest.approx(2100 / 3600)

@@ -34,11 +34,14 @@ def _classes(design: Design, study: Study) -> dict[str, int]:
 
 def test_the_shipped_designs_have_the_nodes_they_say(study: Study) -> None:
     designs = {d.name: d for d in study.designs}
-    assert 3 <= len(designs) <= 5
+    assert 3 <= len(designs) <= 6
     assert _classes(designs["on-demand"], study) == {"on-demand": 32}
     assert _classes(designs["reserved"], study) == {"reserved": 32}
     assert _classes(designs["mixed-25-50-25"], study) == {"reserved": 8, "on-demand": 16, "spot": 8}
     assert _classes(designs["reserved-base-spot-burst"], study) == {"reserved": 20, "spot": 16}
+    auto = designs["reserved-base-autoscaled"]
+    assert _classes(auto, study) == {"reserved": 20} and auto.autoscaling is not None
+    assert [(g.max, g.provision, g.scale_down_after) for g in auto.autoscaling.groups] == [(16, 600, 600)]
     assert study.deadlines["spot"].stretch == 2 and study.deadlines["reserved"].slack == 3600
 
 
