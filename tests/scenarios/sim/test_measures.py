@@ -146,7 +146,8 @@ def test_tables_are_written_and_read_back(preempted, tmp_path: Path) -> None:  #
 
     paths = write(preempted, tmp_path / "pq", fmt="parquet", summary={"name": "t"})
     assert sorted(p.name for p in paths) == sorted(
-        [f"{t}.parquet" for t in ("events", "jobs", "attempts", "intervals", "reasons", "nodes")] + ["summary.json"]
+        [f"{t}.parquet" for t in ("events", "jobs", "attempts", "intervals", "reasons", "nodes")]
+        + ["summary.json"]
     )
     back = pd.read_parquet(tmp_path / "pq" / "jobs.parquet")
     pd.testing.assert_frame_equal(back, preempted.jobs.reset_index(drop=True), check_dtype=False)
