@@ -36,6 +36,7 @@ from placer.solver.rules import all_hold, holds, rule_keys, running_label
 from placer.solver.snapshot import HARD_TAINT_EFFECTS, SCOPE_ATTRS, NodeView, Snapshot, scope_value
 from placer.solver.structure import TRANSPARENT, compile_shape, fits_empty, match, request_text, shaped
 from placer.topology import TpuPod, canonical_gpu_type
+from placer.topology.extended import advertised
 from placer.topology.inventory import LoadedModel
 
 __all__ = [
@@ -65,6 +66,8 @@ STATIC_CHECKS: dict[str, str] = {
     "spot": "spot capacity, and the job asks for on-demand only",
     "rules": "node selector or required affinity not satisfied",
     "structure": "the node's sockets/cores cannot hold the Flux request's shape",
+    "extended": "the node advertises less of an extended resource the job asks for (a Flux resource type, "
+    "an SSS Resource) than one replica needs",
     "model_version": "the node has the job's model loaded at another version only (OJS ML §4)",
     "too_small": "node too small for one replica even when empty",
 }
@@ -654,6 +657,7 @@ def _static_mask(
         tuple(s.model_dump_json() for s in unit.structure),
         unit.model_pin,
         tuple(t.model_dump_json() for t in unit.tolerations),
+        unit.extra,
     )
     cached = arrays._static_cache.get(key)
     if cached is not None:
@@ -731,6 +735,12 @@ def _static_mask(
             if not ok:
                 mask[i] = False
                 eliminated["structure"] = eliminated.get("structure", 0) + 1
+    if unit.extra:  # per node: inner trees and labels do not split static groups
+        for i in np.flatnonzero(mask):
+            node = snap.nodes[int(i)].node
+            if any(advertised(node, name) < amount - 1e-9 for name, amount in unit.extra):
+                mask[i] = False
+                eliminated["extended"] = eliminated.get("extended", 0) + 1
     arrays._static_cache[key] = (mask, eliminated)
     return mask, eliminated
 

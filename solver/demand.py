@@ -95,6 +95,10 @@ class Unit:
     #: Kueue slices above the node: ``(level, size)`` — each domain of ``level`` holds a multiple of
     #: ``size`` of the replicas, a node in none of them holds none (``jobs.model.Slices``).
     slices: tuple[str, int] | None = None
+    #: Extended resources one replica asks for, ``(name, amount)`` sorted (a Flux resource type beyond
+    #: cores, GPUs, memory and storage; an SSS ``Resource``, ``Swap`` or ``Network``): only nodes that
+    #: advertise that much of each may hold it (:mod:`placer.topology.extended`; not counted across jobs).
+    extra: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass
@@ -222,8 +226,15 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 tolerations=tolerations_of(job, g),
                 domains=() if split else tuple((d.level, d.count) for d in g.domains),
                 slices=None if split or g.slices is None else (g.slices.level, g.slices.size),
+                extra=tuple(sorted(g.extra.items())),
             )
         )
+        if g.extra:
+            asked = ", ".join(f"{v:g} {k}" for k, v in sorted(g.extra.items()))
+            notes.append(
+                f"task group {g.name!r}: {asked} per replica, on nodes that advertise as much (checked per "
+                "node, not counted across the jobs placed there)"
+            )
     total_gpus = sum(u.replicas * u.need.gpus for u in units)
     nvlink = (
         any(u.gpu is not None and u.gpu.interconnect is Interconnect.NVLINK for u in units) and total_gpus > 1
