@@ -476,6 +476,15 @@ def _placement(f: Fields, warnings: list[Issue], unknown: dict[str, Any]) -> Pla
         anti, anti_pref = parse_affinity(
             f.raw("ext_ml_anti_affinity"), join(f.path, "ext_ml_anti_affinity"), f.issues, warnings, unknown
         )
+        if anti_pref:  # kept in the job as read, but no engine weighs it: say so rather than drop it
+            warnings.append(
+                issue(
+                    "unsupported",
+                    join(join(f.path, "ext_ml_anti_affinity"), "preferred"),
+                    "preferred anti-affinity is read but not honoured: placer keeps required anti-affinity "
+                    "only, so the job is placed as if these rules were absent",
+                )
+            )
     return Placement(
         node_selector=selector,
         required=[*selector_rules(selector), *required],
