@@ -544,7 +544,10 @@ class NodeGroupSpec(_Spec):
     start; at most ``max`` exist or are on their way. ``provision``: from the request to the node being
     ready (a cloud GPU VM booting and registering: minutes); it is billed from the request.
     ``scale_down_after``: a node no job has held for this long leaves (cluster-autoscaler's
-    ``--scale-down-unneeded-time``, 10 minutes by default)."""
+    ``--scale-down-unneeded-time``, 10 minutes by default). ``reclaim_mtbf``: the provider takes a node
+    back (spot capacity) after an exponential time from its joining with this mean; its jobs fail
+    (work since their last checkpoint is lost) and wait again, and the autoscaler asks for a node again
+    if they need one."""
 
     name: str = Field(min_length=1, max_length=63, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     node: dict[str, dict[str, Any]]
@@ -552,6 +555,7 @@ class NodeGroupSpec(_Spec):
     max: int = Field(ge=1, le=10_000)
     provision: Duration = 300.0
     scale_down_after: Duration = 600.0
+    reclaim_mtbf: Duration | None = None
 
     @model_validator(mode="after")
     def _check(self) -> NodeGroupSpec:
@@ -561,6 +565,8 @@ class NodeGroupSpec(_Spec):
             raise _bad("range", f"min ({self.min}) is above max ({self.max})")
         if self.provision < 0 or self.scale_down_after < 0:
             raise _bad("range", "provision and scale_down_after cannot be negative")
+        if self.reclaim_mtbf is not None and self.reclaim_mtbf <= 0:
+            raise _bad("range", "reclaim_mtbf must be positive")
         return self
 
 

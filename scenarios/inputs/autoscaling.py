@@ -41,6 +41,8 @@ class NodeGroup:
     scale_down_after_s: float
     price_per_hour: float
     gpus: int
+    #: Mean seconds from joining to the provider taking the node back (None: never).
+    reclaim_mtbf_s: float | None = None
 
     def node(self, k: int) -> NodeSpec:
         """The group's ``k``-th node (``k`` counts from 1 and is never reused in a run)."""
@@ -93,4 +95,5 @@ def _group(g: NodeGroupSpec, where: str, cluster: Cluster, prices: PriceCatalog)
         scale_down_after_s=g.scale_down_after,
         price_per_hour=prices.node_hour(node),
         gpus=node.gpu_count,
+        reclaim_mtbf_s=g.reclaim_mtbf,
     )

@@ -20,6 +20,10 @@ It decides, the loop acts (:mod:`placer.scenarios.sim.loop`):
 * **Down**, at every interval: a node of a group that no job has held (running, starting, or draining in
   a grace period) for ``scale_down_after`` leaves, as long as the group keeps ``min`` nodes
   (cluster-autoscaler's ``--scale-down-unneeded-time``; it only removes empty nodes here, never drains).
+* **Reclaims**: a group with ``reclaim_mtbf`` (spot capacity) loses each node an exponential time after
+  it joins, drawn from ``"{seed}:reclaim:{node}"`` alone (the same seed reclaims the same node at the
+  same time whatever the policy); the loop fails its jobs and removes it, and the next decision's
+  waiting jobs ask for nodes again.
 * **Cost**: a node is billed from its request to its removal (or the horizon): a cloud bills a VM from its
   creation, booting included. Its GPUs count as capacity from when it joins.
 
@@ -39,6 +43,7 @@ It decides, the loop acts (:mod:`placer.scenarios.sim.loop`):
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -85,6 +90,7 @@ class _Life:
     requested_s: float
     joined_s: float | None = None
     removed_s: float | None = None
+    reclaimed: bool = False
 
     def hours(self, horizon_s: float) -> tuple[float, float]:
         """Hours billed (request to removal) and ready (joined to removal), up to ``horizon_s``."""
@@ -121,8 +127,13 @@ class Autoscaler:
     (greedy, without preemption or planning: the nodes are empty)."""
 
     def __init__(
-        self, groups: list[NodeGroup], policy: Policy | None = None, prices: PriceCatalog | None = None
+        self,
+        groups: list[NodeGroup],
+        policy: Policy | None = None,
+        prices: PriceCatalog | None = None,
+        seed: int = 0,
     ) -> None:
+        self._seed = seed
         self._groups = {g.name: _State(g) for g in groups}
         self._of: dict[str, str] = {}  # node name -> group name, for every node a group has made
         self._estimator = (policy or Policy()).model_copy(
@@ -189,14 +200,24 @@ class Autoscaler:
             self._of[name] = s.group.name
         return ScaleUp(s.group.name, names, ready_s, jobs)
 
-    def joined(self, t: float, node: str) -> None:
-        """``node``, which :meth:`initial` or :meth:`scale_up` requested, joined the cluster at ``t``."""
+    def joined(self, t: float, node: str) -> float | None:
+        """``node``, which :meth:`initial` or :meth:`scale_up` requested, joined the cluster at ``t``; when
+        the provider takes it back (None: never)."""
         s = self._groups[self._of[node]]
         s.coming.discard(node)
         s.present.add(node)
         s.lives[node].joined_s = t
         s.idle_since[node] = t
         s.peak = max(s.peak, len(s.present))
+        mtbf = s.group.reclaim_mtbf_s
+        if mtbf is None:
+            return None
+        return t + random.Random(f"{self._seed}:reclaim:{node}").expovariate(1.0 / mtbf)
+
+    def present(self, node: str) -> bool:
+        """Whether ``node`` (a group's) is in the cluster now."""
+        name = self._of.get(node)
+        return name is not None and node in self._groups[name].present
 
     def scale_down(self, t: float, busy: set[str]) -> list[ScaleDown]:
         """The group nodes to remove at ``t``: idle for ``scale_down_after``, down to ``min``, the longest
@@ -218,13 +239,15 @@ class Autoscaler:
                 out.append(ScaleDown(s.group.name, [node for _, node in due[:n]]))
         return out
 
-    def left(self, t: float, nodes: list[str]) -> None:
-        """``nodes`` left the cluster at ``t``: their bills close."""
+    def left(self, t: float, nodes: list[str], *, reclaimed: bool = False) -> None:
+        """``nodes`` left the cluster at ``t`` (``reclaimed``: the provider took them back): their bills
+        close."""
         for node in nodes:
             s = self._groups[self._of[node]]
             s.present.discard(node)
             s.idle_since.pop(node, None)
             s.lives[node].removed_s = t
+            s.lives[node].reclaimed = reclaimed
 
     def nodes(self, horizon_s: float) -> list[dict[str, Any]]:
         """One row per node the groups made (the simulator's ``nodes`` table): its group, class, GPUs and
@@ -245,6 +268,7 @@ class Autoscaler:
                         "requested_s": life.requested_s,
                         "joined_s": life.joined_s,
                         "removed_s": life.removed_s,
+                        "reclaimed": life.reclaimed,
                         "billed_h": billed,
                         "ready_h": ready,
                         "cost_usd": billed * g.price_per_hour,
@@ -262,6 +286,7 @@ class Autoscaler:
             out[name] = {
                 "requested": len(s.lives),
                 "removed": sum(1 for life in s.lives.values() if life.removed_s is not None),
+                "reclaimed": sum(1 for life in s.lives.values() if life.reclaimed),
                 "peak": s.peak,
                 "billed_node_h": billed,
                 "ready_node_h": ready,

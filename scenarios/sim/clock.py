@@ -31,10 +31,11 @@ class Kind(IntEnum):
     FINISH = 2  # a running job completes its work
     RELEASE = 3  # an evicted job's grace period ends: its resources are free, it is requeued
     NODE_DOWN = 4  # a node fails: its jobs fail and are requeued
-    START = 5  # a job placed on capacity still draining starts (its victims' grace periods are over)
-    ARRIVAL = 6  # a job is submitted
-    RESERVATION = 7  # a reservation starts, ends or times out (recorded; place() applies it)
-    TICK = 8  # a scheduling interval: place() decides (then the autoscaler asks for and removes nodes)
+    NODE_RECLAIM = 5  # the provider takes an autoscaled node back: its jobs fail and are requeued
+    START = 6  # a job placed on capacity still draining starts (its victims' grace periods are over)
+    ARRIVAL = 7  # a job is submitted
+    RESERVATION = 8  # a reservation starts, ends or times out (recorded; place() applies it)
+    TICK = 9  # a scheduling interval: place() decides (then the autoscaler asks for and removes nodes)
 
 
 @dataclass(order=True, frozen=True, slots=True)

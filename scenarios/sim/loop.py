@@ -108,7 +108,7 @@ class Simulator:
             learn=False,
         )
         self.ledger = Ledger(inputs.cluster, session)
-        self.autoscaler = Autoscaler(inputs.node_groups, inputs.policy, inputs.prices)
+        self.autoscaler = Autoscaler(inputs.node_groups, inputs.policy, inputs.prices, seed=inputs.seed)
         self.rec = Recorder(self.clock)
         self.verify = verify
         self.progress = progress
@@ -185,6 +185,7 @@ class Simulator:
             Kind.FINISH: self._finish,
             Kind.RELEASE: self._release_event,
             Kind.NODE_DOWN: self._node_down,
+            Kind.NODE_RECLAIM: self._node_reclaim,
             Kind.START: self._start_event,
             Kind.ARRIVAL: self._arrival,
             Kind.RESERVATION: self._reservation,
@@ -282,11 +283,28 @@ class Simulator:
     def _node_down(self, ev: Event) -> None:
         t, node = ev.time, str(ev.data)
         self.down_count[node] += 1
+        self._stop_on(t, node, "failed")
+        self.ledger.set_down(node, True)
+        self.rec.event(t, "node_down", None, node)
+
+    def _node_reclaim(self, ev: Event) -> None:
+        """The provider takes an autoscaled node back: its jobs fail as on a node failure, and it leaves."""
+        t, node = ev.time, str(ev.data)
+        if not self.autoscaler.present(node):  # it left idle before its reclaim came
+            return
+        self._stop_on(t, node, "was reclaimed")
+        self.ledger.remove_nodes([node])
+        self.autoscaler.left(t, [node], reclaimed=True)
+        self.rec.event(t, "node_reclaimed", None, node)
+
+    def _stop_on(self, t: float, node: str, what: str) -> None:
+        """Every job on ``node`` stops at once (no grace): work since its last checkpoint is lost, it is
+        requeued; a job about to start there loses its placement; jobs draining there are released."""
         hit = sorted(j for j, rj in self.ledger.jobs.items() if any(r.node == node for r in rj.replicas))
         for job_id in hit:
             sj = self.jobs[job_id]
             if sj.phase == "starting":
-                self._cancel(t, sj, "fail", f"node {node} failed before it started")
+                self._cancel(t, sj, "fail", f"node {node} {what} before it started")
                 continue
             att = sj.attempts[-1]
             saved = saved_at_stop(att.start_s, t, sj.checkpoint_interval, on_preempt=False)
@@ -297,7 +315,7 @@ class Simulator:
             sj.failures += 1
             self._drop(sj)
             self.ledger.release([job_id])
-            self.rec.event(t, "fail", job_id, f"node {node} failed; {att.lost_s:g} s of work lost")
+            self.rec.event(t, "fail", job_id, f"node {node} {what}; {att.lost_s:g} s of work lost")
             if sj.background:
                 sj.phase = "failed"
             else:
@@ -305,8 +323,6 @@ class Simulator:
         for job_id, (_, fp) in sorted(self.draining.items()):
             if ("node", node) in fp:
                 self._release(t, self.jobs[job_id])
-        self.ledger.set_down(node, True)
-        self.rec.event(t, "node_down", None, node)
 
     def _node_up(self, ev: Event) -> None:
         node = str(ev.data)
@@ -321,7 +337,9 @@ class Simulator:
         group = self.autoscaler.group_of(node)
         assert group is not None
         self.ledger.add_nodes(group.inventory([int(node.rsplit("-", 1)[1])]))
-        self.autoscaler.joined(ev.time, node)
+        reclaim = self.autoscaler.joined(ev.time, node)
+        if reclaim is not None:
+            self.queue.push(reclaim, Kind.NODE_RECLAIM, data=node)
         self.rec.event(ev.time, "node_added", None, node)
 
     def _requested(self, t: float, up: ScaleUp) -> None:

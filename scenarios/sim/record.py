@@ -51,6 +51,7 @@ NODE_COLUMNS = (
     "requested_s",
     "joined_s",
     "removed_s",
+    "reclaimed",
     "billed_h",
     "ready_h",
     "cost_usd",
