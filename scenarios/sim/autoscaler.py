@@ -140,7 +140,7 @@ class Autoscaler:
             update={"engine": "greedy", "preemption": False, "plan": False}
         )
         self._prices = prices
-        self._empty: dict[tuple[str, int], Cluster] = {}
+        self._empty: dict[str, Cluster] = {}
 
     def __bool__(self) -> bool:
         return bool(self._groups)
@@ -184,10 +184,11 @@ class Autoscaler:
         return out
 
     def _empty_nodes(self, group: NodeGroup, n: int) -> Cluster:
-        key = (group.name, n)
-        hit = self._empty.get(key)
-        if hit is None:
-            hit = self._empty[key] = cluster_of(
+        """``n`` empty nodes of ``group`` (the estimate's cluster). One per group is kept, the last size
+        asked: keeping every size would hold ``max``-squared nodes for a group that goes up and down."""
+        hit = self._empty.get(group.name)
+        if hit is None or len(hit.nodes) != n:
+            hit = self._empty[group.name] = cluster_of(
                 group.inventory(list(range(1, n + 1))), name=f"{group.name}-estimate"
             )
         return hit
