@@ -118,6 +118,23 @@ class Prepared:
             out._arrays = {k: a.joined(out._snap) for k, a in self._arrays.items()}
         return out
 
+    def twins(self, before: int) -> np.ndarray:
+        """For each node of this (joined) cluster, a node among its first ``before`` that a shape may use
+        as it may use this one: itself for those, and for a node that joined, the first of them in its
+        static group (the same facts for the label keys of the arrays kept; -1 when none is, or no arrays
+        were kept). What :meth:`Learned.moved` needs to carry a learned profile over a join."""
+        out = np.arange(len(self.cluster.nodes), dtype=np.int64)
+        out[before:] = -1
+        arrays = next(iter(self._arrays.values()), None)
+        if arrays is None:
+            return out
+        for members in arrays.group_members:
+            old = members[members < before]
+            if old.size:
+                new = members[members >= before]
+                out[new] = old[0]
+        return out
+
     def left(self, cluster: Cluster, ended: Iterable[RunningJob], *, learned: Learned | None) -> Prepared:
         """The pieces for ``cluster``, which is this one with nodes removed and the ``ended`` jobs (those
         that ran on them) released, nothing else changed (:func:`shrunk` tells): the views and rows of

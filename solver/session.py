@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
+import numpy as np
+
 from placer.solver.decision import Decision, ReplicaPlacement, as_running
 from placer.solver.engine import place
 from placer.solver.jobs.model import Job, ReadResult
@@ -151,7 +153,10 @@ class Session:
         cluster (a name taken, a GPU type unknown: :func:`~placer.topology.membership.with_nodes_added`)."""
         after = with_nodes_added(self.cluster, inventory)
         if appended(self.cluster, after):  # no job started with them: the pieces move forward
-            self._prepared = self._prepared.joined(after, learned=self._unlearned())
+            before, learned = len(self.cluster.nodes), self._prepared.learned
+            self._prepared = self._prepared.joined(after, learned=None)
+            if learned is not None:  # what was seen arrive stays; a new node is taken like its twin
+                self._prepared.learned = learned.moved(self._prepared.twins(before))
         else:
             self._rebuild(after)
 
@@ -162,10 +167,14 @@ class Session:
         gone = node_names(cluster, names)
         after = without_nodes(cluster, gone)
         ended = shrunk(cluster, after, [cluster.running_job(j) for j in released(cluster, gone)])
+        learned = self._prepared.learned  # what was seen arrive stays, without the rows of the nodes gone
+        if learned is not None:
+            index = {n.name: i for i, n in enumerate(cluster.nodes)}
+            learned = learned.moved(np.array([index.get(n.name, -1) for n in after.nodes], dtype=np.int64))
         if ended is None:  # a TPU pod left, or a template was expanded: the pieces start afresh
-            self._rebuild(after)
+            self._prepared = Prepared(after, learned=learned)
         else:  # the nodes that stay move up; the pieces move forward
-            self._prepared = self._prepared.left(after, ended, learned=self._unlearned())
+            self._prepared = self._prepared.left(after, ended, learned=learned)
 
     def reset(self, cluster: Cluster) -> None:
         """Carry on from ``cluster`` (the same nodes, some facts changed, e.g. a node failed and is rebuilt

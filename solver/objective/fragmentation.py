@@ -308,6 +308,28 @@ class Learned:
             after.target, after.known = target, frozenset(self.raw) | frozenset(weight)
         return after
 
+    def moved(self, source: np.ndarray) -> Learned:
+        """The profile on a cluster whose node ``i`` takes the place of node ``source[i]`` of this one
+        (-1: a node this one never had, which no shape seen may use). Nodes joining or leaving keep what a
+        session has seen arrive: each shape's mask is moved row by row (shapes whose masks become equal
+        add up), the weights and counts stand; the target in force goes (its ``access`` is per node), so
+        the next decision makes one from the moved profile.
+
+        >>> m = np.array([True, False, True])
+        >>> seen = Learned({(1.0, 1, 0, np.packbits(m).tobytes()): 2.0}, {np.packbits(m).tobytes(): m})
+        >>> [v.tolist() for v in seen.moved(np.array([2, 0, -1])).masks.values()]  # node 1 left, one joined
+        [[True, True, False]]
+        """
+        keep = source >= 0
+        raw: dict[tuple[float, int, int, bytes], float] = {}
+        masks: dict[bytes, np.ndarray] = {}
+        for (a, b, c, old), w in self.raw.items():
+            mask = np.where(keep, self.masks[old][np.where(keep, source, 0)], False)
+            packed = np.packbits(mask).tobytes()
+            masks.setdefault(packed, mask)
+            raw[(a, b, c, packed)] = raw.get((a, b, c, packed), 0.0) + w
+        return Learned(raw, masks, scale=self.scale, total=self.total)
+
     @property
     def weights(self) -> dict[tuple[float, int, int, bytes], float]:
         """Each shape seen with its decayed weight (those decayed below :data:`_FORGOTTEN` left out)."""

@@ -237,3 +237,38 @@ def test_a_node_join_that_does_not_fit_changes_nothing_and_decisions_go_on_as_pl
     alone = place(batch, s.cluster, Policy(engine="greedy"), now=NOW)
     assert without_timing(mine) == without_timing(alone)
     assert not check(mine, batch, s.cluster, now=NOW)
+
+
+def test_what_was_seen_arrive_is_kept_when_nodes_join_and_leave() -> None:
+    # Two DGX and two L4 boxes; arrivals of an H100-only and an any-GPU pod teach the profile where each
+    # shape may run. A third DGX joins, then an L4 box leaves: the profile keeps its weights, the joined
+    # DGX is usable by each shape as its DGX twin is, and the row of the box that left is gone.
+    s = Session(
+        cluster_of(dgx_h100(2), pcie_inference(2)), Policy(engine="greedy", preemption=False, plan=False)
+    )
+    h100 = Job(id="h", tasks=[TaskGroup(gpu=GpuDemand(count=1, types=["nvidia-h100"]))])
+    anyg = Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=1))])
+    for k in range(6):
+        s.commit(s.decide([(h100 if k % 2 else anyg).model_copy(update={"id": f"j{k}"})], now=NOW))
+    seen = s.learned
+    assert seen is not None and seen.total == 6.0
+    masks = sorted(m.tolist() for m in seen.masks.values())
+    assert masks == [[True, True, False, False], [True, True, True, True]]
+    s.add_nodes(Inventory(nodes=[dgx_h100(1).nodes[0].model_copy(update={"name": "dgx-new"})]))
+    joined = s.learned
+    assert joined is not None and joined.total == 6.0 and joined.weights.keys() != seen.weights.keys()
+    assert sorted(m.tolist() for m in joined.masks.values()) == [
+        [True, True, False, False, True],
+        [True, True, True, True, True],
+    ]
+    assert sorted(joined.weights.values()) == pytest.approx(sorted(seen.weights.values()))
+    s.remove_nodes(s.cluster.nodes[2].name)  # an L4 box (its pods are released)
+    left = s.learned
+    assert left is not None and left.total == 6.0
+    assert sorted(m.tolist() for m in left.masks.values()) == [
+        [True, True, False, True],
+        [True, True, True, True],
+    ]
+    # And decisions go on against the kept profile: the next one makes a target from it, with 2 shapes.
+    d = s.decide([anyg.model_copy(update={"id": "next"})], now=NOW)
+    assert d.placements and s._prepared.learned is not None
