@@ -572,8 +572,8 @@ class NodeGroupSpec(_Spec):
 
 class AutoscalingSpec(_Spec):
     """Node groups an autoscaler grows when jobs wait for capacity a new node would give, and shrinks when
-    their nodes stand idle (``docs/simulator.md``, *Autoscaling*). Groups are tried in the order listed
-    (cluster-autoscaler's ``priority`` expander with one priority per group)."""
+    their nodes stand idle (``docs/simulator.md``, section ``autoscaling``). Groups are tried in the order
+    listed (cluster-autoscaler's ``priority`` expander with one priority per group)."""
 
     groups: list[NodeGroupSpec] = Field(min_length=1, max_length=100)
 

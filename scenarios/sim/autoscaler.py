@@ -5,7 +5,7 @@ autoscaler, one that has a node the moment a job needs it and gives it back the 
 real one (Kubernetes cluster-autoscaler, Karpenter) waits minutes for a node to boot, keeps an idle node
 for minutes before removing it, and is billed for both; jobs wait meanwhile. This module decides as
 cluster-autoscaler does, and books what the nodes cost, so a study can compare an autoscaled pool with
-fixed ones on the same workload (``docs/simulator.md``, *Autoscaling*).
+fixed ones on the same workload (``docs/simulator.md``, section ``autoscaling``).
 
 It decides, the loop acts (:mod:`placer.scenarios.sim.loop`):
 
