@@ -106,23 +106,26 @@ class Prepared:
             out._shielded = self._shielded.advanced(started, ended)
         return out
 
-    def joined(self, cluster: Cluster, *, learned: Learned | None) -> Prepared:
+    def joined(self, cluster: Cluster) -> Prepared:
         """The pieces for ``cluster``, which is this one with nodes appended and nothing else changed
         (:func:`appended` tells): the new nodes' views and rows made, the other views, rows and static
         groups kept (:meth:`NodeArrays.joined`). Every kept answer is indexed by node or by static group
-        and is made again on demand; so is what a learning session had seen arrive, whose masks are per
-        node (``learned``: what the caller keeps instead). Running shapes stand (nothing started)."""
-        out = Prepared(cluster, learned=learned, _shapes=self._shapes)
+        and is made again on demand. What a learning session has seen arrive moves with the nodes
+        (:meth:`Learned.moved`): a new node is taken as the first older node of its static group is
+        (:meth:`_twins`). Running shapes stand (nothing started)."""
+        out = Prepared(cluster, _shapes=self._shapes)
         if self._snap is not None:
             out._snap = joined_view(self._snap, cluster)
             out._arrays = {k: a.joined(out._snap) for k, a in self._arrays.items()}
+        if self.learned is not None:
+            out.learned = self.learned.moved(out._twins(len(self.cluster.nodes)))
         return out
 
-    def twins(self, before: int) -> np.ndarray:
+    def _twins(self, before: int) -> np.ndarray:
         """For each node of this (joined) cluster, a node among its first ``before`` that a shape may use
         as it may use this one: itself for those, and for a node that joined, the first of them in its
         static group (the same facts for the label keys of the arrays kept; -1 when none is, or no arrays
-        were kept). What :meth:`Learned.moved` needs to carry a learned profile over a join."""
+        were kept)."""
         out = np.arange(len(self.cluster.nodes), dtype=np.int64)
         out[before:] = -1
         arrays = next(iter(self._arrays.values()), None)
@@ -135,15 +138,23 @@ class Prepared:
                 out[new] = old[0]
         return out
 
-    def left(self, cluster: Cluster, ended: Iterable[RunningJob], *, learned: Learned | None) -> Prepared:
+    def learned_on(self, cluster: Cluster) -> Learned | None:
+        """What was seen arrive, on ``cluster``, whose nodes are some of this one's (nodes left): the rows
+        of the nodes gone taken away (:meth:`Learned.moved`)."""
+        if self.learned is None:
+            return None
+        index = {n.name: i for i, n in enumerate(self.cluster.nodes)}
+        return self.learned.moved(np.fromiter((index[n.name] for n in cluster.nodes), dtype=np.int64))
+
+    def left(self, cluster: Cluster, ended: Iterable[RunningJob]) -> Prepared:
         """The pieces for ``cluster``, which is this one with nodes removed and the ``ended`` jobs (those
         that ran on them) released, nothing else changed (:func:`shrunk` tells): the views and rows of
         the nodes that stay are kept and renumbered, those the ended jobs freed made again
         (:meth:`NodeArrays.left`). Every kept answer is indexed by node or by static group and is made
-        again on demand; so is what a learning session had seen arrive (``learned``: what the caller
-        keeps instead)."""
+        again on demand; what a learning session has seen arrive loses the rows of the nodes gone
+        (:meth:`learned_on`)."""
         ended = list(ended)
-        out = Prepared(cluster, learned=learned)
+        out = Prepared(cluster, learned=self.learned_on(cluster))
         if self._shapes is not None:
             out._shapes = _moved(self._shapes, [], ended)
         if self._snap is not None:

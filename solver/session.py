@@ -30,8 +30,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-import numpy as np
-
 from placer.solver.decision import Decision, ReplicaPlacement, as_running
 from placer.solver.engine import place
 from placer.solver.jobs.model import Job, ReadResult
@@ -153,10 +151,7 @@ class Session:
         cluster (a name taken, a GPU type unknown: :func:`~placer.topology.membership.with_nodes_added`)."""
         after = with_nodes_added(self.cluster, inventory)
         if appended(self.cluster, after):  # no job started with them: the pieces move forward
-            before, learned = len(self.cluster.nodes), self._prepared.learned
-            self._prepared = self._prepared.joined(after, learned=None)
-            if learned is not None:  # what was seen arrive stays; a new node is taken like its twin
-                self._prepared.learned = learned.moved(self._prepared.twins(before))
+            self._prepared = self._prepared.joined(after)  # what was seen arrive moves with them
         else:
             self._rebuild(after)
 
@@ -167,14 +162,10 @@ class Session:
         gone = node_names(cluster, names)
         after = without_nodes(cluster, gone)
         ended = shrunk(cluster, after, [cluster.running_job(j) for j in released(cluster, gone)])
-        learned = self._prepared.learned  # what was seen arrive stays, without the rows of the nodes gone
-        if learned is not None:
-            index = {n.name: i for i, n in enumerate(cluster.nodes)}
-            learned = learned.moved(np.array([index.get(n.name, -1) for n in after.nodes], dtype=np.int64))
         if ended is None:  # a TPU pod left, or a template was expanded: the pieces start afresh
-            self._prepared = Prepared(after, learned=learned)
-        else:  # the nodes that stay move up; the pieces move forward
-            self._prepared = self._prepared.left(after, ended, learned=learned)
+            self._prepared = Prepared(after, learned=self._prepared.learned_on(after))
+        else:  # the nodes that stay move up; the pieces move forward, what was seen arrive with them
+            self._prepared = self._prepared.left(after, ended)
 
     def reset(self, cluster: Cluster) -> None:
         """Carry on from ``cluster`` (the same nodes, some facts changed, e.g. a node failed and is rebuilt
@@ -183,15 +174,12 @@ class Session:
 
     def _rebuild(self, cluster: Cluster) -> None:
         """Node facts changed (static groups, candidate masks): start the prepared pieces afresh; what was
-        seen arrive stays when the nodes are the same ones (its masks are per node)."""
-        same = len(cluster.nodes) == len(self.cluster.nodes)
-        learned = self._prepared.learned if same and self.learn else self._unlearned()
+        seen arrive stays when the nodes are the same ones (its masks are per node), else it starts anew
+        (a session that does not learn has none)."""
+        learned = self._prepared.learned
+        if learned is not None and len(cluster.nodes) != len(self.cluster.nodes):
+            learned = Learned({}, {})
         self._prepared = Prepared(cluster, learned=learned)
-
-    def _unlearned(self) -> Learned | None:
-        """What a session knows of arrivals on nodes it has not seen them on: nothing (the profile's masks
-        are per node), or None when it does not learn."""
-        return Learned({}, {}) if self.learn else None
 
     @property
     def learned(self) -> Learned | None:

@@ -129,9 +129,9 @@ class Stored:
             ended = [before.running_job(j) for j in old if j not in new]
             return self.prepared.advanced(cluster, started, ended, flipped=names)
         if appended(before, cluster):
-            return self.prepared.joined(cluster, learned=None)
+            return self.prepared.joined(cluster)
         left = shrunk(before, cluster)
-        return None if left is None else self.prepared.left(cluster, left, learned=None)
+        return None if left is None else self.prepared.left(cluster, left)
 
 
 class ChangeError(Exception):

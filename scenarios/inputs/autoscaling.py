@@ -9,7 +9,7 @@ already uses) must fail before the run, naming the field, like every other input
 >>> from placer.topology import cluster_of, dgx_h100
 >>> spec = AutoscalingSpec.model_validate({"groups": [{"name": "burst", "node": {"dgx_h100": {}}, "max": 4}]})
 >>> [g] = node_groups_of(spec, cluster_of(dgx_h100(2)), PriceCatalog.default())
->>> g.node(3).name, g.gpus, g.max
+>>> g.node_name(3), g.inventory(["burst-3"]).nodes[0].gpus.count, g.max
 ('burst-3', 8, 4)
 """
 
@@ -44,13 +44,14 @@ class NodeGroup:
     #: Mean seconds from joining to the provider taking the node back (None: never).
     reclaim_mtbf_s: float | None = None
 
-    def node(self, k: int) -> NodeSpec:
-        """The group's ``k``-th node (``k`` counts from 1 and is never reused in a run)."""
-        return self.template.model_copy(update={"name": f"{self.name}-{k}"})
+    def node_name(self, k: int) -> str:
+        """The name of the group's ``k``-th node (``k`` counts from 1 and is never reused in a run)."""
+        return f"{self.name}-{k}"
 
-    def inventory(self, ks: list[int]) -> Inventory:
-        """The nodes ``ks`` as an inventory document of their own (what joins the cluster)."""
-        return Inventory(nodes=[self.node(k) for k in ks])
+    def inventory(self, names: list[str]) -> Inventory:
+        """The group's nodes of these names as an inventory document of their own (what joins the
+        cluster)."""
+        return Inventory(nodes=[self.template.model_copy(update={"name": n}) for n in names])
 
 
 def node_groups_of(spec: AutoscalingSpec | None, cluster: Cluster, prices: PriceCatalog) -> list[NodeGroup]:

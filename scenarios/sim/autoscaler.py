@@ -116,7 +116,7 @@ class _State:
     peak: int = 0
 
     def names(self, n: int) -> list[str]:
-        out = [f"{self.group.name}-{k}" for k in range(self.next_k, self.next_k + n)]
+        out = [self.group.node_name(k) for k in range(self.next_k, self.next_k + n)]
         self.next_k += n
         return out
 
@@ -189,7 +189,7 @@ class Autoscaler:
         hit = self._empty.get(group.name)
         if hit is None or len(hit.nodes) != n:
             hit = self._empty[group.name] = cluster_of(
-                group.inventory(list(range(1, n + 1))), name=f"{group.name}-estimate"
+                group.inventory([group.node_name(k) for k in range(1, n + 1)]), name=f"{group.name}-estimate"
             )
         return hit
 

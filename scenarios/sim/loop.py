@@ -336,7 +336,7 @@ class Simulator:
         node = str(ev.data)
         group = self.autoscaler.group_of(node)
         assert group is not None
-        self.ledger.add_nodes(group.inventory([int(node.rsplit("-", 1)[1])]))
+        self.ledger.add_nodes(group.inventory([node]))
         reclaim = self.autoscaler.joined(ev.time, node)
         if reclaim is not None:
             self.queue.push(reclaim, Kind.NODE_RECLAIM, data=node)

@@ -42,7 +42,7 @@ def _job(job_id: str, gpus: int, work: int, submit: int = 0, **extra: object) ->
 
 def _node_events(run) -> list[tuple[float, str, str]]:  # type: ignore[no-untyped-def]
     e = run.result.events
-    e = e[e["event"].isin(["scale_up", "node_added", "node_removed"])]
+    e = e[e["event"].isin(["scale_up", "node_added", "node_removed", "node_reclaimed"])]
     return [
         (t, what, detail.split(";")[0])
         for t, what, detail in zip(e["t_s"], e["event"], e["detail"], strict=True)
@@ -203,13 +203,7 @@ def test_a_reclaimed_node_fails_its_job_which_asks_for_a_node_again(timeline: st
     spot = _burst(max=1, provision=120, reclaim_mtbf=1800, node={"dgx_h100": {"capacity_class": "spot"}})
     jobs = [_job("a", 8, 7200), _job("b", 8, 3000, 60)]
     run = simulate_text(timeline + ONE_DGX + _groups(spot) + jobs_yaml(*jobs))
-    events = _node_events(run) + [
-        (t, e, d)
-        for t, e, d in zip(
-            run.result.events["t_s"], run.result.events["event"], run.result.events["detail"], strict=True
-        )
-        if e == "node_reclaimed"
-    ]
+    events = _node_events(run)
     [reclaim] = [t for t, e, d in events if e == "node_reclaimed" and d == "burst-1"]
     # b waits at 60 (a holds the DGX all run): burst-1 is requested, joins at 180, b starts there. The
     # provider takes it back at some time after 180 (drawn); b has no checkpoints, so all its work there is
