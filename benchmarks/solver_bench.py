@@ -241,7 +241,7 @@ def determinism_bench(runs: int = 5) -> None:
     import multiprocessing
 
     sc = scenario_m(0)
-    for engine, limit in (("greedy", 5.0), ("auto", 5.0)):
+    for engine, limit in (("greedy", 5.0), ("auto", 5.0), ("auto", 2.0)):
         hog = multiprocessing.Process(target=_hog, args=(time.perf_counter() + 600,), daemon=True)
         hog.start()
         try:

@@ -48,6 +48,8 @@ from placer.topology import Cluster
 
 __all__ = [
     "CHECK_PER_REPLICA_S",
+    "LNS_REPRODUCIBLE_ROUNDS",
+    "LNS_REPRODUCIBLE_ROUNDS_PER_S",
     "LP_MIN_LEFT_S",
     "LP_SHARE",
     "RESERVE_PER_REPLICA_S",
@@ -55,6 +57,7 @@ __all__ = [
     "decide",
     "probe_fit",
     "problem_status",
+    "reproducible_rounds",
 ]
 
 #: Seconds kept back from the time limit for turning the answer into a Decision: a fixed part (the
@@ -68,7 +71,12 @@ RESERVE_PER_REPLICA_S = 0.00003
 #: Kept back as well, per replica, when CP-SAT's answer may have to pass the checker (``policy.verify``):
 #: checking scenario L's ~5,500 placed replicas takes 0.3-0.8 s.
 CHECK_PER_REPLICA_S = 0.0001
-#: Rounds of large-neighbourhood search in reproducible mode (each on a deterministic budget).
+#: Rounds of large-neighbourhood search in reproducible mode (each on a fixed deterministic budget,
+#: ``cpsat.lns.REPRODUCIBLE_ROUND_S``): this many per second of the time limit, at least one and at most
+#: :data:`LNS_REPRODUCIBLE_ROUNDS`. Why per second: a round on scenario M (1,000 nodes) takes 0.15-0.25 s
+#: of wall time with its model building, after greedy's ~1.2 s; twelve rounds at a 2 s limit were stopped by
+#: the wall clock on an idle machine, so the decision depended on the machine after all.
+LNS_REPRODUCIBLE_ROUNDS_PER_S = 1.5
 LNS_REPRODUCIBLE_ROUNDS = 12
 
 #: At most this share of the time left for CP-SAT goes to the LP bound (:func:`placer.solver.bound.lp_bound`),
@@ -167,6 +175,15 @@ def probe_fit(
     return d.placements[0] if d.placements else None
 
 
+def reproducible_rounds(time_limit_s: float) -> int:
+    """Rounds of large-neighbourhood search a reproducible call runs (:data:`LNS_REPRODUCIBLE_ROUNDS_PER_S`).
+
+    >>> reproducible_rounds(0.5), reproducible_rounds(2.0), reproducible_rounds(5.0), reproducible_rounds(60)
+    (1, 3, 7, 12)
+    """
+    return max(1, min(LNS_REPRODUCIBLE_ROUNDS, int(time_limit_s * LNS_REPRODUCIBLE_ROUNDS_PER_S)))
+
+
 def _budgeted(problem: Problem) -> bool:
     """Whether a queue or dollar budget, or a throttle, applies: they span the whole answer, so a
     neighbourhood cannot be searched on its own."""
@@ -202,7 +219,7 @@ def _lns(
         deadline=cpsat_deadline,
         victims=problem.victims,
         pricing=problem.pricing,
-        max_rounds=LNS_REPRODUCIBLE_ROUNDS if policy.reproducible else None,
+        max_rounds=reproducible_rounds(policy.time_limit_s) if policy.reproducible else None,
         bound=min((b for b, _ in bounds), default=None),
     )
     stats.status = stats.model_status = "FEASIBLE"

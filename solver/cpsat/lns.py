@@ -47,6 +47,14 @@ PENDING = 24
 MIN_ROUND_S = 0.12
 #: Share of the time left that one round may take.
 ROUND_SHARE = 0.25
+#: Under ``Policy.reproducible``, the time limit each round's solve gets, which its deterministic budget is
+#: a fixed share of (``DET_SHARE``: 0.1 deterministic seconds), whatever the call's own limit: a round's work
+#: is then the same on any machine, and the rounds a call runs follow its limit (``core.py``).
+REPRODUCIBLE_ROUND_S = 0.2
+
+
+#: A round's statuses that only a wall clock gives (the model not built, or no time left to solve it).
+_CUT = frozenset({"BUILD_TIMEOUT", "NO_TIME"})
 
 
 @dataclass
@@ -56,7 +64,7 @@ class LnsResult:
     assignment: Assignment
     rounds: int = 0
     accepted: int = 0
-    #: Whether the wall clock (not the round count) ended the search.
+    #: Whether the wall clock (not the round count) ended the search, or stopped one of its rounds.
     cut: bool = False
 
 
@@ -189,11 +197,14 @@ def improve(
             placed={p: best.placed[p] for p in inside},
             evictions={v: ids for v, ids in best.evictions.items() if v in vic_ids},
         )
-        # A fixed budget per round when the rounds are counted (reproducible: CP-SAT's deterministic
-        # budget follows the time limit), else a share of the time left.
-        budget = policy.time_limit_s / (2 * max_rounds) if max_rounds else ROUND_SHARE * left
-        budget = max(MIN_ROUND_S, budget)
-        round_deadline = time.perf_counter() + budget
+        # Counted rounds (reproducible) each get a fixed deterministic budget, and only the call's deadline
+        # as a wall-clock safety net: a round of its own wall deadline would stop wherever the machine's
+        # load left it. Otherwise a share of the time left, on the wall clock.
+        if max_rounds:
+            budget, round_deadline = REPRODUCIBLE_ROUND_S, deadline
+        else:
+            budget = max(MIN_ROUND_S, ROUND_SHARE * left)
+            round_deadline = time.perf_counter() + budget
         sub_policy = policy.model_copy(update={"time_limit_s": budget, "lns_above_size": 0})
         res = solve(
             plans,
@@ -209,6 +220,8 @@ def improve(
             budgets=None,
             pricing=pricing,
         )
+        if max_rounds and (not res.deterministic or res.status in _CUT):
+            out.cut = True  # the safety net stopped this round: what it found depends on the machine
         if res.assignment is None:
             continue
         merged = Assignment(engine="cpsat")

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from placer.scenarios.synthetic import fragmentation_trap, scenario_s
 from placer.scenarios.synthetic.replicate import replicate
 from placer.scenarios.synthetic.traps import exclusive_trap
+from placer.solver.core import reproducible_rounds
+from placer.solver.cpsat.parts import CpsatResult
 from placer.solver.engine import place
 from placer.solver.policy import Policy
 from tests.solver.conftest import assert_valid
@@ -79,3 +83,55 @@ def test_a_search_with_nothing_to_seed_cuts_nothing() -> None:
     assert_valid(d, list(sc.jobs), sc.cluster, sc.now)
     assert len(d.placements) == sc.optimal_placed and d.stats.lns_rounds == 0
     assert d.stats.cut_by == [] and d.stats.deterministic is True
+
+
+def _rounds_stopped(monkeypatch: pytest.MonkeyPatch, how: str) -> list[int]:
+    """Make every round's solve look stopped by the wall clock (``how``: the solve's own flag, or no model
+    built in time), counting the rounds."""
+    import placer.solver.cpsat as cpsat
+
+    real = cpsat.solve
+    calls: list[int] = []
+
+    def stopped(*args: object, **kwargs: object) -> CpsatResult:
+        policy = args[7]
+        assert isinstance(policy, Policy)
+        if policy.lns_above_size:  # the joint model, found too big: not a round
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+        calls.append(1)
+        if how == "build":
+            return CpsatResult(None, "BUILD_TIMEOUT")
+        res = real(*args, **kwargs)  # type: ignore[arg-type]
+        res.deterministic = False
+        return res
+
+    monkeypatch.setattr(cpsat, "solve", stopped)
+    return calls
+
+
+@pytest.mark.parametrize("how", ["solve", "build"])
+def test_a_reproducible_round_the_wall_clock_stopped_is_named(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # A round whose solve the safety net stopped (or whose model it kept from being built) found what the
+    # machine's load let it find: the decision must not call itself deterministic. (The search used to
+    # read only whether its rounds were all run, so a stopped round passed as reproducible.)
+    sc = replicate(exclusive_trap(), 4)
+    calls = _rounds_stopped(monkeypatch, how)
+    policy = Policy(engine="cpsat", lns_above_size=1, reproducible=True, seed=3, time_limit_s=4.0)
+    d = place(list(sc.jobs), sc.cluster, policy, now=sc.now)
+    assert_valid(d, list(sc.jobs), sc.cluster, sc.now)
+    assert d.stats.lns_rounds and calls
+    assert d.stats.deterministic is False and "cpsat" in d.stats.cut_by
+
+
+def test_reproducible_rounds_follow_the_time_limit() -> None:
+    # Each counted round has a fixed deterministic budget, so a call runs the rounds its limit pays for:
+    # 1.5 per second (at most 12), never more, and on this small batch none is stopped by the clock.
+    sc = replicate(exclusive_trap(), 4)
+    for limit, most in ((1.0, 1), (2.0, 3), (4.0, 6)):
+        policy = Policy(engine="cpsat", lns_above_size=1, reproducible=True, seed=3, time_limit_s=limit)
+        d = place(list(sc.jobs), sc.cluster, policy, now=sc.now)
+        assert_valid(d, list(sc.jobs), sc.cluster, sc.now)
+        assert 1 <= (d.stats.lns_rounds or 0) <= most == reproducible_rounds(limit)
+        assert d.stats.deterministic is True and d.stats.cut_by == []
