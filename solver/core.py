@@ -123,7 +123,7 @@ def decide(
     bounds: list[tuple[float, str]] = [(_relaxation(problem, greedy_best), "relaxation")]
     # 6. CP-SAT: its answer must also leave time for the checker.
     cpsat_deadline = deadline - (CHECK_PER_REPLICA_S * problem.considered if policy.verify else 0.0)
-    bounds += _lp_bound(problem, policy, cpsat_deadline)
+    bounds += _lp_bound(problem, policy, cpsat_deadline, stats)
     best, solve_s, proven = _cpsat(problem, policy, greedy_best, stats, cpsat_deadline, bounds)
     stats.objective = float(objective(best, problem.plans))
     # 7-8. choose and explain
@@ -154,6 +154,7 @@ def decide(
         stats.cut_by.insert(0, "candidates")
     if greedy_best.skipped:
         stats.cut_by.insert(1 if problem.cut else 0, "greedy")
+    stats.cut_by = list(dict.fromkeys(stats.cut_by))  # a phase is named once, however often it was cut
     stats.deterministic = not stats.cut_by
     stats.build_s = round(problem.build_s, 6)
     stats.solve_s = round(solve_s, 6)
@@ -341,19 +342,30 @@ def problem_status(stats: Stats, proven: bool) -> str:
     return "OPTIMAL" if proven and stats.gap == 0.0 else "FEASIBLE"
 
 
-def _lp_bound(problem: Problem, policy: Policy, cpsat_deadline: float) -> list[tuple[float, str]]:
+def _lp_bound(
+    problem: Problem, policy: Policy, cpsat_deadline: float, stats: Stats
+) -> list[tuple[float, str]]:
     """The LP relaxation's bound, when there is time for it. It costs ~0.05 s on 1,000 nodes and ~0.6 s
     on 10,000: worth it when CP-SAT will run, not on the greedy fast path, and only within a share of
-    CP-SAT's time (it sharpens the gap, nothing more)."""
+    CP-SAT's time (it sharpens the gap, nothing more).
+
+    Under ``Policy.reproducible`` it is always computed when CP-SAT will run, with only CP-SAT's deadline
+    as a safety net (``cpsat`` in ``stats.cut_by`` when that stops it): the bound is part of the decision
+    (``stats.bound``, ``gap``) and ends the neighbourhood search once its level 1 is reached, so whether
+    there is one must not depend on how much wall time the machine left."""
     left = cpsat_deadline - time.perf_counter()
-    if policy.engine == "greedy" or not problem.candidates or left <= LP_MIN_LEFT_S:
+    if policy.engine == "greedy" or not problem.candidates:
+        return []
+    if not policy.reproducible and left <= LP_MIN_LEFT_S:
         return []
     if policy.engine == "auto" and _one_replica(problem):
         return []  # CP-SAT will not run (see _cpsat): the relaxation bound stands
-    lp_deadline = time.perf_counter() + LP_SHARE * left
+    lp_deadline = cpsat_deadline if policy.reproducible else time.perf_counter() + LP_SHARE * left
     lp = lp_bound(
         problem.plans, problem.candidates, problem.arrays, victims=problem.victims, deadline=lp_deadline
     )
+    if lp is None and policy.reproducible and time.perf_counter() >= lp_deadline - 0.05:
+        stats.cut_by.append("cpsat")  # the safety net stopped it: a faster machine would have a bound
     return [] if lp is None else [(lp, "lp")]
 
 

@@ -131,6 +131,29 @@ def test_a_reproducible_run_cut_by_the_wall_clock_says_it_is_not_deterministic(m
     assert "cpsat" in d.stats.cut_by
 
 
+def test_a_reproducible_bound_does_not_depend_on_the_time_left(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # The LP bound is part of the decision (stats.bound, gap) and ends the neighbourhood search once level 1
+    # reaches it. Outside reproducible mode it is computed only when enough wall time is left; a reproducible
+    # run must compute it whatever the machine left. Here no wall time ever counts as enough.
+    from placer.scenarios.synthetic import scenario_s
+    from placer.solver import core
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
+
+    sc = scenario_s(0)
+
+    def run(reproducible: bool) -> object:
+        policy = Policy(time_limit_s=4.0, reproducible=reproducible, seed=3, plan=False)
+        return place(list(sc.jobs), sc.cluster, policy, now=sc.now)
+
+    idle = run(True)
+    monkeypatch.setattr(core, "LP_MIN_LEFT_S", 1e9)
+    assert run(False).stats.bound_source != "lp"  # the patch starves the wall-clock rule of time
+    starved = run(True)
+    assert idle.stats.bound_source == starved.stats.bound_source == "lp"
+    assert starved.stats.deterministic and without_timing(idle) == without_timing(starved)
+
+
 def test_a_planning_cut_by_the_wall_clock_is_named(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # Planning that the deadline stops (here: every fit finds the clock past it) changes which jobs get a
     # plan with the machine's speed: cut_by names it and deterministic is false, even in greedy.
