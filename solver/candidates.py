@@ -50,6 +50,7 @@ __all__ = [
     "anti_affinity_mask",
     "batch_keys",
     "pod_admits",
+    "running_with",
     "unit_candidates",
     "version_available",
 ]
@@ -433,6 +434,7 @@ _DYNAMIC = frozenset(
         "__running_anti_keys__",
         "__sockets__",
         "__anti__",
+        "__anti_preferred__",
         "__milli_matrix__",
     }
 )
@@ -826,6 +828,16 @@ def _socket_blocked(unit: Unit, arrays: NodeArrays) -> np.ndarray:
     return out
 
 
+def running_with(rule: LabelRule, arrays: NodeArrays, out: np.ndarray) -> None:
+    """Mark in ``out`` the nodes where a running job has one of an ``In`` rule's values for its key (looked
+    up in the index of that key: :meth:`NodeArrays.running_values`)."""
+    at = arrays.running_values(rule.key)
+    for value in rule.values:
+        nodes = at.get(value)
+        if nodes is not None:
+            out[nodes] = True
+
+
 def anti_affinity_mask(
     anti: tuple, arrays: NodeArrays, labels: Mapping[str, str] | None = None
 ) -> np.ndarray:
@@ -851,11 +863,7 @@ def anti_affinity_mask(
     scan = []
     for r in anti:
         if isinstance(r, LabelRule) and r.operator is AffinityOperator.IN:
-            at = arrays.running_values(r.key)
-            for value in r.values:
-                nodes = at.get(value)
-                if nodes is not None:
-                    out[nodes] = True
+            running_with(r, arrays, out)
         else:
             scan.append(r)
     if scan:

@@ -275,6 +275,7 @@ def _greedy(problem: Problem, policy: Policy, deadline: float) -> Assignment:
         pricing=problem.pricing,
         scorer=policy.scorer,
         targets=problem.targets,
+        preferred_affinity=problem.preferred_affinity,
     )
     problem.skipped |= {i for i in best.skipped if i not in best.placed}
     return best

@@ -49,7 +49,7 @@ from placer.solver.objective.fragmentation import (
     shape_of,
     target_workload,
 )
-from placer.solver.objective.preferences import preference_scores
+from placer.solver.objective.preferences import preference_scores, running_avoided
 from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, victims
 from placer.solver.prepared import Prepared
@@ -99,6 +99,8 @@ class Problem:
     considered: int = 0
     #: The target workload fragmentation is measured against (None: no fragmentation key).
     targets: Targets | None = None
+    #: ``Policy.preferred_affinity``: what a preferred (anti-)affinity rule's weight is multiplied by.
+    preferred_affinity: int = 1
     build_s: float = 0.0
 
     def greedy_order(self) -> list[int]:
@@ -157,6 +159,7 @@ def build_problem(
         pricing=Pricing(snap, prices, cache=arrays._static_cache if prepared is not None else None),
         budgets=Budgets.of(queues or {}, _running(cluster), cluster=cluster, prices=prices, jobs=eligible),
         victims=victims(snap, now, policy.restart_penalty_s) if policy.preemption else [],
+        preferred_affinity=policy.preferred_affinity,
     )
     # 4. candidates
     for i, shapes in variants.items():
@@ -233,7 +236,9 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
             problem.unsat[plan.idx] = _cannot_run(plan, cands, why, problem, ok)
             continue
         problem.candidates[plan.idx] = cands
-        problem.prefs[plan.idx] = [preference_scores(plan, u, arrays, policy) for u in plan.units]
+        prefs = [preference_scores(plan, u, arrays, policy) for u in plan.units]
+        beside = running_avoided(plan, arrays, policy)
+        problem.prefs[plan.idx] = prefs if beside is None else [p + beside for p in prefs]
         problem.anti[plan.idx] = anti_affinity_mask(plan.anti, arrays, plan.labels)
         problem.considered += plan.replicas
         greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)

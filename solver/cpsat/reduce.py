@@ -40,6 +40,7 @@ from placer.solver.demand import JobPlan, Unit
 from placer.solver.objective.cost import Pricing
 from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, evict_rank
+from placer.solver.rules import holds
 from placer.solver.structure import request_text
 from placer.solver.tpu_shapes import host_chips, tpu_shapes
 from placer.topology.tpu import slices_in_pod
@@ -125,6 +126,11 @@ class Builder:
             | {nu.unit.slices[0] for nu in node_units if nu.unit.slices}
             | ({"rack"} if spans else set())
         )
+        if _avoids_batch(plans, ids):
+            self._approximate(
+                "preferred anti-affinity among the batch's own jobs: weighed by the objective that chooses "
+                "between answers and by greedy, not in the model (against running jobs it is)"
+            )
         anti_plans = [p for p in ids if self.anti[p].any()]
         classes, class_of, exact_classes = build_classes(
             self.arrays,
@@ -579,3 +585,25 @@ class Builder:
                     chosen.append(Slice(pod_idx, chips, need))
             out[(p, ui)] = chosen
         return out
+
+
+def _avoids_batch(plans: list[JobPlan], ids: list[int]) -> bool:
+    """Whether a job of the batch has a preferred anti-affinity rule that another job of the batch, or its
+    own other replicas, match: the model's preference level counts each replica's node on its own, so
+    it cannot see two replicas of the batch sharing a node (:func:`~placer.solver.objective.score.
+    beside_placed` does). Jobs are compared by their distinct label sets (a big batch has few)."""
+    avoiding = [p for p in ids if plans[p].job.placement.anti_affinity_preferred]
+    if not avoiding:
+        return False
+    by_labels: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    for q in ids:
+        by_labels.setdefault(tuple(sorted(plans[q].labels.items())), []).append(q)
+    for p in avoiding:
+        rules = plans[p].job.placement.anti_affinity_preferred
+        alone = sum(u.replicas for u in plans[p].units if u.tpu is None) < 2
+        for key, members in by_labels.items():
+            if alone and members == [p]:
+                continue
+            if any(holds(r, dict(key)) for r in rules):
+                return True
+    return False

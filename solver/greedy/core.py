@@ -48,6 +48,7 @@ from placer.solver.greedy.tpu_index import PodHeap
 from placer.solver.jobs.model import AffinityOperator, GpuAffinity, LabelRule
 from placer.solver.objective.cost import Pricing
 from placer.solver.objective.fragmentation import COARSE_LEVELS, SCORE_LEVELS, Targets, quantized
+from placer.solver.objective.preferences import anti_preferred_weight, running_match
 from placer.solver.preempt import Victim
 from placer.solver.rules import holds
 from placer.solver.scorers import Context as ScorerContext
@@ -105,6 +106,42 @@ def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.n
         if any(holds(r, plan.labels) for r in anti):
             blocked[nodes] = True
     return blocked
+
+
+def _beside_placed(
+    state: State, arrays: NodeArrays, plan: JobPlan, prefs: list[np.ndarray]
+) -> list[np.ndarray]:
+    """The job's preference scores less the weight of each of its preferred anti-affinity rules on the
+    nodes where a job this decision placed matches the rule and no running job does (the running ones are
+    in ``prefs`` already: :func:`~placer.solver.objective.preferences.running_avoided`), so that each rule
+    counts once per node, as the objective counts it (:mod:`placer.solver.objective.score`)."""
+    rules = plan.job.placement.anti_affinity_preferred
+    if not rules or not state.labels_on or not state.avoid_weight:
+        return prefs
+    out: np.ndarray | None = None
+    for r in rules:
+        weight = anti_preferred_weight(r, state.avoid_weight)
+        if not weight:
+            continue
+        if r.operator is AffinityOperator.IN:
+            nodes = set().union(*(state.label_index.get((r.key, v), set()) for v in r.values))
+        else:
+            nodes = {n for n, entries in state.labels_on.items() if any(holds(r, lab) for lab, _ in entries)}
+        nodes -= set(np.flatnonzero(running_match(r, arrays)).tolist())
+        if nodes:
+            if out is None:
+                out = np.zeros(len(prefs[0]), dtype=np.int64)
+            out[sorted(nodes)] -= weight
+    return prefs if out is None else [p + out for p in prefs]
+
+
+def _self_avoided(plan: JobPlan, state: State) -> int:
+    """What a replica of the job loses beside another of its own replicas: the weights of its preferred
+    anti-affinity rules that its own labels match (a job that would rather not share a node with its own
+    kind spreads its replicas when it can)."""
+    rules = plan.job.placement.anti_affinity_preferred
+    own = [r for r in rules if holds(r, plan.labels)]
+    return sum(anti_preferred_weight(r, state.avoid_weight) for r in own)
 
 
 #: Fragmentation key added for placing work that does not need NVLink on an NVLink node (in GPUs left).
@@ -243,6 +280,7 @@ def _place_node_units(
     used_by_job = set() if used_by_job is None else used_by_job
     self_anti = any(holds(r, plan.labels) for r in plan.anti)
     pack = plan.job.placement.gpu_affinity is GpuAffinity.PACK
+    spread_own = 0 if self_anti else _self_avoided(plan, state)
     for unit, cand, pref in units:
         used_by_unit: set[int] = set()
         for _ in range(unit.replicas if count is None else count):
@@ -274,9 +312,11 @@ def _place_node_units(
                 if frag is None:
                     node = _choose_baseline(mask, state, unit)
                 else:
-                    node = _choose(
-                        mask, _packed(pref, used_by_job) if pack else pref, frag, state.penalty, cost, grows
-                    )
+                    here = _packed(pref, used_by_job) if pack else pref
+                    if spread_own and used_by_job:
+                        here = here.copy()
+                        here[list(used_by_job)] -= spread_own
+                    node = _choose(mask, here, frag, state.penalty, cost, grows)
                 if node is None:
                     return None
                 # The totals fit; a Flux shape must also fit the node's sockets as this decision left them
@@ -542,16 +582,19 @@ def greedy(
     pricing: Pricing | None = None,
     scorer: str = "placer",
     targets: Targets | None = None,
+    preferred_affinity: int = 1,
 ) -> Assignment:
     """Place the plans (those with candidates) in priority order; the rest stay pending. With a
     ``deadline`` (a ``time.perf_counter()`` value), plans not reached by then are listed in
     ``Assignment.skipped``: a valid, smaller answer rather than a missed deadline. ``pricing`` adds the
     cost key to node choice and prices dollar budgets. ``scorer``: ``placer`` (greedy's own keys) or a
     baseline of :mod:`placer.solver.scorers`. ``targets``: the target workload of placer's fragmentation
-    key (FGD's measure; None: best fit alone)."""
+    key (FGD's measure; None: best fit alone). ``preferred_affinity``: ``Policy.preferred_affinity``, what
+    a preferred (anti-)affinity rule's weight is multiplied by (``prefs`` have it already)."""
     snap = arrays.snap
     state = State.of(arrays)
     state.pricing = pricing
+    state.avoid_weight = preferred_affinity
     if scorer != "placer":
         state.scorer = ScorerContext.of(scorer, plans, candidates, arrays)
     elif targets is not None and targets.size:
@@ -561,7 +604,8 @@ def greedy(
 
     def place_plan(plan: JobPlan) -> list[ReplicaAt] | None:
         i = plan.idx
-        return _place_plan(plan, candidates[i], prefs[i], anti_running[i], state, arrays, snap, spot_ok[i])
+        unit_prefs = _beside_placed(state, arrays, plan, prefs[i])
+        return _place_plan(plan, candidates[i], unit_prefs, anti_running[i], state, arrays, snap, spot_ok[i])
 
     for k, i in enumerate(sequence):
         # With evictions each job may cost milliseconds: look at the clock every job, not every 16.

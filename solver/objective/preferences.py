@@ -3,12 +3,14 @@
 Why one module: "the same constraints and the same scoring" for both engines. Level 2 (preferences) is a
 non-negative integer per node and unit: the weights of satisfied preferred affinity rules, model locality
 (the node has the job's model loaded, OJS ML §11), data locality (the node's ``data_locality`` label lists
-a URI prefix of the job's ``ext_mlx_scheduling_data_locality``), and spot preference (ML extensions §7).
-Level 3 (fragmentation) is computed by each engine from free GPUs left on the nodes it touches.
+a URI prefix of the job's ``ext_mlx_scheduling_data_locality``), and spot preference (ML extensions §7);
+less, beside running jobs, the weights of preferred anti-affinity rules they match (:func:`running_avoided`;
+the jobs a decision places together are the objective's and greedy's to weigh). Level 3 (fragmentation)
+is computed by each engine from free GPUs left on the nodes it touches.
 
 >>> from placer.topology import cluster_of, dgx_h100
 >>> from placer.solver.snapshot import Snapshot
->>> from placer.solver.candidates import NodeArrays
+>>> from placer.solver.candidates import NodeArrays, running_with
 >>> from placer.solver.jobs.model import Job, LabelRule, Placement
 >>> from placer.solver.demand import expand
 >>> snap = Snapshot.of(cluster_of(dgx_h100(2, zones=["z1"])))
@@ -26,13 +28,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from placer.solver.candidates import NodeArrays
+from placer.solver.candidates import NodeArrays, running_with
 from placer.solver.demand import JobPlan, Unit, tolerated
-from placer.solver.jobs.model import PriorityClass, SpotPreference
+from placer.solver.jobs.model import AffinityOperator, LabelRule, PriorityClass, SpotPreference
 from placer.solver.policy import Policy
+from placer.solver.rules import holds
 from placer.topology.inventory import Taint
 
-__all__ = ["preference_scores"]
+__all__ = ["anti_preferred_weight", "preference_scores", "running_avoided", "running_match"]
 
 T = TypeVar("T")
 
@@ -137,3 +140,51 @@ def _spot_groups(arrays: NodeArrays) -> list[np.ndarray]:
         "__spot_groups__",
         lambda: [m for m in arrays.group_members if nodes[int(m[0])].node.capacity_class == "spot"],
     )
+
+
+def anti_preferred_weight(rule: LabelRule, multiplier: int) -> int:
+    """What a job loses (the preference level) per replica placed beside a job that one of its preferred
+    anti-affinity rules matches: the rule's weight (1 when it states none) times ``multiplier``
+    (``Policy.preferred_affinity``), as a preferred affinity rule gains.
+
+    >>> anti_preferred_weight(LabelRule(key="app", operator="Exists", weight=40), 1)
+    40
+    """
+    return max(0, rule.weight if rule.weight is not None else 1) * multiplier
+
+
+def running_match(rule: LabelRule, arrays: NodeArrays) -> np.ndarray:
+    """Per node, whether a job running there matches ``rule`` (its labels, as anti-affinity reads them);
+    cached per rule until what runs where changes."""
+
+    def compute() -> np.ndarray:
+        hit = np.zeros(len(arrays.snap.nodes), dtype=bool)
+        if rule.operator is AffinityOperator.IN:
+            running_with(rule, arrays, hit)
+        else:
+            for idx, running in arrays.running_labels():
+                hit[idx] = any(holds(rule, lab) for lab in running)
+        return hit
+
+    return _memo(arrays, ("__anti_preferred__", rule.model_dump_json()), compute)
+
+
+def running_avoided(plan: JobPlan, arrays: NodeArrays, policy: Policy) -> np.ndarray | None:
+    """Per node, minus the weights of the job's preferred anti-affinity rules (OJS ML §7.3 with §7.2's
+    ``preferred`` list; Kubernetes' preferred ``podAntiAffinity``) that a job running there matches
+    (:func:`running_match`); None when the job has no such rule.
+
+    Why a preference and not a mask: a preferred rule "MUST NOT prevent job dispatch" (§7.2); a node
+    beside a matching job is taken when nothing better is left. Jobs placed by the same decision count
+    too, in greedy's node choice and in the objective (:func:`~placer.solver.objective.score.beside_placed`),
+    not here.
+    """
+    rules = plan.job.placement.anti_affinity_preferred
+    if not rules:
+        return None
+    out = np.zeros(len(arrays.snap.nodes), dtype=np.int64)
+    for r in rules:
+        w = anti_preferred_weight(r, policy.preferred_affinity)
+        if w:
+            out[running_match(r, arrays)] -= w
+    return out

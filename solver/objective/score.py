@@ -4,7 +4,8 @@ Levels, most important first (``docs/solver.md`` gives the reasons for the order
 
 1. **placed** — priority-weighted demand placed (a reserved GPU outweighs any number of spot ones);
 2. **eviction** — less work thrown away by evictions (GPU-seconds lost plus the restart penalty);
-3. **preference** — preferred-affinity weights, model and data locality, spot preference; then
+3. **preference** — preferred-affinity weights, model and data locality, spot preference, less preferred
+   anti-affinity weights (:func:`beside_placed` for the jobs the answer places together); then
    **compactness** — a gang that may span nodes in as few racks as it can (Slurm's topology/tree, Kueue's
    topology-aware scheduling), a ``pack`` job on as few nodes;
 4. **fragmentation** — least growth of FGD's expected GPU fragment on the nodes the answer touches,
@@ -32,11 +33,13 @@ import numpy as np
 from placer.solver.assignment import Assignment, ReplicaAt
 from placer.solver.jobs.model import GpuAffinity
 from placer.solver.objective.fragmentation import fragmentation
+from placer.solver.objective.preferences import anti_preferred_weight, running_match
+from placer.solver.rules import holds
 
 if TYPE_CHECKING:
     from placer.solver.problem import Problem
 
-__all__ = ["FRAG_DECIMALS", "Score", "score", "spread_out"]
+__all__ = ["FRAG_DECIMALS", "Score", "beside_placed", "score", "spread_out"]
 
 #: Fragmentation is compared to this many decimals of a milli-GPU (float sums must not decide).
 FRAG_DECIMALS = 3
@@ -72,6 +75,7 @@ def score(assignment: Assignment, problem: Problem) -> Score:
                 preference += int(prefs[units.index(r.unit)][r.node])
         if problem.pricing is not None:
             money += problem.pricing.replicas(replicas)
+    preference += beside_placed(assignment, problem)
     eviction = sum(v.cost for v in problem.victims if v.id in assignment.evictions)
     nodes = sorted(touched)
     width = max((len(snap.nodes[n].milli_free) for n in nodes), default=0)
@@ -116,6 +120,41 @@ def score(assignment: Assignment, problem: Problem) -> Score:
         money=-money,
         fit=-left,
     )
+
+
+def beside_placed(assignment: Assignment, problem: Problem) -> int:
+    """The preference the answer loses to preferred anti-affinity among the jobs it places: per replica of
+    a job with such rules, each rule's weight (:func:`~placer.solver.objective.preferences.
+    anti_preferred_weight`) when another job placed on its node, or another replica of its own, matches
+    the rule and no running job there does (running ones are in the preference scores already), so a rule
+    counts once per replica and node."""
+    rules_of = {
+        p: rules
+        for p in assignment.placed
+        if (rules := problem.plans[p].job.placement.anti_affinity_preferred) and problem.preferred_affinity
+    }
+    if not rules_of:
+        return 0
+    on: dict[int, list[int]] = {}  # node -> the placed jobs there, once per replica
+    for p, replicas in assignment.placed.items():
+        for r in replicas:
+            if r.node is not None:
+                on.setdefault(r.node, []).append(p)
+    lost = 0
+    for p, rules in rules_of.items():
+        for r in assignment.placed[p]:
+            if r.node is None:
+                continue
+            here = on[r.node]
+            beside = [problem.plans[q].labels for q in here if q != p]
+            if here.count(p) > 1:
+                beside.append(problem.plans[p].labels)  # another replica of its own
+            for rule in rules:
+                if running_match(rule, problem.arrays)[r.node]:
+                    continue
+                if any(holds(rule, labels) for labels in beside):
+                    lost += anti_preferred_weight(rule, problem.preferred_affinity)
+    return -lost
 
 
 def spread_out(assignment: Assignment, problem: Problem) -> int:

@@ -15,7 +15,8 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   terms of one expression -> preferred rules with their weight (1-100);
 * ``affinity.podAntiAffinity`` required terms on ``kubernetes.io/hostname`` with a ``labelSelector`` ->
   anti-affinity against the labels of the jobs on a node (running pods read with ``--pods`` carry their
-  labels);
+  labels); preferred terms there whose selector is one requirement -> preferred anti-affinity with the
+  term's weight, which both engines weigh;
 * ``tolerations`` -> tolerations; ``priority`` -> priority; ``priorityClassName`` -> priority class
   (:func:`~placer.topology.importers.kubernetes.priority_class_for`) and, without ``priority``, the
   listed class's value, as the API server's admission writes it (Kueue's ``kueue.x-k8s.io/priority-class``
@@ -35,8 +36,9 @@ on its node; here it is refused with code ``conflict`` naming ``spec.nodeName``,
 Finished pods (``Succeeded``/``Failed``) likewise. Anything a pod says that placer cannot represent
 (required ``podAffinity``, anti-affinity on another topology key, ``matchFields`` other than
 ``metadata.name``, a ``DoNotSchedule`` spread constraint) is refused with code ``unsupported`` and
-the field path, never ignored. What is only a preference to kube-scheduler (preferred pod affinity and
-anti-affinity, a preferred node-affinity term of several expressions, ``ScheduleAnyway`` spread
+the field path, never ignored. What is only a preference to kube-scheduler and placer does not weigh
+(preferred pod affinity, a preferred pod anti-affinity term on another key or with a selector of several
+requirements, a preferred node-affinity term of several expressions, ``ScheduleAnyway`` spread
 constraints) never keeps a pod from running: the pod is read without it, with an ``unsupported`` warning
 naming the field, since any placement placer makes is one kube-scheduler could make too. A
 ``schedulerName`` other than ``default-scheduler`` is kept in metadata with a warning: that pod is not the
@@ -513,18 +515,10 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
                 issue("unsupported", f"{where}.topologyKey", f"only {HOSTNAME} (one node) is represented")
             )
             continue
-        sel = as_map(t.get("labelSelector"))
-        rules: list[Rule] = [
-            LabelRule(key=str(k), operator=AffinityOperator.IN, values=[v])
-            for k, v in as_map(sel.get("matchLabels")).items()
-            if isinstance(v, str) and k
-        ]
-        rules += _expressions(sel.get("matchExpressions"), f"{where}.labelSelector.matchExpressions", errors)
+        rules = _selector(as_map(t.get("labelSelector")), f"{where}.labelSelector", errors)
         if rules:
             anti.append(rules[0] if len(rules) == 1 else AllOf(rules=rules))
-    if pod_anti.get("preferredDuringSchedulingIgnoredDuringExecution"):
-        field = "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-        warnings.append(_soft(_at(base, field), "preferred pod anti-affinity"))
+    anti_preferred = _preferred_anti(pod_anti, base, errors, warnings)
     tolerations: list[Toleration] = []
     for i, t in enumerate(as_list(spec.get("tolerations"))):
         where = _at(base, f"spec.tolerations[{i}]")
@@ -547,5 +541,49 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         required=required,
         preferred=preferred,
         anti_affinity=anti,
+        anti_affinity_preferred=anti_preferred,
         tolerations=tolerations,
     )
+
+
+def _selector(sel: dict[str, Any], path: str, errors: list[Issue]) -> list[Rule]:
+    """A pod label selector (``matchLabels`` pairs and ``matchExpressions``, ANDed) as rules on job labels;
+    problems appended under ``path``."""
+    rules: list[Rule] = [
+        LabelRule(key=str(k), operator=AffinityOperator.IN, values=[v])
+        for k, v in as_map(sel.get("matchLabels")).items()
+        if isinstance(v, str) and k
+    ]
+    return rules + _expressions(sel.get("matchExpressions"), f"{path}.matchExpressions", errors)
+
+
+def _preferred_anti(
+    pod_anti: dict[str, Any], base: str, errors: list[Issue], warnings: list[Issue]
+) -> list[LabelRule]:
+    """``podAntiAffinity`` preferred terms (kube-scheduler's InterPodAffinity scoring) as preferred
+    anti-affinity rules with the term's weight: a term on ``kubernetes.io/hostname`` whose label selector
+    is one requirement (one ``matchLabels`` pair or one ``matchExpressions`` entry). Another term is read
+    past with a warning: a preference never keeps a pod out, so placing it without the term is a placement
+    kube-scheduler could make too."""
+    out: list[LabelRule] = []
+    field = "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, p in enumerate(as_list(pod_anti.get("preferredDuringSchedulingIgnoredDuringExecution"))):
+        where = _at(base, f"{field}[{i}]")
+        weight = p.get("weight") if isinstance(p, dict) else None
+        if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
+            errors.append(issue("range", f"{where}.weight", "a preferred term has a weight 1-100"))
+            continue
+        term = as_map(p.get("podAffinityTerm"))
+        if term.get("topologyKey") != HOSTNAME:
+            warnings.append(
+                _soft(f"{where}.podAffinityTerm.topologyKey", f"a term on another key than {HOSTNAME}")
+            )
+            continue
+        rules = _selector(as_map(term.get("labelSelector")), f"{where}.podAffinityTerm.labelSelector", errors)
+        if len(rules) != 1 or not isinstance(rules[0], LabelRule):
+            warnings.append(
+                _soft(f"{where}.podAffinityTerm.labelSelector", "a selector of several requirements")
+            )
+            continue
+        out.append(rules[0].model_copy(update={"weight": weight}))
+    return out

@@ -473,18 +473,11 @@ def _placement(f: Fields, warnings: list[Issue], unknown: dict[str, Any]) -> Pla
     anti: list[LabelRule] = []
     anti_pref: list[LabelRule] = []
     if _set(f, "ext_ml_anti_affinity"):
+        # Preferred rules are weighed by both engines (the preference level: a replica beside a job a rule
+        # matches loses its weight), required ones kept as hard rules.
         anti, anti_pref = parse_affinity(
             f.raw("ext_ml_anti_affinity"), join(f.path, "ext_ml_anti_affinity"), f.issues, warnings, unknown
         )
-        if anti_pref:  # kept in the job as read, but no engine weighs it: say so rather than drop it
-            warnings.append(
-                issue(
-                    "unsupported",
-                    join(join(f.path, "ext_ml_anti_affinity"), "preferred"),
-                    "preferred anti-affinity is read but not honoured: placer keeps required anti-affinity "
-                    "only, so the job is placed as if these rules were absent",
-                )
-            )
     return Placement(
         node_selector=selector,
         required=[*selector_rules(selector), *required],

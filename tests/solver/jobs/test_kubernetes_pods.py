@@ -229,6 +229,25 @@ def test_scheduling_gates_are_read_and_a_nameless_one_is_refused() -> None:
                                 "weight": 50,
                                 "podAffinityTerm": {
                                     "labelSelector": {"matchLabels": {"a": "b"}},
+                                    "topologyKey": "topology.kubernetes.io/zone",
+                                },
+                            }
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm"
+            ".topologyKey",
+        ),
+        (
+            {
+                "affinity": {
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 50,
+                                "podAffinityTerm": {
+                                    "labelSelector": {"matchLabels": {"a": "b", "c": "d"}},
                                     "topologyKey": HOSTNAME,
                                 },
                             }
@@ -236,7 +255,8 @@ def test_scheduling_gates_are_read_and_a_nameless_one_is_refused() -> None:
                     }
                 }
             },
-            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm"
+            ".labelSelector",
         ),
         (
             {
@@ -284,6 +304,34 @@ def test_a_preference_kube_scheduler_only_scores_never_refuses_the_pod(
     # What kube-scheduler only scores by never keeps a pod out: placer reads the pod without it and says so.
     r = _with(update)
     assert r.ok and [(w.code, w.path) for w in r.warnings] == [("unsupported", path)]
+
+
+def test_preferred_pod_anti_affinity_on_the_hostname_is_a_weighted_preference() -> None:
+    # The usual "spread my replicas" term (a Deployment's or LeaderWorkerSet's pods): weight 1-100, one
+    # selector requirement, per node. Both engines weigh it (tests/solver/test_place_anti_preferred.py).
+    term = {
+        "weight": 80,
+        "podAffinityTerm": {
+            "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["llama"]}]},
+            "topologyKey": HOSTNAME,
+        },
+    }
+    r = _with({"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}})
+    assert r.ok and r.warnings == [] and r.job is not None
+    [rule] = r.job.placement.anti_affinity_preferred
+    assert (rule.key, rule.operator, rule.values, rule.weight) == ("app", AffinityOperator.IN, ["llama"], 80)
+    bad = _with(
+        {
+            "affinity": {
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [{**term, "weight": 0}]
+                }
+            }
+        }
+    )
+    assert not bad.ok and [(e.code, e.path) for e in bad.errors] == [
+        ("range", "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight")
+    ]
 
 
 def _container_asking(resources: dict[str, Any]) -> dict[str, Any]:
