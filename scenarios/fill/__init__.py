@@ -12,7 +12,8 @@ leave; the figure of merit is the share of GPU capacity allocated as the arrived
   arrived
   load; :mod:`~placer.scenarios.fill.bound` — an upper bound any placement obeys;
   :mod:`~placer.scenarios.fill.verify`
-  — the run's placements as a placer Decision, re-checked by the independent checker.
+  — the run's placements as a placer Decision, re-checked by the independent checker;
+  :mod:`~placer.scenarios.fill.stranding` — where the capacity a run did not allocate sits at its end.
 
 Method, definitions and results: ``docs/fill.md``; the command: ``placer fill``.
 """
