@@ -434,7 +434,7 @@ _DYNAMIC = frozenset(
         "__running_anti_keys__",
         "__sockets__",
         "__anti__",
-        "__anti_preferred__",
+        "__beside__",
         "__milli_matrix__",
     }
 )

@@ -49,7 +49,7 @@ from placer.solver.objective.fragmentation import (
     shape_of,
     target_workload,
 )
-from placer.solver.objective.preferences import preference_scores, running_avoided
+from placer.solver.objective.preferences import preference_scores, running_beside
 from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, victims
 from placer.solver.prepared import Prepared
@@ -237,7 +237,7 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
             continue
         problem.candidates[plan.idx] = cands
         prefs = [preference_scores(plan, u, arrays, policy) for u in plan.units]
-        beside = running_avoided(plan, arrays, policy)
+        beside = running_beside(plan, arrays, policy)
         problem.prefs[plan.idx] = prefs if beside is None else [p + beside for p in prefs]
         problem.anti[plan.idx] = anti_affinity_mask(plan.anti, arrays, plan.labels)
         problem.considered += plan.replicas

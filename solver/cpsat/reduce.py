@@ -38,6 +38,7 @@ from placer.solver.cpsat.parts import (
 from placer.solver.cpsat.patterns import DFS_MAX_TYPES, ItemType, Pattern, patterns_for
 from placer.solver.demand import JobPlan, Unit
 from placer.solver.objective.cost import Pricing
+from placer.solver.objective.preferences import beside_rules
 from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, evict_rank
 from placer.solver.rules import holds
@@ -126,10 +127,10 @@ class Builder:
             | {nu.unit.slices[0] for nu in node_units if nu.unit.slices}
             | ({"rack"} if spans else set())
         )
-        if _avoids_batch(plans, ids):
+        if _beside_batch(plans, ids):
             self._approximate(
-                "preferred anti-affinity among the batch's own jobs: weighed by the objective that chooses "
-                "between answers and by greedy, not in the model (against running jobs it is)"
+                "preferred (anti-)affinity among the batch's own jobs: weighed by the objective that "
+                "chooses between answers and by greedy, not in the model (against running jobs it is)"
             )
         anti_plans = [p for p in ids if self.anti[p].any()]
         classes, class_of, exact_classes = build_classes(
@@ -587,19 +588,20 @@ class Builder:
         return out
 
 
-def _avoids_batch(plans: list[JobPlan], ids: list[int]) -> bool:
-    """Whether a job of the batch has a preferred anti-affinity rule that another job of the batch, or its
-    own other replicas, match: the model's preference level counts each replica's node on its own, so
-    it cannot see two replicas of the batch sharing a node (:func:`~placer.solver.objective.score.
-    beside_placed` does). Jobs are compared by their distinct label sets (a big batch has few)."""
-    avoiding = [p for p in ids if plans[p].job.placement.anti_affinity_preferred]
-    if not avoiding:
+def _beside_batch(plans: list[JobPlan], ids: list[int]) -> bool:
+    """Whether a job of the batch has a preferred rule on jobs (:func:`~placer.solver.objective.
+    preferences.beside_rules`) that another job of the batch, or its own other replicas, match: the
+    model's preference level counts each replica's node on its own, so it cannot see two replicas of the
+    batch sharing a node (:func:`~placer.solver.objective.score.beside_placed` does). Jobs are compared by
+    their distinct label sets (a big batch has few)."""
+    relating = [p for p in ids if beside_rules(plans[p].job)]
+    if not relating:
         return False
     by_labels: dict[tuple[tuple[str, str], ...], list[int]] = {}
     for q in ids:
         by_labels.setdefault(tuple(sorted(plans[q].labels.items())), []).append(q)
-    for p in avoiding:
-        rules = plans[p].job.placement.anti_affinity_preferred
+    for p in relating:
+        rules = [r for r, _ in beside_rules(plans[p].job)]
         alone = sum(u.replicas for u in plans[p].units if u.tpu is None) < 2
         for key, members in by_labels.items():
             if alone and members == [p]:

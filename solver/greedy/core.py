@@ -48,7 +48,7 @@ from placer.solver.greedy.tpu_index import PodHeap
 from placer.solver.jobs.model import AffinityOperator, GpuAffinity, LabelRule
 from placer.solver.objective.cost import Pricing
 from placer.solver.objective.fragmentation import COARSE_LEVELS, SCORE_LEVELS, Targets, quantized
-from placer.solver.objective.preferences import anti_preferred_weight, running_match
+from placer.solver.objective.preferences import beside_rules, beside_weight, running_match
 from placer.solver.preempt import Victim
 from placer.solver.rules import holds
 from placer.solver.scorers import Context as ScorerContext
@@ -111,16 +111,17 @@ def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.n
 def _beside_placed(
     state: State, arrays: NodeArrays, plan: JobPlan, prefs: list[np.ndarray]
 ) -> list[np.ndarray]:
-    """The job's preference scores less the weight of each of its preferred anti-affinity rules on the
-    nodes where a job this decision placed matches the rule and no running job does (the running ones are
-    in ``prefs`` already: :func:`~placer.solver.objective.preferences.running_avoided`), so that each rule
-    counts once per node, as the objective counts it (:mod:`placer.solver.objective.score`)."""
-    rules = plan.job.placement.anti_affinity_preferred
+    """The job's preference scores with its preferred rules on jobs (anti-affinity: less the weight,
+    affinity: plus it) on the nodes where a job this decision placed matches the rule and no running job
+    does (the running ones are in ``prefs`` already: :func:`~placer.solver.objective.preferences.
+    running_beside`), so that each rule counts once per node, as the objective counts it
+    (:mod:`placer.solver.objective.score`)."""
+    rules = beside_rules(plan.job)
     if not rules or not state.labels_on or not state.avoid_weight:
         return prefs
     out: np.ndarray | None = None
-    for r in rules:
-        weight = anti_preferred_weight(r, state.avoid_weight)
+    for r, sign in rules:
+        weight = beside_weight(r, state.avoid_weight)
         if not weight:
             continue
         if r.operator is AffinityOperator.IN:
@@ -131,17 +132,20 @@ def _beside_placed(
         if nodes:
             if out is None:
                 out = np.zeros(len(prefs[0]), dtype=np.int64)
-            out[sorted(nodes)] -= weight
+            out[sorted(nodes)] += sign * weight
     return prefs if out is None else [p + out for p in prefs]
 
 
-def _self_avoided(plan: JobPlan, state: State) -> int:
-    """What a replica of the job loses beside another of its own replicas: the weights of its preferred
-    anti-affinity rules that its own labels match (a job that would rather not share a node with its own
-    kind spreads its replicas when it can)."""
-    rules = plan.job.placement.anti_affinity_preferred
-    own = [r for r in rules if holds(r, plan.labels)]
-    return sum(anti_preferred_weight(r, state.avoid_weight) for r in own)
+def _beside_own(plan: JobPlan, state: State) -> int:
+    """What a replica of the job gains (positive) or loses (negative) beside another of its own replicas:
+    the signed weights of its preferred rules on jobs that its own labels match (a job that would rather
+    not share a node with its own kind spreads its replicas when it can; one that would rather share
+    packs them)."""
+    return sum(
+        sign * beside_weight(r, state.avoid_weight)
+        for r, sign in beside_rules(plan.job)
+        if holds(r, plan.labels)
+    )
 
 
 #: Fragmentation key added for placing work that does not need NVLink on an NVLink node (in GPUs left).
@@ -280,7 +284,7 @@ def _place_node_units(
     used_by_job = set() if used_by_job is None else used_by_job
     self_anti = any(holds(r, plan.labels) for r in plan.anti)
     pack = plan.job.placement.gpu_affinity is GpuAffinity.PACK
-    spread_own = 0 if self_anti else _self_avoided(plan, state)
+    own = 0 if self_anti else _beside_own(plan, state)
     for unit, cand, pref in units:
         used_by_unit: set[int] = set()
         for _ in range(unit.replicas if count is None else count):
@@ -313,9 +317,9 @@ def _place_node_units(
                     node = _choose_baseline(mask, state, unit)
                 else:
                     here = _packed(pref, used_by_job) if pack else pref
-                    if spread_own and used_by_job:
+                    if own and used_by_job:
                         here = here.copy()
-                        here[list(used_by_job)] -= spread_own
+                        here[list(used_by_job)] += own
                     node = _choose(mask, here, frag, state.penalty, cost, grows)
                 if node is None:
                     return None

@@ -79,7 +79,7 @@ class State:
     #: Prices of replicas: the cost key of node choice and the dollar budgets (None: no cost term).
     pricing: Pricing | None = None
     #: What a preferred anti-affinity rule weighs per replica (``Policy.preferred_affinity`` times its
-    #: weight, :func:`~placer.solver.objective.preferences.anti_preferred_weight`); 0: not weighed.
+    #: weight, :func:`~placer.solver.objective.preferences.beside_weight`); 0: not weighed.
     avoid_weight: int = 1
     #: Per node, a cost to avoid (eviction cost of using it), the first key of node choice when set.
     penalty: np.ndarray | None = None

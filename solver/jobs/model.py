@@ -516,9 +516,11 @@ class Placement(_Model):
     ``required`` rules are ANDed hard constraints on node labels (node selector pairs become ``In`` rules
     here too, but are also kept in ``node_selector`` for explanations). ``preferred`` carry weights.
     ``anti_affinity`` rules are tested against the labels of *jobs* already on a node (OJS ML §7.3:
-    "prevent co-location of specific jobs"). Node labels include derived keys the topology provides
-    (``hostname``, ``gpu_type``, ``gpu_count``, ``gpu_memory_gb``, ``compute_capability``,
-    ``gpu_interconnect``, ``zone``, ``region``, ``rack``, ``block``, ``capacity_class``).
+    "prevent co-location of specific jobs"); so are the preferred ones, ``anti_affinity_preferred`` (rather
+    not beside) and ``affinity_preferred`` (rather beside), which weigh and never forbid. Node labels
+    include derived keys the topology provides (``hostname``, ``gpu_type``, ``gpu_count``,
+    ``gpu_memory_gb``, ``compute_capability``, ``gpu_interconnect``, ``zone``, ``region``, ``rack``,
+    ``block``, ``capacity_class``).
     """
 
     node_selector: dict[str, str] = Field(default_factory=dict)
@@ -526,6 +528,10 @@ class Placement(_Model):
     preferred: list[LabelRule] = Field(default_factory=list)
     anti_affinity: list[Rule] = Field(default_factory=list)
     anti_affinity_preferred: list[LabelRule] = Field(default_factory=list)
+    #: Jobs the job would rather run beside (Kubernetes' preferred ``podAffinity`` on the hostname): a
+    #: replica gains the rule's weight on a node where a job the rule matches sits, as
+    #: ``anti_affinity_preferred`` loses it.
+    affinity_preferred: list[LabelRule] = Field(default_factory=list)
     gpu_affinity: GpuAffinity | None = None
     topology_scope: str | None = None  # "node" | "rack" | "block" | "zone": gang within one such domain
     data_locality: str | None = None

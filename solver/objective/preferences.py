@@ -4,8 +4,9 @@ Why one module: "the same constraints and the same scoring" for both engines. Le
 non-negative integer per node and unit: the weights of satisfied preferred affinity rules, model locality
 (the node has the job's model loaded, OJS ML §11), data locality (the node's ``data_locality`` label lists
 a URI prefix of the job's ``ext_mlx_scheduling_data_locality``), and spot preference (ML extensions §7);
-less, beside running jobs, the weights of preferred anti-affinity rules they match (:func:`running_avoided`;
-the jobs a decision places together are the objective's and greedy's to weigh). Level 3 (fragmentation)
+and, beside running jobs, the weights of the preferred rules on jobs that they match (:func:`running_beside`:
+anti-affinity less, affinity more; the jobs a decision places together are the objective's and greedy's
+to weigh). Level 3 (fragmentation)
 is computed by each engine from free GPUs left on the nodes it touches.
 
 >>> from placer.topology import cluster_of, dgx_h100
@@ -30,12 +31,12 @@ import numpy as np
 
 from placer.solver.candidates import NodeArrays, running_with
 from placer.solver.demand import JobPlan, Unit, tolerated
-from placer.solver.jobs.model import AffinityOperator, LabelRule, PriorityClass, SpotPreference
+from placer.solver.jobs.model import AffinityOperator, Job, LabelRule, PriorityClass, SpotPreference
 from placer.solver.policy import Policy
 from placer.solver.rules import holds
 from placer.topology.inventory import Taint
 
-__all__ = ["anti_preferred_weight", "preference_scores", "running_avoided", "running_match"]
+__all__ = ["beside_rules", "beside_weight", "preference_scores", "running_beside", "running_match"]
 
 T = TypeVar("T")
 
@@ -142,12 +143,21 @@ def _spot_groups(arrays: NodeArrays) -> list[np.ndarray]:
     )
 
 
-def anti_preferred_weight(rule: LabelRule, multiplier: int) -> int:
-    """What a job loses (the preference level) per replica placed beside a job that one of its preferred
-    anti-affinity rules matches: the rule's weight (1 when it states none) times ``multiplier``
-    (``Policy.preferred_affinity``), as a preferred affinity rule gains.
+def beside_rules(job: Job) -> list[tuple[LabelRule, int]]:
+    """The job's preferred rules on the jobs beside it, each with its sign: -1 for preferred anti-affinity
+    (OJS ML §7.3 with §7.2's ``preferred`` list; Kubernetes' preferred ``podAntiAffinity``: rather not
+    beside), +1 for preferred affinity to jobs (Kubernetes' preferred ``podAffinity``: rather beside)."""
+    placement = job.placement
+    avoid = [(r, -1) for r in placement.anti_affinity_preferred]
+    return avoid + [(r, 1) for r in placement.affinity_preferred]
 
-    >>> anti_preferred_weight(LabelRule(key="app", operator="Exists", weight=40), 1)
+
+def beside_weight(rule: LabelRule, multiplier: int) -> int:
+    """What one replica gains or loses (the preference level) on a node beside a job that a preferred rule
+    on jobs matches: the rule's weight (1 when it states none) times ``multiplier``
+    (``Policy.preferred_affinity``), as a preferred rule on node labels gains.
+
+    >>> beside_weight(LabelRule(key="app", operator="Exists", weight=40), 1)
     40
     """
     return max(0, rule.weight if rule.weight is not None else 1) * multiplier
@@ -166,25 +176,25 @@ def running_match(rule: LabelRule, arrays: NodeArrays) -> np.ndarray:
                 hit[idx] = any(holds(rule, lab) for lab in running)
         return hit
 
-    return _memo(arrays, ("__anti_preferred__", rule.model_dump_json()), compute)
+    return _memo(arrays, ("__beside__", rule.model_dump_json()), compute)
 
 
-def running_avoided(plan: JobPlan, arrays: NodeArrays, policy: Policy) -> np.ndarray | None:
-    """Per node, minus the weights of the job's preferred anti-affinity rules (OJS ML §7.3 with §7.2's
-    ``preferred`` list; Kubernetes' preferred ``podAntiAffinity``) that a job running there matches
-    (:func:`running_match`); None when the job has no such rule.
+def running_beside(plan: JobPlan, arrays: NodeArrays, policy: Policy) -> np.ndarray | None:
+    """Per node, what the job's preferred rules on jobs (:func:`beside_rules`) make of the jobs running
+    there: minus the weight of each anti-affinity rule and plus the weight of each affinity rule that one
+    of them matches (:func:`running_match`); None when the job has no such rule.
 
-    Why a preference and not a mask: a preferred rule "MUST NOT prevent job dispatch" (§7.2); a node
-    beside a matching job is taken when nothing better is left. Jobs placed by the same decision count
-    too, in greedy's node choice and in the objective (:func:`~placer.solver.objective.score.beside_placed`),
-    not here.
+    Why a preference and not a mask: a preferred rule "MUST NOT prevent job dispatch" (OJS ML §7.2); a
+    node beside a job to avoid is taken when nothing better is left. Jobs placed by the same decision
+    count too, in greedy's node choice and in the objective
+    (:func:`~placer.solver.objective.score.beside_placed`), not here.
     """
-    rules = plan.job.placement.anti_affinity_preferred
+    rules = beside_rules(plan.job)
     if not rules:
         return None
     out = np.zeros(len(arrays.snap.nodes), dtype=np.int64)
-    for r in rules:
-        w = anti_preferred_weight(r, policy.preferred_affinity)
+    for r, sign in rules:
+        w = beside_weight(r, policy.preferred_affinity)
         if w:
-            out[running_match(r, arrays)] -= w
+            out[running_match(r, arrays)] += sign * w
     return out

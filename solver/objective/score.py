@@ -4,8 +4,9 @@ Levels, most important first (``docs/solver.md`` gives the reasons for the order
 
 1. **placed** — priority-weighted demand placed (a reserved GPU outweighs any number of spot ones);
 2. **eviction** — less work thrown away by evictions (GPU-seconds lost plus the restart penalty);
-3. **preference** — preferred-affinity weights, model and data locality, spot preference, less preferred
-   anti-affinity weights (:func:`beside_placed` for the jobs the answer places together); then
+3. **preference** — preferred-affinity weights, model and data locality, spot preference, and the
+   weights of preferred rules on the jobs beside a replica (anti-affinity less, affinity more;
+   :func:`beside_placed` for the jobs the answer places together); then
    **compactness** — a gang that may span nodes in as few racks as it can (Slurm's topology/tree, Kueue's
    topology-aware scheduling), a ``pack`` job on as few nodes;
 4. **fragmentation** — least growth of FGD's expected GPU fragment on the nodes the answer touches,
@@ -33,7 +34,7 @@ import numpy as np
 from placer.solver.assignment import Assignment, ReplicaAt
 from placer.solver.jobs.model import GpuAffinity
 from placer.solver.objective.fragmentation import fragmentation
-from placer.solver.objective.preferences import anti_preferred_weight, running_match
+from placer.solver.objective.preferences import beside_rules, beside_weight, running_match
 from placer.solver.rules import holds
 
 if TYPE_CHECKING:
@@ -123,24 +124,20 @@ def score(assignment: Assignment, problem: Problem) -> Score:
 
 
 def beside_placed(assignment: Assignment, problem: Problem) -> int:
-    """The preference the answer loses to preferred anti-affinity among the jobs it places: per replica of
-    a job with such rules, each rule's weight (:func:`~placer.solver.objective.preferences.
-    anti_preferred_weight`) when another job placed on its node, or another replica of its own, matches
-    the rule and no running job there does (running ones are in the preference scores already), so a rule
-    counts once per replica and node."""
-    rules_of = {
-        p: rules
-        for p in assignment.placed
-        if (rules := problem.plans[p].job.placement.anti_affinity_preferred) and problem.preferred_affinity
-    }
-    if not rules_of:
+    """What the answer's preferred rules on jobs make of the jobs it places together: per replica of a job
+    with such rules (:func:`~placer.solver.objective.preferences.beside_rules`), each rule's weight — lost
+    for anti-affinity, gained for affinity — when another job placed on its node, or another replica of
+    its own, matches the rule and no running job there does (running ones are in the preference scores
+    already), so a rule counts once per replica and node."""
+    rules_of = {p: rules for p in assignment.placed if (rules := beside_rules(problem.plans[p].job))}
+    if not rules_of or not problem.preferred_affinity:
         return 0
     on: dict[int, list[int]] = {}  # node -> the placed jobs there, once per replica
     for p, replicas in assignment.placed.items():
         for r in replicas:
             if r.node is not None:
                 on.setdefault(r.node, []).append(p)
-    lost = 0
+    total = 0
     for p, rules in rules_of.items():
         for r in assignment.placed[p]:
             if r.node is None:
@@ -149,12 +146,12 @@ def beside_placed(assignment: Assignment, problem: Problem) -> int:
             beside = [problem.plans[q].labels for q in here if q != p]
             if here.count(p) > 1:
                 beside.append(problem.plans[p].labels)  # another replica of its own
-            for rule in rules:
+            for rule, sign in rules:
                 if running_match(rule, problem.arrays)[r.node]:
                     continue
                 if any(holds(rule, labels) for labels in beside):
-                    lost += anti_preferred_weight(rule, problem.preferred_affinity)
-    return -lost
+                    total += sign * beside_weight(rule, problem.preferred_affinity)
+    return total
 
 
 def spread_out(assignment: Assignment, problem: Problem) -> int:

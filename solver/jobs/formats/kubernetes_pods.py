@@ -16,7 +16,8 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
 * ``affinity.podAntiAffinity`` required terms on ``kubernetes.io/hostname`` with a ``labelSelector`` ->
   anti-affinity against the labels of the jobs on a node (running pods read with ``--pods`` carry their
   labels); preferred terms there whose selector is one requirement -> preferred anti-affinity with the
-  term's weight, which both engines weigh;
+  term's weight, which both engines weigh; preferred ``podAffinity`` terms of that form -> preferred
+  affinity to those jobs (rather beside them);
 * ``tolerations`` -> tolerations; ``priority`` -> priority; ``priorityClassName`` -> priority class
   (:func:`~placer.topology.importers.kubernetes.priority_class_for`) and, without ``priority``, the
   listed class's value, as the API server's admission writes it (Kueue's ``kueue.x-k8s.io/priority-class``
@@ -37,7 +38,7 @@ Finished pods (``Succeeded``/``Failed``) likewise. Anything a pod says that plac
 (required ``podAffinity``, anti-affinity on another topology key, ``matchFields`` other than
 ``metadata.name``, a ``DoNotSchedule`` spread constraint) is refused with code ``unsupported`` and
 the field path, never ignored. What is only a preference to kube-scheduler and placer does not weigh
-(preferred pod affinity, a preferred pod anti-affinity term on another key or with a selector of several
+(a preferred pod affinity or anti-affinity term on another key or with a selector of several
 requirements, a preferred node-affinity term of several expressions, ``ScheduleAnyway`` spread
 constraints) never keeps a pod from running: the pod is read without it, with an ``unsupported`` warning
 naming the field, since any placement placer makes is one kube-scheduler could make too. A
@@ -502,9 +503,7 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
                 "required pod affinity is not represented",
             )
         )
-    if pod_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"):
-        field = "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-        warnings.append(_soft(_at(base, field), "preferred pod affinity"))
+    beside_preferred = _preferred_terms(pod_affinity, "podAffinity", base, errors, warnings)
     pod_anti = as_map(affinity.get("podAntiAffinity"))
     for i, t in enumerate(as_list(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution"))):
         where = _at(
@@ -518,7 +517,7 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         rules = _selector(as_map(t.get("labelSelector")), f"{where}.labelSelector", errors)
         if rules:
             anti.append(rules[0] if len(rules) == 1 else AllOf(rules=rules))
-    anti_preferred = _preferred_anti(pod_anti, base, errors, warnings)
+    anti_preferred = _preferred_terms(pod_anti, "podAntiAffinity", base, errors, warnings)
     tolerations: list[Toleration] = []
     for i, t in enumerate(as_list(spec.get("tolerations"))):
         where = _at(base, f"spec.tolerations[{i}]")
@@ -542,6 +541,7 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         preferred=preferred,
         anti_affinity=anti,
         anti_affinity_preferred=anti_preferred,
+        affinity_preferred=beside_preferred,
         tolerations=tolerations,
     )
 
@@ -557,17 +557,17 @@ def _selector(sel: dict[str, Any], path: str, errors: list[Issue]) -> list[Rule]
     return rules + _expressions(sel.get("matchExpressions"), f"{path}.matchExpressions", errors)
 
 
-def _preferred_anti(
-    pod_anti: dict[str, Any], base: str, errors: list[Issue], warnings: list[Issue]
+def _preferred_terms(
+    section: dict[str, Any], kind: str, base: str, errors: list[Issue], warnings: list[Issue]
 ) -> list[LabelRule]:
-    """``podAntiAffinity`` preferred terms (kube-scheduler's InterPodAffinity scoring) as preferred
-    anti-affinity rules with the term's weight: a term on ``kubernetes.io/hostname`` whose label selector
-    is one requirement (one ``matchLabels`` pair or one ``matchExpressions`` entry). Another term is read
-    past with a warning: a preference never keeps a pod out, so placing it without the term is a placement
-    kube-scheduler could make too."""
+    """``podAffinity`` or ``podAntiAffinity`` (``kind``) preferred terms (kube-scheduler's InterPodAffinity
+    scoring) as preferred rules on the jobs beside a replica, with the term's weight: a term on
+    ``kubernetes.io/hostname`` whose label selector is one requirement (one ``matchLabels`` pair or one
+    ``matchExpressions`` entry). Another term is read past with a warning: a preference never keeps a pod
+    out, so placing it without the term is a placement kube-scheduler could make too."""
     out: list[LabelRule] = []
-    field = "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-    for i, p in enumerate(as_list(pod_anti.get("preferredDuringSchedulingIgnoredDuringExecution"))):
+    field = f"spec.affinity.{kind}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, p in enumerate(as_list(section.get("preferredDuringSchedulingIgnoredDuringExecution"))):
         where = _at(base, f"{field}[{i}]")
         weight = p.get("weight") if isinstance(p, dict) else None
         if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:

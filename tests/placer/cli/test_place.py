@@ -618,9 +618,9 @@ def test_a_shared_kueue_cluster_queue_counts_running_pods_of_every_local_queue(
 
 
 def test_the_table_shows_what_a_reader_read_past(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # A Kubernetes pod with a preferred pod-affinity term (a preference to kube-scheduler, read past): the
-    # decision's notes carry the reader's warning, and the table prints it under the job, not only
-    # placer validate.
+    # A Kubernetes pod with a preferred pod-affinity term on the zone (a preference to kube-scheduler that
+    # placer does not weigh: read past): the decision's notes carry the reader's warning, and the table
+    # prints it under the job, not only placer validate.
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -634,7 +634,7 @@ def test_the_table_shows_what_a_reader_read_past(tmp_path: Path, capsys: pytest.
                             "weight": 10,
                             "podAffinityTerm": {
                                 "labelSelector": {"matchLabels": {"app": "cache"}},
-                                "topologyKey": "kubernetes.io/hostname",
+                                "topologyKey": "topology.kubernetes.io/zone",
                             },
                         }
                     ]

@@ -267,14 +267,15 @@ def test_scheduling_gates_are_read_and_a_nameless_one_is_refused() -> None:
                                 "weight": 10,
                                 "podAffinityTerm": {
                                     "labelSelector": {"matchLabels": {"a": "b"}},
-                                    "topologyKey": HOSTNAME,
+                                    "topologyKey": "topology.kubernetes.io/zone",
                                 },
                             }
                         ]
                     }
                 }
             },
-            "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+            "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm"
+            ".topologyKey",
         ),
         (
             {
@@ -306,9 +307,22 @@ def test_a_preference_kube_scheduler_only_scores_never_refuses_the_pod(
     assert r.ok and [(w.code, w.path) for w in r.warnings] == [("unsupported", path)]
 
 
+def test_preferred_pod_affinity_on_the_hostname_is_a_weighted_preference() -> None:
+    # "Rather beside the cache's pods": the mirror of preferred anti-affinity, weighed by both engines.
+    term = {
+        "weight": 30,
+        "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": HOSTNAME},
+    }
+    r = _with({"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}})
+    assert r.ok and r.warnings == [] and r.job is not None
+    [rule] = r.job.placement.affinity_preferred
+    assert (rule.key, rule.operator, rule.values, rule.weight) == ("app", AffinityOperator.IN, ["cache"], 30)
+    assert r.job.placement.anti_affinity_preferred == []
+
+
 def test_preferred_pod_anti_affinity_on_the_hostname_is_a_weighted_preference() -> None:
     # The usual "spread my replicas" term (a Deployment's or LeaderWorkerSet's pods): weight 1-100, one
-    # selector requirement, per node. Both engines weigh it (tests/solver/test_place_anti_preferred.py).
+    # selector requirement, per node. Both engines weigh it (tests/solver/test_place_beside.py).
     term = {
         "weight": 80,
         "podAffinityTerm": {

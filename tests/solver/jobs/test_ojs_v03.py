@@ -268,7 +268,7 @@ def test_anti_affinity_rules_go_to_placement() -> None:
 
 def test_preferred_anti_affinity_is_read_with_its_weights() -> None:
     # §7.3 gives anti-affinity the affinity syntax, so a "preferred" list is valid; both engines weigh it
-    # (tests/solver/test_place_anti_preferred.py), so it is read without a warning.
+    # (tests/solver/test_place_beside.py), so it is read without a warning.
     rule = {"key": "job_type", "operator": "In", "values": ["ml.train.large"], "weight": 50}
     r = read1({"id": "j", "type": "ml.train", "ext_ml_anti_affinity": {"preferred": [rule]}})
     assert r.ok and r.job is not None and r.job.placement.anti_affinity_preferred[0].weight == 50

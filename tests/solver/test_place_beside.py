@@ -1,8 +1,10 @@
-"""Preferred anti-affinity (OJS ML §7.3 with §7.2's ``preferred`` list: "A backend SHOULD prefer workers
-that satisfy more preferred rules, weighted by the ``weight`` field ... Preferred rules MUST NOT prevent job
-dispatch"): a replica loses its rule's weight on a node where a job that the rule matches sits — running,
-placed by the same decision, or another replica of its own — and is placed there anyway when nothing
-else has room. Both engines, every decision through the checker (``solve``)."""
+"""Preferred rules on the jobs beside a replica. Anti-affinity (OJS ML §7.3 with §7.2's ``preferred`` list:
+"A backend SHOULD prefer workers that satisfy more preferred rules, weighted by the ``weight`` field ...
+Preferred rules MUST NOT prevent job dispatch"; Kubernetes' preferred ``podAntiAffinity``): a replica loses
+its rule's weight on a node where a job that the rule matches sits — running, placed by the same decision,
+or another replica of its own — and is placed there anyway when nothing else has room. Affinity
+(Kubernetes' preferred ``podAffinity``) gains it there. Both engines, every decision through the checker
+(``solve``)."""
 
 from __future__ import annotations
 
@@ -110,11 +112,11 @@ def test_the_model_says_it_does_not_weigh_pairs_within_the_batch() -> None:
     d = place(pair, c, Policy(engine="cpsat", time_limit_s=2.0), now=NOW)
     assert_valid(d, pair, c)
     assert d.stats.model_exact is False
-    assert any("preferred anti-affinity" in a for a in d.stats.model_approximations)
+    assert any("preferred (anti-)affinity" in a for a in d.stats.model_approximations)
     assert len({*nodes_of(d, "s1"), *nodes_of(d, "s2")}) == 2
     alone = [small("web", placement=rather_not(("app", "db", 50)))]
     d = place(alone, cluster_of(cpu_nodes(2)), Policy(engine="cpsat", time_limit_s=2.0), now=NOW)
-    assert not any("preferred anti-affinity" in a for a in d.stats.model_approximations)
+    assert not any("preferred (anti-)affinity" in a for a in d.stats.model_approximations)
 
 
 def test_an_ojs_envelope_s_preferred_anti_affinity_is_read_and_weighed(solve: Solve) -> None:
@@ -129,3 +131,31 @@ def test_an_ojs_envelope_s_preferred_anti_affinity_is_read_and_weighed(solve: So
     c = cluster_of(cpu_nodes(2)).with_allocations([running("db", "cpu-1", {"app": "db"})])
     d = solve([r.job], c)
     assert nodes_of(d, "web") == ["cpu-2"]
+
+
+def rather_beside(key: str, value: str, weight: int) -> Placement:
+    return Placement(affinity_preferred=[LabelRule(key=key, operator="In", values=[value], weight=weight)])
+
+
+def test_a_job_it_would_rather_join_draws_it_to_that_node(solve: Solve) -> None:
+    # Without the rule the web job takes cpu-1 (the nodes tie; node order); it would rather be beside the
+    # db running on cpu-2.
+    c = cluster_of(cpu_nodes(2)).with_allocations([running("db", "cpu-2", {"app": "db"})])
+    assert nodes_of(solve([small("web")], c), "web") == ["cpu-1"]
+    d = solve([small("web", placement=rather_beside("app", "db", 40))], c)
+    assert nodes_of(d, "web") == ["cpu-2"]
+
+
+def test_two_jobs_of_one_batch_that_would_rather_share_a_node_do(solve: Solve) -> None:
+    # A 6-GPU server and a 1-GPU client: the server fits only on dgx-h100-2 (7 of dgx-h100-1's GPUs are
+    # busy). Without the rule the client takes dgx-h100-1's last GPU (FGD's measure calls the two nodes
+    # equal for it; node order); it would rather be beside the server, and dgx-h100-2 has room for it.
+    busy = {"job": "busy", "replicas": [{"node": "dgx-h100-1", "gpus": list(range(7))}]}
+    c = cluster_of(dgx_h100(2)).with_allocations([busy])
+    server = Job(id="server", labels={"app": "llm"}, tasks=[TaskGroup(gpu=GpuDemand(count=6))])
+    client = Job(id="client", priority=-1, tasks=[TaskGroup(gpu=GpuDemand(count=1))])
+    apart = solve([server, client], c)
+    assert (nodes_of(apart, "server"), nodes_of(apart, "client")) == (["dgx-h100-2"], ["dgx-h100-1"])
+    drawn = client.model_copy(update={"placement": rather_beside("app", "llm", 50)})
+    d = solve([server, drawn], c)
+    assert nodes_of(d, "server") == nodes_of(d, "client") == ["dgx-h100-2"]
