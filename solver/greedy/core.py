@@ -117,11 +117,11 @@ def _beside_placed(
     running_beside`), so that each rule counts once per node, as the objective counts it
     (:mod:`placer.solver.objective.score`)."""
     rules = beside_rules(plan.job)
-    if not rules or not state.labels_on or not state.avoid_weight:
+    if not rules or not state.labels_on or not state.beside_multiplier:
         return prefs
     out: np.ndarray | None = None
     for r, sign in rules:
-        weight = beside_weight(r, state.avoid_weight)
+        weight = beside_weight(r, state.beside_multiplier)
         if not weight:
             continue
         if r.operator is AffinityOperator.IN:
@@ -142,7 +142,7 @@ def _beside_own(plan: JobPlan, state: State) -> int:
     not share a node with its own kind spreads its replicas when it can; one that would rather share
     packs them)."""
     return sum(
-        sign * beside_weight(r, state.avoid_weight)
+        sign * beside_weight(r, state.beside_multiplier)
         for r, sign in beside_rules(plan.job)
         if holds(r, plan.labels)
     )
@@ -598,7 +598,7 @@ def greedy(
     snap = arrays.snap
     state = State.of(arrays)
     state.pricing = pricing
-    state.avoid_weight = preferred_affinity
+    state.beside_multiplier = preferred_affinity
     if scorer != "placer":
         state.scorer = ScorerContext.of(scorer, plans, candidates, arrays)
     elif targets is not None and targets.size:

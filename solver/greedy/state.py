@@ -78,9 +78,10 @@ class State:
     cohort_use: dict[str, float] = field(default_factory=dict)
     #: Prices of replicas: the cost key of node choice and the dollar budgets (None: no cost term).
     pricing: Pricing | None = None
-    #: What a preferred anti-affinity rule weighs per replica (``Policy.preferred_affinity`` times its
-    #: weight, :func:`~placer.solver.objective.preferences.beside_weight`); 0: not weighed.
-    avoid_weight: int = 1
+    #: ``Policy.preferred_affinity``: what a preferred rule on the jobs beside a replica (affinity or
+    #: anti-affinity) weighs is its weight times this (:func:`~placer.solver.objective.preferences.
+    #: beside_weight`); 0: not weighed.
+    beside_multiplier: int = 1
     #: Per node, a cost to avoid (eviction cost of using it), the first key of node choice when set.
     penalty: np.ndarray | None = None
     #: A baseline scorer choosing nodes instead of placer's keys (None: placer's own).
