@@ -1,9 +1,11 @@
 """Pending pods of ``kubectl get pods -o json`` placed on a GKE/EKS/AKS node list as kube-scheduler's
 filters allow — taints and tolerations (ExtendedResourceToleration for GPU pods), node selectors and
-affinity, NotReady and cordoned nodes, pod anti-affinity — on both engines, every decision checked."""
+affinity, NotReady and cordoned nodes, pod anti-affinity, host ports — on both engines, every decision
+checked."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from placer.solver.jobs import read_file
@@ -38,3 +40,91 @@ def test_running_pods_given_with_pods_hold_their_gpus(solve: Solve) -> None:
     cluster = load_cluster(NODES, pods=REPO / "examples" / "importers" / "kubernetes_pods.json")
     d = solve(read_file(PODS), cluster)
     assert pending_reason(d, "ml/h100-train") is not None
+
+
+def _port_pod(
+    name: str,
+    port: int,
+    *,
+    node: str | None = None,
+    protocol: str = "TCP",
+    trays: tuple[str, ...] = ("gb200-tray-1", "gb200-tray-2"),
+) -> dict[str, object]:
+    """A 1-CPU pod holding host port ``port`` that may run on the GB200 ``trays`` only; bound to ``node`` (a
+    running pod) when given."""
+    spec: dict[str, object] = {
+        "containers": [
+            {
+                "name": "web",
+                "image": "registry.example.com/web:1",
+                "ports": [{"containerPort": 80, "hostPort": port, "protocol": protocol}],
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+            }
+        ],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": "kubernetes.io/hostname",
+                                    "operator": "In",
+                                    "values": list(trays),
+                                }
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    if node is not None:
+        spec["nodeName"] = node
+    phase = "Running" if node is not None else "Pending"
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "web"},
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def _pods(tmp_path: Path, name: str, pods: list[dict[str, object]]) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
+    return path
+
+
+def test_pods_asking_for_one_host_port_never_share_a_node(solve: Solve, tmp_path: Path) -> None:
+    # kube-scheduler's NodePorts filter: two pods holding host port 8080/TCP cannot run on one node. Three
+    # such pods and two trays: two run, one per tray, the third waits; a pod on 8080/UDP is not in the way.
+    pods = [_port_pod(f"web-{i}", 8080) for i in range(3)] + [_port_pod("dns", 8080, protocol="UDP")]
+    d = solve(read_file(_pods(tmp_path, "pending.json", pods)), load_cluster(NODES))
+    placed = [p.job for p in d.placements if p.job.startswith("web/web-")]
+    assert len(placed) == 2 and len({nodes_of(d, j)[0] for j in placed}) == 2
+    (waiting,) = {"web/web-0", "web/web-1", "web/web-2"} - set(placed)
+    assert pending_reason(d, waiting) is not None
+    assert nodes_of(d, "web/dns")[0] in ("gb200-tray-1", "gb200-tray-2")
+
+
+def test_a_running_pod_s_host_port_keeps_a_pending_one_off_its_node(solve: Solve, tmp_path: Path) -> None:
+    # The running pod (read with --pods) holds 8080 on tray 1: the pending pod asking for 8080 goes to
+    # tray 2; one asking for 9090 that may only use tray 1 runs there.
+    running = _pods(tmp_path, "running.json", [_port_pod("old", 8080, node="gb200-tray-1")])
+    cluster = load_cluster(NODES, pods=running)
+    (rj,) = [rj for rj in cluster.running_jobs() if rj.job == "web/old"]
+    assert "placer.host-port/TCP-8080" in rj.labels
+    d = solve(
+        read_file(
+            _pods(
+                tmp_path,
+                "pending.json",
+                [_port_pod("new", 8080), _port_pod("other", 9090, trays=("gb200-tray-1",))],
+            )
+        ),
+        cluster,
+    )
+    assert nodes_of(d, "web/new") == ["gb200-tray-2"]
+    assert nodes_of(d, "web/other") == ["gb200-tray-1"]

@@ -89,6 +89,7 @@ __all__ = [
     "DEFAULT_LEVEL_LABELS",
     "FORMAT",
     "GPU_RESOURCE",
+    "HOST_PORT_LABEL",
     "LEVELS",
     "L_BLOCK",
     "L_CLIQUE",
@@ -107,6 +108,7 @@ __all__ = [
     "L_TPU_TOPOLOGY",
     "L_ZONE",
     "TPU_RESOURCE",
+    "host_ports",
     "kueue_topology_levels",
     "level_labels",
     "parse_kubernetes",
@@ -723,6 +725,55 @@ def pod_request(spec: dict[str, Any], item: str, problems: Problems) -> dict[str
     return effective
 
 
+#: The label a pod holding a host port carries in placer (``HOST_PORT_LABEL.format(protocol, port)``), so
+#: that another pod asking for that port keeps off its node by anti-affinity (kube-scheduler's
+#: ``NodePorts`` filter).
+HOST_PORT_LABEL = "placer.host-port/{}-{}"
+
+
+def host_ports(spec: dict[str, Any]) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """The host ports a pod spec holds on its node, as labels (:data:`HOST_PORT_LABEL`, value ``""``), and
+    the problems found (path under ``spec``, message).
+
+    kube-scheduler's ``NodePorts`` filter keeps two pods that ask for the same host port and protocol off
+    one node; a container port with a ``hostPort``, or any container port of a ``hostNetwork`` pod (the
+    API server then sets ``hostPort`` to it), holds that port. The containers and the sidecars (init
+    containers with ``restartPolicy: Always``) are read, as the filter reads them. Why not per host IP:
+    two pods binding one port on different addresses of a node are rare, and treating them as conflicting
+    only keeps a pod off a node kube-scheduler would allow.
+
+    >>> web = {"ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 9}]}
+    >>> host_ports({"containers": [web]})
+    ({'placer.host-port/TCP-8080': ''}, [])
+    >>> dns = {"ports": [{"containerPort": 53, "protocol": "UDP"}]}
+    >>> host_ports({"hostNetwork": True, "containers": [dns]})
+    ({'placer.host-port/UDP-53': ''}, [])
+    """
+    labels: dict[str, str] = {}
+    problems: list[tuple[str, str]] = []
+    network = spec.get("hostNetwork") is True
+    for kind in ("containers", "initContainers"):
+        for i, c in enumerate(spec.get(kind) or []):
+            if not isinstance(c, dict) or (kind == "initContainers" and c.get("restartPolicy") != "Always"):
+                continue
+            for j, p in enumerate(c.get("ports") or []):
+                if not isinstance(p, dict):
+                    continue
+                where = f"{kind}[{i}].ports[{j}]"
+                port = p.get("hostPort", p.get("containerPort") if network else None)
+                if port is None or port == 0:
+                    continue
+                if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+                    problems.append((f"{where}.hostPort", f"a port is a number 1-65535, got {short(port)}"))
+                    continue
+                protocol = p.get("protocol", "TCP")
+                if protocol not in ("TCP", "UDP", "SCTP"):
+                    problems.append((f"{where}.protocol", f"TCP, UDP or SCTP, got {short(protocol)}"))
+                    continue
+                labels[HOST_PORT_LABEL.format(protocol, port)] = ""
+    return labels, problems
+
+
 def _time(value: Any) -> datetime | None:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=UTC)
@@ -833,9 +884,11 @@ def _running(
 
 
 def _pod_labels(pod: _Pod) -> dict[str, str]:
+    """The pod's labels, and those of the host ports it holds (:func:`host_ports`)."""
     meta = pod.obj.get("metadata") or {}
     labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
-    return {str(k): str(v) for k, v in labels.items() if isinstance(v, str)}
+    ports, _ = host_ports(pod.obj.get("spec") or {})  # a bound pod's ports passed the API server's checks
+    return {**{str(k): str(v) for k, v in labels.items() if isinstance(v, str)}, **ports}
 
 
 def _pod(index: int, raw: Any, problems: Problems, skipped: dict[str, int]) -> _Pod | None:

@@ -18,6 +18,10 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   labels); preferred terms there whose selector is one requirement -> preferred anti-affinity with the
   term's weight, which both engines weigh; preferred ``podAffinity`` terms of that form -> preferred
   affinity to those jobs (rather beside them);
+* containers' host ports (``hostPort``; every container port of a ``hostNetwork`` pod) -> the label
+  ``placer.host-port/<protocol>-<port>`` and a required anti-affinity rule on it: two pods holding one
+  port never share a node (kube-scheduler's ``NodePorts``; ``host_ports`` of the importer, which gives
+  running pods the same label);
 * ``tolerations`` -> tolerations; ``priority`` -> priority; ``priorityClassName`` -> priority class
   (:func:`~placer.topology.importers.kubernetes.priority_class_for`) and, without ``priority``, the
   listed class's value, as the API server's admission writes it (Kueue's ``kueue.x-k8s.io/priority-class``
@@ -80,7 +84,7 @@ from placer.solver.jobs.model import (
 )
 from placer.topology.catalog import gpu_info, gpu_types
 from placer.topology.importers._common import UNKNOWN_AMD_GPU, Problems
-from placer.topology.importers.kubernetes import pod_request, priority_class_for
+from placer.topology.importers.kubernetes import host_ports, pod_request, priority_class_for
 
 __all__ = [
     "AMD_GPU",
@@ -169,6 +173,7 @@ def read_pod(raw: Any, base: str, source: str, classes: Classes | None = None) -
     gates = scheduling_gates(spec, base, errors)
     deadline = seconds(spec.get("activeDeadlineSeconds"), _at(base, "spec.activeDeadlineSeconds"), errors)
     labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
+    labels.update(host_ports(spec)[0])  # the host ports it would hold, which other pods asking for them avoid
     # Kueue's plain-pod integration reads its priority-class label on a pod it manages (a queue name).
     kueue = labels if QUEUE_LABEL in labels else {}
     pclass, priority, by_class = resolve(
@@ -518,6 +523,11 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         if rules:
             anti.append(rules[0] if len(rules) == 1 else AllOf(rules=rules))
     anti_preferred = _preferred_terms(pod_anti, "podAntiAffinity", base, errors, warnings)
+    ports, bad = host_ports(spec)
+    for where, message in bad:
+        errors.append(issue("range", _at(base, f"spec.{where}"), message))
+    # A host port is held on the node: a pod asking for it keeps off nodes whose pods hold it (NodePorts).
+    anti += [LabelRule(key=k, operator=AffinityOperator.EXISTS) for k in sorted(ports)]
     tolerations: list[Toleration] = []
     for i, t in enumerate(as_list(spec.get("tolerations"))):
         where = _at(base, f"spec.tolerations[{i}]")

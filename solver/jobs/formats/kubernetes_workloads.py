@@ -89,7 +89,7 @@ from placer.solver.jobs.formats.kubernetes_priority import (
     resolve,
 )
 from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, TaskGroup
-from placer.topology.importers.kubernetes import priority_class_for
+from placer.topology.importers.kubernetes import host_ports, priority_class_for
 
 __all__ = [
     "EXCLUSIVE_ANNOTATIONS",
@@ -319,6 +319,7 @@ def read_workload(
     preferred: dict[str, str] = {}
     slices: dict[str, dict[str, object]] = {}  # pod sets read as slices: their request, for the metadata
     ranged = 0  # pod sets read with a partial-admission range (placer ranges one per job)
+    held: dict[str, str] = {}  # labels of the host ports the pod templates hold
     for set_name, count, template, where, paths, least in sets:
         template = as_map(template)
         tmeta = as_map(template.get("metadata"))
@@ -342,6 +343,7 @@ def read_workload(
         if isinstance(annotations.get(PREFERRED_TOPOLOGY), str):
             preferred[set_name] = annotations[PREFERRED_TOPOLOGY]
         group, placement = template_group(tspec, where, source, set_name, max(count, 1), errors, warnings)
+        held.update(host_ports(tspec)[0])
         pc, prio, by_class = resolve(tspec, {}, classes, f"{where}.spec", errors, warnings)
         may_preempt = preempts(tspec, where, errors, by_class) and may_preempt
         gates.extend(g for g in scheduling_gates(tspec, where, errors) if g not in gates)
@@ -360,6 +362,7 @@ def read_workload(
     spec = as_map(raw.get("spec")) if isinstance(raw, dict) else {}
     duration = max_runtime(kind, spec, meta, at, errors)
     labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
+    labels.update(held)  # the host ports its pods hold (each pod set's placement keeps off them too)
     if kind == "Workload":
         pclass, priority = _workload_priority(
             spec, classes, f"{at}spec", errors, warnings, (pclass, priority)

@@ -440,3 +440,27 @@ def test_an_amd_gpu_pod_runs_on_amd_gpus_only(solve: Any) -> None:
 def test_a_pod_asking_for_nvidia_and_amd_gpus_is_refused() -> None:
     r = _with(_container_asking({"limits": {"amd.com/gpu": "1", "nvidia.com/gpu": "1"}}))
     assert [(e.code, e.path) for e in r.errors] == [("conflict", "spec.containers")]
+
+
+def test_a_host_port_is_a_label_and_a_rule_against_that_label() -> None:
+    # NodePorts: the pod holds 8080/TCP on its node (a label other pods' rules see) and keeps off nodes
+    # where a pod holds it (a required anti-affinity rule on that label). A hostNetwork pod holds every
+    # container port; a port of 0 or none holds nothing.
+    container = {"name": "web", "ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 81}]}
+    r = _with({"containers": [container]})
+    assert r.ok and r.job is not None
+    assert r.job.labels["placer.host-port/TCP-8080"] == ""
+    assert [(x.key, x.operator) for x in r.job.placement.anti_affinity] == [
+        ("placer.host-port/TCP-8080", AffinityOperator.EXISTS)
+    ]
+    host = _with(
+        {
+            "hostNetwork": True,
+            "containers": [{"name": "dns", "ports": [{"containerPort": 53, "protocol": "UDP"}]}],
+        }
+    )
+    assert host.ok and host.job is not None and "placer.host-port/UDP-53" in host.job.labels
+    bad = _with({"containers": [{"name": "web", "ports": [{"containerPort": 80, "hostPort": 70000}]}]})
+    assert not bad.ok and [(e.code, e.path) for e in bad.errors] == [
+        ("range", "spec.containers[0].ports[0].hostPort")
+    ]
