@@ -47,7 +47,8 @@ requirements, a preferred node-affinity term of several expressions, ``ScheduleA
 constraints) never keeps a pod from running: the pod is read without it, with an ``unsupported`` warning
 naming the field, since any placement placer makes is one kube-scheduler could make too. A
 ``schedulerName`` other than ``default-scheduler`` is kept in metadata with a warning: that pod is not the
-default scheduler's to place.
+default scheduler's to place. A volume from a PersistentVolumeClaim is read with a warning too: its volume
+may keep the pod to some nodes, which placer, reading no PersistentVolumes, does not check.
 
 >>> pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
 ...        "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "2"},
@@ -338,6 +339,7 @@ def template_group(
         )
     if spec.get("resourceClaims"):
         errors.append(issue("unsupported", _at(base, "spec.resourceClaims"), "not represented by placer"))
+    _claimed_volumes(spec, base, warnings)
     _unmodelled_resources(spec, base, errors)
     spread = as_list(spec.get("topologySpreadConstraints"))
     if any(not isinstance(c, dict) or c.get("whenUnsatisfiable") != "ScheduleAnyway" for c in spread):
@@ -554,6 +556,26 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         affinity_preferred=beside_preferred,
         tolerations=tolerations,
     )
+
+
+def _claimed_volumes(spec: dict[str, Any], base: str, warnings: list[Issue]) -> None:
+    """A volume from a PersistentVolumeClaim (or a generic ephemeral one) may hold the pod to the nodes its
+    PersistentVolume reaches — a zone, a node for a local volume — which kube-scheduler's
+    ``VolumeBinding`` and ``VolumeZone`` filters keep. placer does not read PersistentVolumes or
+    StorageClasses, so it cannot check that: said with a warning per such volume, never in silence."""
+    for i, v in enumerate(as_list(spec.get("volumes"))):
+        if not isinstance(v, dict):
+            continue
+        for kind in ("persistentVolumeClaim", "ephemeral"):
+            if kind in v:
+                warnings.append(
+                    issue(
+                        "unsupported",
+                        _at(base, f"spec.volumes[{i}].{kind}"),
+                        "the claim's volume may keep the pod to some nodes (its zone, or one node for a "
+                        "local volume); placer does not read PersistentVolumes, so it does not check them",
+                    )
+                )
 
 
 def _selector(sel: dict[str, Any], path: str, errors: list[Issue]) -> list[Rule]:

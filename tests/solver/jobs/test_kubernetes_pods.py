@@ -464,3 +464,20 @@ def test_a_host_port_is_a_label_and_a_rule_against_that_label() -> None:
     assert not bad.ok and [(e.code, e.path) for e in bad.errors] == [
         ("range", "spec.containers[0].ports[0].hostPort")
     ]
+
+
+def test_a_claimed_volume_is_read_with_a_warning_that_its_nodes_are_not_checked() -> None:
+    # kube-scheduler's VolumeBinding/VolumeZone filters keep a pod to the nodes its claim's volume
+    # reaches; placer does not read PersistentVolumes. The pod is read (most training pods mount a claim),
+    # and the warning names each such volume rather than letting the constraint pass in silence.
+    volumes = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "imagenet"}},
+        {"name": "scratch", "emptyDir": {}},
+        {"name": "ckpt", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"]}}}},
+    ]
+    r = _with({"volumes": volumes})
+    assert r.ok
+    assert [(w.code, w.path) for w in r.warnings] == [
+        ("unsupported", "spec.volumes[0].persistentVolumeClaim"),
+        ("unsupported", "spec.volumes[2].ephemeral"),
+    ]
