@@ -11,7 +11,7 @@ OR-Tools and pandas until a name that needs them is used:
 * clusters: :func:`load_cluster` (inventory YAML, kubectl, Slurm, Flux JGF, OJS workers),
   :func:`build_cluster`, and one-line builders (:func:`cluster_of`, :func:`dgx_h100`, :func:`tpu_pod`, ...);
 * offline: :func:`simulate` / :class:`Simulator` with :func:`load_scenario`, and :func:`run_fill` (the
-  Alibaba fill experiment).
+  Alibaba fill experiment) with :func:`stranding` (where a run's unallocated capacity sits).
 
 The packages underneath, each importing only the ones below it:
 ``placer.cli``/``placer.service`` -> ``placer.scenarios`` -> ``placer.solver`` -> ``placer.solver.jobs``
@@ -61,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "simulate": "placer.scenarios.sim.loop",
     "load_scenario": "placer.scenarios.load",
     "run_fill": "placer.scenarios.fill.run",
+    "stranding": "placer.scenarios.fill.stranding",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
