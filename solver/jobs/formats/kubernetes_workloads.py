@@ -344,6 +344,17 @@ def read_workload(
             preferred[set_name] = annotations[PREFERRED_TOPOLOGY]
         group, placement = template_group(tspec, where, source, set_name, max(count, 1), errors, warnings)
         held.update(host_ports(tspec)[0])
+        if tspec.get("runtimeClassName"):
+            # The RuntimeClass admission plugin adds the class's node selector and tolerations when a pod
+            # is created: a pod read from the API server has them, a template does not yet.
+            warnings.append(
+                issue(
+                    "unsupported",
+                    f"{where}.spec.runtimeClassName",
+                    "a RuntimeClass may add a node selector and tolerations to the pods when they are "
+                    "created; placer does not read RuntimeClasses, so the template is placed without them",
+                )
+            )
         pc, prio, by_class = resolve(tspec, {}, classes, f"{where}.spec", errors, warnings)
         may_preempt = preempts(tspec, where, errors, by_class) and may_preempt
         gates.extend(g for g in scheduling_gates(tspec, where, errors) if g not in gates)

@@ -519,3 +519,16 @@ def test_a_deactivated_workload_is_not_placed() -> None:
     assert not r.ok and [(e.code, e.path) for e in r.errors] == [("conflict", "items[3].spec.active")]
     raw["spec"]["active"] = True
     assert read_workload(raw, "", "wl.yaml")[0].ok
+
+
+def test_a_template_s_runtime_class_is_read_with_a_warning() -> None:
+    # The RuntimeClass admission plugin merges the class's scheduling section (node selector,
+    # tolerations) into each pod when it is created; a pod template has not been through it yet.
+    doc = _jobset()
+    template = doc["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    template["spec"]["runtimeClassName"] = "gvisor"
+    [r] = read_workload(doc, "", "js.yaml")
+    assert r.ok
+    assert [(w.code, w.path) for w in r.warnings if w.path.endswith("runtimeClassName")] == [
+        ("unsupported", "spec.replicatedJobs[0].template.spec.template.spec.runtimeClassName")
+    ]
