@@ -697,7 +697,16 @@ def _add(a: dict[str, Decimal], b: dict[str, Decimal]) -> dict[str, Decimal]:
 
 def pod_request(spec: dict[str, Any], item: str, problems: Problems) -> dict[str, Decimal]:
     """Kubernetes' effective pod request: max(sum of containers + sidecars, each init container with the
-    sidecars started before it) + overhead."""
+    sidecars started before it) + overhead. Pod-level ``spec.resources`` (KEP 2837, Kubernetes 1.32+),
+    when it states CPU or memory, is the pod's request for that resource instead of the containers'
+    (a request defaulting to the limit, as for containers); GPUs and TPUs stay the containers'.
+
+    >>> c = {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+    >>> p = Problems("pod.json")
+    >>> r = pod_request({"containers": [c, c], "resources": {"requests": {"cpu": "8"}}}, "p", p)
+    >>> str(r["cpu"]), str(r["memory"]), p.items
+    ('8', '2147483648', [])
+    """
     containers = spec.get("containers") or []
     inits = spec.get("initContainers") or []
     if not isinstance(containers, list) or not isinstance(inits, list):
@@ -718,6 +727,13 @@ def pod_request(spec: dict[str, Any], item: str, problems: Problems) -> dict[str
         peak = {k: max(peak.get(k, Decimal(0)), step.get(k, Decimal(0))) for k in set(peak) | set(step)}
     total = _add(total, sidecars)
     effective = {k: max(total.get(k, Decimal(0)), peak.get(k, Decimal(0))) for k in set(total) | set(peak)}
+    pod_level = spec.get("resources")
+    if pod_level is not None:
+        if not isinstance(pod_level, dict):
+            problems.add(item, f"spec.resources must be an object, got {short(pod_level)}")
+        else:
+            stated = _container_request({"resources": pod_level}, item, problems)
+            effective.update({k: v for k, v in stated.items() if k in ("cpu", "memory")})
     overhead = spec.get("overhead")
     if isinstance(overhead, dict):
         extra = {k: v for k in _RESOURCE_KEYS if (v := _quantity(overhead, k, item, problems, "overhead"))}

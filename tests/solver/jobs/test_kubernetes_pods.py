@@ -481,3 +481,22 @@ def test_a_claimed_volume_is_read_with_a_warning_that_its_nodes_are_not_checked(
         ("unsupported", "spec.volumes[0].persistentVolumeClaim"),
         ("unsupported", "spec.volumes[2].ephemeral"),
     ]
+
+
+def test_pod_level_resources_are_the_pod_s_cpu_and_memory_request() -> None:
+    # KEP 2837 (pod-level resources, Kubernetes 1.32+): spec.resources states the pod's CPU and memory
+    # for all its containers together; kube-scheduler fits that, not the containers' sum. GPUs stay the
+    # containers' (pod-level resources cover CPU and memory only).
+    container = {
+        "name": "c",
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"nvidia.com/gpu": "1"}},
+    }
+    r = _with(
+        {
+            "containers": [container, {**container, "name": "d"}],
+            "resources": {"requests": {"cpu": "6"}, "limits": {"memory": "32Gi"}},
+        }
+    )
+    assert r.ok and r.job is not None
+    (group,) = r.job.tasks
+    assert (group.cpu_cores, group.memory_gb, group.gpus_per_replica) == (6.0, 32.0, 2)
