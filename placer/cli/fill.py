@@ -14,7 +14,8 @@ independent checker. Method and results: ``docs/fill.md``.
 With ``--json``: one object — ``alloc`` and ``bound`` (percent, keyed by arrived-load percent), ``policy``,
 ``seed``, ``load``, ``batch``, ``sampling``, ``nodes``, ``gpus``, ``arrivals``, ``failed``, ``wall_s``,
 ``reproducible``, ``cut_decisions`` (engine decisions a wall clock cut: 0 means the same run on any
-machine), ``verified`` (null unless ``--verify``) and ``violations``.
+machine), ``unallocated`` (where the GPU capacity not allocated at the end sits, percent of capacity:
+:mod:`placer.scenarios.fill.stranding`), ``verified`` (null unless ``--verify``) and ``violations``.
 
 Exit 0 on success, 1 when a file is read but is not a valid node or pod list (every problem on stderr,
 with file, line and column) or ``--verify`` finds violations, 2 for a usage error or a file that cannot be
@@ -110,6 +111,7 @@ def _fill(args: argparse.Namespace, nodes: list[Any], pods: list[Any]) -> int:
     from placer.scenarios.fill.bound import bounds_at
     from placer.scenarios.fill.result import LOAD_POINTS
     from placer.scenarios.fill.run import run_fill
+    from placer.scenarios.fill.stranding import stranding
     from placer.scenarios.fill.tables import NodeTable, PodTable
 
     try:
@@ -127,9 +129,18 @@ def _fill(args: argparse.Namespace, nodes: list[Any], pods: list[Any]) -> int:
     except ValueError as e:  # a pod list without GPU pods, a node list without GPUs
         print(f"placer fill: {e}", file=sys.stderr)
         return 1
-    node_table = NodeTable.of(nodes)
+    node_table, pod_table = NodeTable.of(nodes), PodTable.of(pods)
     points = tuple(x for x in LOAD_POINTS if x <= round(100 * args.load))
-    bound = bounds_at(node_table, PodTable.of(pods), result.order, result.arrived, points)
+    bound = bounds_at(node_table, pod_table, result.order, result.arrived, points)
+    left = stranding(result, node_table, pod_table)
+    beside = sorted(left.beside.items(), key=lambda kv: -kv[1][1])[:3]
+    unallocated = {
+        "whole_free": round(left.percent(left.whole_milli), 3),
+        "whole_free_starved": round(left.percent(left.whole_starved), 3),
+        "partly_used": round(left.percent(left.partial_milli), 3),
+        "partly_used_below_smallest_share": round(left.percent(left.below_smallest), 3),
+        "beside_share": {str(share): round(left.percent(milli), 3) for share, (_, milli) in beside},
+    }
     violations: list[Any] = []
     if args.verify:
         from placer.scenarios.fill.verify import verify
@@ -151,6 +162,7 @@ def _fill(args: argparse.Namespace, nodes: list[Any], pods: list[Any]) -> int:
         "wall_s": round(result.wall_s, 3),
         "reproducible": args.reproducible,
         "cut_decisions": result.cut,
+        "unallocated": unallocated,
         "verified": (not violations) if args.verify else None,
         "violations": [str(v) for v in violations],
     }
@@ -171,6 +183,14 @@ def _fill(args: argparse.Namespace, nodes: list[Any], pods: list[Any]) -> int:
         print(f"{'arrived load %':<16}" + "".join(f"{c:>8}" for c in cells))
         print(f"{'allocated %':<16}" + "".join(f"{_pct(alloc[x]):>8}" for x in points))
         print(f"{'bound %':<16}" + "".join(f"{_pct(bound[x]):>8}" for x in points))
+        shares = ", ".join(
+            f"{v:.2f} % beside {s}-milli shares" for s, v in unallocated["beside_share"].items()
+        )
+        print(
+            f"unallocated at the end: {unallocated['whole_free']:.2f} % on GPUs nobody uses "
+            f"({unallocated['whole_free_starved']:.2f} % on nodes short of CPU or memory for any GPU pod), "
+            f"{unallocated['partly_used']:.2f} % on partly used GPUs" + (f" ({shares})" if shares else "")
+        )
         if args.verify:
             print("verified: every placement passes placer's checker" if not violations else "VIOLATIONS:")
         for v in violations[:MAX_PRINTED]:

@@ -43,6 +43,31 @@ def test_json_report(files: tuple[str, str], capsys: pytest.CaptureFixture[str])
     assert all(0 <= v <= 100 for v in out["alloc"].values() if v is not None)
     assert all(out["bound"][k] >= out["alloc"][k] - 1e-9 for k in out["alloc"] if out["alloc"][k] is not None)
     assert out["wall_s"] >= 0 and 0 <= out["failed"] <= out["arrivals"]
+    # Where the rest sits: parts of the GPU capacity not allocated, each within its whole.
+    left = out["unallocated"]
+    assert 0 <= left["whole_free_starved"] <= left["whole_free"]
+    assert 0 <= left["partly_used_below_smallest_share"] <= left["partly_used"]
+    assert sum(left["beside_share"].values()) <= left["partly_used"] + 1e-9
+    assert left["whole_free"] + left["partly_used"] <= 100
+
+
+def test_unallocated_is_what_the_run_left(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # One 2-GPU node and 810-milli shares only: two arrive, one per GPU, and each leaves 190 beside it,
+    # which no arrival can use: 380 of 2,000 milli, 19 %, all beside 810-milli shares.
+    (tmp_path / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn,16000,65536,2,P100\n")
+    (tmp_path / "pods.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\nbig,1000,1024,1,810,\n"
+    )
+    argv = ("--nodes", str(tmp_path / "nodes.csv"), "--pods", str(tmp_path / "pods.csv"), "--policy", "fgd")
+    assert run(*argv, "--load", "1.3", "--json") == 0
+    left = json.loads(capsys.readouterr().out)["unallocated"]
+    assert left == {
+        "whole_free": 0.0,
+        "whole_free_starved": 0.0,
+        "partly_used": 19.0,
+        "partly_used_below_smallest_share": 19.0,
+        "beside_share": {"810": 19.0},
+    }
 
 
 def test_text_report(files: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,6 +75,7 @@ def test_text_report(files: tuple[str, str], capsys: pytest.CaptureFixture[str])
     assert run("--nodes", nodes, "--pods", pods, "--seed", "3") == 0
     out = capsys.readouterr().out
     assert "arrived load %" in out and "allocated %" in out and "bound %" in out and "130" in out
+    assert "unallocated at the end:" in out
 
 
 def test_engines_in_batches(files: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
