@@ -49,8 +49,8 @@ __all__ = [
     "UnitCandidates",
     "anti_affinity_mask",
     "batch_keys",
+    "mark_running",
     "pod_admits",
-    "running_with",
     "unit_candidates",
     "version_available",
 ]
@@ -828,14 +828,21 @@ def _socket_blocked(unit: Unit, arrays: NodeArrays) -> np.ndarray:
     return out
 
 
-def running_with(rule: LabelRule, arrays: NodeArrays, out: np.ndarray) -> None:
-    """Mark in ``out`` the nodes where a running job has one of an ``In`` rule's values for its key (looked
-    up in the index of that key: :meth:`NodeArrays.running_values`)."""
-    at = arrays.running_values(rule.key)
-    for value in rule.values:
-        nodes = at.get(value)
-        if nodes is not None:
-            out[nodes] = True
+def mark_running(rule: Rule, arrays: NodeArrays, out: np.ndarray) -> None:
+    """Mark in ``out`` the nodes where a running job's labels match ``rule`` (as anti-affinity reads them).
+    An ``In`` rule (the usual "not beside my own app") holds exactly where a running job has one of its
+    values: looked up in the index of its key (:meth:`NodeArrays.running_values`). Other rules test every
+    running job's labels."""
+    if isinstance(rule, LabelRule) and rule.operator is AffinityOperator.IN:
+        at = arrays.running_values(rule.key)
+        for value in rule.values:
+            nodes = at.get(value)
+            if nodes is not None:
+                out[nodes] = True
+        return
+    for idx, running in arrays.running_labels():
+        if any(holds(rule, lab) for lab in running):
+            out[idx] = True
 
 
 def anti_affinity_mask(
@@ -858,18 +865,8 @@ def anti_affinity_mask(
     if cached is not None:
         return cached  # type: ignore[return-value]
     arrays._static_cache[key] = out  # type: ignore[assignment]
-    # An ``In`` rule (the usual "not beside my own app") holds exactly where a running job has one of its
-    # values: looked up in the index of its key. Other rules test every running job's labels.
-    scan = []
     for r in anti:
-        if isinstance(r, LabelRule) and r.operator is AffinityOperator.IN:
-            running_with(r, arrays, out)
-        else:
-            scan.append(r)
-    if scan:
-        for idx, running in arrays.running_labels():
-            if any(holds(r, lab) for lab in running for r in scan):
-                out[idx] = True
+        mark_running(r, arrays, out)
     for idx, rules in theirs:
         if any(holds(r, labels or {}) for r in rules):
             out[idx] = True

@@ -45,7 +45,7 @@ from placer.solver.demand import JobPlan, Unit
 from placer.solver.greedy.evictions import place_with_evictions
 from placer.solver.greedy.state import State
 from placer.solver.greedy.tpu_index import PodHeap
-from placer.solver.jobs.model import AffinityOperator, GpuAffinity, LabelRule
+from placer.solver.jobs.model import AffinityOperator, GpuAffinity, LabelRule, Rule
 from placer.solver.objective.cost import Pricing
 from placer.solver.objective.fragmentation import COARSE_LEVELS, SCORE_LEVELS, Targets, quantized
 from placer.solver.objective.preferences import beside_rules, beside_weight, running_match
@@ -90,22 +90,23 @@ def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.n
     """Nodes the job may not use: running jobs matching its anti-affinity, or jobs placed in this batch
     that match it, or whose own anti-affinity matches it."""
     blocked = anti_running.copy()
-    general = [r for r in plan.anti if not (isinstance(r, LabelRule) and r.operator is AffinityOperator.IN)]
     for r in plan.anti:
-        if r not in general:
-            for value in r.values:  # type: ignore[union-attr]
-                nodes = state.label_index.get((r.key, value))  # type: ignore[union-attr]
-                if nodes:
-                    blocked[list(nodes)] = True
-    if general:
-        for node, entries in state.labels_on.items():
-            if any(holds(r, labels) for labels, _ in entries for r in general):
-                blocked[node] = True
+        nodes = _placed_matching(state, r)
+        if nodes:
+            blocked[sorted(nodes)] = True
     # Placed jobs with anti-affinity, grouped by their rules: each rule set is tested once.
     for anti, nodes in state.anti_groups.values():
         if any(holds(r, plan.labels) for r in anti):
             blocked[nodes] = True
     return blocked
+
+
+def _placed_matching(state: State, rule: Rule) -> set[int]:
+    """Nodes where a job this decision placed has labels ``rule`` matches: an ``In`` rule looked up in the
+    index of its key, another tested against every placed job's labels."""
+    if isinstance(rule, LabelRule) and rule.operator is AffinityOperator.IN:
+        return set().union(*(state.label_index.get((rule.key, v), set()) for v in rule.values))
+    return {n for n, entries in state.labels_on.items() if any(holds(rule, lab) for lab, _ in entries)}
 
 
 def _beside_placed(
@@ -124,15 +125,13 @@ def _beside_placed(
         weight = beside_weight(r, state.beside_multiplier)
         if not weight:
             continue
-        if r.operator is AffinityOperator.IN:
-            nodes = set().union(*(state.label_index.get((r.key, v), set()) for v in r.values))
-        else:
-            nodes = {n for n, entries in state.labels_on.items() if any(holds(r, lab) for lab, _ in entries)}
-        nodes -= set(np.flatnonzero(running_match(r, arrays)).tolist())
-        if nodes:
+        hit = np.zeros(len(prefs[0]), dtype=bool)
+        hit[sorted(_placed_matching(state, r))] = True
+        hit &= ~running_match(r, arrays)
+        if hit.any():
             if out is None:
                 out = np.zeros(len(prefs[0]), dtype=np.int64)
-            out[sorted(nodes)] += sign * weight
+            out[hit] += sign * weight
     return prefs if out is None else [p + out for p in prefs]
 
 

@@ -11,7 +11,7 @@ is computed by each engine from free GPUs left on the nodes it touches.
 
 >>> from placer.topology import cluster_of, dgx_h100
 >>> from placer.solver.snapshot import Snapshot
->>> from placer.solver.candidates import NodeArrays, running_with
+>>> from placer.solver.candidates import NodeArrays
 >>> from placer.solver.jobs.model import Job, LabelRule, Placement
 >>> from placer.solver.demand import expand
 >>> snap = Snapshot.of(cluster_of(dgx_h100(2, zones=["z1"])))
@@ -29,11 +29,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from placer.solver.candidates import NodeArrays, running_with
+from placer.solver.candidates import NodeArrays, mark_running
 from placer.solver.demand import JobPlan, Unit, tolerated
-from placer.solver.jobs.model import AffinityOperator, Job, LabelRule, PriorityClass, SpotPreference
+from placer.solver.jobs.model import Job, LabelRule, PriorityClass, SpotPreference
 from placer.solver.policy import Policy
-from placer.solver.rules import holds
 from placer.topology.inventory import Taint
 
 __all__ = ["beside_rules", "beside_weight", "preference_scores", "running_beside", "running_match"]
@@ -164,16 +163,12 @@ def beside_weight(rule: LabelRule, multiplier: int) -> int:
 
 
 def running_match(rule: LabelRule, arrays: NodeArrays) -> np.ndarray:
-    """Per node, whether a job running there matches ``rule`` (its labels, as anti-affinity reads them);
-    cached per rule until what runs where changes."""
+    """Per node, whether a job running there matches ``rule`` (:func:`~placer.solver.candidates.
+    mark_running`); cached per rule until what runs where changes."""
 
     def compute() -> np.ndarray:
         hit = np.zeros(len(arrays.snap.nodes), dtype=bool)
-        if rule.operator is AffinityOperator.IN:
-            running_with(rule, arrays, hit)
-        else:
-            for idx, running in arrays.running_labels():
-                hit[idx] = any(holds(rule, lab) for lab in running)
+        mark_running(rule, arrays, hit)
         return hit
 
     return _memo(arrays, ("__beside__", rule.model_dump_json()), compute)
