@@ -165,6 +165,7 @@ def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap
                         memory_gb=need.mem,
                         storage_gb=need.storage,
                         shm_gb=need.shm,
+                        extra=dict(need.extra),
                         task_group=r.unit.group,
                     )
                 )

@@ -422,7 +422,35 @@ class NodeArrays:
         ok &= (sto >= need.storage - eps) & (shm >= need.shm - eps)
         if need.milli:
             ok &= (self.milli if free else np.where(self.cap_gpus > 0, 1000, 0)) >= need.milli
+        for name, amount in need.extra:
+            ok &= (self.extra_free(name) if free else self.extra_cap(name)) >= amount - eps
         return ok
+
+    def extra_cap(self, name: str) -> np.ndarray:
+        """How much of extended resource ``name`` each node has in all (:func:`advertised`)."""
+        key = ("__extra_cap__", name)
+        cached = self._static_cache.get(key)
+        if cached is None:
+            nodes = self.snap.nodes
+            cached = np.fromiter(
+                (advertised(v.node, name) for v in nodes), dtype=np.float64, count=len(nodes)
+            )
+            self._static_cache[key] = cached
+        return cached  # type: ignore[no-any-return]
+
+    def extra_free(self, name: str) -> np.ndarray:
+        """How much of extended resource ``name`` no running job holds, per node (made when a batch first
+        asks for it, and again after the free amounts change: most batches ask for none)."""
+        key = ("__extra_free__", name)
+        cached = self._static_cache.get(key)
+        if cached is None:
+            nodes = self.snap.nodes
+            held = np.fromiter(
+                (v.held_extra.get(name, 0.0) for v in nodes), dtype=np.float64, count=len(nodes)
+            )
+            cached = self.extra_cap(name) - held
+            self._static_cache[key] = cached
+        return cached  # type: ignore[no-any-return]
 
 
 #: Cache entries that read free amounts or running jobs (the rest read node facts only).
@@ -436,6 +464,7 @@ _DYNAMIC = frozenset(
         "__anti__",
         "__beside__",
         "__milli_matrix__",
+        "__extra_free__",
     }
 )
 

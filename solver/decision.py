@@ -64,6 +64,9 @@ class ReplicaPlacement(_Out):
     memory_gb: float = 0
     storage_gb: float = 0
     shm_gb: float = 0
+    #: Extended resources the replica takes on its node (a Kubernetes extended resource, ``hugepages-*``
+    #: in bytes, a Flux resource type, an SSS consumable), by name.
+    extra: dict[str, float] = Field(default_factory=dict)
     task_group: str = "default"
 
 
@@ -238,6 +241,7 @@ def as_running(name: str, replicas: list[ReplicaPlacement], **fields: object) ->
                     "memory_gb": r.memory_gb,
                     "storage_gb": r.storage_gb,
                     "shm_gb": r.shm_gb,
+                    "extra": r.extra,
                 }
             )
     return RunningJob.model_validate({"job": name, "preemptible": False, **fields, "replicas": reps})

@@ -60,6 +60,9 @@ class Need:
     mem: float = 0.0
     storage: float = 0.0
     shm: float = 0.0
+    #: Extended resources, ``(name, amount)`` sorted (``Unit.extra``): each node a replica (or a part of
+    #: a split one) lies on gives that much of each.
+    extra: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +98,10 @@ class Unit:
     #: Kueue slices above the node: ``(level, size)`` — each domain of ``level`` holds a multiple of
     #: ``size`` of the replicas, a node in none of them holds none (``jobs.model.Slices``).
     slices: tuple[str, int] | None = None
-    #: Extended resources one replica asks for, ``(name, amount)`` sorted (a Flux resource type beyond
-    #: cores, GPUs, memory and storage; an SSS ``Resource``, ``Swap`` or ``Network``): only nodes that
-    #: advertise that much of each may hold it (:mod:`placer.topology.extended`; not counted across jobs).
+    #: Extended resources one replica asks for, ``(name, amount)`` sorted (a Kubernetes extended resource
+    #: or ``hugepages-*``; a Flux resource type beyond cores, GPUs, memory and storage; an SSS
+    #: ``Resource``, ``Swap`` or ``Network``): only nodes that have that much of each free may hold it,
+    #: and the replicas placed count it down (:mod:`placer.topology.extended`). Also ``need.extra``.
     extra: tuple[tuple[str, float], ...] = ()
 
 
@@ -172,6 +176,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
     notes: list[str] = []
     for g in job.tasks:
         replicas, gpu = g.count, g.gpu
+        extra = tuple(sorted((k, float(v)) for k, v in g.extra.items() if v > 0))
         need = Need(
             gpus=0 if gpu is None or gpu.share_milli is not None else gpu.count,
             milli=0 if gpu is None or gpu.share_milli is None else gpu.share_milli,
@@ -179,6 +184,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
             mem=g.memory_gb,
             storage=g.storage_gb,
             shm=g.shm_gb,
+            extra=extra,
         )
         split = False
         # ``spread`` (MLX §7.1, "spread GPU allocation across nodes"): one GPU per node where the job may
@@ -202,6 +208,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 mem=g.memory_gb / parts,
                 storage=g.storage_gb / parts,
                 shm=g.shm_gb / parts,
+                extra=extra,
             )
             notes.append(
                 f"task group {g.name!r}: {gpu.count} GPUs split into {parts} parts of {d} on distinct nodes"
@@ -226,15 +233,12 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 tolerations=tolerations_of(job, g),
                 domains=() if split else tuple((d.level, d.count) for d in g.domains),
                 slices=None if split or g.slices is None else (g.slices.level, g.slices.size),
-                extra=tuple(sorted(g.extra.items())),
+                extra=extra,
             )
         )
-        if g.extra:
-            asked = ", ".join(f"{v:g} {k}" for k, v in sorted(g.extra.items()))
-            notes.append(
-                f"task group {g.name!r}: {asked} per replica, on nodes that advertise as much (checked per "
-                "node, not counted across the jobs placed there)"
-            )
+        if split and extra:
+            asked = ", ".join(f"{v:g} {k}" for k, v in extra)
+            notes.append(f"task group {g.name!r}: {asked} on each node of the split replica")
     total_gpus = sum(u.replicas * u.need.gpus for u in units)
     nvlink = (
         any(u.gpu is not None and u.gpu.interconnect is Interconnect.NVLINK for u in units) and total_gpus > 1
@@ -286,4 +290,7 @@ def tolerations_of(job: Job, group: TaskGroup) -> tuple[Toleration, ...]:
         implicit += _IMPLICIT["gpu"]
     if group.tpu is not None:
         implicit += _IMPLICIT["tpu"]
+    # Kubernetes extended resources are domain-qualified (``vpc.amazonaws.com/efa``); Flux and SSS names
+    # and ``hugepages-*`` are not, and bring no toleration.
+    implicit += tuple(Toleration(key=k, operator="Exists") for k in sorted(group.extra) if "/" in k)
     return (*job.placement.tolerations, *implicit)

@@ -403,4 +403,5 @@ def _need_text(u: object) -> str:
         parts.append(f"{need.cpu:g} cores")
     if need.mem:
         parts.append(f"{need.mem:g} GB memory")
+    parts.extend(f"{amount:g} {name}" for name, amount in need.extra)
     return ", ".join(parts) or "nothing"

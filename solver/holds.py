@@ -72,8 +72,8 @@ def _held_gpus(cluster: Cluster, r: Reservation) -> dict[str, list[int]]:
 
 
 def _blocker(job: str, cluster: Cluster, hold: Mapping[str, list[int]], *, whole: bool) -> RunningJob | None:
-    """A pseudo running job holding ``hold`` GPUs per node (and, for whole nodes, their free CPU and
-    memory), so that a phase's view has that capacity taken."""
+    """A pseudo running job holding ``hold`` GPUs per node (and, for whole nodes, their free CPU, memory
+    and the extended resources of their allocatable), so that a phase's view has that capacity taken."""
     replicas = []
     for node, gpus in sorted(hold.items()):
         free = cluster.free(node)
@@ -84,6 +84,11 @@ def _blocker(job: str, cluster: Cluster, hold: Mapping[str, list[int]], *, whole
                 memory_gb=max(0.0, free.memory_gb),
                 storage_gb=max(0.0, free.storage_gb),
                 shm_gb=max(0.0, free.shm_gb or 0.0),
+                extra={
+                    name: left
+                    for name in sorted(cluster.node(node).spec.extra)
+                    if (left := cluster.free_extra(node, name)) > 0
+                },
             )
         if gpus or whole:
             replicas.append(rep)

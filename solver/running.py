@@ -15,7 +15,8 @@ Each item is a job envelope plus where it runs:
 The last checkpoint comes from the envelope itself (OJS ``meta.last_checkpoint``, §9.2). Per-replica cpu,
 memory, storage and shm come from the job's demand: each replica of a group gets the group's per-replica
 demand when the entries match the group's count; otherwise (a replica split over nodes) the group's total
-is divided in proportion to GPUs (equally without GPUs). Values given on an entry win.
+is divided in proportion to GPUs (equally without GPUs). Values given on an entry win. Extended resources
+(``TaskGroup.extra``) are held whole on each node entry, as the engines place them.
 
 Bad input never escapes as a traceback: every problem of every item is collected and raised together as
 :class:`~placer.solver.jobs.errors.JobValidationError` (codes from ``ISSUE_CODES``).
@@ -244,6 +245,7 @@ def _allocations(g: TaskGroup, entries: list[dict[str, Any]]) -> list[ReplicaAll
                 gpu_milli=milli,
                 tpu_pod=e["tpu_pod"],
                 tpu_chips=e["tpu_chips"],
+                extra={k: v for k, v in g.extra.items() if v > 0} if e["node"] is not None else {},
                 **demand,
             )
         )

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from placer.topology.errors import Problem, TopologyError
+from placer.topology.extended import advertised
 from placer.topology.inventory import ReplicaAllocation, RunningJob
 from placer.topology.layered import Layered
 from placer.topology.model import Coord
@@ -45,6 +46,8 @@ class NodeUsage:
     shm_gb: float = 0.0
     gpus: Mapping[int, tuple[tuple[str, int], ...]] = field(default_factory=dict)
     jobs: tuple[str, ...] = ()
+    #: Extended resources held (``ReplicaAllocation.extra``), by name.
+    extra: Mapping[str, float] = field(default_factory=dict)
 
     def gpu_milli_used(self, index: int) -> int:
         """Milli-GPUs of GPU ``index`` held (1000 = the whole GPU)."""
@@ -163,7 +166,15 @@ class _Ledger:
             shm_gb=usage.shm_gb + rep.shm_gb,
             gpus=gpus,
             jobs=usage.jobs if job in usage.jobs else (*usage.jobs, job),
+            extra=_summed(usage.extra, rep.extra) if rep.extra else usage.extra,
         )
+        for what in sorted(rep.extra):
+            held, has = new.extra[what], advertised(node, what)
+            if held > has + _EPS:
+                self._problem(
+                    item, f"node {name!r}: {what} over-committed: {held:g} in use, the node has {has:g}"
+                )
+                ok = False
         for what, used_, cap, unit in (
             ("cpu", new.cpu_cores, node.cpu_cores, "cores"),
             ("memory", new.memory_gb, node.memory_gb, "GB"),
@@ -258,6 +269,7 @@ class _Ledger:
                     memory_gb=rebuilt.memory_gb + rep.memory_gb,
                     storage_gb=rebuilt.storage_gb + rep.storage_gb,
                     shm_gb=rebuilt.shm_gb + rep.shm_gb,
+                    extra=_summed(rebuilt.extra, rep.extra) if rep.extra else rebuilt.extra,
                 )
         jobs = tuple(j for j in usage.jobs if j != job_id)
         if jobs:
@@ -303,3 +315,11 @@ def remove_jobs(structure: Structure, state: State, job_ids: Iterable[str], sour
     for job_id in job_ids:
         ledger.remove_job(job_id)
     return ledger.state()
+
+
+def _summed(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
+    """Extended-resource amounts ``a`` plus ``b``, name by name."""
+    out = dict(a)
+    for name, amount in b.items():
+        out[name] = out.get(name, 0.0) + amount
+    return out

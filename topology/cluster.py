@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from placer.topology.allocations import WHOLE, NodeUsage, State, apply_jobs, remove_jobs
 from placer.topology.catalog import canonical_gpu_type
 from placer.topology.errors import Problem, TopologyError
+from placer.topology.extended import advertised
 from placer.topology.inventory import Inventory, RunningJob
 from placer.topology.model import Coord, Gpu, Node, NodeFree, NvlinkDomain, TpuPod
 from placer.topology.structure import Structure
@@ -163,6 +164,11 @@ class Cluster:
             gpus=self.free_gpus(node),
             gpu_milli=self.free_gpu_milli(node),
         )
+
+    def free_extra(self, node: str, name: str) -> float:
+        """How much of extended resource ``name`` no job holds on ``node`` (``NodeSpec.extra``)."""
+        held = self.state.nodes.get(node, _NO_USAGE).extra.get(name, 0.0)
+        return advertised(self.node(node), name) - held
 
     def free_cpu(self, node: str) -> float:
         """Cores no job holds on ``node``."""

@@ -128,6 +128,25 @@ class NodeSpec(_Strict):
     runtimes: list[str] = Field(default_factory=list)
     inner: list[InnerVertex] = Field(default_factory=list)
     rank: int | None = Field(default=None, ge=0)
+    #: Counted resources beyond cores, memory, storage, shm and GPUs, by name: a Kubernetes extended
+    #: resource of ``status.allocatable`` (``vpc.amazonaws.com/efa``, ``rdma/hca``, a MIG slice
+    #: ``nvidia.com/mig-1g.10gb``), ``hugepages-<size>`` in bytes. The replicas placed on the node count
+    #: them down (:mod:`placer.topology.extended`).
+    extra: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_extra(self) -> NodeSpec:
+        _check_amounts(self.extra, "extra")
+        return self
+
+
+def _check_amounts(amounts: dict[str, float], field: str) -> None:
+    """Extended-resource amounts: a non-empty name, a finite amount >= 0."""
+    for name, amount in amounts.items():
+        if not name:
+            raise ValueError(f"{field}: a resource name must not be empty")
+        if not 0 <= amount < float("inf"):
+            raise ValueError(f"{field}.{name}: an amount must be finite and >= 0, got {amount!r}")
 
 
 class TpuPodSpec(_Strict):
@@ -177,9 +196,12 @@ class ReplicaAllocation(_Strict):
     memory_gb: float = Field(default=0, ge=0)
     storage_gb: float = Field(default=0, ge=0)
     shm_gb: float = Field(default=0, ge=0)
+    #: Extended resources the replica holds on its node (``NodeSpec.extra``), by name.
+    extra: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> ReplicaAllocation:
+        _check_amounts(self.extra, "extra")
         if self.node is None and self.tpu_pod is None:
             raise ValueError("a replica allocation needs a node or a tpu_pod")
         if self.gpu_milli is not None and len(self.gpus) != 1:

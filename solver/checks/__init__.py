@@ -25,7 +25,7 @@ module              rules
 ``plans``           18 planned starts (conservative backfill)
 ``shape``           19 Flux shapes inside a node (sockets with their cores and GPUs)
 ``throttle``        20 at most ``max_running`` jobs, ``max_gpus`` GPUs per group (%N, QOS)
-``extended``        21 extended resources (Flux resource types, SSS Resource) a node advertises
+``extended``        21 extended resources (Kubernetes, Flux types, SSS Resource), counted per node
 ==================  ==========================================================================
 
 Cost: O(replicas + chips + nodes touched); nothing loops over the cluster's nodes or GPUs.
@@ -56,7 +56,7 @@ from placer.solver.checks.alternatives import shaped
 from placer.solver.checks.budgets import check_budgets
 from placer.solver.checks.context import build_context
 from placer.solver.checks.devices import check_devices
-from placer.solver.checks.extended import check_extended
+from placer.solver.checks.extended import check_extended, check_extended_counts
 from placer.solver.checks.gang import check_gang
 from placer.solver.checks.nodes import check_accelerator, check_model_version, check_nodes
 from placer.solver.checks.nvlink import check_nvlink
@@ -118,6 +118,7 @@ def check(
             out.extend(check_model_version(ctx, job, rep))
             out.extend(check_extended(ctx, job, rep))
     out.extend(check_devices(ctx))
+    out.extend(check_extended_counts(ctx))
     out.extend(check_shapes(ctx))
     taken: dict[tuple[str, tuple[int, ...]], str] = {}
     for placement, job in ctx.placed:

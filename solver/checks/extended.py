@@ -1,13 +1,17 @@
-"""Rule 21: a replica that asks for an extended resource lies on a node that advertises at least that much.
+"""Rule 21: a replica that asks for an extended resource takes it on a node that has that much free.
 
-Why: a Flux jobspec may ask for any resource type (RFC 14: ``ib10g``, ``ssd``), an SSS job for any
-consumable (§5.1.8 ``Resource name="License"``, §5.1.7 ``Swap``, ``Network``); a task group keeps them
-in ``extra``, per replica. A node has such a resource when a Flux graph describes vertices of that type
-inside it (their sizes summed) or, for any source, when a numeric label says how much: ``resource.<name>``
-with ``:`` written ``.`` (``resource.License.MATLAB``), and ``swap_gb`` / ``network`` for SSS ``Swap`` and
-``Network``. The amount is compared per replica; the rule does not count it down across the jobs on a
-node (``docs/placement-rules.md``). Written from that text, sharing no code with the engines'
-``placer.topology.extended``.
+Why: a Kubernetes pod may ask for an extended resource (``vpc.amazonaws.com/efa``, ``rdma/hca``, a MIG
+slice) or huge pages, a Flux jobspec for any resource type (RFC 14: ``ib10g``, ``ssd``), an SSS job for
+any consumable (§5.1.8 ``Resource name="License"``, §5.1.7 ``Swap``, ``Network``); a task group keeps them
+in ``extra``, per replica. A node has such a resource when its inventory entry says how much (``extra``,
+from a Kubernetes node's ``status.allocatable``), else when a Flux graph describes vertices of that type
+inside it (their sizes summed), else when a numeric label says how much: ``resource.<name>`` with ``:``
+written ``.`` (``resource.License.MATLAB``), and ``swap_gb`` / ``network`` for SSS ``Swap`` and
+``Network``; a Kubernetes node's ``pods`` (every pod takes one; a node that does not state it has no
+such limit). Each replica must say it takes at least what its group asks (``extra`` of the replica), and
+on each node what the running jobs hold plus what the decision's replicas take is at most what the node
+has, as kube-scheduler counts extended resources (``docs/placement-rules.md``). Written from that text,
+sharing no code with the engines' ``placer.topology.extended``.
 
 >>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement as Rep
 >>> from placer.solver.jobs.model import Job, TaskGroup
@@ -17,7 +21,7 @@ node (``docs/placement-rules.md``). Written from that text, sharing no code with
 >>> cluster = build_cluster(Inventory(nodes=[ib, NodeSpec(name="plain", cpu_cores=4)]), source="t")
 >>> job = Job(id="j", tasks=[TaskGroup(cpu_cores=1, extra={"ib10g": 1})])
 >>> def rules(node):
-...     rep = Rep(node=node, cpu_cores=1)
+...     rep = Rep(node=node, cpu_cores=1, extra={"ib10g": 1})
 ...     ctx = build_context(Decision(placements=[JobPlacement(job="j", replicas=[rep])]), [job], cluster)
 ...     return [v.rule for v in check_extended(ctx, job, rep)]
 >>> rules("ib"), rules("plain")
@@ -34,7 +38,7 @@ from placer.solver.decision import ReplicaPlacement
 from placer.solver.jobs.model import Job
 from placer.topology import InnerVertex, Node
 
-__all__ = ["check_extended"]
+__all__ = ["check_extended", "check_extended_counts"]
 
 
 def check_extended(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Violation]:
@@ -44,17 +48,58 @@ def check_extended(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Vi
         return
     node = ctx.cluster.node(rep.node)
     for name, amount in sorted(group.extra.items()):
+        if amount <= 0:
+            continue
         has = _has(node, name)
         if has + 1e-9 < amount:
             yield Violation(
                 "extended",
                 job.id,
-                f"task group {group.name} asks {amount:g} {name} per replica; the node advertises {has:g}",
+                f"task group {group.name} asks {amount:g} {name} per replica; the node has {has:g}",
+                rep.node,
+            )
+        taken = rep.extra.get(name, 0.0)
+        if taken + 1e-9 < amount:
+            yield Violation(
+                "extended",
+                job.id,
+                f"task group {group.name} asks {amount:g} {name} per replica; the replica takes {taken:g}",
                 rep.node,
             )
 
 
+def check_extended_counts(ctx: Context) -> Iterator[Violation]:
+    """Rule 21 across replicas: per node and extended resource, what running jobs (after the decision's
+    evictions) hold plus what every replica of the decision takes is at most what the node has."""
+    taken: dict[tuple[str, str], float] = {}
+    last: dict[tuple[str, str], str] = {}
+    for p in ctx.decision.placements:
+        for rep in p.replicas:
+            if rep.tpu_pod is not None or not ctx.cluster.has_node(rep.node):
+                continue
+            for name, amount in rep.extra.items():
+                taken[(rep.node, name)] = taken.get((rep.node, name), 0.0) + amount
+                last[(rep.node, name)] = p.job
+    for (node_name, name), placed in sorted(taken.items()):
+        if placed <= 0:
+            continue
+        running = ctx.cluster.usage(node_name).extra.get(name, 0.0)
+        has = _has(ctx.cluster.node(node_name), name)
+        if running + placed > has + 1e-6:
+            yield Violation(
+                "extended",
+                last[(node_name, name)],
+                f"{name} over-committed: {running:g} held by running jobs + {placed:g} placed = "
+                f"{running + placed:g}, the node has {has:g}",
+                node_name,
+            )
+
+
 def _has(node: Node, name: str) -> float:
+    if name in node.spec.extra:
+        return float(node.spec.extra[name])
+    if name == "pods":  # a Kubernetes node's pod slots: a node that does not say has no such limit
+        return float("inf")
     counted = [v.size for v in _vertices(node.spec.inner) if v.type == name]
     if counted:
         return float(sum(counted))

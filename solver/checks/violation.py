@@ -82,8 +82,9 @@ RULES: dict[str, str] = {
     "reservation-backfill": "15. work started now by other jobs ends before a reservation that starts later "
     "needs its capacity",
     "reservation-plan": "15. plans of other jobs leave a reservation's capacity free while it is held",
-    "extended": "21. a replica asking for an extended resource (a Flux resource type, an SSS Resource, Swap "
-    "or Network) is on a node that advertises at least that much",
+    "extended": "21. a replica asking for an extended resource (a Kubernetes extended resource or huge "
+    "pages, a Flux resource type, an SSS Resource, Swap or Network) takes it on a node that has that much "
+    "free",
 }
 
 

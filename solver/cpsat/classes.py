@@ -47,6 +47,8 @@ class NodeClass:
     milli: tuple[int, ...]  # free share per GPU that is partly used (sorted), for fractional packing
     cap_gpus: int
     scopes: dict[str, str | None]
+    #: Free amount of each extended resource the batch asks for (equal on every member).
+    extra: dict[str, float] = field(default_factory=dict)
     #: The members' inner tree and whole free GPUs, when the batch has Flux shapes to match on it.
     tree: InnerTree | None = None
     free_gpus: tuple[int, ...] = ()
@@ -75,6 +77,7 @@ def build_classes(
     price_codes: np.ndarray | None = None,
     shape_codes: np.ndarray | None = None,
     pref_codes: np.ndarray | None = None,
+    extra: tuple[str, ...] = (),
 ) -> tuple[list[NodeClass], np.ndarray, bool]:
     """Partition the ``relevant`` nodes into classes; returns the classes, a node -> class index map
     (-1 for nodes outside every class), and whether free amounts were compared exactly. ``price_codes``
@@ -82,10 +85,12 @@ def build_classes(
     (equal for the same inner tree with the same GPUs free) nodes whose sockets differ, and gives each
     class its tree; ``pref_codes`` (equal where every unit of the batch has the same preference score)
     nodes the preference level tells apart — a node with the job's model loaded never merges with one
-    without it, so the model scores what greedy scores."""
+    without it, so the model scores what greedy scores. ``extra``: the extended resources the batch asks
+    for; nodes with different free amounts of one never merge."""
     snap = arrays.snap
     nodes = np.flatnonzero(relevant)
     partial = {int(n): _partial_shares(arrays, int(n)) for n in nodes}
+    extra_free = [arrays.extra_free(name) for name in extra]
 
     def key(n: int, q_cpu: float, q_mem: float) -> tuple[object, ...]:
         cpu, mem = float(arrays.cpu[n]), float(arrays.mem[n])
@@ -106,6 +111,12 @@ def build_classes(
             -1 if price_codes is None else int(price_codes[n]),
             -1 if shape_codes is None else int(shape_codes[n]),
             -1 if pref_codes is None else int(pref_codes[n]),
+            # Extended resources (a Kubernetes node's free pod slots differ with every pod) merge in
+            # buckets that double as CPU's quantum does; a class holds the least of its members.
+            tuple(
+                float(np.floor(f[n] / (q_cpu / policy.cpu_quantum))) if q_cpu else float(f[n])
+                for f in extra_free
+            ),
         )
 
     q_cpu, q_mem = 0.0, 0.0
@@ -137,6 +148,7 @@ def build_classes(
                 milli=partial[members[0]],
                 cap_gpus=int(arrays.cap_gpus[members[0]]),
                 scopes={s: scope_value(snap, members[0], s) for s in scopes},
+                extra={name: float(f[m].min()) for name, f in zip(extra, extra_free, strict=True)},
                 tree=None if shape_codes is None or shape_codes[members[0]] < 0 else snap.tree(members[0]),
                 free_gpus=snap.nodes[members[0]].free_gpus,
             )

@@ -265,13 +265,26 @@ class Model(Hinting, Searching, Realizing):
         for k, (n, nus) in enumerate(sorted(on_node.items())):
             if k % 32 == 0:
                 b._tick()
-            free = (arrays.gpus[n], arrays.cpu[n], arrays.mem[n], arrays.storage[n], arrays.shm[n])
-            held = {v.id: held_on(v, snap.nodes[n].name) for v in b.direct[n]}
+            extra = tuple(sorted({name for nu in nus for name, _ in nu.unit.need.extra}))
+            free = (
+                arrays.gpus[n],
+                arrays.cpu[n],
+                arrays.mem[n],
+                arrays.storage[n],
+                arrays.shm[n],
+                *(arrays.extra_free(name)[n] for name in extra),
+            )
+            held = {v.id: held_on(v, snap.nodes[n].name, extra) for v in b.direct[n]}
             rows = []
             for nu in nus:
                 y = self.y[(nu.p, nu.ui, n)]
                 rows.append(
-                    (evict_rank(self.plans[nu.p].job), need_vec(nu.unit), y, self.y_ub[(nu.p, nu.ui, n)])
+                    (
+                        evict_rank(self.plans[nu.p].job),
+                        need_vec(nu.unit, extra),
+                        y,
+                        self.y_ub[(nu.p, nu.ui, n)],
+                    )
                 )
             # Levels that free the same victims need only their highest row (it contains the others).
             levels = sorted({rk for rk, _, _, _ in rows})
@@ -281,13 +294,15 @@ class Model(Hinting, Searching, Realizing):
             for level in sorted(top_of.values()):
                 group = [(need, y, ub) for rk, need, y, ub in rows if rk <= level]
                 freed = [v for v in b.direct[n] if v.rank < level]
-                for r in range(5):
+                for r in range(len(free)):
                     if not np.isfinite(free[r]):
                         continue
                     worst = sum(need[r] * ub for need, _, ub in group)
                     if worst <= free[r] + 1e-9:
                         continue  # cannot bind: even every replica there fits the free amount
-                    scale = 1 if r == 0 else 1000  # fractional cores/GB: thousandths, rounded safely
+                    # Fractional cores/GB: thousandths, rounded safely; whole GPUs and extended resources
+                    # (counts, or bytes of huge pages) as they are.
+                    scale = 1 if r == 0 or r >= 5 else 1000
                     terms = [(y, int(np.ceil(need[r] * scale - 1e-6))) for need, y, _ in group if need[r]]
                     terms += [(self.e[v.id], -int(np.floor(held[v.id][r] * scale + 1e-6))) for v in freed]
                     cap = int(np.floor(float(free[r]) * scale + 1e-6))

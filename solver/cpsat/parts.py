@@ -172,15 +172,19 @@ def value(terms: list[tuple[cp_model.IntVar, int]], values: dict[cp_model.IntVar
     return sum(k * values.get(v, 0) for v, k in terms)
 
 
-def need_vec(unit: Unit) -> tuple[float, float, float, float, float]:
+def need_vec(unit: Unit, extra: tuple[str, ...] = ()) -> tuple[float, ...]:
+    """What one replica takes on its node: whole GPUs, cores, GB of memory/storage/shm, then the amount of
+    each extended resource of ``extra``."""
     n = unit.need
-    return (n.gpus, n.cpu, n.mem, n.storage, n.shm)
+    asked = dict(n.extra)
+    return (n.gpus, n.cpu, n.mem, n.storage, n.shm, *(asked.get(name, 0.0) for name in extra))
 
 
-def held_on(v: Victim, node: str) -> tuple[float, float, float, float, float]:
+def held_on(v: Victim, node: str, extra: tuple[str, ...] = ()) -> tuple[float, ...]:
     """What a victim holds on one node: whole GPUs (shares count nothing: a shared GPU frees no whole GPU
-    unless every share leaves, which this conservative count ignores), cores, GB of memory/storage/shm."""
-    out = [0.0, 0.0, 0.0, 0.0, 0.0]
+    unless every share leaves, which this conservative count ignores), cores, GB of memory/storage/shm,
+    then the amount of each extended resource of ``extra``."""
+    out = [0.0] * (5 + len(extra))
     for r in v.job.replicas:
         if r.node == node:
             out[0] += 0 if r.gpu_milli is not None else len(r.gpus)
@@ -188,4 +192,6 @@ def held_on(v: Victim, node: str) -> tuple[float, float, float, float, float]:
             out[2] += r.memory_gb
             out[3] += r.storage_gb
             out[4] += r.shm_gb
-    return (out[0], out[1], out[2], out[3], out[4])
+            for k, name in enumerate(extra):
+                out[5 + k] += r.extra.get(name, 0.0)
+    return tuple(out)

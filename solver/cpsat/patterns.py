@@ -58,6 +58,8 @@ class ItemType:
     storage: float
     shm: float
     tag: tuple[object, ...] | None = None
+    #: Extended resources per replica, ``(name, amount)`` sorted (``Need.extra``).
+    extra: tuple[tuple[str, float], ...] = ()
     cap: int | None = None
     exclusive: bool = False
     conflicts: frozenset[tuple[object, ...]] = field(default_factory=frozenset)
@@ -146,6 +148,12 @@ def fits(cls: NodeClass, types: list[ItemType], counts: dict[int, int]) -> bool:
         or shm > cls.shm + EPS
     ):
         return False
+    extra: dict[str, float] = {}
+    for t_idx, k in counts.items():
+        for name, amount in types[t_idx].extra if k > 0 else ():
+            extra[name] = extra.get(name, 0.0) + amount * k
+    if any(total > cls.extra.get(name, 0.0) + EPS for name, total in extra.items()):
+        return False
     if exclusive_tag is not None and (
         len(tags) > 1 or any(types[i].tag is None for i in counts if counts[i])
     ):
@@ -231,6 +239,7 @@ class Packer:
         "counts",
         "cpu",
         "exclusive",
+        "extra",
         "gpus",
         "mem",
         "shm",
@@ -251,6 +260,7 @@ class Packer:
             cls.shm,
         )
         self.bins = list(cls.milli)
+        self.extra = dict(cls.extra)
         self.counts: dict[int, int] = {}
         self.tags: set[tuple[object, ...]] = set()
         self.exclusive: tuple[object, ...] | None = None
@@ -268,6 +278,7 @@ class Packer:
             or t.mem > self.mem + EPS
             or t.storage > self.storage + EPS
             or t.shm > self.shm + EPS
+            or any(amount > self.extra.get(name, 0.0) + EPS for name, amount in t.extra)
         ):
             return False
         if self.exclusive is not None and t.tag != self.exclusive:
@@ -297,6 +308,8 @@ class Packer:
         self.mem -= t.mem
         self.storage -= t.storage
         self.shm -= t.shm
+        for name, amount in t.extra:
+            self.extra[name] -= amount
         self.counts[i] = k + 1
         if t.tag is None:
             self.untagged += 1

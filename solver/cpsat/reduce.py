@@ -143,6 +143,7 @@ class Builder:
             price_codes=None if self.pricing is None else self.pricing.price_codes(),
             shape_codes=self._shape_codes(node_units, relevant),
             pref_codes=pref_codes(node_units),
+            extra=tuple(sorted({name for nu in node_units for name, _ in nu.unit.need.extra})),
         )
         if 0 < self.policy.lns_above_size < len(classes) * len(node_units):
             raise TooBig(len(classes))
@@ -301,6 +302,7 @@ class Builder:
                         up(n.mem, q_mem),
                         up(n.storage, q_mem),
                         up(n.shm, q_mem),
+                        n.extra,
                         s,
                     )
                     for n, s in distinct
@@ -336,6 +338,7 @@ class Builder:
                 mem=up(need.mem, qm),
                 storage=up(need.storage, qm),
                 shm=up(need.shm, qm),
+                extra=need.extra,
                 tag=tag,
                 cap=caps.get(tag) if tag is not None else None,
                 exclusive=nu.unit.exclusive,
@@ -343,10 +346,10 @@ class Builder:
                 shape_key=shape_key(nu.unit),
                 structure=nu.unit.structure if shaped_unit(nu.unit) else (),
             )
-            if not (t.gpus or t.milli or t.cpu or t.mem or t.storage or t.shm) and t.cap is None:
+            if not (t.gpus or t.milli or t.cpu or t.mem or t.storage or t.shm or t.extra) and t.cap is None:
                 # A replica that takes nothing: any number fits, so cap it at what the batch could ask.
                 t = replace(t, cap=sum(o.unit.replicas for o in node_units))
-            key = (t.gpus, t.milli, t.cpu, t.mem, t.storage, t.shm, t.tag, t.shape_key)
+            key = (t.gpus, t.milli, t.cpu, t.mem, t.storage, t.shm, t.extra, t.tag, t.shape_key)
             if key not in index:
                 index[key] = len(types)
                 types.append(t)

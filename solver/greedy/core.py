@@ -713,9 +713,11 @@ def _replica_cap(unit: Unit, cand: UnitCandidates, state: State, arrays: NodeArr
         (state.mem, need.mem),
         (state.storage, need.storage),
         (state.shm, need.shm),
+        *((state.free_extra(name), amount) for name, amount in need.extra),
     ):
-        if amount:
-            per = np.minimum(per, np.floor(free[nodes] / amount + 1e-9).astype(np.int64))
+        if amount:  # an unlimited amount (a node stating no pod slots) bounds nothing
+            fit = np.minimum(free[nodes] / amount + 1e-9, 1 << 20)
+            per = np.minimum(per, np.floor(fit).astype(np.int64))
     return int(per.sum())
 
 

@@ -182,6 +182,12 @@ def _fits_with(
             short = (cpu, state.cpu[n]), (mem, state.mem[n]), (sto, state.storage[n]), (shm, state.shm[n])
             if any(have < want - eps for want, have in short):
                 return False
+            extra: dict[str, float] = {}
+            for r in reps:
+                for name, amount in r.unit.need.extra:
+                    extra[name] = extra.get(name, 0.0) + amount
+            if any(state.free_extra(name)[n] < want - eps for name, want in extra.items()):
+                return False
             if any(r.unit.exclusive for r in reps) and not state.empty[n]:
                 return False
             if not _shapes_fit(n, reps, state):

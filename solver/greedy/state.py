@@ -100,6 +100,10 @@ class State:
     #: whenever the node changes, so greedy does not match a full node again and again.
     no_shape: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
     _shape_keys: dict[int, tuple[object, str]] = field(default_factory=dict)
+    #: Free amount of each extended resource a replica asked for, per node (:meth:`free_extra`, copied
+    #: from the arrays on first use: most decisions ask for none).
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+    _arrays: NodeArrays | None = field(default=None, repr=False)
 
     @staticmethod
     def of(arrays: NodeArrays) -> State:
@@ -114,7 +118,19 @@ class State:
             empty=arrays.empty.copy(),
             closed=np.zeros(len(arrays.snap.nodes), dtype=bool),
             pod_used={p.idx: set(p.used) for p in arrays.snap.pods},
+            _arrays=arrays,
         )
+
+    def free_extra(self, name: str) -> np.ndarray:
+        """The free amount of extended resource ``name`` per node, as this decision left it."""
+        free = self.extra.get(name)
+        if free is None:
+            if self._arrays is not None:
+                free = self._arrays.extra_free(name).copy()
+            else:
+                free = np.fromiter((v.free_extra(name) for v in self.snap.nodes), dtype=np.float64)
+            self.extra[name] = free
+        return free
 
     def fits(self, unit: Unit) -> np.ndarray:
         need, eps = unit.need, 1e-9
@@ -122,6 +138,8 @@ class State:
         ok &= (self.storage >= need.storage - eps) & (self.shm >= need.shm - eps) & ~self.closed
         if need.milli:
             ok &= self.milli >= need.milli
+        for name, amount in need.extra:
+            ok &= self.free_extra(name) >= amount - eps
         if unit.exclusive:
             ok &= self.empty
         return ok
@@ -139,6 +157,7 @@ class State:
             and self.mem[node] >= need.mem - eps
             and self.storage[node] >= need.storage - eps
             and self.shm[node] >= need.shm - eps
+            and all(self.free_extra(name)[node] >= amount - eps for name, amount in need.extra)
             and (not shape or self.fits_shape(node, unit))
         )
 
@@ -238,12 +257,20 @@ class State:
         self.mem[node] -= need.mem
         self.storage[node] -= need.storage
         self.shm[node] -= need.shm
+        for name, amount in need.extra:
+            self._take_extra(node, name, amount)
         self.empty[node] = False
         if unit.exclusive:
             self.closed[node] = True
         if sh is not None:
             self.shaped_on.setdefault(node, []).append((sh[1], gpus))
         return gpus, share
+
+    def _take_extra(self, node: int, name: str, amount: float) -> None:
+        """Take ``amount`` of extended resource ``name`` on ``node`` (negative: give it back), logged."""
+        free = self.free_extra(name)
+        self.log.append(("extra", node, name, float(free[node])))
+        free[node] -= amount
 
     def _remember(self, node: int) -> None:
         """Log a node's amounts before a change (for :meth:`rollback`) and load its GPU lists."""
@@ -293,6 +320,8 @@ class State:
                 self.mem[n] += r.memory_gb
                 self.storage[n] += r.storage_gb
                 self.shm[n] += r.shm_gb
+                for name, amount in r.extra.items():
+                    self._take_extra(n, name, -amount)
                 left = self.running_left.get(n, len(snap.nodes[n].running)) - 1
                 self.running_left[n] = left
                 self.empty[n] = left <= 0 and not self.taken.get(n, 0)
@@ -350,6 +379,9 @@ class State:
                     self.milli_idx.pop(n, None)
                 else:
                     self.free_idx[n], self.milli_idx[n] = free, shares
+            elif kind == "extra":
+                self.extra[entry[2]][entry[1]] = entry[3]  # type: ignore[index]
+                self.changed.add(entry[1])  # type: ignore[arg-type]
             elif kind == "labels":
                 self.labels_on[entry[1]].pop()
             elif kind == "pod":

@@ -40,15 +40,21 @@ def _cluster(one_entry_per_node: bool = False):  # type: ignore[no-untyped-def]
     write them: nodes of a template going down rebuild the cluster, a node of its own is flipped in place
     (``topology/availability.py``), and the session's pieces move forward by it (``Prepared.advanced``)."""
     c = cluster_of(dgx_h100(3, nodes_per_rack=2), pcie_inference(3, gpus_per_node=4), cpu_nodes(2))
-    if not one_entry_per_node:
-        return c
     inv = c.to_inventory()
+    # The DGXs have 32 EFA interfaces each (counted per node: the "efa" jobs below ask for 8 to 32).
+    nodes = [n.model_copy(update={"extra": {EFA: 32}}) if n.name.startswith("dgx") else n for n in inv.nodes]
+    inv = inv.model_copy(update={"nodes": nodes})
+    if not one_entry_per_node:
+        return build_cluster(inv)
     return build_cluster(inv.model_copy(update={"nodes": list(Inventory(nodes=inv.nodes).expanded_nodes())}))
+
+
+EFA = "vpc.amazonaws.com/efa"
 
 
 @st.composite
 def job(draw: st.DrawFn, k: int) -> Job:
-    kind = draw(st.sampled_from(["whole", "share", "cpu", "gang"]))
+    kind = draw(st.sampled_from(["whole", "share", "cpu", "gang", "efa"]))
     cls = draw(st.sampled_from(["spot", "on-demand", "reserved"]))
     if kind == "whole":
         task = TaskGroup(cpu_cores=draw(st.integers(1, 32)), gpu=GpuDemand(count=draw(st.integers(1, 8))))
@@ -56,6 +62,8 @@ def job(draw: st.DrawFn, k: int) -> Job:
         task = TaskGroup(cpu_cores=2, gpu=GpuDemand(count=1, share_milli=draw(st.sampled_from([250, 500]))))
     elif kind == "cpu":
         task = TaskGroup(cpu_cores=draw(st.integers(1, 64)))
+    elif kind == "efa":
+        task = TaskGroup(cpu_cores=4, gpu=GpuDemand(count=1), extra={EFA: draw(st.sampled_from([8, 16, 32]))})
     else:
         task = TaskGroup(count=2, cpu_cores=8, gpu=GpuDemand(count=draw(st.sampled_from([4, 8]))))
     return Job(

@@ -69,6 +69,7 @@ from itertools import product
 from typing import Any
 
 from placer.topology.catalog import parse_shape, tpu_generation_from_gke, tpu_info
+from placer.topology.extended import POD_SLOTS, is_kubernetes_extra
 from placer.topology.importers._common import (
     GB,
     UNKNOWN_AMD_GPU,
@@ -368,6 +369,7 @@ def _node(
             item, f"{where} has both {GPU_RESOURCE} and {AMD_GPU_RESOURCE}: a node holds one GPU type"
         )
     chips = _count(_quantity(resources, TPU_RESOURCE, item, problems, where), TPU_RESOURCE, item, problems)
+    extra = _extra(resources, item, problems, where)
     taints, blocking = _taints(spec_obj.get("taints"), item, problems)
     unschedulable = spec_obj.get("unschedulable", False)
     if not isinstance(unschedulable, bool):
@@ -391,6 +393,8 @@ def _node(
         "ready": ready,
         "capacity_class": _capacity_class(labels),
     }
+    if extra:
+        spec["extra"] = extra
     record = _Node(index=index, item=item, spec=spec, blocking_taints=blocking)
     if L_TPU_ACCEL in labels:
         record.tpu_accelerator = labels[L_TPU_ACCEL]
@@ -402,6 +406,25 @@ def _node(
     if gpu is not None:
         spec["gpus"] = gpu
     return record if len(problems.items) == before else None
+
+
+def _extra(resources: dict[str, Any], item: str, problems: Problems, where: str) -> dict[str, float]:
+    """The counted resources of a node's allocatable beyond its own fields (:func:`is_kubernetes_extra`):
+    extended resources as whole counts, huge pages in bytes, and ``pods``, the most pods the kubelet runs
+    (:data:`POD_SLOTS`); zeros left out."""
+    out: dict[str, float] = {}
+    for key in sorted(
+        k for k in resources if isinstance(k, str) and (is_kubernetes_extra(k) or k == POD_SLOTS)
+    ):
+        value = _quantity(resources, key, item, problems, where)
+        if value is None:
+            continue
+        amount = (
+            float(value) if key.startswith("hugepages-") else _count(value, f"{where}.{key}", item, problems)
+        )
+        if amount > 0:
+            out[key] = amount
+    return out
 
 
 def _first(labels: dict[str, str], keys: tuple[str, ...]) -> str | None:
@@ -667,7 +690,8 @@ _RESOURCE_KEYS = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE, AMD_GPU_RE
 
 def _container_request(c: Any, item: str, problems: Problems) -> dict[str, Decimal]:
     """One container's requests; a missing request defaults to the limit (Kubernetes' defaulting), and
-    extended resources (GPUs, TPUs) are read from limits first."""
+    extended resources (GPUs, TPUs, the others :func:`is_kubernetes_extra` names) and huge pages are read
+    from limits first (their requests must equal their limits)."""
     if not isinstance(c, dict):
         problems.add(item, f"a container must be an object, got {short(c)}")
         return {}
@@ -681,8 +705,9 @@ def _container_request(c: Any, item: str, problems: Problems) -> dict[str, Decim
         problems.add(item, "resources.requests and resources.limits must be objects")
         return {}
     out: dict[str, Decimal] = {}
-    for key in _RESOURCE_KEYS:
-        extended = key in (GPU_RESOURCE, AMD_GPU_RESOURCE, TPU_RESOURCE)
+    counted = sorted({k for k in (*limits, *requests) if isinstance(k, str) and is_kubernetes_extra(k)})
+    for key in (*_RESOURCE_KEYS, *counted):
+        extended = key not in ("cpu", "memory", "ephemeral-storage")
         first, second = (limits, requests) if extended else (requests, limits)
         source = first if key in first else second
         value = _quantity(source, key, item, problems, "resources")
@@ -852,6 +877,9 @@ def _running(
             "memory_gb": float(req.get("memory", 0) / GB),
             "storage_gb": float(req.get("ephemeral-storage", 0) / GB),
         }
+        held = {k: float(v) for k, v in sorted(req.items()) if is_kubernetes_extra(k) and v > 0}
+        if pod.node not in tpu_hosts:
+            alloc["extra"] = {**held, POD_SLOTS: 1.0}  # every pod takes one of its node's pod slots
         if not gpus and not chips and not any(v for v in req.values()):
             skipped["requesting nothing"] = skipped.get("requesting nothing", 0) + 1
             continue

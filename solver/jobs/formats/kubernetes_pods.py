@@ -9,7 +9,11 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   ``cpu`` -> cores, ``memory`` -> GB (2^30 bytes), ``ephemeral-storage`` -> storage GB, ``nvidia.com/gpu``
   and ``amd.com/gpu`` -> whole GPUs (of AMD types only for ``amd.com/gpu``, of no AMD type for
   ``nvidia.com/gpu``: each device plugin advertises its own vendor's), ``google.com/tpu`` -> TPU chips;
-  another extended resource (EFA, RDMA, a MIG slice) or ``hugepages-*`` is refused, not read past;
+  any other extended resource (EFA ``vpc.amazonaws.com/efa``, RDMA ``rdma/...``, a MIG slice
+  ``nvidia.com/mig-1g.10gb``; whole counts) and ``hugepages-<size>`` (bytes) -> the task group's
+  ``extra``, which both engines and the checker count per node against the node's allocatable, as
+  kube-scheduler does; a name that is neither is refused, not read past; and one ``pods`` (every pod takes
+  one of its node's pod slots, a Kubernetes node's allocatable ``pods``);
 * ``nodeSelector`` -> node selector; ``affinity.nodeAffinity`` required terms (ORed, their expressions
   ANDed; ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt``, ``Lt``) -> required rules, preferred
   terms of one expression -> preferred rules with their weight (1-100);
@@ -84,8 +88,10 @@ from placer.solver.jobs.model import (
     TpuDemand,
 )
 from placer.topology.catalog import gpu_info, gpu_types
+from placer.topology.extended import POD_SLOTS, is_kubernetes_extra
 from placer.topology.importers._common import UNKNOWN_AMD_GPU, Problems
 from placer.topology.importers.kubernetes import host_ports, pod_request, priority_class_for
+from placer.topology.importers.quantity import parse_quantity
 
 __all__ = [
     "AMD_GPU",
@@ -365,6 +371,8 @@ def template_group(
     if nvidia:  # nvidia.com/gpu is advertised by NVIDIA's device plugin alone: never an AMD node's GPUs
         placement = placement.model_copy(update={"required": [*placement.required, NOT_AMD]})
     chips = int(request.get("google.com/tpu", Decimal(0)))
+    extra = {k: float(v) for k, v in sorted(request.items()) if is_kubernetes_extra(k) and v > 0}
+    extra[POD_SLOTS] = 1.0  # the pod takes one of its node's pod slots (allocatable pods)
     try:
         group = TaskGroup(
             name=name,
@@ -375,6 +383,7 @@ def template_group(
             # amd.com/gpu: only AMD GPUs (the device plugin advertises it on AMD nodes alone).
             gpu=GpuDemand(count=gpus, types=list(AMD_TYPES) if amd else []) if gpus else None,
             tpu=TpuDemand(chip_count=chips) if chips else None,
+            extra=extra,
         )
     except ValidationError as e:
         errors.append(issue("range", _at(base, "spec"), str(e.errors()[0]["msg"])[:200]))
@@ -382,16 +391,15 @@ def template_group(
     return group, placement
 
 
-#: The container resources placer holds a pod to: CPU, memory, disk, whole GPUs and TPU chips.
+#: The container resources placer holds a pod to besides the counted ones :func:`is_kubernetes_extra`
+#: names: CPU, memory, disk, whole GPUs and TPU chips.
 MODELLED_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", *GPU_RESOURCES, "google.com/tpu"})
 
 
 def _unmodelled_resources(spec: dict[str, Any], base: str, errors: list[Issue]) -> None:
-    """Refuse a pod that asks for a resource placer does not account: an extended resource such as
-    ``vpc.amazonaws.com/efa`` (AWS EFA), ``rdma/...`` or ``nvidia.com/mig-1g.10gb`` (a MIG slice), or
-    ``hugepages-*``. kube-scheduler keeps such a pod off nodes without enough of it; read without it, the
-    pod would be placed on any node (a MIG pod as a CPU-only one), so it is refused, naming the
-    container's field, never read past. A quantity of 0 asks for nothing."""
+    """Refuse a pod that asks for a resource placer does not account (``storage``, ``pods``, a name
+    outside every domain), naming the container's field, never read past; and an extended resource that
+    is not a whole count (the API server refuses those). A quantity of 0 asks for nothing."""
     for kind in ("containers", "initContainers"):
         for i, c in enumerate(as_list(spec.get(kind))):
             res = c.get("resources") if isinstance(c, dict) else None
@@ -404,15 +412,33 @@ def _unmodelled_resources(spec: dict[str, Any], base: str, errors: list[Issue]) 
                     if name in MODELLED_RESOURCES or name in said or str(value).strip() in ("0", "0.0"):
                         continue
                     said.add(name)
-                    what = "a MIG slice" if str(name).startswith("nvidia.com/mig-") else "a resource"
-                    errors.append(
-                        issue(
-                            "unsupported",
-                            _at(base, f"spec.{kind}[{i}].resources.{part}.{name}"),
-                            f"{str(name)[:80]!r} is {what} placer does not account (it holds pods to CPU, "
-                            "memory, ephemeral-storage, whole GPUs and TPU chips)",
+                    where = _at(base, f"spec.{kind}[{i}].resources.{part}.{name}")
+                    if not is_kubernetes_extra(str(name)):
+                        errors.append(
+                            issue(
+                                "unsupported",
+                                where,
+                                f"{str(name)[:80]!r} is a resource placer does not account (it holds pods to "
+                                "CPU, memory, ephemeral-storage, GPUs, TPU chips, extended resources and "
+                                "huge pages)",
+                            )
                         )
-                    )
+                    elif not str(name).startswith("hugepages-") and not _whole(value):
+                        errors.append(
+                            issue(
+                                "range",
+                                where,
+                                f"an extended resource is a whole count, got {str(value)[:40]!r}",
+                            )
+                        )
+
+
+def _whole(value: Any) -> bool:
+    try:
+        q = parse_quantity(value)
+    except ValueError:
+        return True  # the request's own reading names a malformed quantity
+    return q == q.to_integral_value()
 
 
 def _expressions(raw: Any, path: str, errors: list[Issue]) -> list[Rule]:

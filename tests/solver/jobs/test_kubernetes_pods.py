@@ -355,42 +355,56 @@ def _container_asking(resources: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("resources", "path"),
+    ("resources", "extra"),
     [
         # AWS's EFA device plugin: a multi-node training pod asks for its node's EFA interfaces.
-        (
-            {"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}},
-            "spec.containers[0].resources.limits.vpc.amazonaws.com/efa",
-        ),
+        ({"limits": {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "32"}}, {"vpc.amazonaws.com/efa": 32}),
         # The GPU operator's mixed MIG strategy: a slice is its own resource, not nvidia.com/gpu.
+        ({"limits": {"nvidia.com/mig-1g.10gb": "1"}}, {"nvidia.com/mig-1g.10gb": 1}),
+        # Huge pages: a quantity in bytes (1Gi = 2^30); requests must equal limits, a request alone stands.
+        ({"requests": {"cpu": "2", "hugepages-2Mi": "1Gi"}}, {"hugepages-2Mi": 2**30}),
+        # An RDMA device plugin's shared device, asked in limits and requests alike: counted once.
+        ({"limits": {"rdma/rdma_shared_device_a": "1"}, "requests": {"rdma/rdma_shared_device_a": "1"}},
+         {"rdma/rdma_shared_device_a": 1}),
+    ],
+)  # fmt: skip
+def test_extended_resources_and_huge_pages_are_read_as_counted_extra(
+    resources: dict[str, Any], extra: dict[str, float]
+) -> None:
+    """kube-scheduler keeps a pod off nodes without enough of each extended resource free, and counts
+    the pods on a node against its allocatable; placer reads them into the task group's ``extra``, which
+    both engines and the checker count the same way (tests/solver/test_place_extended.py)."""
+    r = _with(_container_asking(resources))
+    assert r.ok and r.job is not None, r.errors
+    assert r.job.tasks[0].extra == {**extra, "pods": 1}  # and one of its node's pod slots
+
+
+@pytest.mark.parametrize(
+    ("resources", "code", "path"),
+    [
+        ({"limits": {"storage": "1Gi"}}, "unsupported", "spec.containers[0].resources.limits.storage"),
         (
-            {"limits": {"nvidia.com/mig-1g.10gb": "1"}},
-            "spec.containers[0].resources.limits.nvidia.com/mig-1g.10gb",
-        ),
-        (
-            {"requests": {"cpu": "2", "hugepages-2Mi": "1Gi"}},
-            "spec.containers[0].resources.requests.hugepages-2Mi",
+            {"limits": {"example.com/dongle": "1500m"}},
+            "range",
+            "spec.containers[0].resources.limits.example.com/dongle",
         ),
     ],
 )
-def test_a_resource_placer_does_not_account_is_refused_not_read_past(
-    resources: dict[str, Any], path: str
+def test_a_resource_placer_does_not_account_or_a_fractional_extended_one_is_refused(
+    resources: dict[str, Any], code: str, path: str
 ) -> None:
-    """Read past, a MIG pod would be a CPU-only job placed on any node, and an EFA pod placed on a node
-    without EFA: kube-scheduler keeps both off such nodes."""
+    """A name that is neither placer's own nor an extended resource nor huge pages is refused, not read
+    past; an extended resource is a whole count (the API server refuses 1500m of one)."""
     r = _with(_container_asking(resources))
-    assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", path)]
-    asked = path.split(".resources.", 1)[1].split(".", 1)[1]  # the resource's name, after limits/requests
-    assert repr(asked) in r.errors[0].message
+    assert not r.ok and [(e.code, e.path) for e in r.errors] == [(code, path)]
 
 
-def test_an_extended_resource_asked_as_zero_asks_for_nothing_and_one_asked_twice_is_one_error() -> None:
-    assert _with(_container_asking({"limits": {"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "0"}})).ok
-    both = _with(_container_asking({"limits": {"rdma/ib": "1"}, "requests": {"rdma/ib": "1"}}))
-    assert [e.path for e in both.errors] == ["spec.containers[0].resources.limits.rdma/ib"]
+def test_an_extended_resource_asked_as_zero_asks_for_nothing() -> None:
+    r = _with(_container_asking({"limits": {"nvidia.com/gpu": "1", "vpc.amazonaws.com/efa": "0"}}))
+    assert r.ok and r.job is not None and r.job.tasks[0].extra == {"pods": 1}
 
 
-def test_a_job_template_asking_for_efa_is_refused_at_the_templates_field() -> None:
+def test_a_job_template_asking_for_efa_asks_it_per_pod() -> None:
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -404,9 +418,9 @@ def test_a_job_template_asking_for_efa_is_refused_at_the_templates_field() -> No
         },
     }
     [r] = read_object(job, source="job.yaml")
-    assert [(e.code, e.path) for e in r.errors] == [
-        ("unsupported", "spec.template.spec.containers[0].resources.limits.vpc.amazonaws.com/efa")
-    ]
+    assert r.ok and r.job is not None
+    [g] = r.job.tasks
+    assert (g.count, g.extra) == (2, {"vpc.amazonaws.com/efa": 4, "pods": 1})
 
 
 def test_an_amd_gpu_pod_runs_on_amd_gpus_only(solve: Any) -> None:
