@@ -146,6 +146,8 @@ def decide(
             stats.engine = "greedy"
             stats.status = f"CPSAT_REJECTED_BY_CHECKER: {violations[0].message}"[:300]
             stats.objective = stats.greedy_objective
+    if stats.engine == "cpsat" and best is not greedy_best:
+        decision._greedy_answer = lambda: _explained(problem, greedy_best, admission, policy)
     _report_bound(stats, bounds)
     stats.status = problem_status(stats, proven)
     # Determinism: every phase cut by the wall clock is named; any of them makes the decision depend on

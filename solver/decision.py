@@ -20,6 +20,7 @@ added, never renamed. ``placer schema decision`` prints the JSON Schema.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -177,6 +178,10 @@ class Decision(_Out):
     #: Level-1 weight of each job of the batch (not serialized): lets a later step that withdraws a
     #: placement (backfill) keep ``stats.objective`` the objective of the final decision.
     _weights: dict[str, int] = PrivateAttr(default_factory=dict)
+    #: When CP-SAT's answer was chosen over greedy's: greedy's answer as a decision, made on demand (not
+    #: serialized; dropped once the call returns). Backfill may withdraw more of one answer than of the
+    #: other, and planning then compares them again (:mod:`placer.solver.planning`).
+    _greedy_answer: Callable[[], Decision] | None = PrivateAttr(default=None)
 
     def to_json(self) -> dict[str, Any]:
         """The Decision JSON (aliases applied: ``for`` rather than ``for_``)."""
@@ -191,6 +196,8 @@ class Decision(_Out):
         bound = self.stats.bound
         if bound is not None:
             self.stats.gap = 0.0 if bound == 0 else (bound - self.stats.objective) / bound
+            if self.stats.status == "OPTIMAL" and self.stats.objective < bound:
+                self.stats.status = "FEASIBLE"  # what was proven optimal is not what is placed now
 
     def to_frame(self, cluster: Any = None) -> Any:
         """One row per replica placed, as a pandas DataFrame (:mod:`placer.solver.frames`); with the

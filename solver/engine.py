@@ -70,8 +70,8 @@ def place(
         policy = policy.model_copy(update={"prices": prices})
     now = now or datetime.now(UTC)
 
-    def core(batch: Sequence[Job | ReadResult], limit_s: float) -> Decision:
-        within = policy.model_copy(update={"time_limit_s": limit_s})
+    def core(batch: Sequence[Job | ReadResult], limit_s: float, engine: str | None = None) -> Decision:
+        within = policy.model_copy(update={"time_limit_s": limit_s, **({"engine": engine} if engine else {})})
         if reservations:
             return place_with_reservations(
                 batch, cluster, within, now=now, queues=queues, reservations=reservations
@@ -84,6 +84,7 @@ def place(
         else:
             decision = core(jobs, policy.time_limit_s)
         decision.now = now
+        decision._greedy_answer = None  # planning's alone: it holds the whole problem
         # What would change the outcome, in the time left (solver/what_if.py).
         deadline = t0 + policy.time_limit_s
         # A session's pool, read only if a hint needs it (built on first read, then kept moving).

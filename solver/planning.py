@@ -7,7 +7,9 @@
 2. plan every waiting job (:func:`placer.solver.backfill.plan_holds`) and settle the timeline
    (:func:`placer.solver.backfill.settle`); when a job started now would delay a plan of higher priority,
 3. decide once more with each job of lower priority kept off the nodes held for plans it would overlap
-   (a ``hostname NotIn`` rule: the whole node, which is conservative when a plan holds part of it), and
+   (a ``hostname NotIn`` rule: the whole node, which is conservative when a plan holds part of it) where
+   too few GPUs stay free beside the hold; if some still conflict (several stacked up beside one hold),
+   once more with those kept off every such node, so that others of the batch may take their room; and
 4. re-plan; any conflict left is moved to pending with ``BACKFILL_WOULD_DELAY`` (and an eviction made only
    for it is withdrawn), then plans are made again until nothing conflicts.
 
@@ -51,7 +53,12 @@ from placer.topology import Cluster
 
 __all__ = ["RESERVATION_RANK", "Core", "jobs_by_id", "with_plans"]
 
-Core = Callable[[Sequence[Job | ReadResult], float], Decision]
+#: A core decision of a batch within a time limit; ``engine`` overrides the policy's (planning's step 5
+#: runs greedy's answer through the same steps with greedy alone).
+Core = Callable[..., Decision]
+#: What the steps after the first decision give: the decision, its plans, and whether backfill withdrew
+#: anything from the first.
+Outcome = tuple[Decision, Plans, bool]
 
 
 def with_plans(
@@ -76,6 +83,7 @@ def with_plans(
     # time kept back for planning that could not finish one fit in it.
     reserve = budget if limit >= policy.plan_min_limit_s and budget > probe_s else 0.0
     decision = core(items, max(0.05, limit - reserve))
+    greedy_answer, core_stats = decision._greedy_answer, decision.stats
     jobs = jobs_by_id(items, now)
     later = any(r.start is not None and r.start > now for r in reservations)
     if not later and not any(_plannable(p, jobs) for p in decision.pending):
@@ -109,36 +117,109 @@ def with_plans(
         return probe_fit(job, view, policy, t, end - time.perf_counter())
 
     stop = float("inf") if policy.reproducible else deadline
-    plans, conflicts = _plan(decision, jobs, cluster, now, fit, stop, reservations)
-    left = end - time.perf_counter()
-    second = left > 0.1 if policy.reproducible else left > max(0.1, 2 * probe_s)
-    if conflicts and not second:
-        cut[0] = True
-    if conflicts and second:  # the second decision costs about a probe at least
-        # 3. once more, lower-priority jobs kept off the nodes held for plans they would overlap.
-        restricted = [_keep_off(item, jobs, plans, now, cluster) for item in items]
-        first = decision
-        second = core(restricted, max(0.05, left * 0.5))
-        if {"candidates", "greedy"} & set(second.stats.cut_by):
-            # The time left was too short for a whole second decision: one that never considered most of
-            # the batch would replace a complete answer with a worse one. Keep the first; step 4 withdraws
-            # what is in the way of plans.
+
+    def time_for_a_decision() -> tuple[bool, float]:
+        left = end - time.perf_counter()
+        return (left > 0.1 if policy.reproducible else left > max(0.1, 2 * probe_s)), left
+
+    def settled(d: Decision, p: Plans, c: set[str]) -> tuple[Decision, Plans]:
+        # 4. anything still in the way waits; plan again on what is left
+        for _ in range(4):
+            if not c:
+                break
+            d = _withdraw(d, c, p, jobs)
+            p, c = _plan(d, jobs, cluster, now, fit, stop, reservations, p)
+        if c:  # out of rounds: the safe answer is to start none of them
+            d, p = _withdraw(d, c, p, jobs), Plans()
+        d.recount()  # stats follow the final placements: backfill may have withdrawn some
+        return d, p
+
+    def steps(decision: Decision, decide: Callable[[Sequence[Job | ReadResult], float], Decision]) -> Outcome:
+        """Steps 2-4 from a first decision; ``decide`` makes the later ones."""
+        plans, conflicts = _plan(decision, jobs, cluster, now, fit, stop, reservations)
+        withdrew = bool(conflicts)
+        second, left = time_for_a_decision()
+        if conflicts and not second:
             cut[0] = True
+        if conflicts and second:  # the second decision costs about a probe at least
+            # 3. once more, lower-priority jobs kept off the nodes held for plans they would overlap.
+            restricted = [_keep_off(item, jobs, plans, now, cluster) for item in items]
+            first = decision
+            again = decide(restricted, max(0.05, left * 0.5))
+            if {"candidates", "greedy"} & set(again.stats.cut_by):
+                # The time left was too short for a whole second decision: one that never considered most
+                # of the batch would replace a complete answer with a worse one. Keep the first; step 4
+                # withdraws what is in the way of plans.
+                cut[0] = True
+            else:
+                decision = again
+                _blame_backfill(decision, first, conflicts, plans, jobs)
+                plans, conflicts = _plan(decision, jobs, cluster, now, fit, stop, reservations, plans)
+        placed_before = {p.job for p in decision.placements}
+        first_plans = plans
+        decision, plans = settled(decision, plans, conflicts)
+        stacked = placed_before - {p.job for p in decision.placements}
+        third, left = time_for_a_decision()
+        if stacked and not cut[0] and third:
+            # 3b. jobs withdrawn in step 4 stacked up beside a plan (step 3 left the node open to each, as
+            # enough GPUs stayed free beside the hold): once more with each of them kept off every node
+            # held for a plan it would delay, and the better answer of the two stands. Withdrawing alone
+            # can leave their room empty where other jobs of the batch lost to them (a 2-GPU job chosen
+            # over a CPU job, then withdrawn: nothing ran where greedy ran the CPU job).
+            restricted = [_keep_off(item, jobs, first_plans, now, cluster, strict=stacked) for item in items]
+            again = decide(restricted, max(0.05, left * 0.5))
+            if {"candidates", "greedy"} & set(again.stats.cut_by):
+                cut[0] = True
+            else:
+                before = {p.job: p for p in decision.pending}
+                # Planned afresh, as a first decision is: the holds made for the first answer sat beside
+                # work this one does not start, and kept would see conflicts a new plan avoids.
+                again_plans, again_conflicts = _plan(again, jobs, cluster, now, fit, stop, reservations)
+                again, again_plans = settled(again, again_plans, again_conflicts)
+                if (again.stats.objective or 0.0) > (decision.stats.objective or 0.0):
+                    for p in again.pending:  # a stacked job waits for the plan it would delay, as it did
+                        if p.job in stacked and p.job in before:
+                            p.reasons = [r.model_copy() for r in before[p.job].reasons]
+                    decision, plans = again, again_plans
+        return decision, plans, withdrew
+
+    uses_cpsat = policy.engine != "greedy"
+    first = decision if uses_cpsat and greedy_answer is None else None  # the steps never change it
+    decision, plans, withdrew = steps(decision, core)
+    fifth, _ = time_for_a_decision()
+    if uses_cpsat and withdrew and fifth:
+        # 5. Backfill withdrew some of the first answer, and the decisions after it were CP-SAT's: a model
+        # may well prefer again what backfill then withdraws. Greedy's first answer goes through the same
+        # steps with greedy alone deciding, and the answer that keeps more stands, so that the default
+        # engine never starts less than greedy alone would. (The engines' claim is about what starts, not
+        # about what a model preferred.)
+        if greedy_answer is not None:
+            fallback = greedy_answer()
+            fallback.stats = core_stats.model_copy(deep=True)
+            fallback.stats.engine = "greedy"
+            fallback.stats.objective = core_stats.greedy_objective
         else:
-            decision = second
-            _blame_backfill(decision, first, conflicts, plans, jobs)
-            plans, conflicts = _plan(decision, jobs, cluster, now, fit, stop, reservations, plans)
-    for _ in range(4):  # 4. anything still in the way waits; plan again on what is left
-        if not conflicts:
-            break
-        decision = _withdraw(decision, conflicts, plans, jobs)
-        plans, conflicts = _plan(decision, jobs, cluster, now, fit, stop, reservations, plans)
-    if conflicts:  # out of rounds: the safe answer is to start none of them
-        decision = _withdraw(decision, conflicts, plans, jobs)
-        plans = Plans()
+            assert first is not None  # greedy's answer was the first decision
+            fallback = first
+
+        def greedy_decide(batch: Sequence[Job | ReadResult], limit_s: float) -> Decision:
+            return core(batch, limit_s, engine="greedy")
+
+        g, g_plans, _ = steps(fallback, greedy_decide)
+        if (g.stats.objective or 0.0) > (decision.stats.objective or 0.0):
+            g.stats.status = "GREEDY_AFTER_BACKFILL"
+            decision, plans = g, g_plans
+    # Greedy's value and the bound on the batch as given, whichever decision stands: a later one saw a
+    # batch restricted by placer's keep-off rules, stricter than backfill, so its own bound bounds that
+    # batch only, and its OPTIMAL claimed nothing about this one.
+    if decision.stats is not core_stats:
+        decision.stats.greedy_objective = core_stats.greedy_objective
+        decision.stats.bound, decision.stats.bound_source = core_stats.bound, core_stats.bound_source
+        if core_stats.bound is None and decision.stats.status == "OPTIMAL":
+            decision.stats.status = "FEASIBLE"
+        decision.recount()
     if cut[0] or (not policy.reproducible and time.perf_counter() > deadline):
         _cut(decision)
-    decision.recount()  # stats follow the final placements: backfill may have withdrawn some
     _attach(decision, plans)
     decision.stats.wall_s = round(time.perf_counter() - t0, 6)
     return decision
@@ -321,12 +402,18 @@ def _reservation_nodes(
 
 
 def _keep_off(
-    item: Job | ReadResult, jobs: dict[str, Job], plans: Plans, now: datetime, cluster: Cluster
+    item: Job | ReadResult,
+    jobs: dict[str, Job],
+    plans: Plans,
+    now: datetime,
+    cluster: Cluster,
+    strict: set[str] | frozenset[str] = frozenset(),
 ) -> Job | ReadResult:
     """The job with a rule keeping it off nodes held for higher-priority plans (or later reservations)
     it would still be running at, where the GPUs free now outside the hold are too few for one of its
-    replicas. Where enough stay free beside the hold, the node stays open: the final settle catches
-    the rare case of several such jobs stacking up there."""
+    replicas. Where enough stay free beside the hold, the node stays open: the settle after catches
+    the rare case of several such jobs stacking up there, and a job named in ``strict`` (one that did)
+    is kept off every such node."""
     job = item.job if isinstance(item, ReadResult) else item
     if job is None or job.id in plans.holds:
         return item
@@ -342,7 +429,7 @@ def _keep_off(
     nodes = sorted(
         n
         for n, gpus in held.items()
-        if not cluster.has_node(n) or len(set(cluster.free_gpus(n)) - gpus) < max(need, 1)
+        if job.id in strict or not cluster.has_node(n) or len(set(cluster.free_gpus(n)) - gpus) < max(need, 1)
     )
     if not nodes:
         return item

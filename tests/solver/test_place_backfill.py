@@ -171,6 +171,8 @@ def test_a_long_job_that_would_delay_the_plan_is_refused(solve: Solve) -> None:
     # The stats describe the final decision: nothing is placed, so the placed weight is 0, whatever
     # the decision before backfill had started.
     assert d.placements == [] and d.stats.objective == 0
+    # ... and no status claims the withdrawn answer's optimality for the one that stands.
+    assert d.stats.status != "OPTIMAL"
     assert plans(d)["big"] == (h(2), h(3), "plan", ["dgx-h100-1", "dgx-h100-2"])
     # ... and it gets its own plan after big: both nodes are free from +3 h.
     assert plans(d)["filler"][:3] == (h(3), h(6), "plan")
@@ -211,3 +213,74 @@ def test_free_gpus_the_plan_needs_are_not_given_to_a_long_job(solve: Solve) -> N
     # A 2-GPU job that ends before +1 h delays nothing and starts now on 6-7.
     d = solve([gpu_job("wide", 6, 1), gpu_job("thin", 2, 0.5, priority_class="spot")], c)
     assert sorted(d.placement_of("thin").replicas[0].gpus) == [6, 7]  # type: ignore[union-attr]
+
+
+def test_room_a_withdrawn_job_leaves_goes_to_the_job_it_outweighed(solve: Solve) -> None:
+    """dgx-h100-1 is full for good; wide (reserved, 7 GPUs) may start at +1 h, so it is planned on
+    dgx-h100-2. ``pair`` (2 replicas of 1 GPU, no end) fits beside wide's hold one replica at a time, so
+    step 3 leaves the node open to it, but both replicas there push wide back: it is withdrawn. ``cpu``
+    (one replica per node, anti-affine to ``pair``'s kind) lost to ``pair`` in the model, as its 2 GPUs
+    weigh more than 8 cores; once ``pair`` is kept off the held node, ``cpu`` runs. Before, both engines
+    withdrew ``pair`` and left that room empty: nothing started."""
+    c = cluster_of(dgx_h100(2)).with_allocations([running("r1", "dgx-h100-1", None)])
+    wide = gpu_job("wide", 7, 1, priority_class="reserved", not_before=h(1))
+    pair = Job(id="pair", type="t", tasks=[TaskGroup(count=2, gpu=GpuDemand(count=1))])
+    cpu = Job(
+        id="cpu",
+        tasks=[TaskGroup(count=2, cpu_cores=4, one_per_node=True)],
+        placement={
+            "anti_affinity": [{"kind": "label", "key": "job_type", "operator": "In", "values": ["t"]}]
+        },  # type: ignore[arg-type]
+    )
+    d = solve([wide, pair, cpu], c)
+    assert sorted(nodes_of(d, "cpu")) == ["dgx-h100-1", "dgx-h100-2"]
+    assert "BACKFILL_WOULD_DELAY" in reasons(d, "pair")
+    assert plans(d)["wide"][:3] == (h(1), h(2), "plan")
+
+
+def test_the_default_engine_never_starts_less_than_greedy_after_backfill() -> None:
+    """A case the property test found (tests/reliability): on one 4-GPU node, greedy's first answer
+    loses j5 to backfill (j4, reserved, needs a GPU when j0 starts at +1 h), and greedy's next decision,
+    with j5 kept off, starts j1, j2, j3 and j6. CP-SAT's next decision preferred j7's three GPUs, which
+    backfill withdrew as well, so the default engine started less than greedy alone. Now greedy's first
+    answer also goes through the later steps with greedy alone deciding, and the answer that starts more
+    stands."""
+    from placer.solver.checks import check
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
+    from placer.topology import NodeSpec
+    from placer.topology.inventory import Inventory
+
+    node = NodeSpec(name="l4", cpu_cores=48, memory_gb=192, gpus={"type": "nvidia-l4", "count": 4})  # type: ignore[arg-type]
+    cluster = cluster_of(Inventory(nodes=[node]))
+    share = {"gpu": {"count": 1, "share_milli": 200}}
+    one = {"gpu": {"count": 1}}
+    raw = [
+        {"id": "j0", "priority_class": "spot", "not_before": h(1), "tasks": [share]},
+        {"id": "j1", "priority_class": "spot", "tasks": [one]},
+        {"id": "j2", "priority_class": "spot", "tasks": [share]},
+        {"id": "j3", "tasks": [share]},
+        {"id": "j4", "priority_class": "reserved", "dependencies": [{"job": "j0", "condition": "start"}],
+         "tasks": [{**one, "count_range": {"min": 1, "max": 1}}]},
+        {"id": "j5", "tasks": [{**one, "count_range": {"min": 1, "max": 2}}]},
+        {"id": "j6", "priority_class": "spot", "submit_time": NOW - timedelta(minutes=1), "tasks": [one]},
+        {"id": "j7", "priority_class": "spot", "tasks": [{**one, "count": 3}]},
+    ]  # fmt: skip
+    jobs = [Job.model_validate({"submit_time": NOW, **j}) for j in raw]
+    greedy = place(jobs, cluster, Policy(engine="greedy", time_limit_s=2.0), now=NOW)
+    auto = place(jobs, cluster, Policy(time_limit_s=2.0, reproducible=True), now=NOW)
+    assert check(greedy, jobs, cluster, now=NOW) == [] and check(auto, jobs, cluster, now=NOW) == []
+    assert auto.stats.objective is not None and greedy.stats.objective is not None
+    assert auto.stats.objective >= greedy.stats.objective
+    assert "BACKFILL_WOULD_DELAY" in reasons(greedy, "j5")
+
+
+def test_a_withdrawal_takes_back_the_optimality_claim() -> None:
+    """``recount`` after backfill withdrew a placement: the objective is what stands, the gap is against
+    the bound, and ``OPTIMAL`` (a proof about the answer before) is no longer claimed."""
+    from placer.solver.decision import Stats
+
+    d = Decision(stats=Stats(status="OPTIMAL", objective=10.0, bound=10.0, gap=0.0))
+    d._weights = {"a": 10}
+    d.recount()  # "a" was withdrawn: nothing is placed
+    assert (d.stats.objective, d.stats.gap, d.stats.status) == (0.0, 1.0, "FEASIBLE")
