@@ -124,7 +124,7 @@ def read_classes(items: Sequence[Any], base: str, source: str = "") -> tuple[Cla
         elif not -(2**31) <= value <= (HIGHEST_USER_VALUE if kind == "PriorityClass" else 2**31 - 1):
             errors.append(issue("range", f"{at}.value", f"{value} is outside what the API server takes"))
         policy = raw.get("preemptionPolicy", "PreemptLowerPriority")
-        if kind == "PriorityClass" and policy not in _POLICIES:
+        if kind == "PriorityClass" and (not isinstance(policy, str) or policy not in _POLICIES):
             errors.append(issue("enum", f"{at}.preemptionPolicy", f"one of {', '.join(_POLICIES)}"))
         default = raw.get("globalDefault", False)
         if not isinstance(default, bool):

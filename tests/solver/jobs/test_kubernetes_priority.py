@@ -163,6 +163,15 @@ def test_a_malformed_class_is_refused_by_path_and_not_used() -> None:
     assert [e.code for e in got["ml/h"].errors] == ["reference"]
 
 
+def test_a_preemption_policy_that_is_not_a_string_is_refused_by_path() -> None:
+    """Found by the hostile-input fuzzer: an object as ``preemptionPolicy`` raised a TypeError (an
+    unhashable value looked up among the policies) instead of a structured error."""
+    got = _read(_pclass("team-a", 10, preemptionPolicy={"kind": None}), _pod("h", priorityClassName="team-a"))
+    assert [(e.code, e.path) for e in got["PriorityClass/team-a"].errors] == [
+        ("enum", "items[0].preemptionPolicy")
+    ]
+
+
 def test_the_api_servers_typed_class_list_is_read_too() -> None:
     typed = {
         "apiVersion": "scheduling.k8s.io/v1",
