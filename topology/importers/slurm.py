@@ -14,7 +14,9 @@ one line per node) is the one description every Slurm site can produce. Mapping 
   ``slurm_cpus_per_core``), cores otherwise; allocated CPUs become the cores that hold them, rounded up
   (Slurm allocates whole cores). ``RealMemory``/``TmpDisk`` (MB, i.e. MiB) -> GB of 2**30 bytes.
 * ``Gres`` -> GPUs: ``gpu:h100:8(S:0-1)``, ``gpu:8`` (type unknown: ``unknown-gpu``), ``gpu:h100``
-  (count 1); non-GPU gres (``shard``, ``mps``, ``nic``...) stay as labels ``gres/<name>``. A node listing
+  (count 1); non-GPU gres (``shard``, ``mps``, ``nic``...) are labels ``gres/<name>`` (their count) and
+  the node's ``extra`` ``gres/<name>``, which the jobs placed there count down (rule 21; not on a node
+  split by GPU type, below); what ``GresUsed``/``AllocTRES`` say is in use is held. A node listing
   several GPU types (``gpu:a100:4(S:0),gpu:t4:2``) becomes one node per type, ``<node>:<type>``, each
   with a share of the cores and memory (:mod:`~placer.topology.importers.slurm_mixed`).
 * ``State`` (``IDLE``, ``MIXED``, ``ALLOCATED``, ``DOWN*``, ``IDLE+DRAIN``, ...): see :func:`parse_state`.
@@ -534,11 +536,14 @@ def _node(
         problems.add(item, f"GresUsed: {e}")
         used = []
     labels: dict[str, str] = {}
+    extra: dict[str, float] = {}
     gpu_entries = [g for g in gres if g.name == "gpu"]
     for g in gres:
         if g.name != "gpu":
             key = f"gres/{g.name}"
             labels[key] = str(int(labels.get(key, "0")) + g.count)
+            if g.count > 0:
+                extra[key] = extra.get(key, 0.0) + g.count
     mixed = len({g.type for g in gpu_entries if g.count}) > 1
     if len(problems.items) > before:
         return None
@@ -578,6 +583,8 @@ def _node(
         "schedulable": schedulable,
         "inner": _inner(sockets, cores_per_socket, threads, gpu_entries, gpu_name),
     }
+    if extra and not mixed:  # a node split by GPU type (mixed) keeps them as labels only
+        data["extra"] = extra
     if gpu_count:
         data["gpus"] = {**gpu_facts, "count": gpu_count}
     node = problems.model(NodeSpec, data, item)
@@ -799,16 +806,25 @@ def _allocation(
         problems.add(item, f"{cpus:g} CPUs are allocated but CPUTot is {node.cpu_cores * per_core:g}")
         return None
     cpus = cores_holding(cpus, per_core)
-    if not (cpus or memory_mb or gpus):
-        return None
     indices = sorted({i for g in used_gpus for i in (g.indices or ())})
     if len(indices) != gpus or any(i >= total for i in indices):
         indices = list(range(gpus))  # no usable IDX list: the lowest indices
-    data = {
-        "job": f"slurm-alloc-{node.name}",
-        "labels": {"slurm_node": node.name},
-        "replicas": [
-            {"node": node.name, "gpus": indices, "cpu_cores": cpus, "memory_gb": memory_mb * 2**20 / GB}
-        ],
-    }
+    held: dict[str, float] = {}  # other generic resources in use: GresUsed, else AllocTRES gres/<name>
+    for g in used:
+        if g.name != "gpu" and g.count > 0 and f"gres/{g.name}" in node.extra:
+            held[f"gres/{g.name}"] = held.get(f"gres/{g.name}", 0.0) + g.count
+    if not held:
+        for k, v in tres.items():
+            name = k.split(":", 1)[0]
+            if name.startswith("gres/") and name != "gres/gpu" and name in node.extra and ":" not in k:
+                amount = whole_number(v)
+                if amount:
+                    held[name] = held.get(name, 0.0) + amount
+    if not (cpus or memory_mb or gpus or held):
+        return None
+    replica: dict[str, Any] = {"node": node.name, "gpus": indices, "cpu_cores": cpus}
+    replica["memory_gb"] = memory_mb * 2**20 / GB
+    if held:
+        replica["extra"] = held
+    data = {"job": f"slurm-alloc-{node.name}", "labels": {"slurm_node": node.name}, "replicas": [replica]}
     return problems.model(RunningJob, data, item)

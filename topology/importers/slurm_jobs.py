@@ -364,9 +364,10 @@ def on_parts(cluster: Cluster, jobs: list[RunningJob]) -> list[RunningJob]:
 def with_slurm_jobs(cluster: Cluster, jobs: list[RunningJob]) -> Cluster:
     """``cluster`` (read from a Slurm node form) with ``jobs`` running on it by name: each node's anonymous
     ``slurm-alloc-<node>`` allocation keeps only the GPUs, CPUs and memory the named jobs on that node do
-    not account for (and goes when they account for all). Their CPUs count as cores where the node's CPUs
-    are threads (:func:`in_cores`). ``TopologyError`` when a job does not fit (an unknown node, a GPU index
-    the node lacks, more than the node has)."""
+    not account for (and goes when they account for all), and every generic resource other than GPUs
+    in use there (``gres/<name>``: the named jobs' ``gres_detail`` is read for GPUs only). Their CPUs
+    count as cores where the node's CPUs are threads (:func:`in_cores`). ``TopologyError`` when a job
+    does not fit (an unknown node, a GPU index the node lacks, more than the node has)."""
     jobs = on_parts(cluster, in_cores(cluster, jobs))
     on: dict[str, list[ReplicaAllocation]] = {}
     for rj in jobs:
@@ -387,7 +388,8 @@ def with_slurm_jobs(cluster: Cluster, jobs: list[RunningJob]) -> Cluster:
                     "memory_gb": max(0.0, r.memory_gb - sum(n.memory_gb for n in named)),
                 }
             )
-            if rest.gpus or rest.cpu_cores > 1e-9 or rest.memory_gb > 1e-9:
+            # Generic resources other than GPUs stay with it: squeue's gres_detail is read for GPUs only.
+            if rest.gpus or rest.cpu_cores > 1e-9 or rest.memory_gb > 1e-9 or rest.extra:
                 left.append(rest)
         if left:
             kept.append(rj.model_copy(update={"replicas": left}))

@@ -39,8 +39,9 @@ dependencies                    ``dependency``: ``afterok``, ``afterany``, ``aft
 Jobs in other states (running, completed, ...) are not pending work and are not read here (give the
 same file to ``--running``). What placer cannot represent is refused with the field and the reason, never
 read halfway: GPUs per job or per task (``--gpus``, ``--gpus-per-task``) that Slurm may split unevenly
-over several nodes, other generic resources
-(``gres:nic``), heterogeneous jobs, feature counts and brackets, ``singleton`` and other dependency kinds.
+over several nodes, generic resources other than GPUs per job or per task, or typed (``gres:nic:mlx5:1``;
+untyped per node, ``gres:nic:1``, is the task group's ``extra`` ``gres/nic``, counted per node against
+its ``Gres``), heterogeneous jobs, feature counts and brackets, ``singleton`` and other dependency kinds.
 
 A throttled array (``--array=0-99%4``: ``%N`` in ``array_task_string``, ``array_max_tasks``) gives each
 pending task, split off or not, ``Job.throttle`` with the array's id as its group: the engines start at
@@ -777,7 +778,8 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
         errors.append(issue("range", at("array_max_tasks"), why))
     nodes = int(slurm_number(raw.get("node_count")) or 1)
     cpus = slurm_number(raw.get("cpus")) or 0.0
-    gpu = _gpus(slurm_text(raw.get("tres_per_node")), at("tres_per_node"), errors)
+    extra: dict[str, float] = {}
+    gpu = _gpus(slurm_text(raw.get("tres_per_node")), at("tres_per_node"), errors, extra)
     gpu = _gpus_per_job_or_task(raw, nodes, gpu, at, errors)
     per_cpu, per_node = slurm_number(raw.get("memory_per_cpu")), slurm_number(raw.get("memory_per_node"))
     cpu_per_node = cpus / nodes if nodes > 0 else cpus
@@ -837,6 +839,7 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
                     memory_gb=memory_mb / 1024,
                     storage_gb=tmp_mb / 1024,
                     gpu=gpu,
+                    extra=extra,
                 )
             ],
             placement=Placement(required=rules, preferred=preferred, exclusive_nodes=exclusive),
@@ -961,6 +964,8 @@ def _gpus_per_job_or_task(
     for field, flag in (("tres_per_job", "--gpus"), ("tres_per_task", "--gpus-per-task")):
         text = slurm_text(raw.get(field))
         if "gpu" not in text:
+            if text:  # other generic resources per job or task are refused here, never read past
+                _gpus(text, at(field), errors)
             continue
         tasks = int(slurm_number(raw.get("tasks")) or 1)
         per_node_tasks = int(slurm_number(raw.get("tasks_per_node")) or 0) or (tasks if nodes == 1 else 0)
@@ -983,9 +988,13 @@ def _gpus_per_job_or_task(
     return per_node
 
 
-def _gpus(text: str, path: str, errors: list[Issue]) -> GpuDemand | None:
+def _gpus(
+    text: str, path: str, errors: list[Issue], extra: dict[str, float] | None = None
+) -> GpuDemand | None:
     """``tres_per_node`` -> GPUs per node (22.05 ``gres:gpu:h100:8``, 23.02+ ``gres/gpu:h100=8``), read
-    by the node importer's ``Gres`` parser once the ``gres`` prefix and ``=`` spelling are taken off."""
+    by the node importer's ``Gres`` parser once the ``gres`` prefix and ``=`` spelling are taken off.
+    With ``extra`` (per node), other generic resources (``gres:nic:1``, ``gres/shard=2``) go there as
+    ``gres/<name>``, which the engines count against each node's ``Gres``; a typed one is refused."""
     demand: GpuDemand | None = None
     for part in (p.strip() for p in text.split(",") if p.strip()):
         entry = re.sub(r"^gres[:/]", "", part).replace("=", ":")
@@ -995,10 +1004,20 @@ def _gpus(text: str, path: str, errors: list[Issue]) -> GpuDemand | None:
             errors.append(issue("malformed", path, f"{part!r} is not gres:name[:type][:count]"))
             continue
         if gres.name != "gpu":
-            if gres.name not in ("cpu", "mem", "node", "billing"):
+            if gres.name in ("cpu", "mem", "node", "billing"):
+                continue
+            if extra is None:
                 errors.append(
-                    issue("unsupported", path, f"generic resource {gres.name!r} is not read (GPUs only)")
+                    issue("unsupported", path, f"generic resource {gres.name!r} is not read here (GPUs only)")
                 )
+            elif gres.type:
+                errors.append(
+                    issue(
+                        "unsupported", path, f"{part!r}: a typed generic resource other than GPUs is not read"
+                    )
+                )
+            elif gres.count > 0:
+                extra[f"gres/{gres.name}"] = extra.get(f"gres/{gres.name}", 0.0) + gres.count
             continue
         if demand is not None:
             errors.append(issue("unsupported", path, "GPUs of several types per node are not read"))

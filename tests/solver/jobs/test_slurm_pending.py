@@ -23,6 +23,7 @@ from placer.solver.policy import Policy
 from placer.topology import build_cluster
 from placer.topology.importers.slurm_jobs import squeue_running, with_slurm_jobs
 from placer.topology.load import inventory_from_input
+from tests.solver.conftest import NOW
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 
@@ -117,7 +118,8 @@ def test_nodes_memory_time_features_and_dependencies() -> None:
             "jobs[4].tres_per_task",
             "or tasks per node (--ntasks-per-node)",
         ),
-        ({"tres_per_node": "gres:nic:1"}, "jobs[4].tres_per_node", "generic resource 'nic'"),
+        ({"tres_per_node": "gres:nic:mlx5:1"}, "jobs[4].tres_per_node", "a typed generic resource"),
+        ({"tres_per_job": "gres:nic:2"}, "jobs[4].tres_per_job", "generic resource 'nic' is not read here"),
         ({"features": "[a*2&b]"}, "jobs[4].features", "counts, brackets"),
         ({"dependency": "singleton"}, "jobs[4].dependency", "is not after"),
         ({"dependency": "afterok:3+30"}, "jobs[4].dependency", "a delay"),
@@ -228,3 +230,34 @@ def test_switches_are_said_with_a_warning_not_read_past() -> None:
     [r] = _read(doc)
     at = f"jobs[{doc['jobs'].index(job)}].required_switches"
     assert [(w.code, w.path) for w in r.warnings] == [("unsupported", at)]
+
+
+def test_a_generic_resource_per_node_is_counted_against_the_nodes_gres() -> None:
+    """``--gres=gpu:1,nic:1`` on Slurm nodes with ``Gres=gpu:h100:8,nic:2`` (``scontrol show node``): each
+    node runs two such jobs, as Slurm's select plugin counts the NICs; GPUs alone would fit eight. What
+    ``GresUsed`` says is in use is held: one NIC of n2 is taken."""
+    from placer.topology.importers.slurm import parse_slurm
+
+    text = "\n".join(
+        f"NodeName={n} CPUTot=64 RealMemory=515072 Gres=gpu:h100:8,nic:2 {used} State=IDLE Partitions=gpu"
+        for n, used in (("n1", ""), ("n2", "CPUAlloc=1 GresUsed=gpu:h100:0(IDX:N/A),nic:1"))
+    )
+    cluster = build_cluster(parse_slurm(text, source="nodes.txt"))
+    assert cluster.free_extra("n1", "gres/nic") == 2 and cluster.free_extra("n2", "gres/nic") == 1
+    doc = _doc()
+    pending = _pending(doc)
+    jobs = []
+    for k in range(4):
+        job = {**copy.deepcopy(pending), "job_id": 100 + k, "tres_per_node": "gres:gpu:1,gres:nic:1"}
+        job.pop("required_nodes", None)
+        jobs.append(job)
+    doc["jobs"] = jobs
+    results = _read(doc)
+    assert all(r.ok and r.job.tasks[0].extra == {"gres/nic": 1.0} for r in results), [
+        r.errors for r in results
+    ]
+    for engine in ("greedy", "cpsat"):
+        d = place(results, cluster, Policy(engine=engine, time_limit_s=2.0), now=NOW)
+        assert check(d, [r.job for r in results], cluster, now=NOW) == []
+        on = sorted(r.node for p in d.placements for r in p.replicas)
+        assert on == ["n1", "n1", "n2"] and len(d.pending) == 1, (engine, on)
