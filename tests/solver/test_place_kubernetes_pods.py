@@ -128,3 +128,70 @@ def test_a_running_pod_s_host_port_keeps_a_pending_one_off_its_node(solve: Solve
     )
     assert nodes_of(d, "web/new") == ["gb200-tray-2"]
     assert nodes_of(d, "web/other") == ["gb200-tray-1"]
+
+
+def _gpu_node(name: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+        },
+        "status": {"allocatable": {"cpu": "96", "memory": "1Ti", "nvidia.com/gpu": "8", "pods": "110"}},
+    }
+
+
+def _gpu_pod(
+    name: str, priority: int, node: str | None = None, pclass: str | None = None
+) -> dict[str, object]:
+    spec: dict[str, object] = {
+        "containers": [
+            {
+                "name": "c",
+                "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                "resources": {"limits": {"nvidia.com/gpu": "8"}},
+            }
+        ],
+        "priority": priority,
+    }
+    if pclass is not None:
+        spec["priorityClassName"] = pclass
+    if node is not None:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
+
+
+def test_a_running_pod_of_lower_priority_is_preempted_as_kube_scheduler_would(solve: Solve) -> None:
+    """kube-scheduler may preempt any running pod for a pending pod of higher priority. A running pod
+    read with ``--pods`` is preemptible unless its class is reserved (``system-node-critical``): the
+    pending pod of priority 1000 evicts the one of priority 0; one of equal priority waits; nothing
+    evicts the critical one."""
+    from placer.solver.jobs import read_object
+    from placer.topology import build_cluster
+    from placer.topology.importers.kubernetes import parse_kubernetes
+
+    def cluster(*running: dict[str, object]):  # type: ignore[no-untyped-def]
+        nodes = {"apiVersion": "v1", "kind": "List", "items": [_gpu_node("h100-1")]}
+        pods = {"apiVersion": "v1", "kind": "List", "items": list(running)}
+        return build_cluster(parse_kubernetes(nodes, pods, source="nodes.json", pods_source="pods.json"))
+
+    def job(pod: dict[str, object]):  # type: ignore[no-untyped-def]
+        [r] = read_object(pod, source="pods.json")
+        assert r.ok and r.job is not None, r.errors
+        return r.job
+
+    busy = cluster(_gpu_pod("batch", 0, node="h100-1"))
+    d = solve([job(_gpu_pod("urgent", 1000))], busy)
+    assert [e.job for e in d.preemptions] == ["ml/batch"] and nodes_of(d, "ml/urgent") == ["h100-1"]
+    same = solve([job(_gpu_pod("peer", 0))], busy)
+    assert same.preemptions == [] and pending_reason(same, "ml/peer") is not None
+    critical = cluster(_gpu_pod("agent", 2_000_001_000, node="h100-1", pclass="system-node-critical"))
+    top = solve([job(_gpu_pod("urgent", 1_000_000_000))], critical)
+    assert top.preemptions == []

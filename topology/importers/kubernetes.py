@@ -43,7 +43,8 @@ needs, in labels written by NVIDIA GPU Feature Discovery (GFD), GKE and the clou
   the lowest free GPU indices of their node, pods taken in (namespace, name) order. TPU pods receive the
   chips of their host: hosts of a slice, sorted by name, own the slice's host-sized blocks in row-major
   order. Pods with one controller (``ownerReferences`` with ``controller: true``) form one running job
-  ``namespace/owner``; other pods are their own job ``namespace/pod``. ``spec.priority`` -> priority;
+  ``namespace/owner``; other pods are their own job ``namespace/pod``, preemptible unless their class is
+  reserved (kube-scheduler may preempt any pod for one of higher priority). ``spec.priority`` -> priority;
   ``priorityClassName`` -> priority class by :func:`priority_class_for`; ``kueue.x-k8s.io/queue-name``
   label -> queue; namespace -> tenant. Pods on nodes that are not in the node list, pods that request
   nothing, and pods on TPU hosts that hold no chips (a slice tracks chips, not host CPU) are counted in
@@ -1005,11 +1006,16 @@ def _job(name: str, members: list[tuple[_Pod, ReplicaAllocation]], problems: Pro
     starts = [t for p, _ in members if (t := _time((p.obj.get("status") or {}).get("startTime")))]
     class_name = spec.get("priorityClassName")
     ends = [e for p, _ in members if (e := _deadline(p.obj)) is not None]
+    pclass = priority_class_for(class_name if isinstance(class_name, str) else None)
     data: dict[str, Any] = {
         "job": name,
         "tenant": first.namespace,
         "queue": labels.get(L_QUEUE),
-        "priority_class": priority_class_for(class_name if isinstance(class_name, str) else None),
+        "priority_class": pclass,
+        # kube-scheduler may preempt any running pod for a pod of higher priority (PodDisruptionBudgets
+        # only weigh the choice); placer's classes say who outranks whom, and the reserved class
+        # (system-cluster-critical, system-node-critical and the like) is never evicted.
+        "preemptible": pclass != "reserved",
         "priority": priority if type(priority) is int else 0,
         "grace_period_s": grace if type(grace) is int and grace >= 0 else 30,
         "started_at": min(starts) if starts else None,
