@@ -17,6 +17,7 @@ from placer.solver.jobs import read_file, read_object, read_text
 from placer.solver.jobs.model import Job
 from placer.topology import Cluster, InnerVertex, Inventory, NodeSpec, build_cluster
 from tests.solver.conftest import NOW, Solve, nodes_of, pending_reason
+from tests.solver.kube_objects import pod
 
 MATLAB = """<Job><JobId>matlab</JobId><Requested>
   <Processors>2</Processors><Resource name="License" type="MATLAB">1</Resource>
@@ -144,26 +145,15 @@ def _pod(name: str, gpus: int, efa: int, node: str | None = None, priority: int 
     """A training pod asking for GPUs and EFA interfaces (limits, as the EFA device plugin's docs write
     them); bound to ``node`` and Running when given, else Pending."""
     limits = {"nvidia.com/gpu": str(gpus), EFA: str(efa), "hugepages-2Mi": "5120Mi"}
-    spec: dict[str, object] = {
-        "containers": [
-            {
-                "name": "train",
-                "image": "public.ecr.aws/hpc-cloud/nccl-tests:latest",
-                "resources": {"limits": limits, "requests": {"cpu": "8", "memory": "64Gi", **limits}},
-            }
-        ],
-        "priority": priority,
-        "schedulerName": "default-scheduler",
-    }
-    if node is not None:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}"},
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    }
+    resources = {"limits": limits, "requests": {"cpu": "8", "memory": "64Gi", **limits}}
+    return pod(
+        name,
+        resources,
+        node=node,
+        image="public.ecr.aws/hpc-cloud/nccl-tests:latest",
+        priority=priority,
+        schedulerName="default-scheduler",
+    )
 
 
 def _eks(pods: list[dict[str, object]] | None = None) -> Cluster:
@@ -289,23 +279,10 @@ def test_mig_slices_of_the_mixed_strategy_are_counted_and_no_whole_gpu_is_left(s
     )
     cluster = build_cluster(inv, source="t")
 
-    def pod(name: str, limits: dict[str, str]) -> dict[str, object]:
-        container = {
-            "name": "c",
-            "image": "nvcr.io/nvidia/pytorch:24.05-py3",
-            "resources": {"limits": limits},
-        }
-        return {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": "ml"},
-            "spec": {"containers": [container]},
-        }
-
-    slices = _jobs(*(pod(f"s{i}", {mig: "1", "cpu": "1"}) for i in range(8)))
+    slices = _jobs(*(pod(f"s{i}", {"limits": {mig: "1", "cpu": "1"}}) for i in range(8)))
     d = solve(slices, cluster)
     assert len(d.placements) == 7 and [p.job for p in d.pending] == ["ml/s7"]
-    whole = solve(_jobs(pod("whole", {"nvidia.com/gpu": "1"})), cluster)
+    whole = solve(_jobs(pod("whole", {"limits": {"nvidia.com/gpu": "1"}})), cluster)
     assert whole.placements == [] and (pending_reason(whole, "ml/whole") or "").startswith("UNSATISFIABLE")
 
 
@@ -357,17 +334,4 @@ def test_the_checker_counts_pod_slots() -> None:
 
 
 def _cpu_pod(name: str, node: str | None = None) -> dict[str, object]:
-    spec: dict[str, object] = {
-        "containers": [
-            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
-        ]
-    }
-    if node is not None:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ml"},
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    }
+    return pod(name, {"requests": {"cpu": "100m", "memory": "64Mi"}}, node=node, image="busybox")

@@ -11,6 +11,7 @@ from pathlib import Path
 from placer.solver.jobs import read_file
 from placer.topology.load import load_cluster
 from tests.solver.conftest import Solve, nodes_of, pending_reason
+from tests.solver.kube_objects import pod
 
 REPO = Path(__file__).resolve().parents[2]
 NODES = REPO / "examples" / "importers" / "kubernetes_nodes.json"
@@ -145,27 +146,8 @@ def _gpu_node(name: str) -> dict[str, object]:
 def _gpu_pod(
     name: str, priority: int, node: str | None = None, pclass: str | None = None
 ) -> dict[str, object]:
-    spec: dict[str, object] = {
-        "containers": [
-            {
-                "name": "c",
-                "image": "nvcr.io/nvidia/pytorch:24.05-py3",
-                "resources": {"limits": {"nvidia.com/gpu": "8"}},
-            }
-        ],
-        "priority": priority,
-    }
-    if pclass is not None:
-        spec["priorityClassName"] = pclass
-    if node is not None:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ml"},
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    }
+    extra = {"priorityClassName": pclass} if pclass is not None else {}
+    return pod(name, {"limits": {"nvidia.com/gpu": "8"}}, node=node, priority=priority, **extra)
 
 
 def test_a_running_pod_of_lower_priority_is_preempted_as_kube_scheduler_would(solve: Solve) -> None:
