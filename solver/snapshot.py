@@ -25,7 +25,6 @@ from placer.solver.jobs.model import Rule
 from placer.solver.rules import job_labels
 from placer.solver.structure import InnerTree
 from placer.topology import Cluster, Node, TpuPod
-from placer.topology.extended import advertised
 from placer.topology.model import Coord
 
 __all__ = [
@@ -63,16 +62,12 @@ class NodeView:
     free_gpus: tuple[int, ...]
     milli_free: tuple[int, ...]
     running: tuple[str, ...]
-    #: Extended resources the running jobs hold here, by name (what is free: :meth:`free_extra`).
+    #: Extended resources the running jobs hold here, by name (what is free: ``NodeArrays.extra_free``).
     held_extra: Mapping[str, float]
 
     @property
     def name(self) -> str:
         return self.node.name
-
-    def free_extra(self, name: str) -> float:
-        """How much of extended resource ``name`` no running job holds here."""
-        return advertised(self.node, name) - self.held_extra.get(name, 0.0)
 
     @property
     def empty(self) -> bool:

@@ -50,22 +50,19 @@ def check_extended(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Vi
     for name, amount in sorted(group.extra.items()):
         if amount <= 0:
             continue
-        has = _has(node, name)
-        if has + 1e-9 < amount:
-            yield Violation(
-                "extended",
-                job.id,
-                f"task group {group.name} asks {amount:g} {name} per replica; the node has {has:g}",
-                rep.node,
-            )
-        taken = rep.extra.get(name, 0.0)
-        if taken + 1e-9 < amount:
-            yield Violation(
-                "extended",
-                job.id,
-                f"task group {group.name} asks {amount:g} {name} per replica; the replica takes {taken:g}",
-                rep.node,
-            )
+        # The node must have that much at all, and the replica must say it takes it (which the counts
+        # across replicas, check_extended_counts, then add up).
+        for who, value in (
+            ("the node has", _has(node, name)),
+            ("the replica takes", rep.extra.get(name, 0.0)),
+        ):
+            if value + 1e-9 < amount:
+                yield Violation(
+                    "extended",
+                    job.id,
+                    f"task group {group.name} asks {amount:g} {name} per replica; {who} {value:g}",
+                    rep.node,
+                )
 
 
 def check_extended_counts(ctx: Context) -> Iterator[Violation]:

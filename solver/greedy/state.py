@@ -125,11 +125,8 @@ class State:
         """The free amount of extended resource ``name`` per node, as this decision left it."""
         free = self.extra.get(name)
         if free is None:
-            if self._arrays is not None:
-                free = self._arrays.extra_free(name).copy()
-            else:
-                free = np.fromiter((v.free_extra(name) for v in self.snap.nodes), dtype=np.float64)
-            self.extra[name] = free
+            assert self._arrays is not None  # State.of sets it
+            free = self.extra[name] = self._arrays.extra_free(name).copy()
         return free
 
     def fits(self, unit: Unit) -> np.ndarray:
