@@ -116,7 +116,9 @@ def build_classes(
             tuple(
                 float(np.floor(f[n] / (q_cpu / policy.cpu_quantum))) if q_cpu else float(f[n])
                 for f in extra_free
-            ),
+            )
+            if extra_free
+            else (),
         )
 
     q_cpu, q_mem = 0.0, 0.0

@@ -148,11 +148,7 @@ def fits(cls: NodeClass, types: list[ItemType], counts: dict[int, int]) -> bool:
         or shm > cls.shm + EPS
     ):
         return False
-    extra: dict[str, float] = {}
-    for t_idx, k in counts.items():
-        for name, amount in types[t_idx].extra if k > 0 else ():
-            extra[name] = extra.get(name, 0.0) + amount * k
-    if any(total > cls.extra.get(name, 0.0) + EPS for name, total in extra.items()):
+    if cls.extra and not _extra_fits(cls, types, counts):  # classes carry extra only when the batch asks
         return False
     if exclusive_tag is not None and (
         len(tags) > 1 or any(types[i].tag is None for i in counts if counts[i])
@@ -227,6 +223,15 @@ def _as_pattern(counts: dict[int, int]) -> Pattern:
     return tuple(sorted((i, k) for i, k in counts.items() if k > 0))
 
 
+def _extra_fits(cls: NodeClass, types: list[ItemType], counts: dict[int, int]) -> bool:
+    """Whether the extended resources of ``counts`` fit one node of ``cls`` together."""
+    extra: dict[str, float] = {}
+    for t_idx, k in counts.items():
+        for name, amount in types[t_idx].extra if k > 0 else ():
+            extra[name] = extra.get(name, 0.0) + amount * k
+    return all(total <= cls.extra.get(name, 0.0) + EPS for name, total in extra.items())
+
+
 class Packer:
     """One node being filled item by item, with running totals (O(1) per item but for GPU shares).
 
@@ -278,7 +283,7 @@ class Packer:
             or t.mem > self.mem + EPS
             or t.storage > self.storage + EPS
             or t.shm > self.shm + EPS
-            or any(amount > self.extra.get(name, 0.0) + EPS for name, amount in t.extra)
+            or (t.extra and any(amount > self.extra.get(name, 0.0) + EPS for name, amount in t.extra))
         ):
             return False
         if self.exclusive is not None and t.tag != self.exclusive:

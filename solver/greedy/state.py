@@ -154,7 +154,10 @@ class State:
             and self.mem[node] >= need.mem - eps
             and self.storage[node] >= need.storage - eps
             and self.shm[node] >= need.shm - eps
-            and all(self.free_extra(name)[node] >= amount - eps for name, amount in need.extra)
+            and (
+                not need.extra
+                or all(self.free_extra(name)[node] >= amount - eps for name, amount in need.extra)
+            )
             and (not shape or self.fits_shape(node, unit))
         )
 
