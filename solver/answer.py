@@ -37,6 +37,7 @@ from placer.solver.explain import (
     owners_of,
     pending_reasons,
     queue_budget,
+    queue_resources,
     throttle,
 )
 from placer.solver.objective.cost import Pricing
@@ -253,9 +254,17 @@ def _budget_reasons(
         if gpus.get(group, 0.0) + need > room + 1e-9:
             held = budgets.group_gpu_used.get(group, 0.0)
             out.append(group_gpus(group, budgets.group_gpu_max[group], held, gpus.get(group, 0.0), need))
-    gpu_only = not budgets.money and plan.idx in assignment.over_budget and plan.job.total_gpu_milli > 0
+    resources = queue_resources(plan, assignment, budgets, plans) if budgets.resources else None
+    gpu_only = (
+        not budgets.money
+        and resources is None
+        and plan.idx in assignment.over_budget
+        and plan.job.total_gpu_milli > 0
+    )
     if gpu_only or _over_budget(plan, assignment, budgets, plans):
         out.append(queue_budget(plan, assignment, budgets, plans))
+    if resources is not None:
+        out.append(resources)
     job = plan.job
     if budgets.costs(job.queue, job.tenant):
         tried = assignment.over_budget_cost.get(plan.idx)

@@ -6,6 +6,11 @@ its active GPU jobs; active means running (and not evicted by this decision) or 
 budget is never rejected: it stays pending with ``QUEUE_BUDGET`` (§10.3: "MUST NOT reject budget-exceeded
 jobs; MUST queue them").
 
+CPU and memory budgets (placer's ``max_total_cpu_cores`` and ``max_total_memory_gb``, not OJS: a Kueue
+ClusterQueue's ``cpu`` and ``memory`` quotas) bound the cores and GB the queue's active jobs hold on nodes,
+every job counting, GPU or not; over either a job waits (``QUEUE_BUDGET``, naming the resource). Evicting a
+running job gives its cores and memory back to jobs that outrank it, as for GPUs.
+
 Dollar budgets (placer's, not OJS): a queue's ``ml_limits.max_cost_per_hour`` and a tenant's
 ``budgets.tenants`` of the prices file bound the dollars per hour of the active jobs of that queue or
 tenant — GPU, TPU and CPU work alike — each replica priced by :func:`placer.solver.prices.replica_units`
@@ -64,8 +69,10 @@ __all__ = [
     "job_groups",
     "remaining_cohort_room",
     "remaining_cost_room",
+    "remaining_resource_room",
     "remaining_room",
     "replica_gpus",
+    "replica_resources",
     "running_gpus",
     "running_groups",
     "within_budget",
@@ -130,6 +137,27 @@ def replica_gpus(replicas: Iterable[Any]) -> float:
     )
 
 
+def replica_resources(replicas: Iterable[Any]) -> tuple[float, float]:
+    """CPU cores and memory GB that ``replicas`` hold on nodes (running allocations or placements; TPU
+    replicas, on no node, none): what a queue's CPU and memory budgets count."""
+    cpu = mem = 0.0
+    for r in replicas:
+        if r.node is not None:
+            cpu += r.cpu_cores
+            mem += r.memory_gb
+    return cpu, mem
+
+
+def _need_resources(replicas: Iterable[ReplicaAt]) -> tuple[float, float]:
+    """CPU cores and memory GB of greedy's or CP-SAT's replicas on nodes (each takes its unit's need)."""
+    cpu = mem = 0.0
+    for r in replicas:
+        if r.node is not None:
+            cpu += r.unit.need.cpu
+            mem += r.unit.need.mem
+    return cpu, mem
+
+
 @dataclass
 class Budgets:
     """Per-queue limits and what running jobs already use of them."""
@@ -142,6 +170,13 @@ class Budgets:
     running: dict[str, tuple[str, float]] = field(default_factory=dict)
     #: Running jobs' ranks by id: an eviction gives budget back only to jobs that outrank the victim.
     ranks: dict[str, int] = field(default_factory=dict)
+    #: CPU cores and memory GB per queue (``max_total_cpu_cores``, ``max_total_memory_gb``), what running
+    #: jobs hold of them, and each running job's (queue, cores, GB) by id, so that evictions give them back.
+    max_cpu: dict[str, float] = field(default_factory=dict)
+    max_mem: dict[str, float] = field(default_factory=dict)
+    used_cpu: dict[str, float] = field(default_factory=dict)
+    used_mem: dict[str, float] = field(default_factory=dict)
+    running_res: dict[str, tuple[str, float, float]] = field(default_factory=dict)
     #: Dollar budgets in money units per hour, by queue and by tenant, and what running jobs spend.
     max_cost: dict[str, int] = field(default_factory=dict)
     tenant_max_cost: dict[str, int] = field(default_factory=dict)
@@ -187,6 +222,10 @@ class Budgets:
                 b.max_gpus[name] = float(lim.max_total_gpus)
             if lim.max_concurrent_gpu_jobs is not None:
                 b.max_jobs[name] = lim.max_concurrent_gpu_jobs
+            if lim.max_total_cpu_cores is not None:
+                b.max_cpu[name] = float(lim.max_total_cpu_cores)
+            if lim.max_total_memory_gb is not None:
+                b.max_mem[name] = float(lim.max_total_memory_gb)
             if lim.max_cost_per_hour is not None:
                 b.max_cost[name] = to_units(lim.max_cost_per_hour)
             if qc.config.cohort is not None:
@@ -200,7 +239,13 @@ class Budgets:
         if not b.active:
             return b  # no budgets: nothing to count (10,000 running jobs would cost a tenth of a second)
         queued = bool(
-            b.max_gpus or b.max_jobs or b.max_cost or b.tenant_max_cost or b.cohort_max or b.cohort_tree
+            b.max_gpus
+            or b.max_jobs
+            or b.max_cost
+            or b.tenant_max_cost
+            or b.cohort_max
+            or b.cohort_tree
+            or b.resources
         )
         grouped = bool(b.throttle_max or b.group_gpu_max)
         for rj in running:
@@ -213,6 +258,11 @@ class Budgets:
             if not queued:
                 continue  # throttles alone: nothing else to count
             b.ranks[rj.job] = rank(rj.priority_class, rj.priority)
+            if rj.queue is not None and (rj.queue in b.max_cpu or rj.queue in b.max_mem):
+                cpu, mem = replica_resources(rj.replicas)
+                b.running_res[rj.job] = (rj.queue, cpu, mem)
+                b.used_cpu[rj.queue] = b.used_cpu.get(rj.queue, 0.0) + cpu
+                b.used_mem[rj.queue] = b.used_mem.get(rj.queue, 0.0) + mem
             gpus = running_gpus(rj)
             if rj.queue is not None and gpus > 0:
                 b.running[rj.job] = (rj.queue, gpus)
@@ -243,7 +293,34 @@ class Budgets:
             or self.group_gpu_max
             or self.cohort_max
             or self.cohort_tree
+            or self.resources
         )
+
+    @property
+    def resources(self) -> bool:
+        """Whether any queue has a CPU or memory budget."""
+        return bool(self.max_cpu or self.max_mem)
+
+    def resource_room(
+        self, queue: str | None, evicted: Iterable[str] = ()
+    ) -> tuple[float | None, float | None]:
+        """(CPU cores, memory GB) the queue may still add on nodes, or None where it has no such budget;
+        evicted running jobs give theirs back."""
+        if queue is None or (queue not in self.max_cpu and queue not in self.max_mem):
+            return (None, None)
+        back_cpu = back_mem = 0.0
+        for job in evicted:
+            q, c, m = self.running_res.get(job, (None, 0.0, 0.0))
+            if q == queue:
+                back_cpu += c
+                back_mem += m
+        cpu = (
+            self.max_cpu[queue] - self.used_cpu.get(queue, 0.0) + back_cpu if queue in self.max_cpu else None
+        )
+        mem = (
+            self.max_mem[queue] - self.used_mem.get(queue, 0.0) + back_mem if queue in self.max_mem else None
+        )
+        return (cpu, mem)
 
     def throttle_rooms(self, job: Job) -> dict[str, int]:
         """Per group of ``job`` with a job limit, how many more of its jobs may start (empty: none)."""
@@ -389,6 +466,27 @@ def remaining_room(
     return room_gpus, room_jobs
 
 
+def remaining_resource_room(
+    queue: str | None, assignment: object, budgets: Budgets, plans: list, below: int | None = None
+) -> tuple[float | None, float | None]:
+    """A queue's CPU and memory room left after an answer, as :func:`remaining_room` counts its GPUs."""
+    evicted = list(getattr(assignment, "evictions", {}))
+    if below is not None:
+        evicted = [v for v in evicted if budgets.ranks.get(v, below) < below]
+    room_cpu, room_mem = budgets.resource_room(queue, evicted)
+    if room_cpu is None and room_mem is None:
+        return (None, None)
+    for i, reps in getattr(assignment, "placed", {}).items():
+        if plans[i].job.queue != queue:
+            continue
+        cpu, mem = _need_resources(reps)
+        if room_cpu is not None:
+            room_cpu -= cpu
+        if room_mem is not None:
+            room_mem -= mem
+    return (room_cpu, room_mem)
+
+
 def remaining_cost_room(
     job: Job, assignment: object, budgets: Budgets, plans: list, pricing: Pricing
 ) -> tuple[int | None, int | None]:
@@ -460,11 +558,26 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
             for g, room in budgets.gpu_rooms(plan.job).items()
         ):
             return False
+    if budgets.resources and not _within_resources(plan, replicas, state, budgets):
+        return False
     units = budget_cost(plan, replicas, state, budgets)
     if not units:
         return True  # not under a dollar budget, or adds nothing to it
     q_left, t_left = cost_left(plan, state, budgets)
     return (q_left is None or units <= q_left) and (t_left is None or units <= t_left)
+
+
+def _within_resources(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets) -> bool:
+    """Whether ``replicas`` keep the job's queue within its CPU and memory budgets."""
+    queue = plan.job.queue
+    room_cpu, room_mem = budgets.resource_room(queue, _evicted_below(plan, state))
+    if room_cpu is None and room_mem is None:
+        return True
+    cpu, mem = _need_resources(replicas)
+    added_cpu, added_mem = state.queue_res_use.get(queue or "", (0.0, 0.0))
+    return (room_cpu is None or added_cpu + cpu <= room_cpu + 1e-9) and (
+        room_mem is None or added_mem + mem <= room_mem + 1e-9
+    )
 
 
 def _evicted_below(plan: JobPlan, state: State) -> list[str]:
@@ -502,8 +615,8 @@ def cost_left(plan: JobPlan, state: State, budgets: Budgets | None) -> tuple[int
 def charge_budget(
     plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None = None
 ) -> None:
-    """Count a committed placement against its queue's GPU budget, its queue's and tenant's dollar
-    budgets, and its groups (throttle, group limits)."""
+    """Count a committed placement against its queue's GPU, CPU and memory budgets, its queue's and
+    tenant's dollar budgets, and its groups (throttle, group limits)."""
     gpus = _gpus_of(replicas)
     for g, most, max_gpus in job_groups(plan.job):
         if most is not None:
@@ -516,6 +629,11 @@ def charge_budget(
         cohort = budgets.cohort_of.get(plan.job.queue) if budgets is not None else None
         if cohort is not None:
             state.cohort_use[cohort] = state.cohort_use.get(cohort, 0.0) + gpus
+    queue = plan.job.queue
+    if budgets is not None and queue is not None and (queue in budgets.max_cpu or queue in budgets.max_mem):
+        cpu, mem = _need_resources(replicas)
+        c, m = state.queue_res_use.get(queue, (0.0, 0.0))
+        state.queue_res_use[queue] = (c + cpu, m + mem)
     units = budget_cost(plan, replicas, state, budgets)
     if units is not None:
         queue, tenant = plan.job.queue or "", plan.job.tenant or ""

@@ -15,7 +15,9 @@ Slurm's "requested node configuration is not available"):
   4-GPU jobs of priority 0 over one 7-GPU job of priority 10 on one 8-GPU node.
 * ``SCHEDULING_GATED``, ``DEPENDENCY_UNMET``, ``NOT_BEFORE`` — not eligible yet.
 * ``QUEUE_BUDGET`` — the job fits, but its queue's GPU budget (``max_total_gpus``,
-  ``max_concurrent_gpu_jobs``, OJS ML §10.3) does not; ``details`` say how much more budget it needs.
+  ``max_concurrent_gpu_jobs``, OJS ML §10.3), or its CPU or memory budget (``max_total_cpu_cores``,
+  ``max_total_memory_gb``: a Kueue ClusterQueue's ``cpu`` and ``memory`` quotas), does not; ``details``
+  say how much more budget it needs (``resource`` names CPU or memory).
 * ``COST_BUDGET`` — the job fits, but its queue's (``max_cost_per_hour``) or tenant's (prices file
   ``budgets.tenants``) dollars per hour do not; ``details`` say how many more dollars per hour would let
   it run.
@@ -52,6 +54,7 @@ __all__ = [
     "owners_of",
     "pending_reasons",
     "queue_budget",
+    "queue_resources",
     "throttle",
     "unavailable",
     "unsatisfiable",
@@ -114,6 +117,41 @@ def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: 
         "(it waits; it is not rejected)",
         details=details,
     )
+
+
+def queue_resources(
+    plan: JobPlan, assignment: Assignment, budgets: object, plans: list[JobPlan]
+) -> Reason | None:
+    """``QUEUE_BUDGET`` for the queue's CPU or memory budget (``max_total_cpu_cores``,
+    ``max_total_memory_gb``), when the job's cores or GB on nodes exceed what the answer leaves of it; None
+    when both have room (or the queue has neither)."""
+    from placer.solver.budgets import remaining_resource_room
+
+    queue = plan.job.queue
+    room_cpu, room_mem = remaining_resource_room(queue, assignment, budgets, plans, evict_rank(plan.job))  # type: ignore[arg-type]
+    units = [u for u in plan.units if u.tpu is None]
+    cpu = sum(u.replicas * u.need.cpu for u in units)
+    mem = sum(u.replicas * u.need.mem for u in units)
+    for resource, need, room, limit, unit in (
+        ("cpu", cpu, room_cpu, "max_total_cpu_cores", "cores"),
+        ("memory", mem, room_mem, "max_total_memory_gb", "GB"),
+    ):
+        if room is None or need <= room + 1e-9:
+            continue
+        more = need - room
+        left = (
+            f"has {room:g} {unit} left of {limit}"
+            if room >= 0
+            else f"is already {-room:g} {unit} over {limit}"
+        )
+        return Reason(
+            code="QUEUE_BUDGET",
+            message=f"queue {queue!r} is over its {resource} budget: it needs {need:g} {unit} and the queue "
+            f"{left} — fits if queue {queue!r}'s budget allowed {more:g} more {unit} (it waits; it is not "
+            "rejected)",
+            details={"queue": queue, "resource": resource, "need": need, "room": room, "more": more},
+        )
+    return None
 
 
 def throttle(group: str, limit: int, running: int, started: int) -> Reason:

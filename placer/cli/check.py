@@ -41,7 +41,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--reservation", action="append", default=[], metavar="ID", help="a declared reservation")
     p.add_argument("--reservations", metavar="FILE", help="the reservations file placer place was given")
     p.add_argument(
-        "--queue-config", metavar="FILE", help="OJS §10 queue configuration (GPU and dollar budgets)"
+        "--queue-config",
+        metavar="FILE",
+        help="OJS §10 queue configuration (GPU, CPU, memory and dollar budgets)",
     )
     p.add_argument("--prices", metavar="FILE", help="the prices file placer place was given (tenant budgets)")
     add_limits_argument(p)

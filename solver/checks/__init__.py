@@ -21,7 +21,7 @@ module              rules
 ``timing``          14 dependencies, not_before; 15 reservations are declared
 ``reservations``    15 reservation isolation, window end, later reservations (backfill), plans
 ``preemption``      16 who may be evicted, for whom; eviction directives
-``budgets``         17 queue GPU budgets; queue and tenant dollar budgets
+``budgets``         17 queue GPU, CPU and memory budgets; queue and tenant dollar budgets
 ``plans``           18 planned starts (conservative backfill)
 ``shape``           19 Flux shapes inside a node (sockets with their cores and GPUs)
 ``throttle``        20 at most ``max_running`` jobs, ``max_gpus`` GPUs per group (%N, QOS)

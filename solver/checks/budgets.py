@@ -2,6 +2,10 @@
 (running and not evicted, plus placed) hold at most ``max_total_gpus`` GPUs and number at most
 ``max_concurrent_gpu_jobs``. Re-derived from the inputs, independently of the solver.
 
+CPU and memory budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``; a Kueue
+ClusterQueue's ``cpu`` and ``memory`` quotas): each queue's active jobs, GPU or not, hold at most that many
+cores and GB on nodes (``queue-budget`` too), counted from the replicas' ``cpu_cores`` and ``memory_gb``.
+
 Dollar budgets (``cost-budget``): each queue's ``ml_limits.max_cost_per_hour`` and each tenant's
 ``budgets.tenants`` (prices file) bound the dollars per hour of its active jobs — running and not evicted
 (priced from their allocation), plus placed — GPU, TPU and CPU work alike. A replica's price is by
@@ -120,6 +124,7 @@ def check_budgets(
     jobs = list(jobs)
     rank_of_job = rank or (lambda job: rank_of(job.priority_class.value, job.priority))
     yield from _check_gpus(decision, jobs, cluster, queues, rank_of_job)
+    yield from _check_resources(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_cohorts(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_cohort_trees(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_costs(decision, jobs, cluster, queues, prices or PriceCatalog.default(), rank_of_job)
@@ -166,35 +171,72 @@ def _check_gpus(
         if not gl.added:
             continue
         lim = qc.config.ml_limits
-        if lim.max_total_gpus is not None:
-            if gl.total > lim.max_total_gpus + 1e-9:
-                yield Violation(
-                    "queue-budget",
-                    name,
-                    f"queue holds {gl.total:g} GPUs after the decision; "
-                    f"max_total_gpus is {lim.max_total_gpus}",
-                )
-            elif (over := gl.over_at_level(lim.max_total_gpus)) is not None:
-                yield Violation(
-                    "queue-budget",
-                    name,
-                    f"{_level_message(*over, 'GPUs')}; max_total_gpus is {lim.max_total_gpus}",
-                )
-        if lim.max_concurrent_gpu_jobs is not None:
-            if cl.total > lim.max_concurrent_gpu_jobs:
-                yield Violation(
-                    "queue-budget",
-                    name,
-                    f"queue has {cl.total:g} active GPU jobs after the decision; "
-                    f"max_concurrent_gpu_jobs is {lim.max_concurrent_gpu_jobs}",
-                )
-            elif (over := cl.over_at_level(lim.max_concurrent_gpu_jobs)) is not None:
-                yield Violation(
-                    "queue-budget",
-                    name,
-                    f"{_level_message(*over, 'GPU jobs')}; max_concurrent_gpu_jobs is "
-                    f"{lim.max_concurrent_gpu_jobs}",
-                )
+        yield from _over_limit(name, gl, lim.max_total_gpus, "max_total_gpus", "GPUs")
+        yield from _over_limit(
+            name,
+            cl,
+            lim.max_concurrent_gpu_jobs,
+            "max_concurrent_gpu_jobs",
+            "GPU jobs",
+            "queue has {} active",
+        )
+
+
+def _over_limit(
+    name: str, ledger: _Ledger, limit: float | None, limit_name: str, what: str, held: str = "queue holds {}"
+) -> Iterator[Violation]:
+    """A ``queue-budget`` violation when ``ledger`` ends over ``limit`` (``limit_name``, counting ``what``;
+    ``held`` says the total), or uses room freed by evicting jobs it does not outrank; nothing without a
+    limit."""
+    if limit is None:
+        return
+    if ledger.total > limit + 1e-9:
+        said = held.format(f"{ledger.total:g}")
+        yield Violation("queue-budget", name, f"{said} {what} after the decision; {limit_name} is {limit:g}")
+    elif (over := ledger.over_at_level(limit)) is not None:
+        yield Violation("queue-budget", name, f"{_level_message(*over, what)}; {limit_name} is {limit:g}")
+
+
+def _on_nodes(replicas: Iterable[Any], field_name: str) -> float:
+    return sum(getattr(r, field_name) for r in replicas if r.node is not None)
+
+
+def _check_resources(
+    decision: Decision,
+    jobs: list[Job],
+    cluster: Cluster,
+    queues: Mapping[str, QueueConfig],
+    rank: Callable[[Job], Rank],
+) -> Iterator[Violation]:
+    limited = {
+        name: qc.config.ml_limits
+        for name, qc in queues.items()
+        if qc.config.ml_limits.max_total_cpu_cores is not None
+        or qc.config.ml_limits.max_total_memory_gb is not None
+    }
+    if not limited:
+        return
+
+    def queue(q: str | None, _: str | None) -> list[str]:
+        return [q] if q in limited else []
+
+    for field_name, limit_name, unit in (
+        ("cpu_cores", "max_total_cpu_cores", "cores"),
+        ("memory_gb", "max_total_memory_gb", "GB"),
+    ):
+        held = _ledgers(
+            decision,
+            jobs,
+            cluster,
+            queue,
+            lambda rj, f=field_name: _on_nodes(rj.replicas, f),  # type: ignore[misc]
+            lambda _, p, f=field_name: _on_nodes(p.replicas, f),  # type: ignore[misc]
+            rank,
+        )
+        for name, lim in sorted(limited.items()):
+            ledger = held.get(name, _Ledger())
+            if ledger.added:
+                yield from _over_limit(name, ledger, getattr(lim, limit_name), limit_name, unit)
 
 
 def _check_cohorts(

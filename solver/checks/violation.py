@@ -30,7 +30,8 @@ RULES: dict[str, str] = {
     "eviction-nodes": "16. an eviction lists exactly the nodes and TPU pods the evicted job holds",
     "eviction-failure": "16. an eviction never counts as a failure (counts_as_failure false)",
     "eviction-work-lost": "16. expected_work_lost_gpu_s is the GPU-seconds since the job's last checkpoint",
-    "queue-budget": "17. each queue stays within max_total_gpus and max_concurrent_gpu_jobs",
+    "queue-budget": "17. each queue stays within max_total_gpus, max_concurrent_gpu_jobs, "
+    "max_total_cpu_cores and max_total_memory_gb",
     "cost-budget": "17. each queue and tenant stays within its dollars per hour (max_cost_per_hour, "
     "budgets.tenants)",
     "throttle": "20. at most max_running jobs of a group run at once, holding at most max_gpus GPUs "

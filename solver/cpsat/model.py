@@ -495,6 +495,56 @@ class Model(Hinting, Searching, Realizing):
         self._cohorts(budgets)
         if budgets.cohort_tree is not None:
             self._cohort_tree(budgets)
+        if budgets.resources:
+            self._resource_budgets(budgets)
+
+    def _resource_budgets(self, budgets: Budgets) -> None:
+        """Queue CPU and memory budgets (``max_total_cpu_cores``, ``max_total_memory_gb``): a queue's placed
+        cores and GB on nodes (in thousandths, rounded up per job so the model never admits more than the
+        budget) stay within what its running jobs leave, plus what evictions of them give back, by rank as
+        for GPUs. Every job of the queue counts, GPU or not."""
+        by_queue: dict[str, list[int]] = {}
+        for p in self.ids:
+            q = self.plans[p].job.queue
+            if q is not None and (q in budgets.max_cpu or q in budgets.max_mem):
+                by_queue.setdefault(q, []).append(p)
+        vrank = {v.id: v.rank for v in self.b.victims}
+        for q, ps in by_queue.items():
+            room_cpu, room_mem = budgets.resource_room(q)
+            ranks = {p: evict_rank(self.plans[p].job) for p in ps}
+            back = [
+                (vid, budgets.running_res[vid])
+                for vid in self.e
+                if budgets.running_res.get(vid, ("",))[0] == q
+            ]
+            for room, at in ((room_cpu, 0), (room_mem, 1)):
+                if room is None:
+                    continue
+                amount = {
+                    p: int(
+                        np.ceil(
+                            1000
+                            * sum(
+                                u.replicas * (u.need.cpu, u.need.mem)[at]
+                                for u in self.plans[p].units
+                                if u.tpu is None
+                            )
+                            - 1e-6
+                        )
+                    )
+                    for p in ps
+                }
+                used = [(ranks[p], amount[p] * self.placed[p]) for p in ps if amount[p] > 0]
+                if not used:
+                    continue
+                self._within_by_rank(
+                    used,
+                    int(np.floor(room * 1000 + 1e-6)),
+                    [
+                        (vrank[vid], int(np.floor(1000 * res[1 + at] + 1e-6)) * self.e[vid])
+                        for vid, res in back
+                    ],
+                )
 
     def _cohort_tree(self, budgets: Budgets) -> None:
         """Hierarchical cohorts (:mod:`placer.solver.cohorts`): per queue its GPUs held (thousandths, running

@@ -67,6 +67,8 @@ class State:
     evicted: dict[str, int] = field(default_factory=dict)
     #: GPUs and GPU jobs this decision added per queue (committed placements only).
     queue_use: dict[str, tuple[float, int]] = field(default_factory=dict)
+    #: CPU cores and memory GB this decision added per queue with such a budget (committed placements only).
+    queue_res_use: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: Money units per hour this decision added per queue and per tenant (committed placements only).
     cost_use: dict[str, int] = field(default_factory=dict)
     tenant_cost_use: dict[str, int] = field(default_factory=dict)

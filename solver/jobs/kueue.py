@@ -1,5 +1,5 @@
-"""Kueue's ``ClusterQueue`` GPU quotas read as placer queue budgets, and its ``ResourceFlavor``s as the
-queue's node flavors (``--queue-config``).
+"""Kueue's ``ClusterQueue`` GPU, CPU and memory quotas read as placer queue budgets, and its
+``ResourceFlavor``s as the queue's node flavors (``--queue-config``).
 
 Why: on a Kubernetes cluster with Kueue, how many GPUs a team may hold is a ``ClusterQueue``'s
 ``nominalQuota`` for ``nvidia.com/gpu`` (or ``amd.com/gpu``), and the team's pods name their
@@ -7,7 +7,9 @@ Why: on a Kubernetes cluster with Kueue, how many GPUs a team may hold is a ``Cl
 budget (``ml_limits.max_total_gpus``, the same ledger both engines and the checker keep) is per queue name,
 and the pod reader gives each pod its LocalQueue's name as queue, so a LocalQueue gets its ClusterQueue's
 GPU quota (the sum over the ClusterQueue's flavors) as its budget. Running pods count against it by the
-same label.
+same label. Its ``cpu`` and ``memory`` quotas (summed over flavors) become the queue's CPU and memory
+budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``, placer extensions), which every job
+of the queue counts against, GPU or not, as Kueue counts every workload's requests.
 
 **Shared ClusterQueues.** Kueue's usual multi-tenant setup points several LocalQueues (one per team
 namespace, often of one name) at one ClusterQueue, whose quota they share. Then the queue is the
@@ -43,7 +45,11 @@ What is not modelled, and refused or said rather than approximated:
 
 * a queue name that would be both a LocalQueue's and a shared ClusterQueue's — refused;
 * a cycle of ``Cohort`` parents, and a ``lendingLimit`` on some of a Cohort's GPU flavors only — refused;
-* CPU, memory and ``pods`` quotas: placer's queue budgets count GPUs (``docs/kubernetes.md`` says so).
+* a cohort's CPU and memory: a ClusterQueue's ``cpu`` and ``memory`` quotas become its queue's CPU and
+  memory budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``, summed over flavors; in a
+  cohort its nominal quota plus its ``borrowingLimit``, no budget when one has none), but what the
+  cohort's queues hold together is counted for GPUs only; ``pods`` and other resources' quotas are not
+  counted (``docs/kubernetes.md`` says so).
 
 The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o yaml``) prints: a
 ``List``, or one object.
@@ -55,8 +61,8 @@ The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o 
 ...                                         {"name": "nvidia.com/gpu", "nominalQuota": "16"}]}]}]}},
 ...     {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
 ...      "metadata": {"namespace": "team-a", "name": "team-a-queue"}, "spec": {"clusterQueue": "cq"}}]}
->>> is_kueue_document(doc), kueue_queue_configs(doc)
-(True, [{'queue': 'team-a-queue', 'config': {'ml_limits': {'max_total_gpus': 16}}}])
+>>> is_kueue_document(doc), kueue_queue_configs(doc)[0]["config"]["ml_limits"]
+(True, {'max_total_gpus': 16, 'max_total_cpu_cores': 64.0})
 """
 
 from __future__ import annotations
@@ -107,6 +113,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     borrowing: dict[str, int | None] = {}  # ClusterQueue in a cohort -> GPUs it may borrow (None: no limit)
     guaranteed: dict[str, int] = {}  # ClusterQueue in a cohort -> GPUs it does not lend (lendingLimit)
     cohorts: dict[str, dict[str, Any]] = {}  # Cohort object -> its CohortNode document
+    other_limits: dict[str, dict[str, float]] = {}  # ClusterQueue -> its CPU and memory budgets
     for i, item in enumerate(_items(obj) or []):
         path = f"{where}: items[{i}]"
         if not isinstance(item, dict):
@@ -123,6 +130,11 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             if total is not None:
                 quotas[name] = total
             cohort = spec.get("cohort") or spec.get("cohortName")  # v1beta1, v1beta2
+            in_cohort = isinstance(cohort, str) and bool(cohort)
+            for resource, key in (("cpu", "max_total_cpu_cores"), ("memory", "max_total_memory_gb")):
+                amount = _resource_quota(spec, f"{path}.spec", resource, in_cohort, problems)
+                if amount is not None:
+                    other_limits.setdefault(name, {})[key] = amount
             if isinstance(cohort, str) and cohort:
                 cohort_of[name] = cohort
                 borrowing[name] = _gpu_borrowing(spec, f"{path}.spec", problems)
@@ -179,6 +191,8 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 )
         elif cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
             config["ml_limits"] = {"max_total_gpus": quotas[cq]}
+        if cq in other_limits:
+            config["ml_limits"] = {**config.get("ml_limits", {}), **other_limits[cq]}
         if groups[cq]:
             config["flavor_groups"] = groups[cq]
         if not config:
@@ -361,6 +375,53 @@ def _gpu_quota(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | 
         if value is not None:
             total = (total or 0) + value
     return total
+
+
+#: Bytes per GB (placer's memory unit, GB of 2^30 bytes).
+_GB = 2**30
+
+
+def _resource_quota(
+    spec: dict[str, Any], path: str, resource: str, in_cohort: bool, problems: list[Issue]
+) -> float | None:
+    """A ClusterQueue's budget of ``resource`` (``cpu`` in cores, ``memory`` in GB of 2^30 bytes): its
+    ``nominalQuota`` summed over its flavors, plus in a cohort its ``borrowingLimit`` (None when one flavor
+    has none: Kueue then lets it borrow whatever the cohort leaves, which placer does not count); None
+    without a quota of it. A value that is not a non-negative quantity is a problem naming it."""
+    nominal: float | None = None
+    borrow: float | None = 0.0
+    for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
+        for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
+            for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
+                if not isinstance(res, dict) or res.get("name") != resource:
+                    continue
+                at = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]"
+                value = _amount(res.get("nominalQuota"), f"{at}.nominalQuota", resource, problems)
+                if value is not None:
+                    nominal = (nominal or 0.0) + value
+                if res.get("borrowingLimit") is None:
+                    borrow = None
+                else:
+                    more = _amount(res["borrowingLimit"], f"{at}.borrowingLimit", resource, problems)
+                    if more is not None and borrow is not None:
+                        borrow += more
+    if nominal is None or not in_cohort:
+        return nominal
+    return None if borrow is None else nominal + borrow
+
+
+def _amount(value: Any, at: str, resource: str, problems: list[Issue]) -> float | None:
+    """``value`` (a Kubernetes quantity) in placer's unit of ``resource`` (cores; GB for memory); None and
+    a problem naming ``at`` when it is not a non-negative quantity."""
+    try:
+        q = parse_quantity(value)
+    except (ValueError, TypeError) as e:
+        problems.append(issue("type", at, f"not a Kubernetes quantity: {e}"))
+        return None
+    if q < 0:
+        problems.append(issue("range", at, f"a quota is not negative, got {q}"))
+        return None
+    return float(q) / _GB if resource == "memory" else float(q)
 
 
 def _flavor(name: str, spec: dict[str, Any], path: str, problems: list[Issue]) -> dict[str, Any]:

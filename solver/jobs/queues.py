@@ -67,6 +67,12 @@ class MlLimits(BaseModel):
     allowed_priority_classes: list[str] | None = None
     max_concurrent_gpu_jobs: int | None = Field(default=None, ge=0)
     max_total_gpus: int | None = Field(default=None, ge=0)
+    #: placer extensions (not OJS): CPU cores and memory (GB of 2^30 bytes) the queue's active jobs may hold
+    #: together, running and placed, on nodes (a Kueue ClusterQueue's ``cpu`` and ``memory`` quotas). Budgets
+    #: like ``max_total_gpus``: over one a job waits (``QUEUE_BUDGET``), every job of the queue counting,
+    #: GPU or not.
+    max_total_cpu_cores: float | None = Field(default=None, ge=0)
+    max_total_memory_gb: float | None = Field(default=None, ge=0)
     #: placer extension (not OJS): dollars per hour the queue's active jobs may cost, running and placed,
     #: priced like ``cost_per_hour`` (``placer.solver.prices``). A budget like §10.3's: over it a job waits.
     max_cost_per_hour: float | None = Field(default=None, ge=0, le=MAX_BUDGET_PER_HOUR)

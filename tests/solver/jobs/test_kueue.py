@@ -1,4 +1,4 @@
-"""Kueue ClusterQueue GPU quotas as placer queue budgets (``solver/jobs/kueue.py``).
+"""Kueue ClusterQueue GPU, CPU and memory quotas as placer queue budgets (``solver/jobs/kueue.py``).
 
 The objects have the shape Kueue's own samples give them (``kueue.x-k8s.io/v1beta1``; ``nominalQuota``
 as a number or a quantity string), in the ``List`` that ``kubectl get clusterqueues,localqueues -A -o
@@ -92,6 +92,20 @@ def test_the_pod_over_its_queues_quota_waits_and_fits_when_the_quota_allows(solv
     )
     roomy = solve(read_file(PODS), cluster, queues=load_queue_configs(_kueue(8)))
     assert nodes_of(roomy, "ml/h100-train") == ["gke-a3-h100-node-1"]
+
+
+def test_the_cluster_queues_cpu_and_memory_quotas_hold_too(solve: Solve) -> None:
+    # ml/h100-train asks 32 cores and 256 GiB with its 8 GPUs. The fixture's quota (64 cores, 512Gi) lets
+    # it in; 31 cores keeps it pending on the CPU budget, 255Gi on the memory budget (GPU quota 8 both).
+    cluster = load_cluster(NODES)
+    for resource, quota, said in (("cpu", 31, "cpu budget"), ("memory", "255Gi", "memory budget")):
+        doc = _kueue(8)
+        [h100] = [f for f in doc["items"][2]["spec"]["resourceGroups"][0]["flavors"] if f["name"] == "h100"]
+        [res] = [r for r in h100["resources"] if r["name"] == resource]
+        res["nominalQuota"] = quota
+        d = solve(read_file(PODS), cluster, queues=load_queue_configs(doc))
+        reason = pending_reason(d, "ml/h100-train") or ""
+        assert reason.startswith("QUEUE_BUDGET") and said in reason, reason
 
 
 def _refused(doc: dict[str, Any]) -> str:

@@ -1,0 +1,214 @@
+"""Queue CPU and memory budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``; a Kueue
+ClusterQueue's ``cpu`` and ``memory`` quotas): every job of the queue counts, GPU or not; running jobs
+count; over budget means pending with ``QUEUE_BUDGET`` naming the resource, never rejected; evicting a
+running job gives its cores back to a job that outranks it. Both engines, every decision through the
+checker's rule 17, and the checker alone on decisions built by hand."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from placer.solver.checks import check
+from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
+from placer.solver.jobs import JobValidationError
+from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.solver.jobs.queues import QueueConfig, load_queue_configs
+from placer.topology import Cluster, cluster_of, dgx_h100
+from tests.solver.conftest import NOW, Solve, pending_reason
+
+
+def _queues(**limits: float) -> dict[str, QueueConfig]:
+    return {"train": QueueConfig.model_validate({"queue": "train", "config": {"ml_limits": limits}})}
+
+
+def _job(
+    job_id: str, cpu: float, *, gpus: int = 0, mem: float = 0, cls: str = "on-demand", queue: str = "train"
+) -> Job:
+    gpu = GpuDemand(count=gpus) if gpus else None
+    return Job(
+        id=job_id, queue=queue, priority_class=cls, tasks=[TaskGroup(cpu_cores=cpu, memory_gb=mem, gpu=gpu)]
+    )
+
+
+def _running(
+    cluster: Cluster,
+    job: str,
+    node: str,
+    cpu: float,
+    *,
+    gpus: int = 0,
+    mem: float = 0,
+    cls: str = "on-demand",
+) -> Cluster:
+    return cluster.with_allocations(
+        [
+            {
+                "job": job,
+                "queue": "train",
+                "priority_class": cls,
+                "preemptible": cls == "spot",
+                "started_at": NOW - timedelta(hours=1),
+                "replicas": [{"node": node, "gpus": list(range(gpus)), "cpu_cores": cpu, "memory_gb": mem}],
+            }
+        ]
+    )
+
+
+def test_a_cpu_budget_counts_running_and_new_jobs_gpu_or_not(solve: Solve) -> None:
+    # Budget 64 cores; a running CPU job of the queue holds 40. Two new 16-core jobs (one with a GPU): the
+    # cluster (2 DGX, 224 cores each) has room for both, the budget for one: 40 + 16 = 56 <= 64 < 72.
+    c = _running(cluster_of(dgx_h100(2)), "old", "dgx-h100-1", 40)
+    jobs = [_job("a", 16, gpus=1, cls="reserved"), _job("b", 16)]
+    q = _queues(max_total_cpu_cores=64)
+    d = solve(jobs, c, queues=q)
+    assert "REJECTED" not in d.stats.status  # CP-SAT's model keeps the budget itself, not the checker for it
+    assert [p.job for p in d.placements] == ["a"]  # the reserved one wins the budget
+    reason = pending_reason(d, "b") or ""
+    # 64 - 40 - 16 = 8 cores left; b needs 16: 8 more.
+    assert reason.startswith("QUEUE_BUDGET") and "cpu budget" in reason and "8 more cores" in reason, reason
+    assert d.rejected == []
+    [b] = [p for p in d.pending if p.job == "b"]
+    assert b.reasons[0].details["resource"] == "cpu" and b.reasons[0].details["more"] == pytest.approx(8)
+
+
+def test_a_memory_budget_lets_in_what_fits(solve: Solve) -> None:
+    # Budget 512 GB, nothing running: 400 GB fits; 600 GB does not (88 GB more would let it in, 512 - 400).
+    c = cluster_of(dgx_h100(2))
+    jobs = [_job("small", 8, mem=400, cls="reserved"), _job("big", 8, mem=200)]
+    q = _queues(max_total_memory_gb=512)
+    d = solve(jobs, c, queues=q)
+    assert "REJECTED" not in d.stats.status
+    assert [p.job for p in d.placements] == ["small"]
+    reason = pending_reason(d, "big") or ""
+    assert reason.startswith("QUEUE_BUDGET") and "memory budget" in reason and "88 more GB" in reason, reason
+
+
+def test_other_queues_and_jobs_without_a_queue_are_not_limited(solve: Solve) -> None:
+    c = cluster_of(dgx_h100(1))
+    jobs = [_job("other", 100, queue="serve"), Job(id="none", tasks=[TaskGroup(cpu_cores=100)])]
+    d = solve(jobs, c, queues=_queues(max_total_cpu_cores=0))
+    assert sorted(p.job for p in d.placements) == ["none", "other"]
+
+
+def test_an_eviction_gives_its_cores_back_to_a_job_that_outranks_it(solve: Solve) -> None:
+    # One DGX, full: a spot job of the queue holds its 8 GPUs and 48 of a 64-core budget. A reserved 8-GPU
+    # job of 32 cores needs the node, so the spot job is evicted, and its 48 cores come back: 64 - 48 + 48.
+    c = _running(cluster_of(dgx_h100(1)), "spot", "dgx-h100", 48, gpus=8, cls="spot")
+    jobs = [_job("urgent", 32, gpus=8, cls="reserved")]
+    d = solve(jobs, c, queues=_queues(max_total_cpu_cores=64))
+    assert [p.job for p in d.placements] == ["urgent"]
+    assert [e.job for e in d.preemptions] == ["spot"]
+
+
+def test_without_the_eviction_the_budget_holds(solve: Solve) -> None:
+    # The same node, but a budget of 40 cores and a job of 48: even with the spot job's 16 cores back
+    # (40 - 16 + 16 = 40 < 48) it does not fit the budget, so it waits and nothing is evicted.
+    c = _running(cluster_of(dgx_h100(1)), "spot", "dgx-h100", 16, gpus=8, cls="spot")
+    jobs = [_job("urgent", 48, gpus=8, cls="reserved")]
+    d = solve(jobs, c, queues=_queues(max_total_cpu_cores=40))
+    assert d.placements == [] and d.preemptions == []
+    assert (pending_reason(d, "urgent") or "").startswith("QUEUE_BUDGET")
+
+
+def _placed(job: str, cpu: float, mem: float = 0) -> JobPlacement:
+    return JobPlacement(job=job, replicas=[ReplicaPlacement(node="dgx-h100", cpu_cores=cpu, memory_gb=mem)])
+
+
+@pytest.mark.parametrize(
+    ("limits", "cpu", "mem", "broken"),
+    [
+        ({"max_total_cpu_cores": 64}, 24, 0, False),  # 40 running + 24 = 64: at the budget
+        ({"max_total_cpu_cores": 64}, 25, 0, True),  # 65 > 64
+        ({"max_total_memory_gb": 100}, 1, 60, False),  # 40 + 60 = 100
+        ({"max_total_memory_gb": 100}, 1, 61, True),
+    ],
+)
+def test_the_checker_counts_running_and_placed_cores_and_memory(
+    limits: dict[str, float], cpu: float, mem: float, broken: bool
+) -> None:
+    c = _running(cluster_of(dgx_h100(1)), "old", "dgx-h100", 40, mem=40)
+    jobs = [_job("a", cpu, mem=mem)]
+    d = Decision(placements=[_placed("a", cpu, mem)])
+    violations = [v for v in check(d, jobs, c, now=NOW, queues=_queues(**limits)) if v.rule == "queue-budget"]
+    assert bool(violations) is broken, violations
+    if broken:
+        assert next(iter(limits)) in violations[0].message
+
+
+def test_the_checker_refuses_cores_freed_by_evicting_an_equal() -> None:
+    # Budget 64, an on-demand job holds 48: evicting it frees its cores for higher-priority work only, so
+    # an on-demand job placed on them (32 + 48 counted > 64) breaks the budget.
+    from placer.solver.decision import Eviction
+
+    c = _running(cluster_of(dgx_h100(1)), "old", "dgx-h100", 48)
+    jobs = [_job("a", 32)]
+    d = Decision(
+        placements=[_placed("a", 32)], preemptions=[Eviction(job="old", **{"for": ["a"]}, nodes=["dgx-h100"])]
+    )
+    violations = [v for v in check(d, jobs, c, now=NOW, queues=_queues(max_total_cpu_cores=64))]
+    assert any(v.rule == "queue-budget" and "rank" in v.message for v in violations), violations
+
+
+def _cluster_queue(resources: list[dict[str, Any]], cohort: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "resourceGroups": [
+            {
+                "coveredResources": [r["name"] for r in resources],
+                "flavors": [{"name": "default-flavor", "resources": resources}],
+            }
+        ]
+    }
+    if cohort:
+        spec["cohort"] = cohort
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta1",
+                "kind": "ClusterQueue",
+                "metadata": {"name": "cq"},
+                "spec": spec,
+            },
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta1",
+                "kind": "LocalQueue",
+                "metadata": {"namespace": "team", "name": "lq"},
+                "spec": {"clusterQueue": "cq"},
+            },
+        ],
+    }
+
+
+def test_kueue_cpu_and_memory_quotas_become_the_queues_budgets() -> None:
+    # Kueue's single-ClusterQueue sample: cpu 9, memory 36Gi (config/samples/single-clusterqueue-setup).
+    doc = _cluster_queue([{"name": "cpu", "nominalQuota": 9}, {"name": "memory", "nominalQuota": "36Gi"}])
+    limits = load_queue_configs(doc)["lq"].config.ml_limits
+    assert (
+        limits.max_total_cpu_cores == 9 and limits.max_total_memory_gb == 36 and limits.max_total_gpus is None
+    )
+    milli = _cluster_queue(
+        [{"name": "cpu", "nominalQuota": "1500m"}, {"name": "memory", "nominalQuota": "512Mi"}]
+    )
+    limits = load_queue_configs(milli)["lq"].config.ml_limits
+    assert limits.max_total_cpu_cores == 1.5 and limits.max_total_memory_gb == 0.5
+
+
+def test_in_a_cohort_the_budget_is_nominal_plus_borrowing_limit_or_none() -> None:
+    limited = _cluster_queue([{"name": "cpu", "nominalQuota": 8, "borrowingLimit": "4"}], cohort="all")
+    assert load_queue_configs(limited)["lq"].config.ml_limits.max_total_cpu_cores == 12
+    unlimited = _cluster_queue([{"name": "cpu", "nominalQuota": 8}], cohort="all")
+    assert load_queue_configs(unlimited)["lq"].config.ml_limits.max_total_cpu_cores is None
+
+
+def test_a_bad_cpu_or_memory_quota_is_refused_naming_it() -> None:
+    with pytest.raises(JobValidationError) as e:
+        load_queue_configs(_cluster_queue([{"name": "cpu", "nominalQuota": "lots"}]), source="kueue.json")
+    [issue] = e.value.issues
+    assert issue.code == "type" and issue.path.endswith("flavors[0].resources[0].nominalQuota")
+    with pytest.raises(JobValidationError) as e:
+        load_queue_configs(_cluster_queue([{"name": "memory", "nominalQuota": "-1Gi"}]), source="kueue.json")
+    assert [i.code for i in e.value.issues] == ["range"]
