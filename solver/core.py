@@ -188,9 +188,9 @@ def reproducible_rounds(time_limit_s: float) -> int:
 
 
 def _budgeted(problem: Problem) -> bool:
-    """Whether a queue or dollar budget, or a throttle, applies: they span the whole answer, so a
-    neighbourhood cannot be searched on its own."""
-    return problem.budgets.active
+    """Whether a queue or dollar budget, or a throttle, applies, or a job takes domains alone (exclusive
+    slices): they span the whole answer, so a neighbourhood cannot be searched on its own."""
+    return problem.budgets.active or any(u.exclusive_domains for p in problem.plans for u in p.units)
 
 
 def _lns(

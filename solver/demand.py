@@ -98,6 +98,9 @@ class Unit:
     #: Kueue slices above the node: ``(level, size)`` — each domain of ``level`` holds a multiple of
     #: ``size`` of the replicas, a node in none of them holds none (``jobs.model.Slices``).
     slices: tuple[str, int] | None = None
+    #: Each slice alone in its domain (``Slices.exclusive``, JobSet exclusive placement): one slice per
+    #: domain, and nothing else on any node of it, running or placed.
+    exclusive_domains: bool = False
     #: Extended resources one replica asks for, ``(name, amount)`` sorted (a Kubernetes extended resource
     #: or ``hugepages-*``; a Flux resource type beyond cores, GPUs, memory and storage; an SSS
     #: ``Resource``, ``Swap`` or ``Network``): only nodes that have that much of each free may hold it,
@@ -233,6 +236,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 tolerations=tolerations_of(job, g),
                 domains=() if split else tuple((d.level, d.count) for d in g.domains),
                 slices=None if split or g.slices is None else (g.slices.level, g.slices.size),
+                exclusive_domains=not split and g.slices is not None and g.slices.exclusive,
                 extra=extra,
             )
         )

@@ -15,7 +15,9 @@ levels are not checked (the decision notes them as assumed).
 Slices (a task group's ``slices``, Kueue's ``podset-slice-required-topology`` above the node): every
 domain of the level holds a multiple of the slice size of the group's replicas, and a replica on a node
 without a value for the level is in none — whether the cluster describes the level or not (Kueue keeps
-such pods off nodes without the label).
+such pods off nodes without the label). Exclusive slices (JobSet exclusive placement): each domain the
+group uses holds exactly one slice, and no node of it holds anything else, running (not evicted) or
+placed, another group of the same job included.
 
 Scopes: a node's ``rack``/``block``/``zone``/``nvlink_domain`` or its name (``node``). A job on a single
 node satisfies every scope. On more nodes, a node without that attribute belongs to no such domain and
@@ -208,6 +210,37 @@ def check_slices(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Vi
         if cut:
             multiple = f"every {level} holds a multiple of {size} of its replicas"
             yield Violation("slices", job.id, f"{what}, so {multiple}; it has {_listed(cut)}")
+        if g.slices.exclusive and per:
+            yield from _alone(ctx, job, placement, g.name, level, size, per)
+
+
+def _alone(
+    ctx: Context,
+    job: Job,
+    placement: JobPlacement,
+    group: str,
+    level: str,
+    size: int,
+    per: dict[str, int],
+) -> Iterator[Violation]:
+    """Exclusive slices: each domain the group uses holds exactly one slice of it, and no node of the
+    domain holds a replica of anything else: a running job (not evicted), another job placed, or another
+    group of this one."""
+    what = f"task group {group}'s slices of {size} are exclusive, each alone in its {level}"
+    more = {v: n for v, n in per.items() if n > size}
+    if more:
+        yield Violation("slices", job.id, f"{what}: one slice per {level}; it has {_listed(more)}")
+    for node in ctx.cluster.nodes:
+        value = getattr(node, level)
+        if value not in per:
+            continue
+        others = set(ctx.running_at(node.name)) | {j for j in ctx.occupants.get(node.name, {}) if j != job.id}
+        if any(r.node == node.name and r.task_group != group for r in placement.replicas):
+            others.add(f"{job.id} (task group other than {group})")
+        if others:
+            yield Violation(
+                "slices", job.id, f"{what}: {level} {value} also holds {', '.join(sorted(others))}", node.name
+            )
 
 
 def _per_domain(

@@ -63,7 +63,7 @@ RULES: dict[str, str] = {
     "domain-count": "12. a Flux level above the node (rack: 2) is honoured where the cluster describes it: "
     "exactly that many domains, as many replicas in each",
     "slices": "12. Kueue slices above the node: every rack/block/zone holds a multiple of the slice size of "
-    "the group's replicas, and a node in none of them holds none",
+    "the group's replicas, and a node in none of them holds none; an exclusive slice is alone in its domain",
     "tpu-pod": "13. a TPU replica names a usable pod of the requested generation",
     "tpu-chip": "13. TPU chips lie in the mesh and are distinct",
     "tpu-double-booked": "13. a TPU chip is held by one job only",

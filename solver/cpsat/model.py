@@ -677,27 +677,57 @@ class Model(Hinting, Searching, Realizing):
                     uses.append(d)
                 m.Add(sum(uses) == k * self.placed[nu.p])
             if nu.unit.slices:
-                self._slice_counts(nu)
+                self._slice_counts(nu, node_units)
 
-    def _slice_counts(self, nu: NodeUnit) -> None:
+    def _slice_counts(self, nu: NodeUnit, node_units: list[NodeUnit]) -> None:
         """Kueue slices above the node (``unit.slices``): each domain of the level holds a multiple of the
         slice size of the unit's replicas (``k[p, ui, level, value]`` slices there), nodes in none of them
-        hold none. Classes are split by the level (``reduce.py``), so a class lies in one domain."""
+        hold none. Classes are split by the level (``reduce.py``), so a class lies in one domain.
+
+        Exclusive slices (``unit.exclusive_domains``, JobSet exclusive placement): ``k`` is 0 or 1, 0 in a
+        domain where a running job holds any node (as greedy, such a domain is never taken by eviction),
+        and a domain the unit takes holds no replica of any other unit of the batch:
+        ``count[other, domain] <= replicas[other] x (1 - k)``."""
         assert nu.unit.slices is not None
         level, size = nu.unit.slices
+        exclusive = nu.unit.exclusive_domains
+        busy = self._busy_domains(level) if exclusive else set()
+        others = [(o, self._counts_by_domain(o, level)) for o in node_units if exclusive and o is not nu]
         for value, counts in self._per_domain(nu, level):
-            k = self.m.NewIntVar(0, nu.unit.replicas // size, f"k[{nu.p},{nu.ui},{level},{value}]")
+            top = 0 if value in busy else 1 if exclusive else nu.unit.replicas // size
+            k = self.m.NewIntVar(0, top, f"k[{nu.p},{nu.ui},{level},{value}]")
             self.m.Add(sum(counts) == size * k)
+            if not exclusive or not top:
+                continue
+            for other, by_domain in others:
+                inside = by_domain.get(value)
+                if inside:
+                    self.m.Add(sum(inside) <= other.unit.replicas * (1 - k))
 
-    def _per_domain(self, nu: NodeUnit, level: str) -> list[tuple[str, list[cp_model.IntVar]]]:
-        """The unit's replica counts per domain of ``level`` (its classes' and its nodes' modelled one by
-        one), domains in name order; the counts on nodes in no domain of the level are fixed to 0 here."""
+    def _busy_domains(self, level: str) -> set[str]:
+        """The domains of ``level`` where a running job holds some node (an exclusive slice keeps off)."""
+        snap = self.b.snap
+        return {
+            v
+            for n in range(len(snap.nodes))
+            if snap.nodes[n].running and (v := scope_value(snap, n, level)) is not None
+        }
+
+    def _counts_by_domain(self, nu: NodeUnit, level: str) -> dict[str | None, list[cp_model.IntVar]]:
+        """The unit's replica counts (its classes' and its nodes' modelled one by one) by their domain of
+        ``level`` (None: nodes in no domain of it)."""
         classes, snap = self.classes, self.b.snap
         counts: dict[str | None, list[cp_model.IntVar]] = {}
         for c in nu.classes:
             counts.setdefault(classes[c].scopes[level], []).append(self.x[(nu.p, nu.ui, c)])
         for n in nu.direct:
             counts.setdefault(scope_value(snap, n, level), []).append(self.y[(nu.p, nu.ui, n)])
+        return counts
+
+    def _per_domain(self, nu: NodeUnit, level: str) -> list[tuple[str, list[cp_model.IntVar]]]:
+        """The unit's replica counts per domain of ``level`` (:meth:`_counts_by_domain`), domains in name
+        order; the counts on nodes in no domain of the level are fixed to 0 here."""
+        counts = self._counts_by_domain(nu, level)
         for v in counts.pop(None, []):
             self.m.Add(v == 0)
         return [(value, counts[value]) for value in sorted(counts, key=str)]

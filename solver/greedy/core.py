@@ -417,13 +417,19 @@ def _place_slices(
     """Kueue slices above the node (``unit.slices``): ``size`` replicas at a time, each slice inside one
     domain of the level, placed whole or not at all; the fullest domain with room first (best fit, as
     for domain counts and gang scopes), ties by the domain's name. Several slices may share a domain; a
-    node in no domain of the level holds none. None when some slice finds no domain."""
+    node in no domain of the level holds none. None when some slice finds no domain.
+
+    Exclusive slices (``unit.exclusive_domains``, JobSet exclusive placement) take only domains where
+    nothing runs or is placed yet, one slice each, and close every node of the domain behind them, so
+    nothing else of this decision goes there (greedy's state logs it: a gang that fails leaves no trace)."""
     assert unit.slices is not None
     level, size = unit.slices
     codes = arrays.scope_codes(level)
     here = cand.static & (codes >= 0)
     if allowed is not None:
         here &= allowed
+    if unit.exclusive_domains:
+        here &= ~np.isin(codes, codes[(~state.empty | state.closed) & (codes >= 0)])
     out: list[ReplicaAt] = []
     for _ in range(unit.replicas // size):
         idx = np.flatnonzero(here)
@@ -436,6 +442,9 @@ def _place_slices(
                 continue
             if unit.distinct:  # the next slices of this unit keep off its nodes, as one call would
                 here[[r.node for r in placed if r.node is not None]] = False
+            if unit.exclusive_domains:  # the domain is this slice's alone
+                state.close(np.flatnonzero(codes == code))
+                here &= codes != code
             out.extend(placed)
             break
         else:

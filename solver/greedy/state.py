@@ -353,6 +353,11 @@ class State:
                     key = tuple(a.model_dump_json() for a in plan.anti)
                     self.anti_groups.setdefault(key, (plan.anti, []))[1].append(r.node)
 
+    def close(self, nodes: np.ndarray) -> None:
+        """Nothing more of this decision goes on ``nodes`` (a domain an exclusive slice took), logged."""
+        self.log.append(("closed", nodes, self.closed[nodes].copy()))
+        self.closed[nodes] = True
+
     def mark(self) -> int:
         """A point to roll back to (see :meth:`rollback`)."""
         return len(self.log)
@@ -394,6 +399,8 @@ class State:
                 self.pod_changed(entry[1])
             elif kind == "evicted":
                 self.evicted.pop(entry[1], None)
+            elif kind == "closed":
+                self.closed[entry[1]] = entry[2]
 
     def commit(self) -> None:
         """Forget the undo log (the changes since the last commit stay)."""

@@ -407,12 +407,18 @@ class Slices(_Model):
     domain holds a multiple of ``size`` of the group's replicas, and a node in no domain of the level holds
     none. Slices of one node are read as replicas holding a slice's pods instead (no rule needed).
 
+    ``exclusive``: each slice alone in its domain (JobSet exclusive placement,
+    ``alpha.jobset.sigs.k8s.io/exclusive-topology``: each child Job in a domain of its own, which no other
+    Job's pods share): every domain the group uses holds exactly one slice, and no replica of anything
+    else — another job, another group of this one — runs or is placed on any node of it.
+
     >>> Slices(level="rack", size=4)
-    Slices(level='rack', size=4)
+    Slices(level='rack', size=4, exclusive=False)
     """
 
     level: Literal["rack", "block", "zone"]
     size: int = Field(ge=1)
+    exclusive: bool = False
 
 
 class TaskGroup(_Model):
