@@ -36,10 +36,17 @@ other differences are refused. A child Job of a JobSet runs ``parallelism`` pods
 ``completions``, as a Job does.
 
 Kueue's topology slices, partial admission and runtime caps are read by :mod:`.kubernetes_kueue`.
-JobSet exclusive placement (``alpha.jobset.sigs.k8s.io/exclusive-topology`` or ``node-selector``, on the
-JobSet or a replicated Job's template: each child Job in a domain no other JobSet's pods share) is refused
-(``unsupported``, the annotation's path): placer cannot keep it, and a job placed without it would run
-where JobSet would not put it.
+JobSet exclusive placement (``alpha.jobset.sigs.k8s.io/exclusive-topology: <node label>``, on the JobSet
+or on a replicated Job's template, as xpk writes it): each child Job in a domain of the label of its own,
+which no other child Job's pods share (JobSet's pod webhook gives the first pod of each child Job a
+required pod affinity to its own Job and a required anti-affinity to every other). On a label placer
+knows as a rack, block or zone, the replicated Job's group is read in exclusive slices
+(:class:`~placer.solver.jobs.model.Slices` with ``exclusive``), one per child Job, of its pod count; on
+``kubernetes.io/hostname``, each child Job is one replica holding its pods' resources on a node it owns
+whole (``exclusive``). Another label is refused (``unsupported``, naming ``--topology-labels``), and so are
+the ``node-selector`` strategy (nodes labelled per child Job beforehand) and Kueue slices on the same
+pod set. placer keeps *everything* else out of such a domain, where JobSet keeps out other child Jobs'
+pods only: stricter, never looser.
 
 A suspended Job (``spec.suspend: true``, as Kueue creates them) is still a job to place; one with active
 pods, or a Workload with ``status.admission``, is running work, and a Workload with ``spec.active: false``
@@ -93,6 +100,7 @@ from placer.topology.importers.kubernetes import host_ports, priority_class_for
 
 __all__ = [
     "EXCLUSIVE_ANNOTATIONS",
+    "EXCLUSIVE_TOPOLOGY",
     "KINDS",
     "LEVELS",
     "MAX_EXEC_TIME",
@@ -112,13 +120,12 @@ LWS_EXCLUSIVE_ANNOTATIONS = (
     "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology",
 )
 #: JobSet exclusive placement (jobset's ``alpha.jobset.sigs.k8s.io/exclusive-topology``, on the JobSet or
-#: on a replicated Job's template; ``node-selector``, its strategy with nodes labelled beforehand): each
-#: child Job in a topology domain of its own, which no other JobSet's pods may share. placer has no
-#: domain-level anti-affinity between jobs, so the JobSet is refused, never placed without it.
-EXCLUSIVE_ANNOTATIONS = (
-    "alpha.jobset.sigs.k8s.io/exclusive-topology",
-    "alpha.jobset.sigs.k8s.io/node-selector",
-)
+#: on a replicated Job's template): each child Job in a topology domain of its own, read as exclusive
+#: slices (module docstring).
+EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+#: JobSet's ``node-selector`` strategy (nodes labelled per child Job beforehand, by jobset's script):
+#: refused, the labels it relies on are not placer's to make.
+EXCLUSIVE_ANNOTATIONS = ("alpha.jobset.sigs.k8s.io/node-selector",)
 
 
 def _count(value: Any, default: int, path: str, errors: list[Issue]) -> int:
@@ -143,6 +150,8 @@ class _PodSet(NamedTuple):
     #: Kueue partial admission's least count as given, and where (a Job's ``job-min-parallelism``, a
     #: podSet's ``minCount``), or None.
     least: tuple[Any, str] | None = None
+    #: JobSet exclusive placement: the topology label as given and where, and the pods of one child Job.
+    exclusive: tuple[Any, str, int] | None = None
 
 
 def _running_at_once(job_spec: dict[str, Any], where: str, errors: list[Issue]) -> int:
@@ -159,6 +168,12 @@ def _pod_sets(raw: dict[str, Any], kind: str, base: str, errors: list[Issue]) ->
     """The pod sets of a Job (one), a JobSet (one per replicated Job) or a Workload (its podSets)."""
     spec = as_map(raw.get("spec"))
     at = f"{base}." if base else ""
+    own = as_map(as_map(raw.get("metadata")).get("annotations"))
+    whole = (
+        (own[EXCLUSIVE_TOPOLOGY], f"{at}metadata.annotations.{EXCLUSIVE_TOPOLOGY}")
+        if EXCLUSIVE_TOPOLOGY in own
+        else None
+    )
     if kind == "Job":
         annotations = as_map(as_map(raw.get("metadata")).get("annotations"))
         least = None
@@ -188,11 +203,23 @@ def _pod_sets(raw: dict[str, Any], kind: str, base: str, errors: list[Issue]) ->
             replicas = _count(rj.get("replicas"), 1, f"{where}.replicas", errors)
             # A child Job runs as a batch/v1 Job does.
             per_job = _running_at_once(job_spec, f"{where}.template.spec", errors)
-            _exclusive(as_map(as_map(rj.get("template")).get("metadata")), f"{where}.template", errors)
+            tmeta = as_map(as_map(rj.get("template")).get("metadata"))
+            _exclusive(tmeta, f"{where}.template", errors)
+            notes = as_map(tmeta.get("annotations"))
+            key = (
+                (notes[EXCLUSIVE_TOPOLOGY], f"{where}.template.metadata.annotations.{EXCLUSIVE_TOPOLOGY}")
+                if EXCLUSIVE_TOPOLOGY in notes
+                else whole
+            )
             name = rj.get("name") if isinstance(rj.get("name"), str) and rj.get("name") else f"job{i}"
             out.append(
                 _PodSet(
-                    name, replicas * per_job, job_spec.get("template"), f"{where}.template.spec.template", {}
+                    name,
+                    replicas * per_job,
+                    job_spec.get("template"),
+                    f"{where}.template.spec.template",
+                    {},
+                    exclusive=None if key is None else (*key, per_job),
                 )
             )
         return out
@@ -227,21 +254,49 @@ def _exclusive(
     keys: tuple[str, ...] = EXCLUSIVE_ANNOTATIONS,
     owner: str = "JobSet",
 ) -> None:
-    """Refuse exclusive placement (:data:`EXCLUSIVE_ANNOTATIONS`, :data:`LWS_EXCLUSIVE_ANNOTATIONS`) named in
-    ``meta``'s annotations."""
+    """Refuse the exclusive placement placer does not read (:data:`EXCLUSIVE_ANNOTATIONS`, JobSet's
+    ``node-selector`` strategy; :data:`LWS_EXCLUSIVE_ANNOTATIONS`) named in ``meta``'s annotations."""
     annotations = as_map(meta.get("annotations"))
     at = f"{base}." if base else ""
-    unit = "child Job" if owner == "JobSet" else "group"
     for key in keys:
-        if key in annotations:
-            errors.append(
-                issue(
-                    "unsupported",
-                    f"{at}metadata.annotations.{key}",
-                    f"{owner} exclusive placement ({str(annotations[key])[:80]!r}: each {unit} in a domain "
-                    f"of its own, shared with no other {owner}'s pods) is not represented by placer",
-                )
+        if key not in annotations:
+            continue
+        if owner == "JobSet":
+            why = (
+                f"JobSet's node-selector strategy ({str(annotations[key])[:80]!r}: nodes labelled per child "
+                f"Job beforehand) is not represented by placer; {EXCLUSIVE_TOPOLOGY} alone is"
             )
+        else:
+            why = (
+                f"{owner} exclusive placement ({str(annotations[key])[:80]!r}: each group in a domain of its "
+                f"own, shared with no other {owner}'s pods) is not represented by placer"
+            )
+        errors.append(issue("unsupported", f"{at}metadata.annotations.{key}", why))
+
+
+def _alone(
+    group: TaskGroup, alone: tuple[Any, str, int], sliced: bool, known: Mapping[str, str], errors: list[Issue]
+) -> TaskGroup | None:
+    """A replicated Job's group with JobSet exclusive placement (``alone``: the topology label, where it
+    was read, the pods of one child Job): in exclusive slices of a child Job each on a rack, block or
+    zone label; on the hostname label, one replica per child Job owning its node; None (and the reason
+    in ``errors``) for another label, or with Kueue slices on the same pod set."""
+    label, at, per_job = alone
+    level = known.get(label) if isinstance(label, str) else None
+    if level is None:
+        errors.append(issue("unsupported", at, unknown_level(label, known)))
+        return None
+    if sliced:
+        why = "JobSet exclusive placement and Kueue slices on one pod set are not represented together"
+        errors.append(issue("unsupported", at, why))
+        return None
+    out = sliced_group(group, level, per_job, at, errors)
+    if out is None:
+        return None
+    if level == "node":  # one replica per child Job (sliced_group): its node owned whole
+        return out.model_copy(update={"exclusive": True})
+    assert out.slices is not None
+    return out.model_copy(update={"slices": out.slices.model_copy(update={"exclusive": True})})
 
 
 def _running(raw: dict[str, Any], kind: str, base: str) -> Issue | None:
@@ -320,7 +375,8 @@ def read_workload(
     slices: dict[str, dict[str, object]] = {}  # pod sets read as slices: their request, for the metadata
     ranged = 0  # pod sets read with a partial-admission range (placer ranges one per job)
     held: dict[str, str] = {}  # labels of the host ports the pod templates hold
-    for set_name, count, template, where, paths, least in sets:
+    exclusive: dict[str, str] = {}  # pod sets read in exclusive slices: their topology label
+    for set_name, count, template, where, paths, least, alone in sets:
         template = as_map(template)
         tmeta = as_map(template.get("metadata"))
         tspec = template.get("spec")
@@ -363,6 +419,9 @@ def read_workload(
         if group is not None and sliced is not None:
             group = sliced_group(group, *sliced, path(SLICE_SIZE), errors)
             slices[set_name] = {"topology": annotations[SLICE_TOPOLOGY], "size": sliced[1], "pods": count}
+        if group is not None and alone is not None:
+            group = _alone(group, alone, sliced is not None, known, errors)
+            exclusive[set_name] = str(alone[0])
         if group is not None and least is not None:
             ranged += 1
             group = partial_group(group, *least, sliced is not None, ranged, errors)
@@ -413,6 +472,7 @@ def read_workload(
                     "kind": kind,
                     "preferred_topology": preferred,
                     **({"slices": slices} if slices else {}),
+                    **({"exclusive_topology": exclusive} if exclusive else {}),
                 }
             },
             envelope=raw,

@@ -1,9 +1,9 @@
-"""What the Job / JobSet / Workload reader reads of Kueue slices and refuses rather than place without, and
-a JobSet child Job's pod count. Shapes from jobset's ``examples/simple/exclusive-placement.yaml`` (the
-exclusive-topology annotation on the JobSet, as xpk writes it for multislice TPU training), jobset's docs
-(the same annotation on a replicated Job's template) and Kueue's topology-aware-scheduling task page
-(slices of a Job's pods, ``podset-slice-required-topology`` with ``podset-slice-size``: "every 2 pods on
-one node").
+"""What the Job / JobSet / Workload reader reads of Kueue slices and JobSet exclusive placement, and
+refuses rather than place without, and a JobSet child Job's pod count. Shapes from jobset's
+``examples/simple/exclusive-placement.yaml`` (the exclusive-topology annotation on the JobSet, as xpk
+writes it for multislice training), jobset's docs (the same annotation on a replicated Job's template)
+and Kueue's topology-aware-scheduling task page (slices of a Job's pods,
+``podset-slice-required-topology`` with ``podset-slice-size``: "every 2 pods on one node").
 Placements run through both engines and the checker (the ``solve`` fixture)."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 
 from placer.solver.engine import place
 from placer.solver.jobs.formats.kubernetes_workloads import EXCLUSIVE_ANNOTATIONS, read_workload
+from placer.solver.jobs.model import Slices
 from placer.solver.policy import Policy
 from placer.topology import cluster_of, dgx_h100
 
@@ -56,15 +57,51 @@ def _jobset(annotations: dict[str, str] | None = None, *, completions: int | Non
     }
 
 
-def test_jobset_exclusive_placement_on_the_jobset_is_refused_naming_the_annotation() -> None:
+def test_jobset_exclusive_placement_on_a_label_placer_does_not_know_is_refused_naming_it() -> None:
     [r] = read_workload(_jobset({EXCLUSIVE: "cloud.google.com/gke-nodepool"}), "", "js.yaml")
     assert not r.ok and r.job is None
     assert [(e.code, e.path) for e in r.errors] == [("unsupported", f"metadata.annotations.{EXCLUSIVE}")]
-    assert "cloud.google.com/gke-nodepool" in r.errors[0].message
+    assert (
+        "cloud.google.com/gke-nodepool" in r.errors[0].message and "--topology-labels" in r.errors[0].message
+    )
+
+
+def test_jobset_exclusive_placement_reads_each_child_job_as_a_slice_alone_in_its_domain() -> None:
+    # 3 child Jobs of 3 pods (parallelism 3), each alone in a rack: slices of 3, exclusive.
+    [r] = read_workload(_jobset({EXCLUSIVE: RACK}), "", "js.yaml")
+    assert r.ok and r.job is not None
+    [g] = r.job.tasks
+    assert (g.count, g.slices) == (9, Slices(level="rack", size=3, exclusive=True))
+    assert r.job.metadata["kubernetes"]["exclusive_topology"] == {"workers": RACK}
+    # xpk's node-pool label, which a site maps to a level of its own (--topology-labels).
+    pool = "cloud.google.com/gke-nodepool"
+    [r] = read_workload(_jobset({EXCLUSIVE: pool}), "", "js.yaml", levels={pool: "block"})
+    assert (
+        r.ok and r.job is not None and r.job.tasks[0].slices == Slices(level="block", size=3, exclusive=True)
+    )
+
+
+def test_jobset_exclusive_placement_on_a_replicated_job_template_is_read_there() -> None:
+    raw = _jobset({EXCLUSIVE: "topology.kubernetes.io/zone"})
+    raw["spec"]["replicatedJobs"][0]["template"]["metadata"] = {"annotations": {EXCLUSIVE: RACK}}
+    [r] = read_workload(raw, "items[2]", "js.yaml")
+    assert r.ok and r.job is not None and r.job.tasks[0].slices.level == "rack"  # type: ignore[union-attr]
+    raw["spec"]["replicatedJobs"][0]["template"]["metadata"] = {"annotations": {EXCLUSIVE: "rack-of-mine"}}
+    [r] = read_workload(raw, "items[2]", "js.yaml")
+    at = f"items[2].spec.replicatedJobs[0].template.metadata.annotations.{EXCLUSIVE}"
+    assert [(e.code, e.path) for e in r.errors] == [("unsupported", at)]
+
+
+def test_jobset_exclusive_placement_on_the_hostname_gives_each_child_job_a_node_it_owns() -> None:
+    [r] = read_workload(_jobset({EXCLUSIVE: HOST}), "", "js.yaml")
+    assert r.ok and r.job is not None
+    [g] = r.job.tasks
+    # A child Job's 3 one-GPU pods on one node, alone: one replica of 3 GPUs owning its node, per child.
+    assert (g.count, g.gpus_per_replica, g.exclusive, g.slices) == (3, 3, True, None)
 
 
 @pytest.mark.parametrize("key", EXCLUSIVE_ANNOTATIONS)
-def test_jobset_exclusive_placement_on_a_replicated_job_template_is_refused(key: str) -> None:
+def test_jobsets_node_selector_strategy_is_refused(key: str) -> None:
     raw = _jobset()
     raw["spec"]["replicatedJobs"][0]["template"]["metadata"] = {"annotations": {key: "true"}}
     [r] = read_workload(raw, "items[2]", "js.yaml")
@@ -72,6 +109,25 @@ def test_jobset_exclusive_placement_on_a_replicated_job_template_is_refused(key:
     assert [(e.code, e.path) for e in r.errors] == [
         ("unsupported", f"items[2].spec.replicatedJobs[0].template.metadata.annotations.{key}")
     ]
+
+
+def test_each_child_job_runs_in_a_rack_of_its_own_and_nothing_else_goes_there(solve: Any) -> None:
+    # Two child Jobs of two 4-GPU pods, each alone in a rack, and a Job of four 2-GPU pods. Rack 1 has one
+    # free node (a reserved job runs on the other), which would hold a child's two pods; but not alone, so
+    # the children take racks 2 and 3, and the Job's pods go to rack 1's free node, not beside them.
+    raw = _jobset({EXCLUSIVE: RACK})
+    rj = raw["spec"]["replicatedJobs"][0]
+    rj["replicas"] = 2
+    rj["template"]["spec"]["parallelism"] = rj["template"]["spec"]["completions"] = 2
+    rj["template"]["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"nvidia.com/gpu": "4"}
+    }
+    [js] = read_workload(raw, "items[0]", "js.yaml")
+    [one] = read_workload(_job({}), "items[1]", "js.yaml")
+    d = solve([js, one], _racks_with_one_busy_node())
+    racks = {rep.node.rsplit("-", 1)[0] for p in d.placements if p.job == js.id for rep in p.replicas}
+    assert racks == {"dgx-h100-r2", "dgx-h100-r3"}
+    assert {rep.node for p in d.placements if p.job == one.id for rep in p.replicas} == {"dgx-h100-r1-2"}
 
 
 def test_a_jobset_without_exclusive_placement_reads_and_its_child_jobs_run_at_most_completions() -> None:
