@@ -39,9 +39,9 @@ import numpy as np
 from placer.solver.assignment import Assignment
 from placer.solver.candidates import DYNAMIC_CHECKS, STATIC_CHECKS, UnitCandidates
 from placer.solver.decision import Reason
-from placer.solver.demand import JobPlan
+from placer.solver.demand import JobPlan, Unit
 from placer.solver.preempt import evict_rank, job_rank
-from placer.solver.snapshot import Snapshot
+from placer.solver.snapshot import Snapshot, scope_value
 
 __all__ = [
     "CAPACITY_CODES",
@@ -298,6 +298,9 @@ def pending_reasons(
                 details={"blocked": blocked, "group": u.group},
             )
         )
+    for u, c in node_units if not short else ():
+        if u.exclusive_domains and u.slices is not None:
+            reasons.append(_alone_reason(u, c, snap))
     if plan.nvlink and (plan.scope or "").startswith("nvlink_domain") and not short:
         gpus = sum(u.replicas * u.need.gpus for u, _ in node_units)
         reasons.append(
@@ -355,6 +358,34 @@ def pending_reasons(
             )
         )
     return reasons
+
+
+def _alone_reason(unit: Unit, cand: UnitCandidates, snap: Snapshot) -> Reason:
+    """``INSUFFICIENT_CAPACITY`` for exclusive slices: how many domains they need (one each, with nothing
+    in it), and how many of the domains of their nodes have no running job now."""
+    assert unit.slices is not None
+    level, size = unit.slices
+    need = unit.replicas // size
+    domains: dict[str, bool] = {}  # domain -> nothing runs in it
+    for n in range(len(snap.nodes)):
+        value = scope_value(snap, n, level)
+        if value is not None:
+            domains[value] = domains.get(value, True) and not snap.nodes[n].running
+    mine = {v for n in np.flatnonzero(cand.static) if (v := scope_value(snap, int(n), level)) is not None}
+    free = sum(1 for v in mine if domains.get(v))
+    return Reason(
+        code="INSUFFICIENT_CAPACITY",
+        message=f"task group {unit.group!r} runs in {need} slice(s) of {size}, each alone in a {level} where "
+        f"nothing else runs or is placed; {free} of the {len(mine)} {level}s it may use have no running job "
+        "now (a slice needs one to itself, with room for it)",
+        details={
+            "group": unit.group,
+            "level": level,
+            "slices": need,
+            "free_domains": free,
+            "domains": len(mine),
+        },
+    )
 
 
 Owners = tuple[np.ndarray, dict[int, set[str]], set[str]]

@@ -104,7 +104,11 @@ def test_no_free_rack_for_a_child_leaves_the_jobset_pending(solve: Solve) -> Non
     )
     d = solve([_jobset("js", 2, 1)], c)
     assert "REJECTED" not in d.stats.status  # the engine kept the rule itself
-    assert d.placements == [] and pending_reason(d, "js") is not None
+    assert d.placements == []
+    [reason] = next(p.reasons for p in d.pending if p.job == "js")
+    # Two slices need two racks to themselves; only r1 has no running job.
+    assert reason.code == "INSUFFICIENT_CAPACITY" and "alone in a rack" in reason.message
+    assert (reason.details["slices"], reason.details["free_domains"], reason.details["domains"]) == (2, 1, 2)
 
 
 def test_another_job_of_the_batch_keeps_to_the_other_racks(solve: Solve) -> None:
