@@ -37,6 +37,7 @@ from placer.solver.explain import (
     owners_of,
     pending_reasons,
     queue_budget,
+    queue_flavors,
     queue_resources,
     throttle,
 )
@@ -74,7 +75,7 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
         else:
             cands = problem.candidates[plan.idx]
             reasons = _budget_reasons(
-                plan, assignment, problem.budgets, plans, problem.pricing, cands, started
+                plan, assignment, problem.budgets, plans, problem.pricing, cands, started, problem.snap
             )
             reasons = reasons or pending_reasons(
                 plan, cands, assignment, plans, problem.snap, owners, ranks, memo
@@ -236,6 +237,7 @@ def _budget_reasons(
     pricing: Pricing,
     cands: list[UnitCandidates],
     started: tuple[Mapping[str, int], Mapping[str, float]],
+    snap: Snapshot,
 ) -> list[Reason]:
     """The budgets a pending job would break given this answer: its throttle group (``THROTTLE``), its
     queue's GPU budget (``QUEUE_BUDGET``),
@@ -255,9 +257,17 @@ def _budget_reasons(
             held = budgets.group_gpu_used.get(group, 0.0)
             out.append(group_gpus(group, budgets.group_gpu_max[group], held, gpus.get(group, 0.0), need))
     resources = queue_resources(plan, assignment, budgets, plans) if budgets.resources else None
+    flavors = (
+        queue_flavors(plan, assignment, budgets, plans, cands, snap)
+        if plan.job.queue in budgets.flavor_group
+        else None
+    )
+    if flavors is not None:
+        out.append(flavors)
     gpu_only = (
         not budgets.money
         and resources is None
+        and flavors is None
         and plan.idx in assignment.over_budget
         and plan.job.total_gpu_milli > 0
     )

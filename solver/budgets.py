@@ -11,6 +11,11 @@ ClusterQueue's ``cpu`` and ``memory`` quotas) bound the cores and GB the queue's
 every job counting, GPU or not; over either a job waits (``QUEUE_BUDGET``, naming the resource). Evicting a
 running job gives its cores and memory back to jobs that outrank it, as for GPUs.
 
+Per-flavor GPU quotas (a queue's ``flavor_groups`` whose flavors carry ``max_gpus``: a Kueue
+ClusterQueue's GPU quota per ResourceFlavor) bound the GPUs the queue's jobs hold on each flavor's nodes, a
+node counted under the first flavor of the group whose labels it has; over one a job waits
+(``QUEUE_BUDGET``, naming the flavor). Running jobs count by where their replicas are.
+
 Dollar budgets (placer's, not OJS): a queue's ``ml_limits.max_cost_per_hour`` and a tenant's
 ``budgets.tenants`` of the prices file bound the dollars per hour of the active jobs of that queue or
 tenant — GPU, TPU and CPU work alike — each replica priced by :func:`placer.solver.prices.replica_units`
@@ -46,7 +51,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from placer.solver.cohorts import CohortTree
+from placer.solver.jobs.flavors import FlavorGroup, flavor_of, gpu_flavors
 from placer.solver.jobs.model import Job
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.preempt import evict_rank, rank
@@ -58,6 +66,7 @@ if TYPE_CHECKING:
     from placer.solver.demand import JobPlan
     from placer.solver.greedy.state import State
     from placer.solver.objective.cost import Pricing
+    from placer.solver.snapshot import Snapshot
 
 __all__ = [
     "Budgets",
@@ -65,8 +74,10 @@ __all__ = [
     "charge_budget",
     "cohort_room",
     "cost_left",
+    "flavor_off",
     "group_limits",
     "job_groups",
+    "placed_flavors",
     "remaining_cohort_room",
     "remaining_cost_room",
     "remaining_resource_room",
@@ -128,13 +139,13 @@ def running_gpus(rj: RunningJob) -> float:
     return replica_gpus(rj.replicas)
 
 
+def _replica_gpus(r: Any) -> float:
+    return r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus)
+
+
 def replica_gpus(replicas: Iterable[Any]) -> float:
     """GPUs ``replicas`` hold (running allocations or placements; shares as fractions, TPU hosts none)."""
-    return sum(
-        (r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus))
-        for r in replicas
-        if r.node is not None
-    )
+    return sum(_replica_gpus(r) for r in replicas if r.node is not None)
 
 
 def replica_resources(replicas: Iterable[Any]) -> tuple[float, float]:
@@ -177,6 +188,13 @@ class Budgets:
     used_cpu: dict[str, float] = field(default_factory=dict)
     used_mem: dict[str, float] = field(default_factory=dict)
     running_res: dict[str, tuple[str, float, float]] = field(default_factory=dict)
+    #: Per-flavor GPU quotas: (queue, flavor) -> its ``max_gpus``, what running jobs hold there, each
+    #: running job's GPUs per flavor of its queue (by id: evictions give them back), and per queue the
+    #: resource group whose flavors a node is counted under (:func:`~placer.solver.jobs.flavors.flavor_of`).
+    flavor_max: dict[tuple[str, str], float] = field(default_factory=dict)
+    flavor_used: dict[tuple[str, str], float] = field(default_factory=dict)
+    running_flavor: dict[str, dict[str, float]] = field(default_factory=dict)
+    flavor_group: dict[str, FlavorGroup] = field(default_factory=dict)
     #: Dollar budgets in money units per hour, by queue and by tenant, and what running jobs spend.
     max_cost: dict[str, int] = field(default_factory=dict)
     tenant_max_cost: dict[str, int] = field(default_factory=dict)
@@ -226,6 +244,12 @@ class Budgets:
                 b.max_cpu[name] = float(lim.max_total_cpu_cores)
             if lim.max_total_memory_gb is not None:
                 b.max_mem[name] = float(lim.max_total_memory_gb)
+            group = gpu_flavors(qc.config.flavor_groups)
+            if group is not None:
+                b.flavor_group[name] = group
+                for f in group.flavors:
+                    if f.max_gpus is not None:
+                        b.flavor_max[(name, f.name)] = float(f.max_gpus)
             if lim.max_cost_per_hour is not None:
                 b.max_cost[name] = to_units(lim.max_cost_per_hour)
             if qc.config.cohort is not None:
@@ -246,6 +270,7 @@ class Budgets:
             or b.cohort_max
             or b.cohort_tree
             or b.resources
+            or b.flavor_max
         )
         grouped = bool(b.throttle_max or b.group_gpu_max)
         for rj in running:
@@ -264,6 +289,12 @@ class Budgets:
                 b.used_cpu[rj.queue] = b.used_cpu.get(rj.queue, 0.0) + cpu
                 b.used_mem[rj.queue] = b.used_mem.get(rj.queue, 0.0) + mem
             gpus = running_gpus(rj)
+            if rj.queue in b.flavor_group and gpus > 0 and cluster is not None:
+                per = b.running_flavor[rj.job] = b._flavors_of(
+                    rj.queue, [(cluster.node(r.node).labels, _replica_gpus(r)) for r in rj.replicas if r.node]
+                )
+                for f, g in per.items():
+                    b.flavor_used[(rj.queue, f)] = b.flavor_used.get((rj.queue, f), 0.0) + g
             if rj.queue is not None and gpus > 0:
                 b.running[rj.job] = (rj.queue, gpus)
                 b.used_gpus[rj.queue] = b.used_gpus.get(rj.queue, 0.0) + gpus
@@ -294,7 +325,34 @@ class Budgets:
             or self.cohort_max
             or self.cohort_tree
             or self.resources
+            or self.flavor_max
         )
+
+    def flavor_at(self, queue: str | None, labels: Mapping[str, str]) -> str | None:
+        """The flavor with a GPU quota of ``queue`` that a node with ``labels`` is counted under (None: no
+        such quota there)."""
+        group = self.flavor_group.get(queue or "")
+        f = None if group is None else flavor_of(labels, group)
+        return f.name if f is not None and (queue, f.name) in self.flavor_max else None
+
+    def _flavors_of(self, queue: str, placed: Iterable[tuple[Mapping[str, str], float]]) -> dict[str, float]:
+        """GPUs per flavor with a quota of ``queue``, of replicas given as (node labels, GPUs)."""
+        out: dict[str, float] = {}
+        for labels, gpus in placed:
+            f = self.flavor_at(queue, labels)
+            if f is not None and gpus > 0:
+                out[f] = out.get(f, 0.0) + gpus
+        return out
+
+    def flavor_room(self, queue: str, flavor: str, evicted: Iterable[str] = ()) -> float:
+        """GPUs ``queue`` may still add on ``flavor``'s nodes: its quota there less what running jobs hold,
+        plus what evicted ones give back."""
+        back = sum(
+            self.running_flavor.get(job, {}).get(flavor, 0.0)
+            for job in evicted
+            if self.running.get(job, ("",))[0] == queue
+        )
+        return self.flavor_max[(queue, flavor)] - self.flavor_used.get((queue, flavor), 0.0) + back
 
     @property
     def resources(self) -> bool:
@@ -553,6 +611,8 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
         )
         if c_room is not None and c_used + gpus > c_room + 1e-9:
             return False
+        if budgets.flavor_max and not _within_flavors(plan, replicas, state, budgets):
+            return False
         if budgets.group_gpu_max and any(  # an elastic job's GPUs are known only where it is placed
             state.group_gpu_use.get(g, 0.0) + gpus > room + 1e-9
             for g, room in budgets.gpu_rooms(plan.job).items()
@@ -565,6 +625,59 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
         return True  # not under a dollar budget, or adds nothing to it
     q_left, t_left = cost_left(plan, state, budgets)
     return (q_left is None or units <= q_left) and (t_left is None or units <= t_left)
+
+
+def placed_flavors(
+    queue: str, replicas: list[ReplicaAt], snap: Snapshot, budgets: Budgets
+) -> dict[str, float]:
+    """GPUs per flavor with a quota of ``queue``, of greedy's or CP-SAT's ``replicas`` (node indices into
+    ``snap``)."""
+    return budgets._flavors_of(
+        queue,
+        (
+            (snap.nodes[r.node].node.labels, r.unit.need.gpus + r.unit.need.milli / 1000)
+            for r in replicas
+            if r.node is not None
+        ),
+    )
+
+
+def flavor_off(plan: JobPlan, state: State, budgets: Budgets | None) -> np.ndarray | None:
+    """The nodes the job may not use because its queue has less GPU quota left on their flavor than its
+    smallest replica takes, even if every running job of the queue it outranks there were evicted
+    (greedy's node choice keeps off them, so it looks for a flavor with room rather than finding out after
+    choosing; :func:`within_budget` still checks the replicas chosen exactly); None when no flavor of its
+    queue is that full."""
+    queue = plan.job.queue or ""
+    if budgets is None or queue not in budgets.flavor_group:
+        return None
+    least = min((u.need.gpus + u.need.milli / 1000 for u in plan.units if u.tpu is None), default=0.0)
+    if least <= 0:
+        return None
+    mine = evict_rank(plan.job)
+    evicted = [j for j in budgets.running_flavor if budgets.ranks.get(j, mine) < mine]
+    full = {
+        f
+        for q, f in budgets.flavor_max
+        if q == queue
+        and state.flavor_use.get((q, f), 0.0) + least > budgets.flavor_room(q, f, evicted) + 1e-9
+    }
+    if not full:
+        return None
+    nodes = state.snap.nodes
+    return np.array([budgets.flavor_at(queue, v.node.labels) in full for v in nodes], dtype=bool)
+
+
+def _within_flavors(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets) -> bool:
+    """Whether ``replicas`` keep the job's queue within its GPU quota on each flavor they use."""
+    queue = plan.job.queue or ""
+    if queue not in budgets.flavor_group:
+        return True
+    evicted = _evicted_below(plan, state)
+    return all(
+        state.flavor_use.get((queue, f), 0.0) + g <= budgets.flavor_room(queue, f, evicted) + 1e-9
+        for f, g in placed_flavors(queue, replicas, state.snap, budgets).items()
+    )
 
 
 def _within_resources(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets) -> bool:
@@ -629,6 +742,10 @@ def charge_budget(
         cohort = budgets.cohort_of.get(plan.job.queue) if budgets is not None else None
         if cohort is not None:
             state.cohort_use[cohort] = state.cohort_use.get(cohort, 0.0) + gpus
+        if budgets is not None and plan.job.queue in budgets.flavor_group:
+            for f, g in placed_flavors(plan.job.queue, replicas, state.snap, budgets).items():
+                key = (plan.job.queue, f)
+                state.flavor_use[key] = state.flavor_use.get(key, 0.0) + g
     queue = plan.job.queue
     if budgets is not None and queue is not None and (queue in budgets.max_cpu or queue in budgets.max_mem):
         cpu, mem = _need_resources(replicas)

@@ -16,8 +16,9 @@ Slurm's "requested node configuration is not available"):
 * ``SCHEDULING_GATED``, ``DEPENDENCY_UNMET``, ``NOT_BEFORE`` — not eligible yet.
 * ``QUEUE_BUDGET`` — the job fits, but its queue's GPU budget (``max_total_gpus``,
   ``max_concurrent_gpu_jobs``, OJS ML §10.3), or its CPU or memory budget (``max_total_cpu_cores``,
-  ``max_total_memory_gb``: a Kueue ClusterQueue's ``cpu`` and ``memory`` quotas), does not; ``details``
-  say how much more budget it needs (``resource`` names CPU or memory).
+  ``max_total_memory_gb``: a Kueue ClusterQueue's ``cpu`` and ``memory`` quotas), or its GPU quota on every
+  flavor it may use (``Flavor.max_gpus``), does not; ``details`` say how much more budget it needs
+  (``resource`` names CPU or memory; ``flavors`` the GPUs left per flavor).
 * ``COST_BUDGET`` — the job fits, but its queue's (``max_cost_per_hour``) or tenant's (prices file
   ``budgets.tenants``) dollars per hour do not; ``details`` say how many more dollars per hour would let
   it run.
@@ -54,6 +55,7 @@ __all__ = [
     "owners_of",
     "pending_reasons",
     "queue_budget",
+    "queue_flavors",
     "queue_resources",
     "throttle",
     "unavailable",
@@ -152,6 +154,49 @@ def queue_resources(
             details={"queue": queue, "resource": resource, "need": need, "room": room, "more": more},
         )
     return None
+
+
+def queue_flavors(
+    plan: JobPlan,
+    assignment: Assignment,
+    budgets: object,
+    plans: list[JobPlan],
+    cands: list[UnitCandidates],
+    snap: Snapshot,
+) -> Reason | None:
+    """``QUEUE_BUDGET`` for per-flavor GPU quotas: when every flavor with a quota whose nodes the job may
+    use has less GPU room left, after this answer, than the job needs (None otherwise, or when it may use
+    nodes of no such flavor)."""
+    from placer.solver.budgets import placed_flavors
+
+    queue = plan.job.queue or ""
+    need = plan.job.total_gpu_milli / 1000
+    may = np.zeros(len(snap.nodes), dtype=bool)
+    for c in cands:
+        if c.unit.tpu is None:
+            may |= c.static
+    usable = {
+        f for n in np.flatnonzero(may) if (f := budgets.flavor_at(queue, snap.nodes[int(n)].node.labels))
+    }  # type: ignore[attr-defined]
+    if not need or not usable:
+        return None
+    rank = evict_rank(plan.job)
+    evicted = [v for v in assignment.evictions if budgets.ranks.get(v, rank) < rank]  # type: ignore[attr-defined]
+    left = {f: budgets.flavor_room(queue, f, evicted) for f in usable}  # type: ignore[attr-defined]
+    for i, reps in assignment.placed.items():
+        if plans[i].job.queue == queue:
+            for f, g in placed_flavors(queue, reps, snap, budgets).items():  # type: ignore[arg-type]
+                if f in left:
+                    left[f] -= g
+    if any(need <= room + 1e-9 for room in left.values()):
+        return None
+    rooms = ", ".join(f"{f} {room:g}" for f, room in sorted(left.items()))
+    return Reason(
+        code="QUEUE_BUDGET",
+        message=f"queue {queue!r} is over its GPU quota on every flavor it may use: it needs {need:g} GPUs "
+        f"and the flavors have {rooms} left (it waits; it is not rejected)",
+        details={"queue": queue, "gpus": need, "flavors": dict(sorted(left.items()))},
+    )
 
 
 def throttle(group: str, limit: int, running: int, started: int) -> Reason:

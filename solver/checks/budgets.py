@@ -6,6 +6,11 @@ CPU and memory budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb
 ClusterQueue's ``cpu`` and ``memory`` quotas): each queue's active jobs, GPU or not, hold at most that many
 cores and GB on nodes (``queue-budget`` too), counted from the replicas' ``cpu_cores`` and ``memory_gb``.
 
+Per-flavor GPU quotas (a queue's ``flavor_groups``, the group covering GPUs, whose flavors carry
+``max_gpus``; a Kueue ClusterQueue's quota per ResourceFlavor): the GPUs the queue's jobs hold on a
+flavor's nodes stay within its quota there (``queue-budget``). A node counts under the first flavor of the
+group whose node labels it all has.
+
 Dollar budgets (``cost-budget``): each queue's ``ml_limits.max_cost_per_hour`` and each tenant's
 ``budgets.tenants`` (prices file) bound the dollars per hour of its active jobs — running and not evicted
 (priced from their allocation), plus placed — GPU, TPU and CPU work alike. A replica's price is by
@@ -88,12 +93,34 @@ def _ledgers(
 ) -> dict[Any, _Ledger]:
     """One ledger per budget key: what running jobs (``keys(queue, tenant)`` of each) hold, staying or
     evicted by the decision, and what its placements add; amounts at or below 0 count nowhere."""
+
+    def running(rj: Any) -> dict[Any, float]:
+        ks = keys(rj.queue, rj.tenant)
+        amount = running_amount(rj) if ks else 0.0
+        return dict.fromkeys(ks, amount) if amount > 0 else {}
+
+    def placed(job: Job, p: JobPlacement) -> dict[Any, float]:
+        ks = keys(job.queue, job.tenant)
+        amount = placed_amount(job, p) if ks else 0.0
+        return dict.fromkeys(ks, amount) if amount > 0 else {}
+
+    return _split_ledgers(decision, jobs, cluster, running, placed, rank)
+
+
+def _split_ledgers(
+    decision: Decision,
+    jobs: list[Job],
+    cluster: Cluster,
+    running: Callable[[Any], dict[Any, float]],
+    placed: Callable[[Job, JobPlacement], dict[Any, float]],
+    rank: Callable[[Job], Rank],
+) -> dict[Any, _Ledger]:
+    """One ledger per budget key, each running job and placement splitting what it holds among keys
+    (``running(rj)``, ``placed(job, placement)``: key -> amount)."""
     out: dict[Any, _Ledger] = {}
     evicted = {e.job for e in decision.preemptions}
     for rj in cluster.running_jobs():
-        ks = keys(rj.queue, rj.tenant)
-        amount = running_amount(rj) if ks else 0.0
-        for k in ks if amount > 0 else ():
+        for k, amount in running(rj).items():
             ledger = out.setdefault(k, _Ledger())
             if rj.job in evicted:
                 ledger.evicted.append((rank_of(rj.priority_class, rj.priority), amount))
@@ -102,9 +129,7 @@ def _ledgers(
     by_id = {j.id: j for j in jobs}
     for p in decision.placements:
         job = by_id.get(p.job)
-        ks = keys(job.queue, job.tenant) if job is not None else []
-        amount = placed_amount(job, p) if ks else 0.0  # type: ignore[arg-type]
-        for k in ks if amount > 0 else ():
+        for k, amount in (placed(job, p) if job is not None else {}).items():
             out.setdefault(k, _Ledger()).placed.append((rank(job), amount))  # type: ignore[arg-type]
     return out
 
@@ -125,6 +150,7 @@ def check_budgets(
     rank_of_job = rank or (lambda job: rank_of(job.priority_class.value, job.priority))
     yield from _check_gpus(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_resources(decision, jobs, cluster, queues, rank_of_job)
+    yield from _check_flavors(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_cohorts(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_cohort_trees(decision, jobs, cluster, queues, rank_of_job)
     yield from _check_costs(decision, jobs, cluster, queues, prices or PriceCatalog.default(), rank_of_job)
@@ -237,6 +263,61 @@ def _check_resources(
             ledger = held.get(name, _Ledger())
             if ledger.added:
                 yield from _over_limit(name, ledger, getattr(lim, limit_name), limit_name, unit)
+
+
+def _check_flavors(
+    decision: Decision,
+    jobs: list[Job],
+    cluster: Cluster,
+    queues: Mapping[str, QueueConfig],
+    rank: Callable[[Job], Rank],
+) -> Iterator[Violation]:
+    flavors: dict[str, list[tuple[str, dict[str, str], float | None]]] = {}  # queue -> its GPU group's
+    for name, qc in queues.items():  # flavors in order: (name, node labels, GPU quota)
+        for group in qc.config.flavor_groups:
+            if {"nvidia.com/gpu", "amd.com/gpu"} & set(group.covered) and any(
+                f.max_gpus is not None for f in group.flavors
+            ):
+                flavors[name] = [(f.name, f.node_labels, f.max_gpus) for f in group.flavors]
+                break
+    if not flavors:
+        return
+    quota = {(q, name): most for q, fs in flavors.items() for name, _, most in fs if most is not None}
+
+    def per_flavor(queue: str, replicas: Iterable[Any]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for r in replicas:
+            if r.node is None or not cluster.has_node(r.node):
+                continue
+            labels = cluster.node(r.node).labels
+            first = next(
+                (n for n, want, _ in flavors[queue] if all(labels.get(k) == v for k, v in want.items())), None
+            )
+            if (queue, first) in quota:
+                out[first] = out.get(first, 0.0) + _gpus([r])  # type: ignore[index]
+        return out
+
+    ledgers = _split_ledgers(
+        decision,
+        jobs,
+        cluster,
+        lambda rj: (
+            {(rj.queue, f): g for f, g in per_flavor(rj.queue, rj.replicas).items()}
+            if rj.queue in flavors
+            else {}
+        ),
+        lambda job, p: (
+            {(job.queue, f): g for f, g in per_flavor(job.queue, p.replicas).items()}  # type: ignore[arg-type]
+            if job.queue in flavors
+            else {}
+        ),
+        rank,
+    )
+    for (queue, f), ledger in sorted(ledgers.items()):
+        if ledger.added:
+            yield from _over_limit(
+                queue, ledger, quota[(queue, f)], f"flavor {f!r}'s max_gpus", "GPUs on its nodes"
+            )
 
 
 def _check_cohorts(

@@ -78,6 +78,7 @@ def build_classes(
     shape_codes: np.ndarray | None = None,
     pref_codes: np.ndarray | None = None,
     extra: tuple[str, ...] = (),
+    flavor_codes: np.ndarray | None = None,
 ) -> tuple[list[NodeClass], np.ndarray, bool]:
     """Partition the ``relevant`` nodes into classes; returns the classes, a node -> class index map
     (-1 for nodes outside every class), and whether free amounts were compared exactly. ``price_codes``
@@ -86,7 +87,8 @@ def build_classes(
     class its tree; ``pref_codes`` (equal where every unit of the batch has the same preference score)
     nodes the preference level tells apart — a node with the job's model loaded never merges with one
     without it, so the model scores what greedy scores. ``extra``: the extended resources the batch asks
-    for; nodes with different free amounts of one never merge."""
+    for; nodes with different free amounts of one never merge. ``flavor_codes`` (equal where every queue
+    of the batch with per-flavor GPU quotas counts the node under the same flavor) keeps flavors apart."""
     snap = arrays.snap
     nodes = np.flatnonzero(relevant)
     partial = {int(n): _partial_shares(arrays, int(n)) for n in nodes}
@@ -111,6 +113,7 @@ def build_classes(
             -1 if price_codes is None else int(price_codes[n]),
             -1 if shape_codes is None else int(shape_codes[n]),
             -1 if pref_codes is None else int(pref_codes[n]),
+            -1 if flavor_codes is None else int(flavor_codes[n]),
             # Extended resources (a Kubernetes node's free pod slots differ with every pod) merge in
             # buckets that double as CPU's quantum does; a class holds the least of its members.
             tuple(

@@ -497,6 +497,37 @@ class Model(Hinting, Searching, Realizing):
             self._cohort_tree(budgets)
         if budgets.resources:
             self._resource_budgets(budgets)
+        if budgets.flavor_max:
+            self._flavor_budgets(budgets)
+
+    def _flavor_budgets(self, budgets: Budgets) -> None:
+        """Per-flavor GPU quotas: per queue and flavor, the GPUs (thousandths) its units place on the
+        flavor's nodes — classes by their representative, classes being split by flavor (``reduce.py``),
+        nodes modelled one by one by their own — stay within what its running jobs leave there, plus what
+        evictions of them give back, by rank as for the queue's budget."""
+        snap, classes = self.b.snap, self.classes
+        used: dict[tuple[str, str], list[tuple[int, cp_model.LinearExprT]]] = {}
+        for nu in self.node_units:
+            q = self.plans[nu.p].job.queue
+            milli = nu.unit.need.gpus * 1000 + nu.unit.need.milli
+            if q not in budgets.flavor_group or not milli:
+                continue
+            rank = evict_rank(self.plans[nu.p].job)
+            at = [(classes[c].rep, self.x[(nu.p, nu.ui, c)]) for c in nu.classes]
+            at += [(n, self.y[(nu.p, nu.ui, n)]) for n in nu.direct]
+            for n, var in at:
+                f = budgets.flavor_at(q, snap.nodes[n].node.labels)
+                if f is not None:
+                    used.setdefault((q, f), []).append((rank, milli * var))
+        vrank = {v.id: v.rank for v in self.b.victims}
+        for (q, f), terms in used.items():
+            back = [
+                (vrank[vid], round(1000 * g) * self.e[vid])
+                for vid in self.e
+                if budgets.running.get(vid, ("",))[0] == q
+                and (g := budgets.running_flavor.get(vid, {}).get(f))
+            ]
+            self._within_by_rank(terms, int(np.floor(budgets.flavor_room(q, f) * 1000 + 1e-6)), back)
 
     def _resource_budgets(self, budgets: Budgets) -> None:
         """Queue CPU and memory budgets (``max_total_cpu_cores``, ``max_total_memory_gb``): a queue's placed

@@ -144,6 +144,7 @@ class Builder:
             shape_codes=self._shape_codes(node_units, relevant),
             pref_codes=pref_codes(node_units),
             extra=tuple(sorted({name for nu in node_units for name, _ in nu.unit.need.extra})),
+            flavor_codes=self._flavor_codes(ids),
         )
         if 0 < self.policy.lns_above_size < len(classes) * len(node_units):
             raise TooBig(len(classes))
@@ -233,6 +234,22 @@ class Builder:
             out.nodes.setdefault((c, pat), []).append(n)
             out.z_hint[(c, pat)] = out.z_hint.get((c, pat), 0) + 1
         return out
+
+    def _flavor_codes(self, ids: list[int]) -> np.ndarray | None:
+        """Per node, a code of the flavors it is counted under by the batch's queues with per-flavor GPU
+        quotas (None when none has any): a class must lie in one flavor for the model to count it there."""
+        b = self.budgets
+        queues = sorted({q for p in ids if (q := self.plans[p].job.queue) in (b.flavor_group if b else {})})
+        if b is None or not queues:
+            return None
+        seen: dict[tuple[str | None, ...], int] = {}
+        return np.array(
+            [
+                seen.setdefault(tuple(b.flavor_at(q, v.node.labels) for q in queues), len(seen))
+                for v in self.snap.nodes
+            ],
+            dtype=np.int64,
+        )
 
     def _shape_codes(self, node_units: list[NodeUnit], relevant: np.ndarray) -> np.ndarray | None:
         """When some unit has a Flux shape (sockets...): per node, a code equal for nodes with the same

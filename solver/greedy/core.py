@@ -36,6 +36,7 @@ from placer.solver.budgets import (
     budget_cost,
     charge_budget,
     cost_left,
+    flavor_off,
     within_budget,
     within_throttle,
 )
@@ -635,6 +636,7 @@ def greedy(
         plan = plans[i]
         if not within_throttle(plan, state, budgets):
             continue  # its group runs as many as it may: pending, THROTTLE (answer.py)
+        state.off = flavor_off(plan, state, budgets)  # flavors of its queue with no GPU quota left for it
         replicas = place_plan(plan)
         needed: list[Victim] = []
         if replicas is None and victims:
@@ -650,6 +652,7 @@ def greedy(
             if tried:
                 result.over_budget_cost[i] = (tried, *cost_left(plan, state, budgets))
             replicas = None
+        state.off = None
         if replicas is None:
             state.rollback(0)
             continue

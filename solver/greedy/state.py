@@ -67,6 +67,11 @@ class State:
     evicted: dict[str, int] = field(default_factory=dict)
     #: GPUs and GPU jobs this decision added per queue (committed placements only).
     queue_use: dict[str, tuple[float, int]] = field(default_factory=dict)
+    #: Nodes the job being placed may not use beyond ``closed`` (its queue's flavors without GPU quota left
+    #: for it: :func:`~placer.solver.budgets.flavor_off`); set for one job at a time, not logged.
+    off: np.ndarray | None = None
+    #: GPUs this decision added per (queue, flavor) with a per-flavor GPU quota (committed placements only).
+    flavor_use: dict[tuple[str, str], float] = field(default_factory=dict)
     #: CPU cores and memory GB this decision added per queue with such a budget (committed placements only).
     queue_res_use: dict[str, tuple[float, float]] = field(default_factory=dict)
     #: Money units per hour this decision added per queue and per tenant (committed placements only).
@@ -135,6 +140,8 @@ class State:
         need, eps = unit.need, 1e-9
         ok = (self.gpus >= need.gpus) & (self.cpu >= need.cpu - eps) & (self.mem >= need.mem - eps)
         ok &= (self.storage >= need.storage - eps) & (self.shm >= need.shm - eps) & ~self.closed
+        if self.off is not None:
+            ok &= ~self.off
         if need.milli:
             ok &= self.milli >= need.milli
         for name, amount in need.extra:
@@ -148,6 +155,8 @@ class State:
         claim for it) — the unit's Flux shape on the node's inner tree as it is now (:meth:`fits_shape`)."""
         need, eps = unit.need, 1e-9
         if self.closed[node] or (unit.exclusive and not self.empty[node]):
+            return False
+        if self.off is not None and self.off[node]:
             return False
         if self.gpus[node] < need.gpus or (need.milli and self.milli[node] < need.milli):
             return False

@@ -22,8 +22,9 @@ configuration's ``flavor_groups``) and applies it to each job of the queue here,
 What is approximated: Kueue assigns one flavor per group, and its tolerations only with it; placer adds
 the tolerations of every flavor the job may use, so a job could use a taint another eligible flavor
 tolerates on the first flavor's nodes (only when two eligible flavors' nodes and taints overlap). Flavor
-order (Kueue tries flavors in order and takes the first with quota left) and per-flavor quotas are not
-modelled: the queue's GPU budget is the sum of its flavors' quotas (``docs/kubernetes.md``).
+order (Kueue tries flavors in order and takes the first with quota left) is not modelled. Per-flavor GPU
+quotas are (:attr:`Flavor.max_gpus`): the GPUs the queue holds on each flavor's nodes stay within its
+quota there, on top of the queue's budget, the sum of its flavors' quotas (``docs/kubernetes.md``).
 
 >>> from placer.solver.jobs.model import Job, TaskGroup
 >>> groups = [FlavorGroup(covered=["cpu", "memory"], flavors=[
@@ -35,6 +36,7 @@ modelled: the queue's GPU budget is the sum of its flavors' quotas (``docs/kuber
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -42,7 +44,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from placer.solver.jobs.errors import Issue, issue
 from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, Job, LabelRule, Toleration, tolerated
 
-__all__ = ["Flavor", "FlavorGroup", "NodeTaint", "requested_resources", "with_flavors"]
+__all__ = [
+    "Flavor",
+    "FlavorGroup",
+    "NodeTaint",
+    "flavor_of",
+    "gpu_flavors",
+    "requested_resources",
+    "with_flavors",
+]
 
 #: Resource names of GPUs and TPUs, as a ClusterQueue covers them.
 GPU_NAMES = frozenset({"nvidia.com/gpu", "amd.com/gpu"})
@@ -61,7 +71,13 @@ class NodeTaint(BaseModel):
 
 class Flavor(BaseModel):
     """One node flavor (Kueue ``ResourceFlavor``): its nodes by label, their taints, the tolerations it
-    gives."""
+    gives, and the GPUs the queue may hold on it.
+
+    ``max_gpus``: the queue's GPU quota on this flavor (a ClusterQueue's ``nominalQuota`` of its GPU
+    resources for the flavor, plus its ``borrowingLimit`` in a cohort); None: no quota of its own. The
+    GPUs the queue's jobs hold, running and placed, on the flavor's nodes stay within it (both engines and
+    the checker's rule 17). A node is the first flavor's of its group whose labels it has
+    (:func:`flavor_of`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -69,6 +85,7 @@ class Flavor(BaseModel):
     node_labels: dict[str, str] = Field(default_factory=dict)
     node_taints: list[NodeTaint] = Field(default_factory=list)
     tolerations: list[Toleration] = Field(default_factory=list)
+    max_gpus: float | None = Field(default=None, ge=0)
 
 
 class FlavorGroup(BaseModel):
@@ -78,6 +95,30 @@ class FlavorGroup(BaseModel):
 
     covered: list[str] = Field(min_length=1)
     flavors: list[Flavor] = Field(min_length=1)
+
+
+def flavor_of(labels: Mapping[str, str], group: FlavorGroup) -> Flavor | None:
+    """The flavor of ``group`` a node with ``labels`` is counted under: the first, in the group's order,
+    whose node labels it all has (a flavor without labels: every node); None when none.
+
+    >>> g = FlavorGroup(covered=["nvidia.com/gpu"], flavors=[Flavor(name="h100", node_labels={"pool": "a3"}),
+    ...                                                      Flavor(name="rest")])
+    >>> flavor_of({"pool": "a3"}, g).name, flavor_of({"pool": "g2"}, g).name
+    ('h100', 'rest')
+    """
+    for f in group.flavors:
+        if all(labels.get(k) == v for k, v in f.node_labels.items()):
+            return f
+    return None
+
+
+def gpu_flavors(groups: list[FlavorGroup]) -> FlavorGroup | None:
+    """The resource group that covers GPUs (``nvidia.com/gpu``, ``amd.com/gpu``), when one of its flavors
+    has a GPU quota of its own (:attr:`Flavor.max_gpus`); None otherwise."""
+    for g in groups:
+        if GPU_NAMES & set(g.covered) and any(f.max_gpus is not None for f in g.flavors):
+            return g
+    return None
 
 
 def requested_resources(job: Job) -> set[str]:

@@ -150,7 +150,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 continue
             local.setdefault(name, []).append((str(meta.get("namespace") or "default"), cq, path))
     groups = {
-        cq: _flavor_groups(spec, at, flavors, problems) if flavors else []
+        cq: _flavor_groups(spec, at, flavors, cq in cohort_of, problems) if flavors else []
         for cq, (spec, at) in cluster_queues.items()
     }
     users: dict[str, list[tuple[str, str]]] = {}  # ClusterQueue -> its LocalQueues (namespace, name)
@@ -449,9 +449,15 @@ def _flavor(name: str, spec: dict[str, Any], path: str, problems: list[Issue]) -
 
 
 def _flavor_groups(
-    spec: dict[str, Any], path: str, flavors: dict[str, dict[str, Any]], problems: list[Issue]
+    spec: dict[str, Any],
+    path: str,
+    flavors: dict[str, dict[str, Any]],
+    in_cohort: bool,
+    problems: list[Issue],
 ) -> list[dict[str, Any]]:
-    """A ClusterQueue's resource groups as ``flavor_groups`` (covered resources, their flavors in order)."""
+    """A ClusterQueue's resource groups as ``flavor_groups`` (covered resources, their flavors in order),
+    each flavor with the ClusterQueue's GPU quota on it (``max_gpus``: nominal, plus the borrowing limit
+    in a cohort; left out when the flavor has no GPU quota, or in a cohort without a borrowing limit)."""
     out: list[dict[str, Any]] = []
     groups = spec.get("resourceGroups")
     for g, group in enumerate(groups if isinstance(groups, list) else []):
@@ -475,5 +481,30 @@ def _flavor_groups(
             )
         if missing or not names or not isinstance(covered, list):
             continue
-        out.append({"covered": [str(c) for c in covered], "flavors": [flavors[n] for n in names]})
+        listed_ok = [f for f in listed if isinstance(f, dict) and isinstance(f.get("name"), str)]
+        entries = []
+        for f, flavor in zip(listed_ok, names, strict=True):
+            quota = _flavor_gpus(f, in_cohort)
+            entries.append(flavors[flavor] if quota is None else {**flavors[flavor], "max_gpus": quota})
+        out.append({"covered": [str(c) for c in covered], "flavors": entries})
     return out
+
+
+def _flavor_gpus(flavor: dict[str, Any], in_cohort: bool) -> float | None:
+    """One flavor entry's GPU quota (its GPU resources' ``nominalQuota``, plus ``borrowingLimit`` in a
+    cohort; None without a GPU quota, or in a cohort when one has no borrowing limit). Bad values are
+    named by the ClusterQueue's quota reading (:func:`_gpu_quota`), not again here."""
+    total: float | None = None
+    for res in _as_list(flavor.get("resources")):
+        if not isinstance(res, dict) or res.get("name") not in GPU_RESOURCES:
+            continue
+        nominal = _whole_gpus(res.get("nominalQuota"), "", "quota", [])
+        more = (
+            _whole_gpus(res.get("borrowingLimit"), "", "limit", [])
+            if res.get("borrowingLimit") is not None
+            else None
+        )
+        if nominal is None or (in_cohort and more is None):
+            return None
+        total = (total or 0.0) + nominal + (more if in_cohort and more is not None else 0)
+    return total

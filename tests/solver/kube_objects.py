@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["pod"]
+__all__ = ["kueue_queue", "pod"]
 
 
 def pod(
@@ -34,3 +34,30 @@ def pod(
         "spec": body,
         "status": {"phase": "Running" if node else "Pending"},
     }
+
+
+def kueue_queue(
+    spec: dict[str, Any], *, local: tuple[str, str] = ("team", "lq"), flavors: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What ``kubectl get clusterqueues,localqueues,resourceflavors -A -o json`` prints for one ClusterQueue
+    ``cq`` of ``spec``, its LocalQueue ``local`` (namespace, name), and ResourceFlavors ``flavors`` (name
+    -> spec).
+
+    >>> [i["kind"] for i in kueue_queue({}, flavors={"h100": {}})["items"]]
+    ['ResourceFlavor', 'ClusterQueue', 'LocalQueue']
+    """
+    kueue = "kueue.x-k8s.io/v1beta1"
+    items: list[dict[str, Any]] = [
+        {"apiVersion": kueue, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": fspec}
+        for name, fspec in (flavors or {}).items()
+    ]
+    items.append({"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": "cq"}, "spec": spec})
+    items.append(
+        {
+            "apiVersion": kueue,
+            "kind": "LocalQueue",
+            "metadata": {"namespace": local[0], "name": local[1]},
+            "spec": {"clusterQueue": "cq"},
+        }
+    )
+    return {"apiVersion": "v1", "kind": "List", "items": items}

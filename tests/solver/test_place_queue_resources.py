@@ -18,6 +18,7 @@ from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.solver.jobs.queues import QueueConfig, load_queue_configs
 from placer.topology import Cluster, cluster_of, dgx_h100
 from tests.solver.conftest import NOW, Solve, pending_reason
+from tests.solver.kube_objects import kueue_queue
 
 
 def _queues(**limits: float) -> dict[str, QueueConfig]:
@@ -163,24 +164,7 @@ def _cluster_queue(resources: list[dict[str, Any]], cohort: str | None = None) -
     }
     if cohort:
         spec["cohort"] = cohort
-    return {
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": [
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta1",
-                "kind": "ClusterQueue",
-                "metadata": {"name": "cq"},
-                "spec": spec,
-            },
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta1",
-                "kind": "LocalQueue",
-                "metadata": {"namespace": "team", "name": "lq"},
-                "spec": {"clusterQueue": "cq"},
-            },
-        ],
-    }
+    return kueue_queue(spec)
 
 
 def test_kueue_cpu_and_memory_quotas_become_the_queues_budgets() -> None:
