@@ -317,6 +317,26 @@ def test_a_node_runs_no_more_pods_than_its_allocatable_pods(solve: Solve) -> Non
     assert len(d.placements) == 5
 
 
+def test_best_effort_pods_take_their_pod_slots_too(solve: Solve) -> None:
+    """A node allowing 4 pods runs 3 that request nothing (a DaemonSet's agent, a debug shell): one of two
+    small pending pods fits there, as the kubelet counts every pod; the other waits."""
+    from placer.topology.importers.kubernetes import parse_kubernetes
+
+    small = _p5("p5-small")
+    small["status"]["allocatable"]["pods"] = "4"  # type: ignore[index]
+    running = [pod(f"agent-{i}", {}, node="p5-small", namespace="kube-system") for i in range(3)]
+    inv = parse_kubernetes(
+        {"apiVersion": "v1", "kind": "List", "items": [small]},
+        {"apiVersion": "v1", "kind": "List", "items": running},
+        source="nodes.json",
+        pods_source="pods.json",
+    )
+    cluster = build_cluster(inv, source="t")
+    assert cluster.free_extra("p5-small", "pods") == 1
+    d = solve(_jobs(_cpu_pod("a"), _cpu_pod("b")), cluster)
+    assert len(d.placements) == 1 and len(d.pending) == 1
+
+
 def test_the_checker_counts_pod_slots() -> None:
     small = _p5("p5-small")
     small["status"]["allocatable"]["pods"] = "1"  # type: ignore[index]

@@ -155,6 +155,7 @@ def test_sample_tpu_slices(sample: Inventory) -> None:
 def test_sample_running_jobs(sample: Inventory) -> None:
     jobs = {j.job: j for j in sample.running}
     assert sorted(jobs) == [
+        "default/best-effort",
         "kube-system/kube-proxy",
         "ml/llm-train",
         "ml/tpu-train-slice-0",
@@ -195,11 +196,19 @@ def test_sample_running_jobs(sample: Inventory) -> None:
     assert [(r.node, r.cpu_cores, r.memory_gb) for r in proxy.replicas] == [("gke-cpu-pool-5f2a", 0.1, 0.125)]
     assert proxy.priority_class == "reserved"  # system-node-critical
     assert jobs["research/debug-shell"].replicas[0].gpus == [0, 1, 2, 3]
+    # A pod requesting nothing runs holding one pod slot of its node, as the kubelet counts it.
+    [slot] = jobs["default/best-effort"].replicas
+    assert (slot.node, slot.cpu_cores, slot.memory_gb, slot.gpus, slot.extra) == (
+        "gke-cpu-pool-5f2a",
+        0,
+        0,
+        [],
+        {"pods": 1.0},
+    )
     assert sample.metadata["pods_skipped"] == {
         "on TPU hosts without TPU chips": 1,  # kube-proxy on a TPU host
         "not bound to a node": 1,  # waiting-for-gpus
         "on nodes not in the node list": 1,  # on-removed-node
-        "requesting nothing": 1,  # best-effort
     }
 
 

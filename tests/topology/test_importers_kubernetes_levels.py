@@ -205,7 +205,7 @@ def test_kueue_slices_on_the_sites_own_rack_label(
     jobs.write_text(json.dumps(_site_job(annotations, parallelism=4)))
     assert main(["validate", str(jobs), "--topology-labels", "example.com/rack=rack", "--json"]) == 0
     [group] = json.loads(capsys.readouterr().out)["job"]["tasks"]
-    assert (group["count"], group["slices"]) == (4, {"level": "rack", "size": 2})
+    assert (group["count"], group["slices"]) == (4, {"level": "rack", "size": 2, "exclusive": False})
     args = ["place", "--cluster", str(site_nodes), "--topology-labels", "example.com/rack=rack"]
     assert main([*args, "--jobs", str(jobs), "--json"]) == 0
     [p] = json.loads(capsys.readouterr().out)["placements"]

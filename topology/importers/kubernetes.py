@@ -881,9 +881,6 @@ def _running(
         held = {k: float(v) for k, v in sorted(req.items()) if is_kubernetes_extra(k) and v > 0}
         if pod.node not in tpu_hosts:
             alloc["extra"] = {**held, POD_SLOTS: 1.0}  # every pod takes one of its node's pod slots
-        if not gpus and not chips and not any(v for v in req.values()):
-            skipped["requesting nothing"] = skipped.get("requesting nothing", 0) + 1
-            continue
         if pod.node in tpu_hosts and not chips:
             # TPU slices track chips only; a host's CPU/memory are not divided among pods.
             skipped["on TPU hosts without TPU chips"] = skipped.get("on TPU hosts without TPU chips", 0) + 1
