@@ -159,9 +159,15 @@ class _Fragments:
             new = t.columns(fresh)
             vals = np.zeros((*self.vals.shape[:-1], len(self.keys) + len(fresh)), dtype=np.float32)
             vals[..., : len(self.keys)] = self.vals
-            current = np.flatnonzero(self.ver == version)
-            if current.size:
-                vals[current, ..., len(self.keys) :] = count(current, new)
+            current = self.ver == version
+            if current.any():
+                rows = np.flatnonzero(current)
+                vals[rows, ..., len(self.keys) :] = count(rows, new)
+            # A row held for another state than this call's lacks the new columns (its state is not at
+            # hand to count them): it is no longer held. Why it matters: the next call starts again from
+            # the arrays' stamps, so a row a greedy tick made stale here is current there — and read its
+            # new columns as 0 (a session's greedy then chose another node than place()'s).
+            self.ver[~current] = -1
             for m in fresh:
                 index[t.keys[m]] = len(index)
             self.held = new if self.held is None else _joined(self.held, new)

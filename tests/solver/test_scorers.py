@@ -389,6 +389,13 @@ def test_fragments_of_replica_shapes_are_dropped_least_recent_first(monkeypatch:
     assert list(store.after) == [(1.0, 0, 300), (1.0, 0, 100), (1.0, 0, 400)]
 
 
+def _target(access: np.ndarray, p: list[float], milli: list[int], num: list[int]) -> Targets:
+    """A target of one-core shapes, ``milli`` per GPU on ``num`` GPUs, each weighing ``p``."""
+    return Targets(
+        p=np.array(p), cpu=np.ones(len(p)), milli=np.array(milli), num=np.array(num), access=access
+    )
+
+
 @pytest.mark.parametrize("held", [128, 2])
 def test_a_shape_that_leaves_the_target_and_comes_back_counts_what_changed_meanwhile(
     held: int, monkeypatch: pytest.MonkeyPatch
@@ -403,13 +410,8 @@ def test_a_shape_that_leaves_the_target_and_comes_back_counts_what_changed_meanw
     gpu = np.array([[1000, 1000, 600, 0], [1000, 300, 300, 0], [1000, 1000, 1000, 1000]])
     acc = np.ones((3, 2), dtype=bool)
 
-    def target(p: list[float], milli: list[int], num: list[int]) -> Targets:
-        return Targets(
-            p=np.array(p), cpu=np.array([1.0, 1.0]), milli=np.array(milli), num=np.array(num), access=acc
-        )
-
-    a = target([0.7, 0.3], [500, 1000], [1, 2])  # shapes (500, 1) and (1000, 2)
-    b = target([0.4, 0.6], [1000, 250], [2, 1])  # (1000, 2) kept, (500, 1) out, (250, 1) in
+    a = _target(acc, [0.7, 0.3], [500, 1000], [1, 2])  # shapes (500, 1) and (1000, 2)
+    b = _target(acc, [0.4, 0.6], [1000, 250], [2, 1])  # (1000, 2) kept, (500, 1) out, (250, 1) in
     f = scorers._Fragments.of(3, ())
     version = np.zeros(3, dtype=np.int64)
     idx = np.arange(3)
@@ -427,3 +429,36 @@ def test_a_shape_that_leaves_the_target_and_comes_back_counts_what_changed_meanw
     # By hand, node 0 against a: (500, 1) fits on GPUs 1 and 2, 400 too full; (1000, 2) finds one whole
     # GPU, so all 2000 free milli are its fragment: 0.7 x 400 + 0.3 x 2000.
     assert got[0] == pytest.approx(0.7 * 400 + 0.3 * 2000)
+
+
+def test_a_shape_added_while_a_node_is_changed_is_counted_when_the_node_is_back() -> None:
+    # A session's cache outlives greedy's calls: within one call greedy changes node 0 (its version ticks)
+    # and the target brings shape (250, 1) while node 0 is not looked at; the next call starts from the
+    # arrays' stamps again, node 0 as it was. Its fragment for the new shape must be counted, not read as
+    # the 0 a column added without it holds (a session's greedy then chose another node than place()).
+    from placer.solver import scorers
+
+    cpu = np.array([8.0, 8.0, 4.0])
+    gpu = np.array([[1000, 1000, 600, 100], [1000, 300, 300, 0], [1000, 1000, 1000, 1000]])
+    acc = np.ones((3, 2), dtype=bool)
+
+    a = _target(acc, [0.7, 0.3], [500, 1000], [1, 2])
+    b = _target(acc, [0.4, 0.6], [1000, 250], [2, 1])  # (250, 1) is new
+    f = scorers._Fragments.of(3, ())
+    stamps = np.zeros(3, dtype=np.int64)
+
+    def count(rows: np.ndarray, tt: Targets) -> np.ndarray:
+        return fragments(cpu[rows], gpu[rows], tt.access[rows], tt)
+
+    f.expected(a, stamps, np.arange(3), count)  # call 1 reads every node at its stamp
+    ticked = stamps.copy()
+    ticked[0] = 1
+    saved = gpu[0].copy()
+    gpu[0] = [0, 1000, 600, 100]  # greedy takes GPU 0 of node 0 ...
+    f.expected(b, ticked, np.array([1, 2]), count)  # ... and the next unit looks at nodes 1 and 2 only
+    gpu[0] = saved  # call 2: node 0 as the arrays have it, at its stamp
+    got = f.expected(b, stamps, np.arange(3), count)
+    assert got.tolist() == fragmentation(cpu, gpu, acc, b).tolist()
+    # By hand, node 0 against b: (1000, 2) fits on GPUs 0 and 1, so the 700 milli of GPUs 2 and 3 are its
+    # fragment; (250, 1) fits, and GPU 3's 100 milli are too few for it: 0.4 x 700 + 0.6 x 100.
+    assert got[0] == pytest.approx(0.4 * 700 + 0.6 * 100)

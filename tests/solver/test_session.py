@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from placer.solver.checks import check
@@ -120,6 +120,14 @@ def _run(plan: list[tuple[str, object]], policy: Policy, one_entry_per_node: boo
                 prepared=Prepared(session.cluster, learned=session.learned),
             )  # type: ignore[arg-type]
             mine = session.decide(jobs, now=NOW)  # type: ignore[arg-type]
+            if not (mine.stats.deterministic and fresh.stats.deterministic):
+                # A wall clock cut one of them (a stalled machine: CI once saw a 5 s build cut on a batch
+                # of eleven jobs): equal decisions are promised only for work on deterministic budgets
+                # (docs/solver.md, *Determinism*), so this example ends here, both decisions checked.
+                event("a wall clock cut a decision")
+                assert check(mine, jobs, session.cluster, now=NOW) == []  # type: ignore[arg-type]
+                assert check(fresh, jobs, session.cluster, now=NOW) == []  # type: ignore[arg-type]
+                return
             assert without_timing(mine) == without_timing(fresh)
             assert check(mine, jobs, session.cluster, now=NOW) == []  # type: ignore[arg-type]
             session.commit(mine)
@@ -151,6 +159,45 @@ def test_a_session_decides_as_place_does_reproducible_auto(
     plan: list[tuple[str, object]], one_entry_per_node: bool
 ) -> None:
     _run(plan, Policy(engine="auto", time_limit_s=5, reproducible=True), one_entry_per_node)
+
+
+def test_the_fragment_cache_a_call_left_behind_holds_for_the_next_call() -> None:
+    # Found by the property above (seeded): in the third batch greedy changes a DGX while the target brings
+    # new shapes; the cache's columns for them were not counted on that node, whose row the next calls
+    # (from the arrays' stamps again) read as current. The session's greedy then put j8 on another node
+    # than place()'s (CP-SAT put it back: the decisions differed in their engine only).
+    def job(k: int, cls: str, task: TaskGroup, gang: bool = False) -> Job:
+        return Job(
+            id=f"j{k}",
+            priority_class=cls,  # type: ignore[arg-type]
+            distributed_strategy="data_parallel" if gang else None,  # type: ignore[arg-type]
+            submit_time=NOW - timedelta(seconds=1000 - k),
+            tasks=[task],
+        )
+
+    def share() -> TaskGroup:
+        return TaskGroup(cpu_cores=2, gpu=GpuDemand(count=1, share_milli=250))
+
+    def efa() -> TaskGroup:
+        return TaskGroup(cpu_cores=4, gpu=GpuDemand(count=1), extra={EFA: 8})
+
+    plan: list[tuple[str, object]] = [
+        ("batch", [
+            job(0, "spot", TaskGroup(cpu_cores=1, gpu=GpuDemand(count=5))),
+            job(1, "spot", share()),
+            job(2, "spot", TaskGroup(count=2, cpu_cores=8, gpu=GpuDemand(count=8)), gang=True),
+        ]),
+        ("batch", [job(3, "spot", share())]),
+        ("batch", [
+            job(4, "on-demand", TaskGroup(cpu_cores=1, gpu=GpuDemand(count=8))),
+            job(5, "on-demand", efa()),
+            job(6, "on-demand", TaskGroup(count=2, cpu_cores=8, gpu=GpuDemand(count=4)), gang=True),
+        ]),
+        ("finish", 1),
+        ("batch", [job(7, "spot", share())]),
+        ("batch", [job(8, "spot", efa())]),
+    ]  # fmt: skip
+    _run(plan, Policy(engine="auto", time_limit_s=5, reproducible=True))
 
 
 def test_a_node_going_down_and_up_moves_the_pieces_forward_and_decides_as_place_does() -> None:
