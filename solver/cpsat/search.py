@@ -9,6 +9,7 @@ DET_SHARE`), so the answer does not depend on the machine.
 
 from __future__ import annotations
 
+import math
 import time
 
 from ortools.sat.python import cp_model
@@ -94,7 +95,10 @@ class Searching:
                 None, name1, build_s=build_s, solve_s=time.perf_counter() - t_solve, **model, **stats
             )
         v1 = round(s1.ObjectiveValue())
-        bound = float(s1.BestObjectiveBound())
+        # Level 1 sums whole weights, so its bound is the whole number below CP-SAT's float (with a hair for
+        # its LP's noise): one worker on the same model has reported 1519.0 and 1519.0000000000002 in
+        # turn, which made a reproducible decision's stats differ between two calls.
+        bound = float(math.floor(s1.BestObjectiveBound() + 1e-6))
         values = self._values(s1)
         status = name1
         # Whether every level the model scores was solved to optimality: level 1 (just now), the eviction
