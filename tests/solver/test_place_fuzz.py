@@ -277,3 +277,41 @@ def test_random_batches_keep_group_limits_with_running_members(engine: str, batc
         decision = place(batch, GROUP_CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW)
     assert_valid(decision, batch, GROUP_CLUSTER)
     assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status
+
+
+#: Queue a with Kueue-style quotas of every kind placer keeps: CPU and memory (ml_limits), and GPUs per
+#: flavor of its resource group — the InfiniBand DGXs (``net: ib``) 10, every other node 6. Its running
+#: job run-a holds 3 DGX GPUs (COHORT_CLUSTER), so 7 are left there.
+QUOTA_QUEUES = load_queue_configs(
+    [
+        {
+            "queue": "a",
+            "config": {
+                "ml_limits": {"max_total_cpu_cores": 150, "max_total_memory_gb": 900},
+                "flavor_groups": [
+                    {
+                        "covered": ["cpu", "memory", "nvidia.com/gpu"],
+                        "flavors": [
+                            {"name": "ib", "node_labels": {"net": "ib"}, "max_gpus": 10},
+                            {"name": "rest", "max_gpus": 6},
+                        ],
+                    }
+                ],
+            },
+        }
+    ]
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@given(batch=batches())
+def test_random_batches_keep_cpu_memory_and_flavor_quotas(engine: str, batch: list[Job]) -> None:
+    # Two of three jobs in queue a: whatever they ask, its CPU, memory and per-flavor GPU quotas hold
+    # (the checker's rule 17 recounts them, run-a included), and CP-SAT's answer is never refused.
+    jobs = [j.model_copy(update={"queue": ("a", "a", None)[i % 3]}) for i, j in enumerate(batch)]
+    with no_hang(1.0 + FUZZ_GUARD_S):
+        decision = place(
+            jobs, COHORT_CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW, queues=QUOTA_QUEUES
+        )
+    assert_valid(decision, jobs, COHORT_CLUSTER, queues=QUOTA_QUEUES)
+    assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status
