@@ -17,6 +17,7 @@ from placer.solver.jobs.model import (
     Job,
     LabelRule,
     Placement,
+    Slices,
     TaskGroup,
     Throttle,
     TpuDemand,
@@ -116,6 +117,19 @@ def jobs(draw: st.DrawFn, i: int) -> Job:
                 gpu=gpu,
                 one_per_node=draw(st.booleans()),
                 exclusive=draw(st.integers(0, 5)) == 0,
+                # One in eight: Kueue slices of one replica or of the whole group per rack, sometimes
+                # exclusive (JobSet exclusive placement: the rack alone); racks exist on the DGXs only.
+                slices=draw(
+                    st.sampled_from(
+                        [None] * 7
+                        + [
+                            Slices(level="rack", size=1),
+                            Slices(level="rack", size=count),
+                            Slices(level="rack", size=1, exclusive=True),
+                            Slices(level="rack", size=count, exclusive=True),
+                        ]
+                    )
+                ),
             )
         ]
     placement = Placement(
