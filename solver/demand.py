@@ -6,7 +6,8 @@ module decides that, including the one non-obvious step, **splitting**: a single
 not fit on any node it may use, and whose distributed strategy crosses nodes (``Job.may_span_nodes``), is
 cut into equal parts of ``d`` GPUs, ``d`` the largest divisor of its GPU count that fits the biggest
 eligible node (16 GPUs on 8-GPU nodes: 2 x 8; 12 GPUs: 3 x 4), parts on distinct nodes, CPU and memory
-divided evenly. Mixed splits (8 + 4) are not tried.
+divided evenly. Mixed splits (8 + 4) are not tried. A task group in Kueue slices is never split: its
+replica is a pod, which runs on one node, and its slices count those pods.
 
 >>> from placer.solver.jobs.model import Job, TaskGroup, GpuDemand
 >>> job = Job(id="j", distributed_strategy="fsdp", tasks=[TaskGroup(cpu_cores=64, gpu=GpuDemand(count=16))])
@@ -191,10 +192,12 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
         )
         split = False
         # ``spread`` (MLX §7.1, "spread GPU allocation across nodes"): one GPU per node where the job may
-        # span nodes; otherwise a replica is split only when no node holds it.
+        # span nodes; otherwise a replica is split only when no node holds it. A group in Kueue slices is
+        # never split: its replica is a pod, which runs on one node, and its slices count those pods.
         most = 1 if spread else max_node_gpus
         if (
-            gpu is not None
+            g.slices is None
+            and gpu is not None
             and gpu.share_milli is None
             and replicas == 1
             and most > 0
