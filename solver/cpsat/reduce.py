@@ -424,7 +424,9 @@ class Builder:
             if key[0] == "u":
                 tag: tuple[object, ...] = key
                 nu = members[0]
-                if nu.unit.distinct or nu.p in self_anti:
+                # An exclusive replica owns its node whole, so a node holds one of them, as greedy and
+                # realization place them (without the cap, replicas that ask little shared a node here).
+                if nu.unit.distinct or nu.p in self_anti or nu.unit.exclusive:
                     caps[tag] = 1
             else:
                 tag = ("g", n)

@@ -161,3 +161,47 @@ def test_the_checker_counts_running_jobs_and_not_evicted_ones() -> None:
     js = _jobset("js", 2, 1, gpus=1)
     d = decision(place("js", _w("r0-n0"), _w("r1-n0")))
     assert ("slices", "js", "r1-n1") in _checked(d, [js], c)
+
+
+def test_a_sliced_pod_is_never_split_over_nodes(solve: Solve) -> None:
+    # A replica in slices is a pod: it runs on one node, whatever its strategy says. Split over two nodes
+    # (as FSDP's 16 GPUs or a "spread" pair would be), its exclusive slice of one would hold two replicas
+    # in a rack — what the checker counts (found by the fuzz).
+    c = _racks(2)
+
+    def sliced(job_id: str, gpus: int, **placement: object) -> Job:
+        group = TaskGroup(
+            cpu_cores=8, gpu=GpuDemand(count=gpus), slices=Slices(level="rack", size=1, exclusive=True)
+        )
+        return Job.model_validate(
+            {"id": job_id, "distributed_strategy": "fsdp", "tasks": [group], "placement": placement}
+        )
+
+    d = solve([sliced("pair", 2, gpu_affinity="spread")], c)
+    [p] = d.placements
+    assert len(p.replicas) == 1 and len(p.replicas[0].gpus) == 2  # one pod, its two GPUs on one node
+    big = solve([sliced("big", 16)], c)
+    assert (pending_reason(big, "big") or "").startswith(
+        "UNSATISFIABLE"
+    )  # no node holds 16 GPUs, and a pod is not split
+
+
+def test_exclusive_node_replicas_in_a_slice_each_take_a_node_of_its_rack(solve: Solve) -> None:
+    # A slice of 2 replicas that each own their node whole (Flux ``exclusive``), asking no resources: one
+    # node holds one of them, however little they ask. r0 has one node left beside a running job, r1 two:
+    # the slice goes to r1, and with a job on r1 too, nowhere. CP-SAT's patterns once put both on one
+    # node, so its answer split the slice over two racks and the checker refused it (found by the fuzz).
+    def run(node: str) -> dict[str, object]:
+        return {
+            "job": f"run-{node}",
+            "started_at": NOW - timedelta(hours=1),
+            "replicas": [{"node": node, "gpus": [0]}],
+        }
+
+    group = TaskGroup(count=2, cpu_cores=0, exclusive=True, slices=Slices(level="rack", size=2))
+    job = Job(id="pair", tasks=[group])
+    d = solve([job], _racks(2).with_allocations([run("r0-n0")]))
+    assert "REJECTED" not in d.stats.status
+    assert sorted(r.node for r in d.placements[0].replicas) == ["r1-n0", "r1-n1"]
+    full = solve([job], _racks(2).with_allocations([run("r0-n0"), run("r1-n1")]))
+    assert "REJECTED" not in full.stats.status and not full.placements
