@@ -5,9 +5,9 @@ that places 7 of 8 workers starts a job that hangs at its first collective. Per 
 the replicas naming ``g`` in ``task_group``:
 
 * **normal** — ``len(R) == g.count`` (or a value of ``g.count_range``), each with ``g.gpu.count`` GPUs;
-* **split** — ``job.may_span_nodes()``, ``g.count == 1`` and ``g.gpu`` set (whole GPUs): the one replica's
-  GPUs may be split into pieces on pairwise distinct nodes, each piece at least one GPU, summing to
-  ``g.gpu.count``;
+* **split** — ``job.may_span_nodes()``, ``g.count == 1``, ``g.gpu`` set (whole GPUs) and no ``g.slices``
+  (a replica in Kueue slices is a pod, on one node): the one replica's GPUs may be split into pieces on
+  pairwise distinct nodes, each piece at least one GPU, summing to ``g.gpu.count``;
 * **multi-node replicas** — ``g.nodes_per_replica == k > 1`` (Flux ``slot > node: k``): each logical
   replica is ``k`` entries, so ``len(R) == n * k`` for an admissible ``n``, with ``n * g.gpu.count``
   GPUs in all (``g.gpu.count / k`` per entry when that divides);
@@ -71,6 +71,7 @@ def is_split(job: Job, g: TaskGroup) -> bool:
         and g.gpu.share_milli is None
         and g.gpu.count > 0
         and g.tpu is None
+        and g.slices is None  # a replica in Kueue slices is a pod: it runs on one node
     )
 
 

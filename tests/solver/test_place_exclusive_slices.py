@@ -205,3 +205,13 @@ def test_exclusive_node_replicas_in_a_slice_each_take_a_node_of_its_rack(solve: 
     assert sorted(r.node for r in d.placements[0].replicas) == ["r1-n0", "r1-n1"]
     full = solve([job], _racks(2).with_allocations([run("r0-n0"), run("r1-n1")]))
     assert "REJECTED" not in full.stats.status and not full.placements
+
+
+def test_the_checker_refuses_a_sliced_pod_split_over_nodes() -> None:
+    # Rule 2's split case is for a replica that may span nodes; a replica in slices is a pod, so its GPUs
+    # on two nodes are two replicas where the group has one.
+    group = TaskGroup(gpu=GpuDemand(count=2), slices=Slices(level="rack", size=1))
+    job = Job(id="pod", distributed_strategy="fsdp", tasks=[group])
+    halves = [rep("r0-n0", gpus=[0]), rep("r0-n1", gpus=[0])]
+    rules_broken = {v.rule for v in check(decision(place("pod", *halves)), [job], _racks(1))}
+    assert rules_broken == {"gang"}
