@@ -773,9 +773,9 @@ def pod_request(spec: dict[str, Any], item: str, problems: Problems) -> dict[str
 HOST_PORT_LABEL = "placer.host-port/{}-{}"
 
 
-def host_ports(spec: dict[str, Any]) -> tuple[dict[str, str], list[tuple[str, str]]]:
+def host_ports(spec: dict[str, Any]) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
     """The host ports a pod spec holds on its node, as labels (:data:`HOST_PORT_LABEL`, value ``""``), and
-    the problems found (path under ``spec``, message).
+    the problems found (path under ``spec``, issue code, message).
 
     kube-scheduler's ``NodePorts`` filter keeps two pods that ask for the same host port and protocol off
     one node; a container port with a ``hostPort``, or any container port of a ``hostNetwork`` pod (the
@@ -792,13 +792,21 @@ def host_ports(spec: dict[str, Any]) -> tuple[dict[str, str], list[tuple[str, st
     ({'placer.host-port/UDP-53': ''}, [])
     """
     labels: dict[str, str] = {}
-    problems: list[tuple[str, str]] = []
+    problems: list[tuple[str, str, str]] = []
     network = spec.get("hostNetwork") is True
     for kind in ("containers", "initContainers"):
-        for i, c in enumerate(spec.get(kind) or []):
+        # A field of the wrong type is the resource reader's to report (with its path); here it holds no port.
+        listed = spec.get(kind)
+        for i, c in enumerate(listed if isinstance(listed, list) else []):
             if not isinstance(c, dict) or (kind == "initContainers" and c.get("restartPolicy") != "Always"):
                 continue
-            for j, p in enumerate(c.get("ports") or []):
+            ports = c.get("ports")
+            if ports is not None and not isinstance(ports, list):
+                problems.append(
+                    (f"{kind}[{i}].ports", "type", f"a list of container ports, got {short(ports)}")
+                )
+                continue
+            for j, p in enumerate(ports or []):
                 if not isinstance(p, dict):
                     continue
                 where = f"{kind}[{i}].ports[{j}]"
@@ -806,11 +814,15 @@ def host_ports(spec: dict[str, Any]) -> tuple[dict[str, str], list[tuple[str, st
                 if port is None or port == 0:
                     continue
                 if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
-                    problems.append((f"{where}.hostPort", f"a port is a number 1-65535, got {short(port)}"))
+                    problems.append(
+                        (f"{where}.hostPort", "range", f"a port is a number 1-65535, got {short(port)}")
+                    )
                     continue
                 protocol = p.get("protocol", "TCP")
                 if protocol not in ("TCP", "UDP", "SCTP"):
-                    problems.append((f"{where}.protocol", f"TCP, UDP or SCTP, got {short(protocol)}"))
+                    problems.append(
+                        (f"{where}.protocol", "range", f"TCP, UDP or SCTP, got {short(protocol)}")
+                    )
                     continue
                 labels[HOST_PORT_LABEL.format(protocol, port)] = ""
     return labels, problems

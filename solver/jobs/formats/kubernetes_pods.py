@@ -552,8 +552,8 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
             anti.append(rules[0] if len(rules) == 1 else AllOf(rules=rules))
     anti_preferred = _preferred_terms(pod_anti, "podAntiAffinity", base, errors, warnings)
     ports, bad = host_ports(spec)
-    for where, message in bad:
-        errors.append(issue("range", _at(base, f"spec.{where}"), message))
+    for where, code, message in bad:
+        errors.append(issue(code, _at(base, f"spec.{where}"), message))
     # A host port is held on the node: a pod asking for it keeps off nodes whose pods hold it (NodePorts).
     anti += [LabelRule(key=k, operator=AffinityOperator.EXISTS) for k in sorted(ports)]
     tolerations: list[Toleration] = []

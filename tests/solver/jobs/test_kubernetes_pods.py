@@ -480,6 +480,20 @@ def test_a_host_port_is_a_label_and_a_rule_against_that_label() -> None:
     ]
 
 
+def test_containers_or_ports_of_the_wrong_type_are_errors_not_tracebacks() -> None:
+    # Found by the hostile-input fuzz: a LeaderWorkerSet template with ``containers: 1`` reached the
+    # host-port reader, which iterated the number. Each gets an error naming the field.
+    ports = _with({"containers": [{"name": "web", "ports": 5}]})
+    assert not ports.ok and [(e.code, e.path) for e in ports.errors] == [("type", "spec.containers[0].ports")]
+    template = {"size": 2, "workerTemplate": {"spec": {"containers": 1}}}
+    meta = {"name": "vllm", "namespace": "serving"}
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": meta}
+    lws["spec"] = {"replicas": 2, "leaderWorkerTemplate": template}
+    [r] = read_object(lws)
+    assert not r.ok and r.job is None
+    assert {e.path for e in r.errors} == {"spec.leaderWorkerTemplate.workerTemplate.spec.containers"}
+
+
 def test_a_claimed_volume_is_read_with_a_warning_that_its_nodes_are_not_checked() -> None:
     # kube-scheduler's VolumeBinding/VolumeZone filters keep a pod to the nodes its claim's volume
     # reaches; placer does not read PersistentVolumes. The pod is read (most training pods mount a claim),
