@@ -238,8 +238,8 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 model_pin=(job.model.id, job.model.version) if job.model.id and job.model.version else None,
                 tolerations=tolerations_of(job, g),
                 domains=() if split else tuple((d.level, d.count) for d in g.domains),
-                slices=None if split or g.slices is None else (g.slices.level, g.slices.size),
-                exclusive_domains=not split and g.slices is not None and g.slices.exclusive,
+                slices=None if g.slices is None else (g.slices.level, g.slices.size),  # never split
+                exclusive_domains=g.slices is not None and g.slices.exclusive,
                 extra=extra,
             )
         )

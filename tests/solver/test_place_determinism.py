@@ -19,9 +19,10 @@ from placer.solver.jobs import read_files
 from placer.solver.jobs.model import GpuDemand, Job, ReadResult, TaskGroup, TpuDemand
 from placer.solver.policy import Policy
 from placer.topology import cluster_of, cpu_nodes, dgx_h100, pcie_inference, tpu_pod
-from placer.topology.build import build_cluster
 from placer.topology.load import load_cluster
 from tests.solver.conftest import NOW, Solve, without_timing
+from tests.solver.test_session import EFA
+from tests.solver.test_session import _cluster as session_cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -212,15 +213,9 @@ def test_stats_follow_the_final_placements() -> None:
 
 def test_cpsats_bound_is_the_whole_number_level_1_proves() -> None:
     # Level 1 sums integer weights. One CP-SAT worker on the same model reported its float bound as
-    # 1519.0 or 1519.0000000000002 from call to call (found by tests/solver/test_session.py): the same
-    # input must give the same stats, so the bound is the whole number it proves, on every call.
-    efa = "vpc.amazonaws.com/efa"
-    base = cluster_of(dgx_h100(3, nodes_per_rack=2), pcie_inference(3, gpus_per_node=4), cpu_nodes(2))
-    nodes = [
-        n.model_copy(update={"extra": {efa: 32}}) if n.name.startswith("dgx") else n
-        for n in base.to_inventory().nodes
-    ]
-    cluster = build_cluster(base.to_inventory().model_copy(update={"nodes": nodes}))
+    # 1519.0 or 1519.0000000000002 from call to call (found by tests/solver/test_session.py, on its
+    # cluster): the same input must give the same stats, so the bound is the whole number it proves.
+    cluster = session_cluster()
     jobs = [
         Job(
             id="j2",
@@ -231,7 +226,7 @@ def test_cpsats_bound_is_the_whole_number_level_1_proves() -> None:
         Job(
             id="j4",
             priority_class="reserved",
-            tasks=[TaskGroup(cpu_cores=4, gpu=GpuDemand(count=1), extra={efa: 8})],
+            tasks=[TaskGroup(cpu_cores=4, gpu=GpuDemand(count=1), extra={EFA: 8})],
         ),  # type: ignore[arg-type]
         Job(id="j5", priority_class="on-demand", tasks=[TaskGroup(cpu_cores=1, gpu=GpuDemand(count=5))]),  # type: ignore[arg-type]
     ]
