@@ -33,6 +33,7 @@ from placer.solver.demand import JobPlan
 from placer.solver.explain import (
     cost_budget,
     group_gpus,
+    licenses,
     not_considered,
     owners_of,
     pending_reasons,
@@ -246,6 +247,12 @@ def _budget_reasons(
     if not budgets.active:
         return []
     out: list[Reason] = []
+    for name, room in budgets.license_rooms(plan.job).items():
+        taken = sum(plans[i].job.licenses.get(name, 0) for i in assignment.placed)
+        if taken + plan.job.licenses[name] > room:
+            held = budgets.license_used.get(name, 0)
+            total = budgets.license_max[name] if name in budgets.license_defined else None
+            out.append(licenses(name, total, held, taken, plan.job.licenses[name]))
     jobs, gpus = started
     for group, room in budgets.throttle_rooms(plan.job).items():
         if jobs.get(group, 0) >= room:

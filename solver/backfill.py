@@ -73,7 +73,13 @@ __all__ = [
 ]
 
 #: Pending reasons that planning answers: the job is waiting for capacity, a workflow step or a time.
-PLANNABLE = CAPACITY_CODES | {"DEPENDENCY_UNMET", "NOT_BEFORE", "BACKFILL_WOULD_DELAY", "THROTTLE"}
+PLANNABLE = CAPACITY_CODES | {
+    "DEPENDENCY_UNMET",
+    "NOT_BEFORE",
+    "BACKFILL_WOULD_DELAY",
+    "THROTTLE",
+    "LICENSES",
+}
 #: Candidate start times tried one by one per job, from the first at which it could fit at all (found by
 #: binary search over every time something ends): bounds the cost on a long timeline.
 MAX_TIMES = 64
@@ -321,11 +327,23 @@ class Throttles:
     limit: dict[str, int] = field(default_factory=dict)
     gpu_limit: dict[str, float] = field(default_factory=dict)
     running_ends: dict[str, list[tuple[datetime | None, float]]] = field(default_factory=dict)
+    #: Licences (``Job.licenses``): the cluster's seats of those the batch asks for, the seats each job of
+    #: the batch asks for (by id), and the running jobs' (expected end, seats by licence).
+    seat_pool: dict[str, int] = field(default_factory=dict)
+    seats_of: dict[str, dict[str, int]] = field(default_factory=dict)
+    running_seats: list[tuple[datetime | None, dict[str, int]]] = field(default_factory=list)
 
     @staticmethod
     def of(jobs: Mapping[str, Job], line: Timeline) -> Throttles:
         most_jobs, most_gpus = group_limits(jobs.values())
         out = Throttles(limit=most_jobs, gpu_limit=most_gpus)
+        out.seats_of = {j.id: j.licenses for j in jobs.values() if j.licenses}
+        if out.seats_of:
+            pool = line.cluster.licenses
+            out.seat_pool = {n: pool.get(n, 0) for seats in out.seats_of.values() for n in seats}
+            out.running_seats = [
+                (r.expected_end, r.licenses) for r in line.cluster.running_jobs() if r.licenses
+            ]
         for j in jobs.values():
             for g, _, _ in job_groups(j):
                 out.members.setdefault(g, set()).add(j.id)
@@ -339,7 +357,10 @@ class Throttles:
     def open(self, job: Job, t: datetime, line: Timeline) -> bool:
         """Whether ``job`` may start at ``t``: in each of its groups, the running jobs until their expected
         end and the placements and plans alive at ``t`` (``line.busy``) are fewer than the group's job
-        limit, and hold few enough GPUs that the job's fit under its GPU limit."""
+        limit, and hold few enough GPUs that the job's fit under its GPU limit; and the seats of each
+        licence it asks for held then (running jobs, placements, plans) leave room for its own."""
+        if job.licenses and not self._seats_open(job, t, line):
+            return False
         for g, _, _ in job_groups(job):
             members = self.members[g]
             alive = [gpus for end, gpus in self.running_ends.get(g, []) if end is None or end > t]
@@ -354,10 +375,34 @@ class Throttles:
                 return False
         return True
 
+    def _seats_open(self, job: Job, t: datetime, line: Timeline) -> bool:
+        for name, need in job.licenses.items():
+            held = sum(s.get(name, 0) for end, s in self.running_seats if end is None or end > t)
+            held += sum(
+                self.seats_of[b.job].get(name, 0)
+                for b in line.busy
+                if b.job in self.seats_of and b.job != job.id and b.start <= t and b.alive(t, None)
+            )
+            if held + need > self.seat_pool.get(name, 0):
+                return False
+        return True
+
     def next_end(self, job: Job, after: datetime, line: Timeline) -> datetime | None:
-        """The first time after ``after`` at which a job of one of ``job``'s groups is expected to end
-        (when a group may have room again); None when none of them ends."""
+        """The first time after ``after`` at which a job of one of ``job``'s groups, or one holding a
+        licence it asks for, is expected to end (when a group or a licence may have room again); None when
+        none of them ends."""
         times: list[datetime] = []
+        if job.licenses:
+            names = set(job.licenses)
+            times += [e for e, s in self.running_seats if e is not None and e > after and names & set(s)]
+            times += [
+                b.end
+                for b in line.busy
+                if b.job in self.seats_of
+                and names & set(self.seats_of[b.job])
+                and b.end is not None
+                and b.end > after
+            ]
         for g, _, _ in job_groups(job):
             members = self.members[g]
             times += [e for e, _ in self.running_ends.get(g, []) if e is not None and e > after]
@@ -436,7 +481,13 @@ def plan_holds(
                 continue
             t_min, workflow = floor
             probe = job.model_copy(
-                update={"dependencies": [], "not_before": None, "throttle": None, "limits": []}
+                update={
+                    "dependencies": [],
+                    "not_before": None,
+                    "throttle": None,
+                    "limits": [],
+                    "licenses": {},
+                }
             )
             found = _earliest_within_throttle(
                 job,

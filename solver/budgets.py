@@ -37,6 +37,11 @@ evicted for another would only trade places — and the jobs placed. A job past 
 (``THROTTLE``). Both are one mechanism here: a *group* with an optional job limit and an optional GPU
 limit (:func:`job_groups`).
 
+Licences (``Job.licenses``, Slurm's ``--licenses``) are counts for the whole cluster
+(``Inventory.licenses``, Slurm's ``Licenses=``): the seats running jobs hold (evicted or not: a victim
+gives them back once it has stopped) and those of the jobs placed stay within each licence's pool; a job
+past one waits (``LICENSES``).
+
 >>> from placer.solver.jobs.queues import QueueConfig
 >>> cfg = {"queue": "train", "config": {"ml_limits": {"max_total_gpus": 16}}}
 >>> q = {"train": QueueConfig.model_validate(cfg)}
@@ -210,6 +215,13 @@ class Budgets:
     #: running jobs hold.
     group_gpu_max: dict[str, float] = field(default_factory=dict)
     group_gpu_used: dict[str, float] = field(default_factory=dict)
+    #: Licences the batch asks for (``Job.licenses``): the cluster's seats of each (0 for one it does not
+    #: define), and the seats running jobs hold (evicted or not: a victim gives its seats back once it has
+    #: stopped, which the next decision sees, not this one).
+    license_max: dict[str, int] = field(default_factory=dict)
+    license_used: dict[str, int] = field(default_factory=dict)
+    #: Those of them the cluster defines (the others have no seat).
+    license_defined: frozenset[str] = frozenset()
     #: Cohorts: each member queue's cohort, each cohort's GPU total, and what running jobs hold of it.
     cohort_of: dict[str, str] = field(default_factory=dict)
     cohort_max: dict[str, float] = field(default_factory=dict)
@@ -234,6 +246,16 @@ class Budgets:
         jobs = list(jobs)
         most_jobs, most_gpus = group_limits(jobs)
         b = Budgets(throttle_max=most_jobs, group_gpu_max=most_gpus)
+        asked = {name for j in jobs for name in j.licenses}
+        if asked:
+            running = list(running)
+            pools = cluster.licenses if cluster is not None else {}
+            b.license_max = {name: pools.get(name, 0) for name in sorted(asked)}
+            b.license_defined = frozenset(asked & set(pools))
+            for rj in running:
+                for name, seats in rj.licenses.items():
+                    if name in b.license_max:
+                        b.license_used[name] = b.license_used.get(name, 0) + seats
         for name, qc in queues.items():
             lim = qc.config.ml_limits
             if lim.max_total_gpus is not None:
@@ -322,6 +344,7 @@ class Budgets:
             or self.tenant_max_cost
             or self.throttle_max
             or self.group_gpu_max
+            or self.license_max
             or self.cohort_max
             or self.cohort_tree
             or self.resources
@@ -387,6 +410,11 @@ class Budgets:
             for g, most, _ in job_groups(job)
             if most is not None and g in self.throttle_max
         }
+
+    def license_rooms(self, job: Job) -> dict[str, int]:
+        """Seats of each licence ``job`` asks for that running jobs leave (before this decision starts
+        anything)."""
+        return {n: self.license_max.get(n, 0) - self.license_used.get(n, 0) for n in job.licenses}
 
     def gpu_rooms(self, job: Job) -> dict[str, float]:
         """Per group of ``job`` with a GPU limit, how many more GPUs its jobs may take (empty: none)."""
@@ -575,11 +603,18 @@ def _gpus_of(replicas: list[ReplicaAt]) -> float:
 
 
 def within_throttle(plan: JobPlan, state: State, budgets: Budgets | None) -> bool:
-    """Whether one more job of each of the plan's groups may start, and its GPUs fit each group's GPU
-    limit (what greedy asks before it searches: these count jobs and GPUs, not where they go)."""
-    if budgets is None or (not budgets.throttle_max and not budgets.group_gpu_max):
+    """Whether one more job of each of the plan's groups may start, its GPUs fit each group's GPU limit,
+    and the seats of each licence it asks for are left (what greedy asks before it searches: these count
+    jobs, GPUs and seats, not where they go)."""
+    if budgets is None or (
+        not budgets.throttle_max and not budgets.group_gpu_max and not budgets.license_max
+    ):
         return True
     job = plan.job
+    if job.licenses and any(
+        state.license_use.get(n, 0) + job.licenses[n] > room for n, room in budgets.license_rooms(job).items()
+    ):
+        return False
     if job.throttle is None and not job.limits:
         return True
     if any(state.throttle_use.get(g, 0) >= room for g, room in budgets.throttle_rooms(job).items()):
@@ -731,6 +766,8 @@ def charge_budget(
     """Count a committed placement against its queue's GPU, CPU and memory budgets, its queue's and
     tenant's dollar budgets, and its groups (throttle, group limits)."""
     gpus = _gpus_of(replicas)
+    for name, seats in plan.job.licenses.items():
+        state.license_use[name] = state.license_use.get(name, 0) + seats
     for g, most, max_gpus in job_groups(plan.job):
         if most is not None:
             state.throttle_use[g] = state.throttle_use.get(g, 0) + 1

@@ -26,6 +26,10 @@ Slurm's "requested node configuration is not available"):
   Slurm QOS's ``GrpJobs`` and ``GrpTRES=gres/gpu``) runs as many jobs, or holds as many GPUs, as it lets
   at once, counting what this decision starts; ``details`` name the group, its limit (``max_running`` or
   ``max_gpus``) and both counts. It starts when enough of them end.
+* ``LICENSES`` — the job fits, but a cluster-wide licence it asks for (``Job.licenses``, Slurm's
+  ``--licenses``) has too few seats left: ``details`` name the licence, the cluster's seats, what running
+  jobs hold, what this decision starts and what the job needs (Slurm's pending reason ``Licenses``). It
+  starts when enough seats come back.
 * ``NOT_CONSIDERED`` — the time limit ran out before the job's turn (lowest priority last); it stays
   pending for the next cycle.
 """
@@ -51,6 +55,7 @@ __all__ = [
     "cost_budget",
     "few",
     "group_gpus",
+    "licenses",
     "not_considered",
     "owners_of",
     "pending_reasons",
@@ -207,6 +212,26 @@ def throttle(group: str, limit: int, running: int, started: int) -> Reason:
         message=f"throttle group {group!r} lets {limit} run at once: {running} run and this decision "
         f"starts {started} (it waits for one of them to end; it is not rejected)",
         details={"group": group, "max_running": limit, "running": running, "started": started},
+    )
+
+
+def licenses(name: str, total: int | None, held: int, started: int, need: int) -> Reason:
+    """``LICENSES``: the cluster has ``total`` seats of licence ``name`` (None: it defines no such
+    licence, so none), running jobs hold ``held`` and the decision starts jobs holding ``started`` more,
+    so the job's ``need`` does not fit."""
+    details = {"license": name, "total": total or 0, "held": held, "started": started, "seats": need}
+    if total is None:
+        return Reason(
+            code="LICENSES",
+            message=f"the cluster defines no licence {name!r} (a Slurm cluster's are what scontrol show "
+            "licenses prints: placer place --slurm-licenses); the job waits for one",
+            details=details,
+        )
+    return Reason(
+        code="LICENSES",
+        message=f"licence {name!r} has {total} seats: running jobs hold {held} and this decision starts "
+        f"{started} more, so {need} more do not fit (it waits for seats; it is not rejected)",
+        details=details,
     )
 
 

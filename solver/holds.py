@@ -227,6 +227,7 @@ def place_with_reservations(
                             reservation=r.id,
                             throttle_group=None if job.throttle is None else job.throttle.group,
                             limit_groups=[lim.group for lim in job.limits],
+                            licenses=dict(job.licenses),
                         )
                     )
                 for rep in p.replicas:

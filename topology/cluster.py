@@ -20,6 +20,7 @@ only schedulable, ready nodes and pods, since capacity on a cordoned or broken m
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -69,6 +70,11 @@ class Cluster:
     def name(self) -> str:
         """The inventory's name."""
         return self.structure.inventory.name
+
+    @property
+    def licenses(self) -> dict[str, int]:
+        """Cluster-wide licence seats by name (:attr:`~placer.topology.inventory.Inventory.licenses`)."""
+        return self.structure.inventory.licenses
 
     @property
     def source(self) -> str:
@@ -267,6 +273,28 @@ class Cluster:
         return Cluster(
             self.structure, apply_jobs(self.structure, self.state, self._coerce(jobs), self.source)
         )
+
+    def with_licenses(self, seats: Mapping[str, int]) -> Cluster:
+        """The same cluster with these cluster-wide licence seats (:attr:`licenses`; Slurm's
+        ``scontrol show licenses``), replacing any it had. A negative count or an empty name raises
+        :class:`TopologyError`.
+
+        >>> from placer.topology import cluster_of, cpu_nodes
+        >>> cluster_of(cpu_nodes(1)).with_licenses({"matlab": 4}).licenses
+        {'matlab': 4}
+        """
+        bad = [
+            f"{n!r}: {c!r}" for n, c in seats.items() if not str(n).strip() or not isinstance(c, int) or c < 0
+        ]
+        if bad:
+            raise TopologyError(
+                [
+                    Problem(self.source, "licenses", f"a licence needs a name and a whole count >= 0: {b}")
+                    for b in bad
+                ]
+            )
+        inventory = self.structure.inventory.model_copy(update={"licenses": dict(seats)})
+        return Cluster(dataclasses.replace(self.structure, inventory=inventory), self.state)
 
     def allocate(self, job: RunningJob | Mapping[str, Any]) -> Cluster:
         """A new snapshot with one more running job (see :meth:`with_allocations`)."""

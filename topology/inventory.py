@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -149,6 +149,15 @@ def _check_amounts(amounts: dict[str, float], field: str) -> None:
             raise ValueError(f"{field}.{name}: an amount must be finite and >= 0, got {amount!r}")
 
 
+def _check_seats(seats: dict[str, int], field: str, *, least: int) -> None:
+    """Licence seats: a non-empty name, a whole count of at least ``least``."""
+    for name, count in seats.items():
+        if not name.strip():
+            raise ValueError(f"{field}: a licence name must not be empty")
+        if count < least:
+            raise ValueError(f"{field}.{name}: a seat count must be >= {least}, got {count!r}")
+
+
 class TpuPodSpec(_Strict):
     """A TPU pod (or a fixed slice, e.g. a GKE TPU node pool) of one generation.
 
@@ -240,7 +249,15 @@ class RunningJob(_Strict):
     #: PodDisruptionBudget violations evicting it would cause (the Kubernetes importer counts them from the
     #: budgets listed with the pods): the engines evict within budgets first, as kube-scheduler does.
     disruption_violations: int = Field(default=0, ge=0)
+    #: Cluster-wide licences it holds while it runs, seats by name (Slurm ``--licenses``, the job's
+    #: ``Licenses=``): they are not free for pending jobs (:attr:`Inventory.licenses`).
+    licenses: dict[str, Annotated[int, Field(ge=1)]] = Field(default_factory=dict)
     replicas: list[ReplicaAllocation] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check_licenses(self) -> RunningJob:
+        _check_seats(self.licenses, "licenses", least=1)
+        return self
 
 
 class Inventory(_Strict):
@@ -251,7 +268,16 @@ class Inventory(_Strict):
     nodes: list[NodeSpec] = Field(default_factory=list)
     tpu_pods: list[TpuPodSpec] = Field(default_factory=list)
     running: list[RunningJob] = Field(default_factory=list)
+    #: Cluster-wide licences, seats by name (Slurm's ``Licenses=``, as ``scontrol show licenses`` prints
+    #: them less what reservations keep): a job asking for some (``Job.licenses``) starts only while the
+    #: seats running jobs hold (``RunningJob.licenses``) leave enough. A licence no entry names has no seat.
+    licenses: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_licenses(self) -> Inventory:
+        _check_seats(self.licenses, "licenses", least=0)
+        return self
 
     def expanded_nodes(self) -> Iterator[NodeSpec]:
         """Every node, with ``count`` templates expanded to ``{name}-{i}`` (zero-padded to the width of

@@ -41,7 +41,8 @@ __all__ = [
 
 
 def merge(*parts: Inventory, name: str = "cluster") -> Inventory:
-    """Concatenate inventory parts (nodes, pods, running jobs; metadata merged left to right).
+    """Concatenate inventory parts (nodes, pods, running jobs; licence seats added up; metadata merged left
+    to right).
 
     >>> len(merge(cpu_nodes(2), cpu_nodes(3, name="big")).nodes)
     2
@@ -50,12 +51,17 @@ def merge(*parts: Inventory, name: str = "cluster") -> Inventory:
     pods: list[TpuPodSpec] = []
     running: list[RunningJob] = []
     metadata: dict[str, Any] = {}
+    licenses: dict[str, int] = {}
     for p in parts:
         nodes.extend(p.nodes)
         pods.extend(p.tpu_pods)
         running.extend(p.running)
         metadata.update(p.metadata)
-    return Inventory(name=name, nodes=nodes, tpu_pods=pods, running=running, metadata=metadata)
+        for k, v in p.licenses.items():
+            licenses[k] = licenses.get(k, 0) + v
+    return Inventory(
+        name=name, nodes=nodes, tpu_pods=pods, running=running, licenses=licenses, metadata=metadata
+    )
 
 
 def cluster_of(*parts: Inventory, name: str = "cluster", source: str = "builders") -> Cluster:

@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         slurm_qos_arg,
         slurm_qos_limits_arg,
         topology_labels_arg,
+        with_licenses_arg,
         with_running_arg,
         with_slurm_ranks_arg,
     )
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         assoc = slurm_assoc_arg(args.slurm_assoc)
         results = in_slurm_cores(with_slurm_ranks_arg(results, partitions, qos, qos_limits, assoc), cluster)
         running = with_running_arg(cluster, args.running, partitions, qos, qos_limits, assoc)
-        cluster = in_cluster_queues(running, options.queues)
+        cluster = with_licenses_arg(in_cluster_queues(running, options.queues), args.slurm_licenses)
         declared: list[object] = [*args.reservation, *(reservations_arg(args.reservations, cluster) or [])]
         prices = prices_arg(args.prices)
     except InputError as e:  # nothing can be checked without every input: exit 2 either way

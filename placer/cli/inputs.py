@@ -195,6 +195,12 @@ def add_pods_argument(p: argparse.ArgumentParser) -> None:
         "as its PreemptMode (REQUEUE, CANCEL) and GraceTime say (docs/slurm.md)",
     )
     p.add_argument(
+        "--slurm-licenses",
+        metavar="FILE",
+        help="scontrol show licenses (or slurm.conf's Licenses= line): the cluster's licence seats; a job "
+        "asking for licences (--licenses) starts only while the running jobs leave it enough (docs/slurm.md)",
+    )
+    p.add_argument(
         "--slurm-qos",
         metavar="FILE",
         help="sacctmgr show qos -P, for PreemptType=preempt/qos: Slurm jobs rank by their QOS's place in the "
@@ -272,6 +278,17 @@ def slurm_partitions_arg(path: str | None) -> dict[str, Any] | None:
     from placer.topology.importers.slurm_partitions import read_partitions_file
 
     return _read("slurm partitions", path, lambda: read_partitions_file(path))
+
+
+def with_licenses_arg(cluster: Cluster, path: str | None) -> Cluster:
+    """``--slurm-licenses``: the cluster with the licence seats Slurm prints
+    (:mod:`placer.topology.importers.slurm_licenses`); without it, the cluster as it is (a licence
+    nothing defines has no seat: jobs asking for one wait with ``LICENSES``)."""
+    if not path:
+        return cluster
+    from placer.topology.importers.slurm_licenses import read_licenses_file
+
+    return cluster.with_licenses(_read("slurm licenses", path, lambda: read_licenses_file(path)))
 
 
 def slurm_qos_arg(path: str | None, mode: str | None) -> dict[str, Any] | None:

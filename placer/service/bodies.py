@@ -167,6 +167,9 @@ class RunningFields(_Body):
         None, description="sacctmgr show qos -P, read for its limits alone (--slurm-qos-limits)"
     )
     slurm_assoc: str | None = Field(None, description="sacctmgr show assoc tree -P (--slurm-assoc)")
+    slurm_licenses: str | None = Field(
+        None, description="scontrol show licenses, or slurm.conf's Licenses= line (--slurm-licenses)"
+    )
 
 
 class PlacementInputs(RunningFields):

@@ -122,12 +122,16 @@ def with_running(cluster: Cluster, items: Sequence[Any] | None, limits: Limits) 
 def running_into(cluster: Cluster, body: RunningFields, limits: Limits, tables: Any = None) -> Cluster:
     """``cluster`` with the body's running jobs, whichever form they come in: envelopes
     (:func:`with_running`), or Slurm's own output under the body's Slurm tables
-    (:func:`placer.service.slurm.with_slurm_running`; ``tables``: those already read)."""
-    from placer.service.slurm import is_slurm_running, slurm_tables, with_slurm_running
+    (:func:`placer.service.slurm.with_slurm_running`; ``tables``: those already read), and with the
+    body's Slurm licences (``slurm_licenses``) when it sends them."""
+    from placer.service.slurm import is_slurm_running, slurm_tables, with_slurm_licenses, with_slurm_running
 
+    tables = tables or slurm_tables(body)
     if is_slurm_running(body.running):
-        return with_slurm_running(cluster, body.running, tables or slurm_tables(body))
-    return with_running(cluster, body.running, limits)  # type: ignore[arg-type]
+        cluster = with_slurm_running(cluster, body.running, tables)
+    else:
+        cluster = with_running(cluster, body.running, limits)  # type: ignore[arg-type]
+    return with_slurm_licenses(cluster, tables)
 
 
 def read_options(

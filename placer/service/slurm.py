@@ -16,6 +16,7 @@ or a string)                                             -d`` text): running job
 ``slurm_preempt_mode``      ``--slurm-preempt-mode``     the cluster's ``PreemptMode``
 ``slurm_qos_limits``        ``--slurm-qos-limits``       ``sacctmgr show qos -P``, its limits alone
 ``slurm_assoc``             ``--slurm-assoc``            ``sacctmgr show assoc tree -P``
+``slurm_licenses``          ``--slurm-licenses``         ``scontrol show licenses``: licence seats
 =========================  ===========================  ============================================
 
 The same combinations are refused as on the command line (the QOS table both for preemption and for its
@@ -38,7 +39,14 @@ from placer.service.errors import issues_of_topology, unprocessable
 from placer.solver.jobs import ReadResult
 from placer.topology import Cluster, TopologyError
 
-__all__ = ["SlurmTables", "is_slurm_running", "slurm_jobs", "slurm_tables", "with_slurm_running"]
+__all__ = [
+    "SlurmTables",
+    "is_slurm_running",
+    "slurm_jobs",
+    "slurm_tables",
+    "with_slurm_licenses",
+    "with_slurm_running",
+]
 
 
 @dataclass
@@ -49,6 +57,8 @@ class SlurmTables:
     qos: dict[str, Any] | None = None
     qos_limits: dict[str, Any] | None = None
     assoc: Any = None
+    #: Licence seats by name (``scontrol show licenses``): the cluster's pool, not a table of the jobs.
+    licenses: dict[str, int] | None = None
 
     def given(self) -> dict[str, Any]:
         """The tables as the keyword arguments of the CLI's Slurm functions (``partitions``, ``qos``,
@@ -65,6 +75,7 @@ def slurm_tables(body: Any) -> SlurmTables:
     """The body's Slurm tables, read (422 naming the field when one cannot be, or for a combination the
     CLI refuses)."""
     from placer.topology.importers.slurm_assoc import parse_slurm_assoc
+    from placer.topology.importers.slurm_licenses import parse_slurm_licenses
     from placer.topology.importers.slurm_partitions import parse_slurm_partitions
     from placer.topology.importers.slurm_qos import parse_slurm_qos
 
@@ -102,6 +113,7 @@ def slurm_tables(body: Any) -> SlurmTables:
             "slurm_qos_limits", lambda t: parse_slurm_qos(t, source="slurm_qos_limits", limits_only=True)
         ),
         assoc=read("slurm_assoc", lambda t: parse_slurm_assoc(t, source="slurm_assoc")),
+        licenses=read("slurm_licenses", lambda t: parse_slurm_licenses(t, source="slurm_licenses")),
     )
 
 
@@ -141,6 +153,11 @@ def with_slurm_running(cluster: Cluster, running: Any, tables: SlurmTables) -> C
         raise unprocessable(
             "invalid_running", "Slurm's running jobs cannot be read", issues_of_topology(e)
         ) from None
+
+
+def with_slurm_licenses(cluster: Cluster, tables: SlurmTables) -> Cluster:
+    """``cluster`` with the body's licence seats (``slurm_licenses``), or as it is without them."""
+    return cluster if tables.licenses is None else cluster.with_licenses(tables.licenses)
 
 
 def slurm_jobs(results: list[ReadResult], tables: SlurmTables, cluster: Cluster) -> list[ReadResult]:

@@ -26,6 +26,7 @@ module              rules
 ``shape``           19 Flux shapes inside a node (sockets with their cores and GPUs)
 ``throttle``        20 at most ``max_running`` jobs, ``max_gpus`` GPUs per group (%N, QOS)
 ``extended``        21 extended resources (Kubernetes, Flux types, SSS Resource), counted per node
+``licenses``        22 cluster-wide licence seats (Slurm ``Licenses=``, ``--licenses``)
 ==================  ==========================================================================
 
 Cost: O(replicas + chips + nodes touched); nothing loops over the cluster's nodes or GPUs.
@@ -58,6 +59,7 @@ from placer.solver.checks.context import build_context
 from placer.solver.checks.devices import check_devices
 from placer.solver.checks.extended import check_extended, check_extended_counts
 from placer.solver.checks.gang import check_gang
+from placer.solver.checks.licenses import check_licenses
 from placer.solver.checks.nodes import check_accelerator, check_model_version, check_nodes
 from placer.solver.checks.nvlink import check_nvlink
 from placer.solver.checks.plans import check_plans
@@ -147,4 +149,5 @@ def check(
     )
     out.extend(check_plans(decision, ctx.jobs, cluster, ctx.now))
     out.extend(check_throttles(decision, ctx.jobs.values(), cluster, ctx.now))
+    out.extend(check_licenses(decision, ctx.jobs.values(), cluster, ctx.now))
     return out

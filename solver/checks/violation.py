@@ -36,6 +36,8 @@ RULES: dict[str, str] = {
     "budgets.tenants)",
     "throttle": "20. at most max_running jobs of a group run at once, holding at most max_gpus GPUs "
     "(a Slurm array's %N, a QOS's limits)",
+    "licenses": "22. the seats of a cluster-wide licence held at once stay within the cluster's pool "
+    "(Slurm Licenses=, a job's --licenses)",
     "gang": "2. each task group placed whole: replica count, GPUs per replica, resources",
     "node-unknown": "3. the replica's node exists",
     "node-unusable": "3. the node is schedulable and ready",

@@ -455,6 +455,13 @@ class Model(Hinting, Searching, Realizing):
                     by_group.setdefault(g, []).append(p)
                 if gpus is not None and g in budgets.group_gpu_max:
                     by_gpu_group.setdefault(g, []).append(p)
+        for name in budgets.license_max:  # a licence's seats: what running jobs hold and what starts
+            seats = {
+                p: self.plans[p].job.licenses[name] for p in self.ids if name in self.plans[p].job.licenses
+            }
+            if seats:
+                left = budgets.license_max[name] - budgets.license_used.get(name, 0)
+                self.m.Add(sum(n * self.placed[p] for p, n in seats.items()) <= max(0, left))
         for g, ps in by_group.items():  # a group's job limit: its running jobs and what starts, at most N
             m_room = budgets.throttle_max[g] - budgets.throttle_used.get(g, 0)
             self.m.Add(sum(self.placed[p] for p in ps) <= max(0, m_room))

@@ -81,6 +81,8 @@ class State:
     throttle_use: dict[str, int] = field(default_factory=dict)
     #: GPUs this decision placed per group with a GPU limit (``Job.limits``; committed placements only).
     group_gpu_use: dict[str, float] = field(default_factory=dict)
+    #: Licence seats taken by this decision's placements, by licence (``Job.licenses``).
+    license_use: dict[str, int] = field(default_factory=dict)
     #: GPUs this decision added per cohort (``config.cohort``; committed placements only).
     cohort_use: dict[str, float] = field(default_factory=dict)
     #: Prices of replicas: the cost key of node choice and the dollar budgets (None: no cost term).

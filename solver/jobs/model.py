@@ -730,6 +730,12 @@ class Job(_Model):
     throttle: Throttle | None = None
     #: Group limits it counts against (a Slurm QOS's ``GrpJobs``/``GrpTRES``, per user and per account).
     limits: list[GroupLimit] = Field(default_factory=list)
+    #: Cluster-wide licences it needs while it runs, seats by name (Slurm ``--licenses=matlab:2,ansys``):
+    #: it starts only while the cluster's pool (``Inventory.licenses``) less what running jobs hold has
+    #: that many seats of each; else it waits with ``LICENSES``, as Slurm's reason ``Licenses`` says.
+    licenses: dict[Annotated[str, Field(min_length=1)], Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict
+    )
     escalation: Escalation = Field(default_factory=Escalation)
     model: ModelRef = Field(default_factory=ModelRef)
 

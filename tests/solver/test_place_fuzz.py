@@ -24,7 +24,7 @@ from placer.solver.jobs.model import (
 )
 from placer.solver.jobs.queues import load_queue_configs
 from placer.solver.policy import Policy
-from placer.topology import cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference, tpu_pod
+from placer.topology import Inventory, cluster_of, cpu_nodes, dgx_h100, gb200_nvl72, pcie_inference, tpu_pod
 from tests.solver.conftest import ENGINES, NOW, assert_valid, no_hang
 
 CLUSTER = cluster_of(
@@ -33,9 +33,15 @@ CLUSTER = cluster_of(
     cpu_nodes(2, labels={"disk": "ssd"}),
     gb200_nvl72(1),
     tpu_pod("v5e", shape=(4, 4)),
+    Inventory(licenses={"m": 3, "a": 1}),  # cluster-wide licence seats (Slurm Licenses=), rule 22
 ).with_allocations(
     [
-        {"job": "run-a", "labels": {"app": "db"}, "replicas": [{"node": "dgx-h100-r1-1", "gpus": [0, 1, 2]}]},
+        {
+            "job": "run-a",
+            "labels": {"app": "db"},
+            "licenses": {"m": 1},
+            "replicas": [{"node": "dgx-h100-r1-1", "gpus": [0, 1, 2]}],
+        },
         {"job": "run-b", "replicas": [{"node": "l4-1", "gpus": [0], "gpu_milli": 400, "cpu_cores": 8}]},
         {"job": "run-t", "replicas": [{"tpu_pod": "v5e-pod", "tpu_chips": [[0, 0], [0, 1]]}]},
     ]
@@ -77,6 +83,9 @@ LIMITS = st.sampled_from(
         [GroupLimit(group="qos/g", max_gpus=8), GroupLimit(group="qos/g/user/u", max_running=1, max_gpus=4)],
     ]
 )
+#: Licences (Slurm --licenses): most jobs ask none; "m" has 3 seats with 1 held by run-a, "a" 1, and "x"
+#: is one the cluster does not define (no seat).
+LICENSES = st.sampled_from([{}, {}, {}, {}, {"m": 1}, {"m": 2}, {"m": 1, "a": 1}, {"a": 1}, {"x": 1}])
 ANTI = st.sampled_from(
     [
         LabelRule(key="app", operator="In", values=["db"]),
@@ -147,6 +156,7 @@ def jobs(draw: st.DrawFn, i: int) -> Job:
         placement=placement,
         throttle=draw(THROTTLES),
         limits=draw(LIMITS),
+        licenses=draw(LICENSES),
         may_preempt=draw(st.integers(0, 4)) > 0,  # one in five never preempts (preemptionPolicy: Never)
     )
 

@@ -33,6 +33,7 @@ __all__ = [
     "available_accounting",
     "running",
     "start",
+    "start_licenses",
     "start_mixed",
     "start_options",
     "start_partition_qos",
@@ -430,6 +431,46 @@ def start_options(root: Path) -> LiveSlurm:
         _capture(s)
         s.out["show-reservation"] = s.run("scontrol", "show", "reservation")
         s.out["show-partition"] = s.run("scontrol", "show", "partition")
+    except BaseException:
+        s.stop()
+        raise
+    return s
+
+
+#: :func:`start_licenses`' cluster-wide licences (slurm.conf ``Licenses=``) and jobs: (name, sbatch options,
+#: held). ``a`` holds 3 of the 4 ``matlab`` seats and 1 H100; ``p`` asks 2 ``matlab`` and an ``ansys`` seat,
+#: so Slurm keeps it pending (reason ``Licenses``); ``q`` asks both ``ansys`` seats and waits held.
+LICENSES = "matlab:4,ansys:2"
+LICENSE_JOBS = [
+    ("a", ("-L", "matlab:3", "--gres=gpu:h100:1"), False),
+    ("p", ("-L", "matlab:2,ansys", "--gres=gpu:h100:1"), False),
+    ("q", ("-L", "ansys:2", "--gres=gpu:h100:1"), True),
+]
+
+
+def start_licenses(root: Path) -> LiveSlurm:
+    """A throw-away Slurm (run after the others have stopped: same ports) with :data:`OPTION_NODES` in
+    partition ``gpu``, the licences :data:`LICENSES` and the jobs of :data:`LICENSE_JOBS`, ``p`` waiting
+    for ``matlab`` seats (Slurm's reason ``Licenses``). Captures ``sinfo --json``, ``squeue --json``,
+    ``scontrol show job -d``, ``scontrol show licenses`` (plain and ``-o``)."""
+    host = socket.gethostname().split(".")[0]
+    partitions = {"gpu": "Nodes=gpu[01-03] Default=YES MaxTime=INFINITE"}
+    conf = _conf(root, host, OPTION_NODES, partitions) + f"Licenses={LICENSES}\n"
+    s = _boot(root, OPTION_NODES, conf)
+    try:
+        quiet = ("-Q", "-o", "/dev/null", "-D", str(root), "-c", "1", "--wrap", "sleep 600")
+        for name, options, held in LICENSE_JOBS:
+            s.run("sbatch", *(("-H",) if held else ()), "-J", name, *options, *quiet)
+            if name == "a":
+                s.wait("job a running", lambda: len(s.run("squeue", "-h", "-t", "R").splitlines()) >= 1)
+
+        def waits_for_licenses() -> bool:
+            return "Licenses" in s.run("squeue", "-h", "-n", "p", "-o", "%r", check=False)
+
+        s.wait("job p pending for licences", waits_for_licenses)
+        _capture(s)
+        s.out["show-licenses"] = s.run("scontrol", "show", "licenses")
+        s.out["show-licenses-o"] = s.run("scontrol", "show", "licenses", "-o")
     except BaseException:
         s.stop()
         raise

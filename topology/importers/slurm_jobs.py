@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from placer.topology.importers._common import GB, Problems, short
 from placer.topology.importers.slurm import cores_holding, node_cpus_per_core, parse_gres, parse_memory_mb
 from placer.topology.importers.slurm_json import is_slurm_output
+from placer.topology.importers.slurm_licenses import job_licenses
 from placer.topology.importers.slurm_mixed import parts_in, slurm_node_of, split_replica
 from placer.topology.inventory import ReplicaAllocation, RunningJob
 from placer.topology.safe_load import UnsafeDocument, check_values
@@ -292,6 +293,11 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
     }
     priority = slurm_number(job.get("priority"))
     array_id = slurm_number(job.get("array_job_id"))
+    try:
+        licenses = job_licenses(slurm_text(job.get("licenses"))) if slurm_text(job.get("licenses")) else {}
+    except ValueError as e:
+        problems.add(item, f"licenses: {e}")
+        return None
     return problems.model(
         RunningJob,
         {
@@ -304,6 +310,7 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
             "started_at": _when(job, "start_time", item, problems),
             "expected_end": _when(job, "end_time", item, problems) if limited else None,
             "labels": {k: v for k, v in labels.items() if v},
+            "licenses": licenses,
             "replicas": [r.model_dump() for r in replicas],
         },
         item,

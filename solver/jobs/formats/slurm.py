@@ -92,6 +92,7 @@ from placer.topology import TopologyError, canonical_gpu_type
 from placer.topology.importers.slurm import cores_holding, parse_gres
 from placer.topology.importers.slurm_assoc import AssocTable
 from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
+from placer.topology.importers.slurm_licenses import job_licenses
 from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
 from placer.topology.importers.slurm_qos import SlurmQos, level_of, qos_limits
 
@@ -804,6 +805,7 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
     exclusive = _exclusive(raw, at, errors, warnings)
     preferred = _preferred(slurm_text(raw.get("prefer")), at("prefer"), warnings)
     _not_modelled(raw, at, errors)
+    licenses = _licenses(slurm_text(raw.get("licenses")), at("licenses"), errors)
     _switches(raw, nodes, at, warnings)
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
@@ -845,6 +847,7 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
             placement=Placement(required=rules, preferred=preferred, exclusive_nodes=exclusive),
             reservation=ReservationRef(id=reservation) if reservation else None,
             throttle=Throttle(group=str(int(array_id)), max_running=int(most)) if most and array_id else None,
+            licenses=licenses,
             labels={
                 **{k: v for k, v in {"slurm_job_name": slurm_text(raw.get("name"))}.items() if v},
                 **array_labels,
@@ -915,9 +918,20 @@ def _not_modelled(raw: dict[str, Any], at: Any, errors: list[Issue]) -> None:
     had not asked (Slurm would hold it where placer would start it)."""
     if raw.get("contiguous") is True:
         errors.append(issue("unsupported", at("contiguous"), "--contiguous: node adjacency is not modelled"))
-    licenses = slurm_text(raw.get("licenses"))
-    if licenses:
-        errors.append(issue("unsupported", at("licenses"), f"{licenses!r}: licenses are not modelled"))
+
+
+def _licenses(text: str, path: str, errors: list[Issue]) -> dict[str, int]:
+    """``--licenses`` (``licenses`` / ``Licenses=``): seats by licence
+    (:func:`~placer.topology.importers.slurm_licenses.job_licenses`); an ``|`` list is ``unsupported``, a
+    count of 0 ``range``, anything else unreadable ``malformed``, each naming the field."""
+    if not text:
+        return {}
+    try:
+        return job_licenses(text)
+    except ValueError as e:
+        code = "unsupported" if "|" in text else "range" if "at least 1" in str(e) else "malformed"
+        errors.append(issue(code, path, str(e)))
+        return {}
 
 
 def _switches(raw: dict[str, Any], nodes: int, at: Callable[[str], str], warnings: list[Issue]) -> None:

@@ -173,6 +173,38 @@ def test_every_optional_input_gives_the_cli_decision(
 SLURM = REPO / "tests" / "fixtures" / "slurm"
 
 
+def _slurm_cli_and_http(
+    http: httpx.Client,
+    capsys: pytest.CaptureFixture[str],
+    files: dict[str, Path],
+    tables: dict[str, Path],
+    now: str,
+) -> tuple[dict[str, Any], dict[str, Any], httpx.Response]:
+    """``placer place`` (greedy) on Slurm's ``cluster`` and ``squeue`` files (running and pending jobs)
+    with ``tables`` (body field -> file: the flag is the field with ``-``; ``reservations`` as is), and the
+    same as a ``POST /v1/placements`` body; asserts both decisions are equal. Returns the CLI's decision,
+    the body (its ``running`` the parsed squeue) and the response."""
+    args = ["--cluster", files["cluster"], "--running", files["squeue"], "--jobs", files["squeue"]]
+    for field, path in tables.items():
+        args += ["--" + field.replace("_", "-"), path]
+    rc = main(["place", *map(str, args), "--now", now, "--engine", "greedy", "--json"])
+    assert rc == 0
+    expected = json.loads(capsys.readouterr().out)
+    squeue = json.loads(files["squeue"].read_text())
+    body = {
+        "cluster": json.loads(files["cluster"].read_text()),
+        "running": squeue,
+        "jobs": [squeue],
+        **{field: path.read_text() for field, path in tables.items()},
+        "now": now,
+        "policy": {"engine": "greedy"},
+    }
+    r = http.post("/v1/placements", json=body)
+    assert r.status_code == 200, r.text
+    assert without_timings(r.json()) == without_timings(expected)
+    return expected, body, r
+
+
 def test_slurms_own_output_gives_the_cli_decision(
     http: httpx.Client, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -185,24 +217,9 @@ def test_slurms_own_output_gives_the_cli_decision(
         "partitions": SLURM / "show-partition-22.05.txt",
     }
     now = "2026-11-27T17:40:00Z"  # the reservation is held (from 17:36:24 for two hours)
-    args = ["--cluster", files["cluster"], "--running", files["squeue"], "--jobs", files["squeue"]]
-    args += ["--reservations", files["reservations"], "--slurm-partitions", files["partitions"]]
-    rc = main(["place", *map(str, args), "--now", now, "--engine", "greedy", "--json"])
-    assert rc == 0
-    expected = json.loads(capsys.readouterr().out)
-    squeue = json.loads(files["squeue"].read_text())
-    body = {
-        "cluster": json.loads(files["cluster"].read_text()),
-        "running": squeue,
-        "jobs": [squeue],
-        "reservations": files["reservations"].read_text(),
-        "slurm_partitions": files["partitions"].read_text(),
-        "now": now,
-        "policy": {"engine": "greedy"},
-    }
-    r = http.post("/v1/placements", json=body)
-    assert r.status_code == 200, r.text
-    assert without_timings(r.json()) == without_timings(expected)
+    tables = {"reservations": files["reservations"], "slurm_partitions": files["partitions"]}
+    expected, body, r = _slurm_cli_and_http(http, capsys, files, tables, now)
+    squeue = body["running"]
     decision = checked(r.json(), body)
     # The tables mattered: the jobs rank by partition gpu's tier (10), the --reservation job runs in maint.
     where = {p.job: p.replicas[0].node for p in decision.placements}
@@ -223,6 +240,36 @@ def test_slurms_own_output_gives_the_cli_decision(
     assert r.status_code == 200, r.text
     assert without_timings(r.json()) == without_timings(expected)
     assert http.delete("/v1/clusters/slurm-live").status_code == 204
+
+
+def test_slurms_licences_give_the_cli_decision(
+    http: httpx.Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A live Slurm 22.05 with Licenses=matlab:4,ansys:2 (tests/topology/live_slurm.py, start_licenses): job
+    # a holds 3 matlab seats, p (matlab:2,ansys) waits for them, q (ansys:2) may start.
+    files = {
+        "cluster": SLURM / "sinfo-22.05-licenses.json",
+        "squeue": SLURM / "squeue-22.05-licenses.json",
+        "licenses": SLURM / "show-licenses-22.05.txt",
+    }
+    now = "2026-11-29T03:00:00Z"  # after the capture: job a runs, without a time limit
+    expected, body, r = _slurm_cli_and_http(http, capsys, files, {"slurm_licenses": files["licenses"]}, now)
+    squeue = body["running"]
+    names = {str(j["job_id"]): j["name"] for j in squeue["jobs"]}
+    assert [names[p["job"]] for p in r.json()["placements"]] == ["q"]
+    assert [(names[p["job"]], p["reasons"][0]["code"]) for p in r.json()["pending"]] == [("p", "LICENSES")]
+    # A table that cannot be read is a 422 naming the field.
+    bad = http.post("/v1/placements", json={**body, "slurm_licenses": "LicenseName=matlab Used=1\n"})
+    assert bad.status_code == 422 and bad.json()["error"]["errors"][0]["path"].startswith("slurm_licenses")
+    # Stored with its licences, the cluster gives the same decision.
+    stored = {k: body[k] for k in ("cluster", "running", "slurm_licenses")}
+    assert http.put("/v1/clusters/slurm-licenses", json=stored).status_code == 201
+    r = http.post(
+        "/v1/clusters/slurm-licenses/placements", json={k: body[k] for k in ("jobs", "now", "policy")}
+    )
+    assert r.status_code == 200, r.text
+    assert without_timings(r.json()) == without_timings(expected)
+    assert http.delete("/v1/clusters/slurm-licenses").status_code == 204
 
 
 def test_default_engine_answers_within_the_capped_time_limit(http: httpx.Client) -> None:

@@ -93,11 +93,25 @@ def test_an_unknown_shared_value_is_refused_naming_the_field() -> None:
     assert not r.ok and [(e.code, e.path.rsplit(".", 1)[-1]) for e in r.errors] == [("enum", "shared")]
 
 
-def test_licenses_are_refused_not_ignored() -> None:
-    r = _job("plain-a100", licenses="matlab:2")
-    assert not r.ok and [(e.code, e.path.rsplit(".", 1)[-1]) for e in r.errors] == [
-        ("unsupported", "licenses")
-    ]
+def test_licenses_are_read_as_seats_by_name() -> None:
+    # squeue --json prints what -L asked as Slurm took it: "matlab:2,ansys" (a count left out is 1).
+    assert _job("plain-a100", licenses="matlab:2,ansys").job.licenses == {"matlab": 2, "ansys": 1}
+    assert _job("plain-a100", licenses="fluent@db*3").job.licenses == {"fluent@db": 3}
+    assert _job("plain-a100", licenses=None).job.licenses == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("matlab|ansys", "unsupported"),
+        ("matlab:0", "range"),
+        ("matlab:two", "malformed"),
+        ("a,a:2", "malformed"),
+    ],
+)
+def test_licenses_placer_cannot_take_are_refused_not_ignored(text: str, code: str) -> None:
+    r = _job("plain-a100", licenses=text)
+    assert not r.ok and [(e.code, e.path.rsplit(".", 1)[-1]) for e in r.errors] == [(code, "licenses")]
 
 
 def test_prefer_is_a_preference_per_feature() -> None:
