@@ -131,6 +131,58 @@ def test_a_running_pod_s_host_port_keeps_a_pending_one_off_its_node(solve: Solve
     assert nodes_of(d, "web/other") == ["gb200-tray-1"]
 
 
+def _web(
+    name: str,
+    *,
+    node: str | None = None,
+    anti: list[dict[str, object]] | None = None,
+    trays: tuple[str, ...] = ("gb200-tray-1", "gb200-tray-2"),
+) -> dict[str, object]:
+    """A 1-CPU pod labelled ``app: web`` that may run on the GB200 ``trays`` only (as :func:`_port_pod`,
+    no port), with required pod anti-affinity ``anti`` when given."""
+    p = _port_pod(name, 0, node=node, trays=trays)
+    spec = p["spec"]
+    assert isinstance(spec, dict)
+    del spec["containers"][0]["ports"]
+    p["metadata"] = {"name": name, "namespace": "web", "labels": {"app": "web"}}
+    if anti is not None:
+        spec["affinity"]["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": anti}
+    return p
+
+
+ONE_WEB_PER_NODE = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}
+
+
+def test_a_running_pods_anti_affinity_keeps_a_matching_pod_off_its_node(solve: Solve, tmp_path: Path) -> None:
+    # The running pod on tray 1 forbids app=web pods beside it (required, on the hostname). The pending
+    # pods say nothing of their own, but kube-scheduler holds them to the running pod's term
+    # (InterPodAffinity checks existing pods' anti-affinity): one goes to tray 2, one that may use tray 1
+    # only waits.
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[ONE_WEB_PER_NODE])])
+    cluster = load_cluster(NODES, pods=running)
+    (rj,) = [rj for rj in cluster.running_jobs() if rj.job == "web/old"]
+    assert rj.anti_affinity == [{"kind": "label", "key": "app", "operator": "In", "values": ["web"]}]
+    pending = [_web("new"), _web("tray1", trays=("gb200-tray-1",))]
+    d = solve(read_file(_pods(tmp_path, "pending.json", pending)), cluster)
+    assert nodes_of(d, "web/new") == ["gb200-tray-2"]
+    assert pending_reason(d, "web/tray1") is not None
+    # The same running pod without the term: tray 1 takes the pod that may use it only.
+    plain = load_cluster(NODES, pods=_pods(tmp_path, "plain.json", [_web("old", node="gb200-tray-1")]))
+    d = solve(read_file(_pods(tmp_path, "pending.json", pending)), plain)
+    assert nodes_of(d, "web/tray1") == ["gb200-tray-1"]
+
+
+def test_a_running_pods_term_on_another_key_is_named_not_kept(tmp_path: Path) -> None:
+    zone = {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "web"}}}
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[zone])])
+    cluster = load_cluster(NODES, pods=running)
+    (rj,) = [rj for rj in cluster.running_jobs() if rj.job == "web/old"]
+    assert rj.anti_affinity == []
+    assert cluster.structure.inventory.metadata["anti_affinity_not_kept"] == {
+        "web/old": ["topology.kubernetes.io/zone"]
+    }
+
+
 def _gpu_node(name: str) -> dict[str, object]:
     return {
         "apiVersion": "v1",

@@ -48,7 +48,11 @@ needs, in labels written by NVIDIA GPU Feature Discovery (GFD), GKE and the clou
   ``priorityClassName`` -> priority class by :func:`priority_class_for`; ``kueue.x-k8s.io/queue-name``
   label -> queue; namespace -> tenant. Pods on nodes that are not in the node list, pods that request
   nothing, and pods on TPU hosts that hold no chips (a slice tracks chips, not host CPU) are counted in
-  ``Inventory.metadata["pods_skipped"]`` instead.
+  ``Inventory.metadata["pods_skipped"]`` instead. A running pod's required pod anti-affinity on
+  ``kubernetes.io/hostname`` binds incoming pods, as kube-scheduler's ``InterPodAffinity`` filter holds
+  existing pods' terms against the incoming one: its label selector becomes the running job's
+  ``anti_affinity`` (:func:`running_anti_affinity`); a term on another topology key cannot be kept, and
+  its job is named in ``Inventory.metadata["anti_affinity_not_kept"]`` with the key.
 
 >>> inv = parse_kubernetes({"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n1",
 ...     "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}, "status": {"allocatable":
@@ -116,6 +120,7 @@ __all__ = [
     "parse_kubernetes",
     "pod_request",
     "priority_class_for",
+    "running_anti_affinity",
 ]
 
 FORMAT = "kubernetes"
@@ -927,13 +932,85 @@ def _running(
         metadata["disruption_budgets"] = len(budgets)
     allowed = allowances(budgets, [(p.namespace, _pod_labels(p)) for p in pods]) if budgets else []
     out = []
+    lost: dict[str, list[str]] = {}
     for name, members in replicas.items():
         job = _job(name, members, problems)
+        anti, keys = running_anti_affinity(members[0][0].obj.get("spec") or {})
+        if keys:
+            lost[name] = keys
+        if job is not None and anti:
+            job = job.model_copy(update={"anti_affinity": anti})
         if job is not None and budgets:
             count = violations(budgets, allowed, [(p.namespace, _pod_labels(p)) for p, _ in members])
             job = job.model_copy(update={"disruption_violations": count}) if count else job
         if job is not None:
             out.append(job)
+    if lost:
+        metadata["anti_affinity_not_kept"] = lost
+    return out
+
+
+#: Label selector operators of pod (anti-)affinity terms (Kubernetes' ``LabelSelectorOperator``), which
+#: are the job model's rule operators of the same names.
+_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def running_anti_affinity(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """A running pod's required pod anti-affinity, as rules on the labels of incoming jobs (the job
+    model's rule objects as JSON: ``RunningJob.anti_affinity``): one rule per term on
+    ``kubernetes.io/hostname``, its selector's requirements ANDed. Also the topology keys of the terms
+    that cannot be kept (another key than the hostname, or a selector of another shape). Namespaces are not
+    told apart: a term keeps off matching pods of every namespace (stricter than kube-scheduler, whose
+    term matches its own namespace unless it names others).
+
+    >>> term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}
+    >>> zone = {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "db"}}}
+    >>> anti = {"requiredDuringSchedulingIgnoredDuringExecution": [term, zone]}
+    >>> rules, lost = running_anti_affinity({"affinity": {"podAntiAffinity": anti}})
+    >>> [(r["key"], r["operator"], r["values"]) for r in rules], lost
+    ([('app', 'In', ['web'])], ['topology.kubernetes.io/zone'])
+    """
+    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
+    anti = affinity.get("podAntiAffinity") if isinstance(affinity.get("podAntiAffinity"), dict) else {}
+    terms = anti.get("requiredDuringSchedulingIgnoredDuringExecution")
+    rules: list[dict[str, Any]] = []
+    lost: list[str] = []
+    for term in terms if isinstance(terms, list) else []:
+        if isinstance(term, dict) and term.get("labelSelector") is None:
+            continue  # a null selector matches no pod: the term keeps nothing off
+        key = term.get("topologyKey") if isinstance(term, dict) else None
+        parts = _selector_rules(term.get("labelSelector")) if isinstance(term, dict) else None
+        if key != "kubernetes.io/hostname" or not parts:
+            lost.append(str(key))
+            continue
+        rules.append(parts[0] if len(parts) == 1 else {"kind": "all_of", "rules": parts})
+    return rules, lost
+
+
+def _selector_rules(selector: Any) -> list[dict[str, Any]] | None:
+    """A label selector's requirements as rule objects (JSON), or None for one of another shape."""
+    if not isinstance(selector, dict):
+        return None
+    labels = selector.get("matchLabels") or {}
+    exprs = selector.get("matchExpressions") or []
+    if not isinstance(labels, dict) or not isinstance(exprs, list):
+        return None
+    out = [
+        {"kind": "label", "key": str(k), "operator": "In", "values": [v]}
+        for k, v in labels.items()
+        if isinstance(v, str)
+    ]
+    for e in exprs:
+        values = e.get("values") or [] if isinstance(e, dict) else None
+        if (
+            not isinstance(e, dict)
+            or e.get("operator") not in _SELECTOR_OPERATORS
+            or not isinstance(e.get("key"), str)
+            or not isinstance(values, list)
+            or not all(isinstance(v, str) for v in values)
+        ):
+            return None
+        out.append({"kind": "label", "key": e["key"], "operator": e["operator"], "values": list(values)})
     return out
 
 
