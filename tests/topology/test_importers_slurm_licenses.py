@@ -91,6 +91,13 @@ def test_running_jobs_hold_their_seats_in_both_forms() -> None:
     assert text.licenses == {"matlab": 3}
 
 
+def test_a_running_jobs_licences_that_are_not_text_are_an_error_naming_the_job() -> None:
+    doc = json.loads(SQUEUE.read_text())
+    doc["jobs"][0]["licenses"] = 7
+    with pytest.raises(TopologyError, match=r"jobs\[0\] \(job \d+\): licenses must be text"):
+        squeue_running(doc, source="squeue.json")
+
+
 def test_pending_jobs_ask_their_seats_in_both_forms() -> None:
     for path in (SQUEUE, SHOW_JOB):
         jobs = {r.id: r.job for r in read_text(path.read_text(), source=path.name) if r.ok}

@@ -293,8 +293,12 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
     }
     priority = slurm_number(job.get("priority"))
     array_id = slurm_number(job.get("array_job_id"))
+    asked = job.get("licenses")
+    if asked is not None and not isinstance(asked, str):
+        problems.add(item, f"licenses must be text (matlab:2,ansys), got {short(asked)}")
+        return None
     try:
-        licenses = job_licenses(slurm_text(job.get("licenses"))) if slurm_text(job.get("licenses")) else {}
+        licenses = job_licenses(slurm_text(asked)) if slurm_text(asked) else {}
     except ValueError as e:
         problems.add(item, f"licenses: {e}")
         return None

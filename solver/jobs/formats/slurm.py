@@ -805,7 +805,7 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
     exclusive = _exclusive(raw, at, errors, warnings)
     preferred = _preferred(slurm_text(raw.get("prefer")), at("prefer"), warnings)
     _not_modelled(raw, at, errors)
-    licenses = _licenses(slurm_text(raw.get("licenses")), at("licenses"), errors)
+    licenses = _licenses(raw.get("licenses"), at("licenses"), errors)
     _switches(raw, nodes, at, warnings)
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, warnings=warnings, source=source, path=base)
@@ -920,10 +920,17 @@ def _not_modelled(raw: dict[str, Any], at: Any, errors: list[Issue]) -> None:
         errors.append(issue("unsupported", at("contiguous"), "--contiguous: node adjacency is not modelled"))
 
 
-def _licenses(text: str, path: str, errors: list[Issue]) -> dict[str, int]:
+def _licenses(value: Any, path: str, errors: list[Issue]) -> dict[str, int]:
     """``--licenses`` (``licenses`` / ``Licenses=``): seats by licence
     (:func:`~placer.topology.importers.slurm_licenses.job_licenses`); an ``|`` list is ``unsupported``, a
-    count of 0 ``range``, anything else unreadable ``malformed``, each naming the field."""
+    count of 0 ``range``, anything else unreadable ``malformed``, a value that is not text ``type``, each
+    naming the field."""
+    if value is not None and not isinstance(value, str):
+        errors.append(
+            issue("type", path, f"a licence request is text (matlab:2,ansys), got {type(value).__name__}")
+        )
+        return {}
+    text = slurm_text(value)
     if not text:
         return {}
     try:

@@ -107,9 +107,11 @@ def test_licenses_are_read_as_seats_by_name() -> None:
         ("matlab:0", "range"),
         ("matlab:two", "malformed"),
         ("a,a:2", "malformed"),
+        (5, "type"),
+        (["matlab"], "type"),
     ],
 )
-def test_licenses_placer_cannot_take_are_refused_not_ignored(text: str, code: str) -> None:
+def test_licenses_placer_cannot_take_are_refused_not_ignored(text: object, code: str) -> None:
     r = _job("plain-a100", licenses=text)
     assert not r.ok and [(e.code, e.path.rsplit(".", 1)[-1]) for e in r.errors] == [(code, "licenses")]
 
