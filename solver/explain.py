@@ -218,8 +218,16 @@ def throttle(group: str, limit: int, running: int, started: int) -> Reason:
 def licenses(name: str, total: int | None, held: int, started: int, need: int) -> Reason:
     """``LICENSES``: the cluster has ``total`` seats of licence ``name`` (None: it defines no such
     licence, so none), running jobs hold ``held`` and the decision starts jobs holding ``started`` more,
-    so the job's ``need`` does not fit."""
+    so the job's ``need`` does not fit. ``UNSATISFIABLE`` (fixed, with the same details) when ``need`` is
+    more than the cluster has at all: it never runs (Slurm refuses such a request at submission)."""
     details = {"license": name, "total": total or 0, "held": held, "started": started, "seats": need}
+    if total is not None and need > total:  # fixed: no decision, however empty the cluster, lets it run
+        return Reason(
+            code="UNSATISFIABLE",
+            message=f"no decision can ever run it: it asks {need} seats of licence {name!r}, which has "
+            f"{total}",
+            details=details,
+        )
     if total is None:
         return Reason(
             code="LICENSES",

@@ -86,6 +86,13 @@ def test_a_licence_the_cluster_does_not_define_has_no_seat(solve: Solve) -> None
     assert r["details"]["total"] == 0 and "defines no licence 'fluent'" in r["message"]
 
 
+def test_more_seats_than_the_cluster_has_is_unsatisfiable_not_a_wait(solve: Solve) -> None:
+    d = solve([_job("j", {"matlab": 5})], _cluster({"matlab": 4}))
+    [p] = d.pending
+    assert [r.code for r in p.reasons] == ["UNSATISFIABLE"] and d.reservations == []  # never planned
+    assert p.reasons[0].details["total"] == 4 and p.reasons[0].details["seats"] == 5
+
+
 def test_jobs_without_licences_are_not_limited(solve: Solve) -> None:
     c = _cluster({"matlab": 1}, _holder("old", {"matlab": 1}))
     d = solve([Job(id="plain", tasks=[TaskGroup(gpu=GpuDemand(count=1))])], c, plan=False)
