@@ -8,8 +8,10 @@ jobs; MUST queue them").
 
 CPU and memory budgets (placer's ``max_total_cpu_cores`` and ``max_total_memory_gb``, not OJS: a Kueue
 ClusterQueue's ``cpu`` and ``memory`` quotas) bound the cores and GB the queue's active jobs hold on nodes,
-every job counting, GPU or not; over either a job waits (``QUEUE_BUDGET``, naming the resource). Evicting a
-running job gives its cores and memory back to jobs that outrank it, as for GPUs.
+every job counting, GPU or not; over either a job waits (``QUEUE_BUDGET``, naming the resource). A cohort
+with such totals (``config.cohort.max_total_cpu_cores``, ``max_total_memory_gb``: a Kueue cohort's) bounds
+what its queues hold together, on top of each queue's own. Evicting a running job gives its cores and
+memory back to jobs that outrank it, as for GPUs.
 
 Per-flavor GPU quotas (a queue's ``flavor_groups`` whose flavors carry ``max_gpus``: a Kueue
 ClusterQueue's GPU quota per ResourceFlavor) bound the GPUs the queue's jobs hold on each flavor's nodes, a
@@ -193,6 +195,14 @@ class Budgets:
     used_cpu: dict[str, float] = field(default_factory=dict)
     used_mem: dict[str, float] = field(default_factory=dict)
     running_res: dict[str, tuple[str, float, float]] = field(default_factory=dict)
+    #: Cohorts' CPU cores and memory GB (``config.cohort.max_total_cpu_cores``, ``max_total_memory_gb``: a
+    #: Kueue cohort's ``cpu`` and ``memory``), what their queues' running jobs hold of them, and each
+    #: member queue's cohort (running jobs of those queues are in ``running_res`` too).
+    cohort_cpu_max: dict[str, float] = field(default_factory=dict)
+    cohort_mem_max: dict[str, float] = field(default_factory=dict)
+    cohort_cpu_used: dict[str, float] = field(default_factory=dict)
+    cohort_mem_used: dict[str, float] = field(default_factory=dict)
+    res_cohort_of: dict[str, str] = field(default_factory=dict)
     #: Per-flavor GPU quotas: (queue, flavor) -> its ``max_gpus``, what running jobs hold there, each
     #: running job's GPUs per flavor of its queue (by id: evictions give them back), and per queue the
     #: resource group whose flavors a node is counted under (:func:`~placer.solver.jobs.flavors.flavor_of`).
@@ -275,8 +285,15 @@ class Budgets:
             if lim.max_cost_per_hour is not None:
                 b.max_cost[name] = to_units(lim.max_cost_per_hour)
             if qc.config.cohort is not None:
-                b.cohort_of[name] = qc.config.cohort.name
-                b.cohort_max[qc.config.cohort.name] = float(qc.config.cohort.max_total_gpus)
+                c = qc.config.cohort
+                b.cohort_of[name] = c.name
+                b.cohort_max[c.name] = float(c.max_total_gpus)
+                if c.max_total_cpu_cores is not None or c.max_total_memory_gb is not None:
+                    b.res_cohort_of[name] = c.name
+                if c.max_total_cpu_cores is not None:
+                    b.cohort_cpu_max[c.name] = float(c.max_total_cpu_cores)
+                if c.max_total_memory_gb is not None:
+                    b.cohort_mem_max[c.name] = float(c.max_total_memory_gb)
         b.cohort_tree = CohortTree.of(queues)
         for q in b.cohort_tree.queues if b.cohort_tree is not None else ():
             b.cohort_max.pop(b.cohort_of.pop(q), None)
@@ -305,11 +322,15 @@ class Budgets:
             if not queued:
                 continue  # throttles alone: nothing else to count
             b.ranks[rj.job] = rank(rj.priority_class, rj.priority)
-            if rj.queue is not None and (rj.queue in b.max_cpu or rj.queue in b.max_mem):
+            if rj.queue is not None and b.counts_resources(rj.queue):
                 cpu, mem = replica_resources(rj.replicas)
                 b.running_res[rj.job] = (rj.queue, cpu, mem)
                 b.used_cpu[rj.queue] = b.used_cpu.get(rj.queue, 0.0) + cpu
                 b.used_mem[rj.queue] = b.used_mem.get(rj.queue, 0.0) + mem
+                c = b.res_cohort_of.get(rj.queue)
+                if c is not None:
+                    b.cohort_cpu_used[c] = b.cohort_cpu_used.get(c, 0.0) + cpu
+                    b.cohort_mem_used[c] = b.cohort_mem_used.get(c, 0.0) + mem
             gpus = running_gpus(rj)
             if rj.queue in b.flavor_group and gpus > 0 and cluster is not None:
                 per = b.running_flavor[rj.job] = b._flavors_of(
@@ -379,8 +400,32 @@ class Budgets:
 
     @property
     def resources(self) -> bool:
-        """Whether any queue has a CPU or memory budget."""
-        return bool(self.max_cpu or self.max_mem)
+        """Whether any queue (or cohort) has a CPU or memory budget."""
+        return bool(self.max_cpu or self.max_mem or self.res_cohort_of)
+
+    def counts_resources(self, queue: str | None) -> bool:
+        """Whether the cores and GB of ``queue``'s jobs count against a budget: its own or its cohort's."""
+        return queue is not None and (
+            queue in self.max_cpu or queue in self.max_mem or queue in self.res_cohort_of
+        )
+
+    def cohort_resource_room(
+        self, cohort: str, evicted: Iterable[str] = ()
+    ) -> tuple[float | None, float | None]:
+        """(CPU cores, memory GB) the queues of ``cohort`` may still add together, or None where it has no
+        such total; evicted running jobs of its queues give theirs back."""
+        back_cpu = back_mem = 0.0
+        for job in evicted:
+            q, c, m = self.running_res.get(job, (None, 0.0, 0.0))
+            if q is not None and self.res_cohort_of.get(q) == cohort:
+                back_cpu += c
+                back_mem += m
+        cpu = self.cohort_cpu_max.get(cohort)
+        mem = self.cohort_mem_max.get(cohort)
+        return (
+            None if cpu is None else cpu - self.cohort_cpu_used.get(cohort, 0.0) + back_cpu,
+            None if mem is None else mem - self.cohort_mem_used.get(cohort, 0.0) + back_mem,
+        )
 
     def resource_room(
         self, queue: str | None, evicted: Iterable[str] = ()
@@ -553,17 +598,28 @@ def remaining_room(
 
 
 def remaining_resource_room(
-    queue: str | None, assignment: object, budgets: Budgets, plans: list, below: int | None = None
+    queue: str | None,
+    assignment: object,
+    budgets: Budgets,
+    plans: list,
+    below: int | None = None,
+    *,
+    cohort: str | None = None,
 ) -> tuple[float | None, float | None]:
-    """A queue's CPU and memory room left after an answer, as :func:`remaining_room` counts its GPUs."""
+    """A queue's CPU and memory room left after an answer, as :func:`remaining_room` counts its GPUs; with
+    ``cohort``, that cohort's room (what all its queues' jobs left of its totals)."""
     evicted = list(getattr(assignment, "evictions", {}))
     if below is not None:
         evicted = [v for v in evicted if budgets.ranks.get(v, below) < below]
-    room_cpu, room_mem = budgets.resource_room(queue, evicted)
+    if cohort is None:
+        room_cpu, room_mem = budgets.resource_room(queue, evicted)
+    else:
+        room_cpu, room_mem = budgets.cohort_resource_room(cohort, evicted)
     if room_cpu is None and room_mem is None:
         return (None, None)
     for i, reps in getattr(assignment, "placed", {}).items():
-        if plans[i].job.queue != queue:
+        other = plans[i].job.queue
+        if (other != queue) if cohort is None else (budgets.res_cohort_of.get(other or "") != cohort):
             continue
         cpu, mem = _need_resources(reps)
         if room_cpu is not None:
@@ -716,15 +772,29 @@ def _within_flavors(plan: JobPlan, replicas: list[ReplicaAt], state: State, budg
 
 
 def _within_resources(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets) -> bool:
-    """Whether ``replicas`` keep the job's queue within its CPU and memory budgets."""
+    """Whether ``replicas`` keep the job's queue, and the queue's cohort, within their CPU and memory
+    budgets."""
     queue = plan.job.queue
-    room_cpu, room_mem = budgets.resource_room(queue, _evicted_below(plan, state))
-    if room_cpu is None and room_mem is None:
+    if not budgets.counts_resources(queue):
         return True
+    evicted = _evicted_below(plan, state)
     cpu, mem = _need_resources(replicas)
-    added_cpu, added_mem = state.queue_res_use.get(queue or "", (0.0, 0.0))
-    return (room_cpu is None or added_cpu + cpu <= room_cpu + 1e-9) and (
-        room_mem is None or added_mem + mem <= room_mem + 1e-9
+    added = state.queue_res_use.get(queue or "", (0.0, 0.0))
+    checks = [(budgets.resource_room(queue, evicted), added)]
+    cohort = budgets.res_cohort_of.get(queue or "")
+    if cohort is not None:
+        members = [q for q, c in budgets.res_cohort_of.items() if c == cohort]
+        together = [state.queue_res_use.get(q, (0.0, 0.0)) for q in members]
+        checks.append(
+            (
+                budgets.cohort_resource_room(cohort, evicted),
+                (sum(u[0] for u in together), sum(u[1] for u in together)),
+            )
+        )
+    return all(
+        (room_cpu is None or used_cpu + cpu <= room_cpu + 1e-9)
+        and (room_mem is None or used_mem + mem <= room_mem + 1e-9)
+        for (room_cpu, room_mem), (used_cpu, used_mem) in checks
     )
 
 
@@ -784,7 +854,7 @@ def charge_budget(
                 key = (plan.job.queue, f)
                 state.flavor_use[key] = state.flavor_use.get(key, 0.0) + g
     queue = plan.job.queue
-    if budgets is not None and queue is not None and (queue in budgets.max_cpu or queue in budgets.max_mem):
+    if budgets is not None and budgets.counts_resources(queue):
         cpu, mem = _need_resources(replicas)
         c, m = state.queue_res_use.get(queue, (0.0, 0.0))
         state.queue_res_use[queue] = (c + cpu, m + mem)

@@ -130,34 +130,43 @@ def queue_resources(
     plan: JobPlan, assignment: Assignment, budgets: object, plans: list[JobPlan]
 ) -> Reason | None:
     """``QUEUE_BUDGET`` for the queue's CPU or memory budget (``max_total_cpu_cores``,
-    ``max_total_memory_gb``), when the job's cores or GB on nodes exceed what the answer leaves of it; None
-    when both have room (or the queue has neither)."""
+    ``max_total_memory_gb``), or its cohort's total of them, when the job's cores or GB on nodes exceed what
+    the answer leaves of it (``details`` then name the ``cohort`` too); None when all have room (or there
+    is none)."""
     from placer.solver.budgets import remaining_resource_room
 
     queue = plan.job.queue
-    room_cpu, room_mem = remaining_resource_room(queue, assignment, budgets, plans, evict_rank(plan.job))  # type: ignore[arg-type]
     units = [u for u in plan.units if u.tpu is None]
     cpu = sum(u.replicas * u.need.cpu for u in units)
     mem = sum(u.replicas * u.need.mem for u in units)
-    for resource, need, room, limit, unit in (
-        ("cpu", cpu, room_cpu, "max_total_cpu_cores", "cores"),
-        ("memory", mem, room_mem, "max_total_memory_gb", "GB"),
-    ):
-        if room is None or need <= room + 1e-9:
-            continue
-        more = need - room
-        left = (
-            f"has {room:g} {unit} left of {limit}"
-            if room >= 0
-            else f"is already {-room:g} {unit} over {limit}"
+    cohort = budgets.res_cohort_of.get(queue or "")  # type: ignore[attr-defined]
+    for of in (None, cohort) if cohort is not None else (None,):
+        room_cpu, room_mem = remaining_resource_room(  # type: ignore[arg-type]
+            queue, assignment, budgets, plans, evict_rank(plan.job), cohort=of
         )
-        return Reason(
-            code="QUEUE_BUDGET",
-            message=f"queue {queue!r} is over its {resource} budget: it needs {need:g} {unit} and the queue "
-            f"{left} — fits if queue {queue!r}'s budget allowed {more:g} more {unit} (it waits; it is not "
-            "rejected)",
-            details={"queue": queue, "resource": resource, "need": need, "room": room, "more": more},
-        )
+        for resource, need, room, limit, unit in (
+            ("cpu", cpu, room_cpu, "max_total_cpu_cores", "cores"),
+            ("memory", mem, room_mem, "max_total_memory_gb", "GB"),
+        ):
+            if room is None or need <= room + 1e-9:
+                continue
+            more = need - room
+            who = f"queue {queue!r}" if of is None else f"cohort {of!r}"
+            left = (
+                f"has {room:g} {unit} left of {limit}"
+                if room >= 0
+                else f"is already {-room:g} {unit} over {limit}"
+            )
+            details = {"queue": queue, "resource": resource, "need": need, "room": room, "more": more}
+            what = "queue" if of is None else "cohort"
+            return Reason(
+                code="QUEUE_BUDGET",
+                message=f"{who} is over its {resource} budget"
+                + ("" if of is None else f" (queue {queue!r} is in it)")
+                + f": it needs {need:g} {unit} and the {what} {left} — fits if {who}'s budget allowed "
+                f"{more:g} more {unit} (it waits; it is not rejected)",
+                details=details if of is None else {**details, "cohort": of},
+            )
     return None
 
 

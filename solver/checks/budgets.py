@@ -4,7 +4,9 @@
 
 CPU and memory budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``; a Kueue
 ClusterQueue's ``cpu`` and ``memory`` quotas): each queue's active jobs, GPU or not, hold at most that many
-cores and GB on nodes (``queue-budget`` too), counted from the replicas' ``cpu_cores`` and ``memory_gb``.
+cores and GB on nodes (``queue-budget`` too), counted from the replicas' ``cpu_cores`` and ``memory_gb``;
+and the queues of a cohort with CPU or memory totals (``config.cohort.max_total_cpu_cores``,
+``max_total_memory_gb``: a Kueue cohort's ``cpu`` and ``memory``) hold at most those together.
 
 Per-flavor GPU quotas (a queue's ``flavor_groups``, the group covering GPUs, whose flavors carry
 ``max_gpus``; a Kueue ClusterQueue's quota per ResourceFlavor): the GPUs the queue's jobs hold on a
@@ -234,17 +236,23 @@ def _check_resources(
     queues: Mapping[str, QueueConfig],
     rank: Callable[[Job], Rank],
 ) -> Iterator[Violation]:
-    limited = {
-        name: qc.config.ml_limits
-        for name, qc in queues.items()
-        if qc.config.ml_limits.max_total_cpu_cores is not None
-        or qc.config.ml_limits.max_total_memory_gb is not None
-    }
-    if not limited:
+    # Budget keys: ("queue", name) for a queue's own budget, ("cohort", name) for its cohort's totals
+    # (config.cohort.max_total_cpu_cores / max_total_memory_gb), each with its limits.
+    limits: dict[tuple[str, str], Any] = {}
+    member: dict[str, str] = {}  # queue -> its cohort, where the cohort has a CPU or memory total
+    for name, qc in queues.items():
+        lim, c = qc.config.ml_limits, qc.config.cohort
+        if lim.max_total_cpu_cores is not None or lim.max_total_memory_gb is not None:
+            limits[("queue", name)] = lim
+        if c is not None and (c.max_total_cpu_cores is not None or c.max_total_memory_gb is not None):
+            limits[("cohort", c.name)] = c
+            member[name] = c.name
+    if not limits:
         return
 
-    def queue(q: str | None, _: str | None) -> list[str]:
-        return [q] if q in limited else []
+    def keys(q: str | None, _: str | None) -> list[tuple[str, str]]:
+        out = [("queue", q)] if ("queue", q) in limits else []
+        return out + ([("cohort", member[q])] if q in member else [])  # type: ignore[list-item]
 
     for field_name, limit_name, unit in (
         ("cpu_cores", "max_total_cpu_cores", "cores"),
@@ -254,15 +262,16 @@ def _check_resources(
             decision,
             jobs,
             cluster,
-            queue,
+            keys,  # type: ignore[arg-type]
             lambda rj, f=field_name: _on_nodes(rj.replicas, f),  # type: ignore[misc]
             lambda _, p, f=field_name: _on_nodes(p.replicas, f),  # type: ignore[misc]
             rank,
         )
-        for name, lim in sorted(limited.items()):
-            ledger = held.get(name, _Ledger())
+        for (kind, name), lim in sorted(limits.items()):
+            ledger = held.get((kind, name), _Ledger())
             if ledger.added:
-                yield from _over_limit(name, ledger, getattr(lim, limit_name), limit_name, unit)
+                said = "queue holds {}" if kind == "queue" else "cohort's queues hold {}"
+                yield from _over_limit(name, ledger, getattr(lim, limit_name), limit_name, unit, said)
 
 
 def _check_flavors(

@@ -47,9 +47,12 @@ What is not modelled, and refused or said rather than approximated:
 * a cycle of ``Cohort`` parents, and a ``lendingLimit`` on some of a Cohort's GPU flavors only — refused;
 * a cohort's CPU and memory: a ClusterQueue's ``cpu`` and ``memory`` quotas become its queue's CPU and
   memory budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``, summed over flavors; in a
-  cohort its nominal quota plus its ``borrowingLimit``, no budget when one has none), but what the
-  cohort's queues hold together is counted for GPUs only; ``pods`` and other resources' quotas are not
-  counted (``docs/kubernetes.md`` says so).
+  cohort its nominal quota plus its ``borrowingLimit``, no budget when one has none), and a flat cohort's
+  totals of them are its ClusterQueues' nominal quotas (``config.cohort.max_total_cpu_cores``,
+  ``max_total_memory_gb``), which its queues' jobs share; a ``lendingLimit`` on ``cpu`` or ``memory`` is
+  not read (the cohort counts every nominal quota as lendable), and in a tree of cohorts CPU and memory
+  are each queue's own budget only (the tree's rules are kept for GPUs); ``pods`` and other resources'
+  quotas are not counted (``docs/kubernetes.md`` says so).
 
 The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o yaml``) prints: a
 ``List``, or one object.
@@ -114,6 +117,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     guaranteed: dict[str, int] = {}  # ClusterQueue in a cohort -> GPUs it does not lend (lendingLimit)
     cohorts: dict[str, dict[str, Any]] = {}  # Cohort object -> its CohortNode document
     other_limits: dict[str, dict[str, float]] = {}  # ClusterQueue -> its CPU and memory budgets
+    nominals: dict[str, dict[str, float]] = {}  # ClusterQueue in a cohort -> its CPU and memory quotas
     for i, item in enumerate(_items(obj) or []):
         path = f"{where}: items[{i}]"
         if not isinstance(item, dict):
@@ -132,9 +136,11 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             cohort = spec.get("cohort") or spec.get("cohortName")  # v1beta1, v1beta2
             in_cohort = isinstance(cohort, str) and bool(cohort)
             for resource, key in (("cpu", "max_total_cpu_cores"), ("memory", "max_total_memory_gb")):
-                amount = _resource_quota(spec, f"{path}.spec", resource, in_cohort, problems)
+                nominal, amount = _resource_quota(spec, f"{path}.spec", resource, in_cohort, problems)
                 if amount is not None:
                     other_limits.setdefault(name, {})[key] = amount
+                if nominal is not None and in_cohort:
+                    nominals.setdefault(name, {})[key] = nominal
             if isinstance(cohort, str) and cohort:
                 cohort_of[name] = cohort
                 borrowing[name] = _gpu_borrowing(spec, f"{path}.spec", problems)
@@ -168,7 +174,10 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             node["nominal_gpus"] = node.get("nominal_gpus", 0) + quotas.get(cq, 0) - guaranteed.get(cq, 0)
     tree_totals = _tree_totals(cohort_of, cohorts, chains, quotas, users, guaranteed)
     totals: dict[str, int] = {}  # cohort -> the nominal GPU quotas of its ClusterQueues
+    res_totals: dict[str, dict[str, float]] = {}  # cohort -> the nominal CPU and memory quotas of its CQs
     for cq, cohort in cohort_of.items():
+        for key, amount in nominals.get(cq, {}).items():
+            res_totals.setdefault(cohort, {})[key] = res_totals.get(cohort, {}).get(key, 0.0) + amount
         totals[cohort] = totals.get(cohort, 0) + quotas.get(cq, 0)
         if cq not in users:  # no LocalQueue: nothing runs there, and what it does not lend stays unused
             totals[cohort] -= guaranteed.get(cq, 0)
@@ -181,6 +190,8 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             if more is not None:
                 config["ml_limits"] = {"max_total_gpus": quotas.get(cq, 0) + more}
             config["cohort"] = {"name": cohort, "max_total_gpus": totals[cohort]}
+            if cohort not in chains:  # a flat cohort: its CPU and memory totals (a tree counts GPUs only)
+                config["cohort"].update(res_totals.get(cohort, {}))
             if guaranteed.get(cq):
                 config["cohort"]["guaranteed_gpus"] = guaranteed[cq]
             if cohort in chains:  # a tree: its rules, not one total
@@ -383,11 +394,12 @@ _GB = 2**30
 
 def _resource_quota(
     spec: dict[str, Any], path: str, resource: str, in_cohort: bool, problems: list[Issue]
-) -> float | None:
-    """A ClusterQueue's budget of ``resource`` (``cpu`` in cores, ``memory`` in GB of 2^30 bytes): its
-    ``nominalQuota`` summed over its flavors, plus in a cohort its ``borrowingLimit`` (None when one flavor
-    has none: Kueue then lets it borrow whatever the cohort leaves, which placer does not count); None
-    without a quota of it. A value that is not a non-negative quantity is a problem naming it."""
+) -> tuple[float | None, float | None]:
+    """A ClusterQueue's nominal quota of ``resource`` (``cpu`` in cores, ``memory`` in GB of 2^30 bytes),
+    summed over its flavors, and its budget of it: the nominal quota, plus in a cohort its
+    ``borrowingLimit`` (None when one flavor has none: Kueue then lets it borrow whatever the cohort leaves,
+    which the cohort's total bounds); (None, None) without a quota of it. A value that is not a
+    non-negative quantity is a problem naming it."""
     nominal: float | None = None
     borrow: float | None = 0.0
     for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
@@ -406,8 +418,8 @@ def _resource_quota(
                     if more is not None and borrow is not None:
                         borrow += more
     if nominal is None or not in_cohort:
-        return nominal
-    return None if borrow is None else nominal + borrow
+        return nominal, nominal
+    return nominal, None if borrow is None else nominal + borrow
 
 
 def _amount(value: Any, at: str, resource: str, problems: list[Issue]) -> float | None:

@@ -108,12 +108,20 @@ class Cohort(BaseModel):
     ``tree``: for a cohort in a tree (Kueue hierarchical cohorts), the cohorts from this queue's up to the
     root (:class:`CohortNode`), and ``nominal_gpus`` the queue's own quota. The tree's rules then replace
     the one total (:mod:`placer.solver.cohorts`: Kueue's quota arithmetic — what each node keeps, lends
-    and borrows); ``max_total_gpus`` is the root's whole quota, for information."""
+    and borrows); ``max_total_gpus`` is the root's whole quota, for information.
+
+    ``max_total_cpu_cores`` and ``max_total_memory_gb``: the cores and GB (on nodes) the cohort's queues'
+    active jobs — every job, GPU or not, running and not evicted plus placed — hold at most together (a
+    Kueue cohort's ``cpu`` and ``memory``: its ClusterQueues' nominal quotas), on top of each queue's own
+    ``ml_limits`` budget of them. In a tree they bound the whole tree's queues (the tree's per-cohort
+    rules are kept for GPUs only)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1)
     max_total_gpus: int = Field(ge=0)
+    max_total_cpu_cores: float | None = Field(default=None, ge=0)
+    max_total_memory_gb: float | None = Field(default=None, ge=0)
     guaranteed_gpus: int = Field(default=0, ge=0)
     nominal_gpus: int = Field(default=0, ge=0)
     tree: list[CohortNode] = Field(default_factory=list)
@@ -309,13 +317,16 @@ def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueCon
                 first = nodes[node.name][1]
                 why = f"queues {first!r} and {qc.queue!r} describe cohort {node.name!r} differently"
                 problems.append(issue("conflict", "config.cohort.tree", why))
-    totals: dict[str, tuple[int, str]] = {}
-    for qc in out.values():
-        c = qc.config.cohort
-        if c is not None and totals.setdefault(c.name, (c.max_total_gpus, qc.queue))[0] != c.max_total_gpus:
-            first = totals[c.name][1]
-            why = f"queues {first!r} and {qc.queue!r} state different totals for cohort {c.name!r}"
-            problems.append(issue("conflict", "config.cohort.max_total_gpus", why))
+    for field in ("max_total_gpus", "max_total_cpu_cores", "max_total_memory_gb"):
+        totals: dict[str, tuple[float | None, str]] = {}
+        for qc in out.values():
+            c = qc.config.cohort
+            if c is None:
+                continue
+            if totals.setdefault(c.name, (getattr(c, field), qc.queue))[0] != getattr(c, field):
+                first = totals[c.name][1]
+                why = f"queues {first!r} and {qc.queue!r} state different {field} for cohort {c.name!r}"
+                problems.append(issue("conflict", f"config.cohort.{field}", why))
     seen: dict[str, str] = {}
     for qc in out.values():
         for lq in qc.config.local_queues:

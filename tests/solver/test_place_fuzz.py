@@ -204,19 +204,24 @@ def test_cpsat_is_never_worse_than_greedy_and_repeats_itself(batch: list[Job]) -
 
 def _cohort_queues(b_keeps: int = 0) -> dict:  # type: ignore[type-arg]
     """Two queues of one cohort: a has a GPU budget, b a GPU-job budget, and the cohort a total below
-    their sum; ``b_keeps``: GPUs b keeps and does not lend (a Kueue lendingLimit)."""
+    their sum, and totals of CPU cores and memory (the fuzz's jobs ask 0-100 cores and 0-512 GB a
+    replica); ``b_keeps``: GPUs b keeps and does not lend (a Kueue lendingLimit)."""
     kept = {"guaranteed_gpus": b_keeps} if b_keeps else {}
+    res = {"max_total_cpu_cores": 150, "max_total_memory_gb": 1000}
     return load_queue_configs(  # type: ignore[no-any-return]
         [
             {
                 "queue": "a",
-                "config": {"ml_limits": {"max_total_gpus": 5}, "cohort": {"name": "c", "max_total_gpus": 7}},
+                "config": {
+                    "ml_limits": {"max_total_gpus": 5},
+                    "cohort": {"name": "c", "max_total_gpus": 7, **res},
+                },
             },
             {
                 "queue": "b",
                 "config": {
                     "ml_limits": {"max_concurrent_gpu_jobs": 2},
-                    "cohort": {"name": "c", "max_total_gpus": 7, **kept},
+                    "cohort": {"name": "c", "max_total_gpus": 7, **kept, **res},
                 },
             },
         ]

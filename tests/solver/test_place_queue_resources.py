@@ -43,12 +43,13 @@ def _running(
     gpus: int = 0,
     mem: float = 0,
     cls: str = "on-demand",
+    queue: str = "train",
 ) -> Cluster:
     return cluster.with_allocations(
         [
             {
                 "job": job,
-                "queue": "train",
+                "queue": queue,
                 "priority_class": cls,
                 "preemptible": cls == "spot",
                 "started_at": NOW - timedelta(hours=1),
@@ -196,3 +197,89 @@ def test_a_bad_cpu_or_memory_quota_is_refused_naming_it() -> None:
     with pytest.raises(JobValidationError) as e:
         load_queue_configs(_cluster_queue([{"name": "memory", "nominalQuota": "-1Gi"}]), source="kueue.json")
     assert [i.code for i in e.value.issues] == ["range"]
+
+
+def _cohort_queues(total_cpu: float, **own: float) -> dict[str, QueueConfig]:
+    """Queues ``a`` and ``b`` of one cohort ``c`` whose CPU total is ``total_cpu``; each queue's own
+    ``ml_limits`` (``own``: ``a_cpu``, ``b_cpu``) when given (a queue without a borrowing limit has none)."""
+    cohort = {"name": "c", "max_total_gpus": 100, "max_total_cpu_cores": total_cpu}
+    out = {}
+    for q in ("a", "b"):
+        limits = {"max_total_cpu_cores": own[f"{q}_cpu"]} if f"{q}_cpu" in own else {}
+        out[q] = QueueConfig.model_validate({"queue": q, "config": {"ml_limits": limits, "cohort": cohort}})
+    return out
+
+
+def test_a_cohorts_cpu_total_holds_its_queues_together(solve: Solve) -> None:
+    # Cohort c has 64 cores; queue b's running job holds 40. Queue a's own budget (64: nominal plus its
+    # borrowing limit) lets a 32-core job in, the cohort does not: 40 + 32 = 72 > 64, 8 too many. A 24-core
+    # one fits both (64).
+    c = _running(cluster_of(dgx_h100(2)), "old", "dgx-h100-1", 40, queue="b")
+    q = _cohort_queues(64, a_cpu=64)
+    big = _job("big", 32, queue="a", cls="reserved")
+    d = solve([big], c, queues=q)
+    assert "REJECTED" not in d.stats.status and d.placements == []
+    [p] = d.pending
+    details = p.reasons[0].details
+    assert (details["cohort"], details["resource"], details["more"]) == ("c", "cpu", pytest.approx(8))
+    d = solve([_job("small", 24, queue="a")], c, queues=q)
+    assert [p.job for p in d.placements] == ["small"]
+
+
+def test_a_queue_without_a_budget_of_its_own_is_held_by_its_cohort(solve: Solve) -> None:
+    # Queue a has no CPU budget of its own (Kueue: no borrowing limit, it may borrow whatever is unused);
+    # the cohort's 64 still bound it: of two 40-core jobs, one runs.
+    q = _cohort_queues(64)
+    d = solve(
+        [_job("x", 40, queue="a", cls="reserved"), _job("y", 40, queue="a")],
+        cluster_of(dgx_h100(2)),
+        queues=q,
+    )
+    assert [p.job for p in d.placements] == ["x"]
+    assert d.pending[0].reasons[0].details["cohort"] == "c"
+
+
+def test_an_eviction_in_the_cohort_gives_its_cores_to_a_job_that_outranks_it(solve: Solve) -> None:
+    # One DGX, full: queue b's spot job holds its 8 GPUs and 48 of the cohort's 64 cores. Queue a's reserved
+    # 8-GPU job of 32 cores evicts it; its 48 cores come back to the cohort (48 + 32 > 64 otherwise).
+    c = _running(cluster_of(dgx_h100(1)), "spot", "dgx-h100", 48, gpus=8, cls="spot", queue="b")
+    d = solve([_job("urgent", 32, gpus=8, cls="reserved", queue="a")], c, queues=_cohort_queues(64))
+    assert [p.job for p in d.placements] == ["urgent"]
+    assert [e.job for e in d.preemptions] == ["spot"]
+
+
+def test_the_checker_holds_a_cohorts_queues_to_its_total() -> None:
+    c = _running(cluster_of(dgx_h100(1)), "old", "dgx-h100", 40, queue="b")
+    jobs = [_job("a1", 20, queue="a"), _job("a2", 5, queue="a")]
+    over = Decision(placements=[_placed("a1", 20), _placed("a2", 5)])
+    violations = [
+        v for v in check(over, jobs, c, now=NOW, queues=_cohort_queues(64)) if v.rule == "queue-budget"
+    ]
+    assert [(v.job, "65 cores" in v.message) for v in violations] == [("c", True)]
+    fits = Decision(
+        placements=[_placed("a1", 20)],
+        pending=[{"job": "a2", "reasons": [{"code": "QUEUE_BUDGET", "message": ""}]}],
+    )
+    assert [
+        v for v in check(fits, jobs, c, now=NOW, queues=_cohort_queues(64)) if v.rule == "queue-budget"
+    ] == []
+
+
+def test_kueue_gives_a_flat_cohort_its_queues_nominal_cpu_and_memory() -> None:
+    # Two ClusterQueues of cohort "all" (cpu 8 and 24, memory 32Gi and 64Gi); a tree of cohorts would count
+    # GPUs only.
+    a = _cluster_queue(
+        [{"name": "cpu", "nominalQuota": 8}, {"name": "memory", "nominalQuota": "32Gi"}], cohort="all"
+    )
+    b = _cluster_queue(
+        [{"name": "cpu", "nominalQuota": 24}, {"name": "memory", "nominalQuota": "64Gi"}], cohort="all"
+    )
+    for obj, name in ((b["items"][0], "cq-b"), (b["items"][1], "lq-b")):
+        obj["metadata"]["name"] = name
+    b["items"][1]["spec"]["clusterQueue"] = "cq-b"
+    queues = load_queue_configs({"apiVersion": "v1", "kind": "List", "items": a["items"] + b["items"]})
+    cohorts = {q: qc.config.cohort for q, qc in queues.items()}
+    assert {q: (c.max_total_cpu_cores, c.max_total_memory_gb) for q, c in cohorts.items() if c} == {
+        "lq": (32, 96),
+        "lq-b": (32, 96),
+    }

@@ -398,15 +398,24 @@ def test_a_cohort_lends_unused_quota_and_holds_its_total(solve: Solve, cohort: b
         assert nodes_of(d, "research/b-train") == ["ip-10-0-3-17.ec2.internal"]
         return
     (p,) = d.pending
-    (reason,) = p.reasons
+    reason, memory = p.reasons
     assert reason.code == "QUEUE_BUDGET" and reason.details["cohort"] == "research"
     assert reason.details["more_gpus"] == 8 + 8 - 12
+    # The cohort's memory total is its ClusterQueues' nominal quotas, 512 GB each: llm-train holds 800 GB,
+    # the pod asks 256, 32 GB too many (Kueue would not admit it either).
+    assert (memory.details["cohort"], memory.details["resource"], memory.details["more"]) == (
+        "research",
+        "memory",
+        800 + 256 - 1024,
+    )
     # The checker holds a decision that places it (where it runs without the cohort) to the cohort's total.
     alone = place(
         [pod.job], cluster, Policy(engine="greedy"), queues=load_queue_configs(_cohort_doc(8, cohort=False))
     )
     assert [p.job for p in alone.placements] == ["research/b-train"]
-    assert [v.rule for v in check(alone, [pod.job], cluster, queues=queues)] == ["queue-budget"]
+    violations = check(alone, [pod.job], cluster, queues=queues)
+    assert [v.rule for v in violations] == ["queue-budget", "queue-budget"]  # the memory, and the GPUs
+    assert "cohort's queues hold 1056 GB" in violations[0].message
 
 
 def _lending_b(limit: Any) -> dict[str, Any]:
@@ -519,13 +528,16 @@ def test_a_cohort_tree_shares_its_quotas_within_its_limits(solve: Solve, cohorts
         assert nodes_of(d, "research/b-train") == ["ip-10-0-3-17.ec2.internal"]
         return
     (p,) = d.pending
-    (reason,) = p.reasons
+    reason, *more = p.reasons
     assert reason.code == "QUEUE_BUDGET" and reason.details["cohort"] == "research"
+    # A flat cohort also totals its queues' memory (800 GB held + 256 > 1024); a tree counts GPUs only.
+    assert [r.details.get("resource") for r in more] == ([] if cohorts else ["memory"])
     # The checker holds a decision that places it anyway to the tree's rules.
     free = load_queue_configs(_cohort_doc(8, cohort=False))
     placed = place([pod.job], cluster, Policy(engine="greedy"), queues=free)
     assert [p.job for p in placed.placements] == ["research/b-train"]
-    assert [v.rule for v in check(placed, [pod.job], cluster, queues=queues)] == ["queue-budget"]
+    rules = [v.rule for v in check(placed, [pod.job], cluster, queues=queues)]
+    assert rules == ["queue-budget"] * (1 if cohorts else 2)
 
 
 @pytest.mark.parametrize("cohort", [True, False])
