@@ -46,6 +46,8 @@ from placer.topology import Inventory
 from placer.topology.build import build_cluster
 from placer.topology.errors import TopologyError
 from placer.topology.importers import parse_jgf, parse_kubernetes, parse_ojs_workers, parse_slurm
+from placer.topology.importers.slurm_jobs import squeue_running
+from placer.topology.importers.slurm_licenses import parse_slurm_licenses
 from placer.topology.importers.slurm_partitions import parse_slurm_partitions
 from placer.topology.importers.slurm_qos import parse_slurm_qos
 from placer.topology.importers.slurm_reservations import slurm_reservations
@@ -297,12 +299,26 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], None]]] = {
             mutated(
                 [
                     _json(FIXTURES / "slurm" / n)
-                    for n in ("squeue-22.05-options.json", "squeue-22.05-per-gpu.json")
+                    for n in (
+                        "squeue-22.05-options.json",
+                        "squeue-22.05-per-gpu.json",
+                        "squeue-22.05-licenses.json",
+                    )
                 ]
             ),
             JSON,
         ),
         _reader("slurm"),
+    ),
+    "importer slurm running jobs": (
+        st.one_of(mutated([_json(FIXTURES / "slurm" / "squeue-22.05-licenses.json")]), JSON),
+        lambda doc: only_topology_errors(
+            lambda: squeue_running(doc, source="fuzz") if isinstance(doc, dict) else None
+        ),
+    ),
+    "importer slurm licenses": (
+        st.one_of(mangled([(FIXTURES / "slurm" / "show-licenses-22.05.txt").read_text()]), RANDOM_TEXT),
+        lambda text: only_topology_errors(lambda: parse_slurm_licenses(text, source="fuzz")),
     ),
     "reader slurm text": (
         st.one_of(mangled([(FIXTURES / "slurm" / "show-job-d-22.05-options.txt").read_text()]), RANDOM_TEXT),

@@ -172,3 +172,9 @@ def test_scontrol_show_job_without_details_is_refused() -> None:
     with pytest.raises(TopologyError) as e:
         show_job_running(plain, source="jobs.txt")
     assert "(job 12): which node holds what is missing" in str(e.value) and "with -d" in str(e.value)
+
+
+def test_jobs_that_are_not_a_list_are_an_error_not_a_traceback() -> None:
+    # Found by the hostile-input fuzz: squeue_running iterated whatever "jobs" held (a number raised).
+    with pytest.raises(TopologyError, match="jobs: must be a list of jobs"):
+        squeue_running({"meta": {"Slurm": {}}, "jobs": 1.0}, source="squeue.json")

@@ -210,7 +210,11 @@ def squeue_running(obj: Mapping[str, Any], *, source: str) -> list[RunningJob]:
         problems.add(e.path or "document", str(e))
         problems.check()
     out: list[RunningJob] = []
-    for k, job in enumerate(obj.get("jobs") or []):
+    jobs = obj.get("jobs") or []
+    if not isinstance(jobs, list):
+        problems.add("jobs", f"must be a list of jobs, got {short(jobs)}")
+        problems.check()
+    for k, job in enumerate(jobs):
         item = f"jobs[{k}]"
         if not isinstance(job, dict):
             problems.add(item, f"a job must be an object, got {short(job)}")
