@@ -408,7 +408,10 @@ class ClusterSpec(_Spec):
     ``PreemptMode``; ``placer place --slurm-qos``), which also holds jobs to the QOSes' limits;
     ``slurm_qos_limits``: that table read for its limits alone (``placer place --slurm-qos-limits``);
     ``slurm_assoc``: ``sacctmgr show assoc tree -P``, whose job and GPU limits jobs are held to
-    (``placer place --slurm-assoc``)."""
+    (``placer place --slurm-assoc``). Cluster-wide licence seats (``Inventory.licenses``; jobs asking for
+    licences start only while seats are left): ``licenses`` (``{name: seats}``), or ``slurm_licenses``,
+    ``scontrol show licenses`` or ``slurm.conf``'s ``Licenses=`` line (``placer place --slurm-licenses``),
+    for any cluster; they replace seats its file states."""
 
     name: str | None = None
     builders: list[dict[str, dict[str, Any]]] | None = None
@@ -423,6 +426,8 @@ class ClusterSpec(_Spec):
     slurm_preempt_mode: str | None = None
     slurm_qos_limits: str | None = None
     slurm_assoc: str | None = None
+    licenses: dict[str, Annotated[int, Field(ge=0)]] | None = None
+    slurm_licenses: str | None = None
 
     @model_validator(mode="after")
     def _one(self) -> ClusterSpec:
@@ -444,6 +449,8 @@ class ClusterSpec(_Spec):
                 "slurm_jobs, slurm_partitions, slurm_qos, slurm_qos_limits, slurm_assoc go with a Slurm node "
                 "file (file)",
             )
+        if self.licenses is not None and self.slurm_licenses is not None:
+            raise _bad("conflict", "give licenses or slurm_licenses, not both")
         if self.slurm_qos and self.slurm_qos_limits:
             raise _bad("conflict", "slurm_qos_limits and slurm_qos: slurm_qos holds jobs to the limits too")
         if self.slurm_preempt_mode and not self.slurm_qos:

@@ -81,8 +81,22 @@ def build(spec: ClusterSpec, base: Path | None) -> tuple[Cluster, list[RunningJo
         cluster = _layout(spec.layout, spec.name)
     else:
         cluster = _file(spec, base)
+    cluster = _with_licenses(cluster, spec, base)
     kept = list(cluster.running_jobs()) if spec.running == "keep" else []
     return cluster.without_allocations(), kept
+
+
+def _with_licenses(cluster: Cluster, spec: ClusterSpec, base: Path | None) -> Cluster:
+    """The cluster with the licence seats ``cluster.licenses`` or ``cluster.slurm_licenses`` states."""
+    if spec.licenses is not None:
+        seats = dict(spec.licenses)
+    elif spec.slurm_licenses is not None:
+        from placer.topology.importers.slurm_licenses import read_licenses_file
+
+        seats = _table("cluster.slurm_licenses", resolve(spec.slurm_licenses, base), read_licenses_file)
+    else:
+        return cluster
+    return cluster.with_licenses(seats)
 
 
 def _parts(builders: list[dict[str, dict[str, Any]]]) -> list[Inventory]:

@@ -220,3 +220,18 @@ def test_a_host_of_several_nodes_names_them_all() -> None:
     c = build_cluster(inv)
     assert node_names(c, ["n1"]) == ["n1-a100", "n1-t4"]
     assert [n.name for n in without_nodes(c, ["n1"]).nodes] == ["n2"]
+
+
+def test_licence_seats_stay_with_the_cluster_through_every_change() -> None:
+    from placer.topology.availability import with_availability
+
+    c = cluster_of(dgx_h100(3), Inventory(licenses={"matlab": 4}))
+    changed = [
+        with_availability(c, {"dgx-h100-1": False}),
+        without_nodes(c, ["dgx-h100-1"]),
+        with_nodes_added(c, dgx_h100(1, name="x")),
+        c.without_allocations(),
+        c.with_allocations([{"job": "r", "licenses": {"matlab": 1}, "replicas": [{"node": "dgx-h100-2"}]}]),
+    ]
+    assert [k.licenses for k in changed] == [{"matlab": 4}] * 5
+    assert build_cluster(changed[-1].to_inventory()).licenses == {"matlab": 4}

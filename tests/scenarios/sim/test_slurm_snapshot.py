@@ -25,18 +25,26 @@ def _scenario(tmp_path: Path, extra: str = "", scavenger: bool = False) -> str:
             if j["name"] in ("a", "b"):
                 j["partition"] = "scavenger"
     (tmp_path / "squeue.json").write_text(json.dumps(doc))
+    return _snapshot(
+        REAL / "sinfo-squeue-pair-22.05.json", tmp_path / "squeue.json", "2026-11-27T01:55:00Z", "3h", extra
+    )
+
+
+def _snapshot(nodes: Path, squeue: Path, start: str, horizon: str, extra: str) -> str:
+    """A scenario of a Slurm snapshot: the ``nodes`` file, the running jobs of ``squeue`` kept and its
+    pending ones the workload, with ``extra`` cluster lines."""
     return f"""
 name: slurm-snapshot
-start: 2026-11-27T01:55:00Z
-horizon: 3h
+start: {start}
+horizon: {horizon}
 interval: 5m
 policy: {{engine: greedy, plan: false}}
 cluster:
-  file: {REAL / "sinfo-squeue-pair-22.05.json"}
-  slurm_jobs: {tmp_path / "squeue.json"}
+  file: {nodes}
+  slurm_jobs: {squeue}
   running: keep
 {extra}workload:
-  file: {tmp_path / "squeue.json"}
+  file: {squeue}
 """
 
 
@@ -157,3 +165,34 @@ def test_association_limits_hold_the_pending_job_while_its_account_is_full(tmp_p
     assert states["5"] == "pending" and states["3"] == "running"
     reasons = [r for d in run.decisions.values() for p in d.pending if p.job == "5" for r in p.reasons]
     assert {(r.code, r.details["group"]) for r in reasons} == {("THROTTLE", "assoc/one")}
+
+
+def _licences_scenario(extra: str) -> str:
+    """The licences snapshot (``start_licenses``: a runs holding 3 matlab seats with no time limit; p asks
+    matlab:2,ansys and waits in Slurm for licences; q asks ansys:2, held) with ``extra`` cluster lines."""
+    squeue = REAL / "squeue-22.05-licenses.json"
+    return _snapshot(REAL / "sinfo-22.05-licenses.json", squeue, "2026-11-29T03:00:00Z", "1h", extra)
+
+
+@pytest.mark.parametrize(
+    ("extra", "started"),
+    [
+        (f"  slurm_licenses: {REAL / 'show-licenses-22.05.txt'}\n", {"3"}),  # Slurm's 4 matlab: p waits
+        ("", set()),  # no seats without the table: both wait
+        ("  licenses: {matlab: 5, ansys: 3}\n", {"2", "3"}),  # 3 + 2 <= 5 matlab, 1 + 2 <= 3 ansys
+    ],
+)
+def test_licences_hold_the_pending_slurm_jobs(extra: str, started: set[str]) -> None:
+    run = simulate_text(_licences_scenario(extra))
+    states = dict(zip(run.result.jobs["job"], run.result.jobs["state"], strict=True))
+    assert {j for j in ("2", "3") if states[j] == "running"} == started
+    assert states["1"] == "running"  # a: no time limit
+
+
+def test_licences_given_twice_are_refused_naming_both() -> None:
+    from placer.scenarios.load import ScenarioError
+
+    both = f"  licenses: {{matlab: 5}}\n  slurm_licenses: {REAL / 'show-licenses-22.05.txt'}\n"
+    with pytest.raises(ScenarioError) as e:
+        simulate_text(_licences_scenario(both))
+    assert "licenses or slurm_licenses" in str(e.value)
