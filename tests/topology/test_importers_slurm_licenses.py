@@ -137,3 +137,25 @@ def test_without_the_licence_table_no_job_asking_for_one_starts() -> None:
         IDS["p"]: "LICENSES",
         IDS["q"]: "LICENSES",
     }
+
+
+def test_placer_check_holds_a_decision_to_slurms_licences(tmp_path: Path) -> None:
+    # Placed under a bigger pool (matlab 5, ansys 3), both p and q start; placer check with the seats
+    # Slurm printed (4 and 2) refuses it: p's 2 matlab beside a's 3, q's 2 ansys beside p's 1.
+    bigger = tmp_path / "licenses.txt"
+    bigger.write_text("Licenses=matlab:5,ansys:3\n")
+    decision = _place("--slurm-licenses", str(bigger))
+    assert sorted(p["job"] for p in decision["placements"]) == sorted([IDS["p"], IDS["q"]])
+    (tmp_path / "decision.json").write_text(json.dumps(decision))
+    files = ["--cluster", str(SINFO), "--running", str(SQUEUE), "--jobs", str(SQUEUE)]
+    files += ["--decision", str(tmp_path / "decision.json")]
+    check = [sys.executable, "-m", "placer", "check", *files]
+    out = subprocess.run(
+        [*check, "--slurm-licenses", str(SHOW_LICENSES)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert sorted(line.split("]")[0] for line in out.stdout.splitlines()) == ["[licenses", "[licenses"]
+    ok = subprocess.run(
+        [*check, "--slurm-licenses", str(bigger)], capture_output=True, text=True, timeout=120
+    )
+    assert ok.returncode == 0, ok.stdout + ok.stderr
