@@ -84,7 +84,19 @@ def with_nodes_added(cluster: Cluster, added: Inventory) -> Cluster:
     """``cluster`` with ``added``'s nodes and TPU pods after its own, and ``added.running`` started: what
     ``build_cluster`` of the joined inventory gives, without resolving the nodes or replaying the jobs
     already there. Raises :class:`TopologyError` as that rebuild would (a name already taken, a GPU type
-    the catalog does not know, an NVLink domain that would mix GPU types), and changes nothing."""
+    the catalog does not know, an NVLink domain that would mix GPU types), and changes nothing. Licence
+    seats are the whole cluster's (:meth:`Cluster.with_licenses` sets them): ``added`` naming any is a
+    ``TopologyError`` too, never dropped."""
+    if added.licenses:
+        raise TopologyError(
+            [
+                Problem(
+                    cluster.source,
+                    "licenses",
+                    "licence seats are the whole cluster's, not the joining nodes': set them on the cluster",
+                )
+            ]
+        )
     s = cluster.structure
     inv = s.inventory
     joined = inv.model_copy(

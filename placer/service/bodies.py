@@ -272,6 +272,16 @@ class NodesAdded(_Body):
     inventory: Inventory = Field(description="the nodes and TPU pods that joined, as placer inventory")
 
 
+class LicensesSet(_Body):
+    """The cluster's licence seats changed (a licence server's count, Slurm's ``Licenses=``): they replace
+    the stored ones, seats by name."""
+
+    op: Literal["licenses"]
+    licenses: dict[Annotated[str, Field(min_length=1)], Annotated[int, Field(ge=0)]] = Field(
+        description="seats by licence name, as scontrol show licenses' Total less Reserved"
+    )
+
+
 class NodeRemoved(_Body):
     """A node or TPU pod left the cluster (scaled down, deleted): the jobs running there are released, as if
     each were reported finished."""
@@ -281,10 +291,12 @@ class NodeRemoved(_Body):
 
 
 Change = Annotated[
-    NodeChange | JobStarted | JobFinished | NodesAdded | NodeRemoved, Field(discriminator="op")
+    NodeChange | JobStarted | JobFinished | NodesAdded | NodeRemoved | LicensesSet, Field(discriminator="op")
 ]
 #: The ``op`` tags: pydantic puts the tag in an error's location; paths leave it out.
-CHANGE_OPS = frozenset({"node_down", "node_up", "job_started", "job_finished", "nodes_added", "node_removed"})
+CHANGE_OPS = frozenset(
+    {"node_down", "node_up", "job_started", "job_finished", "nodes_added", "node_removed", "licenses"}
+)
 
 
 class ClusterPatch(_Body):

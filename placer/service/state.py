@@ -2,7 +2,8 @@
 
 Why: a 10,000-node cluster is tens of megabytes of JSON; a backend that places every few seconds should
 send it once (``PUT /v1/clusters/{id}``), then only what changed (``PATCH``: a node went down or came
-back, nodes joined or left, a job started or finished), and place against it by id.
+back, nodes joined or left, a job started or finished, the licence seats changed), and place against it
+by id.
 
 Model. A cluster is a :class:`~placer.topology.Cluster` snapshot (immutable) and a version that grows by one
 with every accepted PUT or PATCH. Changes are applied in order, all or none (:func:`apply_changes` is
@@ -216,7 +217,9 @@ def apply_changes(cluster: Cluster, changes: Sequence[Mapping[str, Any]]) -> Clu
         elif op == "node_removed":
             _known(cluster, [(i, change["node"])])
             cluster = without_nodes(cluster, [change["node"]])
-        else:  # pragma: no cover - the body model admits only the six ops
+        elif op == "licenses":  # the pool's seats replaced: nodes, jobs and prepared pieces stand
+            cluster = cluster.with_licenses(change["licenses"])
+        else:  # pragma: no cover - the body model admits only the seven ops
             raise ChangeError("invalid", [_error("enum", f"changes[{i}].op", f"unknown op {op!r}")])
     return set_availability(cluster, nodes) if nodes else cluster
 

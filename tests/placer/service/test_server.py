@@ -269,6 +269,21 @@ def test_slurms_licences_give_the_cli_decision(
     )
     assert r.status_code == 200, r.text
     assert without_timings(r.json()) == without_timings(expected)
+    # The licence server grew (matlab 5, ansys 3): a PATCH sets the seats, and both pending jobs start.
+    grown = {"op": "licenses", "licenses": {"matlab": 5, "ansys": 3}}
+    patched = http.patch("/v1/clusters/slurm-licenses", json={"changes": [grown]})
+    assert patched.status_code == 200, patched.text
+    r = http.post(
+        "/v1/clusters/slurm-licenses/placements", json={k: body[k] for k in ("jobs", "now", "policy")}
+    )
+    assert sorted(names[p["job"]] for p in r.json()["placements"]) == ["p", "q"]
+    # Seats are the cluster's: nodes that join with some are refused, naming them, not dropped.
+    joining = {"nodes": [{"name": "extra", "cpu_cores": 8, "memory_gb": 32}], "licenses": {"matlab": 1}}
+    refused = http.patch(
+        "/v1/clusters/slurm-licenses", json={"changes": [{"op": "nodes_added", "inventory": joining}]}
+    )
+    assert refused.status_code == 422
+    assert refused.json()["error"]["errors"][0]["path"] == "changes[0].inventory.licenses"
     assert http.delete("/v1/clusters/slurm-licenses").status_code == 204
 
 
