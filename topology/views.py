@@ -194,7 +194,9 @@ def summary(cluster: Cluster) -> dict[str, Any]:
     ``gpus``, ``free_gpus``, ``used_gpus`` (held by jobs, partly or wholly; by GPU type),
     ``nvlink_domains`` (domains of >= 2 GPUs),
     ``free_nvlink_domains_8`` (domains with >= 8 free GPUs, by type), ``tpu_pods``, ``tpu_hosts``,
-    ``tpu_chips``, ``free_tpu_chips`` (by generation), ``running_jobs``.
+    ``tpu_chips``, ``free_tpu_chips`` (by generation), ``running_jobs``, ``licenses`` (cluster-wide licence
+    seats by name, and ``licenses_held``: what running jobs hold of each, a licence the cluster does not
+    define included).
 
     >>> from placer.topology.presets import cluster_of, cpu_nodes
     >>> summary(cluster_of(cpu_nodes(2)))["nodes"]
@@ -226,6 +228,9 @@ def summary(cluster: Cluster) -> dict[str, Any]:
     chips: Counter[str] = Counter()
     free_chips: Counter[str] = Counter()
     hosts = 0
+    held: Counter[str] = Counter()
+    for rj in cluster.running_jobs():
+        held.update(rj.licenses)
     for p in cluster.tpu_pods():
         chips[p.generation] += p.chips
         free_chips[p.generation] += cluster.free_tpu_chips(p.name)
@@ -248,6 +253,8 @@ def summary(cluster: Cluster) -> dict[str, Any]:
         "tpu_chips": dict(sorted(chips.items())),
         "free_tpu_chips": {g: free_chips.get(g, 0) for g in sorted(chips)},
         "running_jobs": len(cluster.state.jobs),
+        "licenses": dict(sorted(cluster.licenses.items())),
+        "licenses_held": dict(sorted(held.items())),
     }
 
 
@@ -284,6 +291,17 @@ def summary_text(cluster: Cluster) -> str:
             else ""
         )
     )
+    names = sorted({*s["licenses"], *s["licenses_held"]})
+    if names:
+        lines.append(
+            "Licences (free / seats): "
+            + ", ".join(
+                f"{n} {s['licenses'][n] - s['licenses_held'].get(n, 0)} / {s['licenses'][n]}"
+                if n in s["licenses"]
+                else f"{n} {s['licenses_held'][n]} held, no seats defined"
+                for n in names
+            )
+        )
     if cluster.tpu_pods():
         lines.append(f"TPU pods: {s['tpu_pods']} ({s['tpu_hosts']} hosts)")
         pods = cluster.tpu_pods()

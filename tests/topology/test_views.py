@@ -59,6 +59,17 @@ def test_summary_text_mentions_totals() -> None:
     assert len(text.splitlines()) < 40
 
 
+def test_licences_show_their_seats_and_what_running_jobs_hold() -> None:
+    c = cluster_of(dgx_h100(1), Inventory(licenses={"matlab": 4}))
+    c = c.with_allocations(
+        [{"job": "r", "licenses": {"matlab": 3, "x": 1}, "replicas": [{"node": "dgx-h100"}]}]
+    )
+    s = summary(c)
+    assert (s["licenses"], s["licenses_held"]) == ({"matlab": 4}, {"matlab": 3, "x": 1})
+    assert "Licences (free / seats): matlab 1 / 4, x 1 held, no seats defined" in summary_text(c)
+    assert "Licences" not in summary_text(_cluster())  # none defined, none held: no line
+
+
 def test_dataframes() -> None:
     c = _cluster()
     df = to_dataframe(c)
