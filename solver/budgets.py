@@ -54,7 +54,7 @@ past one waits (``LICENSES``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,8 @@ if TYPE_CHECKING:
     from placer.solver.snapshot import Snapshot
 
 __all__ = [
+    "RESOURCES",
+    "RESOURCE_LIMITS",
     "Budgets",
     "budget_cost",
     "charge_budget",
@@ -155,25 +157,58 @@ def replica_gpus(replicas: Iterable[Any]) -> float:
     return sum(_replica_gpus(r) for r in replicas if r.node is not None)
 
 
-def replica_resources(replicas: Iterable[Any]) -> tuple[float, float]:
+#: The resources a queue's (and a cohort's) resource budgets count, in the order of every amount tuple
+#: here, and the limit fields naming them (``ml_limits`` and ``config.cohort``): cores and GB on nodes,
+#: and pods (a Kueue ``pods`` quota: every replica is one pod).
+RESOURCES = ("cpu", "memory", "pods")
+RESOURCE_LIMITS = ("max_total_cpu_cores", "max_total_memory_gb", "max_total_pods")
+#: An amount of each of :data:`RESOURCES`; a room where ``None`` means no such budget.
+Amounts = tuple[float, float, float]
+Room = tuple[float | None, float | None, float | None]
+_NO_ROOM: Room = (None, None, None)
+
+
+def replica_resources(replicas: Iterable[Any]) -> Amounts:
     """CPU cores and memory GB that ``replicas`` hold on nodes (running allocations or placements; TPU
-    replicas, on no node, none): what a queue's CPU and memory budgets count."""
-    cpu = mem = 0.0
+    replicas, on no node, none), and the pods they are (every replica): what a queue's resource budgets
+    count."""
+    cpu = mem = pods = 0.0
     for r in replicas:
+        pods += 1
         if r.node is not None:
             cpu += r.cpu_cores
             mem += r.memory_gb
-    return cpu, mem
+    return cpu, mem, pods
 
 
-def _need_resources(replicas: Iterable[ReplicaAt]) -> tuple[float, float]:
-    """CPU cores and memory GB of greedy's or CP-SAT's replicas on nodes (each takes its unit's need)."""
-    cpu = mem = 0.0
+def _need_resources(replicas: Iterable[ReplicaAt]) -> Amounts:
+    """CPU cores and memory GB of greedy's or CP-SAT's replicas on nodes (each takes its unit's need), and
+    the pods they are."""
+    cpu = mem = pods = 0.0
     for r in replicas:
+        pods += 1
         if r.node is not None:
             cpu += r.unit.need.cpu
             mem += r.unit.need.mem
-    return cpu, mem
+    return cpu, mem, pods
+
+
+def _limits(source: Any) -> Room | None:
+    """The resource limits ``source`` (``ml_limits`` or ``config.cohort``) states, or None for none."""
+    out = tuple(None if getattr(source, f) is None else float(getattr(source, f)) for f in RESOURCE_LIMITS)
+    return None if all(x is None for x in out) else out  # type: ignore[return-value]
+
+
+def _room(limits: Room | None, used: Amounts, back: Amounts) -> Room:
+    """Per resource, what a limit leaves after ``used``, plus what evictions give ``back`` (None: no
+    limit)."""
+    if limits is None:
+        return _NO_ROOM
+    return tuple(None if lim is None else lim - u + b for lim, u, b in zip(limits, used, back, strict=True))  # type: ignore[return-value]
+
+
+def _plus(a: Amounts, b: Amounts) -> Amounts:
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
 @dataclass
@@ -188,20 +223,17 @@ class Budgets:
     running: dict[str, tuple[str, float]] = field(default_factory=dict)
     #: Running jobs' ranks by id: an eviction gives budget back only to jobs that outrank the victim.
     ranks: dict[str, int] = field(default_factory=dict)
-    #: CPU cores and memory GB per queue (``max_total_cpu_cores``, ``max_total_memory_gb``), what running
-    #: jobs hold of them, and each running job's (queue, cores, GB) by id, so that evictions give them back.
-    max_cpu: dict[str, float] = field(default_factory=dict)
-    max_mem: dict[str, float] = field(default_factory=dict)
-    used_cpu: dict[str, float] = field(default_factory=dict)
-    used_mem: dict[str, float] = field(default_factory=dict)
-    running_res: dict[str, tuple[str, float, float]] = field(default_factory=dict)
-    #: Cohorts' CPU cores and memory GB (``config.cohort.max_total_cpu_cores``, ``max_total_memory_gb``: a
-    #: Kueue cohort's ``cpu`` and ``memory``), what their queues' running jobs hold of them, and each
-    #: member queue's cohort (running jobs of those queues are in ``running_res`` too).
-    cohort_cpu_max: dict[str, float] = field(default_factory=dict)
-    cohort_mem_max: dict[str, float] = field(default_factory=dict)
-    cohort_cpu_used: dict[str, float] = field(default_factory=dict)
-    cohort_mem_used: dict[str, float] = field(default_factory=dict)
+    #: Resource budgets per queue (:data:`RESOURCES`: ``max_total_cpu_cores``, ``max_total_memory_gb``,
+    #: ``max_total_pods``; None where it has none of one), what running jobs hold of them, and each running
+    #: job's (queue, amounts) by id, so that evictions give them back.
+    res_max: dict[str, Room] = field(default_factory=dict)
+    res_used: dict[str, Amounts] = field(default_factory=dict)
+    running_res: dict[str, tuple[str, Amounts]] = field(default_factory=dict)
+    #: Cohorts' totals of them (``config.cohort``'s: a Kueue cohort's ``cpu``, ``memory`` and ``pods``),
+    #: what their queues' running jobs hold, and each member queue's cohort (running jobs of those queues
+    #: are in ``running_res`` too).
+    cohort_res_max: dict[str, Room] = field(default_factory=dict)
+    cohort_res_used: dict[str, Amounts] = field(default_factory=dict)
     res_cohort_of: dict[str, str] = field(default_factory=dict)
     #: Per-flavor GPU quotas: (queue, flavor) -> its ``max_gpus``, what running jobs hold there, each
     #: running job's GPUs per flavor of its queue (by id: evictions give them back), and per queue the
@@ -272,10 +304,9 @@ class Budgets:
                 b.max_gpus[name] = float(lim.max_total_gpus)
             if lim.max_concurrent_gpu_jobs is not None:
                 b.max_jobs[name] = lim.max_concurrent_gpu_jobs
-            if lim.max_total_cpu_cores is not None:
-                b.max_cpu[name] = float(lim.max_total_cpu_cores)
-            if lim.max_total_memory_gb is not None:
-                b.max_mem[name] = float(lim.max_total_memory_gb)
+            own = _limits(lim)
+            if own is not None:
+                b.res_max[name] = own
             group = gpu_flavors(qc.config.flavor_groups)
             if group is not None:
                 b.flavor_group[name] = group
@@ -288,12 +319,10 @@ class Budgets:
                 c = qc.config.cohort
                 b.cohort_of[name] = c.name
                 b.cohort_max[c.name] = float(c.max_total_gpus)
-                if c.max_total_cpu_cores is not None or c.max_total_memory_gb is not None:
+                totals = _limits(c)
+                if totals is not None:
                     b.res_cohort_of[name] = c.name
-                if c.max_total_cpu_cores is not None:
-                    b.cohort_cpu_max[c.name] = float(c.max_total_cpu_cores)
-                if c.max_total_memory_gb is not None:
-                    b.cohort_mem_max[c.name] = float(c.max_total_memory_gb)
+                    b.cohort_res_max[c.name] = totals
         b.cohort_tree = CohortTree.of(queues)
         for q in b.cohort_tree.queues if b.cohort_tree is not None else ():
             b.cohort_max.pop(b.cohort_of.pop(q), None)
@@ -323,14 +352,12 @@ class Budgets:
                 continue  # throttles alone: nothing else to count
             b.ranks[rj.job] = rank(rj.priority_class, rj.priority)
             if rj.queue is not None and b.counts_resources(rj.queue):
-                cpu, mem = replica_resources(rj.replicas)
-                b.running_res[rj.job] = (rj.queue, cpu, mem)
-                b.used_cpu[rj.queue] = b.used_cpu.get(rj.queue, 0.0) + cpu
-                b.used_mem[rj.queue] = b.used_mem.get(rj.queue, 0.0) + mem
+                held = replica_resources(rj.replicas)
+                b.running_res[rj.job] = (rj.queue, held)
+                b.res_used[rj.queue] = _plus(b.res_used.get(rj.queue, (0.0, 0.0, 0.0)), held)
                 c = b.res_cohort_of.get(rj.queue)
                 if c is not None:
-                    b.cohort_cpu_used[c] = b.cohort_cpu_used.get(c, 0.0) + cpu
-                    b.cohort_mem_used[c] = b.cohort_mem_used.get(c, 0.0) + mem
+                    b.cohort_res_used[c] = _plus(b.cohort_res_used.get(c, (0.0, 0.0, 0.0)), held)
             gpus = running_gpus(rj)
             if rj.queue in b.flavor_group and gpus > 0 and cluster is not None:
                 per = b.running_flavor[rj.job] = b._flavors_of(
@@ -400,53 +427,35 @@ class Budgets:
 
     @property
     def resources(self) -> bool:
-        """Whether any queue (or cohort) has a CPU or memory budget."""
-        return bool(self.max_cpu or self.max_mem or self.res_cohort_of)
+        """Whether any queue (or cohort) has a resource budget (CPU, memory, pods)."""
+        return bool(self.res_max or self.res_cohort_of)
 
     def counts_resources(self, queue: str | None) -> bool:
-        """Whether the cores and GB of ``queue``'s jobs count against a budget: its own or its cohort's."""
-        return queue is not None and (
-            queue in self.max_cpu or queue in self.max_mem or queue in self.res_cohort_of
-        )
+        """Whether the resources of ``queue``'s jobs count against a budget: its own or its cohort's."""
+        return queue is not None and (queue in self.res_max or queue in self.res_cohort_of)
 
-    def cohort_resource_room(
-        self, cohort: str, evicted: Iterable[str] = ()
-    ) -> tuple[float | None, float | None]:
-        """(CPU cores, memory GB) the queues of ``cohort`` may still add together, or None where it has no
-        such total; evicted running jobs of its queues give theirs back."""
-        back_cpu = back_mem = 0.0
+    def _back(self, evicted: Iterable[str], inside: Callable[[str], bool]) -> Amounts:
+        """What the evicted running jobs of the queues ``inside`` accepts hold."""
+        back = (0.0, 0.0, 0.0)
         for job in evicted:
-            q, c, m = self.running_res.get(job, (None, 0.0, 0.0))
-            if q is not None and self.res_cohort_of.get(q) == cohort:
-                back_cpu += c
-                back_mem += m
-        cpu = self.cohort_cpu_max.get(cohort)
-        mem = self.cohort_mem_max.get(cohort)
-        return (
-            None if cpu is None else cpu - self.cohort_cpu_used.get(cohort, 0.0) + back_cpu,
-            None if mem is None else mem - self.cohort_mem_used.get(cohort, 0.0) + back_mem,
-        )
+            held = self.running_res.get(job)
+            if held is not None and inside(held[0]):
+                back = _plus(back, held[1])
+        return back
 
-    def resource_room(
-        self, queue: str | None, evicted: Iterable[str] = ()
-    ) -> tuple[float | None, float | None]:
-        """(CPU cores, memory GB) the queue may still add on nodes, or None where it has no such budget;
-        evicted running jobs give theirs back."""
-        if queue is None or (queue not in self.max_cpu and queue not in self.max_mem):
-            return (None, None)
-        back_cpu = back_mem = 0.0
-        for job in evicted:
-            q, c, m = self.running_res.get(job, (None, 0.0, 0.0))
-            if q == queue:
-                back_cpu += c
-                back_mem += m
-        cpu = (
-            self.max_cpu[queue] - self.used_cpu.get(queue, 0.0) + back_cpu if queue in self.max_cpu else None
-        )
-        mem = (
-            self.max_mem[queue] - self.used_mem.get(queue, 0.0) + back_mem if queue in self.max_mem else None
-        )
-        return (cpu, mem)
+    def cohort_resource_room(self, cohort: str, evicted: Iterable[str] = ()) -> Room:
+        """Per resource (:data:`RESOURCES`), what the queues of ``cohort`` may still add together, or None
+        where it has no such total; evicted running jobs of its queues give theirs back."""
+        back = self._back(evicted, lambda q: self.res_cohort_of.get(q) == cohort)
+        return _room(self.cohort_res_max.get(cohort), self.cohort_res_used.get(cohort, (0.0, 0.0, 0.0)), back)
+
+    def resource_room(self, queue: str | None, evicted: Iterable[str] = ()) -> Room:
+        """Per resource (:data:`RESOURCES`), what the queue may still add, or None where it has no such
+        budget; evicted running jobs give theirs back."""
+        if queue is None or queue not in self.res_max:
+            return _NO_ROOM
+        back = self._back(evicted, lambda q: q == queue)
+        return _room(self.res_max[queue], self.res_used.get(queue, (0.0, 0.0, 0.0)), back)
 
     def throttle_rooms(self, job: Job) -> dict[str, int]:
         """Per group of ``job`` with a job limit, how many more of its jobs may start (empty: none)."""
@@ -605,28 +614,26 @@ def remaining_resource_room(
     below: int | None = None,
     *,
     cohort: str | None = None,
-) -> tuple[float | None, float | None]:
-    """A queue's CPU and memory room left after an answer, as :func:`remaining_room` counts its GPUs; with
-    ``cohort``, that cohort's room (what all its queues' jobs left of its totals)."""
+) -> Room:
+    """A queue's room per resource (:data:`RESOURCES`) left after an answer, as :func:`remaining_room`
+    counts its GPUs; with ``cohort``, that cohort's room (what all its queues' jobs left of its totals)."""
     evicted = list(getattr(assignment, "evictions", {}))
     if below is not None:
         evicted = [v for v in evicted if budgets.ranks.get(v, below) < below]
-    if cohort is None:
-        room_cpu, room_mem = budgets.resource_room(queue, evicted)
-    else:
-        room_cpu, room_mem = budgets.cohort_resource_room(cohort, evicted)
-    if room_cpu is None and room_mem is None:
-        return (None, None)
+    room = (
+        budgets.resource_room(queue, evicted)
+        if cohort is None
+        else budgets.cohort_resource_room(cohort, evicted)
+    )
+    if all(r is None for r in room):
+        return room
+    taken = (0.0, 0.0, 0.0)
     for i, reps in getattr(assignment, "placed", {}).items():
         other = plans[i].job.queue
         if (other != queue) if cohort is None else (budgets.res_cohort_of.get(other or "") != cohort):
             continue
-        cpu, mem = _need_resources(reps)
-        if room_cpu is not None:
-            room_cpu -= cpu
-        if room_mem is not None:
-            room_mem -= mem
-    return (room_cpu, room_mem)
+        taken = _plus(taken, _need_resources(reps))
+    return tuple(None if r is None else r - t for r, t in zip(room, taken, strict=True))  # type: ignore[return-value]
 
 
 def remaining_cost_room(
@@ -772,29 +779,25 @@ def _within_flavors(plan: JobPlan, replicas: list[ReplicaAt], state: State, budg
 
 
 def _within_resources(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets) -> bool:
-    """Whether ``replicas`` keep the job's queue, and the queue's cohort, within their CPU and memory
-    budgets."""
+    """Whether ``replicas`` keep the job's queue, and the queue's cohort, within their resource budgets
+    (CPU, memory, pods)."""
     queue = plan.job.queue
     if not budgets.counts_resources(queue):
         return True
     evicted = _evicted_below(plan, state)
-    cpu, mem = _need_resources(replicas)
-    added = state.queue_res_use.get(queue or "", (0.0, 0.0))
-    checks = [(budgets.resource_room(queue, evicted), added)]
+    need = _need_resources(replicas)
+    checks = [(budgets.resource_room(queue, evicted), state.queue_res_use.get(queue or "", (0.0, 0.0, 0.0)))]
     cohort = budgets.res_cohort_of.get(queue or "")
     if cohort is not None:
-        members = [q for q, c in budgets.res_cohort_of.items() if c == cohort]
-        together = [state.queue_res_use.get(q, (0.0, 0.0)) for q in members]
-        checks.append(
-            (
-                budgets.cohort_resource_room(cohort, evicted),
-                (sum(u[0] for u in together), sum(u[1] for u in together)),
-            )
-        )
+        together = (0.0, 0.0, 0.0)
+        for q, c in budgets.res_cohort_of.items():
+            if c == cohort:
+                together = _plus(together, state.queue_res_use.get(q, (0.0, 0.0, 0.0)))
+        checks.append((budgets.cohort_resource_room(cohort, evicted), together))
     return all(
-        (room_cpu is None or used_cpu + cpu <= room_cpu + 1e-9)
-        and (room_mem is None or used_mem + mem <= room_mem + 1e-9)
-        for (room_cpu, room_mem), (used_cpu, used_mem) in checks
+        room is None or used + n <= room + 1e-9
+        for rooms, added in checks
+        for room, used, n in zip(rooms, added, need, strict=True)
     )
 
 
@@ -854,10 +857,10 @@ def charge_budget(
                 key = (plan.job.queue, f)
                 state.flavor_use[key] = state.flavor_use.get(key, 0.0) + g
     queue = plan.job.queue
-    if budgets is not None and budgets.counts_resources(queue):
-        cpu, mem = _need_resources(replicas)
-        c, m = state.queue_res_use.get(queue, (0.0, 0.0))
-        state.queue_res_use[queue] = (c + cpu, m + mem)
+    if budgets is not None and queue is not None and budgets.counts_resources(queue):
+        state.queue_res_use[queue] = _plus(
+            state.queue_res_use.get(queue, (0.0, 0.0, 0.0)), _need_resources(replicas)
+        )
     units = budget_cost(plan, replicas, state, budgets)
     if units is not None:
         queue, tenant = plan.job.queue or "", plan.job.tenant or ""

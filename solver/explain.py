@@ -129,24 +129,26 @@ def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: 
 def queue_resources(
     plan: JobPlan, assignment: Assignment, budgets: object, plans: list[JobPlan]
 ) -> Reason | None:
-    """``QUEUE_BUDGET`` for the queue's CPU or memory budget (``max_total_cpu_cores``,
-    ``max_total_memory_gb``), or its cohort's total of them, when the job's cores or GB on nodes exceed what
-    the answer leaves of it (``details`` then name the ``cohort`` too); None when all have room (or there
-    is none)."""
-    from placer.solver.budgets import remaining_resource_room
+    """``QUEUE_BUDGET`` for the queue's CPU, memory or pods budget (``max_total_cpu_cores``,
+    ``max_total_memory_gb``, ``max_total_pods``), or its cohort's total of them, when the job's cores or
+    GB on nodes, or its pods, exceed what the answer leaves of it (``details`` then name the ``cohort``
+    too); None when all have room (or there is none)."""
+    from placer.solver.budgets import RESOURCE_LIMITS, RESOURCES, remaining_resource_room
 
     queue = plan.job.queue
-    units = [u for u in plan.units if u.tpu is None]
-    cpu = sum(u.replicas * u.need.cpu for u in units)
-    mem = sum(u.replicas * u.need.mem for u in units)
+    on_nodes = [u for u in plan.units if u.tpu is None]
+    needs = (
+        sum(u.replicas * u.need.cpu for u in on_nodes),
+        sum(u.replicas * u.need.mem for u in on_nodes),
+        float(sum(u.replicas for u in plan.units)),
+    )
     cohort = budgets.res_cohort_of.get(queue or "")  # type: ignore[attr-defined]
     for of in (None, cohort) if cohort is not None else (None,):
-        room_cpu, room_mem = remaining_resource_room(  # type: ignore[arg-type]
+        rooms = remaining_resource_room(  # type: ignore[arg-type]
             queue, assignment, budgets, plans, evict_rank(plan.job), cohort=of
         )
-        for resource, need, room, limit, unit in (
-            ("cpu", cpu, room_cpu, "max_total_cpu_cores", "cores"),
-            ("memory", mem, room_mem, "max_total_memory_gb", "GB"),
+        for resource, need, room, limit, unit in zip(
+            RESOURCES, needs, rooms, RESOURCE_LIMITS, ("cores", "GB", "pods"), strict=True
         ):
             if room is None or need <= room + 1e-9:
                 continue

@@ -4,9 +4,10 @@
 
 CPU and memory budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``; a Kueue
 ClusterQueue's ``cpu`` and ``memory`` quotas): each queue's active jobs, GPU or not, hold at most that many
-cores and GB on nodes (``queue-budget`` too), counted from the replicas' ``cpu_cores`` and ``memory_gb``;
-and the queues of a cohort with CPU or memory totals (``config.cohort.max_total_cpu_cores``,
-``max_total_memory_gb``: a Kueue cohort's ``cpu`` and ``memory``) hold at most those together.
+cores and GB on nodes (``queue-budget`` too), counted from the replicas' ``cpu_cores`` and ``memory_gb``,
+and at most ``max_total_pods`` pods (every replica one; a Kueue ClusterQueue's ``pods`` quota); and the
+queues of a cohort with such totals (``config.cohort.max_total_cpu_cores``, ``max_total_memory_gb``,
+``max_total_pods``: a Kueue cohort's) hold at most those together.
 
 Per-flavor GPU quotas (a queue's ``flavor_groups``, the group covering GPUs, whose flavors carry
 ``max_gpus``; a Kueue ClusterQueue's quota per ResourceFlavor): the GPUs the queue's jobs hold on a
@@ -240,11 +241,12 @@ def _check_resources(
     # (config.cohort.max_total_cpu_cores / max_total_memory_gb), each with its limits.
     limits: dict[tuple[str, str], Any] = {}
     member: dict[str, str] = {}  # queue -> its cohort, where the cohort has a CPU or memory total
+    fields = ("max_total_cpu_cores", "max_total_memory_gb", "max_total_pods")
     for name, qc in queues.items():
         lim, c = qc.config.ml_limits, qc.config.cohort
-        if lim.max_total_cpu_cores is not None or lim.max_total_memory_gb is not None:
+        if any(getattr(lim, f) is not None for f in fields):
             limits[("queue", name)] = lim
-        if c is not None and (c.max_total_cpu_cores is not None or c.max_total_memory_gb is not None):
+        if c is not None and any(getattr(c, f) is not None for f in fields):
             limits[("cohort", c.name)] = c
             member[name] = c.name
     if not limits:
@@ -257,14 +259,15 @@ def _check_resources(
     for field_name, limit_name, unit in (
         ("cpu_cores", "max_total_cpu_cores", "cores"),
         ("memory_gb", "max_total_memory_gb", "GB"),
+        (None, "max_total_pods", "pods"),  # every replica is one pod, on a node or a TPU host
     ):
         held = _ledgers(
             decision,
             jobs,
             cluster,
             keys,  # type: ignore[arg-type]
-            lambda rj, f=field_name: _on_nodes(rj.replicas, f),  # type: ignore[misc]
-            lambda _, p, f=field_name: _on_nodes(p.replicas, f),  # type: ignore[misc]
+            lambda rj, f=field_name: _on_nodes(rj.replicas, f) if f else float(len(rj.replicas)),  # type: ignore[misc]
+            lambda _, p, f=field_name: _on_nodes(p.replicas, f) if f else float(len(p.replicas)),  # type: ignore[misc]
             rank,
         )
         for (kind, name), lim in sorted(limits.items()):

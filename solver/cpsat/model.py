@@ -537,24 +537,25 @@ class Model(Hinting, Searching, Realizing):
             self._within_by_rank(terms, int(np.floor(budgets.flavor_room(q, f) * 1000 + 1e-6)), back)
 
     def _resource_budgets(self, budgets: Budgets) -> None:
-        """Queue CPU and memory budgets (``max_total_cpu_cores``, ``max_total_memory_gb``), and a cohort's
-        totals of them over its queues: the placed cores and GB on nodes (in thousandths, rounded up per job
-        so the model never admits more than the budget) stay within what running jobs leave, plus what
-        evictions of them give back, by rank as for GPUs. Every job of the queue counts, GPU or not."""
+        """Queue resource budgets (``max_total_cpu_cores``, ``max_total_memory_gb``, ``max_total_pods``), and
+        a cohort's totals of them over its queues: the placed cores and GB on nodes and the pods (in
+        thousandths, rounded up per job so the model never admits more than the budget) stay within what
+        running jobs leave, plus what evictions of them give back, by rank as for GPUs. Every job of the
+        queue counts, GPU or not."""
         groups: dict[tuple[str, str], list[int]] = {}  # ("queue" | "cohort", name) -> its jobs
         for p in self.ids:
             q = self.plans[p].job.queue
-            if q is not None and (q in budgets.max_cpu or q in budgets.max_mem):
+            if q is not None and q in budgets.res_max:
                 groups.setdefault(("queue", q), []).append(p)
             if q is not None and q in budgets.res_cohort_of:
                 groups.setdefault(("cohort", budgets.res_cohort_of[q]), []).append(p)
         vrank = {v.id: v.rank for v in self.b.victims}
         for (kind, name), ps in groups.items():
             if kind == "queue":
-                room_cpu, room_mem = budgets.resource_room(name)
+                rooms = budgets.resource_room(name)
                 inside = {name}
             else:
-                room_cpu, room_mem = budgets.cohort_resource_room(name)
+                rooms = budgets.cohort_resource_room(name)
                 inside = {q for q, c in budgets.res_cohort_of.items() if c == name}
             ranks = {p: evict_rank(self.plans[p].job) for p in ps}
             back = [
@@ -562,7 +563,7 @@ class Model(Hinting, Searching, Realizing):
                 for vid in self.e
                 if budgets.running_res.get(vid, ("",))[0] in inside
             ]
-            for room, at in ((room_cpu, 0), (room_mem, 1)):
+            for at, room in enumerate(rooms):
                 if room is None:
                     continue
                 amount = {
@@ -570,9 +571,9 @@ class Model(Hinting, Searching, Realizing):
                         np.ceil(
                             1000
                             * sum(
-                                u.replicas * (u.need.cpu, u.need.mem)[at]
+                                u.replicas * (u.need.cpu, u.need.mem, 1.0)[at]
                                 for u in self.plans[p].units
-                                if u.tpu is None
+                                if u.tpu is None or at == 2  # a TPU replica is a pod, on no node
                             )
                             - 1e-6
                         )
@@ -586,7 +587,7 @@ class Model(Hinting, Searching, Realizing):
                     used,
                     int(np.floor(room * 1000 + 1e-6)),
                     [
-                        (vrank[vid], int(np.floor(1000 * res[1 + at] + 1e-6)) * self.e[vid])
+                        (vrank[vid], int(np.floor(1000 * res[1][at] + 1e-6)) * self.e[vid])
                         for vid, res in back
                     ],
                 )

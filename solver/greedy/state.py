@@ -72,8 +72,8 @@ class State:
     off: np.ndarray | None = None
     #: GPUs this decision added per (queue, flavor) with a per-flavor GPU quota (committed placements only).
     flavor_use: dict[tuple[str, str], float] = field(default_factory=dict)
-    #: CPU cores and memory GB this decision added per queue with such a budget (committed placements only).
-    queue_res_use: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: CPU cores, memory GB and pods this decision added per queue with such a budget (committed placements).
+    queue_res_use: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     #: Money units per hour this decision added per queue and per tenant (committed placements only).
     cost_use: dict[str, int] = field(default_factory=dict)
     tenant_cost_use: dict[str, int] = field(default_factory=dict)

@@ -45,14 +45,14 @@ What is not modelled, and refused or said rather than approximated:
 
 * a queue name that would be both a LocalQueue's and a shared ClusterQueue's — refused;
 * a cycle of ``Cohort`` parents, and a ``lendingLimit`` on some of a Cohort's GPU flavors only — refused;
-* a cohort's CPU and memory: a ClusterQueue's ``cpu`` and ``memory`` quotas become its queue's CPU and
-  memory budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``, summed over flavors; in a
-  cohort its nominal quota plus its ``borrowingLimit``, no budget when one has none), and a flat cohort's
-  totals of them are its ClusterQueues' nominal quotas (``config.cohort.max_total_cpu_cores``,
-  ``max_total_memory_gb``), which its queues' jobs share; a ``lendingLimit`` on ``cpu`` or ``memory`` is
-  not read (the cohort counts every nominal quota as lendable), and in a tree of cohorts CPU and memory
-  are each queue's own budget only (the tree's rules are kept for GPUs); ``pods`` and other resources'
-  quotas are not counted (``docs/kubernetes.md`` says so).
+* a cohort's CPU, memory and pods: a ClusterQueue's ``cpu``, ``memory`` and ``pods`` quotas become its
+  queue's budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``, ``max_total_pods``, summed
+  over flavors; in a cohort its nominal quota plus its ``borrowingLimit``, no budget when one has none),
+  and a flat cohort's totals of them are its ClusterQueues' nominal quotas (``config.cohort``'s fields of
+  the same names), which its queues' jobs share; a ``lendingLimit`` on them is not read (the cohort counts
+  every nominal quota as lendable), and in a tree of cohorts they are each queue's own budget only (the
+  tree's rules are kept for GPUs); other resources' quotas are not counted (``docs/kubernetes.md`` says
+  so).
 
 The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o yaml``) prints: a
 ``List``, or one object.
@@ -117,7 +117,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     guaranteed: dict[str, int] = {}  # ClusterQueue in a cohort -> GPUs it does not lend (lendingLimit)
     cohorts: dict[str, dict[str, Any]] = {}  # Cohort object -> its CohortNode document
     other_limits: dict[str, dict[str, float]] = {}  # ClusterQueue -> its CPU and memory budgets
-    nominals: dict[str, dict[str, float]] = {}  # ClusterQueue in a cohort -> its CPU and memory quotas
+    nominals: dict[str, dict[str, float]] = {}  # ClusterQueue in a cohort -> its CPU, memory, pods quotas
     for i, item in enumerate(_items(obj) or []):
         path = f"{where}: items[{i}]"
         if not isinstance(item, dict):
@@ -135,7 +135,11 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 quotas[name] = total
             cohort = spec.get("cohort") or spec.get("cohortName")  # v1beta1, v1beta2
             in_cohort = isinstance(cohort, str) and bool(cohort)
-            for resource, key in (("cpu", "max_total_cpu_cores"), ("memory", "max_total_memory_gb")):
+            for resource, key in (
+                ("cpu", "max_total_cpu_cores"),
+                ("memory", "max_total_memory_gb"),
+                ("pods", "max_total_pods"),
+            ):
                 nominal, amount = _resource_quota(spec, f"{path}.spec", resource, in_cohort, problems)
                 if amount is not None:
                     other_limits.setdefault(name, {})[key] = amount
@@ -174,10 +178,10 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             node["nominal_gpus"] = node.get("nominal_gpus", 0) + quotas.get(cq, 0) - guaranteed.get(cq, 0)
     tree_totals = _tree_totals(cohort_of, cohorts, chains, quotas, users, guaranteed)
     totals: dict[str, int] = {}  # cohort -> the nominal GPU quotas of its ClusterQueues
-    res_totals: dict[str, dict[str, float]] = {}  # cohort -> the nominal CPU and memory quotas of its CQs
+    res_totals: dict[str, dict[str, float]] = {}  # cohort -> its CQs' nominal CPU, memory and pods quotas
     for cq, cohort in cohort_of.items():
         for key, amount in nominals.get(cq, {}).items():
-            res_totals.setdefault(cohort, {})[key] = res_totals.get(cohort, {}).get(key, 0.0) + amount
+            res_totals.setdefault(cohort, {})[key] = res_totals.get(cohort, {}).get(key, 0) + amount
         totals[cohort] = totals.get(cohort, 0) + quotas.get(cq, 0)
         if cq not in users:  # no LocalQueue: nothing runs there, and what it does not lend stays unused
             totals[cohort] -= guaranteed.get(cq, 0)
@@ -401,7 +405,7 @@ def _resource_quota(
     which the cohort's total bounds); (None, None) without a quota of it. A value that is not a
     non-negative quantity is a problem naming it."""
     nominal: float | None = None
-    borrow: float | None = 0.0
+    borrow: float | None = 0  # whole for pods, where every amount is
     for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
         for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
             for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
@@ -410,7 +414,7 @@ def _resource_quota(
                 at = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]"
                 value = _amount(res.get("nominalQuota"), f"{at}.nominalQuota", resource, problems)
                 if value is not None:
-                    nominal = (nominal or 0.0) + value
+                    nominal = (nominal or 0) + value
                 if res.get("borrowingLimit") is None:
                     borrow = None
                 else:
@@ -423,8 +427,9 @@ def _resource_quota(
 
 
 def _amount(value: Any, at: str, resource: str, problems: list[Issue]) -> float | None:
-    """``value`` (a Kubernetes quantity) in placer's unit of ``resource`` (cores; GB for memory); None and
-    a problem naming ``at`` when it is not a non-negative quantity."""
+    """``value`` (a Kubernetes quantity) in placer's unit of ``resource`` (cores; GB for memory; a whole
+    count of pods); None and a problem naming ``at`` when it is not a non-negative quantity (or, for pods,
+    not a whole one)."""
     try:
         q = parse_quantity(value)
     except (ValueError, TypeError) as e:
@@ -433,6 +438,11 @@ def _amount(value: Any, at: str, resource: str, problems: list[Issue]) -> float 
     if q < 0:
         problems.append(issue("range", at, f"a quota is not negative, got {q}"))
         return None
+    if resource == "pods":
+        if q != q.to_integral_value():
+            problems.append(issue("range", at, f"a pods quota is a whole number, got {q}"))
+            return None
+        return int(q)
     return float(q) / _GB if resource == "memory" else float(q)
 
 

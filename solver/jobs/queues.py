@@ -73,6 +73,9 @@ class MlLimits(BaseModel):
     #: GPU or not.
     max_total_cpu_cores: float | None = Field(default=None, ge=0)
     max_total_memory_gb: float | None = Field(default=None, ge=0)
+    #: placer extension (not OJS): pods the queue's active jobs may be together, running and placed, every
+    #: replica one pod (a Kueue ClusterQueue's ``pods`` quota). A budget like the others.
+    max_total_pods: int | None = Field(default=None, ge=0)
     #: placer extension (not OJS): dollars per hour the queue's active jobs may cost, running and placed,
     #: priced like ``cost_per_hour`` (``placer.solver.prices``). A budget like §10.3's: over it a job waits.
     max_cost_per_hour: float | None = Field(default=None, ge=0, le=MAX_BUDGET_PER_HOUR)
@@ -110,10 +113,11 @@ class Cohort(BaseModel):
     the one total (:mod:`placer.solver.cohorts`: Kueue's quota arithmetic — what each node keeps, lends
     and borrows); ``max_total_gpus`` is the root's whole quota, for information.
 
-    ``max_total_cpu_cores`` and ``max_total_memory_gb``: the cores and GB (on nodes) the cohort's queues'
-    active jobs — every job, GPU or not, running and not evicted plus placed — hold at most together (a
-    Kueue cohort's ``cpu`` and ``memory``: its ClusterQueues' nominal quotas), on top of each queue's own
-    ``ml_limits`` budget of them. In a tree they bound the whole tree's queues (the tree's per-cohort
+    ``max_total_cpu_cores``, ``max_total_memory_gb`` and ``max_total_pods``: the cores and GB (on nodes)
+    the cohort's queues' active jobs — every job, GPU or not, running and not evicted plus placed — hold
+    at most together, and the pods they are (a Kueue cohort's ``cpu``, ``memory`` and ``pods``: its
+    ClusterQueues' nominal quotas), on top of each queue's own ``ml_limits`` budget of them. They bound the
+    queues that name this cohort as theirs; the Kueue reader states them for flat cohorts only (a tree's
     rules are kept for GPUs only)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -122,6 +126,7 @@ class Cohort(BaseModel):
     max_total_gpus: int = Field(ge=0)
     max_total_cpu_cores: float | None = Field(default=None, ge=0)
     max_total_memory_gb: float | None = Field(default=None, ge=0)
+    max_total_pods: int | None = Field(default=None, ge=0)
     guaranteed_gpus: int = Field(default=0, ge=0)
     nominal_gpus: int = Field(default=0, ge=0)
     tree: list[CohortNode] = Field(default_factory=list)
@@ -317,7 +322,7 @@ def load_queue_configs(obj_or_text: Any, source: str = "") -> dict[str, QueueCon
                 first = nodes[node.name][1]
                 why = f"queues {first!r} and {qc.queue!r} describe cohort {node.name!r} differently"
                 problems.append(issue("conflict", "config.cohort.tree", why))
-    for field in ("max_total_gpus", "max_total_cpu_cores", "max_total_memory_gb"):
+    for field in ("max_total_gpus", "max_total_cpu_cores", "max_total_memory_gb", "max_total_pods"):
         totals: dict[str, tuple[float | None, str]] = {}
         for qc in out.values():
             c = qc.config.cohort

@@ -204,10 +204,10 @@ def test_cpsat_is_never_worse_than_greedy_and_repeats_itself(batch: list[Job]) -
 
 def _cohort_queues(b_keeps: int = 0) -> dict:  # type: ignore[type-arg]
     """Two queues of one cohort: a has a GPU budget, b a GPU-job budget, and the cohort a total below
-    their sum, and totals of CPU cores and memory (the fuzz's jobs ask 0-100 cores and 0-512 GB a
+    their sum, and totals of CPU cores, memory and pods (the fuzz's jobs ask 0-100 cores and 0-512 GB a
     replica); ``b_keeps``: GPUs b keeps and does not lend (a Kueue lendingLimit)."""
     kept = {"guaranteed_gpus": b_keeps} if b_keeps else {}
-    res = {"max_total_cpu_cores": 150, "max_total_memory_gb": 1000}
+    res = {"max_total_cpu_cores": 150, "max_total_memory_gb": 1000, "max_total_pods": 9}
     return load_queue_configs(  # type: ignore[no-any-return]
         [
             {
@@ -308,7 +308,7 @@ def test_random_batches_keep_group_limits_with_running_members(engine: str, batc
     assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status
 
 
-#: Queue a with Kueue-style quotas of every kind placer keeps: CPU and memory (ml_limits), and GPUs per
+#: Queue a with Kueue-style quotas of every kind placer keeps: CPU, memory and pods (ml_limits), and GPUs per
 #: flavor of its resource group — the InfiniBand DGXs (``net: ib``) 10, every other node 6. Its running
 #: job run-a holds 3 DGX GPUs (COHORT_CLUSTER), so 7 are left there.
 QUOTA_QUEUES = load_queue_configs(
@@ -316,7 +316,7 @@ QUOTA_QUEUES = load_queue_configs(
         {
             "queue": "a",
             "config": {
-                "ml_limits": {"max_total_cpu_cores": 150, "max_total_memory_gb": 900},
+                "ml_limits": {"max_total_cpu_cores": 150, "max_total_memory_gb": 900, "max_total_pods": 8},
                 "flavor_groups": [
                     {
                         "covered": ["cpu", "memory", "nvidia.com/gpu"],

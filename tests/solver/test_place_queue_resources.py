@@ -283,3 +283,54 @@ def test_kueue_gives_a_flat_cohort_its_queues_nominal_cpu_and_memory() -> None:
         "lq": (32, 96),
         "lq-b": (32, 96),
     }
+
+
+def _pods_job(job_id: str, replicas: int, *, cls: str = "on-demand") -> Job:
+    return Job(id=job_id, queue="train", priority_class=cls, tasks=[TaskGroup(count=replicas, cpu_cores=1)])
+
+
+def test_a_pods_quota_counts_every_replica_running_and_placed(solve: Solve) -> None:
+    # Budget 5 pods (the Kueue sample's pods quota); a running job of the queue is 2 pods. A 3-replica job
+    # fits (2 + 3 = 5); a second 2-replica one does not (7 > 5: 2 more pods), and waits naming pods.
+    c = cluster_of(dgx_h100(2)).with_allocations(
+        [
+            {
+                "job": "old",
+                "queue": "train",
+                "replicas": [{"node": "dgx-h100-1", "cpu_cores": 1}, {"node": "dgx-h100-2", "cpu_cores": 1}],
+            }
+        ]
+    )
+    jobs = [_pods_job("three", 3, cls="reserved"), _pods_job("two", 2)]
+    d = solve(jobs, c, queues=_queues(max_total_pods=5))
+    assert "REJECTED" not in d.stats.status
+    assert [p.job for p in d.placements] == ["three"]
+    [p] = d.pending
+    details = p.reasons[0].details
+    assert (details["resource"], details["need"], details["room"], details["more"]) == ("pods", 2, 0, 2)
+    over = Decision(placements=[JobPlacement(job="two", replicas=[ReplicaPlacement(node="dgx-h100-1")] * 4)])
+    violations = check(over, [_pods_job("two", 4)], c, now=NOW, queues=_queues(max_total_pods=5))
+    budget = [v for v in violations if v.rule == "queue-budget"]
+    assert len(budget) == 1 and "6 pods" in budget[0].message and "max_total_pods" in budget[0].message
+
+
+def test_kueue_pods_quotas_become_the_queues_and_cohorts_pods_budgets() -> None:
+    # The Red Hat build of Kueue's basic ClusterQueue: cpu 9, memory 36Gi, pods 5 (and a GPU resource).
+    doc = _cluster_queue(
+        [
+            {"name": "cpu", "nominalQuota": 9},
+            {"name": "memory", "nominalQuota": "36Gi"},
+            {"name": "pods", "nominalQuota": 5},
+        ]
+    )
+    assert load_queue_configs(doc)["lq"].config.ml_limits.max_total_pods == 5
+    in_cohort = _cluster_queue([{"name": "pods", "nominalQuota": 5, "borrowingLimit": 2}], cohort="all")
+    config = load_queue_configs(in_cohort)["lq"].config
+    assert (
+        config.ml_limits.max_total_pods == 7
+        and config.cohort is not None
+        and config.cohort.max_total_pods == 5
+    )
+    with pytest.raises(JobValidationError) as e:
+        load_queue_configs(_cluster_queue([{"name": "pods", "nominalQuota": "1500m"}]), source="kueue.json")
+    assert [i.code for i in e.value.issues] == ["range"]
