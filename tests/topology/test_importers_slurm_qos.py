@@ -110,6 +110,7 @@ def test_pending_and_running_jobs_of_a_limited_qos_carry_its_groups() -> None:
                 "account": "ml",
                 "node_count": 1,
                 "cpus": 1,
+                "memory_per_cpu": 100,  # DefMemPerCPU, as the test Slurm prints it
             }
         ],
     }

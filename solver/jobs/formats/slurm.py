@@ -803,6 +803,14 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
     dependencies = _dependencies(slurm_text(raw.get("dependency")), at("dependency"), errors)
     warnings: list[Issue] = []
     exclusive = _exclusive(raw, at, errors, warnings)
+    if not per_node and not per_cpu and per_gpu_mb is None and not exclusive:
+        exclusive = True  # --mem=0, or no memory asked and no DefMemPerCPU: every node's whole memory
+        why = (
+            "no memory per node, CPU or GPU: Slurm gives the job every node's whole memory (--mem=0, or no "
+            "--mem without DefMemPerCPU), so where memory is a consumable resource (CR_*_Memory) it starts "
+            "only on nodes with all memory free; read as whole nodes (stricter where memory is not counted)"
+        )
+        warnings.append(issue("unsupported", at("memory_per_node"), why))
     preferred = _preferred(slurm_text(raw.get("prefer")), at("prefer"), warnings)
     _not_modelled(raw, at, errors)
     licenses = _licenses(raw.get("licenses"), at("licenses"), errors)

@@ -116,6 +116,21 @@ def test_licenses_placer_cannot_take_are_refused_not_ignored(text: object, code:
     assert not r.ok and [(e.code, e.path.rsplit(".", 1)[-1]) for e in r.errors] == [(code, "licenses")]
 
 
+@pytest.mark.parametrize(("per_node", "per_cpu"), [(None, None), (0, None), (0, 0)])
+def test_a_job_with_every_nodes_whole_memory_takes_whole_nodes_and_says_so(
+    per_node: object, per_cpu: object
+) -> None:
+    # --mem=0 (and no --mem without DefMemPerCPU): Slurm 22.05's squeue --json prints neither
+    # memory_per_node nor memory_per_cpu (its tres_req_str says mem=<the node's RealMemory>), scontrol show
+    # job MinMemoryNode=0; the job gets every node's whole memory, so where memory is consumable nothing
+    # else fits beside it.
+    r = _job("plain-a100", memory_per_node=per_node, memory_per_cpu=per_cpu)
+    assert r.ok and r.job.placement.exclusive_nodes
+    assert [(w.code, w.path.rsplit(".", 1)[-1]) for w in r.warnings] == [("unsupported", "memory_per_node")]
+    asked = _job("plain-a100", memory_per_node=1024, memory_per_cpu=None)
+    assert not asked.job.placement.exclusive_nodes and asked.job.tasks[0].memory_gb == 1.0
+
+
 def test_prefer_is_a_preference_per_feature() -> None:
     job = _job("plain-a100", prefer="ib&nvme").job
     assert job.placement.preferred == [
