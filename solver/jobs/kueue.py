@@ -84,8 +84,14 @@ GPU_RESOURCES = frozenset({"nvidia.com/gpu", "amd.com/gpu"})
 KINDS = frozenset({"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort"})
 
 
+def _kind(obj: Any) -> str | None:
+    """An object's ``kind`` when it is text (a hostile document may put anything there)."""
+    kind = obj.get("kind") if isinstance(obj, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
 def _items(obj: Any) -> list[Any] | None:
-    if isinstance(obj, dict) and obj.get("kind") in KINDS:
+    if _kind(obj) in KINDS:
         return [obj]
     if isinstance(obj, dict) and obj.get("kind") == "List" and isinstance(obj.get("items"), list):
         return obj["items"]
@@ -97,7 +103,7 @@ def is_kueue_document(obj: Any) -> bool:
     items = _items(obj)
     if not items:
         return False
-    kinds = {i.get("kind") if isinstance(i, dict) else None for i in items}
+    kinds = {_kind(i) for i in items}
     return kinds <= KINDS and bool(kinds & {"ClusterQueue", "LocalQueue"})
 
 
@@ -243,7 +249,11 @@ def _gpu_resources(spec: dict[str, Any], path: str) -> Iterator[tuple[str, dict[
     for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
         for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
             for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
-                if isinstance(res, dict) and res.get("name") in GPU_RESOURCES:
+                if (
+                    isinstance(res, dict)
+                    and isinstance(res.get("name"), str)
+                    and res["name"] in GPU_RESOURCES
+                ):
                     yield f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]", res
 
 
@@ -518,7 +528,11 @@ def _flavor_gpus(flavor: dict[str, Any], in_cohort: bool) -> float | None:
     named by the ClusterQueue's quota reading (:func:`_gpu_quota`), not again here."""
     total: float | None = None
     for res in _as_list(flavor.get("resources")):
-        if not isinstance(res, dict) or res.get("name") not in GPU_RESOURCES:
+        if (
+            not isinstance(res, dict)
+            or not isinstance(res.get("name"), str)
+            or res["name"] not in GPU_RESOURCES
+        ):
             continue
         nominal = _whole_gpus(res.get("nominalQuota"), "", "quota", [])
         more = (

@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placer.solver.jobs.errors import ISSUE_CODES
+from placer.solver.jobs.errors import ISSUE_CODES, JobValidationError
 from placer.solver.jobs.formats.slurm import with_slurm_ranks
 from placer.solver.jobs.load import check_batch, read_object, read_text
 from placer.solver.jobs.model import Job, Placement, ReadResult
@@ -266,6 +266,74 @@ OPTIONS = ReadOptions(
 )
 
 
+def _kueue_seed() -> dict[str, Any]:
+    """What ``kubectl get clusterqueues,localqueues,cohorts,resourceflavors -A -o json`` prints for two
+    ClusterQueues of one cohort (under a parent Cohort with a quota), with cpu, memory, pods and GPU quotas,
+    borrowing and lending limits, and their LocalQueues."""
+    kueue = "kueue.x-k8s.io/v1beta1"
+
+    def cq(name: str, cohort: str) -> dict[str, Any]:
+        resources = [
+            {"name": "cpu", "nominalQuota": 9, "borrowingLimit": 4},
+            {"name": "memory", "nominalQuota": "36Gi"},
+            {"name": "pods", "nominalQuota": 5},
+            {"name": "nvidia.com/gpu", "nominalQuota": 8, "lendingLimit": 2},
+        ]
+        spec = {
+            "cohort": cohort,
+            "resourceGroups": [
+                {
+                    "coveredResources": [r["name"] for r in resources],
+                    "flavors": [{"name": "h100", "resources": resources}],
+                }
+            ],
+        }
+        return {"apiVersion": kueue, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+    def lq(name: str, cq_name: str) -> dict[str, Any]:
+        meta = {"name": name, "namespace": "ml"}
+        return {
+            "apiVersion": kueue,
+            "kind": "LocalQueue",
+            "metadata": meta,
+            "spec": {"clusterQueue": cq_name},
+        }
+
+    parent = {
+        "apiVersion": "kueue.x-k8s.io/v1alpha1",
+        "kind": "Cohort",
+        "metadata": {"name": "org"},
+        "spec": {
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [
+                        {"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4}]}
+                    ],
+                }
+            ]
+        },
+    }
+    flavor = {
+        "apiVersion": kueue,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "h100"},
+        "spec": {"nodeLabels": {"gpu": "h100"}},
+    }
+    child = {"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "Cohort", "metadata": {"name": "research"}}
+    child["spec"] = {"parentName": "org"}
+    items = [flavor, cq("a", "research"), cq("b", "research"), lq("la", "a"), lq("lb", "b"), parent, child]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def _queue_configs(doc: Any) -> None:
+    """The queue-configuration contract: configurations, or a JobValidationError naming the problems."""
+    try:
+        load_queue_configs(doc, source="fuzz")
+    except JobValidationError as e:
+        assert e.issues and all(i.code in ISSUE_CODES for i in e.issues)
+
+
 def _reader(fmt: str) -> Callable[[Any], None]:
     return lambda doc: well_formed(check_batch(read_object(doc, source="fuzz", fmt=fmt, options=OPTIONS)))
 
@@ -316,6 +384,7 @@ TARGETS: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], None]]] = {
             lambda: squeue_running(doc, source="fuzz") if isinstance(doc, dict) else None
         ),
     ),
+    "queue config kueue": (st.one_of(mutated([_kueue_seed()]), JSON), _queue_configs),
     "importer slurm licenses": (
         st.one_of(mangled([(FIXTURES / "slurm" / "show-licenses-22.05.txt").read_text()]), RANDOM_TEXT),
         lambda text: only_topology_errors(lambda: parse_slurm_licenses(text, source="fuzz")),

@@ -551,3 +551,15 @@ def test_a_queue_of_a_cohort_borrows_what_the_others_leave_unused(solve: Solve, 
         assert nodes_of(d, "ml/h100-train") == ["gke-a3-h100-node-1"]
     else:
         assert (pending_reason(d, "ml/h100-train") or "").startswith("QUEUE_BUDGET")
+
+
+def test_names_and_kinds_of_the_wrong_type_are_refused_not_tracebacks() -> None:
+    # Found by the hostile-input fuzz: a resource name or an object kind that is a list or a mapping was
+    # looked up in a set of names (TypeError: unhashable type).
+    doc = _cohort_doc(8)
+    cq = next(i for i in doc["items"] if i["kind"] == "ClusterQueue")
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = ["nvidia.com/gpu"]
+    load_queue_configs(doc)  # a resource of no name placer counts: read past, as any other resource
+    doc["items"].append({"kind": ["Cohort"], "metadata": {"name": "x"}})
+    with pytest.raises(JobValidationError):
+        load_queue_configs(doc)  # no longer a Kueue document: the queue-configuration reader refuses it
