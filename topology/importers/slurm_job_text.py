@@ -184,6 +184,7 @@ def _as_squeue(record: list[str], number: int, source: str, problems: list[Probl
     task = fields.get("ArrayTaskId", "")
     pending = {  # what the pending-job reader takes (solver/jobs/formats/slurm.py)
         "node_count": _number(fields.get("NumNodes", "").split("-")[0]),
+        "max_nodes": _number(fields.get("NumNodes", "").split("-")[-1]),
         "cpus": _number(fields.get("NumCPUs")),
         "tasks": _number(fields.get("NumTasks")),
         "tasks_per_node": _number(fields.get("NtasksPerN:B:S:C", "").split(":")[0]),

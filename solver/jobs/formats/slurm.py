@@ -74,6 +74,7 @@ from placer.solver.jobs.formats.flux_ids import FluxLimitError, FluxSyntaxError,
 from placer.solver.jobs.model import (
     AffinityOperator,
     AnyOf,
+    CountRange,
     Dependency,
     DependencyCondition,
     DistributedStrategy,
@@ -778,6 +779,7 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
         why = f"{most:g}: a throttle lets at least one task run"
         errors.append(issue("range", at("array_max_tasks"), why))
     nodes = int(slurm_number(raw.get("node_count")) or 1)
+    most_nodes = max(nodes, int(slurm_number(raw.get("max_nodes")) or nodes))  # -N min-max
     cpus = slurm_number(raw.get("cpus")) or 0.0
     extra: dict[str, float] = {}
     gpu = _gpus(slurm_text(raw.get("tres_per_node")), at("tres_per_node"), errors, extra)
@@ -844,7 +846,11 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
             tasks=[
                 TaskGroup(
                     count=nodes,
-                    one_per_node=nodes > 1,
+                    # -N min-max: as many nodes as fit now, up to max (Slurm's "as many nodes as possible
+                    # within the range ... without delaying the initiation of the job"; seen on 22.05: -N 2-3
+                    # released on three idle nodes ran on all three).
+                    count_range=CountRange(min=nodes, max=most_nodes) if most_nodes > nodes else None,
+                    one_per_node=most_nodes > 1,
                     cpu_cores=cpu_per_node,
                     memory_gb=memory_mb / 1024,
                     storage_gb=tmp_mb / 1024,

@@ -254,3 +254,27 @@ def test_a_partition_qos_is_named_not_silently_dropped() -> None:
     read = {r.id: r for r in with_partition_tiers(list(_read(_doc()).values()), table)}
     r = read[IDS["plain-a100"]]
     assert r.ok and [(w.code, "part-limits" in w.message) for w in r.warnings] == [("unsupported", True)]
+
+
+def test_a_node_range_is_placed_on_as_many_nodes_as_fit_up_to_its_maximum() -> None:
+    # -N 1-3 with one H100 per node (squeue --json: node_count 1, max_nodes 3; scontrol NumNodes=1-3). Slurm
+    # gives as many nodes as it can now up to the maximum (seen on 22.05: -N 2-3 released on three idle
+    # nodes ran on all three). The captured cluster's H100 hosts are gpu01 and gpu02 (gpu03 has A100s): two.
+    r = _job("plain-a100", node_count=1, max_nodes=3, tres_per_node="gres:gpu:h100:1")
+    (group,) = r.job.tasks
+    assert (group.count, group.count_range.min, group.count_range.max, group.one_per_node) == (1, 1, 3, True)
+    cluster = build_cluster(
+        inventory_from_input(json.loads((REAL / "sinfo-22.05-options.json").read_text()), source="sinfo")
+    )
+    cluster = with_slurm_jobs(cluster, squeue_running(_doc(), source="squeue.json"))
+    for engine in ("greedy", "cpsat"):
+        d = place([r], cluster, Policy(engine=engine, plan=False))
+        assert check(d, [r.job], cluster) == [], engine
+        (p,) = d.placements
+        assert sorted(rep.node for rep in p.replicas) == ["gpu01", "gpu02"], engine
+    fixed = _job("plain-a100", node_count=2, max_nodes=2).job.tasks[0]
+    assert fixed.count == 2 and fixed.count_range is None
+    text = SHOW_JOB.read_text().replace("NumNodes=1 ", "NumNodes=1-3 ")  # 22.05 prints 1 for -N 1
+    read = [x.job for x in read_text(text, source="show-job.txt") if x.ok and x.job is not None]
+    ranged = [j.tasks[0].count_range for j in read if j.tasks[0].count_range is not None]
+    assert ranged and all((c.min, c.max) == (1, 3) for c in ranged)
