@@ -38,6 +38,7 @@ __all__ = [
     "start_options",
     "start_partition_qos",
     "start_qos",
+    "start_ranges",
     "start_smt",
 ]
 
@@ -471,6 +472,26 @@ def start_licenses(root: Path) -> LiveSlurm:
         _capture(s)
         s.out["show-licenses"] = s.run("scontrol", "show", "licenses")
         s.out["show-licenses-o"] = s.run("scontrol", "show", "licenses", "-o")
+    except BaseException:
+        s.stop()
+        raise
+    return s
+
+
+def start_ranges(root: Path) -> LiveSlurm:
+    """A throw-away Slurm (run after the others have stopped: same ports) with :data:`OPTION_NODES` in
+    partition ``gpu``: job ``a`` holds all 8 H100 of gpu01; job ``r`` (``-N 1-3``, one GPU a node) waits
+    held. Captures ``sinfo --json`` and ``squeue --json``."""
+    host = socket.gethostname().split(".")[0]
+    partitions = {"gpu": "Nodes=gpu[01-03] Default=YES MaxTime=INFINITE"}
+    s = _boot(root, OPTION_NODES, _conf(root, host, OPTION_NODES, partitions))
+    try:
+        quiet = ("-Q", "-o", "/dev/null", "-D", str(root), "-c", "1", "--wrap", "sleep 600")
+        s.run("sbatch", "-J", "a", "-w", "gpu01", "--gres=gpu:h100:8", *quiet)
+        s.wait("job a running", lambda: len(s.run("squeue", "-h", "-t", "R").splitlines()) >= 1)
+        s.run("sbatch", "-H", "-J", "r", "-N", "1-3", "--gres=gpu:1", *quiet)
+        s.out["sinfo-json"] = s.run("sinfo", "--json")
+        s.out["squeue-json"] = s.run("squeue", "--json")
     except BaseException:
         s.stop()
         raise
