@@ -318,6 +318,9 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
             "started_at": _when(job, "start_time", item, problems),
             "expected_end": _when(job, "end_time", item, problems) if limited else None,
             "labels": {k: v for k, v in labels.items() if v},
+            # A running job counts against the group of --dependency=singleton jobs of its user and name
+            # (solver.jobs.formats.slurm.singleton_group spells it so).
+            "limit_groups": [f"singleton/{labels['slurm_user']}/{labels['slurm_job_name']}"],
             "licenses": licenses,
             "replicas": [r.model_dump() for r in replicas],
         },

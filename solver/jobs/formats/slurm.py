@@ -862,6 +862,7 @@ def _job(raw: dict[str, Any], base: str, source: str, throttles: dict[float, int
             reservation=ReservationRef(id=reservation) if reservation else None,
             throttle=Throttle(group=str(int(array_id)), max_running=int(most)) if most and array_id else None,
             licenses=licenses,
+            limits=_singleton(raw, slurm_text(raw.get("dependency"))),
             labels={
                 **{k: v for k, v in {"slurm_job_name": slurm_text(raw.get("name"))}.items() if v},
                 **array_labels,
@@ -1095,6 +1096,27 @@ def _rules(raw: dict[str, Any], at: Any, errors: list[Issue]) -> list[Rule]:
     return rules
 
 
+def singleton_group(user: str, name: str) -> str:
+    """The group of ``--dependency=singleton`` jobs of one user and job name: at most one of them runs at
+    once (Slurm: "only one job by that name and owned by that user can be running or suspended at any
+    point in time"). Running Slurm jobs count against it by their name and user
+    (:func:`placer.topology.importers.slurm_jobs.squeue_running`).
+
+    >>> singleton_group("ana", "train")
+    'singleton/ana/train'
+    """
+    return f"singleton/{user}/{name}"
+
+
+def _singleton(raw: dict[str, Any], text: str) -> list[GroupLimit]:
+    """``--dependency=singleton``: one running job of the user's jobs of this name at a time."""
+    parts = [re.sub(r"\((?:un)?fulfilled\)$", "", p.strip()) for p in text.split(",")] if text else []
+    if "singleton" not in parts:
+        return []
+    user, name = slurm_text(raw.get("user_name")), slurm_text(raw.get("name"))
+    return [GroupLimit(group=singleton_group(user, name), max_running=1)]
+
+
 def _dependencies(text: str, path: str, errors: list[Issue]) -> list[Dependency]:
     """``afterok:12:13,afterany:14`` (Slurm prints ``(unfulfilled)`` after each; ``?`` joins any-of)."""
     out: list[Dependency] = []
@@ -1105,6 +1127,8 @@ def _dependencies(text: str, path: str, errors: list[Issue]) -> list[Dependency]
         return out
     for part in text.split(","):
         part = re.sub(r"\((?:un)?fulfilled\)$", "", part.strip())
+        if part == "singleton":  # a group limit, not a dependency on a job: read by singleton_group
+            continue
         kind, _, ids = part.partition(":")
         condition = _DEPENDENCIES.get(kind)
         if condition is None or not ids:

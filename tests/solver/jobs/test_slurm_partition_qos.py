@@ -129,12 +129,13 @@ def test_a_job_that_may_start_outside_the_partition_qos_is_told_placer_holds_it_
 def test_running_jobs_count_against_their_partitions_qos() -> None:
     parts = parse_slurm_partitions("PartitionName=gpu Nodes=gpu[01-03] QoS=capped\n", source="p.txt")
     [a] = squeue_running(_doc(), source="squeue.json")
+    assert a.limit_groups == ["singleton/root/a"]  # root's jobs named a: --dependency=singleton's group
     [counted] = with_partition_qos_groups([a], parts, _qos())
-    assert counted.limit_groups == ["qos/capped"]
+    assert counted.limit_groups == ["singleton/root/a", "qos/capped"]
     [again] = with_partition_qos_groups([counted], parts, _qos())  # a group is not counted twice
-    assert again.limit_groups == ["qos/capped"]
+    assert again.limit_groups == ["singleton/root/a", "qos/capped"]
     other = parse_slurm_partitions("PartitionName=gpu Nodes=gpu[01-03]\n", source="p.txt")
-    assert with_partition_qos_groups([a], other, _qos())[0].limit_groups == []
+    assert with_partition_qos_groups([a], other, _qos())[0].limit_groups == ["singleton/root/a"]
 
 
 def test_on_the_captured_cluster_the_partition_qos_lets_one_more_gpu_start() -> None:
@@ -149,7 +150,7 @@ def test_on_the_captured_cluster_the_partition_qos_lets_one_more_gpu_start() -> 
     running = with_preemption_rules(
         squeue_running(doc, source="squeue.json"), partitions=parts, qos=None, qos_limits=limited, source="s"
     )
-    assert running[0].limit_groups == ["qos/capped"]
+    assert running[0].limit_groups == ["singleton/root/a", "qos/capped"]
     inventory = inventory_from_input(json.loads((REAL / "sinfo-22.05-options.json").read_text()), source="s")
     cluster = with_slurm_jobs(build_cluster(inventory), running)
     reservations = load_reservations(

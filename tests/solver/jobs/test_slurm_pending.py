@@ -121,7 +121,7 @@ def test_nodes_memory_time_features_and_dependencies() -> None:
         ({"tres_per_node": "gres:nic:mlx5:1"}, "jobs[4].tres_per_node", "a typed generic resource"),
         ({"tres_per_job": "gres:nic:2"}, "jobs[4].tres_per_job", "generic resource 'nic' is not read here"),
         ({"features": "[a*2&b]"}, "jobs[4].features", "counts, brackets"),
-        ({"dependency": "singleton"}, "jobs[4].dependency", "is not after"),
+        ({"dependency": "aftercorr:3"}, "jobs[4].dependency", "is not after"),
         ({"dependency": "afterok:3+30"}, "jobs[4].dependency", "a delay"),
         ({"required_nodes": "gpu[01-"}, "jobs[4].required_nodes", "not a Slurm hostlist"),
     ],
