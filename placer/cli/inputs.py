@@ -17,6 +17,7 @@ usage | cannot open cluster /no/such/cluster.yaml
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -154,9 +155,19 @@ def cluster_arg(
             lambda: with_topology_levels(inventory, levels_of, source=source_name(slurm_topology)),
         )
     try:
-        return build_cluster(inventory, source=source_name(path))
+        cluster = build_cluster(inventory, source=source_name(path))
     except TopologyError as e:
         raise InputError("content", f"cluster {path} cannot be read: {shown(list(e.problems))}") from None
+    lost = inventory.metadata.get("anti_affinity_not_kept") or {}
+    if lost:  # said, never dropped in silence: the importer could not keep these running pods' terms
+        named = ", ".join(f"{job} ({', '.join(keys)})" for job, keys in sorted(lost.items())[:5])
+        more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
+        print(
+            f"placer: warning: running pods' required pod anti-affinity on another key than the hostname is "
+            f"not kept (new pods may be placed in their domain): {named}{more}",
+            file=sys.stderr,
+        )
+    return cluster
 
 
 def add_topology_labels_argument(p: argparse.ArgumentParser) -> None:

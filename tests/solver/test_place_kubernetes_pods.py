@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from placer.solver.jobs import read_file
 from placer.topology.load import load_cluster
 from tests.solver.conftest import Solve, nodes_of, pending_reason
@@ -181,6 +183,31 @@ def test_a_running_pods_term_on_another_key_is_named_not_kept(tmp_path: Path) ->
     assert cluster.structure.inventory.metadata["anti_affinity_not_kept"] == {
         "web/old": ["topology.kubernetes.io/zone"]
     }
+
+
+def test_placer_place_warns_of_a_running_pods_term_it_cannot_keep(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from placer.cli import main
+
+    zone = {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "web"}}}
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[zone])])
+    pending = _pods(tmp_path, "pending.json", [_web("new")])
+    argv = [
+        "place",
+        "--cluster",
+        str(NODES),
+        "--pods",
+        str(running),
+        "--jobs",
+        str(pending),
+        "--engine",
+        "greedy",
+    ]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "anti-affinity on another key than the hostname is not kept" in err
+    assert "web/old (topology.kubernetes.io/zone)" in err
 
 
 def _gpu_node(name: str) -> dict[str, object]:
