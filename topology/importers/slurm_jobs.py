@@ -67,6 +67,7 @@ __all__ = [
     "in_cores",
     "is_squeue_json",
     "on_parts",
+    "singleton_group",
     "slurm_number",
     "slurm_states",
     "slurm_text",
@@ -200,6 +201,18 @@ def slurm_text(value: Any) -> str:
     return value.strip() if isinstance(value, str) and value.strip() not in ("", "(null)") else ""
 
 
+def singleton_group(user: str, name: str) -> str:
+    """The group of ``--dependency=singleton`` jobs of one user and job name: at most one of them runs at
+    once (Slurm: "only one job by that name and owned by that user can be running or suspended at any
+    point in time"). Every running Slurm job counts against its own (:func:`squeue_running`); a pending
+    singleton job is limited to one in it (``placer.solver.jobs.formats.slurm``).
+
+    >>> singleton_group("ana", "train")
+    'singleton/ana/train'
+    """
+    return f"singleton/{user}/{name}"
+
+
 def squeue_running(obj: Mapping[str, Any], *, source: str) -> list[RunningJob]:
     """The running jobs of ``squeue --json`` output (see the module docstring). Raises ``TopologyError``
     listing every job it cannot read (by position and id)."""
@@ -318,9 +331,8 @@ def _running(job: Mapping[str, Any], jid: str, item: str, problems: Problems) ->
             "started_at": _when(job, "start_time", item, problems),
             "expected_end": _when(job, "end_time", item, problems) if limited else None,
             "labels": {k: v for k, v in labels.items() if v},
-            # A running job counts against the group of --dependency=singleton jobs of its user and name
-            # (solver.jobs.formats.slurm.singleton_group spells it so).
-            "limit_groups": [f"singleton/{labels['slurm_user']}/{labels['slurm_job_name']}"],
+            # A running job counts against the group of --dependency=singleton jobs of its user and name.
+            "limit_groups": [singleton_group(labels["slurm_user"], labels["slurm_job_name"])],
             "licenses": licenses,
             "replicas": [r.model_dump() for r in replicas],
         },

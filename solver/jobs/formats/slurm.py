@@ -92,7 +92,7 @@ from placer.solver.jobs.model import (
 from placer.topology import TopologyError, canonical_gpu_type
 from placer.topology.importers.slurm import cores_holding, parse_gres
 from placer.topology.importers.slurm_assoc import AssocTable
-from placer.topology.importers.slurm_jobs import slurm_number, slurm_states, slurm_text
+from placer.topology.importers.slurm_jobs import singleton_group, slurm_number, slurm_states, slurm_text
 from placer.topology.importers.slurm_licenses import job_licenses
 from placer.topology.importers.slurm_partitions import SlurmPartition, tier_of
 from placer.topology.importers.slurm_qos import SlurmQos, level_of, qos_limits
@@ -1096,18 +1096,6 @@ def _rules(raw: dict[str, Any], at: Any, errors: list[Issue]) -> list[Rule]:
     return rules
 
 
-def singleton_group(user: str, name: str) -> str:
-    """The group of ``--dependency=singleton`` jobs of one user and job name: at most one of them runs at
-    once (Slurm: "only one job by that name and owned by that user can be running or suspended at any
-    point in time"). Running Slurm jobs count against it by their name and user
-    (:func:`placer.topology.importers.slurm_jobs.squeue_running`).
-
-    >>> singleton_group("ana", "train")
-    'singleton/ana/train'
-    """
-    return f"singleton/{user}/{name}"
-
-
 def _singleton(raw: dict[str, Any], text: str) -> list[GroupLimit]:
     """``--dependency=singleton``: one running job of the user's jobs of this name at a time."""
     parts = [re.sub(r"\((?:un)?fulfilled\)$", "", p.strip()) for p in text.split(",")] if text else []
@@ -1127,7 +1115,7 @@ def _dependencies(text: str, path: str, errors: list[Issue]) -> list[Dependency]
         return out
     for part in text.split(","):
         part = re.sub(r"\((?:un)?fulfilled\)$", "", part.strip())
-        if part == "singleton":  # a group limit, not a dependency on a job: read by singleton_group
+        if part == "singleton":  # a group limit, not a dependency on a job (_singleton)
             continue
         kind, _, ids = part.partition(":")
         condition = _DEPENDENCIES.get(kind)
