@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 
 from placer.solver.admission import Admission, admit, merge_rejected
@@ -40,7 +41,7 @@ from placer.solver.decision import Decision, JobPlacement, Stats
 from placer.solver.greedy import greedy
 from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.jobs.queues import QueueConfig
-from placer.solver.objective.score import score
+from placer.solver.objective.score import Score, score
 from placer.solver.policy import Policy
 from placer.solver.prepared import Prepared
 from placer.solver.problem import Problem, build_problem
@@ -146,6 +147,7 @@ def decide(
             stats.engine = "greedy"
             stats.status = f"CPSAT_REJECTED_BY_CHECKER: {violations[0].message}"[:300]
             stats.objective = stats.greedy_objective
+            stats.levels = stats.greedy_levels
     if stats.engine == "cpsat" and best is not greedy_best:
         decision._greedy_answer = lambda: _explained(problem, greedy_best, admission, policy)
     _report_bound(stats, bounds)
@@ -162,6 +164,7 @@ def decide(
     stats.solve_s = round(solve_s, 6)
     stats.wall_s = round(time.perf_counter() - t0, 6)
     decision.stats = stats
+    decision._levels_of = frozenset(p.job for p in decision.placements)
     return decision
 
 
@@ -235,7 +238,13 @@ def _lns(
     best.skipped = set(greedy_best.skipped)
     if result.accepted:
         stats.engine = "cpsat"
+    _weighed(stats, score(best, problem), score(greedy_best, problem))
     return best, time.perf_counter() - t0
+
+
+def _weighed(stats: Stats, chosen: Score, greedy: Score) -> None:
+    """``stats.levels`` and ``stats.greedy_levels``: the two answers' scores, level by level."""
+    stats.levels, stats.greedy_levels = asdict(chosen), asdict(greedy)
 
 
 def _one_replica(problem: Problem) -> bool:
@@ -423,9 +432,12 @@ def _cpsat(
     if not (policy.reproducible and result.deterministic and result.status != "BUILD_TIMEOUT"):
         stats.cut_by.append("cpsat")  # wall-clock limits, or a build the wall clock stopped
     best = greedy_best
-    if result.assignment is not None and score(result.assignment, problem) > score(greedy_best, problem):
-        best = result.assignment
-        stats.engine = "cpsat"
+    if result.assignment is not None:
+        mine, greedy_score = score(result.assignment, problem), score(greedy_best, problem)
+        if mine > greedy_score:
+            best = result.assignment
+            stats.engine = "cpsat"
+        _weighed(stats, mine if best is not greedy_best else greedy_score, greedy_score)
     # CP-SAT's bound is a bound on the real problem only when its model is exact.
     if result.exact and result.bound is not None:
         bounds.append((result.bound, "cpsat"))

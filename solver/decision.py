@@ -150,6 +150,13 @@ class Stats(_Out):
     #: When ``model_exact`` is false, what the model approximated (node classes, patterns, rounded
     #: demands, cut candidate lists), so a user knows which constraint the bound and status do not cover.
     model_approximations: list[str] = Field(default_factory=list)
+    #: When CP-SAT ran and its answer was weighed against greedy's: each answer's levels of the objective
+    #: (``solver/objective/score.py``: placed, eviction, preference, compactness, fragmentation, money,
+    #: fit; larger is better on each, compared in that order), so a reader sees on which level the answer
+    #: kept won or tied. Absent when greedy alone decided, and dropped when a later step (backfill) changed
+    #: the placements they were computed for.
+    levels: dict[str, float] | None = None
+    greedy_levels: dict[str, float] | None = None
     #: Large-neighbourhood search (big batches): rounds run and rounds whose answer was kept.
     lns_rounds: int | None = None
     lns_accepted: int | None = None
@@ -178,6 +185,8 @@ class Decision(_Out):
     #: Level-1 weight of each job of the batch (not serialized): lets a later step that withdraws a
     #: placement (backfill) keep ``stats.objective`` the objective of the final decision.
     _weights: dict[str, int] = PrivateAttr(default_factory=dict)
+    #: The jobs placed when ``stats.levels`` was computed (not serialized).
+    _levels_of: frozenset[str] = PrivateAttr(default_factory=frozenset)
     #: When CP-SAT's answer was chosen over greedy's: greedy's answer as a decision, made on demand (not
     #: serialized; dropped once the call returns). Backfill may withdraw more of one answer than of the
     #: other, and planning then compares them again (:mod:`placer.solver.planning`).
@@ -192,6 +201,8 @@ class Decision(_Out):
         withdrew some), from the weights the core decision recorded."""
         if not self._weights or self.stats.objective is None:
             return
+        if self._levels_of != frozenset(p.job for p in self.placements):
+            self.stats.levels = self.stats.greedy_levels = None  # computed for placements no longer all here
         self.stats.objective = float(sum(self._weights.get(p.job, 0) for p in self.placements))
         bound = self.stats.bound
         if bound is not None:

@@ -215,6 +215,8 @@ def with_plans(
     if decision.stats is not core_stats:
         decision.stats.greedy_objective = core_stats.greedy_objective
         decision.stats.bound, decision.stats.bound_source = core_stats.bound, core_stats.bound_source
+        # A later decision weighed its answers on the batch it saw, not this one's.
+        decision.stats.levels = decision.stats.greedy_levels = None
         if core_stats.bound is None and decision.stats.status == "OPTIMAL":
             decision.stats.status = "FEASIBLE"
         decision.recount()

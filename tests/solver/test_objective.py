@@ -219,3 +219,50 @@ def test_a_wrong_bound_is_caught_not_clamped(monkeypatch: pytest.MonkeyPatch) ->
     assert d.stats.bound_source != "lp"
     assert d.stats.bound is not None and d.stats.bound >= d.stats.objective
     assert d.stats.gap == pytest.approx((d.stats.bound - d.stats.objective) / d.stats.bound)
+
+
+def test_levels_say_on_which_level_the_kept_answer_won() -> None:
+    """``stats.levels`` / ``stats.greedy_levels``: both answers' scores, level 1 of each equal to the
+    objective the decision reports and to greedy run on its own; CP-SAT's answer was kept because it is
+    larger on the first level where they differ (here level 1: 8 jobs placed against greedy's 6)."""
+    sc = next(s for s in hard_instances() if s.name == "hard-memory-stranding")
+    alone = place(sc.jobs, sc.cluster, Policy(engine="greedy", time_limit_s=3), now=sc.now)
+    d = place(sc.jobs, sc.cluster, Policy(time_limit_s=3), now=sc.now)
+    assert alone.stats.levels is None and alone.stats.greedy_levels is None  # greedy alone weighed nothing
+    assert d.stats.engine == "cpsat" and len(d.placements) == sc.optimal_placed
+    assert d.stats.levels is not None and d.stats.greedy_levels is not None
+    assert d.stats.levels["placed"] == d.stats.objective
+    assert d.stats.greedy_levels["placed"] == d.stats.greedy_objective == alone.stats.objective
+    assert d.stats.levels["placed"] > d.stats.greedy_levels["placed"]
+    assert list(d.stats.levels) == [
+        "placed",
+        "eviction",
+        "preference",
+        "compactness",
+        "fragmentation",
+        "money",
+        "fit",
+    ]
+
+
+def test_levels_of_an_answer_the_checker_refused_are_greedy_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the checker refuses CP-SAT's answer, greedy's stands, and so do its levels."""
+    from placer.solver.checks.violation import Violation
+
+    monkeypatch.setattr(placer.solver.core, "check", lambda *a, **k: [Violation("capacity", "x", "made up")])
+    sc = next(s for s in hard_instances() if s.name == "hard-memory-stranding")
+    d = place(sc.jobs, sc.cluster, Policy(time_limit_s=3), now=sc.now)
+    assert d.stats.status.startswith("CPSAT_REJECTED_BY_CHECKER")
+    assert d.stats.levels is not None and d.stats.levels == d.stats.greedy_levels
+    assert d.stats.levels["placed"] == d.stats.objective
+
+
+def test_a_withdrawal_drops_the_levels() -> None:
+    """Levels computed for placements a later step withdrew describe no decision that stands."""
+    from placer.solver.decision import Decision, Stats
+
+    levels = {"placed": 10.0, "eviction": 0.0}
+    d = Decision(stats=Stats(objective=10.0, levels=levels, greedy_levels=levels))
+    d._weights, d._levels_of = {"a": 10}, frozenset({"a"})
+    d.recount()  # "a" was withdrawn
+    assert d.stats.objective == 0.0 and d.stats.levels is None and d.stats.greedy_levels is None
