@@ -111,6 +111,8 @@ class Busy:
     end: datetime | None
     rank: Rank
     kind: str  # "placed" or "hold"
+    #: Seats of cluster-wide licences it holds (``Job.licenses``), by licence.
+    seats: Mapping[str, int] = field(default_factory=dict)
     _alloc: RunningJob | None = field(default=None, repr=False)
 
     @property
@@ -136,6 +138,8 @@ class Timeline:
     cluster: Cluster  # running jobs not evicted by the decision
     now: datetime
     busy: list[Busy] = field(default_factory=list)
+    #: Placements :func:`settle` found taking licence seats a plan needs: the plan's job and the licences.
+    seat_blame: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     _released: dict[datetime, Cluster] = field(default_factory=dict)
 
     def running_end(self, job: str) -> datetime | None:
@@ -376,12 +380,19 @@ class Throttles:
         return True
 
     def _seats_open(self, job: Job, t: datetime, line: Timeline) -> bool:
+        """Seats as node capacity counts them for a plan: work placed now of lower priority is not there
+        (it must not delay the plan; :func:`settle` takes it back if it would)."""
+        mine = rank_of(job)
         for name, need in job.licenses.items():
             held = sum(s.get(name, 0) for end, s in self.running_seats if end is None or end > t)
             held += sum(
-                self.seats_of[b.job].get(name, 0)
+                b.seats.get(name, 0)
                 for b in line.busy
-                if b.job in self.seats_of and b.job != job.id and b.start <= t and b.alive(t, None)
+                if b.seats
+                and b.job != job.id
+                and not (b.kind == "placed" and b.rank < mine)
+                and b.start <= t
+                and b.alive(t, None)
             )
             if held + need > self.seat_pool.get(name, 0):
                 return False
@@ -420,6 +431,8 @@ class Plans:
     placements: dict[str, JobPlacement] = field(default_factory=dict)
     #: Declared reservations that start later, held from their start (``reservation:<id>``).
     future: dict[str, Busy] = field(default_factory=dict)
+    #: Placements that would hold licence seats a plan needs (:attr:`Timeline.seat_blame`).
+    seat_blame: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
 
     def blocking(self) -> list[Busy]:
         """Everything work started now must not run into: plans and reservations to come."""
@@ -465,7 +478,9 @@ def plan_holds(
                 continue
             floor = dependency_floor(job, line, out.holds, placed, batch)
             if floor is not None and floor[0] <= earlier.start and throttles.open(job, earlier.start, line):
-                kept = Busy(job.id, earlier.replicas, earlier.start, earlier.end, earlier.rank, "hold")
+                kept = Busy(
+                    job.id, earlier.replicas, earlier.start, earlier.end, earlier.rank, "hold", job.licenses
+                )
                 line.busy.append(kept)
                 out.holds[job.id] = kept
                 out.kinds[job.id] = prior.kinds[job.id]  # type: ignore[union-attr]
@@ -509,6 +524,7 @@ def plan_holds(
                 ends(t, job.duration_s),
                 rank_of(job),
                 "hold",
+                job.licenses,
             )
             line.busy.append(busy)
             out.holds[job.id] = busy
@@ -575,8 +591,39 @@ def settle(line: Timeline) -> tuple[set[str], set[str]]:
                 view = view.with_allocations([b.alloc])
             except TopologyError:
                 (conflicts if b.kind == "placed" else dropped).add(b.job)
+        _settle_seats(line, t, conflicts, dropped)
     line.busy = [b for b in line.busy if b.job not in conflicts | dropped]
     return conflicts, dropped
+
+
+def _settle_seats(line: Timeline, t: datetime, conflicts: set[str], dropped: set[str]) -> None:
+    """Licence seats at planned start ``t``, as :func:`settle` counts nodes: the running jobs still
+    holding seats then, and the placements and plans alive then by priority (at equal priority a placement
+    first); one that takes a licence over its pool is a conflict (a placement: it would delay the plan) or
+    dropped (a plan). Only a plan starting by ``t`` can take seats over the pool: placements alone fitted
+    now, and no running job starts later. As Slurm's backfill with ``SchedulerParameters=bf_licenses``
+    (without it, Slurm holds no seats for a job that waits on licences)."""
+    out = conflicts | dropped
+    alive = [b for b in line.busy if b.seats and b.start <= t and b.alive(t, None) and b.job not in out]
+    if not any(b.kind == "hold" for b in alive):
+        return
+    pool = line.cluster.licenses
+    held: dict[str, int] = {}
+    for r in line.cluster.running_jobs():
+        if r.licenses and (r.expected_end is None or r.expected_end > t):
+            for name, n in r.licenses.items():
+                held[name] = held.get(name, 0) + n
+    starting = [b for b in alive if b.kind == "hold" and b.start == t]
+    for b in sorted(alive, key=lambda b: (-b.rank, b.kind != "placed", b.job)):
+        over = sorted(name for name, n in b.seats.items() if held.get(name, 0) + n > pool.get(name, 0))
+        if over:
+            (conflicts if b.kind == "placed" else dropped).add(b.job)
+            plan = next((h for h in starting if h.rank > b.rank and set(h.seats) & set(over)), None)
+            if b.kind == "placed" and plan is not None:
+                line.seat_blame[b.job] = (plan.job, sorted(set(plan.seats) & set(over)))
+            continue
+        for name, n in b.seats.items():
+            held[name] = held.get(name, 0) + n
 
 
 def planned_reason(job: str, busy: Busy, after: Sequence[str]) -> Reason:
@@ -604,8 +651,20 @@ def _holder(name: str) -> str:
     return f"job {name!r}"
 
 
-def backfill_reason(job: str, hold_job: str, hold: Busy) -> Reason:
-    """A job that fits now only where a job of higher priority is planned, and would still run then."""
+def backfill_reason(job: str, hold_job: str, hold: Busy, licenses: Sequence[str] = ()) -> Reason:
+    """A job that fits now only where a job of higher priority is planned, and would still run then; or,
+    with ``licenses``, that would still hold seats of those licences the planned job needs then."""
+    if licenses:
+        names = ", ".join(repr(n) for n in licenses)
+        return Reason(
+            code="BACKFILL_WOULD_DELAY",
+            message=(
+                f"would still hold seats of licence {names} at {hold.start.isoformat()}, when "
+                f"{_holder(hold_job)} is planned to start with them (conservative backfill: lower-priority "
+                "work must not delay a planned start)"
+            ),
+            details={"job": hold_job, "start": hold.start.isoformat(), "licenses": list(licenses)},
+        )
     return Reason(
         code="BACKFILL_WOULD_DELAY",
         message=(

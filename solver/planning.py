@@ -44,6 +44,7 @@ from placer.solver.backfill import (
 from placer.solver.cancel import cancelled
 from placer.solver.core import probe_fit
 from placer.solver.decision import Decision, JobPlacement, PendingJob, ReplicaPlacement
+from placer.solver.explain import licenses
 from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.policy import Policy
 from placer.solver.preempt import escalated
@@ -124,6 +125,7 @@ def with_plans(
 
     def settled(d: Decision, p: Plans, c: set[str]) -> tuple[Decision, Plans]:
         # 4. anything still in the way waits; plan again on what is left
+        withdrawn = bool(c)
         for _ in range(4):
             if not c:
                 break
@@ -131,6 +133,8 @@ def with_plans(
             p, c = _plan(d, jobs, cluster, now, fit, stop, reservations, p)
         if c:  # out of rounds: the safe answer is to start none of them
             d, p = _withdraw(d, c, p, jobs), Plans()
+        if withdrawn:
+            _recount_seats(d, jobs)
         d.recount()  # stats follow the final placements: backfill may have withdrawn some
         return d, p
 
@@ -268,6 +272,7 @@ def _timeline(decision: Decision, jobs: dict[str, Job], cluster: Cluster, now: d
                 ends(now, job.duration_s),
                 rank_of(job),
                 "placed",
+                job.licenses,
             )
         )
     return line
@@ -306,6 +311,7 @@ def _plan(
     )
     plans.future = future
     conflicts, dropped = settle(line)
+    plans.seat_blame = line.seat_blame
     for job in dropped:
         future.pop(job, None)
         for d in (plans.holds, plans.kinds, plans.after, plans.placements):
@@ -444,8 +450,8 @@ def _withdraw(decision: Decision, conflicts: set[str], plans: Plans, jobs: dict[
     out = decision.model_copy(deep=True)
     out.placements = [p for p in out.placements if p.job not in conflicts]
     for job_id in sorted(conflicts):
-        holder, hold = _delayed_by(decision.placement_of(job_id), jobs[job_id], plans)
-        reasons = [backfill_reason(job_id, holder, hold)] if hold is not None else []
+        holder, hold, seats = _delayed_by(decision.placement_of(job_id), jobs[job_id], plans)
+        reasons = [backfill_reason(job_id, holder, hold, seats)] if hold is not None else []
         out.pending.append(PendingJob(job=job_id, reasons=reasons or [_generic_backfill()]))
     kept = []
     for e in out.preemptions:
@@ -455,6 +461,23 @@ def _withdraw(decision: Decision, conflicts: set[str], plans: Plans, jobs: dict[
     out.preemptions = kept
     out.pending.sort(key=lambda p: p.job)
     return out
+
+
+def _recount_seats(decision: Decision, jobs: dict[str, Job]) -> None:
+    """``LICENSES`` reasons say how many seats the decision starts: after a withdrawal, the seats of what
+    it still starts (a job withdrawn for a plan's seats no longer holds any)."""
+    started: dict[str, int] = {}
+    for q in decision.placements:
+        job = jobs.get(q.job)
+        for name, n in (job.licenses if job is not None else {}).items():
+            started[name] = started.get(name, 0) + n
+    for p in decision.pending:
+        for k, r in enumerate(p.reasons):
+            d = r.details
+            if r.code == "LICENSES" and d.get("total") and d.get("started") != started.get(d["license"], 0):
+                p.reasons[k] = licenses(
+                    d["license"], d["total"], d["held"], started.get(d["license"], 0), d["seats"]
+                )
 
 
 def _blame_backfill(
@@ -468,20 +491,24 @@ def _blame_backfill(
         if p.job in before:
             p.reasons = [r.model_copy() for r in before[p.job]]
         elif p.job in conflicts:
-            holder, hold = _delayed_by(first.placement_of(p.job), jobs[p.job], plans)
-            p.reasons = [backfill_reason(p.job, holder, hold) if hold is not None else _generic_backfill()]
+            holder, hold, seats = _delayed_by(first.placement_of(p.job), jobs[p.job], plans)
+            p.reasons = [
+                backfill_reason(p.job, holder, hold, seats) if hold is not None else _generic_backfill()
+            ]
 
 
-def _delayed_by(placement: JobPlacement | None, job: Job, plans: Plans) -> tuple[str, Busy | None]:
+def _delayed_by(placement: JobPlacement | None, job: Job, plans: Plans) -> tuple[str, Busy | None, list[str]]:
+    """The plan of higher priority the job would delay: the one whose licence seats it would hold (then
+    those licences), else the first on a node it uses."""
+    blamed = plans.seat_blame.get(job.id)
+    if blamed is not None and blamed[0] in plans.holds:
+        return blamed[0], plans.holds[blamed[0]], blamed[1]
     nodes = {f"pod:{r.tpu_pod}" if r.tpu_pod else r.node for r in placement.replicas} if placement else set()
     mine = rank_of(job)
-    best: tuple[str, Busy | None] = ("", None)
     for h in sorted(plans.blocking(), key=lambda b: (b.start, b.job)):
-        holder = h.job
-        where = h.locations
-        if h.rank > mine and where & nodes:
-            return holder, h
-    return best
+        if h.rank > mine and h.locations & nodes:
+            return h.job, h, []
+    return "", None, []
 
 
 def _generic_backfill():  # type: ignore[no-untyped-def]

@@ -120,6 +120,43 @@ def test_a_waiting_job_is_planned_when_seats_come_back(solve: Solve) -> None:
     assert starts == {"j2": hour, "j1": hour + timedelta(minutes=30), "j0": hour + timedelta(minutes=60)}
 
 
+def test_lower_priority_work_does_not_take_seats_a_planned_start_needs(solve: Solve) -> None:
+    # 3 matlab seats, a running job holds 2 for one more hour. "high" needs all 3: it can start in an hour.
+    # "low" (lower priority) needs 1, free now; running 3 hours it would still hold it then, and "high"
+    # would wait 3 hours instead of 1 (conservative backfill, Slurm's bf_licenses): it waits; "short"
+    # (30 minutes) ends before and starts now.
+    c = _cluster({"matlab": 3}, _holder("old", {"matlab": 2}, hours=1))
+    high = _job("high", {"matlab": 3}, priority=10)
+    low = _job("low", {"matlab": 1}, priority=1, minutes=180)
+    d = solve([high, low], c)
+    [plan] = [h for h in d.reservations if h.job == "high"]
+    assert plan.start == NOW + timedelta(hours=1)
+    assert [p.job for p in d.placements] == []
+    [p] = [p for p in d.pending if p.job == "low"]
+    assert [r.code for r in p.reasons] == ["BACKFILL_WOULD_DELAY", "PLANNED_START"]
+    assert p.reasons[0].details["licenses"] == ["matlab"] and p.reasons[0].details["job"] == "high"
+    # It is planned once "high" (30 minutes from the hour) has given its 3 seats back.
+    [later] = [h for h in d.reservations if h.job == "low"]
+    assert later.start == NOW + timedelta(minutes=90)
+    short = _job("short", {"matlab": 1}, priority=1, minutes=30)
+    d = solve([high, short], c)
+    assert [p.job for p in d.placements] == ["short"]
+    [plan] = [h for h in d.reservations if h.job == "high"]
+    assert plan.start == NOW + timedelta(hours=1)
+
+
+def test_higher_priority_work_may_take_seats_a_plan_then_waits_for(solve: Solve) -> None:
+    # The same seats, "first" of higher priority than the planned job: it starts now (3 hours, 1 seat),
+    # and the planned job starts when both the running job and "first" have given their seats back.
+    c = _cluster({"matlab": 3}, _holder("old", {"matlab": 2}, hours=1))
+    d = solve(
+        [_job("first", {"matlab": 1}, priority=20, minutes=180), _job("high", {"matlab": 3}, priority=10)], c
+    )
+    assert [p.job for p in d.placements] == ["first"]
+    [plan] = [h for h in d.reservations if h.job == "high"]
+    assert plan.start == NOW + timedelta(hours=3)
+
+
 def test_a_session_counts_the_seats_of_what_it_started(engine: str) -> None:
     from placer.solver.policy import Policy
 
