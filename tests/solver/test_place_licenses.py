@@ -7,12 +7,18 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from placer.solver.checks import check
 from placer.solver.decision import Decision, Hold, JobPlacement, ReplicaPlacement
+from placer.solver.engine import place
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+from placer.solver.policy import Policy
 from placer.solver.session import Session
 from placer.topology import Cluster, Inventory, cluster_of, dgx_h100
-from tests.solver.conftest import NOW, Solve
+from tests.solver.conftest import ENGINES, NOW, Solve, assert_valid
 
 
 def _cluster(seats: dict[str, int], *running: dict) -> Cluster:  # type: ignore[type-arg]
@@ -231,3 +237,40 @@ def test_the_checker_refuses_plans_that_overlap_over_the_pool() -> None:
     ]
     assert bad == [("licenses", "b")]
     assert [v for v in check(plans(timedelta(minutes=30)), jobs, c, now=NOW) if v.rule == "licenses"] == []
+
+
+_FUZZ_CLUSTER = _cluster(
+    {"matlab": 3, "ansys": 1},
+    _holder("old", {"matlab": 2}, hours=1),
+    {**_holder("forever", {"ansys": 1}), "replicas": [{"node": "dgx-h100-2", "gpus": [7]}]},
+)
+
+
+@st.composite
+def _licence_batches(draw: st.DrawFn) -> list[Job]:
+    n = draw(st.integers(1, 6))
+    return [
+        Job(
+            id=f"j{i}",
+            priority=draw(st.integers(0, 20)),
+            duration_s=draw(st.sampled_from([None, 600.0, 1800.0, 3600.0, 10800.0])),
+            licenses=draw(st.sampled_from([{}, {"matlab": 1}, {"matlab": 2}, {"matlab": 3}, {"ansys": 1}])),
+            tasks=[TaskGroup(gpu=GpuDemand(count=draw(st.sampled_from([1, 4, 8]))))],
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@given(batch=_licence_batches())
+def test_random_licence_batches_plan_and_backfill_validly(engine: str, batch: list[Job]) -> None:
+    # Seats held by running jobs until an hour from now (and one for good), jobs with and without time
+    # limits: every decision, its plans and what backfill withdrew for seats, passes the checker (rules
+    # 18 and 22 among them); a job waiting on a plan's seats names a job that has a plan.
+    d = place(batch, _FUZZ_CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW)
+    assert_valid(d, batch, _FUZZ_CLUSTER)
+    planned = {h.job for h in d.reservations if h.kind in ("plan", "workflow")}
+    for p in d.pending:
+        for r in p.reasons:
+            if r.code == "BACKFILL_WOULD_DELAY" and "licenses" in r.details:
+                assert r.details["job"] in planned
