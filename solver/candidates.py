@@ -75,7 +75,8 @@ STATIC_CHECKS: dict[str, str] = {
 #: Checks against the current state, blamed after the static ones.
 DYNAMIC_CHECKS: dict[str, str] = {
     "exclusive": "job needs whole nodes and something already runs there",
-    "anti_affinity": "a running job there matches the job's anti-affinity",
+    "anti_affinity": "anti-affinity with a running job there (the job's rules or the running job's; for "
+    "a running job's term on a zone or rack, anywhere in it)",
     "busy": "not enough free capacity now",
     "sockets": "the node's sockets, with what runs there now, cannot hold the Flux request's shape",
 }
@@ -245,6 +246,16 @@ class NodeArrays:
             out.empty[i] = v.empty
             out.partial[i] = _partial(v)
         anti = self._static_cache.get("__running_anti__")
+        # Whether a job with anti-affinity on a wider domain than its node runs (or ran: kept true once
+        # seen, which only costs a rebuild): its rule binds nodes that did not change, so the rows of the
+        # changed ones are not enough, and the table is made again when next read.
+        domains = self._static_cache.get("__domain_anti__")
+        if domains is None:
+            domains = any(rj.anti_affinity_domains for rj in self.snap.cluster.running_jobs())
+        domains = bool(domains) or _domain_rules(snap, idx)
+        out._static_cache["__domain_anti__"] = domains  # type: ignore[assignment]
+        if domains:
+            anti = None
         if anti is not None:  # required anti-affinity of running jobs, by node: the changed rows again
             rows = dict(anti)  # type: ignore[arg-type]
             for i in idx.tolist():
@@ -279,18 +290,23 @@ class NodeArrays:
 
     def running_anti(self) -> list[tuple[int, tuple]]:
         """``(node index, required anti-affinity rules of the jobs running there)`` for nodes where a running
-        job declares any (most have none; cached)."""
+        job declares any (most have none; cached). A rule on a wider domain (``RunningJob.
+        anti_affinity_domains``: a zone, a rack) binds every node of that domain of the job's nodes."""
         cached = self._static_cache.get("__running_anti__")
         if cached is None:
             snap = self.snap
             on: dict[int, list] = {}  # type: ignore[type-arg]
             for rj in snap.cluster.running_jobs():
-                if not rj.anti_affinity:
+                if not rj.anti_affinity and not rj.anti_affinity_domains:
                     continue
-                rules = snap.running_anti(rj.job)
-                for n in sorted({r.node for r in rj.replicas if r.node is not None}):
-                    if n in snap.by_name:
-                        on.setdefault(snap.by_name[n], []).extend(rules)
+                mine = sorted({snap.by_name[r.node] for r in rj.replicas if r.node in snap.by_name})
+                if rj.anti_affinity:
+                    rules = snap.running_anti(rj.job)
+                    for i in mine:
+                        on.setdefault(i, []).extend(rules)
+                for key, rule in snap.running_anti_domains(rj.job):
+                    for i in _same_domain(snap, key, mine):
+                        on.setdefault(i, []).append(rule)
             cached = [(i, tuple(rules)) for i, rules in sorted(on.items())]
             self._static_cache["__running_anti__"] = cached  # type: ignore[assignment]
         return cached  # type: ignore[return-value]
@@ -460,6 +476,7 @@ _DYNAMIC = frozenset(
         "__running_values__",
         "__running_anti__",
         "__running_anti_keys__",
+        "__domain_anti__",
         "__sockets__",
         "__anti__",
         "__beside__",
@@ -872,6 +889,19 @@ def mark_running(rule: Rule, arrays: NodeArrays, out: np.ndarray) -> None:
     for idx, running in arrays.running_labels():
         if any(holds(rule, lab) for lab in running):
             out[idx] = True
+
+
+def _same_domain(snap: Snapshot, key: str, nodes: list[int]) -> list[int]:
+    """The nodes whose label ``key`` has a value one of ``nodes`` has (nodes without it are in no domain)."""
+    values = {v for i in nodes if (v := snap.nodes[i].node.labels.get(key)) is not None}
+    if not values:
+        return []
+    return [v.idx for v in snap.nodes if v.node.labels.get(key) in values]
+
+
+def _domain_rules(snap: Snapshot, changed: np.ndarray) -> bool:
+    """Whether a job with anti-affinity on a wider domain than its node runs on one of the changed nodes."""
+    return any(snap.running_anti_domains(j) for i in changed.tolist() for j in snap.nodes[i].running)
 
 
 def anti_affinity_mask(

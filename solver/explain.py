@@ -350,13 +350,16 @@ def pending_reasons(
     owners: Owners | None = None,
     ranks: Mapping[str, int] | None = None,
     memo: dict[tuple[bytes, int, bool], tuple[list[str], list[str], int, int]] | None = None,
+    anti: np.ndarray | None = None,
 ) -> list[Reason]:
     """Reasons for a job that was satisfiable but not placed. ``owners`` (:func:`owners_of`) and ``ranks``
     (job id to :func:`placer.solver.preempt.job_rank`, for every plan) may be computed once per answer:
     computed
     here per pending job they made explaining a 5,000-job batch quadratic (0.8 ms a job on 10,000 nodes).
     ``memo`` (one dict per answer) shares the takers among pending jobs that could use the same nodes and
-    rank alike: 1,000 pending 4-GPU jobs behind 12,000 placed ones took 10 s without it."""
+    rank alike: 1,000 pending 4-GPU jobs behind 12,000 placed ones took 10 s without it. ``anti``: the
+    nodes running jobs' anti-affinity keeps the job off (theirs or its own rules; a zone's or a rack's
+    nodes for a rule on that domain), which its candidates do not count."""
     reasons: list[Reason] = []
     node_units = [(u, c) for u, c in zip(plan.units, cands, strict=True) if u.tpu is None]
     tpu_units = [u for u in plan.units if u.tpu is not None]
@@ -371,6 +374,8 @@ def pending_reasons(
                 "in any pod it may use",
             )
         )
+    if anti is not None and anti.any():
+        node_units = [(u, _off_anti(c, anti)) for u, c in node_units]
     short = [
         (u, c)
         for u, c in node_units
@@ -447,6 +452,16 @@ def pending_reasons(
             )
         )
     return reasons
+
+
+def _off_anti(cand: UnitCandidates, anti: np.ndarray) -> UnitCandidates:
+    """``cand`` without the nodes ``anti`` keeps the job off, counted as blocked by ``anti_affinity``."""
+    kept = int((cand.now & anti).sum())
+    if not kept:
+        return cand
+    blocked = dict(cand.blocked)
+    blocked["anti_affinity"] = blocked.get("anti_affinity", 0) + kept
+    return UnitCandidates(cand.unit, cand.static, cand.now & ~anti, cand.eliminated, blocked)
 
 
 def _alone_reason(unit: Unit, cand: UnitCandidates, snap: Snapshot) -> Reason:

@@ -105,6 +105,9 @@ class Snapshot:
     biggest_node_gpus: int = 0
     _labels: dict[str, Mapping[str, str]] = field(default_factory=dict, repr=False, compare=False)
     _anti: dict[str, tuple[Rule, ...]] = field(default_factory=dict, repr=False, compare=False)
+    _anti_domains: dict[str, tuple[tuple[str, Rule], ...]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
     _trees: dict[int, InnerTree | None] = field(default_factory=dict, repr=False, compare=False)
     _tree_kinds: dict[tuple[object, ...], InnerTree] = field(default_factory=dict, repr=False, compare=False)
 
@@ -134,6 +137,15 @@ class Snapshot:
             hit = self._anti[job_id] = tuple(_RULES.validate_python(r) for r in rules) if rules else ()
         return hit
 
+    def running_anti_domains(self, job_id: str) -> tuple[tuple[str, Rule], ...]:
+        """A running job's required anti-affinity on wider domains than its node (``RunningJob.
+        anti_affinity_domains``): ``(node label key, rule)`` each, parsed on first use."""
+        hit = self._anti_domains.get(job_id)
+        if hit is None:
+            terms = self.cluster.running_job(job_id).anti_affinity_domains
+            hit = self._anti_domains[job_id] = tuple((t.key, _RULES.validate_python(t.rule)) for t in terms)
+        return hit
+
     @staticmethod
     def of(cluster: Cluster) -> Snapshot:
         """The view of ``cluster``: one pass over its nodes, nothing per GPU unless shares are held."""
@@ -154,7 +166,12 @@ def _of_views(cluster: Cluster, views: list[NodeView], kept: Snapshot | None = N
         **(
             {}
             if kept is None
-            else {"_labels": kept._labels, "_anti": kept._anti, "_tree_kinds": kept._tree_kinds}
+            else {
+                "_labels": kept._labels,
+                "_anti": kept._anti,
+                "_anti_domains": kept._anti_domains,
+                "_tree_kinds": kept._tree_kinds,
+            }
         ),
     )
 
@@ -237,6 +254,7 @@ def updated(snap: Snapshot, cluster: Cluster, changed: Iterable[str]) -> Snapsho
         biggest_node_gpus=snap.biggest_node_gpus,
         _labels=snap._labels,
         _anti=snap._anti,
+        _anti_domains=snap._anti_domains,
         _trees=snap._trees,
         _tree_kinds=snap._tree_kinds,
     )
@@ -259,6 +277,7 @@ def joined(snap: Snapshot, cluster: Cluster) -> Snapshot:
         biggest_node_gpus=max([snap.biggest_node_gpus, *(v.node.gpu_count for v in new)]),
         _labels=snap._labels,
         _anti=snap._anti,
+        _anti_domains=snap._anti_domains,
         _trees=snap._trees,
         _tree_kinds=snap._tree_kinds,
     )

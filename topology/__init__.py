@@ -55,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "LoadedModel": "placer.topology.inventory",
     "Node": "placer.topology.model",
     "NodeFree": "placer.topology.model",
+    "DomainAntiAffinity": "placer.topology.inventory",
     "NodeGpus": "placer.topology.inventory",
     "NodeSpec": "placer.topology.inventory",
     "NvlinkDomain": "placer.topology.model",

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = [
     "MAX_DOLLARS_PER_HOUR",
     "CapacityClass",
+    "DomainAntiAffinity",
     "InnerVertex",
     "Inventory",
     "LoadedModel",
@@ -218,6 +219,23 @@ class ReplicaAllocation(_Strict):
         return self
 
 
+class DomainAntiAffinity(_Strict):
+    """A running job's required anti-affinity on a topology domain wider than its node: while it runs, no
+    job whose labels match ``rule`` may run on a node whose label ``key`` has the value one of its own
+    nodes has there (a Kubernetes pod's required ``podAntiAffinity`` term on ``topology.kubernetes.io/zone``
+    or a rack label: kube-scheduler keeps an incoming pod out of such a domain). Nodes without the label
+    are in no domain, as kube-scheduler counts them.
+
+    >>> DomainAntiAffinity(key="topology.kubernetes.io/zone", rule={"key": "app", "values": ["db"]}).key
+    'topology.kubernetes.io/zone'
+    """
+
+    #: The node label whose values are the domains (``topology.kubernetes.io/zone``, a rack label).
+    key: str = Field(min_length=1)
+    #: The rule incoming jobs' labels are tested on (the job model's rule object as JSON).
+    rule: dict[str, Any]
+
+
 class RunningJob(_Strict):
     """A job already running: what it holds and what preemption needs to know about it."""
 
@@ -246,6 +264,9 @@ class RunningJob(_Strict):
     #: no job whose labels match one may join it on a node — as Kubernetes keeps an incoming pod off a
     #: node whose pods' required anti-affinity it matches. The solver and the checker read them.
     anti_affinity: list[dict[str, Any]] = Field(default_factory=list)
+    #: The same on a wider topology key than the node (:class:`DomainAntiAffinity`): no matching job joins
+    #: it in the domain (a zone, a rack) of any of its nodes.
+    anti_affinity_domains: list[DomainAntiAffinity] = Field(default_factory=list)
     #: PodDisruptionBudget violations evicting it would cause (the Kubernetes importer counts them from the
     #: budgets listed with the pods): the engines evict within budgets first, as kube-scheduler does.
     disruption_violations: int = Field(default=0, ge=0)

@@ -163,8 +163,8 @@ def cluster_arg(
         named = ", ".join(f"{job} ({', '.join(keys)})" for job, keys in sorted(lost.items())[:5])
         more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
         print(
-            f"placer: warning: running pods' required pod anti-affinity on another key than the hostname is "
-            f"not kept (new pods may be placed in their domain): {named}{more}",
+            f"placer: warning: running pods' required pod anti-affinity terms placer cannot read are not "
+            f"kept (new pods may be placed in their domain): {named}{more}",
             file=sys.stderr,
         )
     return cluster

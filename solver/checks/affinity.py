@@ -48,6 +48,36 @@ def _node_labels(ctx: Context, rep: ReplicaPlacement) -> Mapping[str, str] | Non
     return None if node is None else node.labels
 
 
+def _running_domains(
+    ctx: Context, job: Job, placement: JobPlacement, own: Mapping[str, str]
+) -> Iterator[Violation]:
+    holders = [rj for rj in ctx.cluster.running_jobs() if rj.anti_affinity_domains and rj.job != job.id]
+    if not holders:
+        return
+    nodes = [n for rep in placement.replicas if (n := ctx.node(rep)) is not None]
+    for rj in holders:
+        theirs = [
+            ctx.cluster.node(r.node)
+            for r in rj.replicas
+            if r.node is not None and ctx.cluster.has_node(r.node)
+        ]
+        for term in rj.anti_affinity_domains:
+            rule = _RULE.validate_python(term.rule)
+            if not satisfied(rule, own):
+                continue
+            domains = {n.labels[term.key] for n in theirs if term.key in n.labels}
+            for n in sorted(
+                {n.name: n for n in nodes if n.labels.get(term.key) in domains}.values(), key=lambda n: n.name
+            ):
+                yield Violation(
+                    "anti-affinity",
+                    job.id,
+                    f"running job {rj.job} forbids jobs matching {describe(rule)} in its {term.key} "
+                    f"{n.labels[term.key]!r}, and this job's labels match it",
+                    n.name,
+                )
+
+
 def check_node_rules(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Violation]:
     """Rule 8 for one replica: node selector pairs and required rules (job-wide and the group's)."""
     labels = _node_labels(ctx, rep)
@@ -137,8 +167,11 @@ def _others(
 def check_running_anti_affinity(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
     """Rule 9, the other way round: a placed job does not join a running job (not evicted) whose own
     required anti-affinity rules match the placed job's labels — as Kubernetes keeps an incoming pod off
-    a node whose pods' required anti-affinity it matches."""
+    a node whose pods' required anti-affinity it matches; nor, for a running job's rule on a wider domain
+    (``RunningJob.anti_affinity_domains``: a zone, a rack), does it run on a node whose label of that key
+    has the value one of the running job's nodes has."""
     own = job_labels(job)
+    yield from _running_domains(ctx, job, placement, own)
     reported: set[tuple[str, str]] = set()
     for rep in placement.replicas:
         for loc in ctx.locations(rep):

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from placer.solver.decision import Decision, Eviction, JobPlacement, ReplicaPlacement
 from placer.solver.jobs import read_file
 from placer.topology.load import load_cluster
-from tests.solver.conftest import Solve, nodes_of, pending_reason
+from tests.solver.conftest import NOW, Solve, nodes_of, pending_reason
 from tests.solver.kube_objects import pod
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,12 +175,71 @@ def test_a_running_pods_anti_affinity_keeps_a_matching_pod_off_its_node(solve: S
     assert nodes_of(d, "web/tray1") == ["gb200-tray-1"]
 
 
-def test_a_running_pods_term_on_another_key_is_named_not_kept(tmp_path: Path) -> None:
-    zone = {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "web"}}}
-    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[zone])])
+ONE_WEB_PER_ZONE = {
+    "topologyKey": "topology.kubernetes.io/zone",
+    "labelSelector": {"matchLabels": {"app": "web"}},
+}
+
+
+def test_a_running_pods_zone_anti_affinity_keeps_matching_pods_out_of_its_zone(
+    solve: Solve, tmp_path: Path
+) -> None:
+    # The running pod on tray 1 (zone us-east-1a, as every GB200 tray) forbids app=web pods in its zone:
+    # kube-scheduler keeps an incoming pod out of every node of that zone. A web pod that may use tray 2
+    # or the CPU pool node (us-central1-a) goes to the CPU pool; one that may use the trays only waits; a
+    # pod of another app takes tray 2.
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[ONE_WEB_PER_ZONE])])
     cluster = load_cluster(NODES, pods=running)
     (rj,) = [rj for rj in cluster.running_jobs() if rj.job == "web/old"]
     assert rj.anti_affinity == []
+    assert [(d.key, d.rule["values"]) for d in rj.anti_affinity_domains] == [
+        ("topology.kubernetes.io/zone", ["web"])
+    ]
+    assert "anti_affinity_not_kept" not in cluster.structure.inventory.metadata
+    other = _web("db", trays=("gb200-tray-2",))
+    other["metadata"]["labels"] = {"app": "db"}  # type: ignore[index]
+    pending = [_web("away", trays=("gb200-tray-2", "gke-cpu-pool-5f2a")), _web("trays"), other]
+    d = solve(read_file(_pods(tmp_path, "pending.json", pending)), cluster)
+    assert nodes_of(d, "web/away") == ["gke-cpu-pool-5f2a"]
+    # Both trays it may use are kept off by the term (tray 1 and tray 2: the zone), and the reason says so.
+    [waits] = [p for p in d.pending if p.job == "web/trays"]
+    assert [(r.code, r.details.get("blocked")) for r in waits.reasons] == [
+        ("INSUFFICIENT_CAPACITY", {"anti_affinity": 2})
+    ]
+    assert nodes_of(d, "web/db") == ["gb200-tray-2"]
+
+
+def test_the_checker_refuses_a_pod_in_a_zone_a_running_pods_term_forbids(tmp_path: Path) -> None:
+    from placer.solver.checks import check
+
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[ONE_WEB_PER_ZONE])])
+    cluster = load_cluster(NODES, pods=running)
+    new = _web("new", trays=("gb200-tray-2", "gke-cpu-pool-5f2a"))
+    (job,) = [r.job for r in read_file(_pods(tmp_path, "pending.json", [new]))]
+    assert job is not None
+    on = lambda node: Decision(  # noqa: E731
+        placements=[
+            JobPlacement(
+                job="web/new",
+                replicas=[ReplicaPlacement(node=node, cpu_cores=1, memory_gb=1, extra={"pods": 1})],
+            )
+        ]
+    )
+    [v] = check(on("gb200-tray-2"), [job], cluster, now=NOW)
+    assert (v.rule, v.node) == ("anti-affinity", "gb200-tray-2") and "us-east-1a" in v.message
+    assert check(on("gke-cpu-pool-5f2a"), [job], cluster, now=NOW) == []
+    # Evicted, the running pod binds nothing.
+    freed = on("gb200-tray-2")
+    freed.preemptions = [Eviction(job="web/old", **{"for": ["web/new"]})]
+    assert [v.rule for v in check(freed, [job], cluster, now=NOW) if v.rule == "anti-affinity"] == []
+
+
+def test_a_running_pods_term_it_cannot_read_is_named_not_kept(tmp_path: Path) -> None:
+    odd = {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": 7}}}
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[odd])])
+    cluster = load_cluster(NODES, pods=running)
+    (rj,) = [rj for rj in cluster.running_jobs() if rj.job == "web/old"]
+    assert rj.anti_affinity == [] and rj.anti_affinity_domains == []
     assert cluster.structure.inventory.metadata["anti_affinity_not_kept"] == {
         "web/old": ["topology.kubernetes.io/zone"]
     }
@@ -190,8 +250,8 @@ def test_placer_place_warns_of_a_running_pods_term_it_cannot_keep(
 ) -> None:
     from placer.cli import main
 
-    zone = {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "web"}}}
-    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[zone])])
+    odd = {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": 7}}}
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[odd])])
     pending = _pods(tmp_path, "pending.json", [_web("new")])
     argv = [
         "place",
@@ -206,7 +266,7 @@ def test_placer_place_warns_of_a_running_pods_term_it_cannot_keep(
     ]
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert "anti-affinity on another key than the hostname is not kept" in err
+    assert "anti-affinity terms placer cannot read are not kept" in err
     assert "web/old (topology.kubernetes.io/zone)" in err
 
 
@@ -256,3 +316,40 @@ def test_a_running_pod_of_lower_priority_is_preempted_as_kube_scheduler_would(so
     critical = cluster(_gpu_pod("agent", 2_000_001_000, node="h100-1", pclass="system-node-critical"))
     top = solve([job(_gpu_pod("urgent", 1_000_000_000))], critical)
     assert top.preemptions == []
+
+
+@pytest.mark.parametrize("engine", ["greedy", "auto"])
+def test_a_session_keeps_a_zone_term_through_commits_and_starts(engine: str, tmp_path: Path) -> None:
+    # A session moves its tables forward node by node; a running pod's zone term binds nodes that did
+    # not change. After a commit beside the term's pod, and after a pod with such a term starts on the
+    # CPU pool (Session.start), web pods still keep out of both zones.
+    from placer.solver.policy import Policy
+    from placer.solver.session import Session
+    from placer.topology import DomainAntiAffinity, RunningJob
+
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[ONE_WEB_PER_ZONE])])
+    session = Session(load_cluster(NODES, pods=running), Policy(engine=engine, plan=False))
+    other = _web("db", trays=("gb200-tray-2",))
+    other["metadata"]["labels"] = {"app": "db"}  # type: ignore[index]
+    d = session.decide(read_file(_pods(tmp_path, "db.json", [other])), now=NOW)
+    assert nodes_of(d, "web/db") == ["gb200-tray-2"]
+    session.commit(d)
+    away = read_file(
+        _pods(tmp_path, "away.json", [_web("away", trays=("gb200-tray-2", "gke-cpu-pool-5f2a"))])
+    )
+    d = session.decide(away, now=NOW)
+    assert nodes_of(d, "web/away") == ["gke-cpu-pool-5f2a"]
+    zone_term = DomainAntiAffinity(key="topology.kubernetes.io/zone", rule=ONE_WEB_PER_ZONE_RULE)
+    session.start(
+        RunningJob(
+            job="web/central",
+            labels={"app": "web"},
+            anti_affinity_domains=[zone_term],
+            replicas=[{"node": "gke-cpu-pool-5f2a", "cpu_cores": 1}],
+        )
+    )
+    d = session.decide(away, now=NOW)
+    assert d.placements == [] and pending_reason(d, "web/away") is not None
+
+
+ONE_WEB_PER_ZONE_RULE = {"kind": "label", "key": "app", "operator": "In", "values": ["web"]}

@@ -51,8 +51,10 @@ needs, in labels written by NVIDIA GPU Feature Discovery (GFD), GKE and the clou
   ``Inventory.metadata["pods_skipped"]`` instead. A running pod's required pod anti-affinity on
   ``kubernetes.io/hostname`` binds incoming pods, as kube-scheduler's ``InterPodAffinity`` filter holds
   existing pods' terms against the incoming one: its label selector becomes the running job's
-  ``anti_affinity`` (:func:`running_anti_affinity`); a term on another topology key cannot be kept, and
-  its job is named in ``Inventory.metadata["anti_affinity_not_kept"]`` with the key.
+  ``anti_affinity`` (:func:`running_anti_affinity`); a term on another topology key (a zone, a rack
+  label) its ``anti_affinity_domains``, which keep matching jobs out of that label's domain of each of
+  its nodes. A term whose selector cannot be read as rules cannot be kept, and its job is named in
+  ``Inventory.metadata["anti_affinity_not_kept"]`` with the key.
 
 >>> inv = parse_kubernetes({"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n1",
 ...     "labels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}, "status": {"allocatable":
@@ -88,7 +90,14 @@ from placer.topology.importers.kubernetes_disruption import KIND as PDB_KIND
 from placer.topology.importers.kubernetes_disruption import allowances, read_budgets, violations
 from placer.topology.importers.quantity import parse_quantity
 from placer.topology.importers.text import parse_text
-from placer.topology.inventory import Inventory, NodeSpec, ReplicaAllocation, RunningJob, TpuPodSpec
+from placer.topology.inventory import (
+    DomainAntiAffinity,
+    Inventory,
+    NodeSpec,
+    ReplicaAllocation,
+    RunningJob,
+    TpuPodSpec,
+)
 
 __all__ = [
     "ACCELERATOR_TAINTS",
@@ -935,11 +944,14 @@ def _running(
     lost: dict[str, list[str]] = {}
     for name, members in replicas.items():
         job = _job(name, members, problems)
-        anti, keys = running_anti_affinity(members[0][0].obj.get("spec") or {})
+        anti, domains, keys = running_anti_affinity(members[0][0].obj.get("spec") or {})
         if keys:
             lost[name] = keys
         if job is not None and anti:
             job = job.model_copy(update={"anti_affinity": anti})
+        if job is not None and domains:
+            kept = [problems.model(DomainAntiAffinity, d, members[0][0].item) for d in domains]
+            job = job.model_copy(update={"anti_affinity_domains": [d for d in kept if d is not None]})
         if job is not None and budgets:
             count = violations(budgets, allowed, [(p.namespace, _pod_labels(p)) for p, _ in members])
             job = job.model_copy(update={"disruption_violations": count}) if count else job
@@ -955,36 +967,47 @@ def _running(
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 
-def running_anti_affinity(spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def running_anti_affinity(
+    spec: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
     """A running pod's required pod anti-affinity, as rules on the labels of incoming jobs (the job
-    model's rule objects as JSON: ``RunningJob.anti_affinity``): one rule per term on
-    ``kubernetes.io/hostname``, its selector's requirements ANDed. Also the topology keys of the terms
-    that cannot be kept (another key than the hostname, or a selector of another shape). Namespaces are not
-    told apart: a term keeps off matching pods of every namespace (stricter than kube-scheduler, whose
-    term matches its own namespace unless it names others).
+    model's rule objects as JSON): one rule per term on ``kubernetes.io/hostname``, its selector's
+    requirements ANDed (``RunningJob.anti_affinity``), and one ``{key, rule}`` per term on another
+    topology key (``RunningJob.anti_affinity_domains``: the key is the node label whose values are the
+    domains). Also the topology keys of the terms that cannot be kept (a selector of another shape, no
+    key). Namespaces are not told apart: a term keeps off matching pods of every namespace (stricter than
+    kube-scheduler, whose term matches its own namespace unless it names others).
 
     >>> term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}
     >>> zone = {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "db"}}}
-    >>> anti = {"requiredDuringSchedulingIgnoredDuringExecution": [term, zone]}
-    >>> rules, lost = running_anti_affinity({"affinity": {"podAntiAffinity": anti}})
+    >>> odd = {"topologyKey": "rack", "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Gt"}]}}
+    >>> anti = {"requiredDuringSchedulingIgnoredDuringExecution": [term, zone, odd]}
+    >>> rules, domains, lost = running_anti_affinity({"affinity": {"podAntiAffinity": anti}})
     >>> [(r["key"], r["operator"], r["values"]) for r in rules], lost
-    ([('app', 'In', ['web'])], ['topology.kubernetes.io/zone'])
+    ([('app', 'In', ['web'])], ['rack'])
+    >>> [(d["key"], d["rule"]["values"]) for d in domains]
+    [('topology.kubernetes.io/zone', ['db'])]
     """
     affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
     anti = affinity.get("podAntiAffinity") if isinstance(affinity.get("podAntiAffinity"), dict) else {}
     terms = anti.get("requiredDuringSchedulingIgnoredDuringExecution")
     rules: list[dict[str, Any]] = []
+    domains: list[dict[str, Any]] = []
     lost: list[str] = []
     for term in terms if isinstance(terms, list) else []:
         if isinstance(term, dict) and term.get("labelSelector") is None:
             continue  # a null selector matches no pod: the term keeps nothing off
         key = term.get("topologyKey") if isinstance(term, dict) else None
         parts = _selector_rules(term.get("labelSelector")) if isinstance(term, dict) else None
-        if key != "kubernetes.io/hostname" or not parts:
+        if not isinstance(key, str) or not key or not parts:
             lost.append(str(key))
             continue
-        rules.append(parts[0] if len(parts) == 1 else {"kind": "all_of", "rules": parts})
-    return rules, lost
+        rule = parts[0] if len(parts) == 1 else {"kind": "all_of", "rules": parts}
+        if key == "kubernetes.io/hostname":
+            rules.append(rule)
+        else:
+            domains.append({"key": key, "rule": rule})
+    return rules, domains, lost
 
 
 def _selector_rules(selector: Any) -> list[dict[str, Any]] | None:
