@@ -23,6 +23,7 @@ from datetime import datetime
 from placer.solver.decision import PendingJob, Reason, RejectedJob
 from placer.solver.jobs.model import DependencyCondition, Job, ReadResult
 from placer.solver.preempt import escalated
+from placer.solver.rules import holds, job_labels
 from placer.topology import Cluster
 
 __all__ = ["Admission", "admit", "merge_rejected"]
@@ -38,6 +39,23 @@ class Admission:
     pending: list[PendingJob] = field(default_factory=list)
     admitted: list[Job] = field(default_factory=list)
     eligible: list[Job] = field(default_factory=list)
+
+
+def _apart_unsupported(job: Job) -> str | None:
+    """Why the job's anti-affinity on a zone or rack cannot be kept, or None: its own replicas kept apart
+    by it (more than one, and its rule matches its own labels: each in a domain of its own, which the
+    engines do not model), or TPU work (a slice is not placed node by node)."""
+    rules = job.placement.anti_affinity_domains
+    if not rules:
+        return None
+    if any(g.tpu is not None for g in job.tasks):
+        return "anti-affinity on a zone or rack is kept for work on nodes only, not for TPU slices"
+    if sum(g.count for g in job.tasks) > 1 and any(holds(d.rule, job_labels(job)) for d in rules):
+        return (
+            "its own replicas would each need a zone or rack of their own (its rule matches its own labels): "
+            "not represented; submit them as jobs of one replica each"
+        )
+    return None
 
 
 def admit(
@@ -88,6 +106,15 @@ def admit(
                             "path": "reservation.id",
                             "message": f"reservation {job.reservation.id!r} does not exist in this cluster",
                         }
+                    ],
+                )
+            )
+        elif (why := _apart_unsupported(job)) is not None:
+            out.rejected.append(
+                RejectedJob(
+                    job=job.id,
+                    errors=[
+                        {"code": "unsupported", "path": "placement.anti_affinity_domains", "message": why}
                     ],
                 )
             )

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 
 from placer.solver.admission import Admission
+from placer.solver.apart import kept_apart
 from placer.solver.assignment import Assignment
 from placer.solver.budgets import (
     Budgets,
@@ -33,6 +34,7 @@ from placer.solver.demand import JobPlan
 from placer.solver.explain import (
     cost_budget,
     group_gpus,
+    kept_apart_reason,
     licenses,
     not_considered,
     owners_of,
@@ -62,6 +64,7 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
     grouped = problem.budgets.throttle_max or problem.budgets.group_gpu_max
     started = _started_by_group(assignment, plans) if grouped else ({}, {})
     skipped: Reason | None = None  # one reason object for every job the deadline left unexamined
+    apart = kept_apart(plans, problem.candidates)
     for plan in plans:
         if plan.idx in assignment.placed:
             continue
@@ -75,7 +78,9 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
             reasons = [problem.unsat[plan.idx]]
         else:
             cands = problem.candidates[plan.idx]
-            reasons = _budget_reasons(
+            partners = sorted(plans[q].id for q in apart.get(plan.idx, ()) if q in assignment.placed)
+            reasons = [kept_apart_reason(plan, partners)] if partners else []
+            reasons = reasons or _budget_reasons(
                 plan, assignment, problem.budgets, plans, problem.pricing, cands, started, problem.snap
             )
             reasons = reasons or pending_reasons(

@@ -905,27 +905,40 @@ def _domain_rules(snap: Snapshot, changed: np.ndarray) -> bool:
 
 
 def anti_affinity_mask(
-    anti: tuple, arrays: NodeArrays, labels: Mapping[str, str] | None = None
+    anti: tuple,
+    arrays: NodeArrays,
+    labels: Mapping[str, str] | None = None,
+    domains: tuple[tuple[str, Rule], ...] = (),
 ) -> np.ndarray:
     """Nodes the job may not use because of running jobs: their labels match one of the job's ``anti``
     rules, or — with the job's ``labels`` — the job matches a required anti-affinity rule of theirs (OJS ML
     §7.3 keeps the two apart either way; Kubernetes keeps an incoming pod off a node whose pods' required
-    anti-affinity it matches)."""
+    anti-affinity it matches); and, for each of the job's rules on a wider domain (``domains``: node label
+    key, rule), every node in the domain of a node where a running job the rule matches runs."""
     theirs = arrays.running_anti() if labels is not None else []
     out = np.zeros(len(arrays.snap.nodes), dtype=bool)
-    if not anti and not theirs:
+    if not anti and not theirs and not domains:
         return out
     # The job's labels matter to the running jobs' rules only through the keys those rules read: jobs
     # whose labels agree there share the answer (a big batch's jobs each have labels of their own).
     read = _running_anti_keys(arrays, theirs) if theirs else frozenset()
     mine = tuple(sorted((k, v) for k, v in (labels or {}).items() if k in read))
-    key = ("__anti__", *(r.model_dump_json() for r in anti), mine)
+    key = (
+        "__anti__",
+        *(r.model_dump_json() for r in anti),
+        *(f"{k}={r.model_dump_json()}" for k, r in domains),
+        mine,
+    )
     cached = arrays._static_cache.get(key)
     if cached is not None:
         return cached  # type: ignore[return-value]
     arrays._static_cache[key] = out  # type: ignore[assignment]
     for r in anti:
         mark_running(r, arrays, out)
+    for k, r in domains:
+        beside = np.zeros(len(out), dtype=bool)
+        mark_running(r, arrays, beside)
+        out[_same_domain(arrays.snap, k, np.flatnonzero(beside).tolist())] = True
     for idx, rules in theirs:
         if any(holds(r, labels or {}) for r in rules):
             out[idx] = True

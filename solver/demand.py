@@ -123,6 +123,8 @@ class JobPlan:
     demand_units: float
     weight: int = 0
     notes: list[str] = field(default_factory=list)
+    #: Anti-affinity on a zone or rack: ``(node label key, rule)`` each (``Placement.anti_affinity_domains``).
+    anti_domains: tuple[tuple[str, Rule], ...] = ()
 
     @property
     def id(self) -> str:
@@ -273,6 +275,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
         labels=labels,
         demand_units=demand,
         notes=notes,
+        anti_domains=tuple((d.key, d.rule) for d in job.placement.anti_affinity_domains),
     )
 
 

@@ -30,6 +30,9 @@ Slurm's "requested node configuration is not available"):
   ``--licenses``) has too few seats left: ``details`` name the licence, the cluster's seats, what running
   jobs hold, what this decision starts and what the job needs (Slurm's pending reason ``Licenses``). It
   starts when enough seats come back.
+* ``KEPT_APART`` — a job of the batch it is kept apart from on a zone or rack (required anti-affinity on
+  that domain, either way) is placed by this decision: one of such a pair is placed per decision
+  (:mod:`placer.solver.apart`).
 * ``NOT_CONSIDERED`` — the time limit ran out before the job's turn (lowest priority last); it stays
   pending for the next cycle.
 """
@@ -55,6 +58,7 @@ __all__ = [
     "cost_budget",
     "few",
     "group_gpus",
+    "kept_apart_reason",
     "licenses",
     "not_considered",
     "owners_of",
@@ -452,6 +456,20 @@ def pending_reasons(
             )
         )
     return reasons
+
+
+def kept_apart_reason(plan: JobPlan, partners: list[str]) -> Reason:
+    """``KEPT_APART``: a job of the batch it is kept apart from on a zone or rack (either job's required
+    anti-affinity on that domain matches the other) was placed by this decision; one of such a pair is
+    placed per decision (:mod:`placer.solver.apart`), and the next decision, with that job running, places
+    this one outside its domain if there is room."""
+    keys = sorted({k for k, _ in plan.anti_domains}) or ["a zone or rack"]
+    return Reason(
+        code="KEPT_APART",
+        message=f"kept apart on {', '.join(keys)} from {few(partners, 5)}, which this decision places: "
+        "one of such a pair is placed per decision; decided again once it runs",
+        details={"jobs": partners},
+    )
 
 
 def _off_anti(cand: UnitCandidates, anti: np.ndarray) -> UnitCandidates:

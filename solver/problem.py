@@ -239,7 +239,7 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
         prefs = [preference_scores(plan, u, arrays, policy) for u in plan.units]
         beside = running_beside(plan, arrays, policy)
         problem.prefs[plan.idx] = prefs if beside is None else [p + beside for p in prefs]
-        problem.anti[plan.idx] = anti_affinity_mask(plan.anti, arrays, plan.labels)
+        problem.anti[plan.idx] = anti_affinity_mask(plan.anti, arrays, plan.labels, plan.anti_domains)
         problem.considered += plan.replicas
         greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)
 

@@ -283,6 +283,10 @@ def running_job(job: Job, replicas: list[ReplicaAllocation], started: datetime |
         throttle_group=None if job.throttle is None else job.throttle.group,
         limit_groups=[lim.group for lim in job.limits],
         anti_affinity=[r.model_dump(mode="json") for r in job.placement.anti_affinity],
+        anti_affinity_domains=[
+            {"key": d.key, "rule": d.rule.model_dump(mode="json")}
+            for d in job.placement.anti_affinity_domains
+        ],
         licenses=dict(job.licenses),
         replicas=replicas,
     )

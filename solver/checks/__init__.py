@@ -52,7 +52,12 @@ from datetime import datetime
 from typing import Any
 
 from placer.solver.checks.accounting import check_accounting
-from placer.solver.checks.affinity import check_anti_affinity, check_node_rules, check_running_anti_affinity
+from placer.solver.checks.affinity import (
+    check_anti_affinity,
+    check_domain_anti_affinity,
+    check_node_rules,
+    check_running_anti_affinity,
+)
 from placer.solver.checks.alternatives import shaped
 from placer.solver.checks.budgets import check_budgets
 from placer.solver.checks.context import build_context
@@ -129,6 +134,7 @@ def check(
             out.extend(check_node_rules(ctx, job, rep))
         out.extend(check_anti_affinity(ctx, job, placement))
         out.extend(check_running_anti_affinity(ctx, job, placement))
+        out.extend(check_domain_anti_affinity(ctx, job, placement))
         out.extend(check_exclusive(ctx, job, placement))
         out.extend(check_distinct(ctx, job, placement))
         out.extend(check_scope(ctx, job, placement))

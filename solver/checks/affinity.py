@@ -34,7 +34,12 @@ from placer.solver.checks.violation import Violation
 from placer.solver.decision import JobPlacement, ReplicaPlacement
 from placer.solver.jobs.model import Job, Rule
 
-__all__ = ["check_anti_affinity", "check_node_rules", "check_running_anti_affinity"]
+__all__ = [
+    "check_anti_affinity",
+    "check_domain_anti_affinity",
+    "check_node_rules",
+    "check_running_anti_affinity",
+]
 
 #: Reads a running job's rules (JSON in the inventory) as the job model's rule objects.
 _RULE: TypeAdapter[Rule] = TypeAdapter(Rule)
@@ -46,6 +51,60 @@ def _node_labels(ctx: Context, rep: ReplicaPlacement) -> Mapping[str, str] | Non
         return None if pod is None else pod.labels
     node = ctx.node(rep)
     return None if node is None else node.labels
+
+
+def check_domain_anti_affinity(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
+    """Rule 9 on a domain wider than a node (``placement.anti_affinity_domains``: a zone, a rack label): for
+    each such rule of the placed job, no other job its rule matches — running and not evicted, or placed by
+    this decision — has a replica on a node whose label ``key`` has the value one of the job's nodes has;
+    nor do two of its own replicas share a domain when its own labels match the rule. Nodes without the
+    label are in no domain. (A placed job the rule of another placed job matches is reported there.)"""
+    rules = [(d.key, d.rule) for d in job.placement.anti_affinity_domains]
+    if not rules:
+        return
+    mine = [n for rep in placement.replicas if (n := ctx.node(rep)) is not None]
+    own = job_labels(job)
+    for key, rule in rules:
+        where: dict[str, list[str]] = {}  # domain value -> the job's nodes there
+        for n in mine:
+            if key in n.labels:
+                where.setdefault(n.labels[key], []).append(n.name)
+        if not where:
+            continue
+        if satisfied(rule, own):
+            for value, names in sorted(where.items()):
+                if len(names) > 1:
+                    yield Violation(
+                        "anti-affinity",
+                        job.id,
+                        f"two of its replicas share {key} {value!r}, and its rule {describe(rule)} on that "
+                        "domain matches its own labels",
+                        names[1],
+                    )
+        others = [
+            (rj.job, running_labels(rj), [r.node for r in rj.replicas if r.node is not None])
+            for rj in ctx.cluster.running_jobs()
+            if rj.job != job.id
+        ]
+        others += [
+            (p.job, job_labels(other), [r.node for r in p.replicas if r.tpu_pod is None])
+            for p, other in ctx.placed
+            if p.job != job.id
+        ]
+        for other, labels, nodes in others:
+            if not satisfied(rule, labels):
+                continue
+            for name in nodes:
+                value = ctx.cluster.node(name).labels.get(key) if ctx.cluster.has_node(name) else None
+                if value is not None and value in where:
+                    yield Violation(
+                        "anti-affinity",
+                        job.id,
+                        f"its rule {describe(rule)} on {key} keeps it out of {value!r}, where {other} runs "
+                        f"(on {name})",
+                        where[value][0],
+                    )
+                    break
 
 
 def _running_domains(

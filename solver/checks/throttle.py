@@ -97,7 +97,10 @@ def check_throttles(
     the group is over a limit. ``now`` (default: ``decision.now``, else the current time) dates the
     placements' ends."""
     by_id = {job.id: job for job in jobs}
-    groups = _groups(by_id.values())
+    # A job the decision rejects states no limit: it is not in the queue (the engines read the admitted
+    # jobs' groups only). Rejecting one cannot place another: the accounting rule answers every job once.
+    rejected = {r.job for r in decision.rejected}
+    groups = _groups(j for j in by_id.values() if j.id not in rejected)
     if not groups:
         return
     evicted = {e.job for e in decision.preemptions}

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
+from placer.solver.apart import kept_apart
 from placer.solver.budgets import job_groups
 from placer.solver.cpsat.classes import NodeClass
 from placer.solver.cpsat.hint import Hinting
@@ -83,6 +84,11 @@ class Model(Hinting, Searching, Realizing):
         self.pins = pins
         m = self.m
         self.placed = {p: m.NewBoolVar(f"placed[{p}]") for p in ids}
+        # Jobs kept apart on a zone or rack: at most one of each pair placed (solver/apart.py).
+        for p, others in kept_apart(self.plans, ids).items():
+            for q in sorted(others):
+                if p < q and q in self.placed:
+                    m.Add(self.placed[p] + self.placed[q] <= 1)
         self.z: dict[tuple[int, int], cp_model.IntVar] = {}
         for c, pats in patterns.items():
             cnt = classes[c].count

@@ -44,6 +44,7 @@ __all__ = [
     "DependencyCondition",
     "DistributedStrategy",
     "DomainCount",
+    "DomainRule",
     "Escalation",
     "FluxResource",
     "GpuAffinity",
@@ -516,6 +517,16 @@ def tolerated(taint: Any, tolerations: Iterable[Toleration]) -> bool:
     return False
 
 
+class DomainRule(_Model):
+    """Required anti-affinity on a topology domain wider than a node (a Kubernetes pod's required
+    ``podAntiAffinity`` term on ``topology.kubernetes.io/zone`` or a rack label): the job does not run on a
+    node whose label ``key`` has the value a node of a job ``rule`` matches has, and no such job runs in
+    the job's domain. Nodes without the label are in no domain."""
+
+    key: str = Field(min_length=1)
+    rule: Rule
+
+
 class Placement(_Model):
     """Where a job may (hard) and would like to (soft) run.
 
@@ -533,6 +544,8 @@ class Placement(_Model):
     required: list[Rule] = Field(default_factory=list)
     preferred: list[LabelRule] = Field(default_factory=list)
     anti_affinity: list[Rule] = Field(default_factory=list)
+    #: Anti-affinity on a zone or rack rather than a node (:class:`DomainRule`).
+    anti_affinity_domains: list[DomainRule] = Field(default_factory=list)
     anti_affinity_preferred: list[LabelRule] = Field(default_factory=list)
     #: Jobs the job would rather run beside (Kubernetes' preferred ``podAffinity`` on the hostname): a
     #: replica gains the rule's weight on a node where a job the rule matches sits, as

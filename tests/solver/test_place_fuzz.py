@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from placer.solver.engine import place
 from placer.solver.jobs.model import (
+    DomainRule,
     GpuAffinity,
     GpuDemand,
     GroupLimit,
@@ -93,6 +94,16 @@ ANTI = st.sampled_from(
     ]
 )
 
+#: Anti-affinity on a rack (the DGX racks hold two nodes each) or a zone: against run-a's app, or against
+#: jobs of type "t" (so jobs of one batch keep each other apart, and a multi-replica one itself: rejected).
+DOMAIN_ANTI = st.sampled_from(
+    [
+        DomainRule(key="rack", rule=LabelRule(key="app", operator="In", values=["db"])),
+        DomainRule(key="rack", rule=LabelRule(key="job_type", operator="In", values=["t"])),
+        DomainRule(key="zone", rule=LabelRule(key="job_type", operator="In", values=["t"])),
+    ]
+)
+
 
 @st.composite
 def gpu_demand(draw: st.DrawFn) -> GpuDemand | None:
@@ -144,6 +155,7 @@ def jobs(draw: st.DrawFn, i: int) -> Job:
     placement = Placement(
         required=draw(st.lists(RULES, max_size=2)),
         anti_affinity=draw(st.lists(ANTI, max_size=1)),
+        anti_affinity_domains=draw(st.lists(DOMAIN_ANTI, max_size=1)),
         gpu_affinity=draw(st.sampled_from([None, None, GpuAffinity.SPREAD, GpuAffinity.DEDICATED])),
         topology_scope=draw(st.sampled_from([None, None, "rack", "node"])),
     )

@@ -353,3 +353,108 @@ def test_a_session_keeps_a_zone_term_through_commits_and_starts(engine: str, tmp
 
 
 ONE_WEB_PER_ZONE_RULE = {"kind": "label", "key": "app", "operator": "In", "values": ["web"]}
+
+
+ZONES = ("gb200-tray-1", "gke-cpu-pool-5f2a")  # us-east-1a and us-central1-a
+
+
+def test_pending_pods_kept_apart_by_zone_one_per_decision(solve: Solve, tmp_path: Path) -> None:
+    # Two web pods, each with a required anti-affinity to app=web on the zone, may use a tray (us-east-1a)
+    # and the CPU pool node (us-central1-a). One is placed now (in either zone), the other waits with
+    # KEPT_APART naming it; once it runs, the other goes to the other zone.
+    pods = [_web(f"w{i}", anti=[ONE_WEB_PER_ZONE], trays=ZONES) for i in (1, 2)]
+    cluster = load_cluster(NODES)
+    d = solve(read_file(_pods(tmp_path, "pending.json", pods)), cluster)
+    assert not d.stats.status.startswith("CPSAT_REJECTED"), d.stats.status  # the model keeps the pair too
+    [placed] = [p.job for p in d.placements]
+    [waits] = d.pending
+    assert [(r.code, r.details) for r in waits.reasons] == [("KEPT_APART", {"jobs": [placed]})]
+    first = nodes_of(d, placed)[0]
+    from placer.solver.session import Session
+
+    session = Session(cluster)
+    session.commit(
+        session.decide(
+            read_file(
+                _pods(
+                    tmp_path, "one.json", [p for p in pods if p["metadata"]["name"] == placed.split("/")[1]]
+                )
+            ),
+            now=NOW,
+        )
+    )  # type: ignore[index]
+    d = session.decide(
+        read_file(
+            _pods(
+                tmp_path, "other.json", [p for p in pods if p["metadata"]["name"] == waits.job.split("/")[1]]
+            )
+        ),
+        now=NOW,
+    )  # type: ignore[index]
+    [second] = nodes_of(d, waits.job)
+    assert {first, second} == set(ZONES)
+
+
+def test_a_pending_pods_zone_term_keeps_it_out_of_a_running_pods_zone(solve: Solve, tmp_path: Path) -> None:
+    # A running web pod on tray 2 (us-east-1a); the pending pod's own term forbids app=web in its zone.
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-2")])
+    cluster = load_cluster(NODES, pods=running)
+    d = solve(
+        read_file(_pods(tmp_path, "pending.json", [_web("new", anti=[ONE_WEB_PER_ZONE], trays=ZONES)])),
+        cluster,
+    )
+    assert nodes_of(d, "web/new") == ["gke-cpu-pool-5f2a"]
+    # Allowed on the trays only, it waits, and says the running pod's zone keeps it out.
+    d = solve(read_file(_pods(tmp_path, "trays.json", [_web("new", anti=[ONE_WEB_PER_ZONE])])), cluster)
+    [waits] = d.pending
+    assert [(r.code, r.details.get("blocked")) for r in waits.reasons] == [
+        ("INSUFFICIENT_CAPACITY", {"anti_affinity": 2})
+    ]
+
+
+def test_a_job_whose_replicas_the_zone_term_keeps_apart_is_refused(solve: Solve) -> None:
+    from placer.solver.jobs.model import DomainRule, GpuDemand, Job, LabelRule, Placement, TaskGroup
+    from placer.topology import cluster_of, dgx_h100
+
+    web = LabelRule(key="app", operator="In", values=["web"])
+    job = Job(
+        id="pair",
+        labels={"app": "web"},
+        tasks=[TaskGroup(count=2, gpu=GpuDemand(count=1))],
+        placement=Placement(anti_affinity_domains=[DomainRule(key="zone", rule=web)]),
+    )
+    d = solve([job], cluster_of(dgx_h100(2)))
+    [r] = d.rejected
+    assert [(e["code"], e["path"]) for e in r.errors] == [("unsupported", "placement.anti_affinity_domains")]
+    # One replica, or a rule that does not match its own labels, is kept.
+    single = job.model_copy(update={"tasks": [TaskGroup(count=1, gpu=GpuDemand(count=1))]})
+    assert [p.job for p in solve([single], cluster_of(dgx_h100(2))).placements] == ["pair"]
+
+
+def test_the_checker_holds_pending_pods_to_kubernetes_zone_rule(tmp_path: Path) -> None:
+    # Kubernetes' own rule: two pods kept apart may run in different zones (placer places one per
+    # decision, but a decision with both in different zones is valid), never in one zone.
+    from placer.solver.checks import check
+
+    pods = [
+        _web(f"w{i}", anti=[ONE_WEB_PER_ZONE], trays=("gb200-tray-1", "gb200-tray-2", "gke-cpu-pool-5f2a"))
+        for i in (1, 2)
+    ]
+    jobs = [r.job for r in read_file(_pods(tmp_path, "pending.json", pods))]
+    cluster = load_cluster(NODES)
+
+    def on(*nodes: str) -> Decision:
+        return Decision(
+            placements=[
+                JobPlacement(
+                    job=f"web/w{i}",
+                    replicas=[ReplicaPlacement(node=n, cpu_cores=1, memory_gb=1, extra={"pods": 1})],
+                )
+                for i, n in zip((1, 2), nodes, strict=True)
+            ]
+        )
+
+    assert check(on("gb200-tray-1", "gke-cpu-pool-5f2a"), jobs, cluster, now=NOW) == []  # type: ignore[arg-type]
+    bad = check(on("gb200-tray-1", "gb200-tray-2"), jobs, cluster, now=NOW)  # type: ignore[arg-type]
+    assert {(v.rule, v.job) for v in bad} == {("anti-affinity", "web/w1"), ("anti-affinity", "web/w2")}
+    assert all("us-east-1a" in v.message for v in bad)

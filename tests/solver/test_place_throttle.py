@@ -74,6 +74,18 @@ def test_the_smallest_limit_the_groups_jobs_state_holds(solve) -> None:  # type:
     assert len(d.placements) == 1 and all(reason_codes(d, p.job) == ["THROTTLE"] for p in d.pending)
 
 
+def test_a_rejected_job_states_no_limit(solve) -> None:  # type: ignore[no-untyped-def]
+    # "b" names a reservation the cluster does not have: rejected, its lower limit (1) is not the group's.
+    # One of the group runs; "a" (limit 2) starts beside it, and the checker (run by ``solve`` on every
+    # decision) agrees. Found by the nightly fuzz: the checker took the rejected job's limit.
+    from placer.solver.jobs.model import ReservationRef
+
+    c = cluster_of(dgx_h100(2)).with_allocations([_running("r0", "g", 0)])
+    rejected = _task("b", "g", most=1).model_copy(update={"reservation": ReservationRef(id="nowhere")})
+    d = solve([_task("a", "g", most=2), rejected], c)
+    assert [p.job for p in d.placements] == ["a"] and [r.job for r in d.rejected] == ["b"]
+
+
 def test_a_session_counts_what_it_started_and_what_ended() -> None:
     s = Session(cluster_of(dgx_h100(1)), Policy(engine="greedy"))
     first = s.decide([_task("t0", "arr"), _task("t1", "arr"), _task("t2", "arr")], now=NOW)

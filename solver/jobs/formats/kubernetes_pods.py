@@ -21,7 +21,9 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   anti-affinity against the labels of the jobs on a node (running pods read with ``--pods`` carry their
   labels); preferred terms there whose selector is one requirement -> preferred anti-affinity with the
   term's weight, which both engines weigh; preferred ``podAffinity`` terms of that form -> preferred
-  affinity to those jobs (rather beside them);
+  affinity to those jobs (rather beside them); required terms on another key (a zone, a rack label) ->
+  ``anti_affinity_domains``: not in the domain of a matching job (running, or placed by the same
+  decision, where one of such a pair is placed at a time: :mod:`placer.solver.apart`);
 * containers' host ports (``hostPort``; every container port of a ``hostNetwork`` pod) -> the label
   ``placer.host-port/<protocol>-<port>`` and a required anti-affinity rule on it: two pods holding one
   port never share a node (kube-scheduler's ``NodePorts``; ``host_ports`` of the importer, which gives
@@ -43,7 +45,7 @@ A pod already bound to a node (``spec.nodeName``) is running work, not a job to 
 to ``--pods`` (``placer place --cluster nodes.json --pods pods.json --jobs pods.json``), which counts it
 on its node; here it is refused with code ``conflict`` naming ``spec.nodeName``, never dropped silently.
 Finished pods (``Succeeded``/``Failed``) likewise. Anything a pod says that placer cannot represent
-(required ``podAffinity``, anti-affinity on another topology key, ``matchFields`` other than
+(required ``podAffinity``, ``matchFields`` other than
 ``metadata.name``, a ``DoNotSchedule`` spread constraint) is refused with code ``unsupported`` and
 the field path, never ignored. What is only a preference to kube-scheduler and placer does not weigh
 (a preferred pod affinity or anti-affinity term on another key or with a selector of several
@@ -76,6 +78,7 @@ from placer.solver.jobs.model import (
     AffinityOperator,
     AllOf,
     AnyOf,
+    DomainRule,
     GpuDemand,
     Job,
     LabelRule,
@@ -119,7 +122,7 @@ AMD_TYPES = (*(t for t in gpu_types() if gpu_info(t).vendor == "amd"), UNKNOWN_A
 #: The rule an ``nvidia.com/gpu`` pod carries: no AMD GPU type (a node of a type the catalog does not
 #: know, ``gpu_type`` unknown, stays allowed: the Kubernetes importer reads NVIDIA GPUs only).
 NOT_AMD = LabelRule(key="gpu_type", operator=AffinityOperator.NOT_IN, values=list(AMD_TYPES))
-#: The only topology key pod anti-affinity can use here: one node.
+#: The topology key of one node (pod anti-affinity on it keeps jobs off the node; other keys, a domain).
 HOSTNAME = "kubernetes.io/hostname"
 _GIB = Decimal(2**30)
 _OPERATORS = {
@@ -499,6 +502,7 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
     ]
     preferred: list[LabelRule] = []
     anti: list[Rule] = []
+    domains: list[DomainRule] = []
     affinity = as_map(spec.get("affinity"))
     node = as_map(affinity.get("nodeAffinity"))
     path = _at(base, "spec.affinity.nodeAffinity")
@@ -542,14 +546,20 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         where = _at(
             base, f"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
         )
-        if not isinstance(t, dict) or t.get("topologyKey") != HOSTNAME:
+        key = t.get("topologyKey") if isinstance(t, dict) else None
+        if not isinstance(key, str) or not key:
             errors.append(
-                issue("unsupported", f"{where}.topologyKey", f"only {HOSTNAME} (one node) is represented")
+                issue("type", f"{where}.topologyKey", "a term names its topology key (a node label)")
             )
             continue
         rules = _selector(as_map(t.get("labelSelector")), f"{where}.labelSelector", errors)
-        if rules:
-            anti.append(rules[0] if len(rules) == 1 else AllOf(rules=rules))
+        if not rules:
+            continue
+        rule = rules[0] if len(rules) == 1 else AllOf(rules=rules)
+        if key == HOSTNAME:
+            anti.append(rule)
+        else:  # a zone, a rack: kept apart in that label's domain (solver/apart.py within a batch)
+            domains.append(DomainRule(key=key, rule=rule))
     anti_preferred = _preferred_terms(pod_anti, "podAntiAffinity", base, errors, warnings)
     ports, bad = host_ports(spec)
     for where, code, message in bad:
@@ -578,6 +588,7 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         required=required,
         preferred=preferred,
         anti_affinity=anti,
+        anti_affinity_domains=domains,
         anti_affinity_preferred=anti_preferred,
         affinity_preferred=beside_preferred,
         tolerations=tolerations,

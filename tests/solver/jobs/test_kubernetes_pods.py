@@ -96,21 +96,6 @@ def _with(spec_update: dict[str, Any]) -> Any:
         ),
         (
             {
-                "affinity": {
-                    "podAntiAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": [
-                            {
-                                "labelSelector": {"matchLabels": {"a": "b"}},
-                                "topologyKey": "topology.kubernetes.io/zone",
-                            }
-                        ]
-                    }
-                }
-            },
-            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
-        ),
-        (
-            {
                 "topologySpreadConstraints": [
                     {"maxSkew": 1, "topologyKey": "x", "whenUnsatisfiable": "DoNotSchedule"}
                 ]
@@ -124,6 +109,33 @@ def test_what_placer_cannot_represent_is_refused_with_the_field_path(
 ) -> None:
     r = _with(update)
     assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", path)]
+
+
+def test_required_anti_affinity_on_a_zone_is_a_domain_rule() -> None:
+    # A term on topology.kubernetes.io/zone keeps the pod out of the zone of matching pods
+    # (Placement.anti_affinity_domains); one on the hostname stays a node rule; one naming no key is
+    # refused with its path.
+    zone = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "topology.kubernetes.io/zone"}
+    host = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": HOSTNAME}
+    r = _with(
+        {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [zone, host]}}}
+    )
+    assert r.ok and r.job is not None
+    [d] = r.job.placement.anti_affinity_domains
+    assert d.key == "topology.kubernetes.io/zone" and d.rule == LabelRule(
+        key="app", operator="In", values=["web"]
+    )
+    assert r.job.placement.anti_affinity == [LabelRule(key="app", operator="In", values=["db"])]
+    keyless = {"labelSelector": {"matchLabels": {"app": "web"}}}
+    r = _with(
+        {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [keyless]}}}
+    )
+    assert not r.ok and [(e.code, e.path) for e in r.errors] == [
+        (
+            "type",
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+        )
+    ]
 
 
 def test_required_terms_are_ored_and_their_expressions_anded() -> None:
