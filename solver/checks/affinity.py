@@ -81,18 +81,8 @@ def check_domain_anti_affinity(ctx: Context, job: Job, placement: JobPlacement) 
                         "domain matches its own labels",
                         names[1],
                     )
-        others = [
-            (rj.job, running_labels(rj), [r.node for r in rj.replicas if r.node is not None])
-            for rj in ctx.cluster.running_jobs()
-            if rj.job != job.id
-        ]
-        others += [
-            (p.job, job_labels(other), [r.node for r in p.replicas if r.tpu_pod is None])
-            for p, other in ctx.placed
-            if p.job != job.id
-        ]
-        for other, labels, nodes in others:
-            if not satisfied(rule, labels):
+        for other, labels, nodes in ctx.everyone():
+            if other == job.id or not satisfied(rule, labels):
                 continue
             for name in nodes:
                 value = ctx.cluster.node(name).labels.get(key) if ctx.cluster.has_node(name) else None
@@ -110,7 +100,7 @@ def check_domain_anti_affinity(ctx: Context, job: Job, placement: JobPlacement) 
 def _running_domains(
     ctx: Context, job: Job, placement: JobPlacement, own: Mapping[str, str]
 ) -> Iterator[Violation]:
-    holders = [rj for rj in ctx.cluster.running_jobs() if rj.anti_affinity_domains and rj.job != job.id]
+    holders = [rj for rj in ctx.domain_holders() if rj.job != job.id]
     if not holders:
         return
     nodes = [n for rep in placement.replicas if (n := ctx.node(rep)) is not None]

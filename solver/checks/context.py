@@ -46,6 +46,8 @@ class Context:
     #: location -> placed job id -> number of its replicas there
     occupants: dict[str, dict[str, int]] = field(default_factory=dict)
     _tpu_running: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+    _domain_holders: list[RunningJob] | None = None
+    _everyone: list[tuple[str, dict[str, str], list[str]]] | None = None
 
     # -- lookups --------------------------------------------------------------------------------------
 
@@ -92,6 +94,28 @@ class Context:
                 hosts.setdefault(f"{pod_name}/host-{pod.host_index(chip)}", set()).add(job)
             self._tpu_running[pod_name] = hosts
         return tuple(sorted(hosts.get(location, ())))
+
+    def domain_holders(self) -> list[RunningJob]:
+        """Running (not evicted) jobs with anti-affinity on a wider domain than a node (read once: most
+        clusters have none, and every placed job asks)."""
+        if self._domain_holders is None:
+            self._domain_holders = [rj for rj in self.cluster.running_jobs() if rj.anti_affinity_domains]
+        return self._domain_holders
+
+    def everyone(self) -> list[tuple[str, dict[str, str], list[str]]]:
+        """Every job with replicas on nodes — running (not evicted) and placed by the decision — as (id,
+        labels, node names), made once (each placed job with a rule on a domain reads them all)."""
+        if self._everyone is None:
+            out = [
+                (rj.job, running_labels(rj), [r.node for r in rj.replicas if r.node is not None])
+                for rj in self.cluster.running_jobs()
+            ]
+            out += [
+                (p.job, job_labels(j), [r.node for r in p.replicas if r.tpu_pod is None])
+                for p, j in self.placed
+            ]
+            self._everyone = out
+        return self._everyone
 
     def running_job(self, job_id: str) -> RunningJob | None:
         """A running (not evicted) job by id."""
