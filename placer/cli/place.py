@@ -379,13 +379,41 @@ def stats_line(decision: Any) -> str:
             gain = (s.objective - g) / max(g, 1e-9) * 100
             third = f"CP-SAT improved greedy's answer by {gain:.3g} % (greedy {g:,.0f}). "
         elif s.engine == "cpsat":
-            third = "CP-SAT's answer ties greedy's on placed work and wins on a later level. "
+            third = f"CP-SAT's answer ties greedy's on placed work and wins on {_won_on(s)}. "
         else:
             third = "CP-SAT found nothing better than greedy's answer. "
     timing = f"{s.wall_s:.3f} s (model {s.build_s:.3f} s, search {s.solve_s:.3f} s)."
     if s.cut_by:
         timing += f" Wall-clock limits bounded {', '.join(s.cut_by)}: not reproducible (see --reproducible)."
     return f"{first}.\n{second}.\n{third}{timing}"
+
+
+#: The objective's levels after the first, as ``stats.levels`` names them, in words.
+_LEVEL_WORDS = {
+    "eviction": "eviction cost",
+    "preference": "preferences",
+    "compactness": "compactness",
+    "fragmentation": "fragmentation",
+    "money": "cost",
+    "fit": "best fit",
+}
+
+
+def _won_on(s: Any) -> str:
+    """The first level after placed work on which the kept answer beats greedy's (``stats.levels``), or
+    "a later level" when the decision does not carry them.
+
+    >>> from placer.solver.decision import Stats
+    >>> _won_on(Stats(levels={"placed": 5, "eviction": 0, "preference": 3}, greedy_levels={"placed": 5,
+    ...     "eviction": 0, "preference": 1}))
+    'preferences'
+    """
+    mine, theirs = s.levels, s.greedy_levels
+    if mine and theirs:
+        for name, words in _LEVEL_WORDS.items():
+            if name in mine and name in theirs and mine[name] != theirs[name]:
+                return words if mine[name] > theirs[name] else "a later level"
+    return "a later level"
 
 
 def decision_table(decision: Any) -> str:

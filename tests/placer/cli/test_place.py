@@ -655,3 +655,18 @@ def test_the_table_shows_what_a_reader_read_past(tmp_path: Path, capsys: pytest.
     assert run("--cluster", H100, "--jobs", jobs, "--engine", "greedy", "--now", DOC_NOW) == 0
     text = capsys.readouterr().out
     assert "notes (1):" in text and f"  ml/web: {note}" in text
+
+
+def test_the_stats_line_names_the_level_cpsat_won_on() -> None:
+    # Placed work tied: the sentence names the first later level where stats.levels beats greedy's, and
+    # falls back to "a later level" when the decision carries no levels.
+    from placer.cli.place import stats_line
+    from placer.solver.decision import Decision, Stats
+
+    base = {"engine": "cpsat", "status": "FEASIBLE", "objective": 10.0, "greedy_objective": 10.0}
+    base["model_status"] = "FEASIBLE"
+    tied = {"placed": 10, "eviction": 0.0, "preference": 4, "compactness": 0, "fragmentation": -5.0}
+    greedy = {**tied, "preference": 4, "fragmentation": -9.0}
+    line = stats_line(Decision(stats=Stats(**base, levels=tied, greedy_levels=greedy)))
+    assert "ties greedy's on placed work and wins on fragmentation" in line
+    assert "wins on a later level" in stats_line(Decision(stats=Stats(**base)))
