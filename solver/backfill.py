@@ -141,9 +141,16 @@ class Timeline:
     #: Placements :func:`settle` found taking licence seats a plan needs: the plan's job and the licences.
     seat_blame: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     _released: dict[datetime, Cluster] = field(default_factory=dict)
+    _seats: list[tuple[datetime | None, Mapping[str, int]]] | None = None
 
     def running_end(self, job: str) -> datetime | None:
         return self.cluster.running_job(job).expected_end
+
+    def running_seats(self) -> list[tuple[datetime | None, Mapping[str, int]]]:
+        """The running jobs that hold licence seats: (expected end, seats by licence), read once."""
+        if self._seats is None:
+            self._seats = [(r.expected_end, r.licenses) for r in self.cluster.running_jobs() if r.licenses]
+        return self._seats
 
     def base_at(self, t: datetime) -> Cluster:
         """The cluster at ``t`` with only the running jobs still running then."""
@@ -331,23 +338,16 @@ class Throttles:
     limit: dict[str, int] = field(default_factory=dict)
     gpu_limit: dict[str, float] = field(default_factory=dict)
     running_ends: dict[str, list[tuple[datetime | None, float]]] = field(default_factory=dict)
-    #: Licences (``Job.licenses``): the cluster's seats of those the batch asks for, the seats each job of
-    #: the batch asks for (by id), and the running jobs' (expected end, seats by licence).
+    #: Licences (``Job.licenses``): the cluster's seats of those the batch asks for (what holds them —
+    #: running jobs, placements, plans — the timeline says: :meth:`Timeline.running_seats`, ``Busy.seats``).
     seat_pool: dict[str, int] = field(default_factory=dict)
-    seats_of: dict[str, dict[str, int]] = field(default_factory=dict)
-    running_seats: list[tuple[datetime | None, dict[str, int]]] = field(default_factory=list)
 
     @staticmethod
     def of(jobs: Mapping[str, Job], line: Timeline) -> Throttles:
         most_jobs, most_gpus = group_limits(jobs.values())
         out = Throttles(limit=most_jobs, gpu_limit=most_gpus)
-        out.seats_of = {j.id: j.licenses for j in jobs.values() if j.licenses}
-        if out.seats_of:
-            pool = line.cluster.licenses
-            out.seat_pool = {n: pool.get(n, 0) for seats in out.seats_of.values() for n in seats}
-            out.running_seats = [
-                (r.expected_end, r.licenses) for r in line.cluster.running_jobs() if r.licenses
-            ]
+        pool = line.cluster.licenses
+        out.seat_pool = {n: pool.get(n, 0) for j in jobs.values() for n in j.licenses}
         for j in jobs.values():
             for g, _, _ in job_groups(j):
                 out.members.setdefault(g, set()).add(j.id)
@@ -384,7 +384,7 @@ class Throttles:
         (it must not delay the plan; :func:`settle` takes it back if it would)."""
         mine = rank_of(job)
         for name, need in job.licenses.items():
-            held = sum(s.get(name, 0) for end, s in self.running_seats if end is None or end > t)
+            held = sum(s.get(name, 0) for end, s in line.running_seats() if end is None or end > t)
             held += sum(
                 b.seats.get(name, 0)
                 for b in line.busy
@@ -405,14 +405,9 @@ class Throttles:
         times: list[datetime] = []
         if job.licenses:
             names = set(job.licenses)
-            times += [e for e, s in self.running_seats if e is not None and e > after and names & set(s)]
+            times += [e for e, s in line.running_seats() if e is not None and e > after and names & set(s)]
             times += [
-                b.end
-                for b in line.busy
-                if b.job in self.seats_of
-                and names & set(self.seats_of[b.job])
-                and b.end is not None
-                and b.end > after
+                b.end for b in line.busy if names & set(b.seats) and b.end is not None and b.end > after
             ]
         for g, _, _ in job_groups(job):
             members = self.members[g]
@@ -609,9 +604,9 @@ def _settle_seats(line: Timeline, t: datetime, conflicts: set[str], dropped: set
         return
     pool = line.cluster.licenses
     held: dict[str, int] = {}
-    for r in line.cluster.running_jobs():
-        if r.licenses and (r.expected_end is None or r.expected_end > t):
-            for name, n in r.licenses.items():
+    for end, seats in line.running_seats():
+        if end is None or end > t:
+            for name, n in seats.items():
                 held[name] = held.get(name, 0) + n
     starting = [b for b in alive if b.kind == "hold" and b.start == t]
     for b in sorted(alive, key=lambda b: (-b.rank, b.kind != "placed", b.job)):

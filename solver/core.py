@@ -243,7 +243,7 @@ def _lns(
     best.skipped = set(greedy_best.skipped)
     if result.accepted:
         stats.engine = "cpsat"
-    _weighed(stats, score(best, problem), score(greedy_best, problem))
+    _weighed(stats, result.score, result.start_score)
     return best, time.perf_counter() - t0
 
 

@@ -98,7 +98,8 @@ def check_throttles(
     placements' ends."""
     by_id = {job.id: job for job in jobs}
     # A job the decision rejects states no limit: it is not in the queue (the engines read the admitted
-    # jobs' groups only). Rejecting one cannot place another: the accounting rule answers every job once.
+    # jobs' groups only). This rule takes the rejections as the decision states them; that a rejection is
+    # one the readers or admission make is not re-derived here.
     rejected = {r.job for r in decision.rejected}
     groups = _groups(j for j in by_id.values() if j.id not in rejected)
     if not groups:

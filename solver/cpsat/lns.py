@@ -66,6 +66,9 @@ class LnsResult:
     accepted: int = 0
     #: Whether the wall clock (not the round count) ended the search, or stopped one of its rounds.
     cut: bool = False
+    #: ``score_of`` the answer found, and of the answer the search started from.
+    score: Any = None
+    start_score: Any = None
 
 
 def _placed_on(a: Assignment) -> dict[int, set[int]]:
@@ -136,7 +139,7 @@ def improve(
 
     rng = random.Random(policy.seed)
     best, best_score = start, score_of(start)
-    out = LnsResult(best)
+    out = LnsResult(best, score=best_score, start_score=best_score)
     by_id = {v.id: v for v in victims}
     node_units = {p: [c for c in cands if c.unit.tpu is None] for p, cands in candidates.items()}
     # Seeds: jobs greedy left pending that could run on some node now or after evictions, highest
@@ -235,5 +238,5 @@ def improve(
             out.accepted += 1
             on = _placed_on(best)
             evicted = {v: by_id[v] for v in best.evictions if v in by_id}
-    out.assignment = best
+    out.assignment, out.score = best, best_score
     return out
