@@ -49,14 +49,14 @@ from placer.solver.preempt import evict_rank, job_rank, lost_gpu_seconds
 from placer.solver.problem import Problem
 from placer.solver.snapshot import Snapshot
 
-__all__ = ["answer"]
+__all__ = ["answer", "emit_placements"]
 
 
 def answer(problem: Problem, assignment: Assignment, admission: Admission, time_limit_s: float) -> Decision:
     """The decision ``assignment`` stands for (``stats`` are the caller's)."""
     plans = problem.plans
     out = Decision(rejected=list(admission.rejected), pending=list(admission.pending))
-    _emit(out, assignment, plans, problem.snap)
+    emit_placements(out, assignment, plans, problem.snap)
     _emit_evictions(out, assignment, problem.snap, problem.now)
     owners = owners_of(assignment, plans)
     ranks = _Ranks({p.id: p for p in plans})
@@ -141,7 +141,7 @@ def _emit_evictions(decision: Decision, assignment: Assignment, snap: Snapshot, 
         )
 
 
-def _emit(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap: Snapshot) -> None:
+def emit_placements(decision: Decision, assignment: Assignment, plans: list[JobPlan], snap: Snapshot) -> None:
     for i in sorted(assignment.placed, key=lambda k: plans[k].id):
         plan = plans[i]
         reps: list[ReplicaPlacement] = []

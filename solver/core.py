@@ -58,6 +58,7 @@ __all__ = [
     "decide",
     "probe_fit",
     "problem_status",
+    "report_bound",
     "reproducible_rounds",
 ]
 
@@ -150,7 +151,7 @@ def decide(
             stats.levels = stats.greedy_levels
     if stats.engine == "cpsat" and best is not greedy_best:
         decision._greedy_answer = lambda: _explained(problem, greedy_best, admission, policy)
-    _report_bound(stats, bounds)
+    report_bound(stats, bounds)
     stats.status = problem_status(stats, proven)
     # Determinism: every phase cut by the wall clock is named; any of them makes the decision depend on
     # the machine (CP-SAT's own search counts only in reproducible mode, with a deterministic budget).
@@ -308,7 +309,7 @@ def _relaxation(problem: Problem, greedy_best: Assignment) -> float:
     return relaxation(problem)
 
 
-def _report_bound(stats: Stats, bounds: list[tuple[float, str]]) -> None:
+def report_bound(stats: Stats, bounds: list[tuple[float, str]]) -> None:
     """``stats.bound``: the least of the upper bounds proven (relaxation, LP, an exact CP-SAT model) that
     the decision's objective does not exceed, and where it came from. A bound below the objective of a
     checked answer is wrong — a bug, named in ``bound_error`` and never clamped up to look valid."""

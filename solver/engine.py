@@ -38,7 +38,7 @@ from placer.solver.reservations import Reservation
 from placer.solver.what_if import add_preemptible_hints
 from placer.topology import Cluster
 
-__all__ = ["place"]
+__all__ = ["holds_whole", "place", "with_read_warnings"]
 
 
 def place(
@@ -94,9 +94,9 @@ def place(
             decision.stats.cut_by.append("hints")
             decision.stats.deterministic = False
         decision.stats.cost_per_hour = price_decision(
-            decision, cluster, prices or PriceCatalog.default(), whole=_holds_whole(hints)
+            decision, cluster, prices or PriceCatalog.default(), whole=holds_whole(hints)
         )
-        _with_read_warnings(decision, jobs)
+        with_read_warnings(decision, jobs)
         # The whole call, hints and pricing included (docs/decision.md): the core decisions set their own.
         # Set before the collector runs again: the first allocation after that may start a full collection
         # of the caller's whole heap (0.5 s in the test suite's process), which is the caller's, not ours.
@@ -104,7 +104,7 @@ def place(
     return decision
 
 
-def _with_read_warnings(decision: Decision, jobs: Sequence[Job | ReadResult]) -> None:
+def with_read_warnings(decision: Decision, jobs: Sequence[Job | ReadResult]) -> None:
     """The readers' warnings of each placed or pending job, as its notes (``warning: <path>: <message>
     [<code>]``): what a reader read past (a preferred pod-affinity term, a partition QOS without its table)
     is said where the job's outcome is, not only by ``placer validate``."""
@@ -121,7 +121,7 @@ def _with_read_warnings(decision: Decision, jobs: Sequence[Job | ReadResult]) ->
                 p.notes.append(note)
 
 
-def _holds_whole(jobs: Mapping[str, Job]) -> Callable[[str, str | None], bool]:
+def holds_whole(jobs: Mapping[str, Job]) -> Callable[[str, str | None], bool]:
     """Whether a job's replica of a task group holds its node exclusively, and so pays all of it:
     ``exclusive_nodes``, ``gpu_affinity: dedicated`` (MLX §7.1), or an exclusive group (Flux slots)."""
 

@@ -57,7 +57,14 @@ from placer.solver.prices import PriceCatalog
 from placer.solver.snapshot import Snapshot, max_gpus_by_type
 from placer.topology import Cluster, RunningJob, canonical_gpu_type
 
-__all__ = ["ALWAYS_CONSIDERED", "GREEDY_PER_CANDIDATE_S", "Problem", "build_problem"]
+__all__ = [
+    "ALWAYS_CONSIDERED",
+    "GREEDY_PER_CANDIDATE_S",
+    "Problem",
+    "biggest_node_gpus",
+    "build_problem",
+    "problem_targets",
+]
 
 #: Greedy's time on a job, as a multiple of the time its candidates took. Under a tight limit the candidate
 #: phase stops considering jobs once greedy could not be expected to reach them: candidates greedy never
@@ -139,7 +146,7 @@ def build_problem(
     for i, job in enumerate(eligible):
         shapes = []
         for v in job.variants():
-            plan = expand(v, i, max_node_gpus=_max_node_gpus(v, max_gpus))
+            plan = expand(v, i, max_node_gpus=biggest_node_gpus(v, max_gpus))
             plan.weight = policy.job_weight(v.priority_class.value, v.priority, plan.demand_units)
             shapes.append(plan)
         plans.append(shapes[0])
@@ -165,7 +172,7 @@ def build_problem(
     for i, shapes in variants.items():
         problem.plans[i] = _shape(shapes, [a.label for a in eligible[i].alternatives], problem)
     _candidates(problem, policy, until)
-    problem.targets = _targets(problem, policy, cluster, prepared)
+    problem.targets = problem_targets(problem, policy, cluster, prepared)
     problem.build_s = time.perf_counter() - t_build
     return problem
 
@@ -255,7 +262,9 @@ def _cannot_run(plan: JobPlan, cands: list[UnitCandidates], why: str, problem: P
     return unsatisfiable(plan, cands, why)
 
 
-def _targets(problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepared | None) -> Targets | None:
+def problem_targets(
+    problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepared | None
+) -> Targets | None:
     """The target workload of the fragmentation key: the policy's profile; in a session, the target in
     force of what it has seen arrive (:class:`~placer.solver.objective.fragmentation.Learned`), which then
     learns the batch; else the batch plus the running replicas (``objective/fragmentation.py``). None when
@@ -305,7 +314,7 @@ def _targets(problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepa
     return targets if targets.size else None
 
 
-def _max_node_gpus(job: Job, by_type: dict[str, int]) -> int:
+def biggest_node_gpus(job: Job, by_type: dict[str, int]) -> int:
     """The GPU count of the biggest node of any GPU type the job names (of any node when it names none)."""
     types: set[str] = set()
     for g in job.tasks:

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 
 from placer.solver.decision import Decision, ReplicaPlacement, as_running
 from placer.solver.engine import place
+from placer.solver.express import Express
 from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.fragmentation import Learned
@@ -60,11 +61,14 @@ class Session:
         reservations: Sequence[Reservation] | None = None,
         prices: PriceCatalog | None = None,
         learn: bool = True,
+        express: bool = True,
     ) -> None:
         """``learn``: measure fragmentation against what the session has seen arrive (the default); with
         False, against the batch and the running replicas, as ``place()`` alone does, so that every
         decision is exactly ``place()``'s on the same cluster (the simulator's choice: a study must measure
-        the engine a stateless caller gets)."""
+        the engine a stateless caller gets). ``express``: decide a lone plain job in the express lane
+        (:mod:`placer.solver.express`: the same decision, a fraction of the time); False sends every call
+        through ``place()``."""
         self.policy = policy or Policy()
         self.queues = queues
         self.reservations = reservations
@@ -73,6 +77,8 @@ class Session:
         self._prepared = Prepared(cluster, learned=Learned({}, {}) if learn else None)
         #: The jobs of the last decided batch, by id: what :meth:`commit` turns placements into.
         self._jobs: dict[str, Job] = {}
+        #: The express lane (None: off).
+        self.express = Express() if express else None
 
     @property
     def cluster(self) -> Cluster:
@@ -85,6 +91,19 @@ class Session:
         self._jobs = {
             j.id: j for j in (i.job if isinstance(i, ReadResult) else i for i in jobs) if j is not None
         }
+        now = now or datetime.now(UTC)
+        if self.express is not None:
+            quick = self.express.decide(
+                jobs,
+                self._prepared,
+                self.policy,
+                now=now,
+                queues=self.queues,
+                reservations=self.reservations,
+                prices=self.prices,
+            )
+            if quick is not None:
+                return quick
         return place(
             jobs,
             self.cluster,

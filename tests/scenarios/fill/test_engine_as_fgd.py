@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import placer.solver.express as express_mod
 import placer.solver.greedy.core as greedy_core
 import placer.solver.problem as problem_mod
 import placer.solver.scorers as scorers
@@ -65,7 +66,8 @@ def _fgd_rules(
         p=ft.p, cpu=ft.cpu / 1000.0, milli=ft.milli, num=ft.num, access=ft.access[:, nt.model].T.copy()
     )
     rank = FillContext(nt, pt, seed).rank
-    monkeypatch.setattr(problem_mod, "_targets", lambda problem, policy, cluster, prepared: target)
+    for module in (problem_mod, express_mod):  # the express lane reads the target as place() does
+        monkeypatch.setattr(module, "problem_targets", lambda problem, policy, cluster, prepared: target)
 
     def growth(state, unit):  # type: ignore[no-untyped-def]
         return lambda idx: -quantized(scorers.fgd_increase(state.frag, state, unit, idx), SCORE_LEVELS)

@@ -93,9 +93,9 @@ def test_the_books_balance() -> None:
 
 
 def test_a_broken_decision_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    import placer.solver.session
+    from placer.solver.session import Session
 
-    real = placer.solver.session.place  # what the simulator's session decides with
+    real = Session.decide  # what the simulator decides with
 
     def broken(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
         d = real(*args, **kwargs)  # type: ignore[arg-type]
@@ -103,6 +103,6 @@ def test_a_broken_decision_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> Non
             p.replicas[0].gpus = [8]
         return d
 
-    monkeypatch.setattr(placer.solver.session, "place", broken)
+    monkeypatch.setattr(Session, "decide", broken)
     with pytest.raises(SimulationError, match="gpu-index"):
         _run("gb200-nvl72-pod", horizon="10m")

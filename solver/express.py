@@ -1,0 +1,268 @@
+"""The express lane of a :class:`~placer.solver.session.Session`: one plain job, decided without building
+the whole problem.
+
+Why it exists: a backend calls placer for every arrival, and most arrivals are one job of one replica with
+no rule that reaches past its own node. For those, :func:`~placer.solver.engine.place` spends most of its
+time on machinery the job does not use — the problem's phases for a batch (demand units, budgets,
+victims, candidates for every job, priority order), greedy's loop over jobs, the explanation of jobs left
+pending, a decision built field by field through validation. The lane does what those phases do *for
+this job*, with the same functions where they decide anything: the candidate masks and preference scores
+of :mod:`placer.solver.candidates` and :mod:`placer.solver.objective.preferences` (kept per kind of job,
+so an arrival of a kind seen before reads them), the target workload of :func:`~placer.solver.problem.
+problem_targets`, greedy itself on this one job (:func:`~placer.solver.greedy.greedy`: the same levels,
+the same FGD measure and cache), the same answer (a job that waits gets its reasons from
+:func:`~placer.solver.answer.answer` on the same candidates) and the same pricing.
+
+Its decision is ``place()``'s, field for field (``tests/solver/test_express.py`` compares them on random
+sequences; ``tests/solver/test_session.py`` compares every session decision with ``place()``). When
+anything about the call or the job is outside what it handles — a gang, a TPU slice, affinity to other
+jobs, a budget or throttle, a reservation, CP-SAT that could run, a job that must wait while planning or
+preemption hints are on (they look at the whole cluster) — it answers None and the session calls
+``place()``; nothing was changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import numpy as np
+
+from placer.solver.admission import admit
+from placer.solver.answer import answer, emit_placements
+from placer.solver.assignment import Assignment
+from placer.solver.bound import relaxation
+from placer.solver.budgets import Budgets
+from placer.solver.candidates import (
+    NodeArrays,
+    UnitCandidates,
+    anti_affinity_mask,
+    batch_keys,
+    unit_candidates,
+)
+from placer.solver.core import report_bound
+from placer.solver.decision import Decision, Stats
+from placer.solver.demand import JobPlan, expand
+from placer.solver.engine import holds_whole, with_read_warnings
+from placer.solver.greedy import greedy
+from placer.solver.impossible import impossible_topology, unsatisfiable_why
+from placer.solver.jobs.model import Job, ReadResult, SpotPreference
+from placer.solver.jobs.queues import QueueConfig
+from placer.solver.objective.cost import Pricing
+from placer.solver.objective.preferences import beside_rules, preference_scores
+from placer.solver.planning import jobs_by_id
+from placer.solver.policy import Policy
+from placer.solver.prepared import Prepared
+from placer.solver.prices import PriceCatalog, price_decision
+from placer.solver.problem import Problem, biggest_node_gpus, problem_targets
+from placer.solver.structure import shaped
+
+__all__ = ["Express"]
+
+
+@dataclass(frozen=True, eq=False)
+class _Kind:
+    """What the lane keeps per kind of job (its content but its id and submit time): the job's plan as
+    ``expand`` made it, the label keys it reads, and whether it may run on spot nodes."""
+
+    plan: JobPlan
+    keys: frozenset[str]
+    spot_ok: bool
+
+
+class Express:
+    """The lane's memory: per kind of job, its plan (:class:`_Kind`), or None when the kind is not one the
+    lane handles. Node facts per kind (candidate mask, preference scores) are kept in the arrays' static
+    answers, so a node going down or up, joining or leaving drops them as it drops the general path's."""
+
+    #: Kinds kept before the memory starts over (a service seeing ever new kinds of jobs).
+    MAX_KINDS = 4096
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, _Kind | None] = {}
+
+    def decide(
+        self,
+        items: Sequence[Job | ReadResult],
+        prepared: Prepared,
+        policy: Policy,
+        *,
+        now: datetime,
+        queues: Mapping[str, QueueConfig] | None,
+        reservations: Sequence[object] | None,
+        prices: PriceCatalog | None,
+    ) -> Decision | None:
+        """``place()``'s decision on ``prepared.cluster`` when the lane handles the call, else None (and
+        nothing changed)."""
+        t0 = time.perf_counter()
+        if (
+            len(items) != 1
+            or reservations
+            or policy.engine not in ("auto", "greedy")
+            or policy.scorer != "placer"
+        ):
+            return None
+        cluster = prepared.cluster
+        if policy.preemption and policy.engine == "auto" and prepared.preemptible():
+            return None  # CP-SAT would weigh evictions for this job (core._one_replica)
+        admission = admit(items, cluster, now)
+        if len(admission.eligible) != 1:
+            return None  # rejected or waiting: the general path says why
+        job = admission.eligible[0]
+        catalog = (prices if prices is not None else policy.prices) or PriceCatalog.default()
+        if Budgets.of(queues or {}, (), cluster=cluster, prices=catalog).active:
+            return None  # a queue or tenant budget counts what runs: place() does
+        kind = self._kind(job, prepared)
+        if kind is None:
+            return None
+        plan = _for(kind.plan, job, policy)
+        arrays = prepared.arrays(kind.keys)
+        static = _static(plan, kind, arrays, policy)
+        if static is None:
+            return None
+        cand, pref = static
+        anti = anti_affinity_mask(plan.anti, arrays, plan.labels, plan.anti_domains)
+        unit = plan.units[0]
+        now_mask = cand.static & arrays.fits(unit.need)
+        fits = bool((now_mask & ~anti).any())
+        if not fits and (policy.plan or policy.preemption):
+            return None  # waiting: planning and what-if hints are place()'s
+        if fits:  # the static answer with what fits now (all greedy reads of a job it places)
+            cands = replace(cand, unit=unit, now=now_mask, blocked={})
+        else:  # what blocks it now, for its reasons
+            cands = unit_candidates(unit, arrays, nvlink=plan.nvlink, spot_ok=kind.spot_ok)
+        # From here the decision is made: what a decision learns (the arrivals seen) moves on with it.
+        problem = Problem(
+            now=now,
+            snap=arrays.snap,
+            arrays=arrays,
+            plans=[plan],
+            prices=catalog,
+            pricing=Pricing(arrays.snap, catalog, cache=arrays._static_cache),
+            budgets=Budgets(),
+            victims=[],
+            candidates={0: [cands]},
+            prefs={0: [pref]},
+            anti={0: anti},
+            spot_ok={0: kind.spot_ok},
+            considered=1,
+            preferred_affinity=policy.preferred_affinity,
+        )
+        problem.targets = problem_targets(problem, policy, cluster, prepared)
+        problem.build_s = time.perf_counter() - t0
+        if fits:
+            placed = greedy(
+                problem.plans,
+                problem.candidates,
+                problem.prefs,
+                problem.anti,
+                arrays,
+                problem.spot_ok,
+                [0],
+                pricing=problem.pricing,
+                targets=problem.targets,
+                preferred_affinity=problem.preferred_affinity,
+            )
+            assert 0 in placed.placed  # a node it fits is there: greedy places the replica
+            bound = float(plan.weight)  # core._relaxation: greedy placed every job with candidates
+        else:
+            placed = Assignment()
+            bound = relaxation(problem)
+        if fits:  # answer() for a placed job alone is its placement (no reasons, no evictions)
+            decision = Decision()
+            emit_placements(decision, placed, problem.plans, problem.snap)
+        else:
+            decision = answer(problem, placed, admission, policy.time_limit_s)
+        decision._weights = {plan.id: plan.weight}
+        stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
+        stats.greedy_objective = stats.objective = float(plan.weight if fits else 0)
+        report_bound(stats, [(bound, "relaxation")])
+        stats.build_s = round(problem.build_s, 6)
+        decision.stats = stats
+        decision._levels_of = frozenset(p.job for p in decision.placements)
+        decision.now = now
+        decision._greedy_answer = None
+        hints = jobs_by_id(items, now)
+        stats.cost_per_hour = price_decision(
+            decision, cluster, prices or PriceCatalog.default(), whole=holds_whole(hints)
+        )
+        with_read_warnings(decision, items)
+        stats.wall_s = round(time.perf_counter() - t0, 6)
+        return decision
+
+    def _kind(self, job: Job, prepared: Prepared) -> _Kind | None:
+        """The kind of ``job`` (made and judged the first time it is seen)."""
+        key = _SERIALIZE(job, exclude=_NOT_KIND)
+        if key in self._kinds:
+            return self._kinds[key]
+        if len(self._kinds) >= self.MAX_KINDS:
+            self._kinds.clear()
+        kind = self._kinds[key] = _judge(job, prepared)
+        return kind
+
+
+#: What tells two arrivals of one kind apart and no decision reads (the batch's order aside).
+_NOT_KIND = frozenset({"id", "submit_time"})
+_SERIALIZE = Job.__pydantic_serializer__.to_json
+
+
+def _judge(job: Job, prepared: Prepared) -> _Kind | None:
+    """The kind of ``job`` when the lane handles it: one node replica, placed alone, whose only ties to
+    the rest of the cluster are the ones the lane computes (running jobs' anti-affinity, the target
+    workload); None otherwise."""
+    if len(job.variants()) != 1 or job.placement.node_count is not None or beside_rules(job):
+        return None
+    if Budgets.of({}, (), cluster=prepared.cluster, jobs=[job]).active:  # a throttle, group limit, licence
+        return None
+    plan = expand(job, 0, max_node_gpus=biggest_node_gpus(job, prepared.max_gpus_by_type()))
+    if plan.scope is not None or plan.anti or plan.anti_domains or len(plan.units) != 1:
+        return None
+    u = plan.units[0]
+    if (
+        u.replicas != 1
+        or u.tpu is not None
+        or u.count_range is not None
+        or u.domains
+        or u.slices
+        or u.exclusive
+        or shaped(u.structure, u.need.milli)
+    ):
+        return None
+    keys = frozenset(batch_keys(plan.units, [plan.scope]))
+    spot_ok = job.placement.spot_preference is not SpotPreference.ON_DEMAND_ONLY
+    return _Kind(plan=plan, keys=keys, spot_ok=spot_ok)
+
+
+def _for(template: JobPlan, job: Job, policy: Policy) -> JobPlan:
+    """The kind's plan for this arrival: its job, its unit named for it, its weight under ``policy``."""
+    plan = copy.copy(template)
+    plan.job, plan.notes = job, list(template.notes)
+    plan.units = [replace(u, job_id=job.id) for u in template.units]
+    plan.weight = policy.job_weight(job.priority_class.value, job.priority, plan.demand_units)
+    return plan
+
+
+def _static(
+    plan: JobPlan, kind: _Kind, arrays: NodeArrays, policy: Policy
+) -> tuple[UnitCandidates, np.ndarray] | None:
+    """The unit's static candidates and preference scores on ``arrays`` (kept in its static answers with
+    the candidate masks, so they go when nodes go down or up); None when the job can never run there or
+    asks for what the cluster cannot provide (the general path explains it)."""
+    key = ("__static__", "__express__", kind.keys, id(kind))
+    hit = arrays._static_cache.get(key)
+    if hit is not None:
+        return hit[1]  # type: ignore[no-any-return]
+    unit = plan.units[0]
+    cand = unit_candidates(unit, arrays, nvlink=plan.nvlink, spot_ok=kind.spot_ok)
+    made: tuple[UnitCandidates, np.ndarray] | None = None
+    if (
+        impossible_topology(plan, arrays.snap, kind.spot_ok, arrays) is None
+        and unsatisfiable_why(plan, [cand], arrays.snap, kind.spot_ok, arrays) is None
+    ):
+        made = (cand, preference_scores(plan, unit, arrays, policy))
+    # The kind object is kept alive with its answer: its id stays its own while the answer is kept.
+    arrays._static_cache[key] = (kind, made)  # type: ignore[assignment]
+    return made
