@@ -47,7 +47,7 @@ from placer.solver.core import report_bound
 from placer.solver.decision import Decision, Stats
 from placer.solver.demand import JobPlan, expand
 from placer.solver.engine import holds_whole, with_read_warnings
-from placer.solver.greedy import greedy
+from placer.solver.greedy import place_alone
 from placer.solver.impossible import impossible_topology, unsatisfiable_why
 from placer.solver.jobs.model import Job, ReadResult, SpotPreference
 from placer.solver.jobs.queues import QueueConfig
@@ -154,19 +154,11 @@ class Express:
         problem.targets = problem_targets(problem, policy, cluster, prepared)
         problem.build_s = time.perf_counter() - t0
         if fits:
-            placed = greedy(
-                problem.plans,
-                problem.candidates,
-                problem.prefs,
-                problem.anti,
-                arrays,
-                problem.spot_ok,
-                [0],
-                pricing=problem.pricing,
-                targets=problem.targets,
-                preferred_affinity=problem.preferred_affinity,
+            replica = place_alone(
+                plan, cands, pref, anti, arrays, pricing=problem.pricing, targets=problem.targets
             )
-            assert 0 in placed.placed  # a node it fits is there: greedy places the replica
+            assert replica is not None  # a node it fits is there: greedy places the replica
+            placed = Assignment(placed={0: [replica]})
             bound = float(plan.weight)  # core._relaxation: greedy placed every job with candidates
         else:
             placed = Assignment()

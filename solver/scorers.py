@@ -107,7 +107,10 @@ class _Fragments:
     arrivals move their weights, and a shape that comes back then costs nothing (the fill: 920 targets
     of one run each brought about four such shapes, whose count for every node was a tenth of the run).
     A stale row costs the same with 30 columns or 100: its count is a few array operations on one node.
-    Stored as float32: fragments are sums of whole milli, exact there."""
+    Stored as float32: fragments are sums of whole milli, exact there. ``vals`` has room for more columns
+    than it holds (the first ``len(keys)`` are held): a target that brings new shapes writes them into the
+    room, and the array is copied only when the room runs out (then to twice the columns) — copying
+    ``nodes x GPUs x shapes`` for every new target was a third of the cost of a target change."""
 
     keys: tuple[tuple[float, int, int, bytes], ...]
     vals: np.ndarray
@@ -127,6 +130,11 @@ class _Fragments:
         return _Fragments((), np.zeros((n, *inner, 0), dtype=np.float32), np.full(n, -1, dtype=np.int64))
 
     @property
+    def held_vals(self) -> np.ndarray:
+        """The held columns of ``vals`` (a view)."""
+        return self.vals[..., : len(self.keys)]
+
+    @property
     def nbytes(self) -> int:
         return int(self.vals.nbytes)
 
@@ -139,11 +147,11 @@ class _Fragments:
         stale = idx[self.ver[idx] != version[idx]]
         if stale.size:
             assert self.held is not None
-            self.vals[stale] = count(stale, self.held)
+            self.vals[stale, ..., : len(self.keys)] = count(stale, self.held)
             self.ver[stale] = version[stale]
         due = idx[self._e_ver[idx] != version[idx]]
         if due.size:
-            self._e[due] = self.vals[due].astype(np.float64) @ self._p
+            self._e[due] = self.held_vals[due].astype(np.float64) @ self._p
             self._e_ver[due] = version[due]
         return self._e[idx]
 
@@ -153,16 +161,18 @@ class _Fragments:
         fresh = [m for m, key in enumerate(t.keys) if key not in index]
         if fresh and len(self.keys) + len(fresh) > HELD_SHAPES:  # start over from t's shapes alone
             self.keys, self.held, index, fresh = (), None, {}, list(range(t.size))
-            self.vals = self.vals[..., :0]
             self.ver[:] = -1
         if fresh:
             new = t.columns(fresh)
-            vals = np.zeros((*self.vals.shape[:-1], len(self.keys) + len(fresh)), dtype=np.float32)
-            vals[..., : len(self.keys)] = self.vals
+            held, width = len(self.keys), len(self.keys) + len(fresh)
+            if width > self.vals.shape[-1]:  # out of room: twice the columns (at most all a cache holds)
+                vals = np.zeros((*self.vals.shape[:-1], min(HELD_SHAPES, 2 * width)), dtype=np.float32)
+                vals[..., :held] = self.vals[..., :held]
+                self.vals = vals
             current = self.ver == version
             if current.any():
                 rows = np.flatnonzero(current)
-                vals[rows, ..., len(self.keys) :] = count(rows, new)
+                self.vals[rows, ..., held:width] = count(rows, new)
             # A row held for another state than this call's lacks the new columns (its state is not at
             # hand to count them): it is no longer held. Why it matters: the next call starts again from
             # the arrays' stamps, so a row a greedy tick made stale here is current there — and read its
@@ -171,7 +181,7 @@ class _Fragments:
             for m in fresh:
                 index[t.keys[m]] = len(index)
             self.held = new if self.held is None else _joined(self.held, new)
-            self.keys, self.vals = self.held.keys, vals
+            self.keys = self.held.keys
         self._p = np.zeros(len(self.keys))
         self._p[[index[k] for k in t.keys]] = t.p
         self._for = t

@@ -50,19 +50,25 @@ def arrival_id(k: int) -> str:
 
 
 def arrival_jobs(
-    pods: Sequence[OpenbPod], order: np.ndarray, ks: Sequence[int], templates: dict[int, Job] | None = None
+    pods: Sequence[OpenbPod],
+    order: np.ndarray,
+    ks: Sequence[int],
+    templates: dict[tuple[object, ...], Job] | None = None,
 ) -> list[Job]:
     """The placer jobs of arrivals ``ks`` (pod ``order[k]`` named :func:`arrival_id` ``(k)``), submitted
     in arrival order (one second apart, ending at :data:`NOW`): what a queue in front of ``place()``
-    would tell it. ``templates``: pod index -> its job, kept by a caller across calls (a pod is sampled
-    many times; converting it once is the queue's parsing, not the engine's work)."""
+    would tell it. ``templates``: a pod's request -> its job, kept by a caller across calls (a trace's
+    thousands of pods ask for a hundred or two distinct things; converting each once is the queue's
+    parsing, not the engine's work)."""
     templates = {} if templates is None else templates
     out = []
     for k in ks:
         i = int(order[k])
-        base = templates.get(i)
+        pod = pods[i]
+        key = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.models)
+        base = templates.get(key)
         if base is None:
-            base = templates[i] = pod_to_job(pods[i])
+            base = templates[key] = pod_to_job(pod)
         submitted = NOW - timedelta(seconds=len(order) - k)
         out.append(base.model_copy(update={"id": arrival_id(k), "submit_time": submitted}))
     return out
@@ -104,7 +110,7 @@ def place_batches(
     index = {name: n for n, name in enumerate(state.nodes.names)}
     where = np.full(len(order), -1, dtype=np.int64)
     gpus: list[tuple[int, ...]] = [()] * len(order)
-    templates: dict[int, Job] = {}
+    templates: dict[tuple[object, ...], Job] = {}
     cut = 0
     for start in range(0, len(order), batch):
         ks = list(range(start, min(start + batch, len(order))))

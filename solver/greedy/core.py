@@ -59,7 +59,7 @@ from placer.solver.snapshot import Snapshot
 from placer.solver.tpu_shapes import host_chips, tpu_shapes
 from placer.topology.tpu import TpuSlice, slices_in_pod
 
-__all__ = ["NVLINK_WASTE", "greedy", "priority_order"]
+__all__ = ["NVLINK_WASTE", "greedy", "place_alone", "priority_order"]
 
 
 def priority_order(plans: list[JobPlan], flexibility: dict[int, int] | None = None) -> list[int]:
@@ -667,6 +667,41 @@ def greedy(
         for v in needed:
             result.evictions.setdefault(v.id, []).append(plan.id)
     return result
+
+
+def place_alone(
+    plan: JobPlan,
+    cand: UnitCandidates,
+    pref: np.ndarray,
+    anti_running: np.ndarray,
+    arrays: NodeArrays,
+    *,
+    pricing: Pricing | None = None,
+    targets: Targets | None = None,
+) -> ReplicaAt | None:
+    """What :func:`greedy` places for a batch of one plain replica — one unit of one replica, no Flux
+    shape, no domain or gang scope, not exclusive, no rule on the jobs beside it, no budget, nothing to
+    evict — without the loop over jobs and what a batch needs around it: the node by the objective's
+    levels (:func:`_choose`, FGD's measure against ``targets``) and its GPUs as :meth:`State.take` gives
+    them. None when no node fits. The express lane's (``solver/express.py``, whose tests hold its
+    decisions to ``place()``'s)."""
+    (unit,) = plan.units
+    state = State.of(arrays)
+    state.pricing = pricing
+    if targets is not None and targets.size:
+        state.frag = ScorerContext.of("fgd", [plan], {plan.idx: [cand]}, arrays, targets=targets)
+    mask = cand.static & state.fits(unit) & ~anti_running
+    cost = (
+        None if pricing is None or not pricing.nodes_priced else pricing.node_costs(unit.need, unit.exclusive)
+    )
+    grows = None if state.frag is None else _growth(state, unit)
+    frag = _frag(state, arrays, unit, plan.nvlink, fragmentation=grows is not None)
+    node = _choose(mask, pref, frag, None, cost, grows)
+    if node is None:
+        return None
+    share_gpu = None if state.frag is None else state.frag.share_gpu(state, node, unit)
+    gpus, share = state.take(node, unit, share_gpu)
+    return ReplicaAt(unit=unit, node=node, gpus=gpus, milli=share)
 
 
 def _place_plan(
