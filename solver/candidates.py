@@ -193,7 +193,7 @@ class NodeArrays:
             clock=self.clock,
         )
 
-    def refreshed(self, snap: Snapshot, changed: Iterable[int]) -> NodeArrays:
+    def refreshed(self, snap: Snapshot, changed: Iterable[int], *, rules_moved: bool = True) -> NodeArrays:
         """These arrays for ``snap``, a view that differs from ``self.snap`` only in the free amounts and
         running jobs of the nodes ``changed`` (:func:`placer.solver.snapshot.updated`): the static parts
         (capacities, static groups, candidate masks, preference scores) are shared, the free amounts are
@@ -204,7 +204,11 @@ class NodeArrays:
         Some of the changed nodes may have gone down or come up as well. Static groups do not split on
         it, so they stand; ``usable`` is copied with those rows written again, and the candidate masks —
         the one static answer that reads it — are left behind (the other static answers are kept, in a
-        dict of their own, so the arrays of the cluster before are not changed)."""
+        dict of their own, so the arrays of the cluster before are not changed).
+
+        ``rules_moved``: False when no job that started or ended on the changed nodes has anti-affinity
+        (the caller knows them: :meth:`Prepared.advanced`): the table of running jobs' anti-affinity then
+        stands as it is, without a look at every job on those nodes."""
         idx = np.fromiter(changed, dtype=np.int64)
         flips = [i for i in idx.tolist() if snap.nodes[i].usable != self.usable[i]]
         answers = self._static_cache.refreshed()
@@ -252,11 +256,13 @@ class NodeArrays:
         domains = self._static_cache.get("__domain_anti__")
         if domains is None:
             domains = any(rj.anti_affinity_domains for rj in self.snap.cluster.running_jobs())
-        domains = bool(domains) or _domain_rules(snap, idx)
+        domains = bool(domains) or (rules_moved and _domain_rules(snap, idx))
         out._static_cache["__domain_anti__"] = domains  # type: ignore[assignment]
         if domains:
             anti = None
-        if anti is not None:  # required anti-affinity of running jobs, by node: the changed rows again
+        if anti is not None and not rules_moved:
+            out._static_cache["__running_anti__"] = anti
+        elif anti is not None:  # required anti-affinity of running jobs, by node: the changed rows again
             rows = dict(anti)  # type: ignore[arg-type]
             for i in idx.tolist():
                 rules = tuple(r for j in snap.nodes[i].running for r in snap.running_anti(j))

@@ -125,7 +125,7 @@ def decide(
     bounds: list[tuple[float, str]] = [(_relaxation(problem, greedy_best), "relaxation")]
     # 6. CP-SAT: its answer must also leave time for the checker.
     cpsat_deadline = deadline - (CHECK_PER_REPLICA_S * problem.considered if policy.verify else 0.0)
-    bounds += _lp_bound(problem, policy, cpsat_deadline, stats)
+    bounds += _lp_bound(problem, policy, greedy_best, cpsat_deadline, stats)
     best, solve_s, proven = _cpsat(problem, policy, greedy_best, stats, cpsat_deadline, bounds)
     stats.objective = float(objective(best, problem.plans))
     # 7-8. choose and explain
@@ -253,11 +253,16 @@ def _weighed(stats: Stats, chosen: Score, greedy: Score) -> None:
     stats.levels, stats.greedy_levels = asdict(chosen), asdict(greedy)
 
 
-def _one_replica(problem: Problem) -> bool:
-    """Whether the batch is one replica on a node with no eviction to weigh: greedy then picks the node that
-    is best on the objective's levels in order, among all candidates, and CP-SAT cannot score higher (the
-    online case: one arrival per call)."""
-    if problem.victims or len(problem.candidates) != 1:
+def _one_replica(problem: Problem, greedy_best: Assignment) -> bool:
+    """Whether the batch is one replica on a node and greedy's answer leaves no eviction to weigh: greedy
+    then picks the node that is best on the objective's levels in order, among all candidates, and CP-SAT
+    cannot score higher (the online case: one arrival per call). With running jobs that may be evicted,
+    that holds when greedy placed the replica without evicting: any answer that evicts is worse on level
+    2, and one that leaves it pending worse on level 1. When greedy evicted, or could not place it, CP-SAT
+    may find cheaper evictions or a placement greedy's eviction order missed."""
+    if len(problem.candidates) != 1:
+        return False
+    if problem.victims and (not greedy_best.placed or greedy_best.evictions):
         return False
     (p,) = problem.candidates
     units = problem.plans[p].units
@@ -361,7 +366,7 @@ def problem_status(stats: Stats, proven: bool) -> str:
 
 
 def _lp_bound(
-    problem: Problem, policy: Policy, cpsat_deadline: float, stats: Stats
+    problem: Problem, policy: Policy, greedy_best: Assignment, cpsat_deadline: float, stats: Stats
 ) -> list[tuple[float, str]]:
     """The LP relaxation's bound, when there is time for it. It costs ~0.05 s on 1,000 nodes and ~0.6 s
     on 10,000: worth it when CP-SAT will run, not on the greedy fast path, and only within a share of
@@ -376,7 +381,7 @@ def _lp_bound(
         return []
     if not policy.reproducible and left <= LP_MIN_LEFT_S:
         return []
-    if policy.engine == "auto" and _one_replica(problem):
+    if policy.engine == "auto" and _one_replica(problem, greedy_best):
         return []  # CP-SAT will not run (see _cpsat): the relaxation bound stands
     lp_deadline = cpsat_deadline if policy.reproducible else time.perf_counter() + LP_SHARE * left
     lp = lp_bound(
@@ -401,7 +406,7 @@ def _cpsat(
     bound joins ``bounds``."""
     if policy.engine == "greedy" or not problem.candidates:
         return greedy_best, 0.0, False
-    if policy.engine == "auto" and _one_replica(problem):
+    if policy.engine == "auto" and _one_replica(problem, greedy_best):
         return greedy_best, 0.0, False  # greedy's node is already the best on every level the model has
     if cpsat_deadline - time.perf_counter() <= 0.05:
         stats.cut_by.append("cpsat")  # no time was left for it: a faster machine would have run it

@@ -39,6 +39,7 @@ __all__ = [
     "RejectedJob",
     "ReplicaPlacement",
     "Stats",
+    "allocations",
     "as_running",
 ]
 
@@ -245,6 +246,13 @@ def as_running(name: str, replicas: list[ReplicaPlacement], **fields: object) ->
     >>> as_running("j", [ReplicaPlacement(node="n1", gpus=[0, 1], cpu_cores=4)]).replicas[0].gpus
     [0, 1]
     """
+    return RunningJob.model_validate(
+        {"job": name, "preemptible": False, **fields, "replicas": allocations(replicas)}
+    )
+
+
+def allocations(replicas: list[ReplicaPlacement]) -> list[dict[str, object]]:
+    """What ``replicas`` take, as the topology's replica allocations (:func:`as_running`'s)."""
     reps: list[dict[str, object]] = []
     for r in replicas:
         if r.tpu_pod is not None:
@@ -262,4 +270,4 @@ def as_running(name: str, replicas: list[ReplicaPlacement], **fields: object) ->
                     "extra": r.extra,
                 }
             )
-    return RunningJob.model_validate({"job": name, "preemptible": False, **fields, "replicas": reps})
+    return reps

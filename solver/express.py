@@ -106,8 +106,6 @@ class Express:
         ):
             return None
         cluster = prepared.cluster
-        if policy.preemption and policy.engine == "auto" and prepared.preemptible():
-            return None  # CP-SAT would weigh evictions for this job (core._one_replica)
         admission = admit(items, cluster, now)
         if len(admission.eligible) != 1:
             return None  # rejected or waiting: the general path says why
@@ -163,17 +161,17 @@ class Express:
         else:
             placed = Assignment()
             bound = relaxation(problem)
-        if fits:  # answer() for a placed job alone is its placement (no reasons, no evictions)
-            decision = Decision()
-            emit_placements(decision, placed, problem.plans, problem.snap)
-        else:
-            decision = answer(problem, placed, admission, policy.time_limit_s)
-        decision._weights = {plan.id: plan.weight}
         stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
         stats.greedy_objective = stats.objective = float(plan.weight if fits else 0)
         report_bound(stats, [(bound, "relaxation")])
         stats.build_s = round(problem.build_s, 6)
-        decision.stats = stats
+        if fits:  # answer() for a placed job alone is its placement (no reasons, no evictions)
+            decision = Decision(stats=stats)
+            emit_placements(decision, placed, problem.plans, problem.snap)
+        else:
+            decision = answer(problem, placed, admission, policy.time_limit_s)
+            decision.stats = stats
+        decision._weights = {plan.id: plan.weight}
         decision._levels_of = frozenset(p.job for p in decision.placements)
         decision.now = now
         decision._greedy_answer = None
@@ -197,7 +195,7 @@ class Express:
 
 
 #: What tells two arrivals of one kind apart and no decision reads (the batch's order aside).
-_NOT_KIND = frozenset({"id", "submit_time"})
+_NOT_KIND = {"id", "submit_time"}  # a set: pydantic reads a frozenset slower
 _SERIALIZE = Job.__pydantic_serializer__.to_json
 
 

@@ -23,7 +23,6 @@ import numpy as np
 
 from placer.solver.candidates import NodeArrays
 from placer.solver.objective.fragmentation import Learned, Shape, running_shapes
-from placer.solver.preempt import is_preemptible
 from placer.solver.shielded import Shielded
 from placer.solver.snapshot import Snapshot, max_gpus_by_type, updated
 from placer.solver.snapshot import joined as joined_view
@@ -43,8 +42,6 @@ class Prepared:
     _shapes: dict[Shape, float] | None = None
     _shielded: Shielded | None = None
     _max_gpus: dict[str, int] | None = None
-    #: How many running jobs may be evicted (:func:`~placer.solver.preempt.is_preemptible`), once counted.
-    _preemptible: int | None = None
     #: What a session has seen arrive (the fragmentation key's target workload); None outside sessions:
     #: then the batch and the running replicas stand for it.
     learned: Learned | None = None
@@ -73,13 +70,6 @@ class Prepared:
             self._max_gpus = max_gpus_by_type(self.snapshot())
         return self._max_gpus
 
-    def preemptible(self) -> bool:
-        """Whether any running job may be evicted (then preemption has victims to weigh): counted once,
-        then moved forward by the jobs that start and end."""
-        if self._preemptible is None:
-            self._preemptible = sum(is_preemptible(rj) for rj in self.cluster.running_jobs())
-        return self._preemptible > 0
-
     def shielded(self) -> Shielded:
         """The running jobs nothing may evict, sorted by rank (what-if hints read them)."""
         if self._shielded is None:
@@ -106,11 +96,13 @@ class Prepared:
             | set(flipped)
         )
         out = Prepared(cluster, learned=self.learned, _max_gpus=self._max_gpus)
-        out._preemptible = _counted(self._preemptible, started, ended)
         if self._snap is not None:
             out._snap = updated(self._snap, cluster, names)
             rows = [out._snap.by_name[n] for n in names if n in out._snap.by_name]
-            out._arrays = {k: a.refreshed(out._snap, rows) for k, a in self._arrays.items()}
+            moved = any(rj.anti_affinity or rj.anti_affinity_domains for rj in [*started, *ended])
+            out._arrays = {
+                k: a.refreshed(out._snap, rows, rules_moved=moved) for k, a in self._arrays.items()
+            }
         if self._shapes is not None:
             out._shapes = _moved(self._shapes, started, ended)
         if self._shielded is not None:
@@ -124,7 +116,7 @@ class Prepared:
         and is made again on demand. What a learning session has seen arrive moves with the nodes
         (:meth:`Learned.moved`): a new node is taken as the first older node of its static group is
         (:meth:`_twins`). Running shapes stand (nothing started)."""
-        out = Prepared(cluster, _shapes=self._shapes, _preemptible=self._preemptible)
+        out = Prepared(cluster, _shapes=self._shapes)
         if self._snap is not None:
             out._snap = joined_view(self._snap, cluster)
             out._arrays = {k: a.joined(out._snap) for k, a in self._arrays.items()}
@@ -166,7 +158,6 @@ class Prepared:
         (:meth:`learned_on`)."""
         ended = list(ended)
         out = Prepared(cluster, learned=self.learned_on(cluster))
-        out._preemptible = _counted(self._preemptible, [], ended)
         if self._shapes is not None:
             out._shapes = _moved(self._shapes, [], ended)
         if self._snap is not None:
@@ -214,14 +205,6 @@ def appended(before: Cluster, after: Cluster) -> bool:
         and after.state.jobs is before.state.jobs
         and all(a is b for a, b in zip(old, new, strict=False))
     )
-
-
-def _counted(count: int | None, started: list[RunningJob], ended: list[RunningJob]) -> int | None:
-    """The count of preemptible running jobs after ``started`` began and ``ended`` stopped (None: not
-    counted yet)."""
-    if count is None:
-        return None
-    return count + sum(is_preemptible(rj) for rj in started) - sum(is_preemptible(rj) for rj in ended)
 
 
 def _moved(

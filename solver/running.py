@@ -252,12 +252,15 @@ def _allocations(g: TaskGroup, entries: list[dict[str, Any]]) -> list[ReplicaAll
     return out
 
 
-def running_job(job: Job, replicas: list[ReplicaAllocation], started: datetime | None) -> RunningJob:
+def running_job(
+    job: Job, replicas: list[ReplicaAllocation] | list[dict[str, object]], started: datetime | None
+) -> RunningJob:
     """``job`` running on ``replicas`` since ``started``, with what preemption and anti-affinity read: its
     class, preemptibility, grace period, checkpoint flags, labels, ``expected_end`` from its duration, the
     throttle group and group limits it counts against, and the reservation it runs under (which keeps a
     reservation with ``timeout_s`` held while it runs; the simulator turns placements into running jobs
-    with it too)."""
+    with it too). ``replicas`` may be allocations as :func:`~placer.solver.decision.allocations` gives
+    them (validated once, here)."""
     labels = dict(job.labels)
     if job.type:
         labels.setdefault("job_type", job.type)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from placer.solver.decision import Decision, ReplicaPlacement, as_running
+from placer.solver.decision import Decision, ReplicaPlacement, allocations, as_running
 from placer.solver.engine import place
 from placer.solver.express import Express
 from placer.solver.jobs.model import Job, ReadResult
@@ -211,4 +211,4 @@ class Session:
         job = self._jobs.get(job_id)
         if job is None:
             return as_running(job_id, replicas)
-        return running_job(job, as_running(job_id, replicas).replicas, now)
+        return running_job(job, allocations(replicas), now)

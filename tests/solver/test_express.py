@@ -28,7 +28,7 @@ from placer.solver.jobs.queues import QueueConfig
 from placer.solver.policy import Policy
 from placer.solver.prepared import Prepared
 from placer.solver.session import Session
-from placer.topology import Cluster, Inventory, LoadedModel, NodeSpec
+from placer.topology import Cluster, Inventory, LoadedModel, NodeSpec, RunningJob, cluster_of, dgx_h100
 from placer.topology.build import build_cluster
 from tests.solver.conftest import NOW, without_timing
 
@@ -257,15 +257,30 @@ def test_what_the_lane_takes_and_leaves() -> None:
     )
     s.policy = Policy(engine="auto", preemption=False)
     assert _lane(big, session=s) is None
-    # Default policy (auto, preemption on): the lane decides until a running job may be evicted, when
-    # CP-SAT weighs evictions for every job.
-    s = Session(_cluster(), Policy())
-    assert _lane(plain, session=s) is not None
-    spot = Job(id="s", priority_class="spot", tasks=[TaskGroup(gpu=GpuDemand(count=1))])  # type: ignore[arg-type]
+    # Default policy (auto, preemption and planning on), a spot job running that may be evicted: a job
+    # that fits without evicting is the lane's; one that fits only by evicting is place()'s.
+    s = Session(cluster_of(dgx_h100(1)), Policy())
+    spot = Job(id="s", priority_class="spot", tasks=[TaskGroup(gpu=GpuDemand(count=6))])  # type: ignore[arg-type]
     s.commit(s.decide([spot], now=NOW))
-    assert _lane(plain, session=s) is None
-    s.finish("s")
-    assert _lane(plain, session=s) is not None
+    two = Job(id="two", tasks=[TaskGroup(gpu=GpuDemand(count=2))])
+    four = Job(id="four", tasks=[TaskGroup(gpu=GpuDemand(count=4))])
+    assert _lane(two, session=s) is not None
+    assert _lane(four, session=s) is None
+    assert [e.job for e in s.decide([four], now=NOW).preemptions] == ["s"]
+
+
+def test_one_arrival_that_evicts_nothing_is_greedys_without_cpsat() -> None:
+    """One replica that greedy places without evicting is optimal on every level (an answer that evicts is
+    worse on level 2): auto returns it without running CP-SAT, victims or not. One that needs an eviction
+    goes to CP-SAT, which may find a cheaper one."""
+    gpus = [0, 1, 2, 3, 4, 5]
+    spot = RunningJob(job="s", priority_class="spot", replicas=[{"node": "dgx-h100", "gpus": gpus}])  # type: ignore[list-item]
+    cluster = cluster_of(dgx_h100(1)).with_allocations([spot])
+    fits = place([Job(id="two", tasks=[TaskGroup(gpu=GpuDemand(count=2))])], cluster, Policy(), now=NOW)
+    assert fits.placements and not fits.preemptions
+    assert fits.stats.engine == "greedy" and fits.stats.model_status is None
+    evicts = place([Job(id="four", tasks=[TaskGroup(gpu=GpuDemand(count=4))])], cluster, Policy(), now=NOW)
+    assert [e.job for e in evicts.preemptions] == ["s"] and evicts.stats.model_status is not None
 
 
 def test_a_kind_is_judged_once_and_kept_per_kind() -> None:
