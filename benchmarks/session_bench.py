@@ -22,7 +22,10 @@ Prints, on the 1,213-node openb cluster (``../shared/traces/alibaba-gpu-v2023``)
 3. a whole online fill (``placer fill --policy auto``, one arrival per call) and the ``fgd`` policy on the
    same arrivals: wall seconds, their ratio, allocation at 100 % and 130 % arrived load, and a fingerprint
    of every arrival's node and GPUs (the first 12 hex digits of a SHA-1): two revisions whose
-   fingerprints agree made the same decisions, so a speed change that claims to keep them can be checked.
+   fingerprints agree made the same decisions, so a speed change that claims to keep them can be checked;
+4. ``--evictable`` (alone): the default policy — ``auto``, preemption and planning on, as a backend calls
+   it — on 256 DGX H100 with 600 spot jobs running: a 1-GPU arrival by ``place()`` from scratch and through
+   a session (decided and committed), with the engine and CP-SAT's status.
 
 Every decision of part 2 is re-checked by the independent checker. Prints figures, asserts nothing. The
 machine is noisy: compare within one run.
@@ -190,6 +193,53 @@ def _scenario_l_membership(rounds: int = 5) -> None:
         print(f"{what:<13} median {statistics.median(xs) * 1000:8.1f} ms")
 
 
+def _evictable(arrivals: int = 200) -> None:
+    """Part 4 (``--evictable``): the default policy (``auto``, preemption and planning on) on 256 DGX H100
+    with 600 spot jobs running, which may all be evicted: one 1-GPU arrival by ``place()`` from scratch
+    (15 calls, nothing committed) and through a :class:`Session` (``arrivals`` decided and committed), with
+    the engine and CP-SAT's status of the last decision, each re-checked."""
+    from datetime import UTC, datetime
+
+    from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+    from placer.topology import RunningJob, cluster_of, dgx_h100
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    cluster = cluster_of(dgx_h100(256, nodes_per_rack=16))
+    names = [n.name for n in cluster.nodes]
+    spots = [
+        RunningJob(
+            job=f"s{i}",
+            priority_class="spot",
+            replicas=[{"node": names[i % 256], "gpus": [2 * (i // 256), 2 * (i // 256) + 1]}],  # type: ignore[list-item]
+        )
+        for i in range(600)
+    ]
+    cluster = cluster.with_allocations(spots)
+
+    def job(k: int) -> Job:
+        return Job(id=f"a{k}", tasks=[TaskGroup(cpu_cores=4, gpu=GpuDemand(count=1))])
+
+    print("== 4. the default policy beside evictable work: 256 DGX H100, 600 spot jobs running ==")
+    scratch, violations = [], 0
+    for k in range(15):
+        t = time.perf_counter()
+        d = place([job(k)], cluster, Policy(), now=now)
+        scratch.append(time.perf_counter() - t)
+        violations += len(check(d, [job(k)], cluster, now=now))
+    print(f"place() from scratch: {_ms(scratch)}; engine {d.stats.engine}, CP-SAT {d.stats.model_status}")
+    session = Session(cluster, Policy())
+    decided = []
+    for k in range(100, 100 + arrivals):
+        t = time.perf_counter()
+        d = session.decide([job(k)], now=now)
+        decided.append(time.perf_counter() - t)
+        violations += len(check(d, [job(k)], session.cluster, now=now))
+        session.commit(d)
+    last = f"engine {d.stats.engine}, CP-SAT {d.stats.model_status}"
+    print(f"Session.decide, each committed: {_ms(decided)}; {last}")
+    print(f"evictions {len(d.preemptions)}; checker violations {violations}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", default="default")
@@ -199,9 +249,15 @@ def main() -> None:
     ap.add_argument(
         "--scenario-l", action="store_true", help="only nodes joining and leaving at scenario L's size"
     )
+    ap.add_argument(
+        "--evictable", action="store_true", help="only part 4: the default policy beside evictable work"
+    )
     args = ap.parse_args()
     if args.scenario_l:
         _scenario_l_membership()
+        return
+    if args.evictable:
+        _evictable()
         return
     nodes_csv = openb_dir() / "openb_node_list_gpu_node.csv"
     if not nodes_csv.is_file():

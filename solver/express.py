@@ -76,13 +76,15 @@ class _Kind:
 class Express:
     """The lane's memory: per kind of job, its plan (:class:`_Kind`), or None when the kind is not one the
     lane handles. Node facts per kind (candidate mask, preference scores) are kept in the arrays' static
-    answers, so a node going down or up, joining or leaving drops them as it drops the general path's."""
+    answers, so a node going down or up, joining or leaving drops them as it drops the general path's.
+    One lane may serve several clusters (the service's stored ones) and threads: its memory is read and
+    replaced, never cleared under a reader."""
 
     #: Kinds kept before the memory starts over (a service seeing ever new kinds of jobs).
     MAX_KINDS = 4096
 
     def __init__(self) -> None:
-        self._kinds: dict[str, _Kind | None] = {}
+        self._kinds: dict[tuple[bytes, int], _Kind | None] = {}
 
     def decide(
         self,
@@ -184,22 +186,27 @@ class Express:
         return decision
 
     def _kind(self, job: Job, prepared: Prepared) -> _Kind | None:
-        """The kind of ``job`` (made and judged the first time it is seen)."""
-        key = _SERIALIZE(job, exclude=_NOT_KIND)
-        if key in self._kinds:
-            return self._kinds[key]
+        """The kind of ``job`` on this cluster (made and judged the first time it is seen): its content,
+        and the GPU count of the biggest node of its GPU types, which its plan's split depends on (nodes
+        join and leave; several clusters may share one lane)."""
+        cap = biggest_node_gpus(job, prepared.max_gpus_by_type())
+        key = (_SERIALIZE(job, exclude=_NOT_KIND), cap)
+        hit = self._kinds.get(key, _UNSEEN)
+        if hit is not _UNSEEN:
+            return hit  # type: ignore[return-value]
         if len(self._kinds) >= self.MAX_KINDS:
-            self._kinds.clear()
-        kind = self._kinds[key] = _judge(job, prepared)
+            self._kinds = {}
+        kind = self._kinds[key] = _judge(job, prepared, cap)
         return kind
 
 
 #: What tells two arrivals of one kind apart and no decision reads (the batch's order aside).
 _NOT_KIND = {"id", "submit_time"}  # a set: pydantic reads a frozenset slower
 _SERIALIZE = Job.__pydantic_serializer__.to_json
+_UNSEEN = object()
 
 
-def _judge(job: Job, prepared: Prepared) -> _Kind | None:
+def _judge(job: Job, prepared: Prepared, cap: int) -> _Kind | None:
     """The kind of ``job`` when the lane handles it: one node replica, placed alone, whose only ties to
     the rest of the cluster are the ones the lane computes (running jobs' anti-affinity, the target
     workload); None otherwise."""
@@ -207,7 +214,7 @@ def _judge(job: Job, prepared: Prepared) -> _Kind | None:
         return None
     if Budgets.of({}, (), cluster=prepared.cluster, jobs=[job]).active:  # a throttle, group limit, licence
         return None
-    plan = expand(job, 0, max_node_gpus=biggest_node_gpus(job, prepared.max_gpus_by_type()))
+    plan = expand(job, 0, max_node_gpus=cap)
     if plan.scope is not None or plan.anti or plan.anti_domains or len(plan.units) != 1:
         return None
     u = plan.units[0]

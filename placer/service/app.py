@@ -39,6 +39,7 @@ from placer.service.metrics import Metrics
 from placer.service.pool import SolverPool
 from placer.service.routes import BODIES, router
 from placer.service.state import ClusterStore
+from placer.solver.express import Express
 
 __all__ = [
     "ASGIApp",
@@ -89,6 +90,9 @@ class Service:
     store: ClusterStore
     metrics: Metrics
     max_clusters: int
+    #: The express lane for one plain job on a stored cluster (``solver/express.py``; shared by the
+    #: clusters: a kind of job is judged per biggest node, its node facts kept in each cluster's pieces).
+    express: Express = field(default_factory=Express)
 
     def close(self) -> None:
         self.pool.shutdown()

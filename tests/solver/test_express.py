@@ -291,3 +291,18 @@ def test_a_kind_is_judged_once_and_kept_per_kind() -> None:
         d = lane.decide([j], s._prepared, s.policy, now=NOW, queues=None, reservations=None, prices=None)
         assert d is not None and d.placements[0].job == f"a{k}"
     assert len(lane._kinds) == 1  # the id and the submit time are not part of a kind
+
+
+def test_a_kind_is_judged_for_the_nodes_the_cluster_has_now() -> None:
+    # 16 GPUs in one task: split over two 8-GPU DGX (two replicas: place()'s), one replica once a 16-GPU
+    # node joins (the lane's), as place() then plans it.
+    s = Session(cluster_of(dgx_h100(2)), POLICIES["fill"])
+    job = Job(id="big", tasks=[TaskGroup(gpu=GpuDemand(count=16))])
+    assert _lane(job, session=s) is None
+    wide = NodeSpec(name="hgx-16", cpu_cores=224, gpus={"type": "nvidia-h100", "count": 16})  # type: ignore[arg-type]
+    s.add_nodes(Inventory(nodes=[wide]))
+    d = _lane(job, session=s)
+    assert isinstance(d, Decision) and [r.node for r in d.placements[0].replicas] == ["hgx-16"]
+    assert without_timing(d) == without_timing(
+        place([job], s.cluster, s.policy, now=NOW, prepared=Prepared(s.cluster, learned=s.learned))
+    )

@@ -762,6 +762,27 @@ def test_nodes_join_and_leave_a_stored_cluster(http: httpx.Client, openapi: dict
     assert http.get("/v1/clusters/grow").json()["version"] == 4  # the refused PATCHes changed nothing
 
 
+def test_one_plain_job_on_a_stored_cluster_is_decided_as_place_decides_it(http: httpx.Client) -> None:
+    # On a stored cluster a lone plain job takes the express lane (solver/express.py); the decision is the
+    # one the stateless route, place() from scratch, gives for the same cluster: placed, and waiting.
+    cluster = (EXAMPLES / "clusters" / "h100-training.yaml").read_text()
+    assert http.put("/v1/clusters/lane", json={"cluster": cluster}).status_code == 201
+    for job in (
+        {"id": "one", "ext_ml_gpu_count": 2, "ext_ml_gpu_type": "nvidia-h100"},
+        {"id": "share", "ext_ml_gpu_count": 1, "ext_ml_gpu_type": "nvidia-l4"},
+        {"id": "huge", "ext_ml_gpu_count": 8, "ext_ml_gpu_type": "nvidia-l4"},  # no L4 box has 8: waits
+    ):
+        body = {"jobs": [job], "now": NOW, "policy": {"engine": "auto", "plan": False, "preemption": False}}
+        stored = http.post("/v1/clusters/lane/placements", json=body)
+        alone = http.post("/v1/placements", json={**body, "cluster": cluster})
+        assert stored.status_code == alone.status_code == 200, (stored.text, alone.text)
+        a, b = stored.json(), alone.json()
+        for d in (a, b):
+            for key in ("build_s", "solve_s", "wall_s"):
+                d["stats"].pop(key)
+        assert a == b
+
+
 # ---------------------------------------------------------------------------------------------------
 # Concurrency and metrics
 # ---------------------------------------------------------------------------------------------------

@@ -328,12 +328,15 @@ def test_versions_decide_as_place_does_whatever_their_patches_mixed(
     # Each version's pieces (moved forward by job and node changes, or started afresh) decide as place()
     # alone on the same snapshot: the property behind the store's speed.
     from placer.solver.engine import place
+    from placer.solver.express import Express
     from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
     from placer.solver.policy import Policy
+    from tests.solver.conftest import without_timing
 
     store = ClusterStore()
     stored, _ = store.put("c", build_cluster(TEMPLATED))
     policy = Policy(engine="greedy")
+    lane = Express()
     now = datetime(2026, 1, 1, tzinfo=UTC)
     batch = [  # more than the three DGXs hold: the rest goes to nodes that joined, when there are any
         Job(id="x", tasks=[TaskGroup(gpu=GpuDemand(count=4))]),
@@ -375,3 +378,10 @@ def test_versions_decide_as_place_does_whatever_their_patches_mixed(
         mine = place(batch, stored.cluster, policy, now=now, prepared=stored.prepared)
         alone = place(batch, stored.cluster, policy, now=now)
         assert (mine.placements, mine.pending) == (alone.placements, alone.pending)
+        # One job of the batch alone through the express lane, as the placements route runs it on a
+        # stored cluster: place()'s decision on the same version.
+        quick = lane.decide(
+            batch[:1], stored.prepared, policy, now=now, queues=None, reservations=None, prices=None
+        )
+        if quick is not None:
+            assert without_timing(quick) == without_timing(place(batch[:1], stored.cluster, policy, now=now))
