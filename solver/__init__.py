@@ -4,7 +4,8 @@ The public API is re-exported here lazily (PEP 562), so that ``import solver`` o
 import OR-Tools; names resolve on first use.
 
 * Deciding: ``place(jobs, cluster, policy, now=...) -> Decision`` and ``Policy`` (engine, time limit,
-  seed, weights); the independent checker is ``placer.solver.checks.check(decision, jobs, cluster)``.
+  seed, weights); ``Session`` (``place()`` on state kept between calls, with its ``Express`` lane for a
+  lone plain job); the independent checker is ``placer.solver.checks.check(decision, jobs, cluster)``.
 * Jobs: ``placer.solver.jobs`` — ``read_files``, ``read_text``, ``Job``, ``ReadOptions``, ``Issue`` ...
 
 >>> from placer import solver
@@ -25,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "Decision": "placer.solver.decision",
     "Violation": "placer.solver.checks",
     "Session": "placer.solver.session",
+    "Express": "placer.solver.express",
     **{
         name: "placer.solver.jobs"
         for name in (

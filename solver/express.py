@@ -4,21 +4,25 @@ the whole problem.
 Why it exists: a backend calls placer for every arrival, and most arrivals are one job of one replica with
 no rule that reaches past its own node. For those, :func:`~placer.solver.engine.place` spends most of its
 time on machinery the job does not use — the problem's phases for a batch (demand units, budgets,
-victims, candidates for every job, priority order), greedy's loop over jobs, the explanation of jobs left
-pending, a decision built field by field through validation. The lane does what those phases do *for
-this job*, with the same functions where they decide anything: the candidate masks and preference scores
-of :mod:`placer.solver.candidates` and :mod:`placer.solver.objective.preferences` (kept per kind of job,
-so an arrival of a kind seen before reads them), the target workload of :func:`~placer.solver.problem.
-problem_targets`, greedy itself on this one job (:func:`~placer.solver.greedy.greedy`: the same levels,
-the same FGD measure and cache), the same answer (a job that waits gets its reasons from
-:func:`~placer.solver.answer.answer` on the same candidates) and the same pricing.
+victims, candidates, preferences and anti-affinity for every job, priority order), greedy's loop over
+jobs and its bookkeeping for later ones, the bounds and CP-SAT's checks. The lane does what those phases
+do *for this job*, with the same functions where they decide anything: the candidate masks and preference
+scores of :mod:`placer.solver.candidates` and :mod:`placer.solver.objective.preferences` (kept per kind
+of job, so an arrival of a kind seen before reads them), the running jobs' anti-affinity mask, the target
+workload of :func:`~placer.solver.problem.problem_targets` (which learns the arrival as ``place()``'s
+does), greedy's node choice for one replica (:func:`~placer.solver.greedy.place_alone`: the same levels,
+FGD measure and caches, the same GPUs), phase 8's emitter, or for a job that waits the same
+:func:`~placer.solver.answer.answer` on fresh candidates, the relaxation bound ``place()`` reports and the
+same pricing.
 
 Its decision is ``place()``'s, field for field (``tests/solver/test_express.py`` compares them on random
-sequences; ``tests/solver/test_session.py`` compares every session decision with ``place()``). When
-anything about the call or the job is outside what it handles — a gang, a TPU slice, affinity to other
-jobs, a budget or throttle, a reservation, CP-SAT that could run, a job that must wait while planning or
-preemption hints are on (they look at the whole cluster) — it answers None and the session calls
-``place()``; nothing was changed.
+sequences; ``tests/solver/test_session.py`` compares every session decision with ``place()``;
+``tests/placer/service/test_state.py`` on stored clusters' versions). When anything about the call or the
+job is outside what it handles — a gang, a TPU slice, a Flux shape or domain, an exclusive node, the job's
+own anti-affinity or preferred rules on other jobs, a budget, throttle or licence, a reservation, the
+``cpsat`` engine or a baseline scorer, a job that fits only by evicting, or one that must wait while
+planning or preemption hints are on (they look at the whole cluster) — it answers None and the caller
+calls ``place()``; nothing was changed.
 """
 
 from __future__ import annotations
@@ -78,7 +82,19 @@ class Express:
     lane handles. Node facts per kind (candidate mask, preference scores) are kept in the arrays' static
     answers, so a node going down or up, joining or leaving drops them as it drops the general path's.
     One lane may serve several clusters (the service's stored ones) and threads: its memory is read and
-    replaced, never cleared under a reader."""
+    replaced, never cleared under a reader.
+
+    >>> from datetime import UTC, datetime
+    >>> from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
+    >>> from placer.topology import cluster_of, dgx_h100
+    >>> lane, prepared, now = Express(), Prepared(cluster_of(dgx_h100(1))), datetime(2026, 1, 1, tzinfo=UTC)
+    >>> def decide(job):
+    ...     return lane.decide([job], prepared, Policy(), now=now, queues={}, reservations=(), prices=None)
+    >>> decide(Job(id="a", tasks=[TaskGroup(gpu=GpuDemand(count=2))])).placements[0].replicas[0].gpus
+    [0, 1]
+    >>> decide(Job(id="g", tasks=[TaskGroup(count=2, gpu=GpuDemand(count=4))])) is None  # two replicas
+    True
+    """
 
     #: Kinds kept before the memory starts over (a service seeing ever new kinds of jobs).
     MAX_KINDS = 4096
