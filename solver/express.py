@@ -171,7 +171,14 @@ class Express:
         problem.build_s = time.perf_counter() - t0
         if fits:
             replica = place_alone(
-                plan, cands, pref, anti, arrays, pricing=problem.pricing, targets=problem.targets
+                plan,
+                cands,
+                pref,
+                anti,
+                arrays,
+                pricing=problem.pricing,
+                targets=problem.targets,
+                fits=now_mask,
             )
             assert replica is not None  # a node it fits is there: greedy places the replica
             placed = Assignment(placed={0: [replica]})

@@ -678,19 +678,21 @@ def place_alone(
     *,
     pricing: Pricing | None = None,
     targets: Targets | None = None,
+    fits: np.ndarray | None = None,
 ) -> ReplicaAt | None:
     """What :func:`greedy` places for a batch of one plain replica — one unit of one replica, no Flux
     shape, no domain or gang scope, not exclusive, no rule on the jobs beside it, no budget, nothing to
     evict — without the loop over jobs and what a batch needs around it: the node by the objective's
     levels (:func:`_choose`, FGD's measure against ``targets``) and its GPUs as :meth:`State.take` gives
-    them. None when no node fits. The express lane's (``solver/express.py``, whose tests hold its
-    decisions to ``place()``'s)."""
+    them. None when no node fits. ``fits``: where one replica fits now, when the caller has it
+    (``arrays.fits(unit.need)``, what greedy's fresh state says). The express lane's
+    (``solver/express.py``, whose tests hold its decisions to ``place()``'s)."""
     (unit,) = plan.units
     state = State.of(arrays)
     state.pricing = pricing
     if targets is not None and targets.size:
         state.frag = ScorerContext.of("fgd", [plan], {plan.idx: [cand]}, arrays, targets=targets)
-    mask = cand.static & state.fits(unit) & ~anti_running
+    mask = cand.static & (state.fits(unit) if fits is None else fits) & ~anti_running
     cost = (
         None if pricing is None or not pricing.nodes_priced else pricing.node_costs(unit.need, unit.exclusive)
     )
