@@ -169,7 +169,7 @@ class Express:
         )
         problem.targets = problem_targets(problem, policy, cluster, prepared)
         problem.build_s = time.perf_counter() - t0
-        if fits:
+        if fits:  # answer() for a placed job alone is its placement (no reasons, no evictions)
             replica = place_alone(
                 plan,
                 cands,
@@ -181,31 +181,21 @@ class Express:
                 fits=now_mask,
             )
             assert replica is not None  # a node it fits is there: greedy places the replica
-            placed = Assignment(placed={0: [replica]})
-            bound = float(plan.weight)  # core._relaxation: greedy placed every job with candidates
+            # core._relaxation: greedy placed every job with candidates, so the bound is their weight.
+            decision = Decision(stats=_stats(policy, plan.weight, float(plan.weight), problem.build_s))
+            emit_placements(decision, Assignment(placed={0: [replica]}), problem.plans, problem.snap)
         else:
-            placed = Assignment()
-            bound = relaxation(problem)
-        stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
-        stats.greedy_objective = stats.objective = float(plan.weight if fits else 0)
-        report_bound(stats, [(bound, "relaxation")])
-        stats.build_s = round(problem.build_s, 6)
-        if fits:  # answer() for a placed job alone is its placement (no reasons, no evictions)
-            decision = Decision(stats=stats)
-            emit_placements(decision, placed, problem.plans, problem.snap)
-        else:
-            decision = answer(problem, placed, admission, policy.time_limit_s)
-            decision.stats = stats
+            decision = answer(problem, Assignment(), admission, policy.time_limit_s)
+            decision.stats = _stats(policy, 0, relaxation(problem), problem.build_s)
         decision._weights = {plan.id: plan.weight}
         decision._levels_of = frozenset(p.job for p in decision.placements)
         decision.now = now
-        decision._greedy_answer = None
         hints = jobs_by_id(items, now)
-        stats.cost_per_hour = price_decision(
+        decision.stats.cost_per_hour = price_decision(
             decision, cluster, prices or PriceCatalog.default(), whole=holds_whole(hints)
         )
         with_read_warnings(decision, items)
-        stats.wall_s = round(time.perf_counter() - t0, 6)
+        decision.stats.wall_s = round(time.perf_counter() - t0, 6)
         return decision
 
     def _kind(self, job: Job, prepared: Prepared) -> _Kind | None:
@@ -221,6 +211,15 @@ class Express:
             self._kinds = {}
         kind = self._kinds[key] = _judge(job, prepared, cap)
         return kind
+
+
+def _stats(policy: Policy, objective: int, bound: float, build_s: float) -> Stats:
+    """The stats ``core.decide`` reports for greedy's answer alone: its objective, the relaxation's bound."""
+    stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
+    stats.greedy_objective = stats.objective = float(objective)
+    report_bound(stats, [(bound, "relaxation")])
+    stats.build_s = round(build_s, 6)
+    return stats
 
 
 #: What tells two arrivals of one kind apart and no decision reads (the batch's order aside).
@@ -271,7 +270,7 @@ def _static(
     """The unit's static candidates and preference scores on ``arrays`` (kept in its static answers with
     the candidate masks, so they go when nodes go down or up); None when the job can never run there or
     asks for what the cluster cannot provide (the general path explains it)."""
-    key = ("__static__", "__express__", kind.keys, id(kind))
+    key = ("__static__", "__express__", id(kind))
     hit = arrays._static_cache.get(key)
     if hit is not None:
         return hit[1]  # type: ignore[no-any-return]

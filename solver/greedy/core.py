@@ -265,6 +265,35 @@ def _choose_baseline(mask: np.ndarray, state: State, unit: Unit) -> int | None:
     return int(idx[np.lexsort(keys)[0]])
 
 
+def _node_keys(
+    state: State, arrays: NodeArrays, unit: Unit, nvlink: bool
+) -> tuple[np.ndarray | None, Callable[[np.ndarray], np.ndarray] | None, np.ndarray | None]:
+    """The keys of :func:`_choose` beyond preference for one replica of ``unit``: price per node (when nodes
+    are priced and placer's keys choose), FGD's growth (when its target is set) and fit (None under a
+    baseline scorer, which chooses by its own key)."""
+    cost = (
+        None
+        if state.pricing is None or state.scorer is not None or not state.pricing.nodes_priced
+        else state.pricing.node_costs(unit.need, unit.exclusive)
+    )
+    grows = None if state.frag is None else _growth(state, unit)
+    frag = (
+        None
+        if state.scorer is not None
+        else _frag(state, arrays, unit, nvlink, fragmentation=grows is not None)
+    )
+    return cost, grows, frag
+
+
+def _share_gpu(state: State, node: int, unit: Unit) -> int | None:
+    """The GPU of ``node`` a share goes to: the baseline scorer's or FGD's choice; None for best fit."""
+    if state.scorer is not None:
+        return state.scorer.share_gpu(state, node, unit)
+    if state.frag is not None:
+        return state.frag.share_gpu(state, node, unit)
+    return None
+
+
 def _place_node_units(
     plan: JobPlan,
     units: list[tuple[Unit, UnitCandidates, np.ndarray]],
@@ -300,19 +329,8 @@ def _place_node_units(
                 known_bad = [n for n, keys in state.no_shape.items() if key in keys]
                 if known_bad:
                     mask[known_bad] = False
-            share_gpu = None
             claim = None
-            cost = (
-                None
-                if state.pricing is None or state.scorer is not None or not state.pricing.nodes_priced
-                else state.pricing.node_costs(unit.need, unit.exclusive)
-            )
-            grows = None if state.frag is None else _growth(state, unit)
-            frag = (
-                None
-                if state.scorer is not None
-                else _frag(state, arrays, unit, plan.nvlink, fragmentation=grows is not None)
-            )
+            cost, grows, frag = _node_keys(state, arrays, unit, plan.nvlink)
             while True:  # only ``mask`` changes between tries (a node whose sockets failed the shape)
                 if frag is None:
                     node = _choose_baseline(mask, state, unit)
@@ -332,11 +350,7 @@ def _place_node_units(
                 if claim is not None:
                     break
                 mask[node] = False
-            if state.scorer is not None:
-                share_gpu = state.scorer.share_gpu(state, node, unit)
-            elif state.frag is not None:
-                share_gpu = state.frag.share_gpu(state, node, unit)
-            gpus, share = state.take(node, unit, share_gpu, claim)
+            gpus, share = state.take(node, unit, _share_gpu(state, node, unit), claim)
             used_by_unit.add(node)
             used_by_job.add(node)
             out.append(ReplicaAt(unit=unit, node=node, gpus=gpus, milli=share))
@@ -693,16 +707,12 @@ def place_alone(
     if targets is not None and targets.size:
         state.frag = ScorerContext.of("fgd", [plan], {plan.idx: [cand]}, arrays, targets=targets)
     mask = cand.static & (state.fits(unit) if fits is None else fits) & ~anti_running
-    cost = (
-        None if pricing is None or not pricing.nodes_priced else pricing.node_costs(unit.need, unit.exclusive)
-    )
-    grows = None if state.frag is None else _growth(state, unit)
-    frag = _frag(state, arrays, unit, plan.nvlink, fragmentation=grows is not None)
+    cost, grows, frag = _node_keys(state, arrays, unit, plan.nvlink)
+    assert frag is not None  # placer's own keys: no baseline scorer here
     node = _choose(mask, pref, frag, None, cost, grows)
     if node is None:
         return None
-    share_gpu = None if state.frag is None else state.frag.share_gpu(state, node, unit)
-    gpus, share = state.take(node, unit, share_gpu)
+    gpus, share = state.take(node, unit, _share_gpu(state, node, unit))
     return ReplicaAt(unit=unit, node=node, gpus=gpus, milli=share)
 
 
