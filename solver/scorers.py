@@ -64,10 +64,9 @@ from placer.solver.objective.fragmentation import (
     MILLI,
     Targets,
     fragmentation,
-    fragments,
-    fragments_after_share,
     target_workload,
 )
+from placer.solver.objective.kernels import count_into, count_share_into
 
 if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
     from placer.solver.greedy.state import State
@@ -90,8 +89,9 @@ class _Deltas:
         return _Deltas(np.zeros(n), np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
 
 
-#: (node rows, the target's shapes to count) -> the rows' fragments for those shapes.
-_Count = Callable[[np.ndarray, Targets], np.ndarray]
+#: (node rows, the target's shapes to count, the array to write them into, its first column to write):
+#: writes the rows' fragments for those shapes (:func:`~placer.solver.objective.kernels.count_into`).
+_Count = Callable[[np.ndarray, Targets, np.ndarray, int], None]
 
 
 @dataclass(eq=False)
@@ -147,7 +147,7 @@ class _Fragments:
         stale = idx[self.ver[idx] != version[idx]]
         if stale.size:
             assert self.held is not None
-            self.vals[stale, ..., : len(self.keys)] = count(stale, self.held)
+            count(stale, self.held, self.vals, 0)
             self.ver[stale] = version[stale]
         due = idx[self._e_ver[idx] != version[idx]]
         if due.size:
@@ -172,7 +172,7 @@ class _Fragments:
             current = self.ver == version
             if current.any():
                 rows = np.flatnonzero(current)
-                self.vals[rows, ..., held:width] = count(rows, new)
+                count(rows, new, self.vals, held)
             # A row held for another state than this call's lacks the new columns (its state is not at
             # hand to count them): it is no longer held. Why it matters: the next call starts again from
             # the arrays' stamps, so a row a greedy tick made stale here is current there — and read its
@@ -405,16 +405,17 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
     need = unit.need
     n = len(ctx.version)
 
-    def count_now(rows: np.ndarray, tt: Targets) -> np.ndarray:
-        return fragments(state.cpu[rows], ctx.free[rows], tt.access[rows], tt)
+    def count_now(rows: np.ndarray, tt: Targets, out: np.ndarray, first: int) -> None:
+        count_into(out, first, rows, state.cpu, ctx.free, tt.access, tt)
 
     now = store.now.expected(t, ctx.version, idx, count_now)
     key = (float(need.cpu), need.gpus, need.milli)
     if need.milli and not need.gpus:  # a share: try each GPU it fits on, keep the best
 
-        def count_share(rows: np.ndarray, tt: Targets) -> np.ndarray:
-            cpu = state.cpu[rows] - need.cpu
-            return fragments_after_share(cpu, ctx.free[rows], need.milli, tt.access[rows], tt)
+        def count_share(rows: np.ndarray, tt: Targets, out: np.ndarray, first: int) -> None:
+            count_share_into(
+                out, first, rows, state.cpu, ctx.free, tt.access, tt, need_cpu=need.cpu, milli=need.milli
+            )
 
         after = store.fragments_after(key, n, (ctx.free.shape[1],)).expected(t, ctx.version, idx, count_share)
         delta = np.round(after - now[:, None], FGD_DECIMALS)
@@ -422,13 +423,9 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
         choice = _share_gpu_choice(delta)
         return delta[np.arange(idx.size), choice], choice
 
-    def count_whole(rows: np.ndarray, tt: Targets) -> np.ndarray:
-        cpu = state.cpu[rows] - need.cpu
-        gpu = ctx.free[rows].copy()
-        if need.gpus:  # greedy takes the lowest-indexed whole free GPUs
-            whole = gpu == MILLI
-            gpu[whole & (np.cumsum(whole, axis=1) <= need.gpus)] = 0
-        return fragments(cpu, gpu, tt.access[rows], tt)
+    def count_whole(rows: np.ndarray, tt: Targets, out: np.ndarray, first: int) -> None:
+        # greedy takes the lowest-indexed whole free GPUs
+        count_into(out, first, rows, state.cpu, ctx.free, tt.access, tt, need_cpu=need.cpu, take=need.gpus)
 
     after = store.fragments_after(key, n, ()).expected(t, ctx.version, idx, count_whole)
     return np.round(after - now, FGD_DECIMALS), np.full(idx.size, -1, dtype=np.int64)

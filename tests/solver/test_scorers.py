@@ -416,8 +416,8 @@ def test_a_shape_that_leaves_the_target_and_comes_back_counts_what_changed_meanw
     version = np.zeros(3, dtype=np.int64)
     idx = np.arange(3)
 
-    def count(rows: np.ndarray, tt: Targets) -> np.ndarray:
-        return fragments(cpu[rows], gpu[rows], tt.access[rows], tt)
+    def count(rows: np.ndarray, tt: Targets, out: np.ndarray, first: int) -> None:
+        out[rows, first : first + tt.size] = fragments(cpu[rows], gpu[rows], tt.access[rows], tt)
 
     f.expected(a, version, idx, count)
     f.expected(b, version, idx, count)
@@ -447,8 +447,8 @@ def test_a_shape_added_while_a_node_is_changed_is_counted_when_the_node_is_back(
     f = scorers._Fragments.of(3, ())
     stamps = np.zeros(3, dtype=np.int64)
 
-    def count(rows: np.ndarray, tt: Targets) -> np.ndarray:
-        return fragments(cpu[rows], gpu[rows], tt.access[rows], tt)
+    def count(rows: np.ndarray, tt: Targets, out: np.ndarray, first: int) -> None:
+        out[rows, first : first + tt.size] = fragments(cpu[rows], gpu[rows], tt.access[rows], tt)
 
     f.expected(a, stamps, np.arange(3), count)  # call 1 reads every node at its stamp
     ticked = stamps.copy()

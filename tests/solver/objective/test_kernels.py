@@ -1,0 +1,128 @@
+"""The compiled fragment counts (``solver/objective/kernels.py``) are the numpy definition, element for
+element: the same node states and shapes give identical arrays (whole milli, exact arithmetic), so the
+engines decide as they did before the counts were compiled."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from placer.solver.objective.fragmentation import Targets, fragments, fragments_after_share
+from placer.solver.objective.kernels import (
+    count_fragments,
+    count_fragments_after_share,
+    count_into,
+    count_share_into,
+)
+
+_MILLI = [0, 60, 100, 190, 250, 300, 500, 750, 810, 1000]
+
+
+@st.composite
+def states(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, Targets, int]:
+    shapes = draw(st.integers(0, 12))
+    width = draw(st.sampled_from([1, 2, 4, 8]))
+    k = draw(st.integers(0, 6))
+    w = np.array([draw(st.integers(1, 9)) for _ in range(shapes)], dtype=np.float64)
+    t = Targets(
+        p=w / max(w.sum(), 1.0),
+        # Halves and a CPU a hair below a node's free CPU: the 1e-9 tolerance must read alike.
+        cpu=np.array(
+            [draw(st.sampled_from([0.0, 0.5, 1.0, 4.0, 8.0, 8.0 + 1e-10, 32.0])) for _ in range(shapes)]
+        ),
+        milli=np.array([draw(st.sampled_from(_MILLI)) for _ in range(shapes)], dtype=np.int64),
+        num=np.array([draw(st.sampled_from([0, 1, 1, 2, 4, 8])) for _ in range(shapes)], dtype=np.int64),
+        access=np.ones((k, shapes), dtype=bool),
+    )
+    cpu = np.array(
+        [draw(st.sampled_from([0.0, 0.5, 4.0, 8.0, 43.892, 64.0])) for _ in range(k)], dtype=np.float64
+    )
+    gpu = np.array(
+        [[draw(st.sampled_from(_MILLI)) for _ in range(width)] for _ in range(k)], dtype=np.int64
+    ).reshape(k, width)
+    access = np.array([[draw(st.booleans()) for _ in range(shapes)] for _ in range(k)], dtype=bool).reshape(
+        k, shapes
+    )
+    share = draw(st.sampled_from([60, 100, 250, 500, 810]))
+    return cpu, gpu, access, t, share
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=states())
+def test_the_compiled_count_is_the_definition(
+    case: tuple[np.ndarray, np.ndarray, np.ndarray, Targets, int],
+) -> None:
+    cpu, gpu, access, t, _ = case
+    got, want = count_fragments(cpu, gpu, access, t), fragments(cpu, gpu, access, t)
+    assert got.shape == want.shape == (len(cpu), t.size)
+    assert np.array_equal(got, want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=states())
+def test_the_compiled_count_after_a_share_is_the_definition(
+    case: tuple[np.ndarray, np.ndarray, np.ndarray, Targets, int],
+) -> None:
+    cpu, gpu, access, t, share = case
+    got, want = (
+        count_fragments_after_share(cpu, gpu, share, access, t),
+        fragments_after_share(cpu, gpu, share, access, t),
+    )
+    # Every GPU, the ones the share does not fit on too (negative milli after): the caches hold them all.
+    assert got.shape == want.shape == (len(cpu), gpu.shape[1], t.size)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+def test_the_callers_dtypes_are_taken_as_they_come(dtype: type) -> None:
+    """The fill's state and the engines' arrays hold milli in different integer types, CPU in cores or
+    milli-cores: the counts read the values, not the types."""
+    t = Targets(
+        p=np.array([0.5, 0.5]),
+        cpu=np.array([4, 1]),
+        milli=np.array([1000, 500]),
+        num=np.array([1, 1]),
+        access=np.ones((1, 2), dtype=bool),
+    )
+    gpu = np.array([[1000, 300], [400, 0]], dtype=dtype)
+    cpu = np.array([8, 2], dtype=dtype)
+    access = np.array([[1, 1], [1, 0]], dtype=np.uint8)
+    # Node 0: the 1-GPU shape fits (the 300 on GPU 1 is its fragment), the 500 share too (300 again).
+    # Node 1: no whole GPU free (all 400 a fragment); the share may not run there (access 0): 400.
+    assert count_fragments(cpu, gpu, access, t).tolist() == [[300.0, 300.0], [400.0, 400.0]]
+    # A 250 share on node 0, GPU 1 (300 -> 50): the 1-GPU shape's fragment is 50, the 500 share's 50.
+    assert count_fragments_after_share(cpu, gpu, 250, access, t)[0, 1].tolist() == [50.0, 50.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    case=states(), need_cpu=st.sampled_from([0.0, 0.5, 4.0]), take=st.integers(0, 8), first=st.integers(0, 3)
+)
+def test_counts_written_in_place_are_the_definition_on_the_node_after_a_replica(
+    case: tuple[np.ndarray, np.ndarray, np.ndarray, Targets, int], need_cpu: float, take: int, first: int
+) -> None:
+    """What the engines' caches call: rows picked out of whole-cluster arrays, the node's state after one
+    replica (its CPU, its lowest-indexed whole free GPUs or a share on each GPU), written at a column
+    offset of a float32 table; the rows not picked and the columns around are left as they were."""
+    cpu, gpu, access, t, share = case
+    k, width = gpu.shape
+    rows = np.array([r for r in range(k) if r % 2 == 0], dtype=np.int64)
+    after = gpu[rows].copy()
+    for row in after:  # the lowest-indexed whole free GPUs taken, as State.take takes them
+        whole = [g for g in range(width) if row[g] == 1000][:take]
+        row[whole] = 0
+    want = fragments(cpu[rows] - need_cpu, after, access[rows], t)
+    out = np.full((k, first + t.size + 1), -7.0, dtype=np.float32)
+    count_into(out, first, rows, cpu, gpu, access, t, need_cpu=need_cpu, take=take)
+    assert np.array_equal(out[rows, first : first + t.size], want)
+    untouched = np.ones(out.shape, dtype=bool)
+    untouched[rows, first : first + t.size] = False
+    assert (out[untouched] == -7.0).all()
+
+    want3 = fragments_after_share(cpu[rows] - need_cpu, gpu[rows], share, access[rows], t)
+    out3 = np.full((k, width, first + t.size), -7.0, dtype=np.float32)
+    count_share_into(out3, first, rows, cpu, gpu, access, t, need_cpu=need_cpu, milli=share)
+    assert np.array_equal(out3[rows, :, first:], want3)
+    assert (out3[:, :, :first] == -7.0).all()
