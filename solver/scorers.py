@@ -66,12 +66,20 @@ from placer.solver.objective.fragmentation import (
     fragmentation,
     target_workload,
 )
-from placer.solver.objective.kernels import count_into, count_share_into
+from placer.solver.objective.kernels import (
+    CacheArgs,
+    count_into,
+    count_share_into,
+    share_deltas,
+    weigh_into,
+    whole_deltas,
+)
 
 if TYPE_CHECKING:  # greedy imports this module; State is only needed for annotations here
     from placer.solver.greedy.state import State
 
-#: FGD increases closer than this (milli-GPUs) are ties: float sums must not decide between equal nodes.
+#: FGD increases are rounded to this many decimals of a milli-GPU (the kernels' ``_round6``), so closer
+#: ones are ties: float sums must not decide between equal nodes.
 FGD_DECIMALS = 6
 
 
@@ -124,6 +132,8 @@ class _Fragments:
     #: fragments now), and a row's expectation changes only with the row or the target.
     _e: np.ndarray = field(default_factory=lambda: np.zeros(0))
     _e_ver: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: What :meth:`kernel_args` gives, until the columns or the target change.
+    _args: CacheArgs | None = None
 
     @staticmethod
     def of(n: int, inner: tuple[int, ...]) -> _Fragments:
@@ -149,11 +159,29 @@ class _Fragments:
             assert self.held is not None
             count(stale, self.held, self.vals, 0)
             self.ver[stale] = version[stale]
-        due = idx[self._e_ver[idx] != version[idx]]
-        if due.size:
-            self._e[due] = self.held_vals[due].astype(np.float64) @ self._p
-            self._e_ver[due] = version[due]
+        weigh_into(self._e, self._e_ver, self.vals, idx, version, self._p)
         return self._e[idx]
+
+    def kernel_args(self, t: Targets, version: np.ndarray, count: _Count) -> CacheArgs:
+        """This cache as the fused kernels read it (:func:`~placer.solver.objective.kernels.whole_deltas`),
+        its columns selected for ``t`` first (``count``: how to count the new ones)."""
+        if t is not self._for:
+            self._select(t, version, count)
+        if self._args is None:
+            h = self.held
+            assert h is not None
+            self._args = (
+                self.vals,
+                self.ver,
+                self._e,
+                self._e_ver,
+                np.ascontiguousarray(h.access, dtype=np.bool_),
+                np.ascontiguousarray(h.cpu, dtype=np.float64),
+                np.ascontiguousarray(h.milli, dtype=np.int64),
+                np.ascontiguousarray(h.num, dtype=np.int64),
+                self._p,
+            )
+        return self._args
 
     def _select(self, t: Targets, version: np.ndarray, count: _Count) -> None:
         """Hold ``t``'s shapes (count the new ones for the current rows) and weigh the columns by ``t``."""
@@ -187,6 +215,7 @@ class _Fragments:
         self._for = t
         self._e = np.zeros(self.vals.shape[:-1])
         self._e_ver = np.full(len(self.ver), -1, dtype=np.int64)
+        self._args = None
 
 
 #: The most target shapes a cache of fragments holds columns for; beyond, it starts over from the shapes
@@ -399,6 +428,10 @@ def _fgd_deltas(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tupl
 
 
 def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """FGD's increase of one replica of ``unit`` on each node of ``idx``, and a share's GPU (-1 for whole
+    GPUs): one compiled pass over the rows (``objective/kernels.py``), which counts and weighs again the
+    cached fragments now and after the replica only where a node changed; a change of target first
+    selects the caches' columns (:meth:`_Fragments._select`, counting only its new shapes)."""
     t = ctx.targets
     store = ctx.store
     assert t is not None and store is not None
@@ -408,7 +441,7 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
     def count_now(rows: np.ndarray, tt: Targets, out: np.ndarray, first: int) -> None:
         count_into(out, first, rows, state.cpu, ctx.free, tt.access, tt)
 
-    now = store.now.expected(t, ctx.version, idx, count_now)
+    now = store.now.kernel_args(t, ctx.version, count_now)
     key = (float(need.cpu), need.gpus, need.milli)
     if need.milli and not need.gpus:  # a share: try each GPU it fits on, keep the best
 
@@ -417,24 +450,16 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
                 out, first, rows, state.cpu, ctx.free, tt.access, tt, need_cpu=need.cpu, milli=need.milli
             )
 
-        after = store.fragments_after(key, n, (ctx.free.shape[1],)).expected(t, ctx.version, idx, count_share)
-        delta = np.round(after - now[:, None], FGD_DECIMALS)
-        delta = np.where(ctx.free[idx] >= need.milli, delta, np.inf)
-        choice = _share_gpu_choice(delta)
-        return delta[np.arange(idx.size), choice], choice
+        after = store.fragments_after(key, n, (ctx.free.shape[1],)).kernel_args(t, ctx.version, count_share)
+        return share_deltas(idx, ctx.version, state.cpu, ctx.free, need.cpu, need.milli, now, after)
 
     def count_whole(rows: np.ndarray, tt: Targets, out: np.ndarray, first: int) -> None:
         # greedy takes the lowest-indexed whole free GPUs
         count_into(out, first, rows, state.cpu, ctx.free, tt.access, tt, need_cpu=need.cpu, take=need.gpus)
 
-    after = store.fragments_after(key, n, ()).expected(t, ctx.version, idx, count_whole)
-    return np.round(after - now, FGD_DECIMALS), np.full(idx.size, -1, dtype=np.int64)
-
-
-def _share_gpu_choice(delta: np.ndarray) -> np.ndarray:
-    """Per node (row of ``delta``: FGD's increase on each of its GPUs, ``inf`` where the share does not
-    fit), the GPU a share goes to: the least increase, the lowest index among equal ones."""
-    return delta.argmin(axis=1)
+    after = store.fragments_after(key, n, ()).kernel_args(t, ctx.version, count_whole)
+    delta = whole_deltas(idx, ctx.version, state.cpu, ctx.free, need.cpu, need.gpus, now, after)
+    return delta, np.full(idx.size, -1, dtype=np.int64)
 
 
 def fgd_increase(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:

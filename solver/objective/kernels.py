@@ -27,7 +27,15 @@ from numba import njit
 
 from placer.solver.objective.fragmentation import Targets
 
-__all__ = ["count_fragments", "count_fragments_after_share", "count_into", "count_share_into"]
+__all__ = [
+    "count_fragments",
+    "count_fragments_after_share",
+    "count_into",
+    "count_share_into",
+    "share_deltas",
+    "weigh_into",
+    "whole_deltas",
+]
 
 #: A whole GPU in milli.
 _MILLI = 1000
@@ -36,66 +44,162 @@ _EPS = 1e-9
 
 
 @njit(cache=True, nogil=True)
-def _count_into(out, c0, rows, cpu, free, access, need_cpu, take, tcpu, tmilli, tnum):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _count_row(out, r, c0, cpu, free, access, need_cpu, take, tcpu, tmilli, tnum, gpu):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out[r, c0 + m]`` for every shape ``m``: node ``r`` less ``need_cpu`` and its ``take`` lowest whole
+    free GPUs (``gpu``: scratch of one row)."""
     n_gpus = free.shape[1]
-    shapes = tcpu.shape[0]
-    gpu = np.empty(n_gpus, dtype=np.int64)
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        c = cpu[r] - need_cpu
-        taken = 0
-        total = 0
+    c = cpu[r] - need_cpu
+    taken = 0
+    total = 0
+    for g in range(n_gpus):
+        v = free[r, g]
+        if taken < take and v == _MILLI:  # the lowest-indexed whole free GPUs, as greedy takes them
+            v = 0
+            taken += 1
+        gpu[g] = v
+        total += v
+    for m in range(tcpu.shape[0]):
+        if not access[r, m] or tnum[m] <= 0 or c + _EPS < tcpu[m]:
+            out[r, c0 + m] = total  # the shape cannot run here: every free milli is a fragment
+            continue
+        fits = 0
+        below = 0
+        for g in range(n_gpus):
+            if gpu[g] >= tmilli[m]:
+                fits += 1
+            else:
+                below += gpu[g]
+        out[r, c0 + m] = below if fits >= tnum[m] else total
+
+
+@njit(cache=True, nogil=True)
+def _count_share_row(out, r, c0, cpu, free, access, need_cpu, milli, tcpu, tmilli, tnum):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out[r, g, c0 + m]`` for every GPU ``g`` and shape ``m``: node ``r`` less ``need_cpu`` and a share
+    of ``milli`` on GPU ``g``."""
+    n_gpus = free.shape[1]
+    c = cpu[r] - need_cpu
+    total = -milli
+    for g in range(n_gpus):
+        total += free[r, g]
+    for m in range(tcpu.shape[0]):
+        lv = tmilli[m]
+        if not access[r, m] or tnum[m] <= 0 or c + _EPS < tcpu[m]:
+            for g in range(n_gpus):
+                out[r, g, c0 + m] = total
+            continue
+        fits = 0
+        below = 0
         for g in range(n_gpus):
             v = free[r, g]
-            if taken < take and v == _MILLI:  # the lowest-indexed whole free GPUs, as greedy takes them
-                v = 0
-                taken += 1
-            gpu[g] = v
-            total += v
-        for m in range(shapes):
-            if not access[r, m] or tnum[m] <= 0 or c + _EPS < tcpu[m]:
-                out[r, c0 + m] = total  # the shape cannot run here: every free milli is a fragment
-                continue
-            fits = 0
-            below = 0
-            for g in range(n_gpus):
-                if gpu[g] >= tmilli[m]:
-                    fits += 1
-                else:
-                    below += gpu[g]
-            out[r, c0 + m] = below if fits >= tnum[m] else total
+            if v >= lv:
+                fits += 1
+            else:
+                below += v
+        for g in range(n_gpus):  # the share on GPU g moves only g's terms
+            v = free[r, g]
+            h = v - milli
+            f = fits - (1 if v >= lv else 0) + (1 if h >= lv else 0)
+            b = below - (0 if v >= lv else v) + (0 if h >= lv else h)
+            out[r, g, c0 + m] = b if f >= tnum[m] else total
+
+
+@njit(cache=True, nogil=True)
+def _count_into(out, c0, rows, cpu, free, access, need_cpu, take, tcpu, tmilli, tnum):  # type: ignore[no-untyped-def]  # pragma: no cover
+    gpu = np.empty(free.shape[1], dtype=np.int64)
+    for i in range(rows.shape[0]):
+        _count_row(out, rows[i], c0, cpu, free, access, need_cpu, take, tcpu, tmilli, tnum, gpu)
 
 
 @njit(cache=True, nogil=True)
 def _count_share_into(out, c0, rows, cpu, free, access, need_cpu, milli, tcpu, tmilli, tnum):  # type: ignore[no-untyped-def]  # pragma: no cover
-    n_gpus = free.shape[1]
-    shapes = tcpu.shape[0]
+    for i in range(rows.shape[0]):
+        _count_share_row(out, rows[i], c0, cpu, free, access, need_cpu, milli, tcpu, tmilli, tnum)
+
+
+@njit(cache=True, nogil=True)
+def _weigh_row(vals, e, r, p):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``e[r]`` (per GPU too, after a share) = node ``r``'s fragments weighed by ``p``, summed in column
+    order: one order for every row whoever asks, so a node's expectation never depends on which rows
+    were weighed with it."""
+    if vals.ndim == 2:
+        s = 0.0
+        for m in range(p.shape[0]):
+            s += np.float64(vals[r, m]) * p[m]
+        e[r] = s
+    else:
+        for g in range(vals.shape[1]):
+            s = 0.0
+            for m in range(p.shape[0]):
+                s += np.float64(vals[r, g, m]) * p[m]
+            e[r, g] = s
+
+
+@njit(cache=True, nogil=True)
+def _weigh_into(e, e_ver, vals, rows, version, p):  # type: ignore[no-untyped-def]  # pragma: no cover
+    for i in range(rows.shape[0]):
+        _weighed(vals, e, e_ver, rows[i], version, p)
+
+
+@njit(cache=True, nogil=True)
+def _round6(x):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``np.round(x, 6)`` as numpy computes it (times 1e6, to the nearest even integer, over 1e6)."""
+    return np.rint(x * 1e6) / 1e6
+
+
+@njit(cache=True, nogil=True)
+def _now_row(r, version, cpu, free, now, gpu):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Node ``r``'s expected fragment as it is (cache ``now``), counted and weighed again only if stale."""
+    vals, ver, e, e_ver, access, tcpu, tmilli, tnum, p = now
+    if ver[r] != version[r]:
+        _count_row(vals, r, 0, cpu, free, access, 0.0, 0, tcpu, tmilli, tnum, gpu)
+        ver[r] = version[r]
+    _weighed(vals, e, e_ver, r, version, p)
+    return e[r]
+
+
+@njit(cache=True, nogil=True)
+def _weighed(vals, e, e_ver, r, version, p):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Node ``r``'s expectation ``e[r]``, weighed again if it was for another version of the node."""
+    if e_ver[r] != version[r]:
+        _weigh_row(vals, e, r, p)
+        e_ver[r] = version[r]
+
+
+@njit(cache=True, nogil=True)
+def _whole_deltas(rows, version, cpu, free, need_cpu, take, now, after, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    av, aver, ae, aeve, aacc, acpu, amilli, anum, app = after
+    gpu = np.empty(free.shape[1], dtype=np.int64)
     for i in range(rows.shape[0]):
         r = rows[i]
-        c = cpu[r] - need_cpu
-        total = -milli
-        for g in range(n_gpus):
-            total += free[r, g]
-        for m in range(shapes):
-            lv = tmilli[m]
-            if not access[r, m] or tnum[m] <= 0 or c + _EPS < tcpu[m]:
-                for g in range(n_gpus):
-                    out[r, g, c0 + m] = total
-                continue
-            fits = 0
-            below = 0
-            for g in range(n_gpus):
-                v = free[r, g]
-                if v >= lv:
-                    fits += 1
-                else:
-                    below += v
-            for g in range(n_gpus):  # the share on GPU g moves only g's terms
-                v = free[r, g]
-                h = v - milli
-                f = fits - (1 if v >= lv else 0) + (1 if h >= lv else 0)
-                b = below - (0 if v >= lv else v) + (0 if h >= lv else h)
-                out[r, g, c0 + m] = b if f >= tnum[m] else total
+        before = _now_row(r, version, cpu, free, now, gpu)
+        if aver[r] != version[r]:
+            _count_row(av, r, 0, cpu, free, aacc, need_cpu, take, acpu, amilli, anum, gpu)
+            aver[r] = version[r]
+        _weighed(av, ae, aeve, r, version, app)
+        out[i] = _round6(ae[r] - before)
+
+
+@njit(cache=True, nogil=True)
+def _share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, out, choice):  # type: ignore[no-untyped-def]  # pragma: no cover
+    av, aver, ae, aeve, aacc, acpu, amilli, anum, app = after
+    gpu = np.empty(free.shape[1], dtype=np.int64)
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        before = _now_row(r, version, cpu, free, now, gpu)
+        if aver[r] != version[r]:
+            _count_share_row(av, r, 0, cpu, free, aacc, need_cpu, milli, acpu, amilli, anum)
+            aver[r] = version[r]
+        _weighed(av, ae, aeve, r, version, app)
+        best = np.inf
+        at = 0
+        for g in range(free.shape[1]):  # the least increase among the GPUs it fits on, lowest index first
+            if free[r, g] >= milli:
+                d = _round6(ae[r, g] - before)
+                if d < best:
+                    best = d
+                    at = g
+        out[i] = best
+        choice[i] = at
 
 
 def _shapes(t: Targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -188,3 +292,75 @@ def count_fragments_after_share(
         milli=milli,
     )
     return out
+
+
+#: One cache of fragments as the kernels read it: its table, row versions, expectations and their
+#: versions, the held shapes' access, CPU, milli and GPU count, and their weights under the target.
+CacheArgs = tuple[np.ndarray, ...]
+
+
+def weigh_into(
+    e: np.ndarray, e_ver: np.ndarray, vals: np.ndarray, rows: np.ndarray, version: np.ndarray, p: np.ndarray
+) -> None:
+    """``e[r] = vals[r] @ p`` (per GPU for a ``[node, GPU, shape]`` table) for the ``rows`` whose
+    ``e_ver`` is not their ``version``, summed in column order, and stamp them."""
+    if rows.size:
+        _weigh_into(e, e_ver, vals, np.ascontiguousarray(rows, dtype=np.int64), version, p)
+
+
+def whole_deltas(
+    rows: np.ndarray,
+    version: np.ndarray,
+    cpu: np.ndarray,
+    free: np.ndarray,
+    need_cpu: float,
+    take: int,
+    now: CacheArgs,
+    after: CacheArgs,
+) -> np.ndarray:
+    """FGD's increase, rounded to 6 decimals, of one replica taking ``need_cpu`` and the ``take`` lowest
+    whole free GPUs on each node of ``rows``: the expectation after (cache ``after``) less the one now
+    (cache ``now``), each row counted and weighed again only where stale."""
+    out = np.empty(rows.size)
+    _whole_deltas(
+        np.ascontiguousarray(rows, dtype=np.int64),
+        version,
+        cpu,
+        free,
+        float(need_cpu),
+        int(take),
+        now,
+        after,
+        out,
+    )
+    return out
+
+
+def share_deltas(
+    rows: np.ndarray,
+    version: np.ndarray,
+    cpu: np.ndarray,
+    free: np.ndarray,
+    need_cpu: float,
+    milli: int,
+    now: CacheArgs,
+    after: CacheArgs,
+) -> tuple[np.ndarray, np.ndarray]:
+    """FGD's increase of a share of ``milli`` on each node of ``rows`` at its best GPU (the least increase
+    among the GPUs with ``milli`` free, the lowest index among equal ones; ``inf`` and GPU 0 where none
+    has), and that GPU."""
+    out = np.empty(rows.size)
+    choice = np.empty(rows.size, dtype=np.int64)
+    _share_deltas(
+        np.ascontiguousarray(rows, dtype=np.int64),
+        version,
+        cpu,
+        free,
+        float(need_cpu),
+        int(milli),
+        now,
+        after,
+        out,
+        choice,
+    )
+    return out, choice

@@ -18,6 +18,7 @@ import pytest
 
 import placer.solver.express as express_mod
 import placer.solver.greedy.core as greedy_core
+import placer.solver.objective.kernels as kernels
 import placer.solver.problem as problem_mod
 import placer.solver.scorers as scorers
 from placer.scenarios.fill.policies import Context as FillContext
@@ -76,12 +77,20 @@ def _fgd_rules(
         idx = np.flatnonzero(mask)
         return None if idx.size == 0 else int(idx[np.lexsort([rank[idx], grows(idx)])[0]])
 
-    def share_gpu(delta: np.ndarray) -> np.ndarray:  # the first of the GPUs with the best score
-        return np.where(np.isinf(delta), np.inf, -quantized(delta, SCORE_LEVELS).astype(float)).argmin(axis=1)
+    def share_deltas(rows, version, cpu, free, need_cpu, milli, now, after):  # type: ignore[no-untyped-def]
+        # The engine's pass brings both caches' expectations up to date for ``rows`` (and picks the GPU
+        # of least exact increase); FGD's rule is then applied to the per-GPU increases it left there:
+        # the first of the GPUs with the best score.
+        kernels.share_deltas(rows, version, cpu, free, need_cpu, milli, now, after)
+        delta = np.round(after[2][rows] - now[2][rows][:, None], 6)
+        delta = np.where(free[rows] >= milli, delta, np.inf)
+        scored = np.where(np.isinf(delta), np.inf, -quantized(delta, SCORE_LEVELS).astype(float))
+        choice = scored.argmin(axis=1)
+        return delta[np.arange(rows.size), choice], choice
 
     monkeypatch.setattr(greedy_core, "_growth", growth)
     monkeypatch.setattr(greedy_core, "_choose", choose)
-    monkeypatch.setattr(scorers, "_share_gpu_choice", share_gpu)
+    monkeypatch.setattr(scorers, "share_deltas", share_deltas)
 
 
 @pytest.mark.parametrize("seed", [3, 11, 29])

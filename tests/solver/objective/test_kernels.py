@@ -9,12 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placer.solver.objective.fragmentation import Targets, fragments, fragments_after_share
+from placer.solver.objective.fragmentation import Targets, fragmentation, fragments, fragments_after_share
 from placer.solver.objective.kernels import (
     count_fragments,
     count_fragments_after_share,
     count_into,
     count_share_into,
+    share_deltas,
+    whole_deltas,
 )
 
 _MILLI = [0, 60, 100, 190, 250, 300, 500, 750, 810, 1000]
@@ -126,3 +128,86 @@ def test_counts_written_in_place_are_the_definition_on_the_node_after_a_replica(
     count_share_into(out3, first, rows, cpu, gpu, access, t, need_cpu=need_cpu, milli=share)
     assert np.array_equal(out3[rows, :, first:], want3)
     assert (out3[:, :, :first] == -7.0).all()
+
+
+def _cache(cpu: np.ndarray, t: Targets, inner: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """An empty cache of fragments as the kernels read it (every row stale), holding ``t``'s shapes."""
+    n = len(cpu)
+    return (
+        np.zeros((n, *inner, t.size), dtype=np.float32),
+        np.full(n, -1, dtype=np.int64),
+        np.zeros((n, *inner)),
+        np.full(n, -1, dtype=np.int64),
+        t.access,
+        t.cpu.astype(np.float64),
+        t.milli.astype(np.int64),
+        t.num.astype(np.int64),
+        t.p,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=states(), need_cpu=st.sampled_from([0.0, 0.5, 4.0]), take=st.integers(0, 8))
+def test_fused_increases_are_the_measure_after_less_the_measure_now(
+    case: tuple[np.ndarray, np.ndarray, np.ndarray, Targets, int], need_cpu: float, take: int
+) -> None:
+    """FGD's increase per node, as ``whole_deltas`` and ``share_deltas`` give it from empty caches, is
+    ``fragmentation(after) - fragmentation(now)`` by the numpy definition rounded to 6 decimals, and a
+    share's GPU is the lowest-indexed least."""
+    cpu, gpu, access, t, share = case
+    k, width = gpu.shape
+    t = Targets(p=t.p, cpu=t.cpu, milli=t.milli, num=t.num, access=access)
+    rows, version = np.arange(k), np.zeros(k, dtype=np.int64)
+    now = fragmentation(cpu, gpu, access, t)
+
+    after = gpu.copy()
+    for row in after:
+        row[[g for g in range(width) if row[g] == 1000][:take]] = 0
+    want = fragmentation(cpu - need_cpu, after, access, t) - now
+    got = whole_deltas(rows, version, cpu, gpu, need_cpu, take, _cache(cpu, t, ()), _cache(cpu, t, ()))
+    # The weights are w / W with W <= 108, so no expectation sits on a rounding step's half: the two
+    # summation orders round alike, exactly.
+    assert np.array_equal(got, np.round(want, 6))
+
+    got, choice = share_deltas(
+        rows, version, cpu, gpu, need_cpu, share, _cache(cpu, t, ()), _cache(cpu, t, (width,))
+    )
+    for r in range(k):
+        options = []
+        for g in range(width):
+            if gpu[r, g] >= share:
+                one = gpu[r].copy()
+                one[g] -= share
+                options.append(
+                    float(
+                        fragmentation(cpu[r : r + 1] - need_cpu, one[None], access[r : r + 1], t)[0] - now[r]
+                    )
+                )
+            else:
+                options.append(np.inf)
+        rounded = np.round(options, 6)
+        assert got[r] == rounded.min()
+        assert choice[r] == int(np.argmin(rounded))  # the lowest-indexed least (0 when none fits)
+
+
+def test_fused_increases_read_the_cache_and_count_only_stale_rows() -> None:
+    """A row whose version did not move is read from the cache, not counted: what makes an arrival cost
+    the nodes it changed. Planted values in a current row come back; a stale row is counted afresh."""
+    t = Targets(
+        p=np.array([1.0]),
+        cpu=np.array([1.0]),
+        milli=np.array([1000]),
+        num=np.array([1]),
+        access=np.ones((2, 1), dtype=bool),
+    )
+    cpu, gpu = np.array([8.0, 8.0]), np.array([[1000, 500], [1000, 500]], dtype=np.int64)
+    now, after = _cache(cpu, t, ()), _cache(cpu, t, ())
+    version = np.array([3, 3], dtype=np.int64)
+    for c, planted in ((now, 100.0), (after, 160.0)):
+        c[0][0, 0] = planted  # node 0's fragment, "counted" at version 3
+        c[1][0] = 3
+    got = whole_deltas(np.array([0, 1]), version, cpu, gpu, 0.0, 1, now, after)
+    # Node 0 from the planted rows: 160 - 100. Node 1 counted: now 500 (the half-used GPU), after the
+    # whole GPU is taken nothing fits the 1-GPU shape: all 500 free milli are a fragment, 500 - 500.
+    assert got.tolist() == [60.0, 0.0]
+    assert now[1].tolist() == [3, 3] and now[3].tolist() == [3, 3]
