@@ -139,7 +139,7 @@ class Express:
         static = _static(plan, kind, arrays, policy)
         if static is None:
             return None
-        cand, pref = static
+        cand, pref, ranked = static
         anti = anti_affinity_mask(plan.anti, arrays, plan.labels, plan.anti_domains)
         unit = plan.units[0]
         now_mask = cand.static & arrays.fits(unit.need)
@@ -173,7 +173,7 @@ class Express:
             replica = place_alone(
                 plan,
                 cands,
-                pref,
+                ranked,
                 anti,
                 arrays,
                 pricing=problem.pricing,
@@ -266,8 +266,9 @@ def _for(template: JobPlan, job: Job, policy: Policy) -> JobPlan:
 
 def _static(
     plan: JobPlan, kind: _Kind, arrays: NodeArrays, policy: Policy
-) -> tuple[UnitCandidates, np.ndarray] | None:
-    """The unit's static candidates and preference scores on ``arrays`` (kept in its static answers with
+) -> tuple[UnitCandidates, np.ndarray, np.ndarray | None] | None:
+    """The unit's static candidates and preference scores on ``arrays``, the scores again or None when
+    they are the same on every node (node choice then skips the level) (kept in its static answers with
     the candidate masks, so they go when nodes go down or up); None when the job can never run there or
     asks for what the cluster cannot provide (the general path explains it)."""
     key = ("__static__", "__express__", id(kind))
@@ -276,12 +277,13 @@ def _static(
         return hit[1]  # type: ignore[no-any-return]
     unit = plan.units[0]
     cand = unit_candidates(unit, arrays, nvlink=plan.nvlink, spot_ok=kind.spot_ok)
-    made: tuple[UnitCandidates, np.ndarray] | None = None
+    made: tuple[UnitCandidates, np.ndarray, np.ndarray | None] | None = None
     if (
         impossible_topology(plan, arrays.snap, kind.spot_ok, arrays) is None
         and unsatisfiable_why(plan, [cand], arrays.snap, kind.spot_ok, arrays) is None
     ):
-        made = (cand, preference_scores(plan, unit, arrays, policy))
+        pref = preference_scores(plan, unit, arrays, policy)
+        made = (cand, pref, None if pref.min(initial=0) == pref.max(initial=0) else pref)
     # The kind object is kept alive with its answer: its id stays its own while the answer is kept.
     arrays._static_cache[key] = (kind, made)  # type: ignore[assignment]
     return made

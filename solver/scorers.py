@@ -151,7 +151,9 @@ class _Fragments:
     def expected(self, t: Targets, version: np.ndarray, idx: np.ndarray, count: _Count) -> np.ndarray:
         """The expected fragment against ``t`` (:func:`fragmentation`) of the nodes ``idx`` at ``version``:
         held columns as they are, new ones counted for the rows still current, stale rows counted in
-        full."""
+        full. The whole table's view of what the engines' kernels do row by row
+        (:meth:`kernel_args`; they weigh a share's row only on the GPUs it fits on): the tests of the
+        columns a cache holds read it."""
         if t is not self._for:
             self._select(t, version, count)
         stale = idx[self.ver[idx] != version[idx]]

@@ -173,7 +173,7 @@ def _frag(state: State, arrays: NodeArrays, unit: Unit, nvlink: bool, *, fragmen
 
 def _choose(
     mask: np.ndarray,
-    pref: np.ndarray,
+    pref: np.ndarray | None,
     frag: np.ndarray,
     penalty: np.ndarray | None = None,
     cost: np.ndarray | None = None,
@@ -192,7 +192,8 @@ def _choose(
     # computed the measure on all of them).
     if penalty is not None:
         idx = _least(idx, penalty[idx])
-    idx = _least(idx, -pref[idx])
+    if pref is not None:  # None: the same preference on every node
+        idx = _least(idx, -pref[idx])
     if grows is not None and idx.size > 1:
         idx = _least(idx, grows(idx))
     if cost is not None:
@@ -686,7 +687,7 @@ def greedy(
 def place_alone(
     plan: JobPlan,
     cand: UnitCandidates,
-    pref: np.ndarray,
+    pref: np.ndarray | None,
     anti_running: np.ndarray,
     arrays: NodeArrays,
     *,
@@ -699,7 +700,8 @@ def place_alone(
     evict — without the loop over jobs and what a batch needs around it: the node by the objective's
     levels (:func:`_choose`, FGD's measure against ``targets``) and its GPUs as :meth:`State.take` gives
     them. None when no node fits. ``fits``: where one replica fits now, when the caller has it
-    (``arrays.fits(unit.need)``, what greedy's fresh state says). The express lane's
+    (``arrays.fits(unit.need)``, what greedy's fresh state says); ``pref`` None when the unit's
+    preference is the same on every node (the level is skipped). The express lane's
     (``solver/express.py``, whose tests hold its decisions to ``place()``'s)."""
     (unit,) = plan.units
     state = State.of(arrays)
