@@ -129,8 +129,12 @@ class Express:
             return None  # rejected or waiting: the general path says why
         job = admission.eligible[0]
         catalog = (prices if prices is not None else policy.prices) or PriceCatalog.default()
-        if Budgets.of(queues or {}, (), cluster=cluster, prices=catalog).active:
-            return None  # a queue or tenant budget counts what runs: place() does
+        # A queue or tenant budget counts what runs: place() does. Without queues, only a tenant's dollar
+        # budget can be one (the batch's throttles and licences are the kind's: _judge).
+        if (queues or catalog.budgets.tenants) and Budgets.of(
+            queues or {}, (), cluster=cluster, prices=catalog
+        ).active:
+            return None
         kind = self._kind(job, prepared)
         if kind is None:
             return None

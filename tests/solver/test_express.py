@@ -27,6 +27,7 @@ from placer.solver.jobs.model import GpuDemand, Job, LabelRule, ModelRef, Placem
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.policy import Policy
 from placer.solver.prepared import Prepared
+from placer.solver.prices import load_prices
 from placer.solver.session import Session
 from placer.topology import Cluster, Inventory, LoadedModel, NodeSpec, RunningJob, cluster_of, dgx_h100
 from placer.topology.build import build_cluster
@@ -243,6 +244,12 @@ def test_what_the_lane_takes_and_leaves() -> None:
     assert (
         lane.decide([plain], s._prepared, s.policy, now=NOW, queues={}, reservations=None, prices=None)
         is not None
+    )
+    # No queue, but a tenant's dollar budget: it counts what runs, so place() decides.
+    tenant = load_prices('{"budgets": {"tenants": {"acme": 30}}}')
+    assert (
+        lane.decide([plain], s._prepared, s.policy, now=NOW, queues={}, reservations=None, prices=tenant)
+        is None
     )
     # A job that must wait: the lane explains it as place() does when nothing else would look at the
     # cluster for it; with planning on, place() plans it.
