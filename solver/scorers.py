@@ -61,13 +61,16 @@ import numpy as np
 from placer.solver.candidates import NodeArrays, UnitCandidates
 from placer.solver.demand import JobPlan, Unit
 from placer.solver.objective.fragmentation import (
+    COARSE_LEVELS,
     MILLI,
+    SCORE_LEVELS,
     Targets,
     fragmentation,
     target_workload,
 )
 from placer.solver.objective.kernels import (
     CacheArgs,
+    best_node,
     count_into,
     count_share_into,
     share_deltas,
@@ -85,16 +88,34 @@ FGD_DECIMALS = 6
 
 @dataclass(eq=False)
 class _Deltas:
-    """FGD's increase and share GPU per node for one replica shape, valid while the node's version is
-    ``ver`` (a placement changes one node: only its row is computed again)."""
+    """FGD's increase, share GPU and score per node for one replica shape, valid while the node's version
+    is ``ver`` (a placement changes one node: only its row is computed again). The score is the
+    increase quantized as placer's node choice compares it (:func:`score_levels`)."""
 
     delta: np.ndarray
     gpu: np.ndarray
     ver: np.ndarray
+    score: np.ndarray
 
     @staticmethod
     def of(n: int) -> _Deltas:
-        return _Deltas(np.zeros(n), np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+        return _Deltas(
+            np.zeros(n),
+            np.full(n, -1, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64),
+            np.zeros(n, dtype=np.int64),
+        )
+
+    @property
+    def args(self) -> CacheArgs:
+        return (self.delta, self.gpu, self.ver, self.score)
+
+
+def score_levels(unit: Unit) -> int:
+    """How finely placer's node choice compares FGD's increases for ``unit``: GPU shares on the artifact's
+    scale (:data:`SCORE_LEVELS`), whole GPUs and CPU-only work on a coarser one (:data:`COARSE_LEVELS`),
+    so their near-equal nodes tie and the next keys pack them (``docs/solver.md``, *Scoring*)."""
+    return SCORE_LEVELS if unit.need.milli and not unit.need.gpus else COARSE_LEVELS
 
 
 #: (node rows, the target's shapes to count, the array to write them into, its first column to write):
@@ -354,8 +375,7 @@ class Context:
         best fit among the GPUs, as for placer)."""
         if self.name != "fgd" or unit.need.gpus or not unit.need.milli:
             return None
-        _, gpu = _fgd_deltas(self, state, unit, np.array([node]))
-        return int(gpu[0])
+        return int(_fgd_deltas(self, state, unit, np.array([node])).gpu[node])
 
 
 #: A scorer: (context, greedy's state, the unit, candidate node indices) -> key per candidate.
@@ -411,40 +431,26 @@ def most_allocated(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> n
     return free_fraction(ctx, state, unit, idx)
 
 
-def _fgd_deltas(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """FGD's fragmentation increase of placing one replica of ``unit`` on each node of ``idx``, and for a
-    share the GPU that gives it (the lowest-indexed best; -1 otherwise). Cached per replica shape and
-    node until greedy changes the node."""
+def _fgd_deltas(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> _Deltas:
+    """FGD's fragmentation increase of placing one replica of ``unit``, and for a share the GPU that gives
+    it (the lowest-indexed best; -1 otherwise), brought up to date on the nodes ``idx``: cached per
+    replica shape and node until greedy changes the node, and computed in one compiled pass over ``idx``
+    (``objective/kernels.py``) that counts and weighs again the cached fragments now and after the
+    replica only where a node changed. A change of target first selects the caches' columns
+    (:meth:`_Fragments._select`, counting only its new shapes)."""
     ctx.gpus(state, idx[:0])  # bring the versions up to date
-    need = unit.need
-    assert ctx.store is not None
-    key = (float(need.cpu), need.gpus, need.milli)
-    cache = ctx.store.deltas.get(key)
-    if cache is None:
-        cache = ctx.store.deltas[key] = _Deltas.of(len(ctx.version))
-    stale = idx[cache.ver[idx] != ctx.version[idx]]
-    if stale.size:
-        cache.delta[stale], cache.gpu[stale] = _fgd_compute(ctx, state, unit, stale)
-        cache.ver[stale] = ctx.version[stale]
-    return cache.delta[idx], cache.gpu[idx]
-
-
-def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """FGD's increase of one replica of ``unit`` on each node of ``idx``, and a share's GPU (-1 for whole
-    GPUs): one compiled pass over the rows (``objective/kernels.py``), which counts and weighs again the
-    cached fragments now and after the replica only where a node changed; a change of target first
-    selects the caches' columns (:meth:`_Fragments._select`, counting only its new shapes)."""
-    t = ctx.targets
-    store = ctx.store
+    t, store, need = ctx.targets, ctx.store, unit.need
     assert t is not None and store is not None
-    need = unit.need
+    key = (float(need.cpu), need.gpus, need.milli)
+    cache = store.deltas.get(key)
+    if cache is None:
+        cache = store.deltas[key] = _Deltas.of(len(ctx.version))
     n = len(ctx.version)
 
     def count_now(rows: np.ndarray, tt: Targets, out: np.ndarray, first: int) -> None:
         count_into(out, first, rows, state.cpu, ctx.free, tt.access, tt)
 
     now = store.now.kernel_args(t, ctx.version, count_now)
-    key = (float(need.cpu), need.gpus, need.milli)
     if need.milli and not need.gpus:  # a share: try each GPU it fits on, keep the best
 
         def count_share(rows: np.ndarray, tt: Targets, out: np.ndarray, first: int) -> None:
@@ -453,21 +459,48 @@ def _fgd_compute(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> tup
             )
 
         after = store.fragments_after(key, n, (ctx.free.shape[1],)).kernel_args(t, ctx.version, count_share)
-        return share_deltas(idx, ctx.version, state.cpu, ctx.free, need.cpu, need.milli, now, after)
+        share_deltas(
+            idx,
+            ctx.version,
+            state.cpu,
+            ctx.free,
+            need.cpu,
+            need.milli,
+            now,
+            after,
+            cache.args,
+            score_levels(unit),
+        )
+        return cache
 
     def count_whole(rows: np.ndarray, tt: Targets, out: np.ndarray, first: int) -> None:
         # greedy takes the lowest-indexed whole free GPUs
         count_into(out, first, rows, state.cpu, ctx.free, tt.access, tt, need_cpu=need.cpu, take=need.gpus)
 
     after = store.fragments_after(key, n, ()).kernel_args(t, ctx.version, count_whole)
-    delta = whole_deltas(idx, ctx.version, state.cpu, ctx.free, need.cpu, need.gpus, now, after)
-    return delta, np.full(idx.size, -1, dtype=np.int64)
+    whole_deltas(
+        idx, ctx.version, state.cpu, ctx.free, need.cpu, need.gpus, now, after, cache.args, score_levels(unit)
+    )
+    return cache
+
+
+def fgd_scores(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
+    """FGD's increase of one replica of ``unit`` on each node of ``idx``, quantized as placer's node choice
+    compares it (:func:`score_levels`; higher is better)."""
+    return _fgd_deltas(ctx, state, unit, idx).score[idx]
+
+
+def fgd_best(ctx: Context, state: State, unit: Unit, idx: np.ndarray, fit: np.ndarray) -> int:
+    """The node of ``idx`` with the best FGD score for one replica of ``unit`` (:func:`fgd_scores`), then
+    the least ``fit``, then the first: greedy's levels below preference when no node is priced and
+    nothing is evicted, in one compiled pass."""
+    return best_node(idx, _fgd_deltas(ctx, state, unit, idx).score, fit)
 
 
 def fgd_increase(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
     """FGD's fragmentation increase of one replica of ``unit`` on each node of ``idx`` (cached; placer's
-    own node choice quantizes it, :func:`~placer.solver.objective.fragmentation.quantized`)."""
-    return _fgd_deltas(ctx, state, unit, idx)[0]
+    own node choice compares it quantized, :func:`fgd_scores`)."""
+    return _fgd_deltas(ctx, state, unit, idx).delta[idx]
 
 
 def fgd(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
@@ -475,7 +508,7 @@ def fgd(ctx: Context, state: State, unit: Unit, idx: np.ndarray) -> np.ndarray:
     whose expected GPU fragmentation against the batch's target workload (:func:`target_workload`) grows
     least — so a 1-GPU task goes to a partly used node rather than breaking a whole one an 8-GPU task of
     the batch could use. Exact increases (the artifact's 0-100 score quantization is not applied)."""
-    return _fgd_deltas(ctx, state, unit, idx)[0]
+    return _fgd_deltas(ctx, state, unit, idx).delta[idx]
 
 
 #: name -> scorer (the baselines of ``Policy.scorer``; ``placer`` is greedy's own scoring, not here).
@@ -487,4 +520,14 @@ SCORERS: dict[str, ScoreFn] = {
     "fgd": fgd,
 }
 
-__all__ = ["SCORERS", "Context", "Targets", "fgd_increase", "fragmentation", "target_workload"]
+__all__ = [
+    "SCORERS",
+    "Context",
+    "Targets",
+    "fgd_best",
+    "fgd_increase",
+    "fgd_scores",
+    "fragmentation",
+    "score_levels",
+    "target_workload",
+]

@@ -49,12 +49,12 @@ from placer.solver.greedy.state import State
 from placer.solver.greedy.tpu_index import PodHeap
 from placer.solver.jobs.model import AffinityOperator, GpuAffinity, LabelRule, Rule
 from placer.solver.objective.cost import Pricing
-from placer.solver.objective.fragmentation import COARSE_LEVELS, SCORE_LEVELS, Targets, quantized
+from placer.solver.objective.fragmentation import Targets
 from placer.solver.objective.preferences import beside_rules, beside_weight, running_match
 from placer.solver.preempt import Victim
 from placer.solver.rules import holds
 from placer.solver.scorers import Context as ScorerContext
-from placer.solver.scorers import fgd_increase
+from placer.solver.scorers import fgd_best, fgd_scores
 from placer.solver.snapshot import Snapshot
 from placer.solver.tpu_shapes import host_chips, tpu_shapes
 from placer.topology.tpu import TpuSlice, slices_in_pod
@@ -241,14 +241,12 @@ def _growth(state: State, unit: Unit) -> Callable[[np.ndarray], np.ndarray]:
     """The fragmentation key of ``unit`` per node (lower is better): FGD's increase, quantized as the
     artifact scores it for GPU shares and more coarsely for whole GPUs and CPU-only work, so near-equal
     nodes tie and the next keys (best fit for shares, node order) pack them
-    (``objective/fragmentation.py``)."""
+    (:func:`~placer.solver.scorers.score_levels`, ``objective/fragmentation.py``)."""
     ctx = state.frag
     assert ctx is not None
-    share = bool(unit.need.milli and not unit.need.gpus)
-    levels = SCORE_LEVELS if share else COARSE_LEVELS
 
     def key(idx: np.ndarray) -> np.ndarray:
-        return -quantized(fgd_increase(ctx, state, unit, idx), levels)
+        return -fgd_scores(ctx, state, unit, idx)
 
     return key
 
@@ -711,7 +709,11 @@ def place_alone(
     mask = cand.static & (state.fits(unit) if fits is None else fits) & ~anti_running
     cost, grows, frag = _node_keys(state, arrays, unit, plan.nvlink)
     assert frag is not None  # placer's own keys: no baseline scorer here
-    node = _choose(mask, pref, frag, None, cost, grows)
+    if pref is None and cost is None and state.frag is not None:  # FGD's score, then fit: one pass
+        idx = np.flatnonzero(mask)
+        node = None if idx.size == 0 else fgd_best(state.frag, state, unit, idx, frag)
+    else:
+        node = _choose(mask, pref, frag, None, cost, grows)
     if node is None:
         return None
     gpus, share = state.take(node, unit, _share_gpu(state, node, unit))

@@ -28,6 +28,7 @@ from numba import njit
 from placer.solver.objective.fragmentation import Targets
 
 __all__ = [
+    "best_node",
     "count_fragments",
     "count_fragments_after_share",
     "count_into",
@@ -177,26 +178,40 @@ def _weighed(vals, e, e_ver, r, version, p):  # type: ignore[no-untyped-def]  # 
         e_ver[r] = version[r]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _score(d, levels):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`~placer.solver.objective.fragmentation.quantized` of one increase (the same arithmetic)."""
+    x = min(max(d, -50_000.0), 50_000.0)
+    return np.int64(levels / (1.0 + np.exp(x / 1000.0)))
+
+
 @njit(cache=True, nogil=True)
-def _whole_deltas(rows, version, cpu, free, need_cpu, take, now, after, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _whole_deltas(rows, version, cpu, free, need_cpu, take, now, after, deltas, levels):  # type: ignore[no-untyped-def]  # pragma: no cover
     av, aver, ae, aeve, aacc, acpu, amilli, anum, app = after
+    delta, choice, dver, score = deltas
     gpu = np.empty(free.shape[1], dtype=np.int64)
     for i in range(rows.shape[0]):
         r = rows[i]
+        if dver[r] == version[r]:
+            continue  # the node did not change since its increase was weighed
         before = _now_row(r, version, cpu, free, now, gpu)
         if aver[r] != version[r]:
             _count_row(av, r, 0, cpu, free, aacc, need_cpu, take, acpu, amilli, anum, gpu)
             aver[r] = version[r]
         _weighed2(av, ae, aeve, r, version, app)
-        out[i] = _round6(ae[r] - before)
+        d = _round6(ae[r] - before)
+        delta[r], choice[r], score[r], dver[r] = d, -1, _score(d, levels), version[r]
 
 
 @njit(cache=True, nogil=True)
-def _share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, out, choice):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, deltas, levels):  # type: ignore[no-untyped-def]  # pragma: no cover
     av, aver, ae, aeve, aacc, acpu, amilli, anum, app = after
+    delta, choice, dver, score = deltas
     gpu = np.empty(free.shape[1], dtype=np.int64)
     for i in range(rows.shape[0]):
         r = rows[i]
+        if dver[r] == version[r]:
+            continue  # the node did not change since its increase was weighed
         before = _now_row(r, version, cpu, free, now, gpu)
         if aver[r] != version[r]:
             _count_share_row(av, r, 0, cpu, free, aacc, need_cpu, milli, acpu, amilli, anum)
@@ -217,8 +232,19 @@ def _share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, out, ch
                 if d < best:
                     best = d
                     at = g
-        out[i] = best
-        choice[i] = at
+        delta[r], choice[r], score[r], dver[r] = best, at, _score(best, levels), version[r]
+
+
+@njit(cache=True, nogil=True)
+def _best(rows, score, fit):  # type: ignore[no-untyped-def]  # pragma: no cover
+    best = -1
+    top = np.iinfo(np.int64).min
+    least = np.inf
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        if score[r] > top or (score[r] == top and fit[r] < least):
+            best, top, least = r, score[r], fit[r]
+    return best
 
 
 def _shapes(t: Targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -336,23 +362,17 @@ def whole_deltas(
     take: int,
     now: CacheArgs,
     after: CacheArgs,
-) -> np.ndarray:
-    """FGD's increase, rounded to 6 decimals, of one replica taking ``need_cpu`` and the ``take`` lowest
-    whole free GPUs on each node of ``rows``: the expectation after (cache ``after``) less the one now
-    (cache ``now``), each row counted and weighed again only where stale."""
-    out = np.empty(rows.size)
+    deltas: CacheArgs,
+    levels: int,
+) -> None:
+    """Bring ``deltas`` (increase, GPU, version, score per node) up to date on ``rows`` for one replica
+    taking ``need_cpu`` and the ``take`` lowest whole free GPUs: for each node whose version moved, FGD's
+    increase rounded to 6 decimals — the expectation after (cache ``after``) less the one now (cache
+    ``now``), each counted and weighed again only where stale — its GPU -1, and its score on ``levels``
+    (:func:`~placer.solver.objective.fragmentation.quantized`)."""
     _whole_deltas(
-        np.ascontiguousarray(rows, dtype=np.int64),
-        version,
-        cpu,
-        free,
-        float(need_cpu),
-        int(take),
-        now,
-        after,
-        out,
+        _row_ids(rows), version, cpu, free, float(need_cpu), int(take), now, after, deltas, int(levels)
     )
-    return out
 
 
 def share_deltas(
@@ -364,22 +384,26 @@ def share_deltas(
     milli: int,
     now: CacheArgs,
     after: CacheArgs,
-) -> tuple[np.ndarray, np.ndarray]:
-    """FGD's increase of a share of ``milli`` on each node of ``rows`` at its best GPU (the least increase
-    among the GPUs with ``milli`` free, the lowest index among equal ones; ``inf`` and GPU 0 where none
-    has), and that GPU."""
-    out = np.empty(rows.size)
-    choice = np.empty(rows.size, dtype=np.int64)
+    deltas: CacheArgs,
+    levels: int,
+) -> None:
+    """:func:`whole_deltas` for a share of ``milli``: a node's increase at its best GPU (the least among
+    the GPUs with ``milli`` free, the lowest index among equal ones; ``inf`` and GPU 0 where none has),
+    and that GPU."""
     _share_deltas(
-        np.ascontiguousarray(rows, dtype=np.int64),
-        version,
-        cpu,
-        free,
-        float(need_cpu),
-        int(milli),
-        now,
-        after,
-        out,
-        choice,
+        _row_ids(rows), version, cpu, free, float(need_cpu), int(milli), now, after, deltas, int(levels)
     )
-    return out, choice
+
+
+def best_node(rows: np.ndarray, score: np.ndarray, fit: np.ndarray) -> int:
+    """The node of ``rows`` with the highest ``score``, then the least ``fit``, then the first: greedy's
+    levels below preference for a unit with no price and no eviction (one pass, no array built)."""
+    return int(_best(_row_ids(rows), score, np.asarray(fit, dtype=np.float64)))
+
+
+def _row_ids(rows: np.ndarray) -> np.ndarray:
+    return (
+        rows
+        if rows.dtype == np.int64 and rows.flags.c_contiguous
+        else np.ascontiguousarray(rows, dtype=np.int64)
+    )

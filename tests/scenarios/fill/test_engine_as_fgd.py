@@ -77,19 +77,23 @@ def _fgd_rules(
         idx = np.flatnonzero(mask)
         return None if idx.size == 0 else int(idx[np.lexsort([rank[idx], grows(idx)])[0]])
 
-    def share_deltas(rows, version, cpu, free, need_cpu, milli, now, after):  # type: ignore[no-untyped-def]
+    def best(ctx, state, unit, idx, fit):  # type: ignore[no-untyped-def]  # the express lane's one pass
+        return choose(np.isin(np.arange(len(fit)), idx), None, fit, grows=growth(state, unit))
+
+    def share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, deltas, levels):  # type: ignore[no-untyped-def]
         # The engine's pass brings both caches' expectations up to date for ``rows`` (and picks the GPU
         # of least exact increase); FGD's rule is then applied to the per-GPU increases it left there:
         # the first of the GPUs with the best score.
-        kernels.share_deltas(rows, version, cpu, free, need_cpu, milli, now, after)
+        kernels.share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, deltas, levels)
         delta = np.round(after[2][rows] - now[2][rows][:, None], 6)
         delta = np.where(free[rows] >= milli, delta, np.inf)
         scored = np.where(np.isinf(delta), np.inf, -quantized(delta, SCORE_LEVELS).astype(float))
         choice = scored.argmin(axis=1)
-        return delta[np.arange(rows.size), choice], choice
+        deltas[0][rows], deltas[1][rows] = delta[np.arange(rows.size), choice], choice
 
     monkeypatch.setattr(greedy_core, "_growth", growth)
     monkeypatch.setattr(greedy_core, "_choose", choose)
+    monkeypatch.setattr(greedy_core, "fgd_best", best)
     monkeypatch.setattr(scorers, "share_deltas", share_deltas)
 
 

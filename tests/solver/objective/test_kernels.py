@@ -8,9 +8,18 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
-from placer.solver.objective.fragmentation import Targets, fragmentation, fragments, fragments_after_share
+import placer.solver.objective.kernels as kernels
+from placer.solver.objective.fragmentation import (
+    Targets,
+    fragmentation,
+    fragments,
+    fragments_after_share,
+    quantized,
+)
 from placer.solver.objective.kernels import (
+    best_node,
     count_fragments,
     count_fragments_after_share,
     count_into,
@@ -130,6 +139,16 @@ def test_counts_written_in_place_are_the_definition_on_the_node_after_a_replica(
     assert (out3[:, :, :first] == -7.0).all()
 
 
+def _deltas(k: int) -> tuple[np.ndarray, ...]:
+    """An empty cache of increases (increase, GPU, version, score per node), every row stale."""
+    return (
+        np.zeros(k),
+        np.full(k, -7, dtype=np.int64),
+        np.full(k, -1, dtype=np.int64),
+        np.zeros(k, dtype=np.int64),
+    )
+
+
 def _cache(cpu: np.ndarray, t: Targets, inner: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     """An empty cache of fragments as the kernels read it (every row stale), holding ``t``'s shapes."""
     n = len(cpu)
@@ -164,14 +183,21 @@ def test_fused_increases_are_the_measure_after_less_the_measure_now(
     for row in after:
         row[[g for g in range(width) if row[g] == 1000][:take]] = 0
     want = fragmentation(cpu - need_cpu, after, access, t) - now
-    got = whole_deltas(rows, version, cpu, gpu, need_cpu, take, _cache(cpu, t, ()), _cache(cpu, t, ()))
+    deltas = _deltas(k)
+    whole_deltas(rows, version, cpu, gpu, need_cpu, take, _cache(cpu, t, ()), _cache(cpu, t, ()), deltas, 25)
+    got, choice, ver, score = deltas
     # The weights are w / W with W <= 108, so no expectation sits on a rounding step's half: the two
     # summation orders round alike, exactly.
     assert np.array_equal(got, np.round(want, 6))
+    assert (choice == -1).all() and (ver == 0).all()
+    assert np.array_equal(score, quantized(got, 25))
 
-    got, choice = share_deltas(
-        rows, version, cpu, gpu, need_cpu, share, _cache(cpu, t, ()), _cache(cpu, t, (width,))
+    deltas = _deltas(k)
+    share_deltas(
+        rows, version, cpu, gpu, need_cpu, share, _cache(cpu, t, ()), _cache(cpu, t, (width,)), deltas, 100
     )
+    got, choice, _, score = deltas
+    assert np.array_equal(score, quantized(got, 100))
     for r in range(k):
         options = []
         for g in range(width):
@@ -206,8 +232,44 @@ def test_fused_increases_read_the_cache_and_count_only_stale_rows() -> None:
     for c, planted in ((now, 100.0), (after, 160.0)):
         c[0][0, 0] = planted  # node 0's fragment, "counted" at version 3
         c[1][0] = 3
-    got = whole_deltas(np.array([0, 1]), version, cpu, gpu, 0.0, 1, now, after)
+    deltas = _deltas(2)
+    whole_deltas(np.array([0, 1]), version, cpu, gpu, 0.0, 1, now, after, deltas, 100)
     # Node 0 from the planted rows: 160 - 100. Node 1 counted: now 500 (the half-used GPU), after the
     # whole GPU is taken nothing fits the 1-GPU shape: all 500 free milli are a fragment, 500 - 500.
-    assert got.tolist() == [60.0, 0.0]
+    assert deltas[0].tolist() == [60.0, 0.0]
     assert now[1].tolist() == [3, 3] and now[3].tolist() == [3, 3]
+    # An increase already weighed for the node's version is kept as it is (not weighed again).
+    deltas[0][1] = -5.0
+    whole_deltas(np.array([0, 1]), version, cpu, gpu, 0.0, 1, now, after, deltas, 100)
+    assert deltas[0].tolist() == [60.0, -5.0]
+
+
+def test_the_best_node_is_the_highest_score_then_the_least_fit_then_the_first() -> None:
+    score = np.array([3, 7, 7, 7, 1], dtype=np.int64)
+    fit = np.array([0.0, 2.0, 1.0, 1.0, 0.0])
+    assert best_node(np.array([0, 1, 2, 3, 4]), score, fit) == 2
+    assert best_node(np.array([3, 2]), score, fit) == 3  # the first of the rows given among equals
+    assert best_node(np.array([0, 4]), score, fit) == 0
+    assert best_node(np.array([4]), score, fit) == 4
+
+
+@njit(cache=False)
+def _scores(delta: np.ndarray, levels: int) -> np.ndarray:  # pragma: no cover
+    out = np.empty(delta.shape[0], dtype=np.int64)
+    for i in range(delta.shape[0]):
+        out[i] = kernels._score(delta[i], levels)
+    return out
+
+
+@pytest.mark.parametrize("levels", [100, 25])
+def test_the_compiled_score_is_the_artifacts_quantization(levels: int) -> None:
+    """The kernels score an increase with the compiled exp, numpy's ``quantized`` with its own (SIMD on
+    this machine): the integer parts must agree everywhere a node choice can look, or the node choice of
+    the express lane (kernels) and of a score elsewhere could part at a level's edge. Increases as the
+    engines make them (rounded to 6 decimals) at every scale, whole and half milli, and the extremes."""
+    rng = np.random.default_rng(20261129)
+    for scale in (10.0, 100.0, 1000.0, 5000.0, 20000.0):
+        delta = np.round(rng.normal(0.0, scale, 400_000), 6)
+        assert np.array_equal(_scores(delta, levels), quantized(delta, levels))
+    edges = np.concatenate([np.arange(-60_000, 60_000, 0.5), [np.inf, -np.inf, 0.0, -0.0]])
+    assert np.array_equal(_scores(edges, levels), quantized(edges, levels))
