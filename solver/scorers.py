@@ -318,6 +318,8 @@ class Context:
     free: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     version: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     store: _Store | None = None
+    #: Whether ``free`` and ``version`` are this context's own copies (they are the arrays' until then).
+    _own: bool = False
 
     @staticmethod
     def of(
@@ -332,7 +334,6 @@ class Context:
         if name not in SCORERS:
             raise KeyError(f"unknown scorer {name!r} (known: {', '.join(SCORERS)})")
         n = len(arrays.snap.nodes)
-        free = arrays.milli_matrix().copy()
         if name == "fgd" and targets is None:
             targets = target_workload(plans, candidates, n)
         return Context(
@@ -340,8 +341,8 @@ class Context:
             arrays=arrays,
             fn=SCORERS[name],
             targets=targets,
-            free=free,
-            version=arrays.stamp.copy(),
+            free=arrays.milli_matrix(),  # the arrays' own until greedy changes a node (:meth:`gpus`)
+            version=arrays.stamp,
             store=_Store.of(arrays, targets) if name == "fgd" and targets is not None else None,
         )
 
@@ -357,6 +358,8 @@ class Context:
         """Free milli per GPU of the nodes ``idx`` now (rows of :attr:`free`, refreshed where greedy
         changed a node since the last look)."""
         if state.changed:
+            if not self._own:  # copied on the first change: a decision that changes nothing copies nothing
+                self.free, self.version, self._own = self.free.copy(), self.version.copy(), True
             for n in state.changed:
                 row = state.milli_idx.get(n)
                 shares = state.snap.nodes[n].milli_free if row is None else row
