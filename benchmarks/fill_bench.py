@@ -12,7 +12,9 @@ is placer's default engine with one arrival per ``place()`` call (online, as a b
 For each trace (``../shared/traces/alibaba-gpu-v2023/openb_pod_list_*.csv`` on the 1,213-node GPU node
 list) and policy: the GPU allocation percent at 50/80/90/100/110/120/130 % arrived load (mean over the
 seeds), its standard deviation at 130 %, the paper's figure at 130 % (``fgd-paper-results.csv``, mean over
-the artifact's seeds 42-51) where the policy is one of the paper's, and wall seconds per run. Then the
+the artifact's seeds 42-51) where the policy is one of the paper's, and wall seconds per run (the seeds in
+turn, every policy for one seed before the next, so that a policy's run sits next to ``fgd``'s: with
+``fgd`` among the policies, each other one's time over ``fgd``'s, seed by seed, median, min and max). Then the
 upper bound (``scenarios/fill/bound.py``) at 100 % and 130 % arrived load, and a summary per trace. With
 ``--verify`` every run is re-checked by placer's independent checker (a few seconds more per run).
 
@@ -71,10 +73,11 @@ def bench_trace(trace: str, args: argparse.Namespace, paper: dict[tuple[str, str
     print(f"{'policy':<16}{head}  {'std130':>6}  {'paper130':>8}  {'s/run':>6}  {'fails':>5}")
     summary: dict[str, float | None] = {}
     bounds: list[dict[int, float]] = []
-    for label in args.policies:
-        policy, _, size = label.partition("@")
-        runs, walls = [], []
-        for seed in args.seeds:
+    runs: dict[str, list] = {label: [] for label in args.policies}  # type: ignore[type-arg]
+    walls: dict[str, list[float]] = {label: [] for label in args.policies}
+    for seed in args.seeds:  # seed by seed, every policy in turn: a policy's time next to fgd's, same moment
+        for label in args.policies:
+            policy, _, size = label.partition("@")
             batch = int(size) if size else args.engine_batch if policy in ENGINES else 1
             t0 = time.perf_counter()
             r = run_fill(
@@ -87,7 +90,7 @@ def bench_trace(trace: str, args: argparse.Namespace, paper: dict[tuple[str, str
                 time_limit_s=args.engine_time_limit,
                 reproducible=args.reproducible,
             )
-            walls.append(time.perf_counter() - t0)
+            walls[label].append(time.perf_counter() - t0)
             if r.cut:
                 print(f"  {label} seed {seed}: {r.cut} decisions cut by a wall clock (not reproducible)")
             if args.verify:
@@ -96,19 +99,36 @@ def bench_trace(trace: str, args: argparse.Namespace, paper: dict[tuple[str, str
                 bad = verify(nodes, pods, r)
                 if bad:
                     print(f"  VIOLATIONS in {policy} seed {seed}: {bad[:3]}")
-            runs.append(r)
-            if len(bounds) < len(args.seeds):
-                bounds.append(bounds_at(node_table, pod_table, r.order, r.arrived, (100, 130)))
-        allocs = [r.alloc_at() for r in runs]
+            runs[label].append(r)
+        bounds.append(
+            bounds_at(
+                node_table,
+                pod_table,
+                runs[args.policies[0]][-1].order,
+                runs[args.policies[0]][-1].arrived,
+                (100, 130),
+            )
+        )
+    for label in args.policies:
+        policy = label.partition("@")[0]
+        allocs = [r.alloc_at() for r in runs[label]]
         mean = {x: statistics.fmean(a[x] for a in allocs if a[x] is not None) for x in LOAD_POINTS}
-        std = statistics.pstdev(a[130] for a in allocs if a[130] is not None) if len(runs) > 1 else 0.0
+        std = statistics.pstdev(a[130] for a in allocs if a[130] is not None) if len(allocs) > 1 else 0.0
         row = paper.get((f"openb_pod_list_{trace}", PAPER_NAMES.get(policy, "")))
         paper130 = float(row["alloc_at_130"]) if row else None
         summary[label] = mean[130]
         cells = "".join(_cell(mean[x]) for x in LOAD_POINTS)
-        fails = statistics.fmean(r.failed for r in runs)
-        wall = statistics.fmean(walls)
-        print(f"{label:<16}{cells}  {std:6.2f}  {_cell(paper130, 8)}  {wall:6.1f}  {fails:5.0f}", flush=True)
+        fails = statistics.fmean(r.failed for r in runs[label])
+        wall = statistics.fmean(walls[label])
+        print(f"{label:<16}{cells}  {std:6.2f}  {_cell(paper130, 8)}  {wall:6.2f}  {fails:5.0f}", flush=True)
+    if "fgd" in walls:
+        for label in args.policies:
+            if label != "fgd":
+                ratios = [w / f for w, f in zip(walls[label], walls["fgd"], strict=True)]
+                print(
+                    f"  time {label} / fgd, seed by seed: median {statistics.median(ratios):.2f}x "
+                    f"(min {min(ratios):.2f}, max {max(ratios):.2f})"
+                )
     b100 = statistics.fmean(b[100] for b in bounds)
     b130 = statistics.fmean(b[130] for b in bounds)
     print(f"{'bound':<16}{'':>21}{b100:7.2f}{'':>14}{b130:7.2f}")
