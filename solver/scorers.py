@@ -74,7 +74,6 @@ from placer.solver.objective.kernels import (
     count_into,
     count_share_into,
     share_deltas,
-    weigh_into,
     whole_deltas,
 )
 
@@ -161,29 +160,8 @@ class _Fragments:
         return _Fragments((), np.zeros((n, *inner, 0), dtype=np.float32), np.full(n, -1, dtype=np.int64))
 
     @property
-    def held_vals(self) -> np.ndarray:
-        """The held columns of ``vals`` (a view)."""
-        return self.vals[..., : len(self.keys)]
-
-    @property
     def nbytes(self) -> int:
         return int(self.vals.nbytes)
-
-    def expected(self, t: Targets, version: np.ndarray, idx: np.ndarray, count: _Count) -> np.ndarray:
-        """The expected fragment against ``t`` (:func:`fragmentation`) of the nodes ``idx`` at ``version``:
-        held columns as they are, new ones counted for the rows still current, stale rows counted in
-        full. The whole table's view of what the engines' kernels do row by row
-        (:meth:`kernel_args`; they weigh a share's row only on the GPUs it fits on): the tests of the
-        columns a cache holds read it."""
-        if t is not self._for:
-            self._select(t, version, count)
-        stale = idx[self.ver[idx] != version[idx]]
-        if stale.size:
-            assert self.held is not None
-            count(stale, self.held, self.vals, 0)
-            self.ver[stale] = version[stale]
-        weigh_into(self._e, self._e_ver, self.vals, idx, version, self._p)
-        return self._e[idx]
 
     def kernel_args(self, t: Targets, version: np.ndarray, count: _Count) -> CacheArgs:
         """This cache as the fused kernels read it (:func:`~placer.solver.objective.kernels.whole_deltas`),

@@ -117,22 +117,24 @@ def _count_share_into(out, c0, rows, cpu, free, access, need_cpu, milli, tcpu, t
         _count_share_row(out, rows[i], c0, cpu, free, access, need_cpu, milli, tcpu, tmilli, tnum)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _dot(v, p):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``v[:len(p)] @ p`` in float64, summed in column order: one order for every row whoever asks, so a
+    node's expectation never depends on which rows were weighed with it, nor on the machine."""
+    s = 0.0
+    for m in range(p.shape[0]):
+        s += np.float64(v[m]) * p[m]
+    return s
+
+
 @njit(cache=True, nogil=True)
 def _weigh_row(vals, e, r, p):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``e[r]`` (per GPU too, after a share) = node ``r``'s fragments weighed by ``p``, summed in column
-    order: one order for every row whoever asks, so a node's expectation never depends on which rows
-    were weighed with it."""
+    """``e[r]`` (per GPU too, after a share) = node ``r``'s fragments weighed by ``p``."""
     if vals.ndim == 2:
-        s = 0.0
-        for m in range(p.shape[0]):
-            s += np.float64(vals[r, m]) * p[m]
-        e[r] = s
+        e[r] = _dot(vals[r], p)
     else:
         for g in range(vals.shape[1]):
-            s = 0.0
-            for m in range(p.shape[0]):
-                s += np.float64(vals[r, g, m]) * p[m]
-            e[r, g] = s
+            e[r, g] = _dot(vals[r, g], p)
 
 
 @njit(cache=True, nogil=True)
@@ -163,10 +165,7 @@ def _weighed2(vals, e, e_ver, r, version, p):  # type: ignore[no-untyped-def]  #
     """:func:`_weighed` of a ``[node, shape]`` table, inlined where the kernels know the table is one (a
     call per row was a tenth of a change of target's cost); the same sum in the same order."""
     if e_ver[r] != version[r]:
-        s = 0.0
-        for m in range(p.shape[0]):
-            s += np.float64(vals[r, m]) * p[m]
-        e[r] = s
+        e[r] = _dot(vals[r], p)
         e_ver[r] = version[r]
 
 
@@ -219,10 +218,7 @@ def _share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, deltas,
         if aeve[r] != version[r]:  # weighed on the GPUs the share fits on only: the others are never read
             for g in range(free.shape[1]):
                 if free[r, g] >= milli:
-                    s = 0.0
-                    for m in range(app.shape[0]):
-                        s += np.float64(av[r, g, m]) * app[m]
-                    ae[r, g] = s
+                    ae[r, g] = _dot(av[r, g], app)
             aeve[r] = version[r]
         best = np.inf
         at = 0
@@ -303,7 +299,7 @@ def _nodes(
     """The node arrays as the kernels take them (one compiled signature for every caller; no copy when
     they already are: the engines' state is)."""
     return (
-        np.ascontiguousarray(rows, dtype=np.int64),
+        _row_ids(rows),
         np.asarray(cpu, dtype=np.float64),
         np.asarray(free, dtype=np.int64),
         np.asarray(access, dtype=np.bool_),
@@ -325,17 +321,7 @@ def count_fragments_after_share(
     fragment for shape ``m`` of node state ``k`` with ``milli`` less free on GPU ``g`` (``cpu`` already
     net of the share's CPU)."""
     out = np.zeros((len(cpu), gpu.shape[1], t.size))
-    count_share_into(
-        out,
-        0,
-        np.arange(len(cpu)),
-        np.asarray(cpu, dtype=np.float64),
-        gpu,
-        access,
-        t,
-        need_cpu=0.0,
-        milli=milli,
-    )
+    count_share_into(out, 0, np.arange(len(cpu)), cpu, gpu, access, t, need_cpu=0.0, milli=milli)
     return out
 
 
@@ -350,7 +336,7 @@ def weigh_into(
     """``e[r] = vals[r] @ p`` (per GPU for a ``[node, GPU, shape]`` table) for the ``rows`` whose
     ``e_ver`` is not their ``version``, summed in column order, and stamp them."""
     if rows.size:
-        _weigh_into(e, e_ver, vals, np.ascontiguousarray(rows, dtype=np.int64), version, p)
+        _weigh_into(e, e_ver, vals, _row_ids(rows), version, p)
 
 
 def whole_deltas(
@@ -402,8 +388,5 @@ def best_node(rows: np.ndarray, score: np.ndarray, fit: np.ndarray) -> int:
 
 
 def _row_ids(rows: np.ndarray) -> np.ndarray:
-    return (
-        rows
-        if rows.dtype == np.int64 and rows.flags.c_contiguous
-        else np.ascontiguousarray(rows, dtype=np.int64)
-    )
+    """Node indices as the kernels take them (no copy when they already are)."""
+    return np.ascontiguousarray(rows, dtype=np.int64)
