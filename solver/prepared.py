@@ -83,13 +83,19 @@ class Prepared:
         ended: Iterable[RunningJob],
         *,
         flipped: Iterable[str] = (),
+        own: bool = False,
     ) -> Prepared:
         """The pieces for ``cluster``, which is this one with ``started`` jobs added, ``ended`` ones removed
         and the nodes ``flipped`` gone down or come back up (:func:`flipped` finds them; nothing else
         changed). Only what those jobs and nodes touch is computed again. A flip also leaves behind every
         kept answer that reads which nodes are up (the candidate masks: ``NodeArrays.refreshed``); static
-        groups, preference scores and the fragmentation measures of the other nodes stand."""
+        groups, preference scores and the fragmentation measures of the other nodes stand.
+
+        ``own``: these pieces are the caller's alone (a :class:`~placer.solver.session.Session`'s): their
+        arrays are moved forward in place (``NodeArrays.refreshed``), and these pieces are left empty —
+        read again, they would be built afresh from their cluster, never read half moved."""
         started, ended = list(started), list(ended)
+        flipped = list(flipped)
         names = sorted(
             {r.node for rj in [*started, *ended] for r in rj.replicas if r.node is not None}
             | {r.tpu_pod for rj in [*started, *ended] for r in rj.replicas if r.tpu_pod is not None}
@@ -101,8 +107,11 @@ class Prepared:
             rows = [out._snap.by_name[n] for n in names if n in out._snap.by_name]
             moved = any(rj.anti_affinity or rj.anti_affinity_domains for rj in [*started, *ended])
             out._arrays = {
-                k: a.refreshed(out._snap, rows, rules_moved=moved) for k, a in self._arrays.items()
+                k: a.refreshed(out._snap, rows, rules_moved=moved, flips=bool(flipped), own=own)
+                for k, a in self._arrays.items()
             }
+            if own:
+                self._snap, self._arrays = None, {}
         if self._shapes is not None:
             out._shapes = _moved(self._shapes, started, ended)
         if self._shielded is not None:

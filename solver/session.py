@@ -129,7 +129,7 @@ class Session:
         started = [self._running(p.job, p.replicas, now) for p in decision.placements]
         if started:
             cluster = cluster.with_allocations(started)
-        self._prepared = self._prepared.advanced(cluster, started, ended)
+        self._prepared = self._prepared.advanced(cluster, started, ended, own=True)
 
     def start(self, *jobs: RunningJob) -> None:
         """Jobs start running as given (what a caller that builds its own running jobs, such as the
@@ -137,13 +137,13 @@ class Session:
         changes nothing when they do not fit."""
         if jobs:
             cluster = self.cluster.with_allocations(list(jobs))
-            self._prepared = self._prepared.advanced(cluster, jobs, [])
+            self._prepared = self._prepared.advanced(cluster, jobs, [], own=True)
 
     def finish(self, *job_ids: str) -> None:
         """Running jobs that ended (completed, failed or cancelled) give their capacity back."""
         ended = [self.cluster.running_job(j) for j in job_ids]
         cluster = self.cluster.release(*job_ids)
-        self._prepared = self._prepared.advanced(cluster, [], ended)
+        self._prepared = self._prepared.advanced(cluster, [], ended, own=True)
 
     def node_down(self, *names: str) -> None:
         """Nodes (or TPU pods) not ready: nothing new goes there; what runs there stays accounted."""
@@ -162,7 +162,7 @@ class Session:
         if names is None:
             self._rebuild(after)
         else:
-            self._prepared = self._prepared.advanced(after, [], [], flipped=names)
+            self._prepared = self._prepared.advanced(after, [], [], flipped=names, own=True)
 
     def add_nodes(self, inventory: Inventory) -> None:
         """More nodes (and TPU pods), described as an inventory document of their own (jobs it lists as

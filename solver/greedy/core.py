@@ -697,9 +697,9 @@ def place_alone(
     shape, no domain or gang scope, not exclusive, no rule on the jobs beside it, no budget, nothing to
     evict — without the loop over jobs and what a batch needs around it: the node by the objective's
     levels (:func:`_choose`, FGD's measure against ``targets``) and its GPUs as :meth:`State.take` gives
-    them. None when no node fits. ``fits``: where one replica fits now, when the caller has it
-    (``arrays.fits(unit.need)``, what greedy's fresh state says); ``pref`` None when the unit's
-    preference is the same on every node (the level is skipped). The express lane's
+    them (:meth:`State.pick`). None when no node fits. ``fits``: where one replica fits now, when the
+    caller has it (``arrays.fits(unit.need)``, what greedy's fresh state says); ``pref`` None when the
+    unit's preference is the same on every node (the level is skipped). The express lane's
     (``solver/express.py``, whose tests hold its decisions to ``place()``'s)."""
     (unit,) = plan.units
     state = State.of(arrays)
@@ -716,7 +716,7 @@ def place_alone(
         node = _choose(mask, pref, frag, None, cost, grows)
     if node is None:
         return None
-    gpus, share = state.take(node, unit, _share_gpu(state, node, unit))
+    gpus, share = state.pick(node, unit, _share_gpu(state, node, unit))  # the state is dropped: not taken
     return ReplicaAt(unit=unit, node=node, gpus=gpus, milli=share)
 
 

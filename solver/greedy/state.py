@@ -217,6 +217,18 @@ class State:
         """Whether the unit's Flux shape (if any) fits the node's inner tree as it is now."""
         return self.shape_of(node, unit) is None or self.claim_shape(node, unit) is not None
 
+    def pick(self, node: int, unit: Unit, share_gpu: int | None = None) -> tuple[tuple[int, ...], int | None]:
+        """The GPUs and share :meth:`take` gives one replica of ``unit`` (no Flux shape) on ``node`` now,
+        changing nothing: what a caller that places one replica and drops the state needs (the express
+        lane's :func:`~placer.solver.greedy.core.place_alone`, on a :meth:`reading` state)."""
+        assert self.shape_of(node, unit) is None
+        v = self.snap.nodes[node]
+        need = unit.need
+        if not (need.gpus or need.milli):
+            return (), None
+        free, milli = self.free_idx.get(node, v.free_gpus), self.milli_idx.get(node, v.milli_free)
+        return _gpus_for(free, milli, need.gpus, need.milli, share_gpu, v.name)
+
     def take(
         self, node: int, unit: Unit, share_gpu: int | None = None, claim: Claim | None = None
     ) -> tuple[tuple[int, ...], int | None]:
@@ -247,23 +259,12 @@ class State:
             for g in gpus:
                 free.remove(g)
                 milli[g] = 0
-        elif need.gpus:
-            gpus = tuple(free[: need.gpus])
-            del free[: need.gpus]
+        elif need.gpus or need.milli:
+            gpus, share = _gpus_for(free, milli, need.gpus, need.milli, share_gpu, v.name)
             for g in gpus:
-                milli[g] = 0
-        elif need.milli:
-            # Best fit among shareable GPUs: the one with the least free share that still holds it.
-            options = [g for g in range(len(milli)) if milli[g] >= need.milli]
-            if not options:
-                raise ValueError(f"no GPU of node {v.name} has {need.milli} milli free")
-            g = min(options, key=lambda i: (milli[i], i)) if share_gpu is None else share_gpu
-            if g not in options:
-                raise ValueError(f"GPU {g} of node {v.name} has no {need.milli} milli free")
-            milli[g] -= need.milli
-            if g in free:
-                free.remove(g)
-            gpus, share = (g,), need.milli
+                milli[g] = 0 if share is None else milli[g] - share
+                if g in free:
+                    free.remove(g)
         self.gpus[node] = len(free)
         self.milli[node] = max(milli, default=0)
         self.cpu[node] -= need.cpu
@@ -416,3 +417,21 @@ class State:
     def commit(self) -> None:
         """Forget the undo log (the changes since the last commit stay)."""
         self.log.clear()
+
+
+def _gpus_for(
+    free: list[int], milli: list[int], gpus: int, share: int, share_gpu: int | None, node: str
+) -> tuple[tuple[int, ...], int | None]:
+    """The GPUs one replica takes of a node whose whole free GPUs are ``free`` (in order) and free milli
+    per GPU ``milli``: its ``gpus`` lowest free ones, or for a ``share`` of one GPU, ``share_gpu`` when
+    given, else the best fit (the least free milli that still holds it, the lowest index among equal).
+    Raises ValueError when the share does not fit there."""
+    if gpus:
+        return tuple(free[:gpus]), None
+    options = [g for g in range(len(milli)) if milli[g] >= share]
+    if not options:
+        raise ValueError(f"no GPU of node {node} has {share} milli free")
+    g = min(options, key=lambda i: (milli[i], i)) if share_gpu is None else share_gpu
+    if g not in options:
+        raise ValueError(f"GPU {g} of node {node} has no {share} milli free")
+    return (g,), share

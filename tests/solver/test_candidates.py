@@ -171,3 +171,41 @@ def test_arrays_left_are_the_arrays_of_the_shrunk_view(gone: set[int], keys: tup
         assert (getattr(got, name) == getattr(want, name)).all(), name
     assert [m.tolist() for m in got.group_members] == [m.tolist() for m in want.group_members]
     assert len(set(got.stamp.tolist())) == len(got.stamp)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    jobs=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4)), min_size=1, max_size=5),
+    own=st.booleans(),
+)
+def test_arrays_refreshed_are_the_arrays_of_the_new_view(jobs: list[tuple[int, int]], own: bool) -> None:
+    # Jobs started on some nodes give the rows and free-milli matrix that arrays built from scratch on the
+    # new view give, copied (the arrays before unchanged) or moved forward in place (``own``).
+    from placer.solver.snapshot import updated
+    from placer.topology import dgx_h100
+
+    base = cluster_of(dgx_h100(2), cpu_nodes(2))
+    snap = Snapshot.of(base)
+    arrays = candidates.NodeArrays.of(snap, ())
+    before = {name: getattr(arrays, name).copy() for name in candidates._ROWS}
+    matrix = arrays.milli_matrix().copy()
+    started = [
+        {"job": f"j{k}", "replicas": [{"node": base.nodes[n % 2].name, "gpus": [k], "gpu_milli": 100 * g}]}
+        for k, (n, g) in enumerate(jobs)
+    ]
+    after = base.with_allocations(started)
+    names = sorted({s["replicas"][0]["node"] for s in started})
+    view = updated(snap, after, names)
+    got = arrays.refreshed(view, [view.by_name[n] for n in names], own=own)
+    want = candidates.NodeArrays.of(view, ())
+    assert (got is arrays) is own
+    for name in candidates._ROWS:
+        assert (getattr(got, name) == getattr(want, name)).all(), name
+    assert (got.milli_matrix() == want.milli_matrix()).all()
+    changed = [view.by_name[n] for n in names]
+    assert (got.milli_matrix()[changed] != matrix[changed]).any()
+    if not own:  # the arrays before still read the state before
+        for name in candidates._ROWS:
+            assert (getattr(arrays, name) == before[name]).all(), name
+        assert (arrays.milli_matrix() == matrix).all()
+    assert len(set(got.stamp.tolist())) == len(got.stamp)

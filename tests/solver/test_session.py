@@ -327,3 +327,20 @@ def test_what_was_seen_arrive_is_kept_when_nodes_join_and_leave() -> None:
     # And decisions go on against the kept profile: the next one makes a target from it, with 2 shapes.
     d = s.decide([anyg.model_copy(update={"id": "next"})], now=NOW)
     assert d.placements and s._prepared.learned is not None
+
+
+def test_pieces_moved_forward_in_place_leave_the_old_ones_empty_not_stale() -> None:
+    # A session moves its own pieces forward in place (Prepared.advanced(own=True)): the pieces before
+    # are left empty, so read again they are built from their own cluster, never read half moved.
+    cluster = cluster_of(dgx_h100(2))
+    old = Prepared(cluster)
+    arrays = old.arrays(())
+    assert arrays.gpus.tolist() == [8, 8]
+    after = cluster.allocate({"job": "r", "replicas": [{"node": "dgx-h100-1", "gpus": [0, 1, 2]}]})
+    new = old.advanced(after, [after.running_job("r")], [], own=True)
+    assert new.arrays(()) is arrays and arrays.gpus.tolist() == [5, 8]  # moved in place
+    assert old.arrays(()) is not arrays and old.arrays(()).gpus.tolist() == [8, 8]  # made afresh
+    copied = Prepared(cluster)
+    copied.arrays(())
+    moved = copied.advanced(after, [after.running_job("r")], [])
+    assert moved.arrays(()).gpus.tolist() == [5, 8] and copied.arrays(()).gpus.tolist() == [8, 8]
