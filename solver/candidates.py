@@ -238,18 +238,12 @@ class NodeArrays:
         else:
             out = NodeArrays(
                 snap=snap,
-                gpus=self.gpus.copy(),
-                milli=self.milli.copy(),
-                cpu=self.cpu.copy(),
-                mem=self.mem.copy(),
-                storage=self.storage.copy(),
-                shm=self.shm.copy(),
+                **self.free_copies(),
                 cap_gpus=self.cap_gpus,
                 cap_cpu=self.cap_cpu,
                 cap_mem=self.cap_mem,
                 cap_storage=self.cap_storage,
                 cap_shm=self.cap_shm,
-                empty=self.empty.copy(),
                 partial=self.partial.copy(),
                 usable=usable,
                 group=self.group,
@@ -299,6 +293,20 @@ class NodeArrays:
                 matrix[i, : len(row)] = row
             out._static_cache["__milli_matrix__"] = matrix
         return out
+
+    def free_copies(self) -> dict[str, np.ndarray]:
+        """Copies of the free amounts that placing work changes, by name: what greedy's scratch state
+        starts from, and what refreshed arrays write their changed rows into (``partial`` and ``stamp``
+        aside, which greedy does not keep)."""
+        return {
+            "gpus": self.gpus.copy(),
+            "milli": self.milli.copy(),
+            "cpu": self.cpu.copy(),
+            "mem": self.mem.copy(),
+            "storage": self.storage.copy(),
+            "shm": self.shm.copy(),
+            "empty": self.empty.copy(),
+        }
 
     def milli_matrix(self) -> np.ndarray:
         """Free milli of every GPU, ``[node, gpu]`` (0 for GPUs a node lacks); cached, and moved forward by

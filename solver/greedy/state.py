@@ -118,13 +118,7 @@ class State:
     def of(arrays: NodeArrays) -> State:
         return State(
             snap=arrays.snap,
-            gpus=arrays.gpus.copy(),
-            milli=arrays.milli.copy(),
-            cpu=arrays.cpu.copy(),
-            mem=arrays.mem.copy(),
-            storage=arrays.storage.copy(),
-            shm=arrays.shm.copy(),
-            empty=arrays.empty.copy(),
+            **arrays.free_copies(),
             closed=np.zeros(len(arrays.snap.nodes), dtype=bool),
             pod_used={p.idx: set(p.used) for p in arrays.snap.pods},
             _arrays=arrays,
