@@ -74,6 +74,7 @@ from placer.solver.objective.kernels import (
     count_into,
     count_share_into,
     share_deltas,
+    weights,
     whole_deltas,
 )
 
@@ -180,7 +181,7 @@ class _Fragments:
                 np.ascontiguousarray(h.cpu, dtype=np.float64),
                 np.ascontiguousarray(h.milli, dtype=np.int64),
                 np.ascontiguousarray(h.num, dtype=np.int64),
-                self._p,
+                *weights(self._p),
             )
         return self._args
 

@@ -35,6 +35,7 @@ __all__ = [
     "count_share_into",
     "share_deltas",
     "weigh_into",
+    "weights",
     "whole_deltas",
 ]
 
@@ -118,29 +119,31 @@ def _count_share_into(out, c0, rows, cpu, free, access, need_cpu, milli, tcpu, t
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dot(v, p):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``v[:len(p)] @ p`` in float64, summed in column order: one order for every row whoever asks, so a
-    node's expectation never depends on which rows were weighed with it, nor on the machine."""
+def _dot(v, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``v[cols] @ w`` in float64, summed in column order: one order for every row whoever asks, so a
+    node's expectation never depends on which rows were weighed with it, nor on the machine. ``cols``:
+    the columns of nonzero weight, ascending (a zero-weighted column adds exactly 0 to the sum: leaving
+    it out changes no bit of it)."""
     s = 0.0
-    for m in range(p.shape[0]):
-        s += np.float64(v[m]) * p[m]
+    for k in range(cols.shape[0]):
+        s += np.float64(v[cols[k]]) * w[k]
     return s
 
 
 @njit(cache=True, nogil=True)
-def _weigh_row(vals, e, r, p):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``e[r]`` (per GPU too, after a share) = node ``r``'s fragments weighed by ``p``."""
+def _weigh_row(vals, e, r, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``e[r]`` (per GPU too, after a share) = node ``r``'s fragments weighed by ``w`` on ``cols``."""
     if vals.ndim == 2:
-        e[r] = _dot(vals[r], p)
+        e[r] = _dot(vals[r], cols, w)
     else:
         for g in range(vals.shape[1]):
-            e[r, g] = _dot(vals[r, g], p)
+            e[r, g] = _dot(vals[r, g], cols, w)
 
 
 @njit(cache=True, nogil=True)
-def _weigh_into(e, e_ver, vals, rows, version, p):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _weigh_into(e, e_ver, vals, rows, version, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
     for i in range(rows.shape[0]):
-        _weighed(vals, e, e_ver, rows[i], version, p)
+        _weighed(vals, e, e_ver, rows[i], version, cols, w)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -152,28 +155,28 @@ def _round6(x):  # type: ignore[no-untyped-def]  # pragma: no cover
 @njit(cache=True, nogil=True, inline="always")
 def _now_row(r, version, cpu, free, now, gpu):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Node ``r``'s expected fragment as it is (cache ``now``), counted and weighed again only if stale."""
-    vals, ver, e, e_ver, access, tcpu, tmilli, tnum, p = now
+    vals, ver, e, e_ver, access, tcpu, tmilli, tnum, cols, w = now
     if ver[r] != version[r]:
         _count_row(vals, r, 0, cpu, free, access, 0.0, 0, tcpu, tmilli, tnum, gpu)
         ver[r] = version[r]
-    _weighed2(vals, e, e_ver, r, version, p)
+    _weighed2(vals, e, e_ver, r, version, cols, w)
     return e[r]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _weighed2(vals, e, e_ver, r, version, p):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _weighed2(vals, e, e_ver, r, version, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
     """:func:`_weighed` of a ``[node, shape]`` table, inlined where the kernels know the table is one (a
     call per row was a tenth of a change of target's cost); the same sum in the same order."""
     if e_ver[r] != version[r]:
-        e[r] = _dot(vals[r], p)
+        e[r] = _dot(vals[r], cols, w)
         e_ver[r] = version[r]
 
 
 @njit(cache=True, nogil=True)
-def _weighed(vals, e, e_ver, r, version, p):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _weighed(vals, e, e_ver, r, version, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Node ``r``'s expectation ``e[r]``, weighed again if it was for another version of the node."""
     if e_ver[r] != version[r]:
-        _weigh_row(vals, e, r, p)
+        _weigh_row(vals, e, r, cols, w)
         e_ver[r] = version[r]
 
 
@@ -186,7 +189,7 @@ def _score(d, levels):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def _whole_deltas(rows, version, cpu, free, need_cpu, take, now, after, deltas, levels):  # type: ignore[no-untyped-def]  # pragma: no cover
-    av, aver, ae, aeve, aacc, acpu, amilli, anum, app = after
+    av, aver, ae, aeve, aacc, acpu, amilli, anum, acols, aw = after
     delta, choice, dver, score = deltas
     gpu = np.empty(free.shape[1], dtype=np.int64)
     for i in range(rows.shape[0]):
@@ -197,14 +200,14 @@ def _whole_deltas(rows, version, cpu, free, need_cpu, take, now, after, deltas, 
         if aver[r] != version[r]:
             _count_row(av, r, 0, cpu, free, aacc, need_cpu, take, acpu, amilli, anum, gpu)
             aver[r] = version[r]
-        _weighed2(av, ae, aeve, r, version, app)
+        _weighed2(av, ae, aeve, r, version, acols, aw)
         d = _round6(ae[r] - before)
         delta[r], choice[r], score[r], dver[r] = d, -1, _score(d, levels), version[r]
 
 
 @njit(cache=True, nogil=True)
 def _share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, deltas, levels):  # type: ignore[no-untyped-def]  # pragma: no cover
-    av, aver, ae, aeve, aacc, acpu, amilli, anum, app = after
+    av, aver, ae, aeve, aacc, acpu, amilli, anum, acols, aw = after
     delta, choice, dver, score = deltas
     gpu = np.empty(free.shape[1], dtype=np.int64)
     for i in range(rows.shape[0]):
@@ -218,7 +221,7 @@ def _share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, deltas,
         if aeve[r] != version[r]:  # weighed on the GPUs the share fits on only: the others are never read
             for g in range(free.shape[1]):
                 if free[r, g] >= milli:
-                    ae[r, g] = _dot(av[r, g], app)
+                    ae[r, g] = _dot(av[r, g], acols, aw)
             aeve[r] = version[r]
         best = np.inf
         at = 0
@@ -326,8 +329,21 @@ def count_fragments_after_share(
 
 
 #: One cache of fragments as the kernels read it: its table, row versions, expectations and their
-#: versions, the held shapes' access, CPU, milli and GPU count, and their weights under the target.
+#: versions, the held shapes' access, CPU, milli and GPU count, and their weights under the target as
+#: :func:`weights` gives them (the columns of nonzero weight, and those weights).
 CacheArgs = tuple[np.ndarray, ...]
+
+
+def weights(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weights per column ``p`` as the kernels read them: the columns of nonzero weight, ascending, and
+    their weights. Why: a cache holds the columns of every shape a target has named, and the target in
+    force weighs about four in five of them (``scorers.HELD_SHAPES``); the others add exactly 0.
+
+    >>> [a.tolist() for a in weights(np.array([0.0, 0.25, 0.0, 0.75]))]
+    [[1, 3], [0.25, 0.75]]
+    """
+    cols = np.flatnonzero(p)
+    return cols.astype(np.int64), np.ascontiguousarray(p[cols], dtype=np.float64)
 
 
 def weigh_into(
@@ -336,7 +352,8 @@ def weigh_into(
     """``e[r] = vals[r] @ p`` (per GPU for a ``[node, GPU, shape]`` table) for the ``rows`` whose
     ``e_ver`` is not their ``version``, summed in column order, and stamp them."""
     if rows.size:
-        _weigh_into(e, e_ver, vals, _row_ids(rows), version, p)
+        cols, w = weights(p)
+        _weigh_into(e, e_ver, vals, _row_ids(rows), version, cols, w)
 
 
 def whole_deltas(

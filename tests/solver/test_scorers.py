@@ -400,7 +400,8 @@ def _target(access: np.ndarray, p: list[float], milli: list[int], num: list[int]
 def _expected(f, t: Targets, version: np.ndarray, idx: np.ndarray, count) -> np.ndarray:  # type: ignore[no-untyped-def]
     """The nodes' expected fragments against ``t`` as the engines' kernels read a cache row by row: its
     columns selected for ``t`` (:meth:`_Fragments.kernel_args`), stale rows counted, rows weighed."""
-    vals, ver, e, e_ver, *_, p = f.kernel_args(t, version, count)
+    vals, ver, e, e_ver, *_ = f.kernel_args(t, version, count)
+    p = f._p
     stale = idx[ver[idx] != version[idx]]
     if stale.size:
         count(stale, f.held, vals, 0)

@@ -25,6 +25,8 @@ from placer.solver.objective.kernels import (
     count_into,
     count_share_into,
     share_deltas,
+    weigh_into,
+    weights,
     whole_deltas,
 )
 
@@ -161,7 +163,7 @@ def _cache(cpu: np.ndarray, t: Targets, inner: tuple[int, ...]) -> tuple[np.ndar
         t.cpu.astype(np.float64),
         t.milli.astype(np.int64),
         t.num.astype(np.int64),
-        t.p,
+        *weights(t.p),
     )
 
 
@@ -273,3 +275,24 @@ def test_the_compiled_score_is_the_artifacts_quantization(levels: int) -> None:
         assert np.array_equal(_scores(delta, levels), quantized(delta, levels))
     edges = np.concatenate([np.arange(-60_000, 60_000, 0.5), [np.inf, -np.inf, 0.0, -0.0]])
     assert np.array_equal(_scores(edges, levels), quantized(edges, levels))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    vals=st.lists(st.lists(st.integers(-2000, 8000), min_size=6, max_size=6), min_size=1, max_size=5),
+    p=st.lists(st.sampled_from([0.0, 0.0, 1e-9, 0.125, 0.3, 0.7]), min_size=6, max_size=6),
+)
+def test_zero_weighted_columns_change_no_bit_of_an_expectation(vals: list[list[int]], p: list[float]) -> None:
+    """A cache's columns the target does not weigh are left out of the sum (``weights``): every row's
+    expectation is, bit for bit, the column-order float64 sum over all columns."""
+    table = np.array(vals, dtype=np.float32)
+    w = np.array(p)
+    n = len(vals)
+    e, e_ver = np.zeros(n), np.full(n, -1, dtype=np.int64)
+    weigh_into(e, e_ver, table, np.arange(n), np.zeros(n, dtype=np.int64), w)
+    for r in range(n):
+        want = 0.0
+        for m in range(len(p)):
+            want += float(table[r, m]) * p[m]
+        assert e[r] == want and np.signbit(e[r]) == np.signbit(want)
+    assert weights(w)[0].tolist() == [m for m in range(len(p)) if p[m] != 0.0]
