@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from placer.solver.demand import Need, Unit, tolerated
 from placer.solver.jobs.model import AffinityOperator, FluxResource, LabelRule, Rule
@@ -457,6 +458,14 @@ class NodeArrays:
 
     def _fits(self, need: Need, free: bool) -> np.ndarray:
         eps = 1e-9
+        if free and not need.extra:  # the arrival's path: one compiled pass, the same comparisons
+            ok = np.empty(len(self.gpus), dtype=bool)
+            _fits_free(
+                self.gpus, self.cpu, self.mem, self.storage, self.shm, self.milli,
+                int(need.gpus), float(need.cpu - eps), float(need.mem - eps),
+                float(need.storage - eps), float(need.shm - eps), int(need.milli), ok,
+            )  # fmt: skip
+            return ok
         if free:
             gpus, cpu, mem, sto, shm = self.gpus, self.cpu, self.mem, self.storage, self.shm
         else:
@@ -620,6 +629,23 @@ _ROWS = (
     "gpus", "milli", "cpu", "mem", "storage", "shm", "cap_gpus", "cap_cpu", "cap_mem", "cap_storage",
     "cap_shm", "empty", "partial", "usable",
 )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def _fits_free(gpus, cpu, mem, sto, shm, milli, n_gpus, n_cpu, n_mem, n_sto, n_shm, n_milli, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out[i]``: one replica of the need fits node ``i``'s free amounts (:meth:`NodeArrays._fits`, the
+    same comparisons with the tolerances already subtracted). Why compiled: the numpy form is nine passes
+    over the nodes, and an online arrival asks it once per decision (a twentieth of its time on the
+    1,213-node openb cluster)."""
+    for i in range(out.shape[0]):
+        out[i] = (
+            gpus[i] >= n_gpus
+            and cpu[i] >= n_cpu
+            and mem[i] >= n_mem
+            and sto[i] >= n_sto
+            and shm[i] >= n_shm
+            and (n_milli == 0 or milli[i] >= n_milli)
+        )
 
 
 def _rows(nodes: Sequence[NodeView]) -> dict[str, np.ndarray]:

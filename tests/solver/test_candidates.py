@@ -209,3 +209,46 @@ def test_arrays_refreshed_are_the_arrays_of_the_new_view(jobs: list[tuple[int, i
             assert (getattr(arrays, name) == before[name]).all(), name
         assert (arrays.milli_matrix() == matrix).all()
     assert len(set(got.stamp.tolist())) == len(got.stamp)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(0, 8),
+            st.sampled_from([0.0, 1.0, 4.0 - 1e-10, 4.0, 64.0]),
+            st.sampled_from([0.0, 8.0, 16.0 - 5e-10, 16.0]),
+            st.sampled_from([0.0, 100.0, np.inf]),
+            st.sampled_from([0, 250, 999, 1000]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    gpus=st.integers(0, 8),
+    cpu=st.sampled_from([0.0, 1.0, 4.0]),
+    mem=st.sampled_from([0.0, 16.0]),
+    storage=st.sampled_from([0.0, 50.0]),
+    milli=st.sampled_from([0, 250, 1000]),
+)
+def test_what_fits_now_is_every_amount_compared(
+    rows: list[tuple[int, float, float, float, int]],
+    gpus: int,
+    cpu: float,
+    mem: float,
+    storage: float,
+    milli: int,
+) -> None:
+    # NodeArrays.fits compiled: a node fits one replica when each free amount is at least the need's, less
+    # 1e-9 for the float ones, and its largest free share holds the need's share (numpy's reading).
+    from placer.solver.demand import Need
+
+    n = len(rows)
+    g, c, m, s, mi = (np.array(col) for col in zip(*rows, strict=True))
+    arrays = candidates.NodeArrays.of(Snapshot.of(cluster_of(cpu_nodes(n))), ())
+    arrays.gpus, arrays.cpu, arrays.mem, arrays.storage, arrays.milli = g, c, m, s, mi
+    arrays.shm = np.full(n, 1.0)
+    need = Need(gpus=0 if milli else gpus, cpu=cpu, mem=mem, storage=storage, milli=milli)
+    want = (g >= need.gpus) & (c >= cpu - 1e-9) & (m >= mem - 1e-9) & (s >= storage - 1e-9)
+    if milli:
+        want &= mi >= milli
+    assert arrays.fits(need).tolist() == want.tolist()

@@ -313,3 +313,27 @@ def test_a_kind_is_judged_for_the_nodes_the_cluster_has_now() -> None:
     assert without_timing(d) == without_timing(
         place([job], s.cluster, s.policy, now=NOW, prepared=Prepared(s.cluster, learned=s.learned))
     )
+
+
+def test_an_arrivals_plan_is_its_kinds_with_its_own_job() -> None:
+    # The lane copies the kind's plan field by field (express._for, _named): every field of the copy is
+    # the template's but the job, its unit's job id and the weight, and the template is left as it was.
+    import copy
+    from dataclasses import fields, replace
+
+    from placer.solver.demand import Unit, expand
+    from placer.solver.express import _for
+
+    first = Job(id="a", priority=3, tasks=[TaskGroup(cpu_cores=2, gpu=GpuDemand(count=1, share_milli=300))])
+    second = first.model_copy(update={"id": "b", "priority": 7})
+    template = expand(first, 0, max_node_gpus=8)
+    before = copy.deepcopy(template.__dict__)
+    plan = _for(template, second, Policy())
+    assert all(f.init for f in fields(Unit))  # _named builds a Unit positionally
+    assert plan.units == [replace(u, job_id="b") for u in template.units]
+    assert plan.job is second and plan.weight == Policy().job_weight("on-demand", 7, plan.demand_units)
+    assert {k: v for k, v in plan.__dict__.items() if k not in ("job", "units", "weight", "notes")} == {
+        k: v for k, v in template.__dict__.items() if k not in ("job", "units", "weight", "notes")
+    }
+    assert plan.notes == template.notes and plan.notes is not template.notes
+    assert template.__dict__ == before
