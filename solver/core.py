@@ -318,22 +318,40 @@ def report_bound(stats: Stats, bounds: list[tuple[float, str]]) -> None:
     """``stats.bound``: the least of the upper bounds proven (relaxation, LP, an exact CP-SAT model) that
     the decision's objective does not exceed, and where it came from. A bound below the objective of a
     checked answer is wrong — a bug, named in ``bound_error`` and never clamped up to look valid."""
-    objective_value = stats.objective or 0.0
+    for name, value in bound_fields(stats.objective, bounds).items():
+        setattr(stats, name, value)
+
+
+def bound_fields(objective: float | None, bounds: list[tuple[float, str]]) -> dict[str, object]:
+    """The fields :func:`report_bound` sets, for a decision of level-1 ``objective``: ``bound``,
+    ``bound_source`` and ``gap``, and ``bound_error`` when a bound is wrong (a :class:`Stats` made with
+    them in one call, as the express lane makes its own, skips a validated assignment per field).
+
+    >>> bound_fields(90.0, [(100.4, "relaxation"), (95.0, "lp")])
+    {'bound': 95.0, 'bound_source': 'lp', 'gap': 0.05263157894736842}
+    """
+    objective_value = objective or 0.0
     # Level 1 sums integer weights, so a bound B proves floor(B) too; rounding (with a hair for the LP's
     # float noise: 1399.9999999999998 proves 1400) keeps a proven optimum's gap exactly 0.
     bounds = [(float(math.floor(b + 1e-6)), s) for b, s in bounds]
     valid = [(b, s) for b, s in bounds if b >= objective_value - 1e-6]
     wrong = [(b, s) for b, s in bounds if b < objective_value - 1e-6]
+    out: dict[str, object] = {}
+    if valid:
+        bound, source = min(valid)
+        out = {
+            "bound": bound,
+            "bound_source": source,
+            "gap": 0.0 if bound == 0 else (bound - objective_value) / bound,
+        }
+    else:
+        out = {"bound": None, "bound_source": None, "gap": None}
     if wrong:
-        stats.bound_error = "; ".join(
+        out["bound_error"] = "; ".join(
             f"the {s} bound {b:g} is below the objective {objective_value:g} of a checked answer"
             for b, s in wrong
         )
-    if valid:
-        stats.bound, stats.bound_source = min(valid)
-        stats.gap = 0.0 if stats.bound == 0 else (stats.bound - objective_value) / stats.bound
-    else:
-        stats.bound = stats.bound_source = stats.gap = None
+    return out
 
 
 #: Model statuses that come with an answer of the model: the problem's status is then OPTIMAL or FEASIBLE.

@@ -46,7 +46,7 @@ from placer.solver.candidates import (
     batch_keys,
     unit_candidates,
 )
-from placer.solver.core import report_bound
+from placer.solver.core import bound_fields
 from placer.solver.decision import Decision, Stats
 from placer.solver.demand import JobPlan, Unit, expand
 from placer.solver.engine import holds_whole, with_read_warnings
@@ -218,11 +218,16 @@ class Express:
 
 def _stats(policy: Policy, objective: int, bound: float, build_s: float) -> Stats:
     """The stats ``core.decide`` reports for greedy's answer alone: its objective, the relaxation's bound."""
-    stats = Stats(engine="greedy", status="FEASIBLE", seed=policy.seed, deterministic=True)
-    stats.greedy_objective = stats.objective = float(objective)
-    report_bound(stats, [(bound, "relaxation")])
-    stats.build_s = round(build_s, 6)
-    return stats
+    return Stats(
+        engine="greedy",
+        status="FEASIBLE",
+        seed=policy.seed,
+        deterministic=True,
+        greedy_objective=float(objective),
+        objective=float(objective),
+        build_s=round(build_s, 6),
+        **bound_fields(float(objective), [(bound, "relaxation")]),
+    )
 
 
 #: What tells two arrivals of one kind apart and no decision reads (the batch's order aside).

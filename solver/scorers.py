@@ -155,6 +155,11 @@ class _Fragments:
     _e_ver: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     #: What :meth:`kernel_args` gives, until the columns or the target change.
     _args: CacheArgs | None = None
+    #: Each held key's column (``keys`` by position), and the held shapes' ``access`` as the kernels read
+    #: it (C order), kept while the held shapes stand: a target change re-weighs the columns, and making
+    #: these again for every replica shape's cache was a fifth of its cost.
+    _index: dict[tuple[float, int, int, bytes], int] = field(default_factory=dict)
+    _access: np.ndarray | None = None
 
     @staticmethod
     def of(n: int, inner: tuple[int, ...]) -> _Fragments:
@@ -172,12 +177,14 @@ class _Fragments:
         if self._args is None:
             h = self.held
             assert h is not None
+            if self._access is None:
+                self._access = np.ascontiguousarray(h.access, dtype=np.bool_)
             self._args = (
                 self.vals,
                 self.ver,
                 self._e,
                 self._e_ver,
-                np.ascontiguousarray(h.access, dtype=np.bool_),
+                self._access,
                 np.ascontiguousarray(h.cpu, dtype=np.float64),
                 np.ascontiguousarray(h.milli, dtype=np.int64),
                 np.ascontiguousarray(h.num, dtype=np.int64),
@@ -187,10 +194,11 @@ class _Fragments:
 
     def _select(self, t: Targets, version: np.ndarray, count: _Count) -> None:
         """Hold ``t``'s shapes (count the new ones for the current rows) and weigh the columns by ``t``."""
-        index = {k: j for j, k in enumerate(self.keys)}
+        index = self._index
         fresh = [m for m, key in enumerate(t.keys) if key not in index]
         if fresh and len(self.keys) + len(fresh) > HELD_SHAPES:  # start over from t's shapes alone
-            self.keys, self.held, index, fresh = (), None, {}, list(range(t.size))
+            self.keys, self.held, fresh = (), None, list(range(t.size))
+            index = self._index = {}
             self.ver[:] = -1
         if fresh:
             new = t.columns(fresh)
@@ -211,12 +219,15 @@ class _Fragments:
             for m in fresh:
                 index[t.keys[m]] = len(index)
             self.held = new if self.held is None else _joined(self.held, new)
-            self.keys = self.held.keys
+            self.keys, self._access = self.held.keys, None
         self._p = np.zeros(len(self.keys))
         self._p[[index[k] for k in t.keys]] = t.p
         self._for = t
-        self._e = np.zeros(self.vals.shape[:-1])
-        self._e_ver = np.full(len(self.ver), -1, dtype=np.int64)
+        if self._e.shape != self.vals.shape[:-1]:
+            self._e = np.zeros(self.vals.shape[:-1])
+        if len(self._e_ver) != len(self.ver):
+            self._e_ver = np.empty(len(self.ver), dtype=np.int64)
+        self._e_ver.fill(-1)  # every expectation stale: each is weighed again when read (e is rewritten)
         self._args = None
 
 
