@@ -6,7 +6,9 @@ thousands of times. :func:`~placer.solver.engine.place` is a pure function of th
 rebuilding the solver's view of thousands of nodes and running pods for a one-job decision costs more
 than deciding. A :class:`Session` holds the cluster and the pieces a decision is built from
 (:class:`~placer.solver.prepared.Prepared`) and moves them forward by what changed, so a decision costs
-time in proportion to the batch and to what changed since the last one.
+time in proportion to the batch and to what changed since the last one. The pieces are the session's
+alone, so they move in place (``Prepared.advanced(own=True)``: no copy of the node arrays per commit);
+the cluster snapshots it hands out (:attr:`cluster`) are immutable and stay valid.
 
 Its decisions are ``place()``'s on the same state (``tests/solver/test_session.py`` checks it on random
 sequences of arrivals, commits, finishes, nodes going down and up, joining and leaving). Everything
