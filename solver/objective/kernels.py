@@ -123,10 +123,16 @@ def _dot(v, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``v[cols] @ w`` in float64, summed in column order: one order for every row whoever asks, so a
     node's expectation never depends on which rows were weighed with it, nor on the machine. ``cols``:
     the columns of nonzero weight, ascending (a zero-weighted column adds exactly 0 to the sum: leaving
-    it out changes no bit of it)."""
+    it out changes no bit of it). When they are the first columns in a row (a target that weighs every
+    column held, as ``place()``'s batch target does), they are read in a row, not gathered."""
     s = 0.0
-    for k in range(cols.shape[0]):
-        s += np.float64(v[cols[k]]) * w[k]
+    n = cols.shape[0]
+    if n == 0 or cols[n - 1] == n - 1:  # every column up to the last weighed: read them in a row
+        for k in range(n):
+            s += np.float64(v[k]) * w[k]
+    else:
+        for k in range(n):
+            s += np.float64(v[cols[k]]) * w[k]
     return s
 
 
