@@ -336,7 +336,7 @@ def bound_fields(objective: float | None, bounds: list[tuple[float, str]]) -> di
     bounds = [(float(math.floor(b + 1e-6)), s) for b, s in bounds]
     valid = [(b, s) for b, s in bounds if b >= objective_value - 1e-6]
     wrong = [(b, s) for b, s in bounds if b < objective_value - 1e-6]
-    out: dict[str, object] = {}
+    out: dict[str, object] = {"bound": None, "bound_source": None, "gap": None}
     if valid:
         bound, source = min(valid)
         out = {
@@ -344,8 +344,6 @@ def bound_fields(objective: float | None, bounds: list[tuple[float, str]]) -> di
             "bound_source": source,
             "gap": 0.0 if bound == 0 else (bound - objective_value) / bound,
         }
-    else:
-        out = {"bound": None, "bound_source": None, "gap": None}
     if wrong:
         out["bound_error"] = "; ".join(
             f"the {s} bound {b:g} is below the objective {objective_value:g} of a checked answer"

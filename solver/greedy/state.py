@@ -214,7 +214,7 @@ class State:
     def pick(self, node: int, unit: Unit, share_gpu: int | None = None) -> tuple[tuple[int, ...], int | None]:
         """The GPUs and share :meth:`take` gives one replica of ``unit`` (no Flux shape) on ``node`` now,
         changing nothing: what a caller that places one replica and drops the state needs (the express
-        lane's :func:`~placer.solver.greedy.core.place_alone`, on a :meth:`reading` state)."""
+        lane's :func:`~placer.solver.greedy.core.place_alone`)."""
         assert self.shape_of(node, unit) is None
         v = self.snap.nodes[node]
         need = unit.need
