@@ -1024,3 +1024,14 @@ def pod_admits(unit: Unit, pod: TpuPod, spot_ok: bool) -> bool:
     if not spot_ok and pod.capacity_class == "spot":
         return False
     return not unit.rules or all_hold(unit.rules, pod.labels)
+
+
+def _warm() -> None:
+    """Compile :func:`_fits_free` for the signature :meth:`NodeArrays._fits` calls it with, or load it from
+    numba's cache, when this module is imported: not inside the first decision's deadline (the reason is
+    :func:`placer.solver.objective.kernels.warm`'s)."""
+    i, f = np.zeros(1, dtype=np.int64), np.zeros(1)
+    _fits_free(i, f, f, f, f, i, 0, 0.0, 0.0, 0.0, 0.0, 0, np.empty(1, dtype=bool))
+
+
+_warm()

@@ -97,14 +97,16 @@ class Targets:
 
     def columns(self, picked: list[int]) -> Targets:
         """The target of the shapes ``picked`` only (their columns, in that order; probabilities as they
-        are, no longer summing to 1): what :func:`fragments` needs to count new columns alone."""
+        are, no longer summing to 1): what :func:`fragments` needs to count new columns alone. Its
+        ``access`` is in C order, as every other target's: numpy's column selection gives Fortran order,
+        which the compiled counts would take as a second signature to compile."""
         sel = np.array(picked, dtype=np.int64)
         return Targets(
             p=self.p[sel],
             cpu=self.cpu[sel],
             milli=self.milli[sel],
             num=self.num[sel],
-            access=self.access[:, sel],
+            access=np.ascontiguousarray(self.access[:, sel]),
         )
 
 

@@ -12,7 +12,7 @@ fill's ``fgd`` policy reads them (a baseline measured as it was), and ``tests/so
 test_kernels.py`` holds these kernels equal to them, element for element, on random node states. Both
 count whole milli in exact arithmetic, so equal means identical.
 
->>> from placer.solver.objective.fragmentation import Targets, fragments
+>>> from placer.solver.objective.fragmentation import COARSE_LEVELS, Targets, fragments
 >>> t = Targets(p=np.array([0.5, 0.5]), cpu=np.array([4.0, 1.0]), milli=np.array([1000, 500]),
 ...             num=np.array([1, 1]), access=np.ones((1, 2), dtype=bool))
 >>> cpu, gpu, acc = np.array([8.0]), np.array([[1000, 300]]), np.ones((1, 2), dtype=bool)
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from placer.solver.objective.fragmentation import Targets
+from placer.solver.objective.fragmentation import COARSE_LEVELS, Targets
 
 __all__ = [
     "best_node",
@@ -34,6 +34,7 @@ __all__ = [
     "count_into",
     "count_share_into",
     "share_deltas",
+    "warm",
     "weigh_into",
     "weights",
     "whole_deltas",
@@ -309,9 +310,9 @@ def _nodes(
     they already are: the engines' state is)."""
     return (
         _row_ids(rows),
-        np.asarray(cpu, dtype=np.float64),
-        np.asarray(free, dtype=np.int64),
-        np.asarray(access, dtype=np.bool_),
+        np.ascontiguousarray(cpu, dtype=np.float64),
+        np.ascontiguousarray(free, dtype=np.int64),
+        np.ascontiguousarray(access, dtype=np.bool_),
     )
 
 
@@ -413,3 +414,54 @@ def best_node(rows: np.ndarray, score: np.ndarray, fit: np.ndarray) -> int:
 def _row_ids(rows: np.ndarray) -> np.ndarray:
     """Node indices as the kernels take them (no copy when they already are)."""
     return np.ascontiguousarray(rows, dtype=np.int64)
+
+
+def warm() -> None:
+    """Compile every kernel the engines call, for the one signature they call it with — or load it from
+    numba's cache on disk (``__pycache__`` beside this file, else ``NUMBA_CACHE_DIR`` or the user's cache
+    directory), — on a two-node state. Run once, when this module is imported.
+
+    Why at import: numba compiles a kernel on its first call. Inside ``place()`` that first call was the
+    first decision's deadline: on a machine with no cache yet, the first ``place()`` of a process took
+    1.5 s for a 0.2 s limit (the whole compile), and a process that finds the cache still loads it there
+    (``docs/decision.md``, *Deadline*). Here the cost is the import's: about 5 s the first time on a
+    machine (every kernel), about 0.2 s once cached. The wrappers above give each kernel one signature
+    (contiguous arrays, fixed dtypes), so nothing is left to compile later;
+    ``tests/solver/objective/test_warm.py`` runs the engines after this and checks that no kernel gained a
+    signature.
+    """
+    n, g = 2, 2
+    rows = np.arange(n, dtype=np.int64)
+    version = np.zeros(n, dtype=np.int64)
+    cpu = np.full(n, 8.0)
+    free = np.full((n, g), _MILLI, dtype=np.int64)
+    t = Targets(
+        p=np.array([0.5, 0.5]),
+        cpu=np.array([1.0, 2.0]),
+        milli=np.array([_MILLI, 500]),
+        num=np.array([1, 0]),
+        access=np.ones((n, 2), dtype=bool),
+    )
+    tcpu, tmilli, tnum = _shapes(t)
+    cols, w = weights(t.p)
+
+    def cache(inner: tuple[int, ...]) -> CacheArgs:
+        vals = np.zeros((n, *inner, t.size), dtype=np.float32)
+        ver = np.full(n, -1, dtype=np.int64)
+        e, e_ver = np.zeros((n, *inner)), np.full(n, -1, dtype=np.int64)
+        return (vals, ver, e, e_ver, t.access, tcpu, tmilli, tnum, cols, w)
+
+    def deltas() -> CacheArgs:
+        stale = np.full(n, -1, dtype=np.int64)
+        return (np.zeros(n), stale, stale.copy(), np.zeros(n, dtype=np.int64))
+
+    now, whole, share = cache(()), cache(()), cache((g,))
+    count_into(now[0], 0, rows, cpu, free, t.access, t)
+    count_share_into(share[0], 0, rows, cpu, free, t.access, t, need_cpu=1.0, milli=500)
+    whole_deltas(rows, version, cpu, free, 1.0, 1, now, whole, deltas(), COARSE_LEVELS)
+    found = deltas()
+    share_deltas(rows, version, cpu, free, 1.0, 500, now, share, found, COARSE_LEVELS)
+    best_node(rows, found[3], np.zeros(n))
+
+
+warm()
