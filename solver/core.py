@@ -37,6 +37,11 @@ from placer.solver.answer import answer
 from placer.solver.assignment import Assignment, objective
 from placer.solver.bound import lp_bound, relaxation
 from placer.solver.checks import check
+
+# CP-SAT's pipeline (and OR-Tools, about 0.3 s of imports) loads with the engine, not in the first decision
+# that runs it: there it came out of that call's time limit (docs/decision.md, *Deadline*).
+from placer.solver.cpsat import solve
+from placer.solver.cpsat.lns import improve
 from placer.solver.decision import Decision, JobPlacement, Stats
 from placer.solver.greedy import greedy
 from placer.solver.jobs.model import Job, ReadResult
@@ -215,8 +220,6 @@ def _lns(
     Each round's model is exact on its neighbourhood but the search is not a proof: the status is
     ``FEASIBLE``, the bound the relaxation's or the LP's. In reproducible mode the search runs a fixed
     number of rounds on deterministic budgets; a wall clock that stops it earlier is named in ``cut_by``."""
-    from placer.solver.cpsat.lns import improve  # OR-Tools: imported only when CP-SAT runs
-
     t0 = time.perf_counter()
     result = improve(
         problem.plans,
@@ -427,8 +430,6 @@ def _cpsat(
     if cpsat_deadline - time.perf_counter() <= 0.05:
         stats.cut_by.append("cpsat")  # no time was left for it: a faster machine would have run it
         return greedy_best, 0.0, False
-    from placer.solver.cpsat import solve  # OR-Tools: imported only when CP-SAT runs
-
     result = solve(
         problem.plans,
         problem.candidates,

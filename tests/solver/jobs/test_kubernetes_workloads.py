@@ -436,6 +436,7 @@ def test_cpsats_own_answer_keeps_whole_slices_where_a_preference_would_cut_one(
     # hold 2 (3 would cut a slice): CP-SAT's own answer is 2 + 2.
     from datetime import timedelta
 
+    import placer.solver.core
     import placer.solver.cpsat
     from placer.topology.build import build_cluster
     from tests.solver.conftest import NOW
@@ -448,7 +449,7 @@ def test_cpsats_own_answer_keeps_whole_slices_where_a_preference_would_cut_one(
         seen.append(result.assignment)
         return result
 
-    monkeypatch.setattr(placer.solver.cpsat, "solve", spy)
+    monkeypatch.setattr(placer.solver.core, "solve", spy)  # the name the engine calls
     inv = cluster_of(dgx_h100(9, nodes_per_rack=3)).to_inventory()
     fast = [
         n.model_copy(update={"labels": {**n.labels, "pool": "fast"}}) if n.rack == "dgx-h100-rack-1" else n
