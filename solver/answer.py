@@ -84,7 +84,16 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
                 plan, assignment, problem.budgets, plans, problem.pricing, cands, started, problem.snap
             )
             reasons = reasons or pending_reasons(
-                plan, cands, assignment, plans, problem.snap, owners, ranks, memo, problem.anti.get(plan.idx)
+                plan,
+                cands,
+                assignment,
+                plans,
+                problem.snap,
+                owners,
+                ranks,
+                memo,
+                problem.anti.get(plan.idx),
+                problem.affinity.get(plan.idx),
             )
         notes = list(plan.notes)
         if not plan.job.may_preempt and problem.victims:

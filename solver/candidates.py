@@ -78,6 +78,8 @@ DYNAMIC_CHECKS: dict[str, str] = {
     "exclusive": "job needs whole nodes and something already runs there",
     "anti_affinity": "anti-affinity with a running job there (the job's rules or the running job's; for "
     "a running job's term on a zone or rack, anywhere in it)",
+    "pod_affinity": "required pod affinity: no running job it must join in the node's domain (or, first "
+    "of its group, the node lacks a key of its terms)",
     "busy": "not enough free capacity now",
     "sockets": "the node's sockets, with what runs there now, cannot hold the Flux request's shape",
 }

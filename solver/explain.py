@@ -355,6 +355,7 @@ def pending_reasons(
     ranks: Mapping[str, int] | None = None,
     memo: dict[tuple[bytes, int, bool], tuple[list[str], list[str], int, int]] | None = None,
     anti: np.ndarray | None = None,
+    affinity: np.ndarray | None = None,
 ) -> list[Reason]:
     """Reasons for a job that was satisfiable but not placed. ``owners`` (:func:`owners_of`) and ``ranks``
     (job id to :func:`placer.solver.preempt.job_rank`, for every plan) may be computed once per answer:
@@ -363,7 +364,8 @@ def pending_reasons(
     ``memo`` (one dict per answer) shares the takers among pending jobs that could use the same nodes and
     rank alike: 1,000 pending 4-GPU jobs behind 12,000 placed ones took 10 s without it. ``anti``: the
     nodes running jobs' anti-affinity keeps the job off (theirs or its own rules; a zone's or a rack's
-    nodes for a rule on that domain), which its candidates do not count."""
+    nodes for a rule on that domain), which its candidates do not count; ``affinity``: those of them its
+    required pod affinity keeps it off (counted as ``pod_affinity``)."""
     reasons: list[Reason] = []
     node_units = [(u, c) for u, c in zip(plan.units, cands, strict=True) if u.tpu is None]
     tpu_units = [u for u in plan.units if u.tpu is not None]
@@ -379,7 +381,7 @@ def pending_reasons(
             )
         )
     if anti is not None and anti.any():
-        node_units = [(u, _off_anti(c, anti)) for u, c in node_units]
+        node_units = [(u, _off_anti(c, anti, affinity)) for u, c in node_units]
     short = [
         (u, c)
         for u, c in node_units
@@ -472,13 +474,21 @@ def kept_apart_reason(plan: JobPlan, partners: list[str]) -> Reason:
     )
 
 
-def _off_anti(cand: UnitCandidates, anti: np.ndarray) -> UnitCandidates:
-    """``cand`` without the nodes ``anti`` keeps the job off, counted as blocked by ``anti_affinity``."""
-    kept = int((cand.now & anti).sum())
-    if not kept:
+def _off_anti(cand: UnitCandidates, anti: np.ndarray, affinity: np.ndarray | None = None) -> UnitCandidates:
+    """``cand`` without the nodes ``anti`` keeps the job off, counted as blocked by ``anti_affinity``, or
+    by ``pod_affinity`` for those of them in ``affinity``."""
+    off = cand.now & anti
+    if not off.any():
         return cand
     blocked = dict(cand.blocked)
-    blocked["anti_affinity"] = blocked.get("anti_affinity", 0) + kept
+    if affinity is not None:
+        by_affinity = int((off & affinity).sum())
+        if by_affinity:
+            blocked["pod_affinity"] = blocked.get("pod_affinity", 0) + by_affinity
+        off = off & ~affinity
+    kept = int(off.sum())
+    if kept:
+        blocked["anti_affinity"] = blocked.get("anti_affinity", 0) + kept
     return UnitCandidates(cand.unit, cand.static, cand.now & ~anti, cand.eliminated, blocked)
 
 

@@ -240,7 +240,12 @@ def _judge(job: Job, prepared: Prepared, cap: int) -> _Kind | None:
     """The kind of ``job`` when the lane handles it: one node replica, placed alone, whose only ties to
     the rest of the cluster are the ones the lane computes (running jobs' anti-affinity, the target
     workload); None otherwise."""
-    if len(job.variants()) != 1 or job.placement.node_count is not None or beside_rules(job):
+    if (
+        len(job.variants()) != 1
+        or job.placement.node_count is not None
+        or beside_rules(job)
+        or job.placement.affinity_required  # it needs running jobs, found and kept by place()
+    ):
         return None
     if Budgets.of({}, (), cluster=prepared.cluster, jobs=[job]).active:  # a throttle, group limit, licence
         return None

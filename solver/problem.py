@@ -25,6 +25,7 @@ from datetime import datetime
 
 import numpy as np
 
+from placer.solver.affinity import group_key, required_affinity
 from placer.solver.budgets import Budgets
 from placer.solver.candidates import (
     NodeArrays,
@@ -54,6 +55,7 @@ from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, victims
 from placer.solver.prepared import Prepared
 from placer.solver.prices import PriceCatalog
+from placer.solver.rules import holds, job_labels
 from placer.solver.snapshot import Snapshot, max_gpus_by_type
 from placer.topology import Cluster, RunningJob, canonical_gpu_type
 
@@ -94,7 +96,10 @@ class Problem:
     prefs: dict[int, list[np.ndarray]] = field(default_factory=dict)
     anti: dict[int, np.ndarray] = field(default_factory=dict)
     spot_ok: dict[int, bool] = field(default_factory=dict)
-    #: Jobs no state of the cluster could hold, with the reason.
+    #: Per considered job with required pod affinity: the nodes it keeps it off (also in ``anti``, which
+    #: the engines read; kept apart for its pending reasons).
+    affinity: dict[int, np.ndarray] = field(default_factory=dict)
+    #: Jobs no state of the cluster could hold, or that wait for another to run first, with the reason.
     unsat: dict[int, Reason] = field(default_factory=dict)
     #: Jobs the cluster must reject (a TPU topology no pod can provide, OJS ML §3.3), with the error.
     rejected: dict[int, dict[str, str]] = field(default_factory=dict)
@@ -214,6 +219,8 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
     first the jobs left unconsidered are the least important ones."""
     plans, arrays = problem.plans, problem.arrays
     order = priority_order(plans)
+    starting: dict[str, str] = {}  # pod-affinity group -> the job of this decision that starts it
+    needed: set[str] = set()  # running jobs a job with required pod affinity needs: not evicted
     greedy_s = 0.0  # greedy's expected time on the considered jobs: GREEDY_PER_CANDIDATE_S x candidates'
     for k, i in enumerate(order):
         plan = plans[i]
@@ -246,9 +253,41 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
         prefs = [preference_scores(plan, u, arrays, policy) for u in plan.units]
         beside = running_beside(plan, arrays, policy)
         problem.prefs[plan.idx] = prefs if beside is None else [p + beside for p in prefs]
-        problem.anti[plan.idx] = anti_affinity_mask(plan.anti, arrays, plan.labels, plan.anti_domains)
+        anti = anti_affinity_mask(plan.anti, arrays, plan.labels, plan.anti_domains)
+        if plan.job.placement.affinity_required:
+            group = group_key(plan.job)
+            blocked, anchors, starts = required_affinity(plan.job, arrays, may_start=group not in starting)
+            if blocked.all():
+                del problem.candidates[plan.idx], problem.prefs[plan.idx]
+                problem.unsat[plan.idx] = _waits_for_affinity(plan.job, starting.get(group))
+                continue
+            if starts:
+                starting[group] = plan.id
+            needed |= anchors
+            problem.affinity[plan.idx] = blocked
+            anti = anti | blocked
+        problem.anti[plan.idx] = anti
         problem.considered += plan.replicas
         greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)
+    if needed:
+        problem.victims = [v for v in problem.victims if v.job.job not in needed]
+
+
+def _waits_for_affinity(job: Job, first: str | None) -> Reason:
+    """``POD_AFFINITY``: no running job matches every required pod-affinity term of ``job``, and it does
+    not start its group — another job of the batch (``first``) does, or its own labels do not match."""
+    terms = [{"key": d.key, "rule": d.rule.model_dump(mode="json")} for d in job.placement.affinity_required]
+    if not all(holds(d.rule, job_labels(job)) for d in job.placement.affinity_required):
+        first = None  # it could not start the group anyway
+    if first is not None:
+        why = f"job {first!r} of this batch starts its group first; it joins it once that runs"
+    else:
+        why = "its own labels do not match them, so it cannot start its group either"
+    return Reason(
+        code="POD_AFFINITY",
+        message=f"no running job matches every term of its required pod affinity, and {why}",
+        details={"terms": terms, **({"first": first} if first is not None else {})},
+    )
 
 
 def _cannot_run(plan: JobPlan, cands: list[UnitCandidates], why: str, problem: Problem, ok: bool) -> Reason:

@@ -56,6 +56,7 @@ from placer.solver.checks.affinity import (
     check_anti_affinity,
     check_domain_anti_affinity,
     check_node_rules,
+    check_pod_affinity,
     check_running_anti_affinity,
 )
 from placer.solver.checks.alternatives import shaped
@@ -135,6 +136,7 @@ def check(
         out.extend(check_anti_affinity(ctx, job, placement))
         out.extend(check_running_anti_affinity(ctx, job, placement))
         out.extend(check_domain_anti_affinity(ctx, job, placement))
+        out.extend(check_pod_affinity(ctx, job, placement))
         out.extend(check_exclusive(ctx, job, placement))
         out.extend(check_distinct(ctx, job, placement))
         out.extend(check_scope(ctx, job, placement))

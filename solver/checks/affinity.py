@@ -38,6 +38,7 @@ __all__ = [
     "check_anti_affinity",
     "check_domain_anti_affinity",
     "check_node_rules",
+    "check_pod_affinity",
     "check_running_anti_affinity",
 ]
 
@@ -95,6 +96,100 @@ def check_domain_anti_affinity(ctx: Context, job: Job, placement: JobPlacement) 
                         where[value][0],
                     )
                     break
+
+
+def check_pod_affinity(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
+    """Rule 9, required affinity (``placement.affinity_required``: a Kubernetes pod's required
+    ``podAffinity`` terms, each a node label ``key`` and a rule on jobs). A running job (not evicted)
+    that matches *every* term's rule is an anchor. With anchors, every replica's node has, for every term,
+    the value of ``key`` that some anchor's node has. Without one, the job's own labels match every rule
+    (kube-scheduler's first pod of a group), its nodes have every key, its replicas share one value of
+    each, and so do the replicas of every other job placed by the decision with the same terms (each is
+    then a first pod of the same group: the second must join the first). A TPU replica is refused: a
+    TPU pod has no node labels of this kind."""
+    terms = [(d.key, d.rule) for d in job.placement.affinity_required]
+    if not terms:
+        return
+    anchors = [
+        rj
+        for rj in ctx.cluster.running_jobs()
+        if rj.job != job.id and all(satisfied(rule, running_labels(rj)) for _, rule in terms)
+    ]
+    allowed: dict[str, set[str]] = {key: set() for key, _ in terms}
+    for rj in anchors:
+        for r in rj.replicas:
+            if r.node is not None and ctx.cluster.has_node(r.node):
+                labels = ctx.cluster.node(r.node).labels
+                for key, _ in terms:
+                    if key in labels:
+                        allowed[key].add(labels[key])
+    said = " and ".join(f"{describe(rule)} on {key}" for key, rule in terms)
+    values: dict[str, set[str]] = {key: set() for key, _ in terms}
+    for rep in placement.replicas:
+        node = ctx.node(rep)
+        if node is None:
+            if rep.tpu_pod is not None:
+                yield Violation(
+                    "pod-affinity", job.id, f"its required pod affinity ({said}) on a TPU pod", rep.tpu_pod
+                )
+            continue
+        for key, _ in terms:
+            value = node.labels.get(key)
+            if value is None:
+                yield Violation(
+                    "pod-affinity",
+                    job.id,
+                    f"its required pod affinity is on {key}, a label the node lacks",
+                    node.name,
+                )
+            elif anchors and value not in allowed[key]:
+                yield Violation(
+                    "pod-affinity",
+                    job.id,
+                    f"its required pod affinity ({said}) needs a running job that matches it in its {key}; "
+                    f"none runs in {value!r}",
+                    node.name,
+                )
+            else:
+                values[key].add(value)
+    if anchors:
+        return
+    if not all(satisfied(rule, job_labels(job)) for _, rule in terms):
+        yield Violation(
+            "pod-affinity",
+            job.id,
+            f"no running job matches its required pod affinity ({said}), and its own labels do not either "
+            "(only the first job of a group that matches its own terms may start without one)",
+        )
+        return
+    for key, seen in values.items():
+        if len(seen) > 1:
+            yield Violation(
+                "pod-affinity",
+                job.id,
+                f"first of its pod-affinity group ({said}), its replicas are in {len(seen)} {key} domains: "
+                f"{', '.join(sorted(seen))}",
+            )
+    same = sorted(job.placement.affinity_required, key=lambda d: d.model_dump_json())
+    for other, other_job in ctx.placed:
+        if other.job >= job.id:
+            continue
+        theirs = sorted(other_job.placement.affinity_required, key=lambda d: d.model_dump_json())
+        if theirs != same:
+            continue
+        for rep in other.replicas:
+            node = ctx.node(rep)
+            for key, _ in terms:
+                value = None if node is None else node.labels.get(key)
+                if value is not None and values[key] and value not in values[key]:
+                    yield Violation(
+                        "pod-affinity",
+                        job.id,
+                        f"{other.job} and it both start the pod-affinity group ({said}) with no running job "
+                        f"to join, in different {key} domains ({value!r} and "
+                        f"{', '.join(sorted(values[key]))})",
+                    )
+                    return
 
 
 def _running_domains(

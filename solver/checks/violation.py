@@ -58,6 +58,7 @@ RULES: dict[str, str] = {
     "node-selector": "8. node selector pairs match the node's labels exactly",
     "label-rule": "8. required affinity rules hold on the node's labels",
     "anti-affinity": "9. no co-located job matches the job's anti-affinity rules",
+    "pod-affinity": "9. a running job matching every required pod-affinity term is in each replica's domain",
     "exclusive": "10. an exclusive/dedicated job's nodes host nothing else",
     "distinct-nodes": "11. replicas that must be on distinct nodes are",
     "node-count": "11. the number of distinct nodes used is admissible",

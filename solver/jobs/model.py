@@ -518,10 +518,12 @@ def tolerated(taint: Any, tolerations: Iterable[Toleration]) -> bool:
 
 
 class DomainRule(_Model):
-    """Required anti-affinity on a topology domain wider than a node (a Kubernetes pod's required
-    ``podAntiAffinity`` term on ``topology.kubernetes.io/zone`` or a rack label): the job does not run on a
-    node whose label ``key`` has the value a node of a job ``rule`` matches has, and no such job runs in
-    the job's domain. Nodes without the label are in no domain."""
+    """A rule on jobs within a topology domain: the nodes whose label ``key`` has one value (nodes without
+    the label are in no domain). As required anti-affinity wider than a node (a Kubernetes pod's required
+    ``podAntiAffinity`` term on ``topology.kubernetes.io/zone`` or a rack label), the job does not run on
+    a node whose label ``key`` has the value a node of a job ``rule`` matches has, and no such job runs in
+    the job's domain; as required affinity (``Placement.affinity_required``), the job runs only in a
+    domain where such a job runs."""
 
     key: str = Field(min_length=1)
     rule: Rule
@@ -551,6 +553,14 @@ class Placement(_Model):
     #: replica gains the rule's weight on a node where a job the rule matches sits, as
     #: ``anti_affinity_preferred`` loses it.
     affinity_preferred: list[LabelRule] = Field(default_factory=list)
+    #: Jobs the job must run beside (a Kubernetes pod's required ``podAffinity`` terms; ``key``
+    #: ``hostname`` for the node): every replica runs on a node whose label ``key`` has, for every term,
+    #: the value of a node where a running job that matches *every* term's rule runs (kube-scheduler
+    #: counts a pod for the terms only when it matches all of them). When no running job matches them all
+    #: and the job's own labels do, it is the first of its group (kube-scheduler's special case): it runs
+    #: on any node that has every key (docs/placement-rules.md, rule 9). A running job it needs is not
+    #: evicted by the same decision. A pod's rule: the job has one replica, on a node.
+    affinity_required: list[DomainRule] = Field(default_factory=list)
     gpu_affinity: GpuAffinity | None = None
     topology_scope: str | None = None  # "node" | "rack" | "block" | "zone": gang within one such domain
     data_locality: str | None = None
@@ -777,6 +787,25 @@ class Job(_Model):
             elif has("gpu"):
                 data = {**data, "accelerator": Accelerator.GPU}
         return data
+
+    @model_validator(mode="after")
+    def _affinity_of_one_pod(self) -> Job:
+        """Required pod affinity is a pod's (kube-scheduler's filter decides pod by pod): a job of one
+        replica on a node. A TPU replica runs on a TPU pod, which has no such labels; several replicas
+        would each join the running jobs, or the first of them, which the engines do not model."""
+        if not self.placement.affinity_required:
+            return self
+        if any(t.tpu is not None for t in self.tasks):
+            raise ValueError(
+                "placement.affinity_required: required pod affinity is kept on nodes; a TPU task group "
+                "runs on a TPU pod"
+            )
+        if sum(t.count for t in self.tasks) != 1:
+            raise ValueError(
+                "placement.affinity_required: required pod affinity is a pod's; this job has "
+                f"{sum(t.count for t in self.tasks)} replicas (read each pod as a job of its own)"
+            )
+        return self
 
     # ---- derived views the solver uses -------------------------------------------------------------
 

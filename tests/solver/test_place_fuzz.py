@@ -104,6 +104,18 @@ DOMAIN_ANTI = st.sampled_from(
     ]
 )
 
+#: Required pod affinity (a pod's: one replica on a node): to run-a's app on its rack or node (it runs on
+#: dgx-h100-r1-1), or to jobs of type "t" on a rack or zone (none runs: a job of that type starts the
+#: group, the others of the batch wait for it; a job of another type waits).
+AFFINITY = st.sampled_from(
+    [
+        DomainRule(key="rack", rule=LabelRule(key="app", operator="In", values=["db"])),
+        DomainRule(key="hostname", rule=LabelRule(key="app", operator="In", values=["db"])),
+        DomainRule(key="rack", rule=LabelRule(key="job_type", operator="In", values=["t"])),
+        DomainRule(key="zone", rule=LabelRule(key="job_type", operator="In", values=["t"])),
+    ]
+)
+
 
 @st.composite
 def gpu_demand(draw: st.DrawFn) -> GpuDemand | None:
@@ -159,6 +171,14 @@ def jobs(draw: st.DrawFn, i: int) -> Job:
         gpu_affinity=draw(st.sampled_from([None, None, GpuAffinity.SPREAD, GpuAffinity.DEDICATED])),
         topology_scope=draw(st.sampled_from([None, None, "rack", "node"])),
     )
+    if (
+        sum(t.count for t in tasks) == 1
+        and all(t.tpu is None for t in tasks)
+        and draw(st.integers(0, 3)) == 0
+    ):
+        placement = placement.model_copy(
+            update={"affinity_required": draw(st.lists(AFFINITY, min_size=1, max_size=2))}
+        )
     return Job(
         id=f"j{i}",
         type=draw(st.sampled_from([None, "t"])),

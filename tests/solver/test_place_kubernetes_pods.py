@@ -209,6 +209,25 @@ def test_a_running_pods_zone_anti_affinity_keeps_matching_pods_out_of_its_zone(
     assert nodes_of(d, "web/db") == ["gb200-tray-2"]
 
 
+def test_required_pod_affinity_joins_the_running_pods_node_or_zone(solve: Solve, tmp_path: Path) -> None:
+    # A running app=web pod on tray 1 (zone us-east-1a, as tray 2; the CPU pool is us-central1-a). A pod
+    # with required affinity to it on the hostname goes to tray 1 itself, one with affinity on the zone
+    # to tray 2 (the CPU pool is another zone), where without the terms both take the CPU pool.
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1")])
+    cluster = load_cluster(NODES, pods=running)
+    anywhere = ("gb200-tray-1", "gb200-tray-2", "gke-cpu-pool-5f2a")
+    free = [_web("host", trays=anywhere), _web("zone", trays=anywhere[1:])]
+    d = solve(read_file(_pods(tmp_path, "free.json", free)), cluster)
+    assert nodes_of(d, "web/host") == nodes_of(d, "web/zone") == ["gke-cpu-pool-5f2a"]
+    for spec, term in zip(free, (ONE_WEB_PER_NODE, ONE_WEB_PER_ZONE), strict=True):
+        spec["spec"]["affinity"]["podAffinity"] = {  # type: ignore[index]
+            "requiredDuringSchedulingIgnoredDuringExecution": [term]
+        }
+    d = solve(read_file(_pods(tmp_path, "pending.json", free)), cluster)
+    assert nodes_of(d, "web/host") == ["gb200-tray-1"]
+    assert nodes_of(d, "web/zone") == ["gb200-tray-2"]
+
+
 def test_the_checker_refuses_a_pod_in_a_zone_a_running_pods_term_forbids(tmp_path: Path) -> None:
     from placer.solver.checks import check
 

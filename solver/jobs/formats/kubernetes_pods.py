@@ -24,6 +24,10 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   affinity to those jobs (rather beside them); required terms on another key (a zone, a rack label) ->
   ``anti_affinity_domains``: not in the domain of a matching job (running, or placed by the same
   decision, where one of such a pair is placed at a time: :mod:`placer.solver.apart`);
+* ``affinity.podAffinity`` required terms (``topologyKey`` and a ``labelSelector``) ->
+  ``affinity_required``: only in a domain of each key where a running job matching every term runs, or,
+  when none does and the pod's labels match its terms, as the first of its group (kube-scheduler's
+  InterPodAffinity filter, :mod:`placer.solver.affinity`);
 * containers' host ports (``hostPort``; every container port of a ``hostNetwork`` pod) -> the label
   ``placer.host-port/<protocol>-<port>`` and a required anti-affinity rule on it: two pods holding one
   port never share a node (kube-scheduler's ``NodePorts``; ``host_ports`` of the importer, which gives
@@ -45,7 +49,7 @@ A pod already bound to a node (``spec.nodeName``) is running work, not a job to 
 to ``--pods`` (``placer place --cluster nodes.json --pods pods.json --jobs pods.json``), which counts it
 on its node; here it is refused with code ``conflict`` naming ``spec.nodeName``, never dropped silently.
 Finished pods (``Succeeded``/``Failed``) likewise. Anything a pod says that placer cannot represent
-(required ``podAffinity``, ``matchFields`` other than
+(a required ``podAffinity`` term without a label selector, ``matchFields`` other than
 ``metadata.name``, a ``DoNotSchedule`` spread constraint) is refused with code ``unsupported`` and
 the field path, never ignored. What is only a preference to kube-scheduler and placer does not weigh
 (a preferred pod affinity or anti-affinity term on another key or with a selector of several
@@ -67,6 +71,7 @@ may keep the pod to some nodes, which placer, reading no PersistentVolumes, does
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -532,30 +537,12 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         if isinstance(rule, LabelRule):
             preferred.append(rule.model_copy(update={"weight": weight}))
     pod_affinity = as_map(affinity.get("podAffinity"))
-    if pod_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"):
-        errors.append(
-            issue(
-                "unsupported",
-                _at(base, "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"),
-                "required pod affinity is not represented",
-            )
-        )
+    beside = _required_affinity(pod_affinity, base, errors)
     beside_preferred = _preferred_terms(pod_affinity, "podAffinity", base, errors, warnings)
     pod_anti = as_map(affinity.get("podAntiAffinity"))
-    for i, t in enumerate(as_list(pod_anti.get("requiredDuringSchedulingIgnoredDuringExecution"))):
-        where = _at(
-            base, f"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[{i}]"
-        )
-        key = t.get("topologyKey") if isinstance(t, dict) else None
-        if not isinstance(key, str) or not key:
-            errors.append(
-                issue("type", f"{where}.topologyKey", "a term names its topology key (a node label)")
-            )
+    for key, rule, _ in _required_terms(pod_anti, "podAntiAffinity", base, errors):
+        if rule is None:
             continue
-        rules = _selector(as_map(t.get("labelSelector")), f"{where}.labelSelector", errors)
-        if not rules:
-            continue
-        rule = rules[0] if len(rules) == 1 else AllOf(rules=rules)
         if key == HOSTNAME:
             anti.append(rule)
         else:  # a zone, a rack: kept apart in that label's domain (solver/apart.py within a batch)
@@ -591,8 +578,45 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         anti_affinity_domains=domains,
         anti_affinity_preferred=anti_preferred,
         affinity_preferred=beside_preferred,
+        affinity_required=beside,
         tolerations=tolerations,
     )
+
+
+def _required_affinity(section: dict[str, Any], base: str, errors: list[Issue]) -> list[DomainRule]:
+    """Required ``podAffinity`` terms as ``placement.affinity_required`` (kube-scheduler's InterPodAffinity
+    filter, :mod:`placer.solver.affinity`): each term's ``topologyKey`` (``kubernetes.io/hostname`` read
+    as the node's ``hostname``) and its label selector as a rule on job labels. A term without a selector,
+    or with an empty one, is refused (``unsupported``): kube-scheduler matches no pod with the first and
+    every pod with the second, neither a rule placer keeps."""
+    out: list[DomainRule] = []
+    for key, rule, where in _required_terms(section, "podAffinity", base, errors):
+        if rule is None:
+            errors.append(
+                issue("unsupported", f"{where}.labelSelector", "a required term selects the pods to join")
+            )
+        else:
+            out.append(DomainRule(key="hostname" if key == HOSTNAME else key, rule=rule))
+    return out
+
+
+def _required_terms(
+    section: dict[str, Any], kind: str, base: str, errors: list[Issue]
+) -> Iterator[tuple[str, Rule | None, str]]:
+    """Each required ``kind`` (``podAffinity``, ``podAntiAffinity``) term as its topology key, its label
+    selector as one rule (None when it names no requirement) and its path; a term naming no key is an
+    error, and skipped."""
+    field = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
+    for i, t in enumerate(as_list(section.get("requiredDuringSchedulingIgnoredDuringExecution"))):
+        where = _at(base, f"{field}[{i}]")
+        key = t.get("topologyKey") if isinstance(t, dict) else None
+        if not isinstance(key, str) or not key:
+            errors.append(
+                issue("type", f"{where}.topologyKey", "a term names its topology key (a node label)")
+            )
+            continue
+        rules = _selector(as_map(t.get("labelSelector")), f"{where}.labelSelector", errors)
+        yield key, (None if not rules else rules[0] if len(rules) == 1 else AllOf(rules=rules)), where
 
 
 def _claimed_volumes(spec: dict[str, Any], base: str, warnings: list[Issue]) -> None:

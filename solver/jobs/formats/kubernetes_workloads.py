@@ -416,6 +416,15 @@ def read_workload(
         gates.extend(g for g in scheduling_gates(tspec, where, errors) if g not in gates)
         if count == 0:
             continue  # an empty pod set holds nothing
+        if placement.affinity_required:
+            errors.append(
+                issue(
+                    "unsupported",
+                    f"{where}.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                    "required pod affinity in a pod template is not represented (each pod would have to "
+                    "join the running ones, or the first of them); pods read one by one keep it",
+                )
+            )
         if group is not None and sliced is not None:
             group = sliced_group(group, *sliced, path(SLICE_SIZE), errors)
             slices[set_name] = {"topology": annotations[SLICE_TOPOLOGY], "size": sliced[1], "pods": count}

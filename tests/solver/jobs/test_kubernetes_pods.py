@@ -86,13 +86,11 @@ def _with(spec_update: dict[str, Any]) -> Any:
             {
                 "affinity": {
                     "podAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": [
-                            {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": HOSTNAME}
-                        ]
+                        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": HOSTNAME}]
                     }
                 }
             },
-            "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+            "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector",
         ),
         (
             {
@@ -109,6 +107,31 @@ def test_what_placer_cannot_represent_is_refused_with_the_field_path(
 ) -> None:
     r = _with(update)
     assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", path)]
+
+
+def test_required_pod_affinity_is_read_as_terms_on_node_labels() -> None:
+    # Each term: its topology key (the hostname read as the node's derived "hostname" label) and its
+    # selector as one rule (several requirements ANDed).
+    zone = {
+        "labelSelector": {
+            "matchLabels": {"app": "cache"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold"]}],
+        },
+        "topologyKey": "topology.kubernetes.io/zone",
+    }
+    host = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": HOSTNAME}
+    r = _with({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [zone, host]}}})
+    assert r.ok, r.errors
+    assert r.job is not None
+    [z, h] = r.job.placement.affinity_required
+    assert (z.key, h.key) == ("topology.kubernetes.io/zone", "hostname")
+    assert z.rule == AllOf(
+        rules=[
+            LabelRule(key="app", operator=AffinityOperator.IN, values=["cache"]),
+            LabelRule(key="tier", operator=AffinityOperator.IN, values=["gold"]),
+        ]
+    )
+    assert h.rule == LabelRule(key="app", operator=AffinityOperator.IN, values=["cache"])
 
 
 def test_required_anti_affinity_on_a_zone_is_a_domain_rule() -> None:

@@ -66,6 +66,20 @@ def test_jobset_exclusive_placement_on_a_label_placer_does_not_know_is_refused_n
     )
 
 
+def test_required_pod_affinity_in_a_pod_template_is_refused_naming_it() -> None:
+    # Read on a pod alone (placer.solver.affinity); in a gang's template each pod would have to join the
+    # running ones or the first of its own: not represented, refused with the template's path.
+    raw = _jobset()
+    pod_spec = raw["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    term = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": RACK}
+    pod_spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    [r] = read_workload(raw, "", "js.yaml")
+    assert not r.ok and [e.code for e in r.errors] == ["unsupported"]
+    assert r.errors[0].path.endswith(
+        "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    )
+
+
 def test_jobset_exclusive_placement_reads_each_child_job_as_a_slice_alone_in_its_domain() -> None:
     # 3 child Jobs of 3 pods (parallelism 3), each alone in a rack: slices of 3, exclusive.
     [r] = read_workload(_jobset({EXCLUSIVE: RACK}), "", "js.yaml")

@@ -10,9 +10,11 @@ from placer.solver.jobs.model import (
     Accelerator,
     AffinityOperator,
     CountRange,
+    DomainRule,
     GpuDemand,
     Job,
     LabelRule,
+    Placement,
     Precision,
     Preemption,
     PreemptionPolicy,
@@ -136,3 +138,18 @@ def test_job_json_round_trip_and_frozen() -> None:
     assert Job.model_validate_json(job.model_dump_json()) == job
     with pytest.raises(ValidationError):
         job.id = "other"  # type: ignore[misc]
+
+
+def test_required_pod_affinity_is_a_single_pods_rule_on_nodes() -> None:
+    # kube-scheduler decides it pod by pod, on node labels: one replica on a node, nothing else.
+    term = DomainRule(key="rack", rule=LabelRule(key="app", operator="In", values=["cache"]))
+    ok = Job(id="pod", placement=Placement(affinity_required=[term]))
+    assert ok.placement.affinity_required == [term]
+    with pytest.raises(ValidationError, match=r"placement\.affinity_required: .* 3 replicas"):
+        Job(id="gang", tasks=[TaskGroup(count=3)], placement=Placement(affinity_required=[term]))
+    with pytest.raises(ValidationError, match=r"placement\.affinity_required: .* TPU pod"):
+        Job(
+            id="tpu",
+            tasks=[TaskGroup(tpu=TpuDemand(type="v5e", topology=(2, 2)))],
+            placement=Placement(affinity_required=[term]),
+        )
