@@ -146,12 +146,12 @@ def test_the_checker_refuses_evicting_the_job_a_placed_one_joins() -> None:
     node = _node(base, 3, 1)
     c = _cluster(_running(base, "cache-0", node, [0], app="cache"))
     job = _reader(0, DomainRule(key="hostname", rule=CACHE))
-    d = Decision(placements=[_placed("reader-0", node, [4, 5, 6, 7])])
-    assert check(d, [job], c, now=NOW) == []
-    d.preemptions = [{"job": "cache-0", "for": ["reader-0"]}]  # type: ignore[list-item]
-    d = Decision.model_validate(d.model_dump(by_alias=True))
-    rules = [v.rule for v in check(d, [job], c, now=NOW)]
-    assert "pod-affinity" in rules
+    placed = _placed("reader-0", node, [4, 5, 6, 7])
+    assert check(Decision(placements=[placed]), [job], c, now=NOW) == []
+    evicting = Decision.model_validate(
+        {"placements": [placed.model_dump()], "preemptions": [{"job": "cache-0", "for": ["reader-0"]}]}
+    )
+    assert "pod-affinity" in [v.rule for v in check(evicting, [job], c, now=NOW)]
 
 
 def test_the_checker_holds_a_group_without_a_running_job_to_one_domain() -> None:
