@@ -259,7 +259,7 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
             blocked, anchors, starts = required_affinity(plan.job, arrays, may_start=group not in starting)
             if blocked.all():
                 del problem.candidates[plan.idx], problem.prefs[plan.idx]
-                problem.unsat[plan.idx] = _waits_for_affinity(plan.job, starting.get(group))
+                problem.unsat[plan.idx] = _waits_for_affinity(plan.job, starting.get(group), plans)
                 continue
             if starts:
                 starting[group] = plan.id
@@ -273,20 +273,29 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
         problem.victims = [v for v in problem.victims if v.job.job not in needed]
 
 
-def _waits_for_affinity(job: Job, first: str | None) -> Reason:
+def _waits_for_affinity(job: Job, first: str | None, plans: list[JobPlan]) -> Reason:
     """``POD_AFFINITY``: no running job matches every required pod-affinity term of ``job``, and it does
-    not start its group — another job of the batch (``first``) does, or its own labels do not match."""
+    not start its group — another job of the batch (``first``) does, or its own labels do not match (then
+    the jobs of the batch that do match, which it may join once they run, are named)."""
+    rules = [d.rule for d in job.placement.affinity_required]
     terms = [{"key": d.key, "rule": d.rule.model_dump(mode="json")} for d in job.placement.affinity_required]
-    if not all(holds(d.rule, job_labels(job)) for d in job.placement.affinity_required):
-        first = None  # it could not start the group anyway
-    if first is not None:
+    details: dict[str, object] = {"terms": terms}
+    if first is not None and all(holds(r, job_labels(job)) for r in rules):
         why = f"job {first!r} of this batch starts its group first; it joins it once that runs"
+        details["first"] = first
     else:
         why = "its own labels do not match them, so it cannot start its group either"
+        batch = sorted(
+            p.id for p in plans if p.id != job.id and all(holds(r, job_labels(p.job)) for r in rules)
+        )
+        if batch:
+            named = ", ".join(batch[:5]) + (" ..." if len(batch) > 5 else "")
+            why += f"; of this batch {named} match them: it can join once one runs"
+            details["batch"] = batch
     return Reason(
         code="POD_AFFINITY",
         message=f"no running job matches every term of its required pod affinity, and {why}",
-        details={"terms": terms, **({"first": first} if first is not None else {})},
+        details=details,
     )
 
 

@@ -99,6 +99,7 @@ def test_with_nothing_to_join_the_first_of_a_group_starts_it_and_the_others_wait
     )
     assert reasons["reader-1"].details["first"] == "reader-0"
     assert "first" not in reasons["reader-9"].details
+    assert reasons["reader-9"].details["batch"] == ["reader-0", "reader-1", "reader-2"]  # whom it may join
 
 
 def test_a_running_job_another_one_needs_is_not_evicted_for_a_third(solve: Solve) -> None:
