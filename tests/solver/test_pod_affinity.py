@@ -9,6 +9,8 @@ own terms may start the group. The cluster: three racks of two DGX H100 (8 GPUs 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from placer.solver.checks import check
 from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
 from placer.solver.jobs.model import DomainRule, GpuDemand, Job, LabelRule, Placement, TaskGroup
@@ -123,6 +125,27 @@ def test_a_running_job_another_one_needs_is_not_evicted_for_a_third(solve: Solve
     d = solve([big, reader], c)
     assert not d.preemptions
     assert {p.job: [r.node for r in p.replicas] for p in d.placements} == {"reader-0": [node]}
+
+
+def test_a_job_waiting_beside_a_full_node_is_planned_there(solve: Solve) -> None:
+    # The cache's node is full until another job ends in an hour: the reader is planned there, then (the
+    # plan's check judges the job's own constraints, not what it joins: that is read when it starts).
+    base = _cluster()
+    node = _node(base, 2, 1)
+    cache = _running(base, "cache-0", node, [0, 1, 2, 3], app="cache")
+    ends = RunningJob(
+        job="batch-0", expected_end=NOW + timedelta(hours=1), replicas=[{"node": node, "gpus": [4, 5, 6, 7]}]
+    )
+    c = _cluster(cache, ends)
+    reader = _reader(0, DomainRule(key="hostname", rule=CACHE)).model_copy(update={"duration_s": 600.0})
+    d = solve([reader], c)
+    assert not d.placements
+    [plan] = d.reservations
+    assert (plan.job, plan.start, [r.node for r in plan.replicas]) == (
+        "reader-0",
+        NOW + timedelta(hours=1),
+        [node],
+    )
 
 
 # -- the checker alone -----------------------------------------------------------------------------------
