@@ -228,6 +228,29 @@ def test_required_pod_affinity_joins_the_running_pods_node_or_zone(solve: Solve,
     assert nodes_of(d, "web/zone") == ["gb200-tray-2"]
 
 
+def test_required_pod_affinity_reads_the_pods_own_namespace_unless_the_term_names_others(
+    solve: Solve, tmp_path: Path
+) -> None:
+    # The running app=web pod is in namespace "web". Two pods of namespace "ml" (labelled app=reader, so
+    # neither can start a group of its own) with the same hostname term: kube-scheduler matches a term in
+    # the pod's own namespace by default, so the first has nothing to join; the second lists "web".
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1")])
+    cluster = load_cluster(NODES, pods=running)
+    pods = []
+    for name, term in (
+        ("stranger", ONE_WEB_PER_NODE),
+        ("guest", {**ONE_WEB_PER_NODE, "namespaces": ["web"]}),
+    ):
+        pod = _web(name, trays=("gb200-tray-1", "gb200-tray-2", "gke-cpu-pool-5f2a"))
+        pod["metadata"] = {"name": name, "namespace": "ml", "labels": {"app": "reader"}}
+        pod["spec"]["affinity"]["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}  # type: ignore[index]
+        pods.append(pod)
+    d = solve(read_file(_pods(tmp_path, "pending.json", pods)), cluster)
+    assert nodes_of(d, "ml/guest") == ["gb200-tray-1"]
+    [waits] = [p for p in d.pending if p.job == "ml/stranger"]
+    assert [r.code for r in waits.reasons] == ["POD_AFFINITY"]
+
+
 def test_the_checker_refuses_a_pod_in_a_zone_a_running_pods_term_forbids(tmp_path: Path) -> None:
     from placer.solver.checks import check
 

@@ -184,7 +184,7 @@ def read_pod(raw: Any, base: str, source: str, classes: Classes | None = None) -
         )
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
-    group, placement = template_group(spec, base, source, "default", 1, errors, warnings)
+    group, placement = template_group(spec, base, source, "default", 1, errors, warnings, namespace)
     gates = scheduling_gates(spec, base, errors)
     deadline = seconds(spec.get("activeDeadlineSeconds"), _at(base, "spec.activeDeadlineSeconds"), errors)
     labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
@@ -210,6 +210,7 @@ def read_pod(raw: Any, base: str, source: str, classes: Classes | None = None) -
             type="kubernetes.pod",
             source_format="kubernetes-pod",
             queue=labels.get(QUEUE_LABEL),
+            tenant=namespace,  # as a running pod's (topology/importers/kubernetes.py)
             priority_class=PriorityClass(priority_class_for(pclass)),
             priority=priority,
             may_preempt=may_preempt,
@@ -324,6 +325,7 @@ def template_group(
     count: int,
     errors: list[Issue],
     warnings: list[Issue],
+    namespace: str | None = None,
 ) -> tuple[TaskGroup | None, Placement]:
     """A pod spec (a pod's, or a pod template's) as ``count`` replicas of one task group named ``name``,
     with its placement; problems appended (paths under ``base``), the types of ``priority`` and
@@ -334,7 +336,7 @@ def template_group(
     request = pod_request(spec, base or "pod", problems)
     for p in problems.items:
         errors.append(issue("range", _at(base, "spec.containers"), p.message))
-    placement = _placement(spec, base, errors, warnings)
+    placement = _placement(spec, base, errors, warnings, namespace)
     priority = spec.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool):
         errors.append(issue("type", _at(base, "spec.priority"), "must be an integer"))
@@ -497,7 +499,9 @@ def _soft(path: str, what: str) -> Issue:
     return issue("unsupported", path, f"{what}: a preference placer does not weigh (read past)")
 
 
-def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: list[Issue]) -> Placement:
+def _placement(
+    spec: dict[str, Any], base: str, errors: list[Issue], warnings: list[Issue], namespace: str | None = None
+) -> Placement:
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, dict) or not all(isinstance(v, str) for v in selector.values()):
         errors.append(issue("type", _at(base, "spec.nodeSelector"), "an object of strings"))
@@ -537,10 +541,10 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
         if isinstance(rule, LabelRule):
             preferred.append(rule.model_copy(update={"weight": weight}))
     pod_affinity = as_map(affinity.get("podAffinity"))
-    beside = _required_affinity(pod_affinity, base, errors)
+    beside = _required_affinity(pod_affinity, base, errors, namespace)
     beside_preferred = _preferred_terms(pod_affinity, "podAffinity", base, errors, warnings)
     pod_anti = as_map(affinity.get("podAntiAffinity"))
-    for key, rule, _ in _required_terms(pod_anti, "podAntiAffinity", base, errors):
+    for key, rule, _, _ in _required_terms(pod_anti, "podAntiAffinity", base, errors):
         if rule is None:
             continue
         if key == HOSTNAME:
@@ -583,29 +587,53 @@ def _placement(spec: dict[str, Any], base: str, errors: list[Issue], warnings: l
     )
 
 
-def _required_affinity(section: dict[str, Any], base: str, errors: list[Issue]) -> list[DomainRule]:
+def _required_affinity(
+    section: dict[str, Any], base: str, errors: list[Issue], namespace: str | None
+) -> list[DomainRule]:
     """Required ``podAffinity`` terms as ``placement.affinity_required`` (kube-scheduler's InterPodAffinity
     filter, :mod:`placer.solver.affinity`): each term's ``topologyKey`` (``kubernetes.io/hostname`` read
-    as the node's ``hostname``) and its label selector as a rule on job labels. A term without a selector,
-    or with an empty one, is refused (``unsupported``): kube-scheduler matches no pod with the first and
-    every pod with the second, neither a rule placer keeps."""
+    as the node's ``hostname``) and its label selector as a rule on job labels, ANDed with the namespaces
+    it reads as a rule on ``tenant`` (a pod's namespace, for running pods and pods read here alike): the
+    term's ``namespaces``, the pod's own ``namespace`` when it lists none, every namespace for an empty
+    ``namespaceSelector``. A term without a selector, or with an empty one, is refused (``unsupported``):
+    kube-scheduler matches no pod with the first and every pod with the second, neither a rule placer
+    keeps; so is a ``namespaceSelector`` that selects (placer does not read namespaces' labels)."""
     out: list[DomainRule] = []
-    for key, rule, where in _required_terms(section, "podAffinity", base, errors):
+    for key, rule, where, term in _required_terms(section, "podAffinity", base, errors):
         if rule is None:
             errors.append(
                 issue("unsupported", f"{where}.labelSelector", "a required term selects the pods to join")
             )
-        else:
-            out.append(DomainRule(key="hostname" if key == HOSTNAME else key, rule=rule))
+            continue
+        selector = term.get("namespaceSelector")
+        if selector is not None and not (isinstance(selector, dict) and not selector):
+            errors.append(
+                issue(
+                    "unsupported",
+                    f"{where}.namespaceSelector",
+                    "placer does not read namespaces' labels; list the namespaces in namespaces",
+                )
+            )
+            continue
+        names = [n for n in as_list(term.get("namespaces")) if isinstance(n, str) and n]
+        if selector is None:
+            inside = LabelRule(
+                key="tenant",
+                operator=AffinityOperator.IN,
+                values=sorted(set(names) or {namespace or "default"}),
+            )
+            rules = rule.rules if isinstance(rule, AllOf) else [rule]
+            rule = AllOf(rules=[*rules, inside])
+        out.append(DomainRule(key="hostname" if key == HOSTNAME else key, rule=rule))
     return out
 
 
 def _required_terms(
     section: dict[str, Any], kind: str, base: str, errors: list[Issue]
-) -> Iterator[tuple[str, Rule | None, str]]:
+) -> Iterator[tuple[str, Rule | None, str, dict[str, Any]]]:
     """Each required ``kind`` (``podAffinity``, ``podAntiAffinity``) term as its topology key, its label
-    selector as one rule (None when it names no requirement) and its path; a term naming no key is an
-    error, and skipped."""
+    selector as one rule (None when it names no requirement), its path and the term itself; a term naming
+    no key is an error, and skipped."""
     field = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
     for i, t in enumerate(as_list(section.get("requiredDuringSchedulingIgnoredDuringExecution"))):
         where = _at(base, f"{field}[{i}]")
@@ -616,7 +644,8 @@ def _required_terms(
             )
             continue
         rules = _selector(as_map(t.get("labelSelector")), f"{where}.labelSelector", errors)
-        yield key, (None if not rules else rules[0] if len(rules) == 1 else AllOf(rules=rules)), where
+        rule = None if not rules else rules[0] if len(rules) == 1 else AllOf(rules=rules)
+        yield key, rule, where, t
 
 
 def _claimed_volumes(spec: dict[str, Any], base: str, warnings: list[Issue]) -> None:

@@ -111,7 +111,11 @@ def test_what_placer_cannot_represent_is_refused_with_the_field_path(
 
 def test_required_pod_affinity_is_read_as_terms_on_node_labels() -> None:
     # Each term: its topology key (the hostname read as the node's derived "hostname" label) and its
-    # selector as one rule (several requirements ANDed).
+    # selector as one rule (several requirements ANDed), with the namespaces it reads as a rule on the
+    # jobs' tenant (a pod's namespace): its own namespace by default, the ones the term lists, or any for
+    # an empty namespaceSelector. One that selects namespaces by label is refused, with its path.
+    app = LabelRule(key="app", operator=AffinityOperator.IN, values=["cache"])
+    gold = LabelRule(key="tier", operator=AffinityOperator.IN, values=["gold"])
     zone = {
         "labelSelector": {
             "matchLabels": {"app": "cache"},
@@ -120,18 +124,30 @@ def test_required_pod_affinity_is_read_as_terms_on_node_labels() -> None:
         "topologyKey": "topology.kubernetes.io/zone",
     }
     host = {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": HOSTNAME}
-    r = _with({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [zone, host]}}})
+    listed = {**host, "namespaces": ["cache", "infra"]}
+    anywhere = {**host, "namespaceSelector": {}}
+    terms = [zone, host, listed, anywhere]
+    r = _with({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}}})
     assert r.ok, r.errors
-    assert r.job is not None
-    [z, h] = r.job.placement.affinity_required
-    assert (z.key, h.key) == ("topology.kubernetes.io/zone", "hostname")
-    assert z.rule == AllOf(
-        rules=[
-            LabelRule(key="app", operator=AffinityOperator.IN, values=["cache"]),
-            LabelRule(key="tier", operator=AffinityOperator.IN, values=["gold"]),
-        ]
+    assert r.job is not None and r.job.tenant == "ml"  # the pod's namespace, as a running pod's
+    [z, h, n, a] = r.job.placement.affinity_required
+    assert [d.key for d in (z, h, n, a)] == [
+        "topology.kubernetes.io/zone",
+        "hostname",
+        "hostname",
+        "hostname",
+    ]
+    own = LabelRule(key="tenant", operator=AffinityOperator.IN, values=["ml"])
+    assert z.rule == AllOf(rules=[app, gold, own])
+    assert h.rule == AllOf(rules=[app, own])
+    assert n.rule == AllOf(
+        rules=[app, LabelRule(key="tenant", operator=AffinityOperator.IN, values=["cache", "infra"])]
     )
-    assert h.rule == LabelRule(key="app", operator=AffinityOperator.IN, values=["cache"])
+    assert a.rule == app
+    selecting = {**host, "namespaceSelector": {"matchLabels": {"team": "ml"}}}
+    r = _with({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [selecting]}}})
+    path = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector"
+    assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", path)]
 
 
 def test_required_anti_affinity_on_a_zone_is_a_domain_rule() -> None:
