@@ -597,12 +597,22 @@ def _required_affinity(
     term's ``namespaces``, the pod's own ``namespace`` when it lists none, every namespace for an empty
     ``namespaceSelector``. A term without a selector, or with an empty one, is refused (``unsupported``):
     kube-scheduler matches no pod with the first and every pod with the second, neither a rule placer
-    keeps; so is a ``namespaceSelector`` that selects (placer does not read namespaces' labels)."""
+    keeps; so is a ``namespaceSelector`` that selects (placer does not read namespaces' labels), and a
+    term with ``matchLabelKeys`` or ``mismatchLabelKeys`` (kube narrows its selector by the pod's own
+    values of those keys: read without them, it would match pods kube's does not)."""
     out: list[DomainRule] = []
     for key, rule, where, term in _required_terms(section, "podAffinity", base, errors):
         if rule is None:
             errors.append(
                 issue("unsupported", f"{where}.labelSelector", "a required term selects the pods to join")
+            )
+            continue
+        keyed = [k for k in ("matchLabelKeys", "mismatchLabelKeys") if term.get(k)]
+        if keyed:  # the selector grows by the pod's own values of those keys: without them it matches more
+            errors.append(
+                issue(
+                    "unsupported", f"{where}.{keyed[0]}", "a required term's label keys are not represented"
+                )
             )
             continue
         selector = term.get("namespaceSelector")

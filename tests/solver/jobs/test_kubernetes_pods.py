@@ -144,10 +144,12 @@ def test_required_pod_affinity_is_read_as_terms_on_node_labels() -> None:
         rules=[app, LabelRule(key="tenant", operator=AffinityOperator.IN, values=["cache", "infra"])]
     )
     assert a.rule == app
+    at = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
     selecting = {**host, "namespaceSelector": {"matchLabels": {"team": "ml"}}}
-    r = _with({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [selecting]}}})
-    path = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector"
-    assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", path)]
+    keyed = {**host, "matchLabelKeys": ["pod-template-hash"]}  # kube adds the pod's own value: narrower
+    for term, field in ((selecting, "namespaceSelector"), (keyed, "matchLabelKeys")):
+        r = _with({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}})
+        assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", f"{at}.{field}")]
 
 
 def test_required_anti_affinity_on_a_zone_is_a_domain_rule() -> None:
