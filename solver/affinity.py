@@ -17,7 +17,7 @@ is not evicted by the decision that places a job beside it (``problem._candidate
 victims). A job with such terms is one pod: one replica on a node (the job model refuses others; the
 Kubernetes importer reads them on pods, one job each).
 
->>> from placer.solver.candidates import NodeArrays
+>>> from placer.solver.candidates import NodeArrays, same_domain
 >>> from placer.solver.jobs.model import DomainRule, Job, LabelRule, Placement
 >>> from placer.solver.snapshot import Snapshot
 >>> from placer.topology import cluster_of, dgx_h100
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from placer.solver.candidates import NodeArrays
+from placer.solver.candidates import NodeArrays, same_domain
 from placer.solver.jobs.model import Job
 from placer.solver.rules import holds, job_labels
 
@@ -68,11 +68,9 @@ def required_affinity(
                 at.add(v.idx)
     starts = not anchors and may_start and all(holds(rule, job_labels(job)) for _, rule in terms)
     allowed = np.full(n, bool(anchors) or starts)
-    for key, _ in terms:
-        values = [v.node.labels.get(key) for v in snap.nodes]
-        if anchors:
-            wanted = {values[i] for i in at} - {None}
-            allowed &= np.fromiter((x in wanted for x in values), dtype=bool, count=n)
-        else:
-            allowed &= np.fromiter((x is not None for x in values), dtype=bool, count=n)
+    for key, _ in terms:  # joining: the anchors' domains; starting: any node in a domain of every key
+        nodes = sorted(at) if anchors else list(range(n))
+        inside = np.zeros(n, dtype=bool)
+        inside[same_domain(snap, key, nodes)] = True
+        allowed &= inside
     return ~allowed, frozenset(anchors), starts

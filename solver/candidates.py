@@ -52,6 +52,7 @@ __all__ = [
     "batch_keys",
     "mark_running",
     "pod_admits",
+    "same_domain",
     "unit_candidates",
     "version_available",
 ]
@@ -341,7 +342,7 @@ class NodeArrays:
                     for i in mine:
                         on.setdefault(i, []).extend(rules)
                 for key, rule in snap.running_anti_domains(rj.job):
-                    for i in _same_domain(snap, key, mine):
+                    for i in same_domain(snap, key, mine):
                         on.setdefault(i, []).append(rule)
             cached = [(i, tuple(rules)) for i, rules in sorted(on.items())]
             self._static_cache["__running_anti__"] = cached  # type: ignore[assignment]
@@ -952,8 +953,9 @@ def mark_running(rule: Rule, arrays: NodeArrays, out: np.ndarray) -> None:
             out[idx] = True
 
 
-def _same_domain(snap: Snapshot, key: str, nodes: list[int]) -> list[int]:
-    """The nodes whose label ``key`` has a value one of ``nodes`` has (nodes without it are in no domain)."""
+def same_domain(snap: Snapshot, key: str, nodes: list[int]) -> list[int]:
+    """The nodes whose label ``key`` has a value one of ``nodes`` has (nodes without it are in no domain):
+    where a rule on jobs in a domain reaches (anti-affinity keeps out of it, affinity keeps within it)."""
     values = {v for i in nodes if (v := snap.nodes[i].node.labels.get(key)) is not None}
     if not values:
         return []
@@ -999,7 +1001,7 @@ def anti_affinity_mask(
     for k, r in domains:
         beside = np.zeros(len(out), dtype=bool)
         mark_running(r, arrays, beside)
-        out[_same_domain(arrays.snap, k, np.flatnonzero(beside).tolist())] = True
+        out[same_domain(arrays.snap, k, np.flatnonzero(beside).tolist())] = True
     for idx, rules in theirs:
         if any(holds(r, labels or {}) for r in rules):
             out[idx] = True

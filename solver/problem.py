@@ -249,16 +249,11 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
         if why is not None:
             problem.unsat[plan.idx] = _cannot_run(plan, cands, why, problem, ok)
             continue
-        problem.candidates[plan.idx] = cands
-        prefs = [preference_scores(plan, u, arrays, policy) for u in plan.units]
-        beside = running_beside(plan, arrays, policy)
-        problem.prefs[plan.idx] = prefs if beside is None else [p + beside for p in prefs]
         anti = anti_affinity_mask(plan.anti, arrays, plan.labels, plan.anti_domains)
-        if plan.job.placement.affinity_required:
+        if plan.job.placement.affinity_required:  # before its preferences: it may have nothing to join
             group = group_key(plan.job)
             blocked, anchors, starts = required_affinity(plan.job, arrays, may_start=group not in starting)
             if blocked.all():
-                del problem.candidates[plan.idx], problem.prefs[plan.idx]
                 problem.unsat[plan.idx] = _waits_for_affinity(plan.job, starting.get(group), plans)
                 continue
             if starts:
@@ -266,6 +261,10 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
             needed |= anchors
             problem.affinity[plan.idx] = blocked
             anti = anti | blocked
+        problem.candidates[plan.idx] = cands
+        prefs = [preference_scores(plan, u, arrays, policy) for u in plan.units]
+        beside = running_beside(plan, arrays, policy)
+        problem.prefs[plan.idx] = prefs if beside is None else [p + beside for p in prefs]
         problem.anti[plan.idx] = anti
         problem.considered += plan.replicas
         greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)

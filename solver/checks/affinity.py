@@ -103,10 +103,10 @@ def check_pod_affinity(ctx: Context, job: Job, placement: JobPlacement) -> Itera
     ``podAffinity`` terms, each a node label ``key`` and a rule on jobs). A running job (not evicted)
     that matches *every* term's rule is an anchor. With anchors, every replica's node has, for every term,
     the value of ``key`` that some anchor's node has. Without one, the job's own labels match every rule
-    (kube-scheduler's first pod of a group), its nodes have every key, its replicas share one value of
-    each, and so do the replicas of every other job placed by the decision with the same terms (each is
-    then a first pod of the same group: the second must join the first). A TPU replica is refused: a
-    TPU pod has no node labels of this kind."""
+    (kube-scheduler's first pod of a group), its node has every key, and every other job placed by the
+    decision with the same terms is in the same domains (each is then a first pod of the same group: the
+    second must join the first). Such a job is one pod (the job model refuses more replicas). A TPU
+    replica is refused: a TPU pod has no node labels of this kind."""
     terms = [(d.key, d.rule) for d in job.placement.affinity_required]
     if not terms:
         return
@@ -162,14 +162,6 @@ def check_pod_affinity(ctx: Context, job: Job, placement: JobPlacement) -> Itera
             "(only the first job of a group that matches its own terms may start without one)",
         )
         return
-    for key, seen in values.items():
-        if len(seen) > 1:
-            yield Violation(
-                "pod-affinity",
-                job.id,
-                f"first of its pod-affinity group ({said}), its replicas are in {len(seen)} {key} domains: "
-                f"{', '.join(sorted(seen))}",
-            )
     same = sorted(job.placement.affinity_required, key=lambda d: d.model_dump_json())
     for other, other_job in ctx.placed:
         if other.job >= job.id:
