@@ -13,11 +13,12 @@ import numpy as np
 from placer.solver.candidates import NodeArrays, UnitCandidates, pod_admits
 from placer.solver.demand import JobPlan, Unit
 from placer.solver.domains import domains_why
+from placer.solver.rules import holds
 from placer.solver.snapshot import Snapshot
 from placer.solver.tpu_shapes import tpu_shapes
 from placer.topology.tpu import slices_in_pod
 
-__all__ = ["impossible_topology", "unsatisfiable_why"]
+__all__ = ["impossible_topology", "split_kept_apart", "unsatisfiable_why"]
 
 
 def unsatisfiable_why(
@@ -94,6 +95,27 @@ def impossible_topology(
             ),
         }
     return None
+
+
+def split_kept_apart(plan: JobPlan) -> dict[str, str] | None:
+    """The error that rejects a job split into node replicas (a replica of more GPUs than its nodes
+    hold, or ``gpu_affinity: spread``) whose anti-affinity on a zone or rack matches its own labels: each
+    part would need a domain of its own, which the engines do not model — admission refuses a job of
+    several replicas so kept apart for the same reason, before it is split (``admission.py``)."""
+    if not plan.anti_domains or not any(u.split for u in plan.units):
+        return None
+    if not any(holds(rule, plan.labels) for _, rule in plan.anti_domains):
+        return None
+    parts = sum(u.replicas for u in plan.units if u.split)
+    return {
+        "code": "unsupported",
+        "path": "placement.anti_affinity_domains",
+        "message": (
+            f"its GPUs split into {parts} node replicas, which its rule on a zone or rack (it matches its "
+            "own labels) would each keep in a domain of its own: not represented; ask for what one node "
+            "holds, or submit the parts as jobs of their own"
+        ),
+    }
 
 
 def _scope_possible(plan: JobPlan, node_units: list, snap: Snapshot, arrays: NodeArrays) -> bool:  # type: ignore[type-arg]

@@ -39,7 +39,7 @@ from placer.solver.demand import JobPlan, expand
 from placer.solver.domains import honour_domains
 from placer.solver.explain import unavailable, unsatisfiable
 from placer.solver.greedy import priority_order
-from placer.solver.impossible import impossible_topology, unsatisfiable_why
+from placer.solver.impossible import impossible_topology, split_kept_apart, unsatisfiable_why
 from placer.solver.jobs.model import Job, SpotPreference
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.cost import Pricing
@@ -241,7 +241,7 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
         ok = plan.job.placement.spot_preference is not SpotPreference.ON_DEMAND_ONLY
         problem.spot_ok[plan.idx] = ok
         cands = [unit_candidates(u, arrays, nvlink=plan.nvlink, spot_ok=ok) for u in plan.units]
-        refused = impossible_topology(plan, problem.snap, ok, arrays)
+        refused = impossible_topology(plan, problem.snap, ok, arrays) or split_kept_apart(plan)
         if refused is not None:
             problem.rejected[plan.idx] = refused
             continue

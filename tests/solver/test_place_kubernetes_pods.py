@@ -471,6 +471,21 @@ def test_a_job_whose_replicas_the_zone_term_keeps_apart_is_refused(solve: Solve)
     # One replica, or a rule that does not match its own labels, is kept.
     single = job.model_copy(update={"tasks": [TaskGroup(count=1, gpu=GpuDemand(count=1))]})
     assert [p.job for p in solve([single], cluster_of(dgx_h100(2))).placements] == ["pair"]
+    # One replica split into two nodes' parts is two replicas too: refused, not placed in one zone (the
+    # place fuzz found both engines putting the parts of a gpu_affinity: spread job in one rack).
+    spread = Placement(anti_affinity_domains=job.placement.anti_affinity_domains, gpu_affinity="spread")
+    for gpus, placement in ((2, spread), (16, job.placement)):  # parts of one GPU each; of a node's 8
+        split = Job(
+            id="pair",
+            labels={"app": "web"},
+            distributed_strategy="fsdp",  # a job that may span nodes
+            tasks=[TaskGroup(count=1, gpu=GpuDemand(count=gpus))],
+            placement=placement,
+        )
+        [r] = solve([split], cluster_of(dgx_h100(2))).rejected
+        assert [(e["code"], e["path"]) for e in r.errors] == [
+            ("unsupported", "placement.anti_affinity_domains")
+        ]
 
 
 def test_the_checker_holds_pending_pods_to_kubernetes_zone_rule(tmp_path: Path) -> None:
