@@ -55,6 +55,7 @@ from placer.solver.impossible import impossible_topology, unsatisfiable_why
 from placer.solver.jobs.model import Job, ReadResult, SpotPreference
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.cost import Pricing
+from placer.solver.objective.fragmentation import BatchShapes, batch_shapes
 from placer.solver.objective.preferences import beside_rules, preference_scores
 from placer.solver.planning import jobs_by_id
 from placer.solver.policy import Policy
@@ -142,7 +143,7 @@ class Express:
         static = _static(plan, kind, arrays, policy)
         if static is None:
             return None
-        cand, pref, ranked = static
+        cand, pref, ranked, shapes = static
         anti = anti_affinity_mask(plan.anti, arrays, plan.labels, plan.anti_domains)
         unit = plan.units[0]
         now_mask = cand.static & arrays.fits(unit.need)
@@ -170,7 +171,7 @@ class Express:
             considered=1,
             preferred_affinity=policy.preferred_affinity,
         )
-        problem.targets = problem_targets(problem, policy, cluster, prepared)
+        problem.targets = problem_targets(problem, policy, cluster, prepared, batch=shapes)
         problem.build_s = time.perf_counter() - t0
         if fits:  # answer() for a placed job alone is its placement (no reasons, no evictions)
             replica = place_alone(
@@ -290,24 +291,27 @@ _UNIT_REST = tuple(f.name for f in fields(Unit))[2:]
 
 def _static(
     plan: JobPlan, kind: _Kind, arrays: NodeArrays, policy: Policy
-) -> tuple[UnitCandidates, np.ndarray, np.ndarray | None] | None:
+) -> tuple[UnitCandidates, np.ndarray, np.ndarray | None, BatchShapes] | None:
     """The unit's static candidates and preference scores on ``arrays``, the scores again or None when
-    they are the same on every node (node choice then skips the level) (kept in its static answers with
-    the candidate masks, so they go when nodes go down or up); None when the job can never run there or
-    asks for what the cluster cannot provide (the general path explains it)."""
+    they are the same on every node (node choice then skips the level), and the arrival as the target
+    workload counts it (:func:`batch_shapes`: its shape and the nodes it may use, the same for every
+    arrival of the kind) (kept in its static answers with the candidate masks, so they go when nodes go
+    down or up); None when the job can never run there or asks for what the cluster cannot provide (the
+    general path explains it)."""
     key = ("__static__", "__express__", id(kind))
     hit = arrays._static_cache.get(key)
     if hit is not None:
         return hit[1]  # type: ignore[no-any-return]
     unit = plan.units[0]
     cand = unit_candidates(unit, arrays, nvlink=plan.nvlink, spot_ok=kind.spot_ok)
-    made: tuple[UnitCandidates, np.ndarray, np.ndarray | None] | None = None
+    made: tuple[UnitCandidates, np.ndarray, np.ndarray | None, BatchShapes] | None = None
     if (
         impossible_topology(plan, arrays.snap, kind.spot_ok, arrays) is None
         and unsatisfiable_why(plan, [cand], arrays.snap, kind.spot_ok, arrays) is None
     ):
         pref = preference_scores(plan, unit, arrays, policy)
-        made = (cand, pref, None if pref.min(initial=0) == pref.max(initial=0) else pref)
+        ranked = None if pref.min(initial=0) == pref.max(initial=0) else pref
+        made = (cand, pref, ranked, batch_shapes([plan], {plan.idx: [cand]}))
     # The kind object is kept alive with its answer: its id stays its own while the answer is kept.
     arrays._static_cache[key] = (kind, made)  # type: ignore[assignment]
     return made

@@ -44,6 +44,7 @@ from placer.solver.jobs.model import Job, SpotPreference
 from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.cost import Pricing
 from placer.solver.objective.fragmentation import (
+    BatchShapes,
     Targets,
     batch_shapes,
     running_shapes,
@@ -310,16 +311,23 @@ def _cannot_run(plan: JobPlan, cands: list[UnitCandidates], why: str, problem: P
 
 
 def problem_targets(
-    problem: Problem, policy: Policy, cluster: Cluster, prepared: Prepared | None
+    problem: Problem,
+    policy: Policy,
+    cluster: Cluster,
+    prepared: Prepared | None,
+    *,
+    batch: BatchShapes | None = None,
 ) -> Targets | None:
     """The target workload of the fragmentation key: the policy's profile; in a session, the target in
     force of what it has seen arrive (:class:`~placer.solver.objective.fragmentation.Learned`), which then
     learns the batch; else the batch plus the running replicas (``objective/fragmentation.py``). None when
-    the policy switches it off (``[]``)."""
+    the policy switches it off (``[]``). ``batch``: :func:`batch_shapes` of the problem's plans, when the
+    caller has it (the express lane keeps it per kind of job)."""
     learned = None if prepared is None else prepared.learned
     if learned is not None and policy.target_workload is None:
         assert prepared is not None
-        batch = batch_shapes(problem.plans, problem.candidates)
+        if batch is None:
+            batch = batch_shapes(problem.plans, problem.candidates)
         made, reaffirmed = learned.target_for(
             batch,
             lambda: target_workload(

@@ -440,6 +440,9 @@ def test_a_shape_that_leaves_the_target_and_comes_back_counts_what_changed_meanw
     _expected(f, b, version, idx, count)
     got = _expected(f, a, version, idx, count)
     assert got.tolist() == fragmentation(cpu, gpu, acc, a).tolist()
+    # The keys the cache keeps by column are the held target's own, column by column (each select appends
+    # the new shapes' keys rather than packing every held column again).
+    assert f.keys == f.held.keys
     # By hand, node 0 against a: (500, 1) fits on GPUs 1 and 2, 400 too full; (1000, 2) finds one whole
     # GPU, so all 2000 free milli are its fragment: 0.7 x 400 + 0.3 x 2000.
     assert got[0] == pytest.approx(0.7 * 400 + 0.3 * 2000)

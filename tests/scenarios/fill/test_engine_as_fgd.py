@@ -68,7 +68,7 @@ def _fgd_rules(
     )
     rank = FillContext(nt, pt, seed).rank
     for module in (problem_mod, express_mod):  # the express lane reads the target as place() does
-        monkeypatch.setattr(module, "problem_targets", lambda problem, policy, cluster, prepared: target)
+        monkeypatch.setattr(module, "problem_targets", lambda problem, policy, cluster, prepared, **_: target)
 
     def growth(state, unit):  # type: ignore[no-untyped-def]
         return lambda idx: -quantized(scorers.fgd_increase(state.frag, state, unit, idx), SCORE_LEVELS)
