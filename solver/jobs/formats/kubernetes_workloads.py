@@ -13,8 +13,12 @@ pod), and each is a list of pod templates with counts, which is exactly a placer
 * ``LeaderWorkerSet`` (leaderworkerset.x-k8s.io/v1): one job per group (``spec.replicas`` of them,
   ``<name>-<i>`` as LWS names the group's leader pod), each a group ``leader`` of one pod of
   ``leaderTemplate`` (``workerTemplate`` without one) and a group ``worker`` of ``size - 1`` pods of
-  ``workerTemplate``: a group is placed whole, as Kueue admits it. Its exclusive placement annotations are
-  refused as JobSet's are.
+  ``workerTemplate``: a group is placed whole, as Kueue admits it. With exclusive placement
+  (``leaderworkerset.sigs.k8s.io/exclusive-topology: <node label>`` on the LWS), a group is one task group
+  ``group`` of its ``size`` pods (the leader first), read as a JobSet child Job with exclusive placement
+  is (below): alone in a rack, block or zone, or as one replica on a node it owns whole. Its leader
+  template must place like its worker template (resources, node rules); subgroup exclusive placement is
+  refused.
 
 A pod template's ``preemptionPolicy: Never`` makes the job a non-preempting one (``may_preempt``), as
 for a pod (:mod:`.kubernetes_pods`); with several pod sets, one such template is enough.
@@ -103,6 +107,8 @@ __all__ = [
     "EXCLUSIVE_TOPOLOGY",
     "KINDS",
     "LEVELS",
+    "LWS_EXCLUSIVE_TOPOLOGY",
+    "LWS_GROUP",
     "MAX_EXEC_TIME",
     "MIN_PARALLELISM",
     "REQUIRED_TOPOLOGY",
@@ -113,12 +119,14 @@ __all__ = [
 
 #: Workload kinds this module reads.
 KINDS = frozenset({"Job", "JobSet", "Workload", "LeaderWorkerSet"})
-#: LeaderWorkerSet exclusive placement (each group, or each subgroup, in a topology domain of its own):
-#: refused as JobSet's is.
-LWS_EXCLUSIVE_ANNOTATIONS = (
-    "leaderworkerset.sigs.k8s.io/exclusive-topology",
-    "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology",
-)
+#: LeaderWorkerSet exclusive placement (``leaderworkerset.sigs.k8s.io/exclusive-topology: <node label>``
+#: on the LWS): each group in a domain of the label of its own, which no other group's pods share (LWS's
+#: pod webhook gives each leader a required pod affinity to its group and a required anti-affinity to
+#: every other group; the workers follow the leader's domain). Read as JobSet's is, the group one
+#: exclusive slice of its pods (module docstring).
+LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+#: Exclusive placement of a group's subgroups (``subGroupPolicy``), each in a domain of its own: refused.
+LWS_EXCLUSIVE_ANNOTATIONS = ("leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology",)
 #: JobSet exclusive placement (jobset's ``alpha.jobset.sigs.k8s.io/exclusive-topology``, on the JobSet or
 #: on a replicated Job's template): each child Job in a topology domain of its own, read as exclusive
 #: slices (module docstring).
@@ -268,8 +276,8 @@ def _exclusive(
             )
         else:
             why = (
-                f"{owner} exclusive placement ({str(annotations[key])[:80]!r}: each group in a domain of its "
-                f"own, shared with no other {owner}'s pods) is not represented by placer"
+                f"{owner} exclusive placement of subgroups ({str(annotations[key])[:80]!r}: each subgroup "
+                f"in a domain of its own) is not represented; {LWS_EXCLUSIVE_TOPOLOGY} (each group) is"
             )
         errors.append(issue("unsupported", f"{at}metadata.annotations.{key}", why))
 
@@ -297,6 +305,40 @@ def _alone(
         return out.model_copy(update={"exclusive": True})
     assert out.slices is not None
     return out.model_copy(update={"slices": out.slices.model_copy(update={"exclusive": True})})
+
+
+#: The one task group a LeaderWorkerSet group with exclusive placement is read as (:func:`_lws_alone`).
+LWS_GROUP = "group"
+
+
+def _lws_alone(
+    groups: list[TaskGroup],
+    alone: tuple[Any, str],
+    sliced: bool,
+    known: Mapping[str, str],
+    errors: list[Issue],
+) -> list[TaskGroup]:
+    """A LeaderWorkerSet group with exclusive placement (``alone``: the topology label and where it was
+    read) as one task group :data:`LWS_GROUP` of all its pods (the leader first, then the workers by index),
+    read as JobSet's exclusive placement reads a child Job (:func:`_alone`): one slice alone in its rack,
+    block or zone, or one replica holding every pod on a node it owns whole. Why one group: a slice is a
+    group's, and the leader and its workers share one domain, which two exclusive groups would each keep
+    to themselves. So the leader's pods and the workers' must be placed alike (resources, node rules:
+    a leader template that differs only in its command, image or labels is read); otherwise, or with
+    Kueue slices, it is refused at the annotation (``groups`` returned as they are)."""
+    label, at = alone
+    size = sum(g.count for g in groups)
+    one = groups[0].model_copy(update={"name": LWS_GROUP, "count": size})
+    if any(g.model_copy(update={"name": LWS_GROUP, "count": size}) != one for g in groups[1:]):
+        why = (
+            "exclusive placement of a group whose leader template asks for other resources or nodes than "
+            "its worker template is not represented (placer keeps a group alone in its domain as one "
+            "task group of alike pods)"
+        )
+        errors.append(issue("unsupported", at, why))
+        return groups
+    out = _alone(one, (label, at, size), sliced, known, errors)
+    return groups if out is None else [out]
 
 
 def _running(raw: dict[str, Any], kind: str, base: str) -> Issue | None:
@@ -356,8 +398,12 @@ def read_workload(
     if kind == "JobSet":
         _exclusive(meta, base, errors)
     groups_of_lws = 1
+    lws_alone: tuple[Any, str] | None = None  # LWS exclusive placement: the label as given, and where
     if kind == "LeaderWorkerSet":
         _exclusive(meta, base, errors, LWS_EXCLUSIVE_ANNOTATIONS, "LeaderWorkerSet")
+        own = as_map(meta.get("annotations"))
+        if LWS_EXCLUSIVE_TOPOLOGY in own:
+            lws_alone = (own[LWS_EXCLUSIVE_TOPOLOGY], f"{at}metadata.annotations.{LWS_EXCLUSIVE_TOPOLOGY}")
         groups_of_lws = _count(as_map(raw.get("spec")).get("replicas"), 1, f"{at}spec.replicas", errors)
         if groups_of_lws == 0:
             errors.append(issue("range", f"{at}spec.replicas", "0 groups: nothing to place"))
@@ -376,6 +422,7 @@ def read_workload(
     ranged = 0  # pod sets read with a partial-admission range (placer ranges one per job)
     held: dict[str, str] = {}  # labels of the host ports the pod templates hold
     exclusive: dict[str, str] = {}  # pod sets read in exclusive slices: their topology label
+    any_sliced = False  # a pod set read in Kueue slices
     for set_name, count, template, where, paths, least, alone in sets:
         template = as_map(template)
         tmeta = as_map(template.get("metadata"))
@@ -389,6 +436,7 @@ def read_workload(
             return paths.get(key, f"{where}.metadata.annotations.{key}")
 
         sliced = slice_request(annotations, count, path, known, errors)
+        any_sliced = any_sliced or sliced is not None
         required = annotations.get(REQUIRED_TOPOLOGY)
         if required is not None:
             level = known.get(required) if isinstance(required, str) else None
@@ -455,6 +503,9 @@ def read_workload(
             issue("unsupported", f"{at}spec", f"pod sets ask for different topology levels: {sorted(scopes)}")
         )
     placement = _merged(placements, groups, f"{at}spec", errors)
+    if lws_alone is not None and groups and not errors:
+        groups = _lws_alone(groups, lws_alone, any_sliced, known, errors)
+        exclusive[LWS_GROUP] = str(lws_alone[0])
     if errors or not groups:
         if not errors:
             errors.append(issue("range", f"{at}spec", "every pod set has a count of 0: nothing to place"))

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from placer.solver.jobs import read_file, read_object
+from placer.solver.jobs.model import Slices
+from placer.solver.jobs.options import ReadOptions
 from placer.topology import cluster_of, dgx_h100
 
 
@@ -79,14 +81,136 @@ def test_a_group_of_one_is_its_leader_and_the_worker_template_serves_without_a_l
     assert [(g.name, g.count) for g in r.job.tasks] == [("leader", 1), ("worker", 3)]  # type: ignore[union-attr]
 
 
-def test_exclusive_placement_is_refused_naming_the_annotation() -> None:
+EXCLUSIVE = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+RACK = "cloud.google.com/gce-topology-subblock"
+
+
+def _sample(label: str) -> dict[str, Any]:
+    """``docs/examples/sample/lws-exclusive-placement.yaml``: 3 groups of 4 pods of one template, each group
+    alone in its domain of ``label`` (the example: ``cloud.google.com/gke-nodepool``), 2 GPUs a pod."""
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "leaderworkerset-sample", "annotations": {EXCLUSIVE: label}},
+        "spec": {
+            "replicas": 3,
+            "leaderWorkerTemplate": {
+                "size": 4,
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "workerTemplate": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "nginx",
+                                "image": "nginx:1.14.2",
+                                "resources": {
+                                    "limits": {"cpu": "100m", "nvidia.com/gpu": "2"},
+                                    "requests": {"cpu": "50m"},
+                                },
+                                "ports": [{"containerPort": 8080}],
+                            }
+                        ]
+                    }
+                },
+            },
+        },
+    }
+
+
+def test_exclusive_placement_reads_each_group_as_one_slice_alone_in_its_domain() -> None:
+    results = read_object(_sample(RACK), source="lws.yaml")
+    assert [r.id for r in results] == [f"default/leaderworkerset-sample-{i}" for i in range(3)]
+    for r in results:
+        assert r.ok and r.job is not None
+        # One task group of the group's 4 pods (the leader first), a single slice of 4 alone in its rack.
+        [g] = r.job.tasks
+        assert (g.name, g.count, g.slices) == ("group", 4, Slices(level="rack", size=4, exclusive=True))
+        assert r.job.metadata["kubernetes"]["exclusive_topology"] == {"group": RACK}
+
+
+def test_exclusive_placement_on_the_hostname_gives_each_group_a_node_it_owns() -> None:
+    [r, *_] = read_object(_sample("kubernetes.io/hostname"), source="lws.yaml")
+    assert r.job is not None
+    [g] = r.job.tasks  # one replica holding the 4 pods' 8 GPUs, its node owned whole
+    assert (g.count, g.gpus_per_replica, g.exclusive, g.slices) == (1, 8, True, None)
+
+
+def test_exclusive_placement_on_a_label_placer_does_not_know_is_refused_or_read_as_the_site_maps_it() -> None:
+    nodepool = "cloud.google.com/gke-nodepool"  # the LWS example's label
+    results = read_object(_sample(nodepool), source="lws.yaml")
+    assert {(e.code, e.path) for r in results for e in r.errors} == {
+        ("unsupported", f"metadata.annotations.{EXCLUSIVE}")
+    }
+    assert "--topology-labels" in results[0].errors[0].message
+    mapped = read_object(
+        _sample(nodepool), source="lws.yaml", options=ReadOptions(topology_levels={nodepool: "block"})
+    )
+    assert [r.job.tasks[0].slices for r in mapped] == [Slices(level="block", size=4, exclusive=True)] * 3  # type: ignore[union-attr]
+
+
+def test_a_leader_template_that_places_like_the_workers_is_read_one_that_does_not_is_refused() -> None:
+    # vLLM's example: the leader template differs in its labels and command, not in what placer places by.
+    raw = _vllm(replicas=1, size=2)
+    raw["metadata"]["annotations"] = {EXCLUSIVE: RACK}
+    [r] = read_object(raw, source="lws.yaml")
+    assert r.ok and r.job is not None
+    assert [(g.name, g.count, g.gpus_per_replica) for g in r.job.tasks] == [("group", 2, 8)]
+    # A leader asking for no GPU cannot share one task group with 8-GPU workers: refused, not split.
+    lt = raw["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    del lt["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+    [r] = read_object(raw, source="lws.yaml")
+    assert [(e.code, e.path) for e in r.errors] == [("unsupported", f"metadata.annotations.{EXCLUSIVE}")]
+
+
+def test_subgroup_exclusive_placement_is_refused_naming_the_annotation() -> None:
+    key = "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology"
     raw = _vllm()
-    key = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-    raw["metadata"]["annotations"] = {key: "cloud.google.com/gke-nodepool"}
+    raw["metadata"]["annotations"] = {key: RACK}
     results = read_object(raw, source="lws.yaml")
     assert [(e.code, e.path) for r in results for e in r.errors] == [
         ("unsupported", f"metadata.annotations.{key}")
     ]
+
+
+def test_each_group_runs_in_a_rack_of_its_own_and_nothing_else_goes_there(solve: Any) -> None:
+    """Three racks of two DGX H100, one node of rack 1 busy; 3 groups of 4 pods of 2 GPUs (8 GPUs a
+    group) and a plain pod of 1 GPU. Rack 1's free node would hold a group, but not alone: two groups take
+    racks 2 and 3, the third waits whole, and the pod goes to rack 1, beside no group."""
+    groups = read_object(_sample(RACK), source="lws.yaml")
+    pod = read_object(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "one", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+        },
+        source="pod.json",
+    )
+    d = solve([*groups, *pod], _racks_with_one_busy_node())
+    racks = {
+        p.job: {rep.node.rsplit("-", 1)[0] for rep in p.replicas if rep.node is not None}
+        for p in d.placements
+    }
+    placed = sorted(j for j in racks if j != "default/one")
+    assert len(placed) == 2 and all(len(racks[j]) == 1 for j in placed)
+    assert set().union(*(racks[j] for j in placed)) == {"dgx-h100-r2", "dgx-h100-r3"}
+    assert racks["default/one"] == {"dgx-h100-r1"}
+    assert [p.job for p in d.pending] == [j.id for j in groups if j.id not in placed]
+
+
+def _racks_with_one_busy_node() -> Any:
+    """Three racks of two DGX H100; one node of rack 1 runs a reserved 8-GPU job."""
+    from datetime import timedelta
+
+    from tests.solver.conftest import NOW
+
+    busy = {
+        "job": "busy",
+        "priority_class": "reserved",
+        "started_at": NOW - timedelta(hours=1),
+        "replicas": [{"node": "dgx-h100-r1-1", "gpus": list(range(8))}],
+    }
+    return cluster_of(dgx_h100(6, nodes_per_rack=2)).with_allocations([busy])
 
 
 def test_kueue_queue_and_required_topology_reach_every_group() -> None:
