@@ -17,6 +17,7 @@ from placer.solver.jobs import read_file, read_object
 from placer.solver.jobs.model import Slices
 from placer.solver.jobs.options import ReadOptions
 from placer.topology import cluster_of, dgx_h100
+from tests.solver.jobs.racks import racks_with_one_busy_node
 
 
 def _vllm(replicas: int = 2, size: int = 2) -> dict[str, Any]:
@@ -186,7 +187,7 @@ def test_each_group_runs_in_a_rack_of_its_own_and_nothing_else_goes_there(solve:
         },
         source="pod.json",
     )
-    d = solve([*groups, *pod], _racks_with_one_busy_node())
+    d = solve([*groups, *pod], racks_with_one_busy_node())
     racks = {
         p.job: {rep.node.rsplit("-", 1)[0] for rep in p.replicas if rep.node is not None}
         for p in d.placements
@@ -196,21 +197,6 @@ def test_each_group_runs_in_a_rack_of_its_own_and_nothing_else_goes_there(solve:
     assert set().union(*(racks[j] for j in placed)) == {"dgx-h100-r2", "dgx-h100-r3"}
     assert racks["default/one"] == {"dgx-h100-r1"}
     assert [p.job for p in d.pending] == [j.id for j in groups if j.id not in placed]
-
-
-def _racks_with_one_busy_node() -> Any:
-    """Three racks of two DGX H100; one node of rack 1 runs a reserved 8-GPU job."""
-    from datetime import timedelta
-
-    from tests.solver.conftest import NOW
-
-    busy = {
-        "job": "busy",
-        "priority_class": "reserved",
-        "started_at": NOW - timedelta(hours=1),
-        "replicas": [{"node": "dgx-h100-r1-1", "gpus": list(range(8))}],
-    }
-    return cluster_of(dgx_h100(6, nodes_per_rack=2)).with_allocations([busy])
 
 
 def test_kueue_queue_and_required_topology_reach_every_group() -> None:

@@ -18,6 +18,7 @@ from placer.solver.jobs.formats.kubernetes_workloads import EXCLUSIVE_ANNOTATION
 from placer.solver.jobs.model import Slices
 from placer.solver.policy import Policy
 from placer.topology import cluster_of, dgx_h100
+from tests.solver.jobs.racks import racks_with_one_busy_node
 
 EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 
@@ -138,7 +139,7 @@ def test_each_child_job_runs_in_a_rack_of_its_own_and_nothing_else_goes_there(so
     }
     [js] = read_workload(raw, "items[0]", "js.yaml")
     [one] = read_workload(_job({}), "items[1]", "js.yaml")
-    d = solve([js, one], _racks_with_one_busy_node())
+    d = solve([js, one], racks_with_one_busy_node())
     racks = {rep.node.rsplit("-", 1)[0] for p in d.placements if p.job == js.id for rep in p.replicas}
     assert racks == {"dgx-h100-r2", "dgx-h100-r3"}
     assert {rep.node for p in d.placements if p.job == one.id for rep in p.replicas} == {"dgx-h100-r1-2"}
@@ -350,21 +351,6 @@ def test_a_refused_jobset_is_rejected_by_place_and_the_rest_of_the_batch_runs() 
 RACK = "cloud.google.com/gce-topology-subblock"
 
 
-def _racks_with_one_busy_node() -> Any:
-    """Three racks of two DGX H100; one node of rack 1 runs a reserved 8-GPU job."""
-    from datetime import timedelta
-
-    from tests.solver.conftest import NOW
-
-    busy = {
-        "job": "busy",
-        "priority_class": "reserved",
-        "started_at": NOW - timedelta(hours=1),
-        "replicas": [{"node": "dgx-h100-r1-1", "gpus": list(range(8))}],
-    }
-    return cluster_of(dgx_h100(6, nodes_per_rack=2)).with_allocations([busy])
-
-
 def _rack_slices(parallelism: int, size: str) -> Any:
     raw = _sliced(parallelism, 8, size)
     raw["spec"]["template"]["metadata"]["annotations"][SLICE_TOPOLOGY] = RACK
@@ -383,7 +369,7 @@ def test_each_rack_holds_whole_slices_so_the_one_free_node_of_a_rack_stays_free(
     # Four 8-GPU pods in slices of 2 per rack; rack 1 has one free node, racks 2 and 3 two each. Kueue
     # places 2 + 2 in racks 2 and 3; filling the fullest rack first, as both engines do without slices,
     # puts one pod on rack 1's free node and cuts a slice.
-    d = solve([_rack_slices(4, "2")], _racks_with_one_busy_node())
+    d = solve([_rack_slices(4, "2")], racks_with_one_busy_node())
     [p] = d.placements
     racks: dict[str, int] = {}
     for rep in p.replicas:
@@ -394,7 +380,7 @@ def test_each_rack_holds_whole_slices_so_the_one_free_node_of_a_rack_stays_free(
 
 def test_slices_that_fit_only_across_racks_wait(solve: Any) -> None:
     # Slices of 4 need a rack with 4 free nodes; no rack has more than 2.
-    d = solve([_rack_slices(4, "4")], _racks_with_one_busy_node())
+    d = solve([_rack_slices(4, "4")], racks_with_one_busy_node())
     assert not d.placements and [p.job for p in d.pending] == ["team-a/tas-sample"]
 
 
@@ -403,7 +389,7 @@ def test_the_checker_refuses_a_rack_holding_part_of_a_slice_and_a_node_in_no_rac
 
     r = _rack_slices(4, "2")
     assert r.job is not None
-    cluster = _racks_with_one_busy_node()
+    cluster = racks_with_one_busy_node()
     ok = place([r], cluster, Policy(engine="greedy"))
     assert check(ok, [r.job], cluster) == [] and len(ok.placements[0].replicas) == 4
 
@@ -434,7 +420,7 @@ def test_the_checker_refuses_a_rack_holding_part_of_a_slice_and_a_node_in_no_rac
 
 def test_slices_no_domain_could_ever_hold_are_unsatisfiable_not_short_of_capacity() -> None:
     # Slices of 4 eight-GPU pods need 32 GPUs in one rack; every rack has two 8-GPU nodes.
-    d = place([_rack_slices(4, "4")], _racks_with_one_busy_node(), Policy(engine="greedy"))
+    d = place([_rack_slices(4, "4")], racks_with_one_busy_node(), Policy(engine="greedy"))
     [reason] = d.pending[0].reasons
     assert (
         reason.code == "UNSATISFIABLE"
