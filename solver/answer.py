@@ -94,6 +94,7 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
                 memo,
                 problem.anti.get(plan.idx),
                 problem.affinity.get(plan.idx),
+                problem.spread.get(plan.idx),
             )
         notes = list(plan.notes)
         if not plan.job.may_preempt and problem.victims:

@@ -356,6 +356,7 @@ def pending_reasons(
     memo: dict[tuple[bytes, int, bool], tuple[list[str], list[str], int, int]] | None = None,
     anti: np.ndarray | None = None,
     affinity: np.ndarray | None = None,
+    spread: np.ndarray | None = None,
 ) -> list[Reason]:
     """Reasons for a job that was satisfiable but not placed. ``owners`` (:func:`owners_of`) and ``ranks``
     (job id to :func:`placer.solver.preempt.job_rank`, for every plan) may be computed once per answer:
@@ -365,7 +366,8 @@ def pending_reasons(
     rank alike: 1,000 pending 4-GPU jobs behind 12,000 placed ones took 10 s without it. ``anti``: the
     nodes running jobs' anti-affinity keeps the job off (theirs or its own rules; a zone's or a rack's
     nodes for a rule on that domain), which its candidates do not count; ``affinity``: those of them its
-    required pod affinity keeps it off (counted as ``pod_affinity``)."""
+    required pod affinity keeps it off (counted as ``pod_affinity``); ``spread``: those its topology
+    spread constraints keep it off (``topology_spread``)."""
     reasons: list[Reason] = []
     node_units = [(u, c) for u, c in zip(plan.units, cands, strict=True) if u.tpu is None]
     tpu_units = [u for u in plan.units if u.tpu is not None]
@@ -381,7 +383,7 @@ def pending_reasons(
             )
         )
     if anti is not None and anti.any():
-        node_units = [(u, _off_anti(c, anti, affinity)) for u, c in node_units]
+        node_units = [(u, _off_anti(c, anti, affinity, spread)) for u, c in node_units]
     short = [
         (u, c)
         for u, c in node_units
@@ -474,18 +476,26 @@ def kept_apart_reason(plan: JobPlan, partners: list[str]) -> Reason:
     )
 
 
-def _off_anti(cand: UnitCandidates, anti: np.ndarray, affinity: np.ndarray | None = None) -> UnitCandidates:
+def _off_anti(
+    cand: UnitCandidates,
+    anti: np.ndarray,
+    affinity: np.ndarray | None = None,
+    spread: np.ndarray | None = None,
+) -> UnitCandidates:
     """``cand`` without the nodes ``anti`` keeps the job off, counted as blocked by ``anti_affinity``, or
-    by ``pod_affinity`` for those of them in ``affinity``."""
+    by ``pod_affinity`` for those of them in ``affinity``, by ``topology_spread`` for those (left) in
+    ``spread``."""
     off = cand.now & anti
     if not off.any():
         return cand
     blocked = dict(cand.blocked)
-    if affinity is not None:
-        by_affinity = int((off & affinity).sum())
-        if by_affinity:
-            blocked["pod_affinity"] = blocked.get("pod_affinity", 0) + by_affinity
-        off = off & ~affinity
+    for name, mask in (("pod_affinity", affinity), ("topology_spread", spread)):
+        if mask is None:
+            continue
+        by_it = int((off & mask).sum())
+        if by_it:
+            blocked[name] = blocked.get(name, 0) + by_it
+        off = off & ~mask
     kept = int(off.sum())
     if kept:
         blocked["anti_affinity"] = blocked.get("anti_affinity", 0) + kept

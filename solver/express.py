@@ -246,6 +246,7 @@ def _judge(job: Job, prepared: Prepared, cap: int) -> _Kind | None:
         or job.placement.node_count is not None
         or beside_rules(job)
         or job.placement.affinity_required  # it needs running jobs, found and kept by place()
+        or job.placement.spread_required  # it counts running jobs, kept by place()
     ):
         return None
     if Budgets.of({}, (), cluster=prepared.cluster, jobs=[job]).active:  # a throttle, group limit, licence

@@ -57,6 +57,7 @@ from placer.solver.preempt import Victim, victims
 from placer.solver.prepared import Prepared
 from placer.solver.prices import PriceCatalog
 from placer.solver.rules import holds, job_labels
+from placer.solver.skew import counts_each_other, spread_kept
 from placer.solver.snapshot import Snapshot, max_gpus_by_type
 from placer.topology import Cluster, RunningJob, canonical_gpu_type
 
@@ -100,6 +101,8 @@ class Problem:
     #: Per considered job with required pod affinity: the nodes it keeps it off (also in ``anti``, which
     #: the engines read; kept apart for its pending reasons).
     affinity: dict[int, np.ndarray] = field(default_factory=dict)
+    #: Per considered job with topology spread constraints: the nodes they keep it off (also in ``anti``).
+    spread: dict[int, np.ndarray] = field(default_factory=dict)
     #: Jobs no state of the cluster could hold, or that wait for another to run first, with the reason.
     unsat: dict[int, Reason] = field(default_factory=dict)
     #: Jobs the cluster must reject (a TPU topology no pod can provide, OJS ML §3.3), with the error.
@@ -221,7 +224,8 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
     plans, arrays = problem.plans, problem.arrays
     order = priority_order(plans)
     starting: dict[str, str] = {}  # pod-affinity group -> the job of this decision that starts it
-    needed: set[str] = set()  # running jobs a job with required pod affinity needs: not evicted
+    spreading: list[Job] = []  # jobs of this decision with spread constraints, considered so far
+    needed: set[str] = set()  # running jobs a job with required pod affinity or spread needs: not evicted
     greedy_s = 0.0  # greedy's expected time on the considered jobs: GREEDY_PER_CANDIDATE_S x candidates'
     for k, i in enumerate(order):
         plan = plans[i]
@@ -262,6 +266,16 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
             needed |= anchors
             problem.affinity[plan.idx] = blocked
             anti = anti | blocked
+        if plan.job.placement.spread_required:
+            first = next((j for j in spreading if counts_each_other(j, plan.job)), None)
+            blocked, counted, facts = spread_kept(plan.job, arrays)
+            if first is not None or not any((c.static & ~blocked).any() for c in cands):
+                problem.unsat[plan.idx] = _waits_for_spread(first, facts)  # no node it may ever use is left
+                continue
+            spreading.append(plan.job)
+            needed |= counted
+            problem.spread[plan.idx] = blocked
+            anti = anti | blocked
         problem.candidates[plan.idx] = cands
         prefs = [preference_scores(plan, u, arrays, policy) for u in plan.units]
         beside = running_beside(plan, arrays, policy)
@@ -296,6 +310,28 @@ def _waits_for_affinity(job: Job, first: str | None, plans: list[JobPlan]) -> Re
         code="POD_AFFINITY",
         message=f"no running job matches every term of its required pod affinity, and {why}",
         details=details,
+    )
+
+
+def _waits_for_spread(first: Job | None, facts: list[dict[str, object]]) -> Reason:
+    """``POD_TOPOLOGY_SPREAD``: the job's topology spread constraints leave it no node (each domain's count
+    of the jobs they match, and the least, in ``details.constraints``), or a job of this batch that its
+    constraints count, or whose constraints count it, goes first (``details.first``; placer places one of
+    them per decision, :mod:`placer.solver.skew`)."""
+    if first is not None:
+        return Reason(
+            code="POD_TOPOLOGY_SPREAD",
+            message=f"job {first.id!r} of this batch, which its topology spread counts (or whose spread "
+            "counts it), is decided first; it is decided next call, against where that one runs",
+            details={"first": first.id, "constraints": facts},
+        )
+    said = "; ".join(
+        f"on {f['key']} at most {f['max_skew']} above the least domain ({f['least']})" for f in facts
+    )
+    return Reason(
+        code="POD_TOPOLOGY_SPREAD",
+        message=f"no node keeps its topology spread constraints: {said}",
+        details={"constraints": facts},
     )
 
 

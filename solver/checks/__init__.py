@@ -72,6 +72,7 @@ from placer.solver.checks.plans import check_plans
 from placer.solver.checks.preemption import check_directives, check_preemption, job_rank
 from placer.solver.checks.reservations import check_reservations
 from placer.solver.checks.shape import check_shapes
+from placer.solver.checks.skew import check_topology_spread
 from placer.solver.checks.spread import (
     check_distinct,
     check_domains,
@@ -137,6 +138,7 @@ def check(
         out.extend(check_running_anti_affinity(ctx, job, placement))
         out.extend(check_domain_anti_affinity(ctx, job, placement))
         out.extend(check_pod_affinity(ctx, job, placement))
+        out.extend(check_topology_spread(ctx, job, placement))
         out.extend(check_exclusive(ctx, job, placement))
         out.extend(check_distinct(ctx, job, placement))
         out.extend(check_scope(ctx, job, placement))

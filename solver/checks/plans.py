@@ -120,9 +120,10 @@ def _timing(
 def _placement(job: Job, h: Hold, cluster: Cluster) -> Iterator[Violation]:
     from placer.solver.checks import check
 
-    # What the job needs of running work (its dependencies, the jobs its required pod affinity joins) is
-    # judged when the plan starts; here only its own constraints, on the cluster without running work.
-    placement = job.placement.model_copy(update={"affinity_required": []})
+    # What the job needs of running work (its dependencies, the jobs its required pod affinity joins, the
+    # running jobs its topology spread counts) is judged when the plan starts; here only its own
+    # constraints, on the cluster without running work.
+    placement = job.placement.model_copy(update={"affinity_required": [], "spread_required": []})
     probe = job.model_copy(update={"dependencies": [], "not_before": None, "placement": placement})
     as_placed = Decision(placements=[JobPlacement(job=job.id, replicas=h.replicas)])
     for v in check(as_placed, [probe], cluster.without_allocations()):

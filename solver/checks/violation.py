@@ -59,6 +59,9 @@ RULES: dict[str, str] = {
     "label-rule": "8. required affinity rules hold on the node's labels",
     "anti-affinity": "9. no co-located job matches the job's anti-affinity rules",
     "pod-affinity": "9. a running job matching every required pod-affinity term is in each replica's domain",
+    "topology-spread": "9. a job's DoNotSchedule topology spread holds: its node has the key, and its "
+    "domain's count of the jobs a constraint matches (plus itself) is at most max_skew above the least "
+    "domain's; no two jobs placed by one decision count each other",
     "exclusive": "10. an exclusive/dedicated job's nodes host nothing else",
     "distinct-nodes": "11. replicas that must be on distinct nodes are",
     "node-count": "11. the number of distinct nodes used is admissible",

@@ -66,6 +66,7 @@ __all__ = [
     "Rule",
     "Slices",
     "SpotPreference",
+    "SpreadRule",
     "TaskGroup",
     "Throttle",
     "Toleration",
@@ -529,6 +530,29 @@ class DomainRule(_Model):
     rule: Rule
 
 
+class SpreadRule(_Model):
+    """A Kubernetes pod's topology spread constraint that keeps it out (``whenUnsatisfiable:
+    DoNotSchedule``), as kube-scheduler's PodTopologySpread filter applies it: the domains are the values
+    of node label ``key`` on the *eligible* nodes — those that have the label and, with
+    ``honor_node_rules`` (kube's ``nodeAffinityPolicy: Honor``, the default), satisfy the job's own node
+    selector and required node rules; each domain counts the running jobs ``rule`` matches on its
+    eligible nodes (a job per node it runs on). The job runs only on a node that has ``key``, in a domain
+    whose count, plus one when the job's own labels match ``rule``, exceeds the least count over the
+    domains by at most ``max_skew`` — the least count being 0 while fewer than ``min_domains`` domains
+    exist. A pod's rule: the job has one replica, on a node (docs/placement-rules.md, rule 9).
+
+    >>> SpreadRule(key="topology.kubernetes.io/zone", max_skew=1,
+    ...            rule=LabelRule(key="app", operator="In", values=["web"])).max_skew
+    1
+    """
+
+    key: str = Field(min_length=1)
+    max_skew: int = Field(ge=1)
+    rule: Rule
+    min_domains: int | None = Field(default=None, ge=1)
+    honor_node_rules: bool = True
+
+
 class Placement(_Model):
     """Where a job may (hard) and would like to (soft) run.
 
@@ -561,6 +585,9 @@ class Placement(_Model):
     #: on any node that has every key (docs/placement-rules.md, rule 9). A running job it needs is not
     #: evicted by the same decision. A pod's rule: the job has one replica, on a node.
     affinity_required: list[DomainRule] = Field(default_factory=list)
+    #: Topology spread the job must keep (a Kubernetes pod's ``DoNotSchedule`` constraints,
+    #: :class:`SpreadRule`). A pod's rule: the job has one replica, on a node.
+    spread_required: list[SpreadRule] = Field(default_factory=list)
     gpu_affinity: GpuAffinity | None = None
     topology_scope: str | None = None  # "node" | "rack" | "block" | "zone": gang within one such domain
     data_locality: str | None = None
@@ -790,21 +817,25 @@ class Job(_Model):
 
     @model_validator(mode="after")
     def _affinity_of_one_pod(self) -> Job:
-        """Required pod affinity is a pod's (kube-scheduler's filter decides pod by pod): a job of one
-        replica on a node. A TPU replica runs on a TPU pod, which has no such labels; several replicas
-        would each join the running jobs, or the first of them, which the engines do not model."""
-        if not self.placement.affinity_required:
-            return self
-        if any(t.tpu is not None for t in self.tasks):
-            raise ValueError(
-                "placement.affinity_required: required pod affinity is kept on nodes; a TPU task group "
-                "runs on a TPU pod"
-            )
-        if sum(t.count for t in self.tasks) != 1:
-            raise ValueError(
-                "placement.affinity_required: required pod affinity is a pod's; this job has "
-                f"{sum(t.count for t in self.tasks)} replicas (read each pod as a job of its own)"
-            )
+        """Required pod affinity and topology spread are a pod's (kube-scheduler's filters decide pod by
+        pod): a job of one replica on a node. A TPU replica runs on a TPU pod, which has no such labels;
+        several replicas would each join the running jobs (or count each other), which the engines do not
+        model."""
+        for field, what in (
+            ("affinity_required", "required pod affinity"),
+            ("spread_required", "a DoNotSchedule topology spread constraint"),
+        ):
+            if not getattr(self.placement, field):
+                continue
+            if any(t.tpu is not None for t in self.tasks):
+                raise ValueError(
+                    f"placement.{field}: {what} is kept on nodes; a TPU task group runs on a TPU pod"
+                )
+            if sum(t.count for t in self.tasks) != 1:
+                raise ValueError(
+                    f"placement.{field}: {what} is a pod's; this job has "
+                    f"{sum(t.count for t in self.tasks)} replicas (read each pod as a job of its own)"
+                )
         return self
 
     # ---- derived views the solver uses -------------------------------------------------------------

@@ -19,6 +19,7 @@ from placer.solver.jobs.model import (
     LabelRule,
     Placement,
     Slices,
+    SpreadRule,
     TaskGroup,
     Throttle,
     TpuDemand,
@@ -117,6 +118,27 @@ AFFINITY = st.sampled_from(
 )
 
 
+#: DoNotSchedule topology spread (a pod's: one replica on a node): of jobs of type "t" by rack or node (the
+#: batch's own jobs of that type count each other: one of them a decision), or of run-a's app "db" (it
+#: runs on rack 1), with a skew of 1 or 2, sometimes with more domains asked than there are racks.
+SPREAD = st.sampled_from(
+    [
+        SpreadRule(key="rack", max_skew=1, rule=LabelRule(key="job_type", operator="In", values=["t"])),
+        SpreadRule(key="hostname", max_skew=1, rule=LabelRule(key="job_type", operator="In", values=["t"])),
+        SpreadRule(key="rack", max_skew=1, rule=LabelRule(key="app", operator="In", values=["db"])),
+        SpreadRule(
+            key="rack", max_skew=2, rule=LabelRule(key="app", operator="In", values=["db"]), min_domains=4
+        ),
+        SpreadRule(
+            key="rack",
+            max_skew=1,
+            rule=LabelRule(key="job_type", operator="In", values=["t"]),
+            honor_node_rules=False,
+        ),
+    ]
+)
+
+
 @st.composite
 def gpu_demand(draw: st.DrawFn) -> GpuDemand | None:
     kind = draw(st.sampled_from(["none", "whole", "share"]))
@@ -171,14 +193,10 @@ def jobs(draw: st.DrawFn, i: int) -> Job:
         gpu_affinity=draw(st.sampled_from([None, None, GpuAffinity.SPREAD, GpuAffinity.DEDICATED])),
         topology_scope=draw(st.sampled_from([None, None, "rack", "node"])),
     )
-    if (
-        sum(t.count for t in tasks) == 1
-        and all(t.tpu is None for t in tasks)
-        and draw(st.integers(0, 3)) == 0
-    ):
-        placement = placement.model_copy(
-            update={"affinity_required": draw(st.lists(AFFINITY, min_size=1, max_size=2))}
-        )
+    one_pod = sum(t.count for t in tasks) == 1 and all(t.tpu is None for t in tasks)
+    for field, rules in (("affinity_required", AFFINITY), ("spread_required", SPREAD)):  # a pod's rules
+        if one_pod and draw(st.integers(0, 3)) == 0:
+            placement = placement.model_copy(update={field: draw(st.lists(rules, min_size=1, max_size=2))})
     return Job(
         id=f"j{i}",
         type=draw(st.sampled_from([None, "t"])),

@@ -251,6 +251,30 @@ def test_required_pod_affinity_reads_the_pods_own_namespace_unless_the_term_name
     assert [r.code for r in waits.reasons] == ["POD_AFFINITY"]
 
 
+def test_a_do_not_schedule_spread_constraint_sends_the_pod_to_the_emptier_domain(
+    solve: Solve, tmp_path: Path
+) -> None:
+    # Running app=web pods on trays 1 and 2 (both us-east-1a). A pending web pod that may use the trays
+    # and the CPU pool (us-central1-a), spread by zone with maxSkew 1: with its node affinity honoured
+    # the zones count 2 and 0, so only us-central1-a takes it (2 + 1 - 0 > 1). Spread by hostname: the
+    # trays count 1, the CPU pool 0: the CPU pool again.
+    running = [_web("a", node="gb200-tray-1"), _web("b", node="gb200-tray-2")]
+    cluster = load_cluster(NODES, pods=_pods(tmp_path, "running.json", running))
+    anywhere = ("gb200-tray-1", "gb200-tray-2", "gke-cpu-pool-5f2a")
+    for key in ("topology.kubernetes.io/zone", "kubernetes.io/hostname"):
+        p = _web("new", trays=anywhere)
+        p["spec"]["topologySpreadConstraints"] = [  # type: ignore[index]
+            {
+                "maxSkew": 1,
+                "topologyKey": key,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+        ]
+        d = solve(read_file(_pods(tmp_path, "pending.json", [p])), cluster)
+        assert nodes_of(d, "web/new") == ["gke-cpu-pool-5f2a"], key
+
+
 def test_the_checker_refuses_a_pod_in_a_zone_a_running_pods_term_forbids(tmp_path: Path) -> None:
     from placer.solver.checks import check
 

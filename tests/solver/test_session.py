@@ -17,7 +17,16 @@ from hypothesis import strategies as st
 
 from placer.solver.checks import check
 from placer.solver.engine import place
-from placer.solver.jobs.model import DomainRule, GpuDemand, Job, LabelRule, ModelRef, Placement, TaskGroup
+from placer.solver.jobs.model import (
+    DomainRule,
+    GpuDemand,
+    Job,
+    LabelRule,
+    ModelRef,
+    Placement,
+    SpreadRule,
+    TaskGroup,
+)
 from placer.solver.policy import Policy
 from placer.solver.prepared import Prepared
 from placer.solver.session import Session
@@ -56,7 +65,7 @@ APP_A = LabelRule(key="app", operator="In", values=["a"])
 
 @st.composite
 def job(draw: st.DrawFn, k: int) -> Job:
-    kind = draw(st.sampled_from(["whole", "share", "cpu", "gang", "efa", "beside"]))
+    kind = draw(st.sampled_from(["whole", "share", "cpu", "gang", "efa", "beside", "spread"]))
     cls = draw(st.sampled_from(["spot", "on-demand", "reserved"]))
     if kind == "whole":
         task = TaskGroup(cpu_cores=draw(st.integers(1, 32)), gpu=GpuDemand(count=draw(st.integers(1, 8))))
@@ -66,17 +75,22 @@ def job(draw: st.DrawFn, k: int) -> Job:
         task = TaskGroup(cpu_cores=draw(st.integers(1, 64)))
     elif kind == "efa":
         task = TaskGroup(cpu_cores=4, gpu=GpuDemand(count=1), extra={EFA: draw(st.sampled_from([8, 16, 32]))})
-    elif kind == "beside":  # required pod affinity to the jobs labelled app=a (a third of them)
+    elif kind in ("beside", "spread"):  # required pod affinity to, or spread of, the jobs labelled app=a
         task = TaskGroup(cpu_cores=2, gpu=GpuDemand(count=1))
     else:
         task = TaskGroup(count=2, cpu_cores=8, gpu=GpuDemand(count=draw(st.sampled_from([4, 8]))))
     beside = (
         [DomainRule(key=draw(st.sampled_from(["rack", "hostname"])), rule=APP_A)] if kind == "beside" else []
     )
+    spread = (
+        [SpreadRule(key=draw(st.sampled_from(["rack", "hostname"])), max_skew=1, rule=APP_A)]
+        if kind == "spread"
+        else []
+    )
     return Job(
         id=f"j{k}",
         labels={"app": "a"} if draw(st.integers(0, 2)) == 0 else {},
-        placement=Placement(affinity_required=beside),
+        placement=Placement(affinity_required=beside, spread_required=spread),
         priority_class=cls,  # type: ignore[arg-type]
         distributed_strategy="data_parallel" if kind == "gang" else None,  # type: ignore[arg-type]
         duration_s=draw(st.sampled_from([None, 3600.0])),

@@ -28,6 +28,10 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   ``affinity_required``: only in a domain of each key where a running job matching every term runs, or,
   when none does and the pod's labels match its terms, as the first of its group (kube-scheduler's
   InterPodAffinity filter, :mod:`placer.solver.affinity`);
+* ``topologySpreadConstraints`` with ``whenUnsatisfiable: DoNotSchedule`` (``topologyKey``, ``maxSkew``,
+  ``labelSelector``, ``minDomains``, ``matchLabelKeys``, ``nodeAffinityPolicy``) -> ``spread_required``:
+  only in a domain that would hold at most ``maxSkew`` more of the pods it counts than the least one
+  (kube-scheduler's PodTopologySpread filter, :mod:`placer.solver.skew`); in a pod template refused;
 * containers' host ports (``hostPort``; every container port of a ``hostNetwork`` pod) -> the label
   ``placer.host-port/<protocol>-<port>`` and a required anti-affinity rule on it: two pods holding one
   port never share a node (kube-scheduler's ``NodePorts``; ``host_ports`` of the importer, which gives
@@ -50,8 +54,9 @@ to ``--pods`` (``placer place --cluster nodes.json --pods pods.json --jobs pods.
 on its node; here it is refused with code ``conflict`` naming ``spec.nodeName``, never dropped silently.
 Finished pods (``Succeeded``/``Failed``) likewise. Anything a pod says that placer cannot represent
 (a required ``podAffinity`` term without a label selector, ``matchFields`` other than
-``metadata.name``, a ``DoNotSchedule`` spread constraint) is refused with code ``unsupported`` and
-the field path, never ignored. What is only a preference to kube-scheduler and placer does not weigh
+``metadata.name``, a spread constraint without a selector or with ``nodeTaintsPolicy: Honor``) is
+refused with code ``unsupported`` and the field path, never ignored. What is only a preference to
+kube-scheduler and placer does not weigh
 (a preferred pod affinity or anti-affinity term on another key or with a selector of several
 requirements, a preferred node-affinity term of several expressions, ``ScheduleAnyway`` spread
 constraints) never keeps a pod from running: the pod is read without it, with an ``unsupported`` warning
@@ -71,7 +76,7 @@ may keep the pod to some nodes, which placer, reading no PersistentVolumes, does
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -91,6 +96,7 @@ from placer.solver.jobs.model import (
     PriorityClass,
     ReadResult,
     Rule,
+    SpreadRule,
     TaskGroup,
     Toleration,
     TpuDemand,
@@ -184,10 +190,12 @@ def read_pod(raw: Any, base: str, source: str, classes: Classes | None = None) -
         )
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
-    group, placement = template_group(spec, base, source, "default", 1, errors, warnings, namespace)
+    labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
+    group, placement = template_group(
+        spec, base, source, "default", 1, errors, warnings, namespace, labels=dict(labels)
+    )
     gates = scheduling_gates(spec, base, errors)
     deadline = seconds(spec.get("activeDeadlineSeconds"), _at(base, "spec.activeDeadlineSeconds"), errors)
-    labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
     labels.update(host_ports(spec)[0])  # the host ports it would hold, which other pods asking for them avoid
     # Kueue's plain-pod integration reads its priority-class label on a pod it manages (a queue name).
     kueue = labels if QUEUE_LABEL in labels else {}
@@ -326,11 +334,14 @@ def template_group(
     errors: list[Issue],
     warnings: list[Issue],
     namespace: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> tuple[TaskGroup | None, Placement]:
     """A pod spec (a pod's, or a pod template's) as ``count`` replicas of one task group named ``name``,
     with its placement; problems appended (paths under ``base``), the types of ``priority`` and
     ``priorityClassName`` among them (their values are :func:`~placer.solver.jobs.formats.
-    kubernetes_priority.resolve`'s to read). The group is None when the spec has an error."""
+    kubernetes_priority.resolve`'s to read). The group is None when the spec has an error. ``labels``: a
+    pod's own labels, whose ``DoNotSchedule`` spread constraints are then read (:func:`_spread`); a pod
+    template's (None) are refused."""
     start = len(errors)
     problems = Problems(source)
     request = pod_request(spec, base or "pod", problems)
@@ -358,17 +369,27 @@ def template_group(
     _claimed_volumes(spec, base, warnings)
     _unmodelled_resources(spec, base, errors)
     spread = as_list(spec.get("topologySpreadConstraints"))
-    if any(not isinstance(c, dict) or c.get("whenUnsatisfiable") != "ScheduleAnyway" for c in spread):
+    if spec.get("topologySpreadConstraints") is not None and not isinstance(
+        spec["topologySpreadConstraints"], list
+    ):
+        errors.append(issue("type", _at(base, "spec.topologySpreadConstraints"), "a list of constraints"))
+    if any(isinstance(c, dict) and c.get("whenUnsatisfiable") == "ScheduleAnyway" for c in spread):
+        # kube-scheduler scores by them, never keeps the pod out
+        warnings.append(
+            _soft(_at(base, "spec.topologySpreadConstraints"), "ScheduleAnyway spread constraints")
+        )
+    if labels is not None:
+        placement = placement.model_copy(
+            update={"spread_required": _spread(spread, base, errors, namespace, labels)}
+        )
+    elif any(not isinstance(c, dict) or c.get("whenUnsatisfiable") != "ScheduleAnyway" for c in spread):
         errors.append(
             issue(
                 "unsupported",
                 _at(base, "spec.topologySpreadConstraints"),
-                "a DoNotSchedule spread constraint is not represented by placer",
+                "a DoNotSchedule spread constraint in a pod template is not represented (each pod of the "
+                "gang would count the others); pods read one by one keep it",
             )
-        )
-    elif spread:  # ScheduleAnyway only: kube-scheduler scores by them, never keeps the pod out
-        warnings.append(
-            _soft(_at(base, "spec.topologySpreadConstraints"), "ScheduleAnyway spread constraints")
         )
     nvidia, amd = (int(request.get(r, Decimal(0))) for r in GPU_RESOURCES)
     if nvidia and amd:
@@ -453,6 +474,9 @@ def _whole(value: Any) -> bool:
 
 def _expressions(raw: Any, path: str, errors: list[Issue]) -> list[Rule]:
     out: list[Rule] = []
+    if raw is not None and not isinstance(raw, list):  # read as none, the rule would match more
+        errors.append(issue("type", path, "a list of match expressions"))
+        return out
     for i, e in enumerate(as_list(raw)):
         where = f"{path}[{i}]"
         if (
@@ -658,6 +682,83 @@ def _required_terms(
         yield key, rule, where, t
 
 
+#: ``nodeAffinityPolicy`` of a spread constraint -> whether the pod's node rules decide which nodes count.
+NODE_AFFINITY_POLICIES = {"Honor": True, "Ignore": False}
+
+
+def _spread(
+    constraints: list[Any], base: str, errors: list[Issue], namespace: str | None, labels: Mapping[str, str]
+) -> list[SpreadRule]:
+    """A pod's ``DoNotSchedule`` topology spread constraints as ``placement.spread_required``
+    (kube-scheduler's PodTopologySpread filter, :mod:`placer.solver.skew`): ``topologyKey``
+    (``kubernetes.io/hostname`` read as the node's ``hostname``), ``maxSkew``, ``minDomains``,
+    ``nodeAffinityPolicy`` (``Honor``, the default, or ``Ignore``), and the label selector as a rule on job
+    labels ANDed with the pod's namespace (kube counts the pods of its namespace), and with each key of
+    ``matchLabelKeys`` the pod has, at the pod's value (kube adds them to the selector; a key the pod lacks
+    is ignored, as kube ignores it). ``ScheduleAnyway`` ones are read past (a warning, by the caller).
+    Refused, naming the field: a constraint without a selector (kube counts no pod with it), and
+    ``nodeTaintsPolicy: Honor`` (placer would have to leave tainted nodes' pods out of the counts)."""
+    out: list[SpreadRule] = []
+    for i, c in enumerate(constraints):
+        where = _at(base, f"spec.topologySpreadConstraints[{i}]")
+        if not isinstance(c, dict):
+            errors.append(issue("type", where, "a spread constraint is an object"))
+            continue
+        if c.get("whenUnsatisfiable") == "ScheduleAnyway":
+            continue
+        if c.get("whenUnsatisfiable") != "DoNotSchedule":
+            errors.append(issue("enum", f"{where}.whenUnsatisfiable", "DoNotSchedule or ScheduleAnyway"))
+            continue
+        key, skew, least = c.get("topologyKey"), c.get("maxSkew"), c.get("minDomains")
+        start = len(errors)
+        if not isinstance(key, str) or not key:
+            errors.append(
+                issue("type", f"{where}.topologyKey", "a constraint names its topology key (a node label)")
+            )
+        if not isinstance(skew, int) or isinstance(skew, bool) or skew < 1:
+            errors.append(issue("range", f"{where}.maxSkew", "an integer of at least 1"))
+        if least is not None and (not isinstance(least, int) or isinstance(least, bool) or least < 1):
+            errors.append(issue("range", f"{where}.minDomains", "an integer of at least 1"))
+        policy = c.get("nodeAffinityPolicy", "Honor")
+        if not isinstance(policy, str) or policy not in NODE_AFFINITY_POLICIES:
+            errors.append(issue("enum", f"{where}.nodeAffinityPolicy", "Honor or Ignore"))
+        if c.get("nodeTaintsPolicy", "Ignore") != "Ignore":
+            errors.append(
+                issue(
+                    "unsupported",
+                    f"{where}.nodeTaintsPolicy",
+                    "Honor (tainted nodes' pods left out of the counts) is not represented; Ignore is",
+                )
+            )
+        sel = c.get("labelSelector")
+        if not isinstance(sel, dict):
+            errors.append(
+                issue("unsupported", f"{where}.labelSelector", "a constraint selects the pods it counts")
+            )
+        if len(errors) > start:
+            continue
+        rules = _selector(sel, f"{where}.labelSelector", errors)
+        keys = c.get("matchLabelKeys") or []
+        if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
+            errors.append(issue("type", f"{where}.matchLabelKeys", "a list of label keys"))
+            continue
+        rules += [
+            LabelRule(key=k, operator=AffinityOperator.IN, values=[labels[k]]) for k in keys if k in labels
+        ]
+        rules.append(LabelRule(key="tenant", operator=AffinityOperator.IN, values=[namespace or "default"]))
+        assert isinstance(key, str) and isinstance(skew, int)
+        out.append(
+            SpreadRule(
+                key="hostname" if key == HOSTNAME else key,
+                max_skew=skew,
+                rule=AllOf(rules=rules),
+                min_domains=least,
+                honor_node_rules=NODE_AFFINITY_POLICIES[policy],
+            )
+        )
+    return out
+
+
 def _claimed_volumes(spec: dict[str, Any], base: str, warnings: list[Issue]) -> None:
     """A volume from a PersistentVolumeClaim (or a generic ephemeral one) may hold the pod to the nodes its
     PersistentVolume reaches — a zone, a node for a local volume — which kube-scheduler's
@@ -681,10 +782,15 @@ def _claimed_volumes(spec: dict[str, Any], base: str, warnings: list[Issue]) -> 
 def _selector(sel: dict[str, Any], path: str, errors: list[Issue]) -> list[Rule]:
     """A pod label selector (``matchLabels`` pairs and ``matchExpressions``, ANDed) as rules on job labels;
     problems appended under ``path``."""
+    pairs = sel.get("matchLabels")
+    if pairs is not None and not (
+        isinstance(pairs, dict)
+        and all(isinstance(k, str) and k and isinstance(v, str) for k, v in pairs.items())
+    ):  # read past, a pair would leave the selector matching more
+        errors.append(issue("type", f"{path}.matchLabels", "an object of label keys and string values"))
+        pairs = {}
     rules: list[Rule] = [
-        LabelRule(key=str(k), operator=AffinityOperator.IN, values=[v])
-        for k, v in as_map(sel.get("matchLabels")).items()
-        if isinstance(v, str) and k
+        LabelRule(key=k, operator=AffinityOperator.IN, values=[v]) for k, v in (pairs or {}).items()
     ]
     return rules + _expressions(sel.get("matchExpressions"), f"{path}.matchExpressions", errors)
 

@@ -14,7 +14,7 @@ import pytest
 
 from placer.solver.jobs import read_file, read_object
 from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME
-from placer.solver.jobs.model import AffinityOperator, AllOf, LabelRule, PriorityClass
+from placer.solver.jobs.model import AffinityOperator, AllOf, LabelRule, PriorityClass, SpreadRule
 
 PODS = Path(__file__).resolve().parents[2] / "fixtures" / "kubernetes" / "pending_pods.json"
 
@@ -92,13 +92,27 @@ def _with(spec_update: dict[str, Any]) -> Any:
             },
             "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector",
         ),
-        (
+        (  # kube counts no pod with a constraint without a selector: not a rule placer keeps
             {
                 "topologySpreadConstraints": [
                     {"maxSkew": 1, "topologyKey": "x", "whenUnsatisfiable": "DoNotSchedule"}
                 ]
             },
-            "spec.topologySpreadConstraints",
+            "spec.topologySpreadConstraints[0].labelSelector",
+        ),
+        (
+            {
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "x",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                        "nodeTaintsPolicy": "Honor",
+                    }
+                ]
+            },
+            "spec.topologySpreadConstraints[0].nodeTaintsPolicy",
         ),
     ],
 )
@@ -107,6 +121,119 @@ def test_what_placer_cannot_represent_is_refused_with_the_field_path(
 ) -> None:
     r = _with(update)
     assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", path)]
+
+
+def test_do_not_schedule_spread_constraints_are_read_as_spread_rules() -> None:
+    # As a Deployment's pods carry it (the Kubernetes docs' example, with matchLabelKeys as they advise):
+    # the selector ANDed with the pod's own value of each matchLabelKeys key and with its namespace (kube
+    # counts the pods of the pod's namespace); the hostname read as the node's "hostname" label;
+    # ScheduleAnyway read past with a warning.
+    doc = _doc()
+    pod = copy.deepcopy(doc["items"][0])
+    pod["metadata"]["labels"] = {"app": "web", "pod-template-hash": "5d8f"}
+    zone = {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+        "matchLabelKeys": ["pod-template-hash", "not-on-the-pod"],
+        "minDomains": 3,
+    }
+    host = {
+        "maxSkew": 2,
+        "topologyKey": HOSTNAME,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+        "nodeAffinityPolicy": "Ignore",
+    }
+    soft = {**zone, "whenUnsatisfiable": "ScheduleAnyway"}
+    pod["spec"]["topologySpreadConstraints"] = [zone, host, soft]
+    [r] = read_object(pod, source="pod.json")
+    assert r.ok and r.job is not None
+    ns = r.job.tenant
+    tenant = LabelRule(key="tenant", operator=AffinityOperator.IN, values=[ns])
+    web = LabelRule(key="app", operator=AffinityOperator.IN, values=["web"])
+    hashed = LabelRule(key="pod-template-hash", operator=AffinityOperator.IN, values=["5d8f"])
+    anyapp = LabelRule(key="app", operator=AffinityOperator.EXISTS)
+    assert r.job.placement.spread_required == [
+        SpreadRule(
+            key="topology.kubernetes.io/zone",
+            max_skew=1,
+            rule=AllOf(rules=[web, hashed, tenant]),
+            min_domains=3,
+        ),
+        SpreadRule(key="hostname", max_skew=2, rule=AllOf(rules=[anyapp, tenant]), honor_node_rules=False),
+    ]
+    assert [(w.code, w.path) for w in r.warnings] == [("unsupported", "spec.topologySpreadConstraints")]
+
+
+@pytest.mark.parametrize(
+    ("update", "path"),
+    [
+        ({"topologySpreadConstraints": {"maxSkew": 1}}, "spec.topologySpreadConstraints"),
+        (
+            {
+                "topologySpreadConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": HOSTNAME,
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app": 7}},
+                    }
+                ]
+            },
+            "spec.topologySpreadConstraints[0].labelSelector.matchLabels",
+        ),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{"matchExpressions": {"key": "pool"}}]
+                        }
+                    }
+                }
+            },
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions",
+        ),
+    ],
+)
+def test_a_selector_or_list_of_the_wrong_type_is_an_error_not_read_as_matching_more(
+    update: dict[str, Any], path: str
+) -> None:
+    # Read past, each would leave the pod with fewer rules than it asked for (a looser placement).
+    r = _with(update)
+    assert not r.ok and [(e.code, e.path) for e in r.errors] == [("type", path)]
+
+
+def test_a_do_not_schedule_constraint_in_a_gangs_pod_template_is_refused() -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {
+            "parallelism": 2,
+            "template": {
+                "metadata": {"labels": {"app": "train"}},
+                "spec": {
+                    "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+                    "topologySpreadConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": HOSTNAME,
+                            "whenUnsatisfiable": "DoNotSchedule",
+                            "labelSelector": {"matchLabels": {"app": "train"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+    [r] = read_object(job, source="job.json")
+    assert [(e.code, e.path) for e in r.errors] == [
+        ("unsupported", "spec.template.spec.topologySpreadConstraints")
+    ]
 
 
 def test_required_pod_affinity_is_read_as_terms_on_node_labels() -> None:
