@@ -2,13 +2,14 @@
 where it may run, and which running jobs its constraints count.
 
 kube-scheduler's PodTopologySpread filter, as placer applies it to a job (``Placement.spread_required``,
-:class:`~placer.solver.jobs.model.SpreadRule`): for each constraint, the *eligible* nodes are those with
-the label ``key`` that (with ``honor_node_rules``, kube's ``nodeAffinityPolicy: Honor``) satisfy the
-job's own node selector and required node rules; a domain is one value of ``key`` among them, and counts
-the running jobs ``rule`` matches on its eligible nodes. A node passes when it has ``key`` and its
-domain's count, plus one when the job's own labels match ``rule``, exceeds the least count by at most
-``max_skew``; the least count is 0 while fewer than ``min_domains`` domains exist (a domain no eligible
-node is in counts 0, as kube's filter reads a domain it did not count).
+:class:`~placer.solver.jobs.model.SpreadRule`): for each constraint, the *eligible* nodes are those with the
+label of every constraint's ``key`` (kube counts no pod on a node that lacks one) that (with
+``honor_node_rules``, kube's ``nodeAffinityPolicy: Honor``) satisfy the job's own node selector and required
+node rules; a domain is one value of ``key`` among them, and counts the running jobs ``rule`` matches on its
+eligible nodes. A node passes when it has ``key`` and its domain's count, plus one when the job's own labels
+match ``rule``, exceeds the least count by at most ``max_skew``; the least count is 0 while fewer than
+``min_domains`` domains exist (a domain no eligible node is in counts 0, as kube's filter reads a domain it
+did not count).
 
 Why stricter than kube in one place, never looser: kube decides pod after pod, each seeing the pods placed
 before it. placer decides a batch at once, so in one decision it places at most one job of those whose
@@ -72,11 +73,14 @@ def spread_kept(job: Job, arrays: NodeArrays) -> tuple[np.ndarray, frozenset[str
     allowed = np.ones(len(snap.nodes), dtype=bool)
     counted: set[str] = set()
     facts: list[dict[str, Any]] = []
+    keys = [c.key for c in job.placement.spread_required]
     for c in job.placement.spread_required:
         counts: dict[str, int] = {}
         for v in snap.nodes:
             value = v.node.labels.get(c.key)
-            if value is None or (c.honor_node_rules and not _eligible(v.node.labels, selector, node_rules)):
+            if value is None or any(k not in v.node.labels for k in keys):  # kube: every key, or not counted
+                continue
+            if c.honor_node_rules and not _eligible(v.node.labels, selector, node_rules):
                 continue
             counts.setdefault(value, 0)
             for j in v.running:

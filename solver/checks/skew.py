@@ -1,17 +1,17 @@
 """Rule 9, topology spread: a job with ``DoNotSchedule`` topology spread constraints lands where kube-
 scheduler's PodTopologySpread filter would let it.
 
-Why: a Kubernetes pod's ``topologySpreadConstraints`` with ``whenUnsatisfiable: DoNotSchedule`` keep it
-out of a domain that would hold more than ``maxSkew`` above the least one; a placement that breaks one is a
-pod kube-scheduler would leave pending. Counted here from the cluster after the decision's evictions, on
-the nodes' labels, with no code of the engines: for each constraint (``placement.spread_required``) the
-eligible nodes have the label ``key`` and, with ``honor_node_rules``, satisfy the job's node selector and
-required node rules; each domain (a value of ``key`` among them) counts the running jobs the constraint's
-rule matches on its eligible nodes, one per job and node; the job's node must have ``key``, and its
-domain's count plus one (when the job's own labels match the rule) may exceed the least count by at most
-``max_skew``, the least being 0 while fewer than ``min_domains`` domains exist. Of the jobs a decision
-places, no two may count each other (one's rule matches the other's labels): placer decides those one a
-call, so that each sees exactly the running jobs (``docs/placement-rules.md``, rule 9).
+Why: a Kubernetes pod's ``topologySpreadConstraints`` with ``whenUnsatisfiable: DoNotSchedule`` keep it out of
+a domain that would hold more than ``maxSkew`` above the least one; a placement that breaks one is a pod kube-
+scheduler would leave pending. Counted here from the cluster after the decision's evictions, on the nodes'
+labels, with no code of the engines: for each constraint (``placement.spread_required``) the eligible nodes
+have the label of every constraint's ``key`` and, with ``honor_node_rules``, satisfy the job's node selector
+and required node rules; each domain (a value of ``key`` among them) counts the running jobs the constraint's
+rule matches on its eligible nodes, one per job and node; the job's node must have ``key``, and its domain's
+count plus one (when the job's own labels match the rule) may exceed the least count by at most ``max_skew``,
+the least being 0 while fewer than ``min_domains`` domains exist. Of the jobs a decision places, no two may
+count each other (one's rule matches the other's labels): placer decides those one a call, so that each sees
+exactly the running jobs (``docs/placement-rules.md``, rule 9).
 
 >>> from placer.solver.jobs.model import Job, LabelRule, Placement, SpreadRule
 >>> from placer.solver.decision import Decision, JobPlacement, ReplicaPlacement
@@ -97,19 +97,22 @@ def _counts(ctx: Context, job: Job, c: SpreadRule) -> dict[str, int]:
             satisfied(r, labels) for r in rules
         )
 
+    keys = [k.key for k in job.placement.spread_required]  # a node lacking one is counted for none
+
+    def counted(labels: Mapping[str, str]) -> bool:
+        return all(k in labels for k in keys) and eligible(labels)
+
     counts: dict[str, int] = {}
     for n in ctx.cluster.nodes:
-        value = n.labels.get(c.key)
-        if value is not None and eligible(n.labels):
-            counts[value] = 0
+        if counted(n.labels):
+            counts[n.labels[c.key]] = 0
     for rj in ctx.cluster.running_jobs():
         if rj.job == job.id or not satisfied(c.rule, running_labels(rj)):
             continue
         for name in {r.node for r in rj.replicas if r.node is not None and ctx.cluster.has_node(r.node)}:
             labels = ctx.cluster.node(name).labels
-            value = labels.get(c.key)
-            if value is not None and eligible(labels):
-                counts[value] += 1
+            if counted(labels):
+                counts[labels[c.key]] += 1
     return counts
 
 

@@ -207,3 +207,28 @@ def test_the_checker_refuses_a_skewed_domain_a_missing_key_and_two_pods_that_cou
         preemptions=[Eviction(job="c", nodes=[_node(2)], **{"for": [pod.id]})],
     )
     assert "topology-spread" in [v.rule for v in check(evicting, [pod], c, now=NOW)]
+
+
+def test_a_node_lacking_one_constraints_key_is_counted_for_none(solve: Solve) -> None:
+    # kube-scheduler counts pods only on nodes that have the key of every constraint of the pod. Nodes all
+    # carry "pool" but rack 1's second node; web pods run on that node, on rack 2's and on rack 3's first.
+    # Spread by rack (maxSkew 1) and by pool (a loose second constraint): rack 1 counts 0, not 1, so the
+    # least is 0 and racks 2 and 3 (1 + 1 - 0) are over: the pod goes to rack 1's first node.
+    from placer.topology import Inventory
+    from placer.topology.build import build_cluster
+
+    inv = _cluster().to_inventory()
+    lacking = _node(1, 2)
+    nodes = [  # one entry per node (the inventory lists each rack's nodes as one entry with a count)
+        n.model_copy(update={"labels": {**n.labels, "pool": "p"}}) if n.name != lacking else n
+        for n in Inventory(nodes=inv.nodes).expanded_nodes()
+    ]
+    c = build_cluster(inv.model_copy(update={"nodes": nodes})).with_allocations(
+        [_web("a", lacking), _web("b", _node(2)), _web("c", _node(3))]
+    )
+    pod = _pod(
+        0, SpreadRule(key="rack", max_skew=1, rule=WEB), SpreadRule(key="pool", max_skew=100, rule=WEB)
+    )
+    d = solve([pod], c)
+    [p] = d.placements
+    assert [r.node for r in p.replicas] == [_node(1)]
