@@ -45,14 +45,14 @@ What is not modelled, and refused or said rather than approximated:
 
 * a queue name that would be both a LocalQueue's and a shared ClusterQueue's — refused;
 * a cycle of ``Cohort`` parents, and a ``lendingLimit`` on some of a Cohort's GPU flavors only — refused;
-* a cohort's CPU, memory and pods: a ClusterQueue's ``cpu``, ``memory`` and ``pods`` quotas become its
-  queue's budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``, ``max_total_pods``, summed
-  over flavors; in a cohort its nominal quota plus its ``borrowingLimit``, no budget when one has none),
-  and a flat cohort's totals of them are its ClusterQueues' nominal quotas (``config.cohort``'s fields of
-  the same names), which its queues' jobs share; a ``lendingLimit`` on them is not read (the cohort counts
-  every nominal quota as lendable), and in a tree of cohorts they are each queue's own budget only (the
-  tree's rules are kept for GPUs); other resources' quotas are not counted (``docs/kubernetes.md`` says
-  so).
+* a cohort's CPU, memory and pods: a ClusterQueue's ``cpu``, ``memory`` and ``pods`` quotas become its queue's
+  budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``, ``max_total_pods``, summed over
+  flavors; in a cohort its nominal quota plus its ``borrowingLimit``, no budget when one has none), and a flat
+  cohort's totals of them are its ClusterQueues' nominal quotas (``config.cohort``'s fields of the same
+  names), which its queues' jobs share; a ``lendingLimit`` on them below the quota is refused (the cohort
+  would count the part a queue keeps as lendable, looser than Kueue), and in a tree of cohorts they are each
+  queue's own budget only (the tree's rules are kept for GPUs); other resources' quotas are not counted
+  (``docs/kubernetes.md`` says so).
 
 The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o yaml``) prints: a
 ``List``, or one object.
@@ -413,7 +413,9 @@ def _resource_quota(
     summed over its flavors, and its budget of it: the nominal quota, plus in a cohort its
     ``borrowingLimit`` (None when one flavor has none: Kueue then lets it borrow whatever the cohort leaves,
     which the cohort's total bounds); (None, None) without a quota of it. A value that is not a
-    non-negative quantity is a problem naming it."""
+    non-negative quantity is a problem naming it; so is a ``lendingLimit`` below the quota in a cohort
+    (the queue keeps the rest for itself, which placer does not model for these resources: it would let
+    the cohort's other queues use it, a looser rule than Kueue's)."""
     nominal: float | None = None
     borrow: float | None = 0  # whole for pods, where every amount is
     for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
@@ -425,6 +427,15 @@ def _resource_quota(
                 value = _amount(res.get("nominalQuota"), f"{at}.nominalQuota", resource, problems)
                 if value is not None:
                     nominal = (nominal or 0) + value
+                if in_cohort and res.get("lendingLimit") is not None and value is not None:
+                    lend = _amount(res["lendingLimit"], f"{at}.lendingLimit", resource, problems)
+                    if lend is not None and lend < value:  # it keeps some: refused, not lent anyway
+                        why = (
+                            f"a lendingLimit below the {resource} quota (the queue keeps {value - lend:g} "
+                            "of it) is not modelled for cpu, memory or pods: placer would lend all of it "
+                            "to the cohort; GPU lending limits are"
+                        )
+                        problems.append(issue("unsupported", f"{at}.lendingLimit", why))
                 if res.get("borrowingLimit") is None:
                     borrow = None
                 else:

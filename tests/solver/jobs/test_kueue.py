@@ -434,6 +434,20 @@ def test_a_lending_limit_keeps_the_rest_of_the_quota_for_its_own_queue() -> None
     assert "a GPU limit is a whole number" in _refused(_lending_b("1500m"))
 
 
+def test_a_cpu_or_memory_lending_limit_that_keeps_some_quota_is_refused_not_lent_anyway() -> None:
+    # placer's cohort totals of cpu, memory and pods lend every queue's whole quota; a lendingLimit below
+    # it keeps the rest for the queue, which placer would lend to the others (looser than Kueue): refused,
+    # naming the field. One equal to the quota lends it all, which is what placer does: read.
+    at = "items[5].spec.resourceGroups[0].flavors[0].resources[{}].lendingLimit"  # team-b-cq
+    for k, (limit, equal) in enumerate([(32, 64), ("256Gi", "512Gi")]):
+        doc = _cohort_doc(8)
+        doc["items"][-1]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][k]["lendingLimit"] = limit
+        refused = _refused(doc)
+        assert at.format(k) in refused and "not modelled for cpu, memory or pods" in refused
+        doc["items"][-1]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][k]["lendingLimit"] = equal
+        assert load_queue_configs(doc)["team-b"].config.cohort is not None
+
+
 @pytest.mark.parametrize(("limit", "runs"), [(2, False), (4, True), (None, True)])
 def test_a_queue_borrows_only_what_the_lender_lends(solve: Solve, limit: int | None, runs: bool) -> None:
     # ml/h100-train (team-a, 8 GPUs; nominal 4, may borrow 8) on an idle cluster, in a cohort of 12 with
