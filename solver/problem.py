@@ -268,9 +268,12 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
             anti = anti | blocked
         if plan.job.placement.spread_required:
             first = next((j for j in spreading if counts_each_other(j, plan.job)), None)
+            if first is not None:  # before counting: the pods of one group would each count the cluster
+                problem.unsat[plan.idx] = _waits_for_spread(first, [])
+                continue
             blocked, counted, facts = spread_kept(plan.job, arrays)
-            if first is not None or not any((c.static & ~blocked).any() for c in cands):
-                problem.unsat[plan.idx] = _waits_for_spread(first, facts)  # no node it may ever use is left
+            if not any((c.static & ~blocked).any() for c in cands):  # no node it may ever use is left
+                problem.unsat[plan.idx] = _waits_for_spread(None, facts)
                 continue
             spreading.append(plan.job)
             needed |= counted
@@ -323,7 +326,7 @@ def _waits_for_spread(first: Job | None, facts: list[dict[str, object]]) -> Reas
             code="POD_TOPOLOGY_SPREAD",
             message=f"job {first.id!r} of this batch, which its topology spread counts (or whose spread "
             "counts it), is decided first; it is decided next call, against where that one runs",
-            details={"first": first.id, "constraints": facts},
+            details={"first": first.id},
         )
     said = "; ".join(
         f"on {f['key']} at most {f['max_skew']} above the least domain ({f['least']})" for f in facts
