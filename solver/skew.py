@@ -41,10 +41,19 @@ from typing import Any
 import numpy as np
 
 from placer.solver.candidates import NodeArrays
-from placer.solver.jobs.model import Job, Rule
+from placer.solver.demand import tolerations_of
+from placer.solver.jobs.model import Job, Rule, Toleration, tolerated
 from placer.solver.rules import holds, job_labels
+from placer.solver.snapshot import HARD_TAINT_EFFECTS
+from placer.topology import Node
 
 __all__ = ["counts_each_other", "spread_kept"]
+
+
+def _untainted(node: Node, tolerations: tuple[Toleration, ...]) -> bool:
+    """Whether the job tolerates every ``NoSchedule``/``NoExecute`` taint of ``node`` (kube's
+    ``nodeTaintsPolicy: Honor``: only such nodes' domains and pods count)."""
+    return all(t.effect not in HARD_TAINT_EFFECTS or tolerated(t, tolerations) for t in node.taints)
 
 
 def _eligible(labels: Mapping[str, str], selector: Mapping[str, str], rules: list[Rule]) -> bool:
@@ -70,6 +79,7 @@ def spread_kept(job: Job, arrays: NodeArrays) -> tuple[np.ndarray, frozenset[str
     own = job_labels(job)
     node_rules: list[Rule] = [*job.placement.required, *(r for t in job.tasks for r in t.required)]
     selector = job.placement.node_selector
+    tolerations = tuple(t for g in job.tasks for t in tolerations_of(job, g))
     allowed = np.ones(len(snap.nodes), dtype=bool)
     counted: set[str] = set()
     facts: list[dict[str, Any]] = []
@@ -81,6 +91,8 @@ def spread_kept(job: Job, arrays: NodeArrays) -> tuple[np.ndarray, frozenset[str
             if value is None or any(k not in v.node.labels for k in keys):  # kube: every key, or not counted
                 continue
             if c.honor_node_rules and not _eligible(v.node.labels, selector, node_rules):
+                continue
+            if c.honor_taints and not _untainted(v.node, tolerations):
                 continue
             counts.setdefault(value, 0)
             for j in v.running:

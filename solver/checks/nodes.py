@@ -25,9 +25,10 @@ from placer.solver.decision import ReplicaPlacement
 from placer.solver.jobs.model import Accelerator, Job, TaskGroup
 from placer.topology import Node, canonical_gpu_type
 
-__all__ = ["cc", "check_accelerator", "check_model_version", "check_nodes"]
+__all__ = ["BLOCKING", "cc", "check_accelerator", "check_model_version", "check_nodes", "tolerates"]
 
-_BLOCKING = ("NoSchedule", "NoExecute")
+#: Taint effects that keep a job off a node unless it tolerates them.
+BLOCKING = ("NoSchedule", "NoExecute")
 
 
 def cc(text: str) -> tuple[int, int]:
@@ -56,7 +57,7 @@ def check_nodes(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Viola
         state = "cordoned (not schedulable)" if not node.schedulable else "NotReady"
         yield Violation("node-unusable", job.id, f"the node is {state}", rep.node)
     for t in node.taints:
-        if t.effect in _BLOCKING and not _tolerates(job, rep, t.key, t.value, t.effect):
+        if t.effect in BLOCKING and not tolerates(job, rep, t.key, t.value, t.effect):
             value = f"={t.value}" if t.value else ""
             yield Violation(
                 "taint",
@@ -70,7 +71,7 @@ def check_nodes(ctx: Context, job: Job, rep: ReplicaPlacement) -> Iterator[Viola
 _RESOURCE_TAINTS = {"gpu": ("nvidia.com/gpu", "amd.com/gpu"), "tpu": ("google.com/tpu",)}
 
 
-def _tolerates(job: Job, rep: ReplicaPlacement, key: str, value: str | None, effect: str) -> bool:
+def tolerates(job: Job, rep: ReplicaPlacement, key: str, value: str | None, effect: str) -> bool:
     """Kubernetes' matching: a toleration with the taint's key (or no key and ``Exists``), ``Exists`` or an
     equal value, and no effect or the taint's; or the replica's group requests the resource the taint is
     for."""

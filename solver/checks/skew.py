@@ -27,13 +27,15 @@ exactly the running jobs (``docs/placement-rules.md``, rule 9).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from placer.solver.checks.context import Context, job_labels, running_labels
 from placer.solver.checks.labelrules import describe, satisfied
+from placer.solver.checks.nodes import BLOCKING, tolerates
 from placer.solver.checks.violation import Violation
-from placer.solver.decision import JobPlacement
+from placer.solver.decision import JobPlacement, ReplicaPlacement
 from placer.solver.jobs.model import Job, Rule, SpreadRule
+from placer.topology import Node
 
 __all__ = ["check_topology_spread"]
 
@@ -59,7 +61,7 @@ def check_topology_spread(ctx: Context, job: Job, placement: JobPlacement) -> It
                     node.name,
                 )
                 continue
-            counts = _counts(ctx, job, c)
+            counts = _counts(ctx, job, rep, c)
             few = c.min_domains is not None and len(counts) < c.min_domains
             least = 0 if few or not counts else min(counts.values())
             mine = 1 if satisfied(c.rule, job_labels(job)) else 0
@@ -85,12 +87,17 @@ def check_topology_spread(ctx: Context, job: Job, placement: JobPlacement) -> It
             )
 
 
-def _counts(ctx: Context, job: Job, c: SpreadRule) -> dict[str, int]:
+def _counts(ctx: Context, job: Job, rep: ReplicaPlacement, c: SpreadRule) -> dict[str, int]:
     """Each domain of ``c.key`` among the eligible nodes, with the running jobs ``c.rule`` matches on them
     (one per job and node)."""
     rules: list[Rule] = [*job.placement.required, *(r for g in job.tasks for r in g.required)]
 
-    def eligible(labels: Mapping[str, str]) -> bool:
+    def eligible(node: Node) -> bool:
+        labels = node.labels
+        if c.honor_taints and any(
+            t.effect in BLOCKING and not tolerates(job, rep, t.key, t.value, t.effect) for t in node.taints
+        ):
+            return False
         if not c.honor_node_rules:
             return True
         return all(labels.get(k) == v for k, v in job.placement.node_selector.items()) and all(
@@ -99,20 +106,20 @@ def _counts(ctx: Context, job: Job, c: SpreadRule) -> dict[str, int]:
 
     keys = [k.key for k in job.placement.spread_required]  # a node lacking one is counted for none
 
-    def counted(labels: Mapping[str, str]) -> bool:
-        return all(k in labels for k in keys) and eligible(labels)
+    def counted(node: Node) -> bool:
+        return all(k in node.labels for k in keys) and eligible(node)
 
     counts: dict[str, int] = {}
     for n in ctx.cluster.nodes:
-        if counted(n.labels):
+        if counted(n):
             counts[n.labels[c.key]] = 0
     for rj in ctx.cluster.running_jobs():
         if rj.job == job.id or not satisfied(c.rule, running_labels(rj)):
             continue
         for name in {r.node for r in rj.replicas if r.node is not None and ctx.cluster.has_node(r.node)}:
-            labels = ctx.cluster.node(name).labels
-            if counted(labels):
-                counts[labels[c.key]] += 1
+            node = ctx.cluster.node(name)
+            if counted(node):
+                counts[node.labels[c.key]] += 1
     return counts
 
 

@@ -539,7 +539,9 @@ class SpreadRule(_Model):
     eligible nodes (a job per node it runs on). The job runs only on a node that has ``key``, in a domain
     whose count, plus one when the job's own labels match ``rule``, exceeds the least count over the
     domains by at most ``max_skew`` — the least count being 0 while fewer than ``min_domains`` domains
-    exist. A pod's rule: the job has one replica, on a node (docs/placement-rules.md, rule 9).
+    exist. With ``honor_taints`` (kube's ``nodeTaintsPolicy: Honor``; the default is ``Ignore``) a node
+    with a ``NoSchedule`` or ``NoExecute`` taint the job does not tolerate is not eligible either. A pod's
+    rule: the job has one replica, on a node (docs/placement-rules.md, rule 9).
 
     >>> SpreadRule(key="topology.kubernetes.io/zone", max_skew=1,
     ...            rule=LabelRule(key="app", operator="In", values=["web"])).max_skew
@@ -551,6 +553,7 @@ class SpreadRule(_Model):
     rule: Rule
     min_domains: int | None = Field(default=None, ge=1)
     honor_node_rules: bool = True
+    honor_taints: bool = False
 
 
 class Placement(_Model):

@@ -232,3 +232,28 @@ def test_a_node_lacking_one_constraints_key_is_counted_for_none(solve: Solve) ->
     d = solve([pod], c)
     [p] = d.placements
     assert [r.node for r in p.replicas] == [_node(1)]
+
+
+def test_tainted_nodes_count_unless_the_policy_honours_the_taints(solve: Solve) -> None:
+    # Rack 3's nodes are tainted dedicated=infra:NoSchedule and hold no web pod; racks 1 and 2 hold one
+    # each. A web pod that does not tolerate the taint: with the default (Ignore) rack 3 counts, its 0 is
+    # the least, racks 1 and 2 (1 + 1 - 0) are over and rack 3 is closed to it — it waits. With
+    # nodeTaintsPolicy Honor rack 3 is not counted, the least is 1, and racks 1 and 2 take it.
+    from placer.topology import Inventory
+    from placer.topology.build import build_cluster
+    from placer.topology.inventory import Taint
+
+    inv = _cluster().to_inventory()
+    taint = Taint(key="dedicated", value="infra", effect="NoSchedule")
+    nodes = [
+        n.model_copy(update={"taints": [taint]}) if n.rack == RACK3 else n
+        for n in Inventory(nodes=inv.nodes).expanded_nodes()
+    ]
+    c = build_cluster(inv.model_copy(update={"nodes": nodes})).with_allocations(
+        [_web("a", _node(1)), _web("b", _node(2))]
+    )
+    ignore = _pod(0, SpreadRule(key="rack", max_skew=1, rule=WEB))
+    [waiting] = solve([ignore], c).pending
+    assert [r.code for r in waiting.reasons] == ["POD_TOPOLOGY_SPREAD"]
+    honor = _pod(0, SpreadRule(key="rack", max_skew=1, rule=WEB, honor_taints=True))
+    assert _rack(c, solve([honor], c), honor.id) in {RACK1, RACK2}

@@ -29,7 +29,8 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   when none does and the pod's labels match its terms, as the first of its group (kube-scheduler's
   InterPodAffinity filter, :mod:`placer.solver.affinity`);
 * ``topologySpreadConstraints`` with ``whenUnsatisfiable: DoNotSchedule`` (``topologyKey``, ``maxSkew``,
-  ``labelSelector``, ``minDomains``, ``matchLabelKeys``, ``nodeAffinityPolicy``) -> ``spread_required``:
+  ``labelSelector``, ``minDomains``, ``matchLabelKeys``, ``nodeAffinityPolicy``, ``nodeTaintsPolicy``) ->
+  ``spread_required``:
   only in a domain that would hold at most ``maxSkew`` more of the pods it counts than the least one
   (kube-scheduler's PodTopologySpread filter, :mod:`placer.solver.skew`); in a pod template refused;
 * containers' host ports (``hostPort``; every container port of a ``hostNetwork`` pod) -> the label
@@ -54,7 +55,7 @@ to ``--pods`` (``placer place --cluster nodes.json --pods pods.json --jobs pods.
 on its node; here it is refused with code ``conflict`` naming ``spec.nodeName``, never dropped silently.
 Finished pods (``Succeeded``/``Failed``) likewise. Anything a pod says that placer cannot represent
 (a required ``podAffinity`` term without a label selector, ``matchFields`` other than
-``metadata.name``, a spread constraint without a selector or with ``nodeTaintsPolicy: Honor``) is
+``metadata.name``, a spread constraint without a selector) is
 refused with code ``unsupported`` and the field path, never ignored. What is only a preference to
 kube-scheduler and placer does not weigh
 (a preferred pod affinity or anti-affinity term on another key or with a selector of several
@@ -684,6 +685,9 @@ def _required_terms(
 
 #: ``nodeAffinityPolicy`` of a spread constraint -> whether the pod's node rules decide which nodes count.
 NODE_AFFINITY_POLICIES = {"Honor": True, "Ignore": False}
+#: ``nodeTaintsPolicy`` of a spread constraint -> whether nodes with taints the pod does not tolerate are left
+#: out of the counts.
+NODE_TAINTS_POLICIES = {"Honor": True, "Ignore": False}
 
 
 def _spread(
@@ -695,9 +699,9 @@ def _spread(
     ``nodeAffinityPolicy`` (``Honor``, the default, or ``Ignore``), and the label selector as a rule on job
     labels ANDed with the pod's namespace (kube counts the pods of its namespace), and with each key of
     ``matchLabelKeys`` the pod has, at the pod's value (kube adds them to the selector; a key the pod lacks
-    is ignored, as kube ignores it). ``ScheduleAnyway`` ones are read past (a warning, by the caller).
-    Refused, naming the field: a constraint without a selector (kube counts no pod with it), and
-    ``nodeTaintsPolicy: Honor`` (placer would have to leave tainted nodes' pods out of the counts)."""
+    is ignored, as kube ignores it), and ``nodeTaintsPolicy`` (``Ignore``, the default, or ``Honor``).
+    ``ScheduleAnyway`` ones are read past (a warning, by the caller). Refused, naming the field: a
+    constraint without a selector (kube counts no pod with it)."""
     out: list[SpreadRule] = []
     for i, c in enumerate(constraints):
         where = _at(base, f"spec.topologySpreadConstraints[{i}]")
@@ -722,14 +726,9 @@ def _spread(
         policy = c.get("nodeAffinityPolicy", "Honor")
         if not isinstance(policy, str) or policy not in NODE_AFFINITY_POLICIES:
             errors.append(issue("enum", f"{where}.nodeAffinityPolicy", "Honor or Ignore"))
-        if c.get("nodeTaintsPolicy", "Ignore") != "Ignore":
-            errors.append(
-                issue(
-                    "unsupported",
-                    f"{where}.nodeTaintsPolicy",
-                    "Honor (tainted nodes' pods left out of the counts) is not represented; Ignore is",
-                )
-            )
+        taints = c.get("nodeTaintsPolicy", "Ignore")
+        if not isinstance(taints, str) or taints not in NODE_TAINTS_POLICIES:
+            errors.append(issue("enum", f"{where}.nodeTaintsPolicy", "Honor or Ignore"))
         sel = c.get("labelSelector")
         if not isinstance(sel, dict):
             errors.append(
@@ -754,6 +753,7 @@ def _spread(
                 rule=AllOf(rules=rules),
                 min_domains=least,
                 honor_node_rules=NODE_AFFINITY_POLICIES[policy],
+                honor_taints=NODE_TAINTS_POLICIES[taints],
             )
         )
     return out

@@ -100,20 +100,6 @@ def _with(spec_update: dict[str, Any]) -> Any:
             },
             "spec.topologySpreadConstraints[0].labelSelector",
         ),
-        (
-            {
-                "topologySpreadConstraints": [
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": "x",
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": {"app": "web"}},
-                        "nodeTaintsPolicy": "Honor",
-                    }
-                ]
-            },
-            "spec.topologySpreadConstraints[0].nodeTaintsPolicy",
-        ),
     ],
 )
 def test_what_placer_cannot_represent_is_refused_with_the_field_path(
@@ -145,6 +131,7 @@ def test_do_not_schedule_spread_constraints_are_read_as_spread_rules() -> None:
         "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
         "nodeAffinityPolicy": "Ignore",
+        "nodeTaintsPolicy": "Honor",
     }
     soft = {**zone, "whenUnsatisfiable": "ScheduleAnyway"}
     pod["spec"]["topologySpreadConstraints"] = [zone, host, soft]
@@ -162,7 +149,13 @@ def test_do_not_schedule_spread_constraints_are_read_as_spread_rules() -> None:
             rule=AllOf(rules=[web, hashed, tenant]),
             min_domains=3,
         ),
-        SpreadRule(key="hostname", max_skew=2, rule=AllOf(rules=[anyapp, tenant]), honor_node_rules=False),
+        SpreadRule(
+            key="hostname",
+            max_skew=2,
+            rule=AllOf(rules=[anyapp, tenant]),
+            honor_node_rules=False,
+            honor_taints=True,
+        ),
     ]
     assert [(w.code, w.path) for w in r.warnings] == [("unsupported", "spec.topologySpreadConstraints")]
 
