@@ -42,11 +42,13 @@ from placer.solver.explain import (
     queue_budget,
     queue_flavors,
     queue_resources,
+    spread_reason,
     throttle,
 )
 from placer.solver.objective.cost import Pricing
 from placer.solver.preempt import evict_rank, job_rank, lost_gpu_seconds
 from placer.solver.problem import Problem
+from placer.solver.skew import spread_pairs
 from placer.solver.snapshot import Snapshot
 
 __all__ = ["answer", "emit_placements"]
@@ -65,6 +67,7 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
     started = _started_by_group(assignment, plans) if grouped else ({}, {})
     skipped: Reason | None = None  # one reason object for every job the deadline left unexamined
     apart = kept_apart(plans, problem.candidates)
+    spread = spread_pairs(plans, problem.candidates)
     for plan in plans:
         if plan.idx in assignment.placed:
             continue
@@ -80,6 +83,8 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
             cands = problem.candidates[plan.idx]
             partners = sorted(plans[q].id for q in apart.get(plan.idx, ()) if q in assignment.placed)
             reasons = [kept_apart_reason(plan, partners)] if partners else []
+            counted = sorted(plans[q].id for q in spread.get(plan.idx, ()) if q in assignment.placed)
+            reasons = reasons or ([spread_reason(counted, [])] if counted else [])
             reasons = reasons or _budget_reasons(
                 plan, assignment, problem.budgets, plans, problem.pricing, cands, started, problem.snap
             )

@@ -9,7 +9,9 @@ them now is what kube-scheduler does too (one pod at a time), and once it runs i
 keeps the other out of its domain through the running job's masks (``candidates.anti_affinity_mask``), so
 the next decision places the other elsewhere. Greedy and CP-SAT both keep this rule (it is placer's, and
 stricter than Kubernetes'); the checker holds decisions to Kubernetes' own rule, the domains
-(``checks/affinity.py``).
+(``checks/affinity.py``). Jobs whose topology spread constraints count each other are such pairs too
+(:func:`one_of_each`, :mod:`placer.solver.skew`), for a reason of their own: each placed one then counts
+only running jobs.
 
 >>> from types import SimpleNamespace as P
 >>> from placer.solver.jobs.model import LabelRule
@@ -27,8 +29,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from placer.solver.rules import holds, rule_keys
+from placer.solver.skew import spread_pairs
 
-__all__ = ["kept_apart"]
+__all__ = ["kept_apart", "one_of_each"]
 
 
 def kept_apart(plans: Sequence[Any], ids: Iterable[int]) -> dict[int, frozenset[int]]:
@@ -54,3 +57,14 @@ def kept_apart(plans: Sequence[Any], ids: Iterable[int]) -> dict[int, frozenset[
                     out.setdefault(p, set()).add(q)
                     out.setdefault(q, set()).add(p)
     return {p: frozenset(qs) for p, qs in out.items()}
+
+
+def one_of_each(plans: Sequence[Any], ids: Iterable[int]) -> dict[int, frozenset[int]]:
+    """Per job of ``ids`` in a pair of which a decision places at most one, its partners: the pairs kept
+    apart on a zone or rack (:func:`kept_apart`) and those whose topology spread constraints count each
+    other (:func:`~placer.solver.skew.spread_pairs`). What both engines keep."""
+    ids = list(ids)
+    apart, spread = kept_apart(plans, ids), spread_pairs(plans, ids)
+    if not spread:
+        return apart
+    return {p: apart.get(p, frozenset()) | spread.get(p, frozenset()) for p in apart.keys() | spread.keys()}

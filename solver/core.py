@@ -198,12 +198,13 @@ def reproducible_rounds(time_limit_s: float) -> int:
 
 def _budgeted(problem: Problem) -> bool:
     """Whether a queue or dollar budget, or a throttle, applies, or a job takes domains alone (exclusive
-    slices), or jobs are kept apart on a zone or rack: they span the whole answer, so a neighbourhood
-    cannot be searched on its own."""
+    slices), or jobs are kept apart on a zone or rack or count each other's topology spread: they span the
+    whole answer, so a neighbourhood cannot be searched on its own."""
     return (
         problem.budgets.active
         or any(u.exclusive_domains for p in problem.plans for u in p.units)
         or any(p.anti_domains for p in problem.plans)  # pairs kept apart span neighbourhoods (apart.py)
+        or any(p.job.placement.spread_required for p in problem.plans)  # and so do spread pairs
     )
 
 

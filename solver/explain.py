@@ -66,6 +66,7 @@ __all__ = [
     "queue_budget",
     "queue_flavors",
     "queue_resources",
+    "spread_reason",
     "throttle",
     "unavailable",
     "unsatisfiable",
@@ -473,6 +474,30 @@ def kept_apart_reason(plan: JobPlan, partners: list[str]) -> Reason:
         message=f"kept apart on {', '.join(keys)} from {few(partners, 5)}, which this decision places: "
         "one of such a pair is placed per decision; decided again once it runs",
         details={"jobs": partners},
+    )
+
+
+def spread_reason(partners: list[str] | None, facts: list[dict[str, object]]) -> Reason:
+    """``POD_TOPOLOGY_SPREAD``: the job's topology spread constraints leave it no node (``facts``: each
+    domain's count of the jobs they match, and the least, as ``details.constraints``), or ``partners``,
+    jobs of the batch that its constraints count or whose constraints count it, are placed by this
+    decision (``details.jobs``; placer places one of such a pair per decision, :mod:`placer.solver.skew`,
+    and decides the other next call, against where that one runs)."""
+    if partners:
+        return Reason(
+            code="POD_TOPOLOGY_SPREAD",
+            message=f"{few(partners, 5)} of this batch, which its topology spread counts (or whose spread "
+            "counts it), is placed by this decision: one of such a pair is placed per decision; decided "
+            "again once it runs",
+            details={"jobs": partners},
+        )
+    said = "; ".join(
+        f"on {f['key']} at most {f['max_skew']} above the least domain ({f['least']})" for f in facts
+    )
+    return Reason(
+        code="POD_TOPOLOGY_SPREAD",
+        message=f"no node keeps its topology spread constraints: {said}",
+        details={"constraints": facts},
     )
 
 

@@ -37,7 +37,7 @@ from placer.solver.candidates import (
 from placer.solver.decision import Reason
 from placer.solver.demand import JobPlan, expand
 from placer.solver.domains import honour_domains
-from placer.solver.explain import unavailable, unsatisfiable
+from placer.solver.explain import spread_reason, unavailable, unsatisfiable
 from placer.solver.greedy import priority_order
 from placer.solver.impossible import impossible_topology, split_kept_apart, unsatisfiable_why
 from placer.solver.jobs.model import Job, SpotPreference
@@ -57,7 +57,7 @@ from placer.solver.preempt import Victim, victims
 from placer.solver.prepared import Prepared
 from placer.solver.prices import PriceCatalog
 from placer.solver.rules import holds, job_labels
-from placer.solver.skew import counts_each_other, spread_kept
+from placer.solver.skew import spread_kept
 from placer.solver.snapshot import Snapshot, max_gpus_by_type
 from placer.topology import Cluster, RunningJob, canonical_gpu_type
 
@@ -224,7 +224,6 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
     plans, arrays = problem.plans, problem.arrays
     order = priority_order(plans)
     starting: dict[str, str] = {}  # pod-affinity group -> the job of this decision that starts it
-    spreading: list[Job] = []  # jobs of this decision with spread constraints, considered so far
     needed: set[str] = set()  # running jobs a job with required pod affinity or spread needs: not evicted
     greedy_s = 0.0  # greedy's expected time on the considered jobs: GREEDY_PER_CANDIDATE_S x candidates'
     for k, i in enumerate(order):
@@ -266,16 +265,11 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
             needed |= anchors
             problem.affinity[plan.idx] = blocked
             anti = anti | blocked
-        if plan.job.placement.spread_required:
-            first = next((j for j in spreading if counts_each_other(j, plan.job)), None)
-            if first is not None:  # before counting: the pods of one group would each count the cluster
-                problem.unsat[plan.idx] = _waits_for_spread(first, [])
-                continue
+        if plan.job.placement.spread_required:  # pairs that count each other: solver/apart.py
             blocked, counted, facts = spread_kept(plan.job, arrays)
             if not any((c.static & ~blocked).any() for c in cands):  # no node it may ever use is left
-                problem.unsat[plan.idx] = _waits_for_spread(None, facts)
+                problem.unsat[plan.idx] = spread_reason(None, facts)
                 continue
-            spreading.append(plan.job)
             needed |= counted
             problem.spread[plan.idx] = blocked
             anti = anti | blocked
@@ -313,28 +307,6 @@ def _waits_for_affinity(job: Job, first: str | None, plans: list[JobPlan]) -> Re
         code="POD_AFFINITY",
         message=f"no running job matches every term of its required pod affinity, and {why}",
         details=details,
-    )
-
-
-def _waits_for_spread(first: Job | None, facts: list[dict[str, object]]) -> Reason:
-    """``POD_TOPOLOGY_SPREAD``: the job's topology spread constraints leave it no node (each domain's count
-    of the jobs they match, and the least, in ``details.constraints``), or a job of this batch that its
-    constraints count, or whose constraints count it, goes first (``details.first``; placer places one of
-    them per decision, :mod:`placer.solver.skew`)."""
-    if first is not None:
-        return Reason(
-            code="POD_TOPOLOGY_SPREAD",
-            message=f"job {first.id!r} of this batch, which its topology spread counts (or whose spread "
-            "counts it), is decided first; it is decided next call, against where that one runs",
-            details={"first": first.id},
-        )
-    said = "; ".join(
-        f"on {f['key']} at most {f['max_skew']} above the least domain ({f['least']})" for f in facts
-    )
-    return Reason(
-        code="POD_TOPOLOGY_SPREAD",
-        message=f"no node keeps its topology spread constraints: {said}",
-        details={"constraints": facts},
     )
 
 

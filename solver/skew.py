@@ -12,9 +12,10 @@ match ``rule``, exceeds the least count by at most ``max_skew``; the least count
 did not count).
 
 Why stricter than kube in one place, never looser: kube decides pod after pod, each seeing the pods placed
-before it. placer decides a batch at once, so in one decision it places at most one job of those whose
-constraints count each other (:func:`counts_each_other`: a job's labels match the other's rule); the
-others wait ``POD_TOPOLOGY_SPREAD`` and are decided next call. Then every job placed with a constraint
+before it. placer decides a batch at once, so in one decision it places at most one of each pair of jobs
+whose constraints count each other (:func:`spread_pairs`: a job's labels match the other's rule; both
+engines keep it, as they keep pairs kept apart on a zone, :mod:`placer.solver.apart`); the other waits
+``POD_TOPOLOGY_SPREAD`` and is decided next call. Then every job placed with a constraint
 sees exactly the running jobs, whatever order kube would bind the decision's pods in: the constrained ones
 first, each counting none of the others, then the rest, which no constraint of this decision reads. A
 running job a constraint counts is not evicted by the decision that places the job
@@ -35,7 +36,7 @@ running job a constraint counts is not evicted by the decision that places the j
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,7 @@ from placer.solver.rules import holds, job_labels
 from placer.solver.snapshot import HARD_TAINT_EFFECTS
 from placer.topology import Node
 
-__all__ = ["counts_each_other", "spread_kept"]
+__all__ = ["counts_each_other", "spread_kept", "spread_pairs"]
 
 
 def _untainted(node: Node, tolerations: tuple[Toleration, ...]) -> bool:
@@ -60,6 +61,21 @@ def _eligible(labels: Mapping[str, str], selector: Mapping[str, str], rules: lis
     """Whether a node with ``labels`` satisfies the job's node selector and required node rules (kube's
     ``nodeAffinityPolicy: Honor``: only such nodes' domains and pods count)."""
     return all(labels.get(k) == v for k, v in selector.items()) and all(holds(r, labels) for r in rules)
+
+
+def spread_pairs(plans: Sequence[Any], ids: Iterable[int]) -> dict[int, frozenset[int]]:
+    """Per job of ``ids`` (plan indices) with topology spread constraints, the others with some that it
+    counts or that count it (:func:`counts_each_other`): of each such pair at most one is placed by a
+    decision (module docstring); jobs in no pair are absent. Jobs without constraints are in none: kube
+    may bind them after every constrained pod of the decision, so no constraint of it counts them."""
+    holders = [p for p in ids if plans[p].job.placement.spread_required]
+    out: dict[int, set[int]] = {}
+    for k, p in enumerate(holders):
+        for q in holders[k + 1 :]:
+            if counts_each_other(plans[p].job, plans[q].job):
+                out.setdefault(p, set()).add(q)
+                out.setdefault(q, set()).add(p)
+    return {p: frozenset(qs) for p, qs in out.items()}
 
 
 def counts_each_other(a: Job, b: Job) -> bool:

@@ -83,7 +83,7 @@ def check_topology_spread(ctx: Context, job: Job, placement: JobPlacement) -> It
                 "topology-spread",
                 job.id,
                 f"placed by one decision with {other.job}, which its topology spread counts or which counts "
-                "it (placer places one of them per decision, so that each counts only running jobs)",
+                "it (placer places at most one of such a pair per decision: each counts only running jobs)",
             )
 
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from placer.solver.apart import kept_apart
+from placer.solver.apart import one_of_each
 from placer.solver.budgets import job_groups
 from placer.solver.cpsat.classes import NodeClass
 from placer.solver.cpsat.hint import Hinting
@@ -84,8 +84,9 @@ class Model(Hinting, Searching, Realizing):
         self.pins = pins
         m = self.m
         self.placed = {p: m.NewBoolVar(f"placed[{p}]") for p in ids}
-        # Jobs kept apart on a zone or rack: at most one of each pair placed (solver/apart.py).
-        for p, others in kept_apart(self.plans, ids).items():
+        # Jobs kept apart on a zone or rack, or whose topology spread counts each other: at most one of
+        # each pair placed (solver/apart.py).
+        for p, others in one_of_each(self.plans, ids).items():
             for q in sorted(others):
                 if p < q and q in self.placed:
                     m.Add(self.placed[p] + self.placed[q] <= 1)

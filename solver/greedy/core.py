@@ -30,7 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from placer.solver.apart import kept_apart
+from placer.solver.apart import one_of_each
 from placer.solver.assignment import Assignment, ReplicaAt, node_count_ok
 from placer.solver.budgets import (
     Budgets,
@@ -628,7 +628,7 @@ def greedy(
         state.frag = ScorerContext.of("fgd", plans, candidates, arrays, targets=targets)
     result = Assignment(engine="greedy")
     sequence = order if order is not None else priority_order(plans)
-    apart = kept_apart(plans, [i for i in sequence if i in candidates])
+    apart = one_of_each(plans, [i for i in sequence if i in candidates])
 
     def place_plan(plan: JobPlan) -> list[ReplicaAt] | None:
         i = plan.idx
@@ -649,7 +649,7 @@ def greedy(
         if i not in candidates:
             continue
         if i in apart and any(q in result.placed for q in apart[i]):
-            continue  # kept apart on a zone or rack from a job placed before it (solver/apart.py)
+            continue  # kept apart, or counted by spread, with a job placed before it (solver/apart.py)
         plan = plans[i]
         if not within_throttle(plan, state, budgets):
             continue  # its group runs as many as it may: pending, THROTTLE (answer.py)
