@@ -11,8 +11,9 @@ a group with affinity to itself can start); any other pod waits.
 Why stricter than kube in two places, never looser: within one decision only *running* jobs are anchors
 (a job of the batch that would be one is not; kube places pod after pod, so an earlier pod of the cycle
 counts, and placer decides the next call), and of the jobs of a batch that would each start the same
-group, only the first in priority order does (the others would have to join it, a tie between jobs of
-one decision the engines do not model; they wait with ``POD_AFFINITY`` and join it next call). An anchor
+group, at most one is placed (the others would have to join it, a tie between jobs of one decision the
+engines do not model; both keep them as pairs, :func:`~placer.solver.apart.one_of_each`, so one that
+cannot be placed holds back none; the others wait with ``POD_AFFINITY`` and join it next call). An anchor
 is not evicted by the decision that places a job beside it (``problem._candidates`` drops it from the
 victims). A job with such terms is one pod: one replica on a node (the job model refuses others; the
 Kubernetes importer reads them on pods, one job each).

@@ -32,6 +32,7 @@ from placer.solver.decision import (
 )
 from placer.solver.demand import JobPlan
 from placer.solver.explain import (
+    affinity_reason,
     cost_budget,
     group_gpus,
     kept_apart_reason,
@@ -85,6 +86,9 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
             reasons = [kept_apart_reason(plan, partners)] if partners else []
             counted = sorted(plans[q].id for q in spread.get(plan.idx, ()) if q in assignment.placed)
             reasons = reasons or ([spread_reason(counted, [])] if counted else [])
+            group = plan.starts  # its pod-affinity group, which another job of the batch may start now
+            starter = [plans[q].id for q in assignment.placed if group and plans[q].starts == group]
+            reasons = reasons or ([affinity_reason(plan.job, starter[0], plans)] if starter else [])
             reasons = reasons or _budget_reasons(
                 plan, assignment, problem.budgets, plans, problem.pricing, cands, started, problem.snap
             )

@@ -61,10 +61,29 @@ def kept_apart(plans: Sequence[Any], ids: Iterable[int]) -> dict[int, frozenset[
 
 def one_of_each(plans: Sequence[Any], ids: Iterable[int]) -> dict[int, frozenset[int]]:
     """Per job of ``ids`` in a pair of which a decision places at most one, its partners: the pairs kept
-    apart on a zone or rack (:func:`kept_apart`) and those whose topology spread constraints count each
-    other (:func:`~placer.solver.skew.spread_pairs`). What both engines keep."""
+    apart on a zone or rack (:func:`kept_apart`), those whose topology spread constraints count each
+    other (:func:`~placer.solver.skew.spread_pairs`), and those that would each start one pod-affinity
+    group (``JobPlan.starts``). What both engines keep."""
     ids = list(ids)
-    apart, spread = kept_apart(plans, ids), spread_pairs(plans, ids)
-    if not spread:
+    apart, spread, starters = kept_apart(plans, ids), spread_pairs(plans, ids), _starters(plans, ids)
+    if not spread and not starters:
         return apart
-    return {p: apart.get(p, frozenset()) | spread.get(p, frozenset()) for p in apart.keys() | spread.keys()}
+    keys = apart.keys() | spread.keys() | starters.keys()
+    none: frozenset[int] = frozenset()
+    return {p: apart.get(p, none) | spread.get(p, none) | starters.get(p, none) for p in keys}
+
+
+def _starters(plans: Sequence[Any], ids: Iterable[int]) -> dict[int, frozenset[int]]:
+    """Jobs that would each start one pod-affinity group (``JobPlan.starts``, no running job to join):
+    every two of them are a pair, so that at most one starts it — the others then join it next call."""
+    by_group: dict[str, list[int]] = {}
+    for p in ids:
+        group = getattr(plans[p], "starts", None)
+        if group is not None:
+            by_group.setdefault(group, []).append(p)
+    return {
+        p: frozenset(q for q in members if q != p)
+        for members in by_group.values()
+        if len(members) > 1
+        for p in members
+    }

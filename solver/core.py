@@ -204,7 +204,7 @@ def _budgeted(problem: Problem) -> bool:
         problem.budgets.active
         or any(u.exclusive_domains for p in problem.plans for u in p.units)
         or any(p.anti_domains for p in problem.plans)  # pairs kept apart span neighbourhoods (apart.py)
-        or any(p.job.placement.spread_required for p in problem.plans)  # and so do spread pairs
+        or any(p.job.placement.spread_required or p.starts for p in problem.plans)  # and spread, starters
     )
 
 

@@ -125,6 +125,11 @@ class JobPlan:
     notes: list[str] = field(default_factory=list)
     #: Anti-affinity on a zone or rack: ``(node label key, rule)`` each (``Placement.anti_affinity_domains``).
     anti_domains: tuple[tuple[str, Rule], ...] = ()
+    #: The pod-affinity group this job would start in the decision at hand (no running job matches its
+    #: terms, and its own labels do: :func:`~placer.solver.affinity.required_affinity`); set by the problem
+    #: phase. Of the jobs of a decision that would start one group, at most one is placed
+    #: (:func:`~placer.solver.apart.one_of_each`).
+    starts: str | None = None
 
     @property
     def id(self) -> str:

@@ -48,13 +48,16 @@ from placer.solver.assignment import Assignment
 from placer.solver.candidates import DYNAMIC_CHECKS, STATIC_CHECKS, UnitCandidates
 from placer.solver.decision import Reason
 from placer.solver.demand import JobPlan, Unit
+from placer.solver.jobs.model import Job
 from placer.solver.preempt import evict_rank, job_rank
+from placer.solver.rules import holds, job_labels
 from placer.solver.snapshot import Snapshot, scope_value
 
 __all__ = [
     "CAPACITY_CODES",
     "MAX_NAMED",
     "Owners",
+    "affinity_reason",
     "cost_budget",
     "few",
     "group_gpus",
@@ -474,6 +477,33 @@ def kept_apart_reason(plan: JobPlan, partners: list[str]) -> Reason:
         message=f"kept apart on {', '.join(keys)} from {few(partners, 5)}, which this decision places: "
         "one of such a pair is placed per decision; decided again once it runs",
         details={"jobs": partners},
+    )
+
+
+def affinity_reason(job: Job, first: str | None, plans: list[JobPlan]) -> Reason:
+    """``POD_AFFINITY``: no running job matches every required pod-affinity term of ``job``, and it does
+    not start its group — another job of the batch (``first``) starts it in this decision (at most one does:
+    :mod:`placer.solver.apart`), or its own labels do not match (then the jobs of the batch that do match,
+    which it may join once they run, are named)."""
+    rules = [d.rule for d in job.placement.affinity_required]
+    terms = [{"key": d.key, "rule": d.rule.model_dump(mode="json")} for d in job.placement.affinity_required]
+    details: dict[str, object] = {"terms": terms}
+    if first is not None and all(holds(r, job_labels(job)) for r in rules):
+        why = f"job {first!r} of this batch starts its group in this decision; it joins it once that runs"
+        details["first"] = first
+    else:
+        why = "its own labels do not match them, so it cannot start its group either"
+        batch = sorted(
+            p.id for p in plans if p.id != job.id and all(holds(r, job_labels(p.job)) for r in rules)
+        )
+        if batch:
+            named = ", ".join(batch[:5]) + (" ..." if len(batch) > 5 else "")
+            why += f"; of this batch {named} match them: it can join once one runs"
+            details["batch"] = batch
+    return Reason(
+        code="POD_AFFINITY",
+        message=f"no running job matches every term of its required pod affinity, and {why}",
+        details=details,
     )
 
 

@@ -37,7 +37,7 @@ from placer.solver.candidates import (
 from placer.solver.decision import Reason
 from placer.solver.demand import JobPlan, expand
 from placer.solver.domains import honour_domains
-from placer.solver.explain import spread_reason, unavailable, unsatisfiable
+from placer.solver.explain import affinity_reason, spread_reason, unavailable, unsatisfiable
 from placer.solver.greedy import priority_order
 from placer.solver.impossible import impossible_topology, split_kept_apart, unsatisfiable_why
 from placer.solver.jobs.model import Job, SpotPreference
@@ -56,7 +56,6 @@ from placer.solver.policy import Policy
 from placer.solver.preempt import Victim, victims
 from placer.solver.prepared import Prepared
 from placer.solver.prices import PriceCatalog
-from placer.solver.rules import holds, job_labels
 from placer.solver.skew import spread_kept
 from placer.solver.snapshot import Snapshot, max_gpus_by_type
 from placer.topology import Cluster, RunningJob, canonical_gpu_type
@@ -223,7 +222,6 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
     first the jobs left unconsidered are the least important ones."""
     plans, arrays = problem.plans, problem.arrays
     order = priority_order(plans)
-    starting: dict[str, str] = {}  # pod-affinity group -> the job of this decision that starts it
     needed: set[str] = set()  # running jobs a job with required pod affinity or spread needs: not evicted
     greedy_s = 0.0  # greedy's expected time on the considered jobs: GREEDY_PER_CANDIDATE_S x candidates'
     for k, i in enumerate(order):
@@ -255,13 +253,11 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
             continue
         anti = anti_affinity_mask(plan.anti, arrays, plan.labels, plan.anti_domains)
         if plan.job.placement.affinity_required:  # before its preferences: it may have nothing to join
-            group = group_key(plan.job)
-            blocked, anchors, starts = required_affinity(plan.job, arrays, may_start=group not in starting)
+            blocked, anchors, starts = required_affinity(plan.job, arrays, may_start=True)
             if blocked.all():
-                problem.unsat[plan.idx] = _waits_for_affinity(plan.job, starting.get(group), plans)
+                problem.unsat[plan.idx] = affinity_reason(plan.job, None, plans)
                 continue
-            if starts:
-                starting[group] = plan.id
+            plan.starts = group_key(plan.job) if starts else None  # one starter placed a decision: apart.py
             needed |= anchors
             problem.affinity[plan.idx] = blocked
             anti = anti | blocked
@@ -282,32 +278,6 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
         greedy_s += GREEDY_PER_CANDIDATE_S * (time.perf_counter() - t_job)
     if needed:
         problem.victims = [v for v in problem.victims if v.job.job not in needed]
-
-
-def _waits_for_affinity(job: Job, first: str | None, plans: list[JobPlan]) -> Reason:
-    """``POD_AFFINITY``: no running job matches every required pod-affinity term of ``job``, and it does
-    not start its group — another job of the batch (``first``) does, or its own labels do not match (then
-    the jobs of the batch that do match, which it may join once they run, are named)."""
-    rules = [d.rule for d in job.placement.affinity_required]
-    terms = [{"key": d.key, "rule": d.rule.model_dump(mode="json")} for d in job.placement.affinity_required]
-    details: dict[str, object] = {"terms": terms}
-    if first is not None and all(holds(r, job_labels(job)) for r in rules):
-        why = f"job {first!r} of this batch starts its group first; it joins it once that runs"
-        details["first"] = first
-    else:
-        why = "its own labels do not match them, so it cannot start its group either"
-        batch = sorted(
-            p.id for p in plans if p.id != job.id and all(holds(r, job_labels(p.job)) for r in rules)
-        )
-        if batch:
-            named = ", ".join(batch[:5]) + (" ..." if len(batch) > 5 else "")
-            why += f"; of this batch {named} match them: it can join once one runs"
-            details["batch"] = batch
-    return Reason(
-        code="POD_AFFINITY",
-        message=f"no running job matches every term of its required pod affinity, and {why}",
-        details=details,
-    )
 
 
 def _cannot_run(plan: JobPlan, cands: list[UnitCandidates], why: str, problem: Problem, ok: bool) -> Reason:
