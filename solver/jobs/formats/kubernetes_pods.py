@@ -156,6 +156,18 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def shaped(value: Any, kind: type, path: str, errors: list[Issue]) -> Any:
+    """``value`` when it is a ``kind`` (``dict`` or ``list``), empty when absent; for anything else a
+    ``type`` error naming ``path``, and empty. Why not :func:`as_map`/:func:`as_list` for a field that
+    keeps a pod off nodes: read as empty, a malformed one would leave the pod with fewer rules than it
+    asked for — placed where it must not run."""
+    if isinstance(value, kind):
+        return value
+    if value is not None:
+        errors.append(issue("type", path, f"an {'object' if kind is dict else 'array'}"))
+    return kind()
+
+
 def _at(base: str, path: str) -> str:
     return f"{base}.{path}" if base else path
 
@@ -281,7 +293,9 @@ def scheduling_gates(spec: dict[str, Any], base: str, errors: list[Issue]) -> li
     ['kueue.x-k8s.io/admission']
     """
     out: list[str] = []
-    for i, gate in enumerate(as_list(spec.get("schedulingGates"))):
+    for i, gate in enumerate(
+        shaped(spec.get("schedulingGates"), list, _at(base, "spec.schedulingGates"), errors)
+    ):
         name = gate.get("name") if isinstance(gate, dict) else None
         if not isinstance(name, str) or not name:
             errors.append(
@@ -506,7 +520,7 @@ def _term(term: Any, path: str, errors: list[Issue]) -> Rule | None:
         errors.append(issue("type", path, "a node selector term is an object"))
         return None
     rules = _expressions(term.get("matchExpressions"), f"{path}.matchExpressions", errors)
-    for i, f in enumerate(as_list(term.get("matchFields"))):
+    for i, f in enumerate(shaped(term.get("matchFields"), list, f"{path}.matchFields", errors)):
         if isinstance(f, dict) and f.get("key") == "metadata.name":
             rules += _expressions([{**f, "key": "hostname"}], f"{path}.matchFields[{i}]", errors)
         else:
@@ -537,19 +551,21 @@ def _placement(
     preferred: list[LabelRule] = []
     anti: list[Rule] = []
     domains: list[DomainRule] = []
-    affinity = as_map(spec.get("affinity"))
-    node = as_map(affinity.get("nodeAffinity"))
+    affinity = shaped(spec.get("affinity"), dict, _at(base, "spec.affinity"), errors)
     path = _at(base, "spec.affinity.nodeAffinity")
-    hard = as_list(
-        as_map(node.get("requiredDuringSchedulingIgnoredDuringExecution")).get("nodeSelectorTerms")
+    node = shaped(affinity.get("nodeAffinity"), dict, path, errors)
+    required_at = f"{path}.requiredDuringSchedulingIgnoredDuringExecution"
+    required_node = shaped(
+        node.get("requiredDuringSchedulingIgnoredDuringExecution"), dict, required_at, errors
     )
+    hard = shaped(required_node.get("nodeSelectorTerms"), list, f"{required_at}.nodeSelectorTerms", errors)
     terms: list[Rule] = []
     for i, t in enumerate(hard):
-        rule = _term(
-            t, f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]", errors
-        )
+        rule = _term(t, f"{required_at}.nodeSelectorTerms[{i}]", errors)
         if rule is not None:
             terms.append(rule)
+    if hard and not terms:  # every term empty: kube's empty term matches no node, nor does the pod
+        terms.append(AnyOf(rules=[]))
     if terms:
         required.append(terms[0] if len(terms) == 1 else AnyOf(rules=terms))
     for i, p in enumerate(as_list(node.get("preferredDuringSchedulingIgnoredDuringExecution"))):
@@ -565,10 +581,12 @@ def _placement(
         [rule] = _expressions(exprs, f"{where}.preference.matchExpressions", errors) or [None]
         if isinstance(rule, LabelRule):
             preferred.append(rule.model_copy(update={"weight": weight}))
-    pod_affinity = as_map(affinity.get("podAffinity"))
+    pod_affinity = shaped(affinity.get("podAffinity"), dict, _at(base, "spec.affinity.podAffinity"), errors)
     beside = _required_affinity(pod_affinity, base, errors, namespace)
     beside_preferred = _preferred_terms(pod_affinity, "podAffinity", base, errors, warnings)
-    pod_anti = as_map(affinity.get("podAntiAffinity"))
+    pod_anti = shaped(
+        affinity.get("podAntiAffinity"), dict, _at(base, "spec.affinity.podAntiAffinity"), errors
+    )
     for key, rule, _, _ in _required_terms(pod_anti, "podAntiAffinity", base, errors):
         if rule is None:
             continue
@@ -627,7 +645,7 @@ def _required_affinity(
     values of those keys: read without them, it would match pods kube's does not)."""
     out: list[DomainRule] = []
     for key, rule, where, term in _required_terms(section, "podAffinity", base, errors):
-        if rule is None:
+        if rule is None or rule == AllOf(rules=[]):  # no selector, or one that selects every pod
             errors.append(
                 issue("unsupported", f"{where}.labelSelector", "a required term selects the pods to join")
             )
@@ -650,7 +668,11 @@ def _required_affinity(
                 )
             )
             continue
-        names = [n for n in as_list(term.get("namespaces")) if isinstance(n, str) and n]
+        names = [
+            n
+            for n in shaped(term.get("namespaces"), list, f"{where}.namespaces", errors)
+            if isinstance(n, str) and n
+        ]
         if selector is None:
             inside = LabelRule(
                 key="tenant",
@@ -670,7 +692,10 @@ def _required_terms(
     selector as one rule (None when it names no requirement), its path and the term itself; a term naming
     no key is an error, and skipped."""
     field = f"spec.affinity.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
-    for i, t in enumerate(as_list(section.get("requiredDuringSchedulingIgnoredDuringExecution"))):
+    listed = shaped(
+        section.get("requiredDuringSchedulingIgnoredDuringExecution"), list, _at(base, field), errors
+    )
+    for i, t in enumerate(listed):
         where = _at(base, f"{field}[{i}]")
         key = t.get("topologyKey") if isinstance(t, dict) else None
         if not isinstance(key, str) or not key:
@@ -678,7 +703,11 @@ def _required_terms(
                 issue("type", f"{where}.topologyKey", "a term names its topology key (a node label)")
             )
             continue
-        rules = _selector(as_map(t.get("labelSelector")), f"{where}.labelSelector", errors)
+        sel = shaped(t.get("labelSelector"), dict, f"{where}.labelSelector", errors)
+        rules = _selector(sel, f"{where}.labelSelector", errors)
+        if isinstance(t.get("labelSelector"), dict) and not rules:  # {} selects every pod (kube), not none
+            yield key, AllOf(rules=[]), where, t
+            continue
         rule = None if not rules else rules[0] if len(rules) == 1 else AllOf(rules=rules)
         yield key, rule, where, t
 

@@ -14,9 +14,11 @@ import pytest
 
 from placer.solver.jobs import read_file, read_object
 from placer.solver.jobs.formats.kubernetes_pods import HOSTNAME
-from placer.solver.jobs.model import AffinityOperator, AllOf, LabelRule, PriorityClass, SpreadRule
+from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, LabelRule, PriorityClass, SpreadRule
 
 PODS = Path(__file__).resolve().parents[2] / "fixtures" / "kubernetes" / "pending_pods.json"
+#: A required pod (anti-)affinity term: pods labelled app=web, on the node.
+ONE_WEB_PER_HOST = {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {"app": "web"}}}
 
 
 def _doc() -> dict[str, Any]:
@@ -190,6 +192,39 @@ def test_do_not_schedule_spread_constraints_are_read_as_spread_rules() -> None:
             "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
             ".matchExpressions",
         ),
+        ({"schedulingGates": {"name": "kueue.x-k8s.io/admission"}}, "spec.schedulingGates"),
+        ({"affinity": ["nodeAffinity"]}, "spec.affinity"),
+        ({"affinity": {"nodeAffinity": "pool-a"}}, "spec.affinity.nodeAffinity"),
+        (
+            {
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": {}}
+                    }
+                }
+            },
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+        ),
+        (
+            {
+                "affinity": {
+                    "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": ONE_WEB_PER_HOST}
+                }
+            },
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+        ),
+        (
+            {
+                "affinity": {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {**ONE_WEB_PER_HOST, "labelSelector": ["app=web"]}
+                        ]
+                    }
+                }
+            },
+            "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector",
+        ),
     ],
 )
 def test_a_selector_or_list_of_the_wrong_type_is_an_error_not_read_as_matching_more(
@@ -198,6 +233,22 @@ def test_a_selector_or_list_of_the_wrong_type_is_an_error_not_read_as_matching_m
     # Read past, each would leave the pod with fewer rules than it asked for (a looser placement).
     r = _with(update)
     assert not r.ok and [(e.code, e.path) for e in r.errors] == [("type", path)]
+
+
+def test_an_empty_selector_selects_every_pod_and_empty_node_terms_match_no_node() -> None:
+    # Kubernetes: an empty labelSelector ({}) selects every pod — a required anti-affinity term with one
+    # keeps the pod off any node with a pod; a missing one selects none. An empty nodeSelectorTerm matches
+    # no node, so a pod whose terms are all empty runs nowhere. Read as nothing, each would run it where
+    # kube does not.
+    every = {"topologyKey": HOSTNAME, "labelSelector": {}}
+    r = _with({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [every]}}})
+    assert r.ok and r.job is not None and r.job.placement.anti_affinity == [AllOf(rules=[])]
+    none = {"topologyKey": HOSTNAME}
+    r = _with({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [none]}}})
+    assert r.ok and r.job is not None and r.job.placement.anti_affinity == []
+    empty = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}
+    r = _with({"affinity": {"nodeAffinity": empty}})
+    assert r.ok and r.job is not None and AnyOf(rules=[]) in r.job.placement.required
 
 
 def test_a_do_not_schedule_constraint_in_a_gangs_pod_template_is_refused() -> None:
