@@ -175,6 +175,22 @@ def test_a_running_pods_anti_affinity_keeps_a_matching_pod_off_its_node(solve: S
     assert nodes_of(d, "web/tray1") == ["gb200-tray-1"]
 
 
+def test_a_running_pods_term_with_an_empty_selector_keeps_every_pod_off_its_node(
+    solve: Solve, tmp_path: Path
+) -> None:
+    # kube: an empty labelSelector ({}) selects every pod, so the running pod's required anti-affinity on
+    # the hostname keeps every incoming pod off tray 1 (it was read past with a warning, and placer put a pod
+    # there). A pending pod that may use tray 1 only waits; one that may use both trays goes to tray 2.
+    every = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {}}
+    running = _pods(tmp_path, "running.json", [_web("old", node="gb200-tray-1", anti=[every])])
+    cluster = load_cluster(NODES, pods=running)
+    pending = [_web("new"), _web("tray1", trays=("gb200-tray-1",))]
+    pending[0]["metadata"]["labels"] = {"app": "other"}  # type: ignore[index]
+    d = solve(read_file(_pods(tmp_path, "pending.json", pending)), cluster)
+    assert nodes_of(d, "web/new") == ["gb200-tray-2"]
+    assert pending_reason(d, "web/tray1") is not None
+
+
 ONE_WEB_PER_ZONE = {
     "topologyKey": "topology.kubernetes.io/zone",
     "labelSelector": {"matchLabels": {"app": "web"}},

@@ -975,8 +975,9 @@ def running_anti_affinity(
     requirements ANDed (``RunningJob.anti_affinity``), and one ``{key, rule}`` per term on another
     topology key (``RunningJob.anti_affinity_domains``: the key is the node label whose values are the
     domains). Also the topology keys of the terms that cannot be kept (a selector of another shape, no
-    key). Namespaces are not told apart: a term keeps off matching pods of every namespace (stricter than
-    kube-scheduler, whose term matches its own namespace unless it names others).
+    key). An empty selector (``{}``) selects every pod, so its term keeps every job off (a null one keeps
+    nothing off). Namespaces are not told apart: a term keeps off matching pods of every namespace
+    (stricter than kube-scheduler, whose term matches its own namespace unless it names others).
 
     >>> term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}
     >>> zone = {"topologyKey": "topology.kubernetes.io/zone", "labelSelector": {"matchLabels": {"app": "db"}}}
@@ -999,9 +1000,10 @@ def running_anti_affinity(
             continue  # a null selector matches no pod: the term keeps nothing off
         key = term.get("topologyKey") if isinstance(term, dict) else None
         parts = _selector_rules(term.get("labelSelector")) if isinstance(term, dict) else None
-        if not isinstance(key, str) or not key or not parts:
+        if not isinstance(key, str) or not key or parts is None:
             lost.append(str(key))
             continue
+        # An empty selector ({}) selects every pod: the term keeps every job off (an empty all_of holds).
         rule = parts[0] if len(parts) == 1 else {"kind": "all_of", "rules": parts}
         if key == "kubernetes.io/hostname":
             rules.append(rule)
@@ -1018,11 +1020,9 @@ def _selector_rules(selector: Any) -> list[dict[str, Any]] | None:
     exprs = selector.get("matchExpressions") or []
     if not isinstance(labels, dict) or not isinstance(exprs, list):
         return None
-    out = [
-        {"kind": "label", "key": str(k), "operator": "In", "values": [v]}
-        for k, v in labels.items()
-        if isinstance(v, str)
-    ]
+    if not all(isinstance(v, str) for v in labels.values()):
+        return None  # a pair read past would leave the term selecting more pods than it does
+    out = [{"kind": "label", "key": str(k), "operator": "In", "values": [v]} for k, v in labels.items()]
     for e in exprs:
         values = e.get("values") or [] if isinstance(e, dict) else None
         if (
