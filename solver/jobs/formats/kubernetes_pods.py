@@ -27,7 +27,8 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
 * ``affinity.podAffinity`` required terms (``topologyKey`` and a ``labelSelector``) ->
   ``affinity_required``: only in a domain of each key where a running job matching every term runs, or,
   when none does and the pod's labels match its terms, as the first of its group (kube-scheduler's
-  InterPodAffinity filter, :mod:`placer.solver.affinity`);
+  InterPodAffinity filter, :mod:`placer.solver.affinity`); on a pod, a required term's ``matchLabelKeys``
+  and ``mismatchLabelKeys`` (podAffinity and podAntiAffinity) narrow its selector by the pod's own labels;
 * ``topologySpreadConstraints`` with ``whenUnsatisfiable: DoNotSchedule`` (``topologyKey``, ``maxSkew``,
   ``labelSelector``, ``minDomains``, ``matchLabelKeys``, ``nodeAffinityPolicy``, ``nodeTaintsPolicy``) ->
   ``spread_required``:
@@ -362,7 +363,7 @@ def template_group(
     request = pod_request(spec, base or "pod", problems)
     for p in problems.items:
         errors.append(issue("range", _at(base, "spec.containers"), p.message))
-    placement = _placement(spec, base, errors, warnings, namespace)
+    placement = _placement(spec, base, errors, warnings, namespace, labels)
     priority = spec.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool):
         errors.append(issue("type", _at(base, "spec.priority"), "must be an integer"))
@@ -539,7 +540,12 @@ def _soft(path: str, what: str) -> Issue:
 
 
 def _placement(
-    spec: dict[str, Any], base: str, errors: list[Issue], warnings: list[Issue], namespace: str | None = None
+    spec: dict[str, Any],
+    base: str,
+    errors: list[Issue],
+    warnings: list[Issue],
+    namespace: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Placement:
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, dict) or not all(isinstance(v, str) for v in selector.values()):
@@ -582,14 +588,16 @@ def _placement(
         if isinstance(rule, LabelRule):
             preferred.append(rule.model_copy(update={"weight": weight}))
     pod_affinity = shaped(affinity.get("podAffinity"), dict, _at(base, "spec.affinity.podAffinity"), errors)
-    beside = _required_affinity(pod_affinity, base, errors, namespace)
+    beside = _required_affinity(pod_affinity, base, errors, namespace, labels)
     beside_preferred = _preferred_terms(pod_affinity, "podAffinity", base, errors, warnings)
     pod_anti = shaped(
         affinity.get("podAntiAffinity"), dict, _at(base, "spec.affinity.podAntiAffinity"), errors
     )
-    for key, rule, _, _ in _required_terms(pod_anti, "podAntiAffinity", base, errors):
+    for key, rule, where, term in _required_terms(pod_anti, "podAntiAffinity", base, errors):
         if rule is None:
             continue
+        if labels is not None:  # a pod: kube narrows the selector by its own values (a template's: broader)
+            rule = _keyed(rule, term, where, labels, errors)
         if key == HOSTNAME:
             anti.append(rule)
         else:  # a zone, a rack: kept apart in that label's domain (solver/apart.py within a batch)
@@ -631,7 +639,11 @@ def _placement(
 
 
 def _required_affinity(
-    section: dict[str, Any], base: str, errors: list[Issue], namespace: str | None
+    section: dict[str, Any],
+    base: str,
+    errors: list[Issue],
+    namespace: str | None,
+    labels: Mapping[str, str] | None = None,
 ) -> list[DomainRule]:
     """Required ``podAffinity`` terms as ``placement.affinity_required`` (kube-scheduler's InterPodAffinity
     filter, :mod:`placer.solver.affinity`): each term's ``topologyKey`` (``kubernetes.io/hostname`` read
@@ -640,9 +652,10 @@ def _required_affinity(
     term's ``namespaces``, the pod's own ``namespace`` when it lists none, every namespace for an empty
     ``namespaceSelector``. A term without a selector, or with an empty one, is refused (``unsupported``):
     kube-scheduler matches no pod with the first and every pod with the second, neither a rule placer
-    keeps; so is a ``namespaceSelector`` that selects (placer does not read namespaces' labels), and a
-    term with ``matchLabelKeys`` or ``mismatchLabelKeys`` (kube narrows its selector by the pod's own
-    values of those keys: read without them, it would match pods kube's does not)."""
+    keeps; so is a ``namespaceSelector`` that selects (placer does not read namespaces' labels).
+    ``matchLabelKeys`` and ``mismatchLabelKeys`` narrow the selector by the pod's own ``labels`` as kube
+    does (:func:`_keyed`); in a pod template (no ``labels``) they are refused: read without them, the term
+    would match pods kube's does not."""
     out: list[DomainRule] = []
     for key, rule, where, term in _required_terms(section, "podAffinity", base, errors):
         if rule is None or rule == AllOf(rules=[]):  # no selector, or one that selects every pod
@@ -651,13 +664,19 @@ def _required_affinity(
             )
             continue
         keyed = [k for k in ("matchLabelKeys", "mismatchLabelKeys") if term.get(k)]
-        if keyed:  # the selector grows by the pod's own values of those keys: without them it matches more
+        if (
+            keyed and labels is None
+        ):  # a template's pods' labels are not its own: without them it matches more
             errors.append(
                 issue(
-                    "unsupported", f"{where}.{keyed[0]}", "a required term's label keys are not represented"
+                    "unsupported",
+                    f"{where}.{keyed[0]}",
+                    "a required term's label keys are not represented in a pod template",
                 )
             )
             continue
+        if labels is not None:
+            rule = _keyed(rule, term, where, labels, errors)
         selector = term.get("namespaceSelector")
         if selector is not None and not (isinstance(selector, dict) and not selector):
             errors.append(
@@ -683,6 +702,37 @@ def _required_affinity(
             rule = AllOf(rules=[*rules, inside])
         out.append(DomainRule(key="hostname" if key == HOSTNAME else key, rule=rule))
     return out
+
+
+def _keyed(
+    rule: Rule, term: dict[str, Any], where: str, labels: Mapping[str, str], errors: list[Issue]
+) -> Rule:
+    """``rule`` (a pod affinity or anti-affinity term's selector) narrowed as kube-scheduler narrows it by
+    the pod's own labels: ``key In [the pod's value]`` for each of ``matchLabelKeys``, ``key NotIn [it]``
+    for each of ``mismatchLabelKeys``; a key the pod lacks is ignored, as kube ignores it. A list that is
+    not of strings is a ``type`` error naming it (the rule is returned as it is).
+
+    >>> app = LabelRule(key="app", operator=AffinityOperator.IN, values=["web"])
+    >>> term = {"matchLabelKeys": ["pod-template-hash"], "mismatchLabelKeys": ["tenant-id", "absent"]}
+    >>> r = _keyed(app, term, "t", {"pod-template-hash": "5d8f", "tenant-id": "a"}, [])
+    >>> [(x.key, x.operator.value, x.values) for x in r.rules]
+    [('app', 'In', ['web']), ('pod-template-hash', 'In', ['5d8f']), ('tenant-id', 'NotIn', ['a'])]
+    """
+    extra: list[Rule] = []
+    for field, op in (
+        ("matchLabelKeys", AffinityOperator.IN),
+        ("mismatchLabelKeys", AffinityOperator.NOT_IN),
+    ):
+        keys = term.get(field)
+        if keys is None:
+            continue
+        if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
+            errors.append(issue("type", f"{where}.{field}", "a list of label keys"))
+            continue
+        extra += [LabelRule(key=k, operator=op, values=[labels[k]]) for k in keys if k in labels]
+    if not extra:
+        return rule
+    return AllOf(rules=[*(rule.rules if isinstance(rule, AllOf) else [rule]), *extra])
 
 
 def _required_terms(

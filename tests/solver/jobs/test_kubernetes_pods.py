@@ -317,10 +317,51 @@ def test_required_pod_affinity_is_read_as_terms_on_node_labels() -> None:
     assert a.rule == app
     at = "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
     selecting = {**host, "namespaceSelector": {"matchLabels": {"team": "ml"}}}
-    keyed = {**host, "matchLabelKeys": ["pod-template-hash"]}  # kube adds the pod's own value: narrower
-    for term, field in ((selecting, "namespaceSelector"), (keyed, "matchLabelKeys")):
-        r = _with({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}})
-        assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", f"{at}.{field}")]
+    r = _with({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [selecting]}}})
+    assert not r.ok and [(e.code, e.path) for e in r.errors] == [("unsupported", f"{at}.namespaceSelector")]
+
+
+def test_match_and_mismatch_label_keys_narrow_a_term_by_the_pods_own_labels() -> None:
+    # kube-scheduler ANDs the selector with key In [the pod's value] for each matchLabelKeys key and key
+    # NotIn [it] for each mismatchLabelKeys key; a key the pod lacks is ignored. In a gang's pod template
+    # (whose pods' labels are not the template's to read here) a podAffinity term with them is refused.
+    doc = _doc()
+    pod = copy.deepcopy(doc["items"][0])
+    pod["metadata"]["labels"] = {"app": "web", "pod-template-hash": "5d8f", "tenant-id": "a"}
+    term = {
+        "labelSelector": {"matchLabels": {"app": "cache"}},
+        "topologyKey": HOSTNAME,
+        "matchLabelKeys": ["pod-template-hash", "absent"],
+        "mismatchLabelKeys": ["tenant-id"],
+    }
+    pod["spec"]["affinity"] = {
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]},
+    }
+    [r] = read_object(pod, source="pod.json")
+    assert r.ok and r.job is not None, r.errors
+    cache = LabelRule(key="app", operator=AffinityOperator.IN, values=["cache"])
+    hashed = LabelRule(key="pod-template-hash", operator=AffinityOperator.IN, values=["5d8f"])
+    other = LabelRule(key="tenant-id", operator=AffinityOperator.NOT_IN, values=["a"])
+    own = LabelRule(key="tenant", operator=AffinityOperator.IN, values=[r.job.tenant])
+    [beside] = r.job.placement.affinity_required
+    assert beside.rule == AllOf(rules=[cache, hashed, other, own])
+    assert r.job.placement.anti_affinity == [AllOf(rules=[cache, hashed, other])]
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "t", "namespace": "ml"},
+        "spec": {
+            "template": {
+                "spec": {**pod["spec"], "affinity": {"podAffinity": pod["spec"]["affinity"]["podAffinity"]}}
+            }
+        },
+    }
+    [r] = read_object(job, source="job.json")
+    assert (
+        "unsupported",
+        "spec.template.spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].matchLabelKeys",
+    ) in [(e.code, e.path) for e in r.errors]
 
 
 def test_required_anti_affinity_on_a_zone_is_a_domain_rule() -> None:
