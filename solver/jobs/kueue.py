@@ -135,6 +135,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
         if item.get("kind") == "ResourceFlavor" and isinstance(name, str):
             flavors[name] = _flavor(name, spec, f"{path}.spec", problems)
         elif item.get("kind") == "ClusterQueue" and isinstance(name, str):
+            _quota_shape(spec, f"{path}.spec", problems)
             cluster_queues[name] = (spec, f"{path}.spec")
             total = _gpu_quota(spec, f"{path}.spec", problems)
             if total is not None:
@@ -156,6 +157,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 borrowing[name] = _gpu_borrowing(spec, f"{path}.spec", problems)
                 guaranteed[name] = _gpu_guaranteed(spec, f"{path}.spec", problems)
         elif item.get("kind") == "Cohort" and isinstance(name, str):
+            _quota_shape(spec, f"{path}.spec", problems)
             cohorts[name] = _cohort_node(name, spec, f"{path}.spec", problems)
         elif item.get("kind") == "LocalQueue" and isinstance(name, str):
             cq = spec.get("clusterQueue")
@@ -390,6 +392,48 @@ def _tree_totals(
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _quota_shape(spec: dict[str, Any], path: str, problems: list[Issue]) -> None:
+    """A ``type`` problem for each part of ``spec.resourceGroups`` that is not the shape Kueue's API gives it
+    (a list of groups, each with a list of ``flavors``, each with a list of ``resources``, each an object
+    with a ``name``). Why: the readers walk these leniently, and a quota in a malformed part would be read
+    as no quota at all — a queue without a budget, looser than Kueue.
+
+    >>> problems = []
+    >>> _quota_shape({"resourceGroups": [{"flavors": {"name": "h100"}}]}, "cq.spec", problems)
+    >>> [(p.code, p.path) for p in problems]
+    [('type', 'cq.spec.resourceGroups[0].flavors')]
+    """
+    groups = spec.get("resourceGroups")
+    if groups is None:
+        return
+    if not isinstance(groups, list):
+        problems.append(issue("type", f"{path}.resourceGroups", "a list of resource groups"))
+        return
+    for g, group in enumerate(groups):
+        at = f"{path}.resourceGroups[{g}]"
+        flavors = group.get("flavors") if isinstance(group, dict) else None
+        if not isinstance(flavors, list):
+            problems.append(
+                issue("type", f"{at}.flavors" if isinstance(group, dict) else at, "a list of flavors")
+            )
+            continue
+        for f, flavor in enumerate(flavors):
+            resources = flavor.get("resources") if isinstance(flavor, dict) else None
+            where = f"{at}.flavors[{f}]"
+            if not isinstance(resources, list):
+                problems.append(
+                    issue(
+                        "type",
+                        f"{where}.resources" if isinstance(flavor, dict) else where,
+                        "a list of resources",
+                    )
+                )
+                continue
+            for r, res in enumerate(resources):
+                if not isinstance(res, dict) or not isinstance(res.get("name"), str):
+                    problems.append(issue("type", f"{where}.resources[{r}]", "a resource with a name"))
 
 
 def _gpu_quota(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | None:

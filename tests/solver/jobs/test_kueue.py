@@ -567,13 +567,43 @@ def test_a_queue_of_a_cohort_borrows_what_the_others_leave_unused(solve: Solve, 
         assert (pending_reason(d, "ml/h100-train") or "").startswith("QUEUE_BUDGET")
 
 
+@pytest.mark.parametrize(
+    ("where", "value", "path"),
+    [
+        ("resourceGroups", {"flavors": []}, "resourceGroups"),
+        ("flavors", {"name": "h100"}, "resourceGroups[0].flavors"),
+        (
+            "resources",
+            {"name": "nvidia.com/gpu", "nominalQuota": 4},
+            "resourceGroups[0].flavors[0].resources",
+        ),
+    ],
+)
+def test_a_quota_of_the_wrong_shape_is_refused_not_read_as_no_quota(
+    where: str, value: Any, path: str
+) -> None:
+    # Walked leniently, a quota in a malformed part was read as none: a queue without a budget.
+    doc = _cohort_doc(8)
+    cq = next(i for i in doc["items"] if i["kind"] == "ClusterQueue")
+    if where == "resourceGroups":
+        cq["spec"]["resourceGroups"] = value
+    elif where == "flavors":
+        cq["spec"]["resourceGroups"][0]["flavors"] = value
+    else:
+        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"] = value
+    assert f"items[2].spec.{path}: " in _refused(doc)
+
+
 def test_names_and_kinds_of_the_wrong_type_are_refused_not_tracebacks() -> None:
     # Found by the hostile-input fuzz: a resource name or an object kind that is a list or a mapping was
     # looked up in a set of names (TypeError: unhashable type).
     doc = _cohort_doc(8)
     cq = next(i for i in doc["items"] if i["kind"] == "ClusterQueue")
     cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = ["nvidia.com/gpu"]
-    load_queue_configs(doc)  # a resource of no name placer counts: read past, as any other resource
+    # A resource whose name is not a string is malformed (its quota, read past, could be the GPUs'):
+    # refused, naming it.
+    assert "resources[0]: a resource with a name" in _refused(doc)
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["name"] = "cpu"
     doc["items"].append({"kind": ["Cohort"], "metadata": {"name": "x"}})
     with pytest.raises(JobValidationError):
         load_queue_configs(doc)  # no longer a Kueue document: the queue-configuration reader refuses it
