@@ -521,8 +521,15 @@ def spread_reason(partners: list[str] | None, facts: list[dict[str, object]]) ->
             "again once it runs",
             details={"jobs": partners},
         )
+
+    def counts(f: dict[str, object]) -> str:
+        items = list(f["counts"].items())  # type: ignore[attr-defined]
+        shown = ", ".join(f"{d} {n}" for d, n in items[:5]) + (" ..." if len(items) > 5 else "")
+        return f" (its pods per domain: {shown})" if items else ""
+
     said = "; ".join(
-        f"on {f['key']} at most {f['max_skew']} above the least domain ({f['least']})" for f in facts
+        f"on {f['key']} at most {f['max_skew']} above the least domain ({f['least']}){counts(f)}"
+        for f in facts
     )
     return Reason(
         code="POD_TOPOLOGY_SPREAD",

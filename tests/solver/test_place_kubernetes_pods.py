@@ -267,6 +267,24 @@ def test_required_pod_affinity_reads_the_pods_own_namespace_unless_the_term_name
     assert [r.code for r in waits.reasons] == ["POD_AFFINITY"]
 
 
+def test_the_shipped_spread_pods_show_kubes_cordoned_zone_gotcha(solve: Solve) -> None:
+    # examples/importers/kubernetes_spread_pods.json: web pods run in us-central1-a and us-east-1a; the
+    # third zone, eastus-1, has only the cordoned L4 node. web-c spreads by zone (maxSkew 1) with the
+    # default nodeTaintsPolicy (Ignore): eastus-1 counts, with 0 pods, so both other zones are over and
+    # its only node is cordoned — it waits, as kube-scheduler keeps it pending. web-d honours taints: the
+    # cordoned node's taints leave eastus-1 out, the least is 1, and it runs in either zone.
+    spread = REPO / "examples" / "importers" / "kubernetes_spread_pods.json"
+    cluster = load_cluster(NODES, pods=spread)
+    d = solve(read_file(spread), cluster)
+    zone = "topology.kubernetes.io/zone"
+    [node] = nodes_of(d, "serve/web-d")
+    assert cluster.node(node).labels[zone] in {"us-central1-a", "us-east-1a"}
+    [waiting] = [p for p in d.pending if p.job == "serve/web-c"]
+    [reason] = waiting.reasons
+    assert reason.code == "POD_TOPOLOGY_SPREAD"
+    assert reason.details["constraints"][0]["counts"] == {"eastus-1": 0, "us-central1-a": 1, "us-east-1a": 1}
+
+
 def test_a_do_not_schedule_spread_constraint_sends_the_pod_to_the_emptier_domain(
     solve: Solve, tmp_path: Path
 ) -> None:
