@@ -131,7 +131,8 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             continue
         meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
         name = meta.get("name")
-        spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
+        raw_spec = item.get("spec")
+        spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
         if item.get("kind") == "ResourceFlavor" and isinstance(name, str):
             flavors[name] = _flavor(name, spec, f"{path}.spec", problems)
         elif item.get("kind") == "ClusterQueue" and isinstance(name, str):

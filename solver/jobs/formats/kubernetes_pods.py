@@ -813,7 +813,7 @@ def _spread(
             errors.append(
                 issue("unsupported", f"{where}.labelSelector", "a constraint selects the pods it counts")
             )
-        if len(errors) > start:
+        if len(errors) > start or not isinstance(sel, dict):
             continue
         rules = _selector(sel, f"{where}.labelSelector", errors)
         keys = c.get("matchLabelKeys") or []
