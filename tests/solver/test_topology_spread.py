@@ -272,3 +272,15 @@ def test_tainted_nodes_count_unless_the_policy_honours_the_taints(solve: Solve) 
     assert [r.code for r in waiting.reasons] == ["POD_TOPOLOGY_SPREAD"]
     honor = _pod(0, SpreadRule(key="rack", max_skew=1, rule=WEB, honor_taints=True))
     assert _rack(c, solve([honor], c), honor.id) in {RACK1, RACK2}
+
+
+def test_a_constraint_that_selects_no_pod_only_needs_the_key(solve: Solve) -> None:
+    # A pod's constraint without a labelSelector (kube's nil selector selects no pod), read as a rule
+    # that never holds: every domain counts 0, so any node with the key takes it, and none without.
+    from placer.solver.jobs.model import AnyOf
+
+    none = AnyOf(rules=[])
+    c = _cluster(_web("a", _node(1)), _web("b", _node(1, 2)))
+    assert not solve([_pod(0, SpreadRule(key="rack", max_skew=1, rule=none))], c).pending
+    [waiting] = solve([_pod(0, SpreadRule(key="no-such-label", max_skew=1, rule=none))], c).pending
+    assert waiting.reasons[0].code == "POD_TOPOLOGY_SPREAD"

@@ -56,7 +56,7 @@ to ``--pods`` (``placer place --cluster nodes.json --pods pods.json --jobs pods.
 on its node; here it is refused with code ``conflict`` naming ``spec.nodeName``, never dropped silently.
 Finished pods (``Succeeded``/``Failed``) likewise. Anything a pod says that placer cannot represent
 (a required ``podAffinity`` term without a label selector, ``matchFields`` other than
-``metadata.name``, a spread constraint without a selector) is
+``metadata.name``) is
 refused with code ``unsupported`` and the field path, never ignored. What is only a preference to
 kube-scheduler and placer does not weigh
 (a preferred pod affinity or anti-affinity term on another key or with a selector of several
@@ -779,8 +779,8 @@ def _spread(
     labels ANDed with the pod's namespace (kube counts the pods of its namespace), and with each key of
     ``matchLabelKeys`` the pod has, at the pod's value (kube adds them to the selector; a key the pod lacks
     is ignored, as kube ignores it), and ``nodeTaintsPolicy`` (``Ignore``, the default, or ``Honor``).
-    ``ScheduleAnyway`` ones are read past (a warning, by the caller). Refused, naming the field: a
-    constraint without a selector (kube counts no pod with it)."""
+    ``ScheduleAnyway`` ones are read past (a warning, by the caller). A constraint without a selector counts
+    no pod, as kube's nil selector selects none: it only keeps the pod to nodes that have the key."""
     out: list[SpreadRule] = []
     for i, c in enumerate(constraints):
         where = _at(base, f"spec.topologySpreadConstraints[{i}]")
@@ -809,27 +809,32 @@ def _spread(
         if not isinstance(taints, str) or taints not in NODE_TAINTS_POLICIES:
             errors.append(issue("enum", f"{where}.nodeTaintsPolicy", "Honor or Ignore"))
         sel = c.get("labelSelector")
-        if not isinstance(sel, dict):
-            errors.append(
-                issue("unsupported", f"{where}.labelSelector", "a constraint selects the pods it counts")
+        if sel is not None and not isinstance(sel, dict):
+            errors.append(issue("type", f"{where}.labelSelector", "a label selector is an object"))
+        if len(errors) > start:
+            continue
+        rule: Rule = AnyOf(rules=[])  # no selector counts no pod (kube's nil selector): the key alone binds
+        if isinstance(sel, dict):
+            rules = _selector(sel, f"{where}.labelSelector", errors)
+            keys = c.get("matchLabelKeys") or []
+            if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
+                errors.append(issue("type", f"{where}.matchLabelKeys", "a list of label keys"))
+                continue
+            rules += [
+                LabelRule(key=k, operator=AffinityOperator.IN, values=[labels[k]])
+                for k in keys
+                if k in labels
+            ]
+            rules.append(
+                LabelRule(key="tenant", operator=AffinityOperator.IN, values=[namespace or "default"])
             )
-        if len(errors) > start or not isinstance(sel, dict):
-            continue
-        rules = _selector(sel, f"{where}.labelSelector", errors)
-        keys = c.get("matchLabelKeys") or []
-        if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
-            errors.append(issue("type", f"{where}.matchLabelKeys", "a list of label keys"))
-            continue
-        rules += [
-            LabelRule(key=k, operator=AffinityOperator.IN, values=[labels[k]]) for k in keys if k in labels
-        ]
-        rules.append(LabelRule(key="tenant", operator=AffinityOperator.IN, values=[namespace or "default"]))
+            rule = AllOf(rules=rules)
         assert isinstance(key, str) and isinstance(skew, int)
         out.append(
             SpreadRule(
                 key="hostname" if key == HOSTNAME else key,
                 max_skew=skew,
-                rule=AllOf(rules=rules),
+                rule=rule,
                 min_domains=least,
                 honor_node_rules=NODE_AFFINITY_POLICIES[policy],
                 honor_taints=NODE_TAINTS_POLICIES[taints],

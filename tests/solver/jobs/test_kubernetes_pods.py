@@ -94,14 +94,6 @@ def _with(spec_update: dict[str, Any]) -> Any:
             },
             "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector",
         ),
-        (  # kube counts no pod with a constraint without a selector: not a rule placer keeps
-            {
-                "topologySpreadConstraints": [
-                    {"maxSkew": 1, "topologyKey": "x", "whenUnsatisfiable": "DoNotSchedule"}
-                ]
-            },
-            "spec.topologySpreadConstraints[0].labelSelector",
-        ),
     ],
 )
 def test_what_placer_cannot_represent_is_refused_with_the_field_path(
@@ -249,6 +241,20 @@ def test_an_empty_selector_selects_every_pod_and_empty_node_terms_match_no_node(
     empty = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}
     r = _with({"affinity": {"nodeAffinity": empty}})
     assert r.ok and r.job is not None and AnyOf(rules=[]) in r.job.placement.required
+
+
+def test_a_spread_constraint_without_a_selector_counts_no_pod_and_only_needs_the_key() -> None:
+    # kube's nil labelSelector selects no pod: every domain counts 0 and the pod counts itself nowhere, so
+    # the constraint only keeps it to nodes that have the key (a rule that never holds: an empty AnyOf).
+    r = _with(
+        {
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "x", "whenUnsatisfiable": "DoNotSchedule"}
+            ]
+        }
+    )
+    assert r.ok and r.job is not None
+    assert r.job.placement.spread_required == [SpreadRule(key="x", max_skew=1, rule=AnyOf(rules=[]))]
 
 
 def test_a_do_not_schedule_constraint_in_a_gangs_pod_template_is_refused() -> None:
