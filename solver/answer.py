@@ -69,6 +69,8 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
     skipped: Reason | None = None  # one reason object for every job the deadline left unexamined
     apart = kept_apart(plans, problem.candidates)
     spread = spread_pairs(plans, problem.candidates)
+    # Pod-affinity groups a placed job starts (at most one a group: apart.one_of_each), by group.
+    starters = {plans[q].starts: plans[q].id for q in assignment.placed if plans[q].starts is not None}
     for plan in plans:
         if plan.idx in assignment.placed:
             continue
@@ -86,9 +88,8 @@ def answer(problem: Problem, assignment: Assignment, admission: Admission, time_
             reasons = [kept_apart_reason(plan, partners)] if partners else []
             counted = sorted(plans[q].id for q in spread.get(plan.idx, ()) if q in assignment.placed)
             reasons = reasons or ([spread_reason(counted, [])] if counted else [])
-            group = plan.starts  # its pod-affinity group, which another job of the batch may start now
-            starter = [plans[q].id for q in assignment.placed if group and plans[q].starts == group]
-            reasons = reasons or ([affinity_reason(plan.job, starter[0], plans)] if starter else [])
+            starter = starters.get(plan.starts) if plan.starts is not None else None
+            reasons = reasons or ([affinity_reason(plan.job, starter, plans)] if starter else [])
             reasons = reasons or _budget_reasons(
                 plan, assignment, problem.budgets, plans, problem.pricing, cands, started, problem.snap
             )

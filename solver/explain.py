@@ -497,8 +497,7 @@ def affinity_reason(job: Job, first: str | None, plans: list[JobPlan]) -> Reason
             p.id for p in plans if p.id != job.id and all(holds(r, job_labels(p.job)) for r in rules)
         )
         if batch:
-            named = ", ".join(batch[:5]) + (" ..." if len(batch) > 5 else "")
-            why += f"; of this batch {named} match them: it can join once one runs"
+            why += f"; of this batch {few(batch, 5)} match them: it can join once one runs"
             details["batch"] = batch
     return Reason(
         code="POD_AFFINITY",
@@ -523,9 +522,8 @@ def spread_reason(partners: list[str] | None, facts: list[dict[str, object]]) ->
         )
 
     def counts(f: dict[str, object]) -> str:
-        items = list(f["counts"].items())  # type: ignore[attr-defined]
-        shown = ", ".join(f"{d} {n}" for d, n in items[:5]) + (" ..." if len(items) > 5 else "")
-        return f" (its pods per domain: {shown})" if items else ""
+        items = [f"{d} {n}" for d, n in f["counts"].items()]  # type: ignore[attr-defined]
+        return f" (its pods per domain: {few(items, 5)})" if items else ""
 
     said = "; ".join(
         f"on {f['key']} at most {f['max_skew']} above the least domain ({f['least']}){counts(f)}"

@@ -262,7 +262,7 @@ def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float])
             problem.affinity[plan.idx] = blocked
             anti = anti | blocked
         if plan.job.placement.spread_required:  # pairs that count each other: solver/apart.py
-            blocked, counted, facts = spread_kept(plan.job, arrays)
+            blocked, counted, facts = spread_kept(plan, arrays)
             if not any((c.static & ~blocked).any() for c in cands):  # no node it may ever use is left
                 problem.unsat[plan.idx] = spread_reason(None, facts)
                 continue

@@ -22,6 +22,7 @@ running job a constraint counts is not evicted by the decision that places the j
 (``problem._candidates`` drops it from the victims): fewer pods in the least domain would raise the skew.
 
 >>> from placer.solver.candidates import NodeArrays
+>>> from placer.solver.demand import expand
 >>> from placer.solver.jobs.model import Job, LabelRule, Placement, SpreadRule
 >>> from placer.solver.snapshot import Snapshot
 >>> from placer.topology import cluster_of, dgx_h100
@@ -29,21 +30,21 @@ running job a constraint counts is not evicted by the decision that places the j
 >>> job = Job(id="w", labels={"app": "web"},
 ...           placement=Placement(spread_required=[SpreadRule(key="rack", max_skew=1, rule=web)]))
 >>> arrays = NodeArrays.of(Snapshot.of(cluster_of(dgx_h100(4, nodes_per_rack=2))), frozenset())
->>> blocked, counted, facts = spread_kept(job, arrays)
+>>> blocked, counted, facts = spread_kept(expand(job, 0, max_node_gpus=8), arrays)
 >>> int(blocked.sum()), sorted(counted), facts[0]["counts"]  # nothing runs: every rack at 0, any node
 (0, [], {'dgx-h100-rack-1': 0, 'dgx-h100-rack-2': 0})
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from placer.solver.candidates import NodeArrays
-from placer.solver.demand import tolerations_of
-from placer.solver.jobs.model import Job, Rule, Toleration, tolerated
+from placer.solver.demand import JobPlan
+from placer.solver.jobs.model import Job, Toleration, tolerated
 from placer.solver.rules import holds, job_labels
 from placer.solver.snapshot import HARD_TAINT_EFFECTS
 from placer.topology import Node
@@ -55,12 +56,6 @@ def _untainted(node: Node, tolerations: tuple[Toleration, ...]) -> bool:
     """Whether the job tolerates every ``NoSchedule``/``NoExecute`` taint of ``node`` (kube's
     ``nodeTaintsPolicy: Honor``: only such nodes' domains and pods count)."""
     return all(t.effect not in HARD_TAINT_EFFECTS or tolerated(t, tolerations) for t in node.taints)
-
-
-def _eligible(labels: Mapping[str, str], selector: Mapping[str, str], rules: list[Rule]) -> bool:
-    """Whether a node with ``labels`` satisfies the job's node selector and required node rules (kube's
-    ``nodeAffinityPolicy: Honor``: only such nodes' domains and pods count)."""
-    return all(labels.get(k) == v for k, v in selector.items()) and all(holds(r, labels) for r in rules)
 
 
 def spread_pairs(plans: Sequence[Any], ids: Iterable[int]) -> dict[int, frozenset[int]]:
@@ -86,16 +81,15 @@ def counts_each_other(a: Job, b: Job) -> bool:
     )
 
 
-def spread_kept(job: Job, arrays: NodeArrays) -> tuple[np.ndarray, frozenset[str], list[dict[str, Any]]]:
+def spread_kept(plan: JobPlan, arrays: NodeArrays) -> tuple[np.ndarray, frozenset[str], list[dict[str, Any]]]:
     """``(blocked, counted, facts)`` for a job with spread constraints: the nodes its constraints keep it
     off, the running jobs they count (not to be evicted by the decision that places it), and per
     constraint what it found (``key``, ``max_skew``, each domain's ``counts`` and the ``least``), for its
-    reason when every node is blocked."""
+    reason when every node is blocked. The node rules and tolerations that decide which nodes count are
+    the job's unit's (a pod: one task group), its node selector among the rules."""
     snap = arrays.snap
+    job, unit = plan.job, plan.units[0]
     own = job_labels(job)
-    node_rules: list[Rule] = [*job.placement.required, *(r for t in job.tasks for r in t.required)]
-    selector = job.placement.node_selector
-    tolerations = tuple(t for g in job.tasks for t in tolerations_of(job, g))
     allowed = np.ones(len(snap.nodes), dtype=bool)
     counted: set[str] = set()
     facts: list[dict[str, Any]] = []
@@ -106,9 +100,9 @@ def spread_kept(job: Job, arrays: NodeArrays) -> tuple[np.ndarray, frozenset[str
             value = v.node.labels.get(c.key)
             if value is None or any(k not in v.node.labels for k in keys):  # kube: every key, or not counted
                 continue
-            if c.honor_node_rules and not _eligible(v.node.labels, selector, node_rules):
+            if c.honor_node_rules and not all(holds(r, v.node.labels) for r in unit.rules):
                 continue
-            if c.honor_taints and not _untainted(v.node, tolerations):
+            if c.honor_taints and not _untainted(v.node, unit.tolerations):
                 continue
             counts.setdefault(value, 0)
             for j in v.running:

@@ -384,11 +384,9 @@ def template_group(
         errors.append(issue("unsupported", _at(base, "spec.resourceClaims"), "not represented by placer"))
     _claimed_volumes(spec, base, warnings)
     _unmodelled_resources(spec, base, errors)
-    spread = as_list(spec.get("topologySpreadConstraints"))
-    if spec.get("topologySpreadConstraints") is not None and not isinstance(
-        spec["topologySpreadConstraints"], list
-    ):
-        errors.append(issue("type", _at(base, "spec.topologySpreadConstraints"), "a list of constraints"))
+    spread = shaped(
+        spec.get("topologySpreadConstraints"), list, _at(base, "spec.topologySpreadConstraints"), errors
+    )
     if any(isinstance(c, dict) and c.get("whenUnsatisfiable") == "ScheduleAnyway" for c in spread):
         # kube-scheduler scores by them, never keeps the pod out
         warnings.append(
@@ -490,10 +488,7 @@ def _whole(value: Any) -> bool:
 
 def _expressions(raw: Any, path: str, errors: list[Issue]) -> list[Rule]:
     out: list[Rule] = []
-    if raw is not None and not isinstance(raw, list):  # read as none, the rule would match more
-        errors.append(issue("type", path, "a list of match expressions"))
-        return out
-    for i, e in enumerate(as_list(raw)):
+    for i, e in enumerate(shaped(raw, list, path, errors)):  # read as none, the rule would match more
         where = f"{path}[{i}]"
         if (
             not isinstance(e, dict)
@@ -664,9 +659,8 @@ def _required_affinity(
             )
             continue
         keyed = [k for k in ("matchLabelKeys", "mismatchLabelKeys") if term.get(k)]
-        if (
-            keyed and labels is None
-        ):  # a template's pods' labels are not its own: without them it matches more
+        # A template's pods' labels are not its own to read here: without them the term matches more.
+        if keyed and labels is None:
             errors.append(
                 issue(
                     "unsupported",
