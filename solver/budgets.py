@@ -63,7 +63,7 @@ import numpy as np
 from placer.solver.cohorts import CohortTree
 from placer.solver.jobs.flavors import FlavorGroup, flavor_of, gpu_flavors
 from placer.solver.jobs.model import Job
-from placer.solver.jobs.queues import QueueConfig
+from placer.solver.jobs.queues import GUARANTEED_FIELDS, QueueConfig
 from placer.solver.preempt import evict_rank, rank
 from placer.solver.prices import PriceCatalog, running_units, to_units
 from placer.topology import Cluster, RunningJob
@@ -230,11 +230,13 @@ class Budgets:
     res_used: dict[str, Amounts] = field(default_factory=dict)
     running_res: dict[str, tuple[str, Amounts]] = field(default_factory=dict)
     #: Cohorts' totals of them (``config.cohort``'s: a Kueue cohort's ``cpu``, ``memory`` and ``pods``),
-    #: what their queues' running jobs hold, and each member queue's cohort (running jobs of those queues
-    #: are in ``running_res`` too).
+    #: and each member queue's cohort (what its running jobs hold is in ``res_used`` and ``running_res``).
     cohort_res_max: dict[str, Room] = field(default_factory=dict)
-    cohort_res_used: dict[str, Amounts] = field(default_factory=dict)
     res_cohort_of: dict[str, str] = field(default_factory=dict)
+    #: What each queue of such a cohort keeps of them and does not lend (``config.cohort.guaranteed_*``, a
+    #: Kueue ``lendingLimit``), for the cohorts where one does: the cohort then counts each queue as
+    #: holding at least that (:meth:`cohort_resource_room`).
+    cohort_res_kept: dict[str, dict[str, Amounts]] = field(default_factory=dict)
     #: Per-flavor GPU quotas: (queue, flavor) -> its ``max_gpus``, what running jobs hold there, each
     #: running job's GPUs per flavor of its queue (by id: evictions give them back), and per queue the
     #: resource group whose flavors a node is counted under (:func:`~placer.solver.jobs.flavors.flavor_of`).
@@ -323,6 +325,9 @@ class Budgets:
                 if totals is not None:
                     b.res_cohort_of[name] = c.name
                     b.cohort_res_max[c.name] = totals
+                    kept = tuple(float(getattr(c, f)) for f in GUARANTEED_FIELDS)
+                    if any(kept):
+                        b.cohort_res_kept.setdefault(c.name, {})[name] = kept  # type: ignore[assignment]
         b.cohort_tree = CohortTree.of(queues)
         for q in b.cohort_tree.queues if b.cohort_tree is not None else ():
             b.cohort_max.pop(b.cohort_of.pop(q), None)
@@ -355,9 +360,6 @@ class Budgets:
                 held = replica_resources(rj.replicas)
                 b.running_res[rj.job] = (rj.queue, held)
                 b.res_used[rj.queue] = _plus(b.res_used.get(rj.queue, (0.0, 0.0, 0.0)), held)
-                c = b.res_cohort_of.get(rj.queue)
-                if c is not None:
-                    b.cohort_res_used[c] = _plus(b.cohort_res_used.get(c, (0.0, 0.0, 0.0)), held)
             gpus = running_gpus(rj)
             if rj.queue in b.flavor_group and gpus > 0 and cluster is not None:
                 per = b.running_flavor[rj.job] = b._flavors_of(
@@ -443,11 +445,48 @@ class Budgets:
                 back = _plus(back, held[1])
         return back
 
-    def cohort_resource_room(self, cohort: str, evicted: Iterable[str] = ()) -> Room:
-        """Per resource (:data:`RESOURCES`), what the queues of ``cohort`` may still add together, or None
-        where it has no such total; evicted running jobs of its queues give theirs back."""
-        back = self._back(evicted, lambda q: self.res_cohort_of.get(q) == cohort)
-        return _room(self.cohort_res_max.get(cohort), self.cohort_res_used.get(cohort, (0.0, 0.0, 0.0)), back)
+    def cohort_resource_room(
+        self,
+        cohort: str,
+        evicted: Iterable[str] = (),
+        placed: Mapping[str, Amounts] | None = None,
+        queue: str | None = None,
+    ) -> Room:
+        """Per resource (:data:`RESOURCES`), what ``queue`` of ``cohort`` may still add, or None where the
+        cohort has no such total: the total less what its queues hold — running jobs, less those
+        ``evicted``, plus what this decision ``placed`` per queue — where each queue counts at least what
+        it keeps (:attr:`cohort_res_kept`; Kueue's ``lendingLimit``: the part of its quota the others never
+        borrow). Within what it keeps a queue adds without touching the others' room, so its own unused
+        kept part is its room too. Negative when the cohort is over already (quotas lowered) and the
+        queue's kept part is used up: nothing fits.
+
+        >>> b = Budgets(cohort_res_max={"c": (10.0, None, None)}, res_cohort_of={"a": "c", "b": "c"},
+        ...             res_used={"a": (2.0, 0.0, 1.0)}, cohort_res_kept={"c": {"b": (6.0, 0.0, 0.0)}})
+        >>> b.cohort_resource_room("c", queue="a"), b.cohort_resource_room("c", queue="b")
+        ((2.0, None, None), (8.0, None, None))
+        """
+        limits = self.cohort_res_max.get(cohort)
+        if limits is None:
+            return _NO_ROOM
+        kept = self.cohort_res_kept.get(cohort, {})
+        members = [q for q, c in self.res_cohort_of.items() if c == cohort]
+        zero = (0.0, 0.0, 0.0)
+        held = {q: _plus(self.res_used.get(q, zero), (placed or {}).get(q, zero)) for q in members}
+        for job in evicted:
+            was = self.running_res.get(job)
+            if was is not None and was[0] in held:
+                held[was[0]] = tuple(h - x for h, x in zip(held[was[0]], was[1], strict=True))  # type: ignore[assignment]
+        out: list[float | None] = []
+        for r, limit in enumerate(limits):
+            if limit is None:
+                out.append(None)
+                continue
+            own = held.get(queue or "", zero)[r]
+            keeps = kept.get(queue or "", zero)[r]
+            others = sum(max(h[r], kept.get(q, zero)[r]) for q, h in held.items() if q != queue)
+            over = others + max(own, keeps) > limit + 1e-9
+            out.append(limit - others - (max(own, keeps) if over else own))
+        return tuple(out)  # type: ignore[return-value]
 
     def resource_room(self, queue: str | None, evicted: Iterable[str] = ()) -> Room:
         """Per resource (:data:`RESOURCES`), what the queue may still add, or None where it has no such
@@ -620,19 +659,15 @@ def remaining_resource_room(
     evicted = list(getattr(assignment, "evictions", {}))
     if below is not None:
         evicted = [v for v in evicted if budgets.ranks.get(v, below) < below]
-    room = (
-        budgets.resource_room(queue, evicted)
-        if cohort is None
-        else budgets.cohort_resource_room(cohort, evicted)
-    )
-    if all(r is None for r in room):
-        return room
-    taken = (0.0, 0.0, 0.0)
+    placed: dict[str, Amounts] = {}
     for i, reps in getattr(assignment, "placed", {}).items():
-        other = plans[i].job.queue
-        if (other != queue) if cohort is None else (budgets.res_cohort_of.get(other or "") != cohort):
-            continue
-        taken = _plus(taken, _need_resources(reps))
+        other = plans[i].job.queue or ""
+        if (other == queue) if cohort is None else (budgets.res_cohort_of.get(other) == cohort):
+            placed[other] = _plus(placed.get(other, (0.0, 0.0, 0.0)), _need_resources(reps))
+    if cohort is not None:
+        return budgets.cohort_resource_room(cohort, evicted, placed, queue)
+    room = budgets.resource_room(queue, evicted)
+    taken = placed.get(queue or "", (0.0, 0.0, 0.0))
     return tuple(None if r is None else r - t for r, t in zip(room, taken, strict=True))  # type: ignore[return-value]
 
 
@@ -788,12 +823,9 @@ def _within_resources(plan: JobPlan, replicas: list[ReplicaAt], state: State, bu
     need = _need_resources(replicas)
     checks = [(budgets.resource_room(queue, evicted), state.queue_res_use.get(queue or "", (0.0, 0.0, 0.0)))]
     cohort = budgets.res_cohort_of.get(queue or "")
-    if cohort is not None:
-        together = (0.0, 0.0, 0.0)
-        for q, c in budgets.res_cohort_of.items():
-            if c == cohort:
-                together = _plus(together, state.queue_res_use.get(q, (0.0, 0.0, 0.0)))
-        checks.append((budgets.cohort_resource_room(cohort, evicted), together))
+    if cohort is not None:  # the room left after what greedy placed so far, in every queue of the cohort
+        room = budgets.cohort_resource_room(cohort, evicted, state.queue_res_use, queue)
+        checks.append((room, (0.0, 0.0, 0.0)))
     return all(
         room is None or used + n <= room + 1e-9
         for rooms, added in checks

@@ -242,6 +242,8 @@ def _check_resources(
     limits: dict[tuple[str, str], Any] = {}
     member: dict[str, str] = {}  # queue -> its cohort, where the cohort has a CPU or memory total
     fields = ("max_total_cpu_cores", "max_total_memory_gb", "max_total_pods")
+    keeps = ("guaranteed_cpu_cores", "guaranteed_memory_gb", "guaranteed_pods")
+    kept: dict[str, dict[str, Any]] = {}  # cohort -> its queues' configurations, where one keeps some
     for name, qc in queues.items():
         lim, c = qc.config.ml_limits, qc.config.cohort
         if any(getattr(lim, f) is not None for f in fields):
@@ -249,17 +251,22 @@ def _check_resources(
         if c is not None and any(getattr(c, f) is not None for f in fields):
             limits[("cohort", c.name)] = c
             member[name] = c.name
+    for name, c in member.items():
+        kept.setdefault(c, {})[name] = queues[name].config.cohort
+    kept = {c: qs for c, qs in kept.items() if any(getattr(x, k) for x in qs.values() for k in keeps)}
     if not limits:
         return
 
     def keys(q: str | None, _: str | None) -> list[tuple[str, str]]:
         out = [("queue", q)] if ("queue", q) in limits else []
+        if q in member and member[q] in kept:  # each queue apart: the cohort counts max(held, kept)
+            out.append(("member", q))  # type: ignore[arg-type]
         return out + ([("cohort", member[q])] if q in member else [])  # type: ignore[list-item]
 
-    for field_name, limit_name, unit in (
-        ("cpu_cores", "max_total_cpu_cores", "cores"),
-        ("memory_gb", "max_total_memory_gb", "GB"),
-        (None, "max_total_pods", "pods"),  # every replica is one pod, on a node or a TPU host
+    for field_name, limit_name, unit, keep in (
+        ("cpu_cores", "max_total_cpu_cores", "cores", keeps[0]),
+        ("memory_gb", "max_total_memory_gb", "GB", keeps[1]),
+        (None, "max_total_pods", "pods", keeps[2]),  # every replica is one pod, on a node or a TPU host
     ):
         held = _ledgers(
             decision,
@@ -272,9 +279,45 @@ def _check_resources(
         )
         for (kind, name), lim in sorted(limits.items()):
             ledger = held.get((kind, name), _Ledger())
-            if ledger.added:
-                said = "queue holds {}" if kind == "queue" else "cohort's queues hold {}"
-                yield from _over_limit(name, ledger, getattr(lim, limit_name), limit_name, unit, said)
+            if not ledger.added:
+                continue
+            if kind == "cohort" and any(getattr(x, keep) for x in kept.get(name, {}).values()):
+                ledgers = {q: held.get(("member", q), _Ledger()) for q in kept[name]}
+                floors = {q: float(getattr(x, keep)) for q, x in kept[name].items()}
+                yield from _over_kept(name, ledgers, floors, getattr(lim, limit_name), unit)
+                continue
+            said = "queue holds {}" if kind == "queue" else "cohort's queues hold {}"
+            yield from _over_limit(name, ledger, getattr(lim, limit_name), limit_name, unit, said)
+
+
+def _over_kept(
+    cohort: str, ledgers: dict[str, _Ledger], kept: dict[str, float], limit: float | None, unit: str
+) -> Iterator[Violation]:
+    """A ``queue-budget`` violation when a cohort whose queues keep part of their quota (``kept``, a Kueue
+    ``lendingLimit``) ends over its total: each queue counts at least what it keeps, used or not. Checked
+    at every rank ``r`` of placed work as :meth:`_Ledger.over_at_level` does (each queue holding what
+    stays, what was evicted of rank ``r`` or higher, and what is placed of rank ``r`` or lower), so room
+    freed by evicting a job of one's own priority is not used either."""
+    if limit is None:
+        return
+    ranks = sorted({rank for ledger in ledgers.values() for rank, a in ledger.placed if a > 0})
+    for r in ranks:
+        each = {
+            q: ledger.staying
+            + sum(a for rank, a in ledger.evicted if rank >= r)
+            + sum(a for rank, a in ledger.placed if rank <= r)
+            for q, ledger in ledgers.items()
+        }
+        counted = sum(max(h, kept[q]) for q, h in each.items())
+        if counted > limit + 1e-9:
+            said = ", ".join(f"{q} {each[q]:g} (keeps {kept[q]:g})" for q in sorted(each))
+            yield Violation(
+                "queue-budget",
+                cohort,
+                f"cohort counts {counted:g} {unit} at rank {r} and below, each queue at least what it keeps "
+                f"({said}); its total is {limit:g}",
+            )
+            return
 
 
 def _check_flavors(

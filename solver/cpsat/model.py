@@ -590,6 +590,9 @@ class Model(Hinting, Searching, Realizing):
                 used = [(ranks[p], amount[p] * self.placed[p]) for p in ps if amount[p] > 0]
                 if not used:
                     continue
+                if kind == "cohort" and any(k[at] for k in budgets.cohort_res_kept.get(name, {}).values()):
+                    self._kept_cohort(budgets, name, at, {p: (ranks[p], amount[p]) for p in ps if amount[p]})
+                    continue
                 self._within_by_rank(
                     used,
                     int(np.floor(room * 1000 + 1e-6)),
@@ -598,6 +601,54 @@ class Model(Hinting, Searching, Realizing):
                         for vid, res in back
                     ],
                 )
+
+    def _kept_cohort(self, budgets: Budgets, cohort: str, at: int, jobs: dict[int, tuple[int, int]]) -> None:
+        """A cohort's total of resource ``at`` (:data:`~placer.solver.budgets.RESOURCES`) when some of its
+        queues keep part of their quota (Kueue's ``lendingLimit``, ``Budgets.cohort_res_kept``): at every
+        priority level ``r`` of the placed ``jobs`` (``p -> (rank, amount in thousandths)``), the queues'
+        ``max(held, kept)`` add up to at most the total, where a queue holds its running jobs, less the
+        evictions of jobs ranked below ``r``, plus its placed jobs ranked ``r`` or lower (what
+        :meth:`_within_by_rank` says for a plain total). ``max`` is a variable per queue and level, at
+        least each side. Running work alone over the total (quotas lowered) lets nothing more start at
+        that level, as :meth:`_within` does."""
+        kept = budgets.cohort_res_kept.get(cohort, {})
+        members = sorted(q for q, c in budgets.res_cohort_of.items() if c == cohort)
+        total = int(np.floor(1000 * budgets.cohort_res_max[cohort][at] + 1e-6))  # type: ignore[operator]
+        vrank = {v.id: v.rank for v in self.b.victims}
+        by_queue: dict[str, list[int]] = {}
+        for p in jobs:
+            by_queue.setdefault(self.plans[p].job.queue or "", []).append(p)
+        victims: dict[str, list[tuple[int, int, cp_model.IntVar]]] = {}
+        for vid, var in self.e.items():
+            held = budgets.running_res.get(vid)
+            if held is not None and held[0] in members:
+                amount = int(np.floor(1000 * held[1][at] + 1e-6))
+                victims.setdefault(held[0], []).append((vrank[vid], amount, var))
+        for r in sorted({rank for rank, _ in jobs.values()}):
+            parts: list[cp_model.LinearExprT] = []
+            alone = 0  # the sum with nothing placed and nothing evicted at this level
+            level_ps = [p for p, (rank, _) in jobs.items() if rank <= r]
+            for q in members:
+                base = int(np.ceil(1000 * budgets.res_used.get(q, (0.0, 0.0, 0.0))[at] - 1e-6))
+                k = int(np.ceil(1000 * kept.get(q, (0.0, 0.0, 0.0))[at] - 1e-6))
+                ps = [p for p in by_queue.get(q, []) if jobs[p][0] <= r]
+                back = [(a, v) for rank, a, v in victims.get(q, []) if rank < r]
+                alone += max(base, k)
+                if not ps and not back:
+                    parts.append(max(base, k))
+                    continue
+                top = base + sum(jobs[p][1] for p in ps)
+                m = self.m.NewIntVar(k, max(k, top), f"kept_{cohort}_{at}_{q}_{r}")
+                self.m.Add(
+                    m >= base + sum(jobs[p][1] * self.placed[p] for p in ps) - sum(a * v for a, v in back)
+                )
+                parts.append(m)
+            if alone <= total:
+                self.m.Add(sum(parts) <= total)
+                continue
+            adds = self.m.NewBoolVar(f"adds_{cohort}_{at}_{r}")
+            self.m.Add(sum(parts) <= total).OnlyEnforceIf(adds)
+            self.m.Add(sum(self.placed[p] for p in level_ps) == 0).OnlyEnforceIf(adds.Not())
 
     def _cohort_tree(self, budgets: Budgets) -> None:
         """Hierarchical cohorts (:mod:`placer.solver.cohorts`): per queue its GPUs held (thousandths, running

@@ -49,9 +49,10 @@ What is not modelled, and refused or said rather than approximated:
   budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``, ``max_total_pods``, summed over
   flavors; in a cohort its nominal quota plus its ``borrowingLimit``, no budget when one has none), and a flat
   cohort's totals of them are its ClusterQueues' nominal quotas (``config.cohort``'s fields of the same
-  names), which its queues' jobs share; a ``lendingLimit`` on them below the quota is refused (the cohort
-  would count the part a queue keeps as lendable, looser than Kueue), and in a tree of cohorts they are each
-  queue's own budget only (the tree's rules are kept for GPUs); other resources' quotas are not counted
+  names), which its queues' jobs share; a ``lendingLimit`` below such a quota keeps the rest for the queue
+  (``config.cohort.guaranteed_cpu_cores``, ``guaranteed_memory_gb``, ``guaranteed_pods``), counted as for
+  GPUs; in a tree of cohorts they are each queue's own budget only (the tree's rules are kept for GPUs), so
+  a ``lendingLimit`` below one there is refused; other resources' quotas are not counted
   (``docs/kubernetes.md`` says so).
 
 The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o yaml``) prints: a
@@ -124,6 +125,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     cohorts: dict[str, dict[str, Any]] = {}  # Cohort object -> its CohortNode document
     other_limits: dict[str, dict[str, float]] = {}  # ClusterQueue -> its CPU and memory budgets
     nominals: dict[str, dict[str, float]] = {}  # ClusterQueue in a cohort -> its CPU, memory, pods quotas
+    kept: dict[str, dict[str, tuple[float, str]]] = {}  # ... -> what it does not lend of them, and where
     for i, item in enumerate(_items(obj) or []):
         path = f"{where}: items[{i}]"
         if not isinstance(item, dict):
@@ -148,11 +150,13 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 ("memory", "max_total_memory_gb"),
                 ("pods", "max_total_pods"),
             ):
-                nominal, amount = _resource_quota(spec, f"{path}.spec", resource, in_cohort, problems)
+                nominal, amount, keeps = _resource_quota(spec, f"{path}.spec", resource, in_cohort, problems)
                 if amount is not None:
                     other_limits.setdefault(name, {})[key] = amount
                 if nominal is not None and in_cohort:
                     nominals.setdefault(name, {})[key] = nominal
+                if keeps is not None:
+                    kept.setdefault(name, {})[key] = keeps
             if isinstance(cohort, str) and cohort:
                 cohort_of[name] = cohort
                 borrowing[name] = _gpu_borrowing(spec, f"{path}.spec", problems)
@@ -191,6 +195,15 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     for cq, cohort in cohort_of.items():
         for key, amount in nominals.get(cq, {}).items():
             res_totals.setdefault(cohort, {})[key] = res_totals.get(cohort, {}).get(key, 0) + amount
+        for key, (amount, at) in kept.get(cq, {}).items():
+            if cohort in chains:  # a tree counts GPUs only: what a queue keeps would be lent to nobody
+                why = (
+                    f"a lendingLimit below the {_RESOURCE_OF[key]} quota (the queue keeps {amount:g} of it) "
+                    f"in a tree of cohorts ({cohort!r} is in one) is not modelled: a tree's rules count GPUs"
+                )
+                problems.append(issue("unsupported", at, why))
+            elif cq not in users:  # no LocalQueue: what it keeps stays unused, out of the cohort's total
+                res_totals[cohort][key] -= amount
         totals[cohort] = totals.get(cohort, 0) + quotas.get(cq, 0)
         if cq not in users:  # no LocalQueue: nothing runs there, and what it does not lend stays unused
             totals[cohort] -= guaranteed.get(cq, 0)
@@ -207,6 +220,9 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 config["cohort"].update(res_totals.get(cohort, {}))
             if guaranteed.get(cq):
                 config["cohort"]["guaranteed_gpus"] = guaranteed[cq]
+            if cohort not in chains:
+                for key, (amount, _) in kept.get(cq, {}).items():
+                    config["cohort"][_KEPT_FIELD[key]] = amount
             if cohort in chains:  # a tree: its rules, not one total
                 config["cohort"].update(
                     max_total_gpus=tree_totals[chains[cohort][-1]],
@@ -449,20 +465,29 @@ def _gpu_quota(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | 
 
 #: Bytes per GB (placer's memory unit, GB of 2^30 bytes).
 _GB = 2**30
+#: A cohort total's field -> the field of what a queue keeps of it, and the Kubernetes resource it counts.
+_KEPT_FIELD = {
+    "max_total_cpu_cores": "guaranteed_cpu_cores",
+    "max_total_memory_gb": "guaranteed_memory_gb",
+    "max_total_pods": "guaranteed_pods",
+}
+_RESOURCE_OF = {"max_total_cpu_cores": "cpu", "max_total_memory_gb": "memory", "max_total_pods": "pods"}
 
 
 def _resource_quota(
     spec: dict[str, Any], path: str, resource: str, in_cohort: bool, problems: list[Issue]
-) -> tuple[float | None, float | None]:
+) -> tuple[float | None, float | None, tuple[float, str] | None]:
     """A ClusterQueue's nominal quota of ``resource`` (``cpu`` in cores, ``memory`` in GB of 2^30 bytes),
-    summed over its flavors, and its budget of it: the nominal quota, plus in a cohort its
-    ``borrowingLimit`` (None when one flavor has none: Kueue then lets it borrow whatever the cohort leaves,
-    which the cohort's total bounds); (None, None) without a quota of it. A value that is not a
-    non-negative quantity is a problem naming it; so is a ``lendingLimit`` below the quota in a cohort
-    (the queue keeps the rest for itself, which placer does not model for these resources: it would let
-    the cohort's other queues use it, a looser rule than Kueue's)."""
+    summed over its flavors; its budget of it: the nominal quota, plus in a cohort its ``borrowingLimit``
+    (None when one flavor has none: Kueue then lets it borrow whatever the cohort leaves, which the
+    cohort's total bounds); and in a cohort what it keeps of it, with the path of the first
+    ``lendingLimit`` that keeps some: over the flavors with a ``lendingLimit``, the quota minus the limit
+    (Kueue lends at most the limit to the cohort; None when no flavor keeps any). (None, None, None)
+    without a quota of it. A value that is not a non-negative quantity is a problem naming it; so is a
+    ``lendingLimit`` above the quota (Kueue's validation refuses it too)."""
     nominal: float | None = None
     borrow: float | None = 0  # whole for pods, where every amount is
+    keeps: tuple[float, str] | None = None
     for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
         for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
             for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
@@ -474,13 +499,12 @@ def _resource_quota(
                     nominal = (nominal or 0) + value
                 if in_cohort and res.get("lendingLimit") is not None and value is not None:
                     lend = _amount(res["lendingLimit"], f"{at}.lendingLimit", resource, problems)
-                    if lend is not None and lend < value:  # it keeps some: refused, not lent anyway
-                        why = (
-                            f"a lendingLimit below the {resource} quota (the queue keeps {value - lend:g} "
-                            "of it) is not modelled for cpu, memory or pods: placer would lend all of it "
-                            "to the cohort; GPU lending limits are"
-                        )
-                        problems.append(issue("unsupported", f"{at}.lendingLimit", why))
+                    if lend is not None and lend > value:
+                        why = f"{lend:g} is more than the nominal quota {value:g}"
+                        problems.append(issue("range", f"{at}.lendingLimit", why))
+                    elif lend is not None and lend < value:  # it keeps the rest for its own workloads
+                        was, first = keeps if keeps is not None else (0, f"{at}.lendingLimit")
+                        keeps = (was + value - lend, first)
                 if res.get("borrowingLimit") is None:
                     borrow = None
                 else:
@@ -488,8 +512,8 @@ def _resource_quota(
                     if more is not None and borrow is not None:
                         borrow += more
     if nominal is None or not in_cohort:
-        return nominal, nominal
-    return nominal, None if borrow is None else nominal + borrow
+        return nominal, nominal, None
+    return nominal, None if borrow is None else nominal + borrow, keeps
 
 
 def _amount(value: Any, at: str, resource: str, problems: list[Issue]) -> float | None:

@@ -35,6 +35,7 @@ from placer.solver.jobs.kueue import is_kueue_document, kueue_queue_configs
 from placer.topology import Cluster
 
 __all__ = [
+    "GUARANTEED_FIELDS",
     "MAX_BUDGET_PER_HOUR",
     "Cohort",
     "CohortNode",
@@ -81,6 +82,11 @@ class MlLimits(BaseModel):
     max_cost_per_hour: float | None = Field(default=None, ge=0, le=MAX_BUDGET_PER_HOUR)
 
 
+#: The :class:`Cohort` fields of what a queue keeps of its ``cpu``, ``memory`` and ``pods`` quotas, in the
+#: order of ``placer.solver.budgets.RESOURCES``.
+GUARANTEED_FIELDS = ("guaranteed_cpu_cores", "guaranteed_memory_gb", "guaranteed_pods")
+
+
 class CohortNode(BaseModel):
     """placer extension (not OJS): one cohort of a tree (a Kueue ``Cohort`` object with a parent or a
     quota of its own; hierarchical cohorts). ``nominal_gpus``: its own GPU quota, a pool its subtree
@@ -118,7 +124,13 @@ class Cohort(BaseModel):
     at most together, and the pods they are (a Kueue cohort's ``cpu``, ``memory`` and ``pods``: its
     ClusterQueues' nominal quotas), on top of each queue's own ``ml_limits`` budget of them. They bound the
     queues that name this cohort as theirs; the Kueue reader states them for flat cohorts only (a tree's
-    rules are kept for GPUs only)."""
+    rules are kept for GPUs only).
+
+    ``guaranteed_cpu_cores``, ``guaranteed_memory_gb`` and ``guaranteed_pods``: the part of this queue's
+    ``cpu``, ``memory`` and ``pods`` quotas it does not lend (a Kueue ``lendingLimit`` on them: nominal
+    quota minus the limit), as ``guaranteed_gpus`` is for GPUs: the cohort counts the queue as holding at
+    least that much of each, used or not, so the queues' ``max(held, guaranteed)`` add up to at most the
+    cohort's total of it. Each needs that total, and a flat cohort (not a ``tree``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -128,11 +140,23 @@ class Cohort(BaseModel):
     max_total_memory_gb: float | None = Field(default=None, ge=0)
     max_total_pods: int | None = Field(default=None, ge=0)
     guaranteed_gpus: int = Field(default=0, ge=0)
+    guaranteed_cpu_cores: float = Field(default=0.0, ge=0)
+    guaranteed_memory_gb: float = Field(default=0.0, ge=0)
+    guaranteed_pods: int = Field(default=0, ge=0)
     nominal_gpus: int = Field(default=0, ge=0)
     tree: list[CohortNode] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _chain(self) -> Cohort:
+        for kept, total in zip(
+            GUARANTEED_FIELDS, ("max_total_cpu_cores", "max_total_memory_gb", "max_total_pods"), strict=True
+        ):
+            if not getattr(self, kept):
+                continue
+            if getattr(self, total) is None:
+                raise ValueError(f"{kept} needs the cohort's {total}: what a queue keeps is kept out of it")
+            if self.tree:
+                raise ValueError(f"{kept} is kept for a flat cohort only (a tree's rules count GPUs)")
         if self.tree:
             if self.tree[0].name != self.name:
                 raise ValueError(

@@ -255,8 +255,16 @@ def test_cpsat_is_never_worse_than_greedy_and_repeats_itself(batch: list[Job]) -
 def _cohort_queues(b_keeps: int = 0) -> dict:  # type: ignore[type-arg]
     """Two queues of one cohort: a has a GPU budget, b a GPU-job budget, and the cohort a total below
     their sum, and totals of CPU cores, memory and pods (the fuzz's jobs ask 0-100 cores and 0-512 GB a
-    replica); ``b_keeps``: GPUs b keeps and does not lend (a Kueue lendingLimit)."""
-    kept = {"guaranteed_gpus": b_keeps} if b_keeps else {}
+    replica); ``b_keeps``: GPUs b keeps and does not lend (a Kueue lendingLimit), and with them a
+    part of the cohort's cores, memory and pods (100, 700 GB and 6 pods)."""
+    kept: dict[str, float] = {}
+    if b_keeps:
+        kept = {
+            "guaranteed_gpus": b_keeps,
+            "guaranteed_cpu_cores": 100.0,
+            "guaranteed_memory_gb": 700.0,
+            "guaranteed_pods": 6,
+        }
     res = {"max_total_cpu_cores": 150, "max_total_memory_gb": 1000, "max_total_pods": 9}
     return load_queue_configs(  # type: ignore[no-any-return]
         [
@@ -281,7 +289,8 @@ def _cohort_queues(b_keeps: int = 0) -> dict:  # type: ignore[type-arg]
 #: The cluster's running job run-a (3 GPUs) is queue a's, so the cohort has 4 GPUs of room.
 COHORT_QUEUES = _cohort_queues()
 #: The same, with queue b keeping 2 GPUs it does not lend: the cohort counts b as holding at least 2, so a
-#: and b together have 2 GPUs of room beyond what b places in its own 2.
+#: and b together have 2 GPUs of room beyond what b places in its own 2 (and b keeps 100 of the cohort's
+#: 150 cores, 700 of its 1,000 GB and 6 of its 9 pods the same way).
 LENDING_QUEUES = _cohort_queues(b_keeps=2)
 #: The same two queues in a tree (Kueue hierarchical cohorts): cohort c (a's 5 and b's 0 nominal GPUs,
 #: b keeping them all) under root r with 2 GPUs of its own; c may take at most 1 GPU from r.

@@ -334,3 +334,111 @@ def test_kueue_pods_quotas_become_the_queues_and_cohorts_pods_budgets() -> None:
     with pytest.raises(JobValidationError) as e:
         load_queue_configs(_cluster_queue([{"name": "pods", "nominalQuota": "1500m"}]), source="kueue.json")
     assert [i.code for i in e.value.issues] == ["range"]
+
+
+# What a queue keeps of a cohort's CPU, memory and pods (Kueue's lendingLimit below the quota).
+
+
+def _keeping_queues(total_cpu: float, b_keeps: float) -> dict[str, QueueConfig]:
+    """Queues ``a`` and ``b`` of cohort ``c`` (``total_cpu`` cores), ``b`` keeping ``b_keeps`` of them: the
+    part of its quota it does not lend (nominal quota minus its ``lendingLimit``)."""
+    out = {}
+    for q in ("a", "b"):
+        cohort: dict[str, Any] = {"name": "c", "max_total_gpus": 100, "max_total_cpu_cores": total_cpu}
+        if q == "b" and b_keeps:
+            cohort["guaranteed_cpu_cores"] = b_keeps
+        out[q] = QueueConfig.model_validate({"queue": q, "config": {"cohort": cohort}})
+    return out
+
+
+@pytest.mark.parametrize("b_keeps", [0, 24])
+def test_what_a_queue_keeps_the_others_never_borrow(solve: Solve, b_keeps: float) -> None:
+    # Cohort c has 64 cores and nothing runs. Queue a asks 32 + 16. When b lends all of its quota, both fit
+    # (48 <= 64); when b keeps 24 of it, a may use 64 - 24 = 40: the 32-core job runs and the 16-core one
+    # waits, 8 cores short, the details naming the cohort — though b uses none of its 24.
+    jobs = [_job("a1", 32, queue="a", cls="reserved"), _job("a2", 16, queue="a")]
+    d = solve(jobs, cluster_of(dgx_h100(2)), queues=_keeping_queues(64, b_keeps))
+    assert "REJECTED" not in d.stats.status
+    if not b_keeps:
+        assert sorted(p.job for p in d.placements) == ["a1", "a2"]
+        return
+    assert [p.job for p in d.placements] == ["a1"]
+    [p] = d.pending
+    details = p.reasons[0].details
+    assert (details["cohort"], details["resource"], details["more"]) == ("c", "cpu", pytest.approx(8))
+
+
+def test_a_queue_uses_what_it_keeps_while_the_others_hold_the_rest(solve: Solve) -> None:
+    # Queue a runs 40 cores, all the cohort lends (64 - 24). b's 24-core job still runs: it is b's own
+    # kept part (40 + 24 = 64). A further 1-core job of b does not: 40 + 25 > 64, 1 core short. Neither
+    # engine's model may count b's kept part as taken by b itself (CP-SAT's bound would then fall below
+    # the objective of greedy's answer, a bound error).
+    c = _running(cluster_of(dgx_h100(2)), "old", "dgx-h100-1", 40, queue="a")
+    jobs = [_job("b1", 24, queue="b", cls="reserved"), _job("b2", 1, queue="b")]
+    d = solve(jobs, c, queues=_keeping_queues(64, 24))
+    assert "REJECTED" not in d.stats.status and d.stats.bound_error is None
+    assert [p.job for p in d.placements] == ["b1"]
+    [p] = d.pending
+    details = p.reasons[0].details
+    assert (details["cohort"], details["resource"], details["more"]) == ("c", "cpu", pytest.approx(1))
+
+
+def test_an_eviction_in_a_keeping_cohort_gives_its_cores_to_a_job_that_outranks_it(solve: Solve) -> None:
+    # One DGX, full: queue a's spot job holds its 8 GPUs and 40 cores, all b lends of 64 (b keeps 24). a's
+    # reserved 8-GPU job of 32 cores evicts it and takes its cores: 32 + 24 <= 64.
+    c = _running(cluster_of(dgx_h100(1)), "spot", "dgx-h100", 40, gpus=8, cls="spot", queue="a")
+    d = solve([_job("urgent", 32, gpus=8, cls="reserved", queue="a")], c, queues=_keeping_queues(64, 24))
+    assert [p.job for p in d.placements] == ["urgent"]
+    assert [e.job for e in d.preemptions] == ["spot"]
+
+
+def test_the_checker_counts_each_queue_at_least_what_it_keeps() -> None:
+    # a runs 20 of the cohort's 64 cores; b keeps 24 and uses none. Placing 20 more for a counts
+    # 40 + 24 = 64: at the total. 21 more counts 65: over, though the cores held are only 41.
+    c = _running(cluster_of(dgx_h100(1)), "old", "dgx-h100", 20, queue="a")
+    queues = _keeping_queues(64, 24)
+    for cpu, broken in ((20, False), (21, True)):
+        d = Decision(placements=[_placed("a1", cpu)])
+        found = [v for v in check(d, [_job("a1", cpu, queue="a")], c, now=NOW, queues=queues)]
+        assert [v.rule for v in found] == (["queue-budget"] if broken else []), found
+        if broken:
+            assert "cohort counts 65 cores" in found[0].message and "b 0 (keeps 24)" in found[0].message
+
+
+def test_the_checker_refuses_kept_room_freed_by_evicting_an_equal() -> None:
+    # a's on-demand job holds 40 (all b lends); evicting it frees room for higher-priority work only, so an
+    # on-demand job of a placed on it counts 32 + 40 (evicted, not outranked) + 24 kept by b > 64.
+    from placer.solver.decision import Eviction
+
+    c = _running(cluster_of(dgx_h100(1)), "old", "dgx-h100", 40, queue="a")
+    d = Decision(
+        placements=[_placed("a1", 32)],
+        preemptions=[Eviction(job="old", **{"for": ["a1"]}, nodes=["dgx-h100"])],
+    )
+    found = check(d, [_job("a1", 32, queue="a")], c, now=NOW, queues=_keeping_queues(64, 24))
+    assert any(v.rule == "queue-budget" and "at rank" in v.message for v in found), found
+
+
+def test_a_kept_part_needs_the_cohorts_total_and_a_flat_cohort() -> None:
+    with pytest.raises(JobValidationError) as e:
+        load_queue_configs(
+            {"queue": "b", "config": {"cohort": {"name": "c", "max_total_gpus": 8, "guaranteed_pods": 2}}}
+        )
+    assert "guaranteed_pods needs the cohort's max_total_pods" in str(e.value)
+    tree = [{"name": "c", "parent": None}]
+    with pytest.raises(JobValidationError) as e:
+        load_queue_configs(
+            {
+                "queue": "b",
+                "config": {
+                    "cohort": {
+                        "name": "c",
+                        "max_total_gpus": 8,
+                        "max_total_cpu_cores": 10,
+                        "guaranteed_cpu_cores": 2,
+                        "tree": tree,
+                    }
+                },
+            }
+        )
+    assert "guaranteed_cpu_cores is kept for a flat cohort only" in str(e.value)

@@ -434,18 +434,81 @@ def test_a_lending_limit_keeps_the_rest_of_the_quota_for_its_own_queue() -> None
     assert "a GPU limit is a whole number" in _refused(_lending_b("1500m"))
 
 
-def test_a_cpu_or_memory_lending_limit_that_keeps_some_quota_is_refused_not_lent_anyway() -> None:
-    # placer's cohort totals of cpu, memory and pods lend every queue's whole quota; a lendingLimit below
-    # it keeps the rest for the queue, which placer would lend to the others (looser than Kueue): refused,
-    # naming the field. One equal to the quota lends it all, which is what placer does: read.
+def _resource_lending(k: int, limit: Any, doc: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:func:`_cohort_doc` (or ``doc``) with team-b-cq lending at most ``limit`` of its h100 flavor's
+    resource ``k`` (0: cpu, 64 cores; 1: memory, 512Gi)."""
+    doc = doc or _cohort_doc(8)
+    cq = next(i for i in doc["items"] if i.get("metadata", {}).get("name") == "team-b-cq")
+    cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][k]["lendingLimit"] = limit
+    return doc
+
+
+def test_a_cpu_or_memory_lending_limit_keeps_the_rest_for_its_own_queue() -> None:
+    # team-b-cq lends 40 of its 64 cores and 256Gi of its 512Gi: it keeps 24 cores and 256 GB, which the
+    # cohort (128 cores, 1024 GB) counts as b's, used or not. A limit equal to the quota lends it all.
     at = "items[5].spec.resourceGroups[0].flavors[0].resources[{}].lendingLimit"  # team-b-cq
-    for k, (limit, equal) in enumerate([(32, 64), ("256Gi", "512Gi")]):
-        doc = _cohort_doc(8)
-        doc["items"][-1]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][k]["lendingLimit"] = limit
-        refused = _refused(doc)
-        assert at.format(k) in refused and "not modelled for cpu, memory or pods" in refused
-        doc["items"][-1]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][k]["lendingLimit"] = equal
-        assert load_queue_configs(doc)["team-b"].config.cohort is not None
+    doc = _resource_lending(1, "256Gi", _resource_lending(0, 40))
+    queues = load_queue_configs(doc)
+    a, b = queues["team-a"].config.cohort, queues["team-b"].config.cohort
+    assert a is not None and b is not None
+    assert (b.max_total_cpu_cores, b.guaranteed_cpu_cores, b.guaranteed_memory_gb) == (128, 24, 256)
+    assert (a.guaranteed_cpu_cores, a.guaranteed_memory_gb, a.guaranteed_pods) == (0, 0, 0)
+    lends_all = load_queue_configs(_resource_lending(0, 64))["team-b"].config.cohort
+    assert lends_all is not None and lends_all.guaranteed_cpu_cores == 0
+    refused = _refused(_resource_lending(0, 65))
+    assert at.format(0) in refused and "65 is more than the nominal quota 64" in refused
+    # In a tree of cohorts placer keeps GPUs only: what a queue keeps of its cores would be lent to no one
+    # and to every one alike, so it is refused, naming the field.
+    tree = _resource_lending(0, 40, _tree_doc(_cohort_object("research", "org"), _cohort_object("org")))
+    refused = _refused(tree)
+    assert at.format(0) in refused and "in a tree of cohorts" in refused
+
+
+def test_what_a_cluster_queue_without_a_local_queue_keeps_is_out_of_the_cohorts_total() -> None:
+    # A third ClusterQueue of the cohort, with no LocalQueue (nothing runs there), lends 16 of its 64
+    # cores: the 48 it keeps are no one's, so the cohort's total is 64 + 64 + 16, not 192.
+    doc = _cohort_doc(8)
+    pool = copy.deepcopy(next(i for i in doc["items"] if i["metadata"]["name"] == "team-b-cq"))
+    pool["metadata"]["name"] = "pool-cq"
+    pool["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["lendingLimit"] = 16
+    doc["items"].append(pool)
+    cohort = load_queue_configs(doc)["team-b"].config.cohort
+    assert cohort is not None and cohort.max_total_cpu_cores == 64 + 64 + 16
+
+
+@pytest.mark.parametrize(("limit", "runs"), [(16, False), (32, True), (None, True)])
+def test_a_queue_borrows_only_the_cores_the_lender_lends(solve: Solve, limit: int | None, runs: bool) -> None:
+    # ml/h100-train (team-a, 8 GPUs, 32 cores) on an idle cluster; team-a-cq's own cpu quota is 0 here, so
+    # every core it uses is borrowed from team-b-cq's 64. Lending 16 keeps 48: the cohort's 64 cores leave
+    # team-a 16, the pod waits 16 short; lending 32 it runs (32 + 32 = 64), and with no lendingLimit.
+    doc = _cohort_doc(8)
+    a = next(i for i in doc["items"] if i.get("metadata", {}).get("name") == "team-a-cq")
+    a["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 0
+    if limit is not None:
+        doc = _resource_lending(0, limit, doc)
+    queues = load_queue_configs(doc)
+    jobs = [r for r in read_file(PODS, options=ReadOptions(queues=queues)) if r.id == "ml/h100-train"]
+    cluster = load_cluster(NODES)
+    d = solve(jobs, cluster, queues=queues)
+    assert not d.stats.status.startswith("CPSAT_REJECTED"), d.stats.status
+    if runs:
+        assert nodes_of(d, "ml/h100-train") == ["gke-a3-h100-node-1"]
+        return
+    (p,) = d.pending
+    (reason,) = p.reasons
+    assert reason.code == "QUEUE_BUDGET"
+    assert (reason.details["cohort"], reason.details["resource"], reason.details["more"]) == (
+        "research",
+        "cpu",
+        16,
+    )
+    # The checker holds a decision that places it (as without the lending limit) to what team-b-cq keeps.
+    free = copy.deepcopy(doc)
+    _resource_lending(0, 64, free)
+    placed = place([jobs[0].job], cluster, Policy(engine="greedy"), queues=load_queue_configs(free))
+    assert [p.job for p in placed.placements] == ["ml/h100-train"]
+    (v,) = check(placed, [jobs[0].job], cluster, queues=queues)
+    assert v.rule == "queue-budget" and "team-b 0 (keeps 48)" in v.message and "its total is 64" in v.message
 
 
 @pytest.mark.parametrize(("limit", "runs"), [(2, False), (4, True), (None, True)])
