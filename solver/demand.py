@@ -41,10 +41,12 @@ __all__ = [
     "JobPlan",
     "Need",
     "Unit",
+    "demand_units",
     "expand",
     "largest_divisor_at_most",
     "tolerated",
     "tolerations_of",
+    "unexpanded",
 ]
 
 #: Node attributes a gang may be confined to (``Placement.topology_scope``).
@@ -264,12 +266,7 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
         # or is a rack (NVL72); the job's own rack/block/zone scope still holds on top of it (a node
         # without that attribute breaks it, rule 12), hence the composite scope.
         scope = "nvlink_domain" if scope in (None, "nvlink_domain") else f"nvlink_domain+{scope}"
-    demand = (
-        job.total_gpu_milli / 1000
-        or job.total_tpu_chips
-        or sum(g.count * g.cpu_cores for g in job.tasks) / 16.0
-        or 0.1
-    )
+    demand = demand_units(job)
     return JobPlan(
         job=job,
         idx=idx,
@@ -296,6 +293,38 @@ RESOURCE_TAINTS: dict[str, tuple[str, ...]] = {
 _IMPLICIT = {
     kind: tuple(Toleration(key=k, operator="Exists") for k in keys) for kind, keys in RESOURCE_TAINTS.items()
 }
+
+
+def demand_units(job: Job) -> float:
+    """The job's size in GPU-equivalents (``JobPlan.demand_units``): GPUs (shares as fractions), else TPU
+    chips, else CPU cores over 16, else a token 0.1 — what the relaxation bound packs and what breaks ties
+    between equally urgent jobs (bigger first).
+
+    >>> demand_units(Job(id="a", tasks=[{"count": 2, "gpu": {"count": 4}}])), demand_units(Job(id="c"))
+    (8.0, 0.1)
+    """
+    return (
+        job.total_gpu_milli / 1000
+        or job.total_tpu_chips
+        or sum(g.count * g.cpu_cores for g in job.tasks) / 16.0
+        or 0.1
+    )
+
+
+def unexpanded(job: Job, idx: int) -> JobPlan:
+    """A plan for a job the deadline left unexamined before its demand was expanded: no units (nothing
+    to place, no candidates), the job's labels and size only. Such a job stays pending,
+    ``NOT_CONSIDERED`` (:mod:`placer.solver.problem`)."""
+    return JobPlan(
+        job=job,
+        idx=idx,
+        units=[],
+        scope=None,
+        nvlink=False,
+        anti=(),
+        labels={},
+        demand_units=demand_units(job),
+    )
 
 
 def tolerations_of(job: Job, group: TaskGroup) -> tuple[Toleration, ...]:

@@ -221,3 +221,34 @@ def test_lp_bound_stops_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None
     assert Clock.readings == 1
     Clock.readings = 0
     assert real(*args, victims=seen["victims"], deadline=1e9) == unbounded  # type: ignore[arg-type]
+
+
+def test_jobs_past_the_deadline_are_not_even_expanded(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 2,000 one-GPU spot jobs and one reserved job whose id sorts last, at a limit the fixed phases alone
+    # outlast: the demand phase expands jobs in priority order only while the deadline is ahead (the
+    # first 16 always), so the reserved job is expanded, considered and placed, and most others are never
+    # expanded (each ~25 us; scenario L: 0.13 s of a 0.2 s call) — they wait NOT_CONSIDERED, as the
+    # candidate phase would have left them, and the decision says the deadline cut it.
+    import placer.solver.problem as problem_module
+    from placer.solver.engine import place
+    from placer.solver.policy import Policy
+
+    expanded: list[str] = []
+    real = problem_module.expand
+
+    def counting(job: Job, idx: int, **kw: int) -> object:
+        expanded.append(job.id)
+        return real(job, idx, **kw)
+
+    monkeypatch.setattr(problem_module, "expand", counting)
+    one = TaskGroup(gpu=GpuDemand(count=1))
+    jobs = [Job(id=f"spot-{i:04d}", priority_class="spot", tasks=[one]) for i in range(2000)]
+    jobs.append(Job(id="zzz-urgent", priority_class="reserved", tasks=[one]))
+    d = place(jobs, CLUSTER, Policy(engine="greedy", time_limit_s=0.01, plan=False), now=NOW)
+    assert expanded[0] == "zzz-urgent" and len(expanded) < 1000, len(expanded)
+    assert "zzz-urgent" in {p.job for p in d.placements}
+    waiting = {p.job: p.reasons[0].code for p in d.pending}
+    assert len(waiting) + len(d.placements) == len(jobs)
+    assert {waiting[j] for j in waiting if j not in expanded} == {"NOT_CONSIDERED"}
+    assert "candidates" in d.stats.cut_by and not d.stats.deterministic
+    assert_valid(d, jobs, CLUSTER)
