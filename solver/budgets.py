@@ -152,6 +152,41 @@ def _replica_gpus(r: Any) -> float:
     return r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus)
 
 
+def _no_credit(queues: Mapping[str, QueueConfig]) -> tuple[set[str], Callable[[RunningJob], bool]]:
+    """The queues whose running jobs' evictions give nothing back to their own budgets
+    (``preemption.within_queue: never``: the queue's own jobs may not use that room either), and a test
+    of whether a running job's eviction gives nothing back to its cohort's totals: when its queue is one
+    of those, or when another queue of its cohort may not take room from the others' evictions
+    (``within_cohort: never``), or not from a job of its priority (``within_cohort_max_priority``) — one
+    rule per victim for every queue of the cohort, so that both engines and the checker count a victim's
+    room once. A cohort in a tree is its root's: the tree's queues share one pool."""
+
+    def pool(qc: QueueConfig) -> str | None:
+        c = qc.config.cohort
+        return None if c is None else c.tree[-1].name if c.tree else c.name
+
+    closed = {q for q, qc in queues.items() if qc.config.preemption.within_queue == "never"}
+    rules: dict[str, list[tuple[str, float]]] = {}  # pool -> (queue, highest victim priority it takes)
+    root: dict[str, str] = {}
+    for q, qc in queues.items():
+        c = pool(qc)
+        if c is None:
+            continue
+        root[q] = c
+        p = qc.config.preemption
+        most = -float("inf") if p.within_cohort == "never" else p.within_cohort_max_priority
+        rules.setdefault(c, []).append((q, float("inf") if most is None else most))
+
+    def shut(rj: RunningJob) -> bool:
+        if rj.queue in closed:
+            return True
+        return any(
+            q != rj.queue and rj.priority > most for q, most in rules.get(root.get(rj.queue or "", ""), [])
+        )
+
+    return closed, shut
+
+
 def replica_gpus(replicas: Iterable[Any]) -> float:
     """GPUs ``replicas`` hold (running allocations or placements; shares as fractions, TPU hosts none)."""
     return sum(_replica_gpus(r) for r in replicas if r.node is not None)
@@ -274,6 +309,12 @@ class Budgets:
     #: :class:`~placer.solver.cohorts.CohortTree`): their queues are not in ``cohort_of``, the tree's rules
     #: hold instead of one total.
     cohort_tree: CohortTree | None = None
+    #: Running jobs whose eviction gives nothing back to their queue's budgets, and those whose eviction
+    #: gives nothing back to their cohort's totals (``config.preemption``,
+    #: :class:`~placer.solver.jobs.queues.QuotaPreemption`: a Kueue ClusterQueue that does not preempt for
+    #: quota). Every method that takes ``evicted`` leaves them out (:meth:`credited`).
+    no_queue_credit: set[str] = field(default_factory=set)
+    no_cohort_credit: set[str] = field(default_factory=set)
 
     @staticmethod
     def of(
@@ -346,6 +387,7 @@ class Budgets:
             or b.flavor_max
         )
         grouped = bool(b.throttle_max or b.group_gpu_max)
+        closed_queues, shut_to_cohort = _no_credit(queues)
         for rj in running:
             if grouped and (rj.throttle_group is not None or rj.limit_groups):
                 for g in running_groups(rj):
@@ -356,6 +398,10 @@ class Budgets:
             if not queued:
                 continue  # throttles alone: nothing else to count
             b.ranks[rj.job] = rank(rj.priority_class, rj.priority)
+            if rj.queue in closed_queues:
+                b.no_queue_credit.add(rj.job)
+            if shut_to_cohort(rj):
+                b.no_cohort_credit.add(rj.job)
             if rj.queue is not None and b.counts_resources(rj.queue):
                 held = replica_resources(rj.replicas)
                 b.running_res[rj.job] = (rj.queue, held)
@@ -383,6 +429,12 @@ class Budgets:
             if rj.tenant in b.tenant_max_cost:
                 b.tenant_used_cost[rj.tenant] = b.tenant_used_cost.get(rj.tenant, 0) + units
         return b
+
+    def credited(self, evicted: Iterable[str], cohort: bool = False) -> list[str]:
+        """The ``evicted`` running jobs whose room comes back: to their queue's budgets, or with ``cohort``
+        to their cohort's totals (:attr:`no_queue_credit`, :attr:`no_cohort_credit`)."""
+        closed = self.no_cohort_credit if cohort else self.no_queue_credit
+        return [job for job in evicted if job not in closed] if closed else list(evicted)
 
     @property
     def active(self) -> bool:
@@ -422,7 +474,7 @@ class Budgets:
         plus what evicted ones give back."""
         back = sum(
             self.running_flavor.get(job, {}).get(flavor, 0.0)
-            for job in evicted
+            for job in self.credited(evicted)
             if self.running.get(job, ("",))[0] == queue
         )
         return self.flavor_max[(queue, flavor)] - self.flavor_used.get((queue, flavor), 0.0) + back
@@ -437,9 +489,9 @@ class Budgets:
         return queue is not None and (queue in self.res_max or queue in self.res_cohort_of)
 
     def _back(self, evicted: Iterable[str], inside: Callable[[str], bool]) -> Amounts:
-        """What the evicted running jobs of the queues ``inside`` accepts hold."""
+        """What the evicted running jobs of the queues ``inside`` accepts hold (those that give it back)."""
         back = (0.0, 0.0, 0.0)
-        for job in evicted:
+        for job in self.credited(evicted):
             held = self.running_res.get(job)
             if held is not None and inside(held[0]):
                 back = _plus(back, held[1])
@@ -472,7 +524,7 @@ class Budgets:
         members = [q for q, c in self.res_cohort_of.items() if c == cohort]
         zero = (0.0, 0.0, 0.0)
         held = {q: _plus(self.res_used.get(q, zero), (placed or {}).get(q, zero)) for q in members}
-        for job in evicted:
+        for job in self.credited(evicted, cohort=True):
             was = self.running_res.get(job)
             if was is not None and was[0] in held:
                 held[was[0]] = tuple(h - x for h, x in zip(held[was[0]], was[1], strict=True))  # type: ignore[assignment]
@@ -543,7 +595,7 @@ class Budgets:
             return (None, None)
         for job in evicted:
             rq, rt, units = self.running_cost.get(job, (None, None, 0))
-            if q_room is not None and rq == queue:
+            if q_room is not None and rq == queue and job not in self.no_queue_credit:
                 q_room += units
             if t_room is not None and rt == tenant:
                 t_room += units
@@ -556,7 +608,7 @@ class Budgets:
             return (None, None)
         back_gpus = 0.0
         back_jobs = 0
-        for job in evicted:
+        for job in self.credited(evicted):
             q, g = self.running.get(job, (None, 0.0))
             if q == queue:
                 back_gpus += g
@@ -580,6 +632,7 @@ def cohort_room(
     less what its queues hold, or for a cohort tree what the tree's rules leave
     (:meth:`~placer.solver.cohorts.CohortTree.room`); evicted running jobs of the cohort's queues give
     theirs back. ``placed``: GPUs this decision placed per queue (the answer so far)."""
+    evicted = budgets.credited(evicted, cohort=True)
     tree = budgets.cohort_tree
     if tree is not None and (queue or "") in tree.queues:
         held = {q: budgets.used_gpus.get(q, 0.0) + (placed or {}).get(q, 0.0) for q in tree.queues}

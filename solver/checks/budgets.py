@@ -93,9 +93,12 @@ def _ledgers(
     running_amount: Callable[[Any], float],
     placed_amount: Callable[[Job, JobPlacement], float],
     rank: Callable[[Job], Rank],
+    credit: Callable[[Any, Any], bool] | None = None,
 ) -> dict[Any, _Ledger]:
     """One ledger per budget key: what running jobs (``keys(queue, tenant)`` of each) hold, staying or
-    evicted by the decision, and what its placements add; amounts at or below 0 count nowhere."""
+    evicted by the decision, and what its placements add; amounts at or below 0 count nowhere.
+    ``credit(running job, key)``: whether its eviction gives that budget its room back (else it counts as
+    staying)."""
 
     def running(rj: Any) -> dict[Any, float]:
         ks = keys(rj.queue, rj.tenant)
@@ -107,7 +110,7 @@ def _ledgers(
         amount = placed_amount(job, p) if ks else 0.0
         return dict.fromkeys(ks, amount) if amount > 0 else {}
 
-    return _split_ledgers(decision, jobs, cluster, running, placed, rank)
+    return _split_ledgers(decision, jobs, cluster, running, placed, rank, credit)
 
 
 def _split_ledgers(
@@ -117,15 +120,17 @@ def _split_ledgers(
     running: Callable[[Any], dict[Any, float]],
     placed: Callable[[Job, JobPlacement], dict[Any, float]],
     rank: Callable[[Job], Rank],
+    credit: Callable[[Any, Any], bool] | None = None,
 ) -> dict[Any, _Ledger]:
     """One ledger per budget key, each running job and placement splitting what it holds among keys
-    (``running(rj)``, ``placed(job, placement)``: key -> amount)."""
+    (``running(rj)``, ``placed(job, placement)``: key -> amount); an evicted running job counts as
+    staying where ``credit(rj, key)`` says its eviction gives nothing back."""
     out: dict[Any, _Ledger] = {}
     evicted = {e.job for e in decision.preemptions}
     for rj in cluster.running_jobs():
         for k, amount in running(rj).items():
             ledger = out.setdefault(k, _Ledger())
-            if rj.job in evicted:
+            if rj.job in evicted and (credit is None or credit(rj, k)):
                 ledger.evicted.append((rank_of(rj.priority_class, rj.priority), amount))
             else:
                 ledger.staying += amount
@@ -159,6 +164,40 @@ def check_budgets(
     yield from _check_costs(decision, jobs, cluster, queues, prices or PriceCatalog.default(), rank_of_job)
 
 
+def _keeps_queue(queues: Mapping[str, QueueConfig]) -> Callable[[Any, Any], bool]:
+    """``credit`` for a queue's own budgets: an eviction gives its room back unless the victim's queue
+    says ``preemption.within_queue: never`` (a Kueue ClusterQueue that does not preempt within itself)."""
+    closed = {q for q, qc in queues.items() if qc.config.preemption.within_queue == "never"}
+    return lambda rj, _: rj.queue not in closed
+
+
+def _keeps_cohort(queues: Mapping[str, QueueConfig]) -> Callable[[Any, Any], bool]:
+    """``credit`` for a cohort's totals: an eviction gives the victim's room back to the cohort only when
+    its own queue takes room from its own evictions, and every other queue of the cohort (of its tree: the
+    root's) takes room from the others' (``preemption.within_cohort``) at the victim's priority
+    (``within_cohort_max_priority``: the highest it takes)."""
+    root = {}
+    for q, qc in queues.items():
+        c = qc.config.cohort
+        if c is not None:
+            root[q] = c.tree[-1].name if c.tree else c.name
+    members: dict[str, list[str]] = {}
+    for q, c in root.items():
+        members.setdefault(c, []).append(q)
+    own = _keeps_queue(queues)
+
+    def takes(q: str, priority: int) -> bool:
+        p = queues[q].config.preemption
+        cap = p.within_cohort_max_priority
+        return p.within_cohort != "never" and (cap is None or priority <= cap)
+
+    def credit(rj: Any, key: Any) -> bool:
+        others = [q for q in members.get(root.get(rj.queue, ""), []) if q != rj.queue]
+        return own(rj, key) and all(takes(q, rj.priority) for q in others)
+
+    return credit
+
+
 def _gpus(replicas: Iterable[Any]) -> float:
     return sum((r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus)) for r in replicas)
 
@@ -183,8 +222,16 @@ def _check_gpus(
     def queue(q: str | None, _: str | None) -> list[str]:
         return [q] if q is not None else []
 
+    credit = _keeps_queue(queues)
     gpus = _ledgers(
-        decision, jobs, cluster, queue, lambda rj: _gpus(rj.replicas), lambda _, p: _gpus(p.replicas), rank
+        decision,
+        jobs,
+        cluster,
+        queue,
+        lambda rj: _gpus(rj.replicas),
+        lambda _, p: _gpus(p.replicas),
+        rank,
+        credit,
     )
     count = _ledgers(  # a GPU job counts one
         decision,
@@ -194,6 +241,7 @@ def _check_gpus(
         lambda rj: 1.0 if _gpus(rj.replicas) > 0 else 0.0,
         lambda _, p: 1.0 if _gpus(p.replicas) > 0 else 0.0,
         rank,
+        credit,
     )
     for name, qc in sorted(queues.items()):
         gl, cl = gpus.get(name, _Ledger()), count.get(name, _Ledger())
@@ -263,6 +311,11 @@ def _check_resources(
             out.append(("member", q))  # type: ignore[arg-type]
         return out + ([("cohort", member[q])] if q in member else [])  # type: ignore[list-item]
 
+    by_queue, by_cohort = _keeps_queue(queues), _keeps_cohort(queues)
+
+    def credit(rj: Any, key: Any) -> bool:
+        return by_queue(rj, key) if key[0] == "queue" else by_cohort(rj, key)
+
     for field_name, limit_name, unit, keep in (
         ("cpu_cores", "max_total_cpu_cores", "cores", keeps[0]),
         ("memory_gb", "max_total_memory_gb", "GB", keeps[1]),
@@ -276,6 +329,7 @@ def _check_resources(
             lambda rj, f=field_name: _on_nodes(rj.replicas, f) if f else float(len(rj.replicas)),  # type: ignore[misc]
             lambda _, p, f=field_name: _on_nodes(p.replicas, f) if f else float(len(p.replicas)),  # type: ignore[misc]
             rank,
+            credit,
         )
         for (kind, name), lim in sorted(limits.items()):
             ledger = held.get((kind, name), _Ledger())
@@ -367,6 +421,7 @@ def _check_flavors(
             else {}
         ),
         rank,
+        _keeps_queue(queues),
     )
     for (queue, f), ledger in sorted(ledgers.items()):
         if ledger.added:
@@ -402,6 +457,7 @@ def _check_cohorts(
         lambda rj: _gpus(rj.replicas),
         lambda _, p: _gpus(p.replicas),
         rank,
+        _keeps_cohort(queues),
     )
     for c, (most, _) in sorted(cohorts.items()):
         ledger = ledgers.get(c, _Ledger())
@@ -439,6 +495,8 @@ def _check_costs(
     def keys(queue: str | None, tenant: str | None) -> list[tuple[str, str]]:
         return [k for k in (("queue", queue), ("tenant", tenant)) if k[1] is not None and k in limits]  # type: ignore[misc]
 
+    by_queue = _keeps_queue(queues)
+
     ledgers = _ledgers(
         decision,
         jobs,
@@ -449,6 +507,7 @@ def _check_costs(
             sum(replica_units(cluster, r, prices, whole=_exclusive(job, r.task_group)) for r in p.replicas)
         ),
         rank,
+        lambda rj, key: key[0] != "queue" or by_queue(rj, key),
     )
     for (kind, name), limit in sorted(limits.items()):
         ledger = ledgers.get((kind, name), _Ledger())
@@ -481,7 +540,12 @@ def _exclusive(job: Job, group: str | None) -> bool:
 
 
 def _gpus_per_queue(
-    decision: Decision, jobs: list[Job], cluster: Cluster, queues: set[str], rank: Callable[[Job], Rank]
+    decision: Decision,
+    jobs: list[Job],
+    cluster: Cluster,
+    queues: set[str],
+    rank: Callable[[Job], Rank],
+    credit: Callable[[Any, Any], bool],
 ) -> dict[Any, _Ledger]:
     """The GPUs of ``queues`` after the decision, one ledger per queue (running jobs staying or evicted,
     and placements)."""
@@ -493,6 +557,7 @@ def _gpus_per_queue(
         lambda rj: _gpus(rj.replicas),
         lambda _, p: _gpus(p.replicas),
         rank,
+        credit,
     )
 
 
@@ -541,7 +606,7 @@ def _check_cohort_trees(
             )
     if not members:
         return
-    per_queue = _gpus_per_queue(decision, jobs, cluster, set(members), rank)
+    per_queue = _gpus_per_queue(decision, jobs, cluster, set(members), rank, _keeps_cohort(queues))
     parent_of = {
         n: nodes[n].parent if n in nodes else None for n in {*nodes, *(c for c, _, _ in members.values())}
     }

@@ -443,7 +443,10 @@ class Model(Hinting, Searching, Realizing):
             back = [
                 (vrank[vid], units * self.e[vid])
                 for vid, (q, t, units) in budgets.running_cost.items()
-                if vid in self.e and (q if kind == "queue" else t) == name and units
+                if vid in self.e
+                and (q if kind == "queue" else t) == name
+                and units
+                and (kind != "queue" or vid not in budgets.no_queue_credit)
             ]
             self._within_by_rank(used, room, back)
 
@@ -491,7 +494,9 @@ class Model(Hinting, Searching, Realizing):
             room_gpus, room_jobs = budgets.room(q)
             vrank = {v.id: v.rank for v in self.b.victims}
             back = [
-                (vid, budgets.running[vid][1]) for vid in self.e if budgets.running.get(vid, ("", 0))[0] == q
+                (vid, budgets.running[vid][1])
+                for vid in budgets.credited(self.e)
+                if budgets.running.get(vid, ("", 0))[0] == q
             ]
             ranks = {p: evict_rank(self.plans[p].job) for p in gpu_ps}
             if room_gpus is not None:
@@ -537,7 +542,7 @@ class Model(Hinting, Searching, Realizing):
         for (q, f), terms in used.items():
             back = [
                 (vrank[vid], round(1000 * g) * self.e[vid])
-                for vid in self.e
+                for vid in budgets.credited(self.e)
                 if budgets.running.get(vid, ("",))[0] == q
                 and (g := budgets.running_flavor.get(vid, {}).get(f))
             ]
@@ -567,7 +572,7 @@ class Model(Hinting, Searching, Realizing):
             ranks = {p: evict_rank(self.plans[p].job) for p in ps}
             back = [
                 (vid, budgets.running_res[vid])
-                for vid in self.e
+                for vid in budgets.credited(self.e, cohort=kind == "cohort")
                 if budgets.running_res.get(vid, ("",))[0] in inside
             ]
             for at, room in enumerate(rooms):
@@ -619,7 +624,8 @@ class Model(Hinting, Searching, Realizing):
         for p in jobs:
             by_queue.setdefault(self.plans[p].job.queue or "", []).append(p)
         victims: dict[str, list[tuple[int, int, cp_model.IntVar]]] = {}
-        for vid, var in self.e.items():
+        for vid in budgets.credited(self.e, cohort=True):
+            var = self.e[vid]
             held = budgets.running_res.get(vid)
             if held is not None and held[0] in members:
                 amount = int(np.floor(1000 * held[1][at] + 1e-6))
@@ -736,7 +742,7 @@ class Model(Hinting, Searching, Realizing):
             room = budgets.cohort_max[c] - budgets.cohort_used.get(c, 0.0)
             back = [
                 (vid, budgets.running[vid][1])
-                for vid in self.e
+                for vid in budgets.credited(self.e, cohort=True)
                 if budgets.cohort_of.get(budgets.running.get(vid, ("", 0))[0]) == c
             ]
             self._within_by_rank(

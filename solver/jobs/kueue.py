@@ -38,8 +38,12 @@ v1alpha1 ``spec.parent``) or a GPU quota of their own make a tree (hierarchical 
 configuration then carries the cohorts from its own up to the root (``config.cohort.tree``, with each
 cohort's own quota, ``lendingLimit`` and ``borrowingLimit``) and the engines keep Kueue's rules for the
 tree (:mod:`placer.solver.cohorts`) instead of one total. A ClusterQueue of a tree without a LocalQueue
-is a pool of its cohort (its quota less what it keeps; nothing runs there). Reclaiming borrowed quota by
-preemption (``reclaimWithinCohort``) is not modelled: placer evicts by priority only.
+is a pool of its cohort (its quota less what it keeps; nothing runs there).
+
+**Preemption.** A ClusterQueue's ``preemption`` says whether evicting a lower-priority job frees quota
+(``config.preemption``, :func:`_preemption`): Kueue's default, ``withinClusterQueue: Never`` and
+``reclaimWithinCohort: Never``, frees none, so a job over its quota waits however low the jobs holding
+it; placer still evicts to make room on nodes, as kube-scheduler does for an admitted workload.
 
 What is not modelled, and refused or said rather than approximated:
 
@@ -126,6 +130,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     other_limits: dict[str, dict[str, float]] = {}  # ClusterQueue -> its CPU and memory budgets
     nominals: dict[str, dict[str, float]] = {}  # ClusterQueue in a cohort -> its CPU, memory, pods quotas
     kept: dict[str, dict[str, tuple[float, str]]] = {}  # ... -> what it does not lend of them, and where
+    preemption: dict[str, dict[str, Any]] = {}  # ClusterQueue -> its QuotaPreemption document
     for i, item in enumerate(_items(obj) or []):
         path = f"{where}: items[{i}]"
         if not isinstance(item, dict):
@@ -140,6 +145,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
         elif item.get("kind") == "ClusterQueue" and isinstance(name, str):
             _quota_shape(spec, f"{path}.spec", problems)
             cluster_queues[name] = (spec, f"{path}.spec")
+            preemption[name] = _preemption(spec, f"{path}.spec", problems)
             total = _gpu_quota(spec, f"{path}.spec", problems)
             if total is not None:
                 quotas[name] = total
@@ -237,6 +243,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             config["flavor_groups"] = groups[cq]
         if not config:
             continue
+        config["preemption"] = preemption[cq]
         name = members[0][1]
         if len(members) == 1 and len(local[name]) == 1:  # one LocalQueue, its name unique: it is the queue
             out.append({"queue": name, "config": config})
@@ -258,6 +265,66 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             problems.append(issue("conflict", where, why))
     if problems:
         raise JobValidationError(problems)
+    return out
+
+
+#: Kueue's preemption policies (``ClusterQueuePreemption``), each read as whether an eviction of a
+#: lower-priority job gives its quota back (placer evicts only for strictly higher priority).
+_WITHIN_QUEUE = {
+    "Never": "never",
+    "LowerPriority": "lower-priority",
+    "LowerOrNewerEqualPriority": "lower-priority",
+}
+_RECLAIM = ("Never", "LowerPriority", "Any")
+_BORROW = ("Never", "LowerPriority")
+
+
+def _preemption(spec: dict[str, Any], path: str, problems: list[Issue]) -> dict[str, Any]:
+    """A ClusterQueue's ``preemption`` as a :class:`~placer.solver.jobs.queues.QuotaPreemption` document.
+
+    ``withinClusterQueue`` (default ``Never``) is ``within_queue``: ``Never`` frees no quota by evicting
+    the queue's own jobs; ``LowerPriority`` and ``LowerOrNewerEqualPriority`` do for its lower-priority
+    ones (placer never evicts an equal). Kueue reclaims a cohort's quota by preemption under
+    ``reclaimWithinCohort`` only when the preemptor fits within its ClusterQueue's nominal quota, and under
+    ``borrowWithinCohort`` when it borrows; placer's engines do not tell the two apart, so ``within_cohort``
+    is ``lower-priority`` only when both allow it (``reclaimWithinCohort`` not ``Never`` and
+    ``borrowWithinCohort.policy: LowerPriority``, its ``maxPriorityThreshold`` kept as
+    ``within_cohort_max_priority``), else ``never``: stricter than Kueue where only one does, never
+    looser. An unknown policy is refused, naming it."""
+    raw = spec.get("preemption")
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        problems.append(issue("type", f"{path}.preemption", "must be an object"))
+        return {"within_queue": "never", "within_cohort": "never"}  # Kueue's defaults
+
+    def policy(field: str, allowed: tuple[str, ...] | dict[str, str], value: Any) -> str:
+        value = "Never" if value is None else value
+        if not isinstance(value, str) or value not in allowed:
+            why = f"{value!r} is not one of {', '.join(allowed)}"
+            problems.append(issue("enum", f"{path}.preemption.{field}", why))
+            return "Never"
+        return value
+
+    within = policy("withinClusterQueue", _WITHIN_QUEUE, raw.get("withinClusterQueue"))
+    reclaim = policy("reclaimWithinCohort", _RECLAIM, raw.get("reclaimWithinCohort"))
+    borrow_raw = raw.get("borrowWithinCohort")
+    if borrow_raw is not None and not isinstance(borrow_raw, dict):
+        problems.append(issue("type", f"{path}.preemption.borrowWithinCohort", "must be an object"))
+        borrow_raw = {}
+    borrow = policy("borrowWithinCohort.policy", _BORROW, (borrow_raw or {}).get("policy"))
+    cap = (borrow_raw or {}).get("maxPriorityThreshold")
+    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool)):
+        at = f"{path}.preemption.borrowWithinCohort.maxPriorityThreshold"
+        problems.append(issue("type", at, "must be an integer (a priority)"))
+        cap = None
+    cohort = reclaim != "Never" and borrow == "LowerPriority"
+    out: dict[str, Any] = {
+        "within_queue": _WITHIN_QUEUE.get(within, "never"),
+        "within_cohort": "lower-priority" if cohort else "never",
+    }
+    if cohort and cap is not None:
+        out["within_cohort_max_priority"] = cap
     return out
 
 

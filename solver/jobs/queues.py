@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -42,6 +42,7 @@ __all__ = [
     "MlLimits",
     "QueueConfig",
     "QueueSettings",
+    "QuotaPreemption",
     "in_cluster_queues",
     "load_queue_config_file",
     "load_queue_configs",
@@ -176,6 +177,34 @@ class Cohort(BaseModel):
         return self
 
 
+class QuotaPreemption(BaseModel):
+    """placer extension (not OJS): whether evicting a running job gives its room in the budgets back, for
+    the jobs of this queue. placer evicts only for strictly higher-priority work (OJS ML §8), to make room
+    on nodes; what the victim held then comes back to its queue's budgets (GPUs, GPU jobs, cores, memory,
+    pods, per-flavor GPUs, dollars) for the queue's own jobs that outrank it (``within_queue``), and to
+    its cohort's totals for the cohort's jobs that outrank it (``within_cohort``, asked of every queue of
+    the cohort but the victim's). ``never``: evictions still make room on nodes, but free no quota, so a
+    job over its budget waits however low the jobs that hold it.
+
+    ``within_cohort_max_priority``: with ``within_cohort``, only victims of at most this numeric priority
+    give the cohort's room back to this queue's jobs (Kueue's ``borrowWithinCohort.maxPriorityThreshold``).
+
+    A Kueue ClusterQueue's ``preemption`` (:mod:`placer.solver.jobs.kueue`): ``withinClusterQueue`` (its
+    default ``Never``) is ``within_queue``; ``reclaimWithinCohort`` with ``borrowWithinCohort`` is
+    ``within_cohort`` (module docstring there). placer's own default keeps both: the room an eviction frees
+    is the evicting job's to use.
+
+    >>> QuotaPreemption().within_queue, QuotaPreemption(within_cohort="never").within_cohort
+    ('lower-priority', 'never')
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    within_queue: Literal["lower-priority", "never"] = "lower-priority"
+    within_cohort: Literal["lower-priority", "never"] = "lower-priority"
+    within_cohort_max_priority: int | None = None
+
+
 class QueueSettings(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -190,6 +219,8 @@ class QueueSettings(BaseModel):
     local_queues: list[str] = Field(default_factory=list)
     #: placer extension (not OJS): the shared budget of the cohort the queue is in (:class:`Cohort`).
     cohort: Cohort | None = None
+    #: placer extension (not OJS): what evictions give back to the budgets (:class:`QuotaPreemption`).
+    preemption: QuotaPreemption = Field(default_factory=QuotaPreemption)
 
 
 class QueueConfig(BaseModel):

@@ -252,11 +252,13 @@ def test_cpsat_is_never_worse_than_greedy_and_repeats_itself(batch: list[Job]) -
         assert first.placements
 
 
-def _cohort_queues(b_keeps: int = 0) -> dict:  # type: ignore[type-arg]
+def _cohort_queues(b_keeps: int = 0, closed: bool = False) -> dict:  # type: ignore[type-arg]
     """Two queues of one cohort: a has a GPU budget, b a GPU-job budget, and the cohort a total below
     their sum, and totals of CPU cores, memory and pods (the fuzz's jobs ask 0-100 cores and 0-512 GB a
     replica); ``b_keeps``: GPUs b keeps and does not lend (a Kueue lendingLimit), and with them a
-    part of the cohort's cores, memory and pods (100, 700 GB and 6 pods)."""
+    part of the cohort's cores, memory and pods (100, 700 GB and 6 pods); ``closed``: a's evictions free
+    none of its quota (Kueue's ``withinClusterQueue: Never``) and b takes no cohort room from a's
+    (``within_cohort: never``)."""
     kept: dict[str, float] = {}
     if b_keeps:
         kept = {
@@ -273,6 +275,7 @@ def _cohort_queues(b_keeps: int = 0) -> dict:  # type: ignore[type-arg]
                 "config": {
                     "ml_limits": {"max_total_gpus": 5},
                     "cohort": {"name": "c", "max_total_gpus": 7, **res},
+                    "preemption": {"within_queue": "never"} if closed else {},
                 },
             },
             {
@@ -280,6 +283,7 @@ def _cohort_queues(b_keeps: int = 0) -> dict:  # type: ignore[type-arg]
                 "config": {
                     "ml_limits": {"max_concurrent_gpu_jobs": 2},
                     "cohort": {"name": "c", "max_total_gpus": 7, **kept, **res},
+                    "preemption": {"within_cohort": "never"} if closed else {},
                 },
             },
         ]
@@ -328,17 +332,36 @@ COHORT_CLUSTER = CLUSTER.release("run-a").with_allocations(
 )
 
 
-@pytest.mark.parametrize("kind", ["flat", "lending", "tree"])
+#: Queue a's and b's running spot jobs, which the batch's higher-priority jobs may evict: with
+#: ``CLOSED_QUEUES`` their evictions give nothing back to a's budget or to the cohort.
+SPOT_CLUSTER = COHORT_CLUSTER.release("run-a").with_allocations(
+    [
+        {
+            "job": f"spot-{q}",
+            "queue": q,
+            "priority_class": "spot",
+            "preemptible": True,
+            "started_at": NOW,
+            "replicas": [{"node": node, "gpus": [0, 1, 2], "cpu_cores": 16}],
+        }
+        for q, node in (("a", "dgx-h100-r1-1"), ("b", "dgx-h100-r1-2"))
+    ]
+)
+CLOSED_QUEUES = _cohort_queues(closed=True)
+
+
+@pytest.mark.parametrize("kind", ["flat", "lending", "tree", "closed"])
 @pytest.mark.parametrize("engine", ENGINES)
 @given(batch=batches())
 def test_random_batches_keep_queue_and_cohort_budgets(engine: str, kind: str, batch: list[Job]) -> None:
     jobs = [j.model_copy(update={"queue": ("a", "b", None)[i % 3]}) for i, j in enumerate(batch)]
-    queues = {"flat": COHORT_QUEUES, "lending": LENDING_QUEUES, "tree": TREE_QUEUES}[kind]
+    queues = {"flat": COHORT_QUEUES, "lending": LENDING_QUEUES, "tree": TREE_QUEUES, "closed": CLOSED_QUEUES}[
+        kind
+    ]
+    cluster = SPOT_CLUSTER if kind == "closed" else COHORT_CLUSTER
     with no_hang(1.0 + FUZZ_GUARD_S):
-        decision = place(
-            jobs, COHORT_CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW, queues=queues
-        )
-    assert_valid(decision, jobs, COHORT_CLUSTER, queues=queues)
+        decision = place(jobs, cluster, Policy(engine=engine, time_limit_s=1.0), now=NOW, queues=queues)
+    assert_valid(decision, jobs, cluster, queues=queues)
     assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status
 
 
