@@ -670,3 +670,25 @@ def test_names_and_kinds_of_the_wrong_type_are_refused_not_tracebacks() -> None:
     doc["items"].append({"kind": ["Cohort"], "metadata": {"name": "x"}})
     with pytest.raises(JobValidationError):
         load_queue_configs(doc)  # no longer a Kueue document: the queue-configuration reader refuses it
+
+
+def test_the_shipped_kueue_example_lends_cores_and_reads_its_preemption_blocks(solve: Solve) -> None:
+    # examples/importers/kueue_queues.json (docs/kubernetes.md): team-b-cq lends 32 of its 64 cores and has
+    # no preemption block (Kueue's defaults: Never, Never); team-a-cq has no cores of its own on h100 and
+    # the preemption block of Kueue's ClusterQueue concept page.
+    queues = load_queue_configs((REPO / "examples" / "importers" / "kueue_queues.json").read_text())
+    a, b = queues["team-a"].config, queues["team-b"].config
+    assert b.cohort is not None and b.cohort.guaranteed_cpu_cores == 64 - 32
+    assert (
+        a.preemption.within_queue,
+        a.preemption.within_cohort,
+        a.preemption.within_cohort_max_priority,
+    ) == (
+        "lower-priority",
+        "lower-priority",
+        100,
+    )
+    assert (b.preemption.within_queue, b.preemption.within_cohort) == ("never", "never")
+    jobs = [r for r in read_file(PODS, options=ReadOptions(queues=queues)) if r.id == "ml/h100-train"]
+    d = solve(jobs, load_cluster(NODES), queues=queues)
+    assert nodes_of(d, "ml/h100-train") == ["gke-a3-h100-node-1"]  # 32 cores, all lent by team-b-cq
