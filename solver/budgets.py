@@ -488,12 +488,12 @@ class Budgets:
         """Whether the resources of ``queue``'s jobs count against a budget: its own or its cohort's."""
         return queue is not None and (queue in self.res_max or queue in self.res_cohort_of)
 
-    def _back(self, evicted: Iterable[str], inside: Callable[[str], bool]) -> Amounts:
-        """What the evicted running jobs of the queues ``inside`` accepts hold (those that give it back)."""
+    def _back(self, evicted: Iterable[str], queue: str) -> Amounts:
+        """What the evicted running jobs of ``queue`` that give its budgets their room back hold."""
         back = (0.0, 0.0, 0.0)
         for job in self.credited(evicted):
             held = self.running_res.get(job)
-            if held is not None and inside(held[0]):
+            if held is not None and held[0] == queue:
                 back = _plus(back, held[1])
         return back
 
@@ -545,7 +545,7 @@ class Budgets:
         budget; evicted running jobs give theirs back."""
         if queue is None or queue not in self.res_max:
             return _NO_ROOM
-        back = self._back(evicted, lambda q: q == queue)
+        back = self._back(evicted, queue)
         return _room(self.res_max[queue], self.res_used.get(queue, (0.0, 0.0, 0.0)), back)
 
     def throttle_rooms(self, job: Job) -> dict[str, int]:
@@ -595,7 +595,7 @@ class Budgets:
             return (None, None)
         for job in evicted:
             rq, rt, units = self.running_cost.get(job, (None, None, 0))
-            if q_room is not None and rq == queue and job not in self.no_queue_credit:
+            if q_room is not None and rq == queue and job not in self.no_queue_credit:  # credited()'s rule
                 q_room += units
             if t_room is not None and rt == tenant:
                 t_room += units

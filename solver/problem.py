@@ -38,7 +38,7 @@ from placer.solver.decision import Reason
 from placer.solver.demand import JobPlan, demand_units, expand, unexpanded
 from placer.solver.domains import honour_domains
 from placer.solver.explain import affinity_reason, spread_reason, unavailable, unsatisfiable
-from placer.solver.greedy import priority_order
+from placer.solver.greedy import priority_key, priority_order
 from placer.solver.impossible import impossible_topology, split_kept_apart, unsatisfiable_why
 from placer.solver.jobs.model import Job, SpotPreference
 from placer.solver.jobs.queues import QueueConfig
@@ -112,8 +112,6 @@ class Problem:
     cut: bool = False
     #: Replicas of the considered jobs (the answer's building time grows with them).
     considered: int = 0
-    #: The plans' priority order, as the demand phase found it (None: to be sorted again).
-    order: list[int] | None = None
     #: The target workload fragmentation is measured against (None: no fragmentation key).
     targets: Targets | None = None
     #: ``Policy.preferred_affinity``: what a preferred (anti-)affinity rule's weight is multiplied by.
@@ -155,7 +153,7 @@ def build_problem(
     max_gpus = prepared.max_gpus_by_type() if prepared is not None else max_gpus_by_type(snap)
     slots: list[JobPlan | None] = [None] * len(eligible)
     variants: dict[int, list[JobPlan]] = {}
-    order = _job_order(eligible)
+    order = sorted(range(len(eligible)), key=lambda i: priority_key(eligible[i], demand_units(eligible[i])))
     stop = until(0)
     unexamined: list[int] = []
     for k, i in enumerate(order):
@@ -202,23 +200,12 @@ def build_problem(
     # 4. candidates
     for i, shapes in variants.items():
         problem.plans[i] = _shape(shapes, [a.label for a in eligible[i].alternatives], problem)
-    problem.order = None if variants else order
-    _candidates(problem, policy, until)
+    # The candidates' order is the one the demand was expanded in, unless a job runs in another of its
+    # node shapes, whose size may differ.
+    _candidates(problem, policy, until, None if variants else order)
     problem.targets = problem_targets(problem, policy, cluster, prepared)
     problem.build_s = time.perf_counter() - t_build
     return problem
-
-
-def _job_order(jobs: list[Job]) -> list[int]:
-    """Indices of ``jobs`` in :func:`~placer.solver.greedy.priority_order`'s order of their plans (without
-    its flexibility, which candidates give): class, numeric priority, submit time, bigger first, id."""
-
-    def key(i: int) -> tuple[object, ...]:
-        job = jobs[i]
-        submit = job.submit_time.timestamp() if job.submit_time else 0.0
-        return (-job.priority_class.rank, -job.priority, submit, -demand_units(job), job.id)
-
-    return sorted(range(len(jobs)), key=key)
 
 
 def _running(cluster: Cluster) -> Iterator[RunningJob]:
@@ -253,14 +240,14 @@ def _shape(shapes: list[JobPlan], labels: list[str], problem: Problem) -> JobPla
 ALWAYS_CONSIDERED = 16
 
 
-def _candidates(problem: Problem, policy: Policy, until: Callable[[int], float]) -> None:
-    """Candidates, preferences and anti-affinity per job, in priority order, so that if the deadline comes
-    first the jobs left unconsidered are the least important ones."""
+def _candidates(
+    problem: Problem, policy: Policy, until: Callable[[int], float], order: list[int] | None = None
+) -> None:
+    """Candidates, preferences and anti-affinity per job, in priority order (``order``, when the caller
+    has it), so that if the deadline comes first the jobs left unconsidered are the least important ones.
+    Jobs already skipped (left unexamined by the demand phase) are not looked at."""
     plans, arrays = problem.plans, problem.arrays
-    # The order the demand was expanded in (the jobs' own priority order), unless a job runs in another of
-    # its node shapes, whose size may differ; those left unexamined were never expanded.
-    order = problem.order if problem.order is not None else priority_order(plans)
-    order = [i for i in order if i not in problem.skipped]
+    order = [i for i in (order if order is not None else priority_order(plans)) if i not in problem.skipped]
     needed: set[str] = set()  # running jobs a job with required pod affinity or spread needs: not evicted
     greedy_s = 0.0  # greedy's expected time on the considered jobs: GREEDY_PER_CANDIDATE_S x candidates'
     for k, i in enumerate(order):

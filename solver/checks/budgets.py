@@ -71,15 +71,19 @@ class _Ledger:
     def added(self) -> bool:
         return any(a > 0 for _, a in self.placed)
 
+    def at_level(self, r: Rank) -> float:
+        """What counts for jobs ranked <= ``r``: what stays, the evicted jobs they do not outrank
+        (evicting them freed room only for higher work), and what is placed of rank ``r`` or lower."""
+        return (
+            self.staying
+            + sum(a for rank, a in self.evicted if rank >= r)
+            + sum(a for rank, a in self.placed if rank <= r)
+        )
+
     def over_at_level(self, limit: float) -> tuple[Rank, float] | None:
-        """The lowest rank ``r`` of placed work at which jobs ranked <= ``r`` exceed ``limit`` when the
-        running jobs they do not outrank still count (evicting them freed room only for higher work)."""
+        """The lowest rank ``r`` of placed work at which :meth:`at_level` exceeds ``limit``."""
         for r in sorted({rank for rank, a in self.placed if a > 0}):
-            used = (
-                self.staying
-                + sum(a for rank, a in self.evicted if rank >= r)
-                + sum(a for rank, a in self.placed if rank <= r)
-            )
+            used = self.at_level(r)
             if used > limit + 1e-9:
                 return r, used
         return None
@@ -349,19 +353,13 @@ def _over_kept(
 ) -> Iterator[Violation]:
     """A ``queue-budget`` violation when a cohort whose queues keep part of their quota (``kept``, a Kueue
     ``lendingLimit``) ends over its total: each queue counts at least what it keeps, used or not. Checked
-    at every rank ``r`` of placed work as :meth:`_Ledger.over_at_level` does (each queue holding what
-    stays, what was evicted of rank ``r`` or higher, and what is placed of rank ``r`` or lower), so room
-    freed by evicting a job of one's own priority is not used either."""
+    at every rank ``r`` of placed work, each queue holding :meth:`_Ledger.at_level` of it, so room freed
+    by evicting a job of one's own priority is not used either."""
     if limit is None:
         return
     ranks = sorted({rank for ledger in ledgers.values() for rank, a in ledger.placed if a > 0})
     for r in ranks:
-        each = {
-            q: ledger.staying
-            + sum(a for rank, a in ledger.evicted if rank >= r)
-            + sum(a for rank, a in ledger.placed if rank <= r)
-            for q, ledger in ledgers.items()
-        }
+        each = {q: ledger.at_level(r) for q, ledger in ledgers.items()}
         counted = sum(max(h, kept[q]) for q, h in each.items())
         if counted > limit + 1e-9:
             said = ", ".join(f"{q} {each[q]:g} (keeps {kept[q]:g})" for q in sorted(each))

@@ -596,7 +596,8 @@ class Model(Hinting, Searching, Realizing):
                 if not used:
                     continue
                 if kind == "cohort" and any(k[at] for k in budgets.cohort_res_kept.get(name, {}).values()):
-                    self._kept_cohort(budgets, name, at, {p: (ranks[p], amount[p]) for p in ps if amount[p]})
+                    jobs = {p: (ranks[p], amount[p]) for p in ps if amount[p]}
+                    self._kept_cohort(budgets, name, at, jobs, vrank)
                     continue
                 self._within_by_rank(
                     used,
@@ -607,19 +608,20 @@ class Model(Hinting, Searching, Realizing):
                     ],
                 )
 
-    def _kept_cohort(self, budgets: Budgets, cohort: str, at: int, jobs: dict[int, tuple[int, int]]) -> None:
+    def _kept_cohort(
+        self, budgets: Budgets, cohort: str, at: int, jobs: dict[int, tuple[int, int]], vrank: dict[str, int]
+    ) -> None:
         """A cohort's total of resource ``at`` (:data:`~placer.solver.budgets.RESOURCES`) when some of its
         queues keep part of their quota (Kueue's ``lendingLimit``, ``Budgets.cohort_res_kept``): at every
-        priority level ``r`` of the placed ``jobs`` (``p -> (rank, amount in thousandths)``), the queues'
-        ``max(held, kept)`` add up to at most the total, where a queue holds its running jobs, less the
-        evictions of jobs ranked below ``r``, plus its placed jobs ranked ``r`` or lower (what
-        :meth:`_within_by_rank` says for a plain total). ``max`` is a variable per queue and level, at
-        least each side. Running work alone over the total (quotas lowered) lets nothing more start at
-        that level, as :meth:`_within` does."""
+        priority level ``r`` of the placed ``jobs`` (``p -> (rank, amount in thousandths)``; ``vrank``: the
+        victims' ranks), the queues' ``max(held, kept)`` add up to at most the total, where a queue holds
+        its running jobs, less the evictions of jobs ranked below ``r``, plus its placed jobs ranked ``r``
+        or lower (what :meth:`_within_by_rank` says for a plain total). ``max`` is a variable per queue and
+        level, at least each side. Running work alone over the total (quotas lowered) lets nothing more
+        start at that level, as :meth:`_within` does."""
         kept = budgets.cohort_res_kept.get(cohort, {})
         members = sorted(q for q, c in budgets.res_cohort_of.items() if c == cohort)
         total = int(np.floor(1000 * budgets.cohort_res_max[cohort][at] + 1e-6))  # type: ignore[operator]
-        vrank = {v.id: v.rank for v in self.b.victims}
         by_queue: dict[str, list[int]] = {}
         for p in jobs:
             by_queue.setdefault(self.plans[p].job.queue or "", []).append(p)

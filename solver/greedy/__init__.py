@@ -6,7 +6,7 @@
 * :mod:`~placer.solver.greedy.evictions` — placing a job by evicting running work of lower rank.
 """
 
-from placer.solver.greedy.core import greedy, place_alone, priority_order
+from placer.solver.greedy.core import greedy, place_alone, priority_key, priority_order
 from placer.solver.greedy.state import State
 
-__all__ = ["State", "greedy", "place_alone", "priority_order"]
+__all__ = ["State", "greedy", "place_alone", "priority_key", "priority_order"]

@@ -47,7 +47,7 @@ from placer.solver.demand import JobPlan, Unit
 from placer.solver.greedy.evictions import place_with_evictions
 from placer.solver.greedy.state import State
 from placer.solver.greedy.tpu_index import PodHeap
-from placer.solver.jobs.model import AffinityOperator, GpuAffinity, LabelRule, Rule
+from placer.solver.jobs.model import AffinityOperator, GpuAffinity, Job, LabelRule, Rule
 from placer.solver.objective.cost import Pricing
 from placer.solver.objective.fragmentation import Targets
 from placer.solver.objective.preferences import beside_rules, beside_weight, running_match
@@ -59,7 +59,7 @@ from placer.solver.snapshot import Snapshot
 from placer.solver.tpu_shapes import host_chips, tpu_shapes
 from placer.topology.tpu import TpuSlice, slices_in_pod
 
-__all__ = ["NVLINK_WASTE", "greedy", "place_alone", "priority_order"]
+__all__ = ["NVLINK_WASTE", "greedy", "place_alone", "priority_key", "priority_order"]
 
 
 def priority_order(plans: list[JobPlan], flexibility: dict[int, int] | None = None) -> list[int]:
@@ -73,19 +73,16 @@ def priority_order(plans: list[JobPlan], flexibility: dict[int, int] | None = No
     94.2 % allocated biggest-first, 95.5 % in arrival order, ``docs/fill.md``). Where packing a window
     better pays, CP-SAT finds it from this answer."""
     flex = flexibility or {}
+    return [
+        p.idx for p in sorted(plans, key=lambda p: priority_key(p.job, p.demand_units, flex.get(p.idx, 0)))
+    ]
 
-    def key(p: JobPlan) -> tuple[object, ...]:
-        submit = p.job.submit_time.timestamp() if p.job.submit_time else 0.0
-        return (
-            -p.job.priority_class.rank,
-            -p.job.priority,
-            submit,
-            flex.get(p.idx, 0),
-            -p.demand_units,
-            p.job.id,
-        )
 
-    return [p.idx for p in sorted(plans, key=key)]
+def priority_key(job: Job, demand: float, flexibility: int = 0) -> tuple[object, ...]:
+    """:func:`priority_order`'s sort key of a job of ``demand`` units that could use ``flexibility`` nodes
+    (0 when not known yet: the demand phase orders jobs before their candidates exist)."""
+    submit = job.submit_time.timestamp() if job.submit_time else 0.0
+    return (-job.priority_class.rank, -job.priority, submit, flexibility, -demand, job.id)
 
 
 def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.ndarray:

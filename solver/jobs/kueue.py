@@ -129,7 +129,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     cohorts: dict[str, dict[str, Any]] = {}  # Cohort object -> its CohortNode document
     other_limits: dict[str, dict[str, float]] = {}  # ClusterQueue -> its CPU and memory budgets
     nominals: dict[str, dict[str, float]] = {}  # ClusterQueue in a cohort -> its CPU, memory, pods quotas
-    kept: dict[str, dict[str, tuple[float, str]]] = {}  # ... -> what it does not lend of them, and where
+    kept: dict[str, dict[str, tuple[float, str]]] = {}  # ... -> by resource, what it does not lend, and where
     preemption: dict[str, dict[str, Any]] = {}  # ClusterQueue -> its QuotaPreemption document
     for i, item in enumerate(_items(obj) or []):
         path = f"{where}: items[{i}]"
@@ -151,18 +151,14 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 quotas[name] = total
             cohort = spec.get("cohort") or spec.get("cohortName")  # v1beta1, v1beta2
             in_cohort = isinstance(cohort, str) and bool(cohort)
-            for resource, key in (
-                ("cpu", "max_total_cpu_cores"),
-                ("memory", "max_total_memory_gb"),
-                ("pods", "max_total_pods"),
-            ):
+            for resource, (key, _) in _RESOURCE_FIELDS.items():
                 nominal, amount, keeps = _resource_quota(spec, f"{path}.spec", resource, in_cohort, problems)
                 if amount is not None:
                     other_limits.setdefault(name, {})[key] = amount
                 if nominal is not None and in_cohort:
                     nominals.setdefault(name, {})[key] = nominal
                 if keeps is not None:
-                    kept.setdefault(name, {})[key] = keeps
+                    kept.setdefault(name, {})[resource] = keeps
             if isinstance(cohort, str) and cohort:
                 cohort_of[name] = cohort
                 borrowing[name] = _gpu_borrowing(spec, f"{path}.spec", problems)
@@ -201,15 +197,15 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     for cq, cohort in cohort_of.items():
         for key, amount in nominals.get(cq, {}).items():
             res_totals.setdefault(cohort, {})[key] = res_totals.get(cohort, {}).get(key, 0) + amount
-        for key, (amount, at) in kept.get(cq, {}).items():
+        for resource, (amount, at) in kept.get(cq, {}).items():
             if cohort in chains:  # a tree counts GPUs only: what a queue keeps would be lent to nobody
                 why = (
-                    f"a lendingLimit below the {_RESOURCE_OF[key]} quota (the queue keeps {amount:g} of it) "
+                    f"a lendingLimit below the {resource} quota (the queue keeps {amount:g} of it) "
                     f"in a tree of cohorts ({cohort!r} is in one) is not modelled: a tree's rules count GPUs"
                 )
                 problems.append(issue("unsupported", at, why))
             elif cq not in users:  # no LocalQueue: what it keeps stays unused, out of the cohort's total
-                res_totals[cohort][key] -= amount
+                res_totals[cohort][_RESOURCE_FIELDS[resource][0]] -= amount
         totals[cohort] = totals.get(cohort, 0) + quotas.get(cq, 0)
         if cq not in users:  # no LocalQueue: nothing runs there, and what it does not lend stays unused
             totals[cohort] -= guaranteed.get(cq, 0)
@@ -222,14 +218,13 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
             if more is not None:
                 config["ml_limits"] = {"max_total_gpus": quotas.get(cq, 0) + more}
             config["cohort"] = {"name": cohort, "max_total_gpus": totals[cohort]}
-            if cohort not in chains:  # a flat cohort: its CPU and memory totals (a tree counts GPUs only)
-                config["cohort"].update(res_totals.get(cohort, {}))
             if guaranteed.get(cq):
                 config["cohort"]["guaranteed_gpus"] = guaranteed[cq]
-            if cohort not in chains:
-                for key, (amount, _) in kept.get(cq, {}).items():
-                    config["cohort"][_KEPT_FIELD[key]] = amount
-            if cohort in chains:  # a tree: its rules, not one total
+            if cohort not in chains:  # a flat cohort: its CPU, memory and pods totals and what it keeps
+                config["cohort"].update(res_totals.get(cohort, {}))
+                for resource, (amount, _) in kept.get(cq, {}).items():
+                    config["cohort"][_RESOURCE_FIELDS[resource][1]] = amount
+            else:  # a tree: its rules, not one total (they count GPUs only)
                 config["cohort"].update(
                     max_total_gpus=tree_totals[chains[cohort][-1]],
                     nominal_gpus=quotas.get(cq, 0),
@@ -532,13 +527,13 @@ def _gpu_quota(spec: dict[str, Any], path: str, problems: list[Issue]) -> int | 
 
 #: Bytes per GB (placer's memory unit, GB of 2^30 bytes).
 _GB = 2**30
-#: A cohort total's field -> the field of what a queue keeps of it, and the Kubernetes resource it counts.
-_KEPT_FIELD = {
-    "max_total_cpu_cores": "guaranteed_cpu_cores",
-    "max_total_memory_gb": "guaranteed_memory_gb",
-    "max_total_pods": "guaranteed_pods",
+#: A Kubernetes resource counted as a budget -> its fields in a queue configuration: the budget (and the
+#: cohort's total), and what the queue keeps of it in a cohort (``config.cohort.guaranteed_*``).
+_RESOURCE_FIELDS = {
+    "cpu": ("max_total_cpu_cores", "guaranteed_cpu_cores"),
+    "memory": ("max_total_memory_gb", "guaranteed_memory_gb"),
+    "pods": ("max_total_pods", "guaranteed_pods"),
 }
-_RESOURCE_OF = {"max_total_cpu_cores": "cpu", "max_total_memory_gb": "memory", "max_total_pods": "pods"}
 
 
 def _resource_quota(
