@@ -44,7 +44,7 @@ def unsatisfiable_why(
     for u, c in zip(plan.units, cands, strict=True):
         if u.tpu is not None:
             if not _tpu_possible(u, snap, spot_ok, arrays):
-                return f"no TPU pod offers a {u.tpu.type or ''} slice of that shape"
+                return f"no TPU pod offers a {(u.tpu.type + ' ') if u.tpu.type else ''}slice of that shape"
             continue
         n = int(c.static.sum())
         if n == 0:
@@ -118,7 +118,7 @@ def split_kept_apart(plan: JobPlan) -> dict[str, str] | None:
     }
 
 
-def _scope_possible(plan: JobPlan, node_units: list, snap: Snapshot, arrays: NodeArrays) -> bool:  # type: ignore[type-arg]
+def _scope_possible(plan: JobPlan, node_units: list, snap: Snapshot, arrays: NodeArrays) -> bool:
     assert plan.scope is not None
     codes = arrays.scope_codes(plan.scope)
     any_static = np.zeros(len(snap.nodes), dtype=bool)
@@ -144,7 +144,7 @@ def _tpu_possible(unit: Unit, snap: Snapshot, spot_ok: bool, arrays: NodeArrays)
         for shape in tpu_shapes(unit.tpu, pod):
             key = ("__tpu_empty__", pv.idx, shape)
             if key not in arrays._static_cache:
-                arrays._static_cache[key] = bool(slices_in_pod(pod, shape, ()))  # type: ignore[assignment]
+                arrays._static_cache[key] = bool(slices_in_pod(pod, shape, ()))
             if arrays._static_cache[key]:
                 return True
     return False

@@ -8,7 +8,9 @@ What a pod says, and what it becomes (``docs/kubernetes.md``):
   counts them, plus ``overhead`` (the importer's own arithmetic, ``topology/importers/kubernetes.py``):
   ``cpu`` -> cores, ``memory`` -> GB (2^30 bytes), ``ephemeral-storage`` -> storage GB, ``nvidia.com/gpu``
   and ``amd.com/gpu`` -> whole GPUs (of AMD types only for ``amd.com/gpu``, of no AMD type for
-  ``nvidia.com/gpu``: each device plugin advertises its own vendor's), ``google.com/tpu`` -> TPU chips;
+  ``nvidia.com/gpu``: each device plugin advertises its own vendor's), ``google.com/tpu`` -> TPU chips,
+  of the generation and slice shape GKE's node selector names (:func:`_tpu`: a multi-host slice is one
+  replica per slice its gang's pods fill);
   any other extended resource (EFA ``vpc.amazonaws.com/efa``, RDMA ``rdma/...``, a MIG slice
   ``nvidia.com/mig-1g.10gb``; whole counts) and ``hugepages-<size>`` (bytes) -> the task group's
   ``extra``, which both engines and the checker count per node against the node's allocatable, as
@@ -78,6 +80,7 @@ may keep the pod to some nodes, which placer, reading no PersistentVolumes, does
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any
@@ -103,10 +106,16 @@ from placer.solver.jobs.model import (
     Toleration,
     TpuDemand,
 )
-from placer.topology.catalog import gpu_info, gpu_types
+from placer.topology.catalog import gpu_info, gpu_types, tpu_generation_from_gke
 from placer.topology.extended import POD_SLOTS, is_kubernetes_extra
 from placer.topology.importers._common import UNKNOWN_AMD_GPU, Problems
-from placer.topology.importers.kubernetes import host_ports, pod_request, priority_class_for
+from placer.topology.importers.kubernetes import (
+    L_TPU_ACCEL,
+    L_TPU_TOPOLOGY,
+    host_ports,
+    pod_request,
+    priority_class_for,
+)
 from placer.topology.importers.quantity import parse_quantity
 
 __all__ = [
@@ -416,6 +425,11 @@ def template_group(
     if nvidia:  # nvidia.com/gpu is advertised by NVIDIA's device plugin alone: never an AMD node's GPUs
         placement = placement.model_copy(update={"required": [*placement.required, NOT_AMD]})
     chips = int(request.get("google.com/tpu", Decimal(0)))
+    tpu = None
+    if chips:
+        tpu, count = _tpu(chips, count, placement.node_selector, base, errors)
+        if tpu is None:
+            return None, placement
     extra = {k: float(v) for k, v in sorted(request.items()) if is_kubernetes_extra(k) and v > 0}
     extra[POD_SLOTS] = 1.0  # the pod takes one of its node's pod slots (allocatable pods)
     try:
@@ -427,7 +441,7 @@ def template_group(
             storage_gb=float(request.get("ephemeral-storage", Decimal(0)) / _GIB),
             # amd.com/gpu: only AMD GPUs (the device plugin advertises it on AMD nodes alone).
             gpu=GpuDemand(count=gpus, types=list(AMD_TYPES) if amd else []) if gpus else None,
-            tpu=TpuDemand(chip_count=chips) if chips else None,
+            tpu=tpu,
             extra=extra,
         )
     except ValidationError as e:
@@ -439,6 +453,59 @@ def template_group(
 #: The container resources placer holds a pod to besides the counted ones :func:`is_kubernetes_extra`
 #: names: CPU, memory, disk, whole GPUs and TPU chips.
 MODELLED_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage", *GPU_RESOURCES, "google.com/tpu"})
+
+
+def _tpu(
+    chips: int, count: int, selector: Mapping[str, str], base: str, errors: list[Issue]
+) -> tuple[TpuDemand | None, int]:
+    """A pod's ``google.com/tpu`` chips as TPU demand, and how many replicas its ``count`` pods make
+    (None, with the problem appended, when they make none).
+
+    GKE places a TPU pod by its node selector: ``cloud.google.com/gke-tpu-accelerator`` names the TPU
+    generation (placer's catalog maps it; a value it does not know leaves the generation open, and the
+    selector still holds the pod to the nodes that carry it), ``cloud.google.com/gke-tpu-topology`` the
+    slice's shape. A slice one host holds (the pod's chips are the topology's) is one replica of that
+    shape. A multi-host slice runs one pod per host, each asking for its host's chips: the ``count`` pods
+    of a gang (a JobSet's replicated job, a Workload's pod set) make ``count x chips / chips of the
+    slice`` slices, one replica each, and a count that does not fill whole slices is refused, as is a lone
+    pod of one (it runs only with the pods of its other hosts: read the JobSet or Workload that makes
+    the gang). Without a topology, the pod asks for its chips on any slice.
+
+    >>> errors = []
+    >>> _tpu(4, 4, {L_TPU_ACCEL: "tpu-v5-lite-podslice", L_TPU_TOPOLOGY: "4x4"}, "pod", errors)
+    (TpuDemand(type='v5e', topology=(4, 4), chips=None), 1)
+    >>> _tpu(4, 1, {L_TPU_TOPOLOGY: "4x4"}, "pod", errors), errors[0].code
+    ((None, 1), 'unsupported')
+    """
+    at = _at(base, f"spec.nodeSelector[{L_TPU_TOPOLOGY!r}]")
+    kind = tpu_generation_from_gke(selector[L_TPU_ACCEL]) if L_TPU_ACCEL in selector else None
+    text = selector.get(L_TPU_TOPOLOGY)
+    if text is None:
+        return TpuDemand(type=kind, chips=chips), count
+    dims = text.split("x")
+    if not 2 <= len(dims) <= 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
+        why = f"{text[:40]!r}: a TPU topology is 2 or 3 positive sizes, like 2x4"
+        errors.append(issue("format", at, why))
+        return None, count
+    shape = tuple(int(d) for d in dims)
+    whole = math.prod(shape)
+    if chips > whole or whole % chips:
+        errors.append(
+            issue("conflict", at, f"a pod asking for {chips} TPU chips is not one host of a {text} slice")
+        )
+        return None, count
+    if (chips * count) % whole:
+        what = f"a lone pod of {chips} chips does" if count == 1 else f"{count} pods of {chips} chips do"
+        errors.append(
+            issue(
+                "unsupported",
+                at,
+                f"{what} not fill whole {text} slices ({whole} chips): a multi-host TPU slice runs one pod "
+                "per host; read the JobSet or Workload that makes its gang",
+            )
+        )
+        return None, count
+    return TpuDemand(type=kind, topology=shape), chips * count // whole
 
 
 def _unmodelled_resources(spec: dict[str, Any], base: str, errors: list[Issue]) -> None:

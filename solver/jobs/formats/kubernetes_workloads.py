@@ -47,7 +47,9 @@ required pod affinity to its own Job and a required anti-affinity to every other
 knows as a rack, block or zone, the replicated Job's group is read in exclusive slices
 (:class:`~placer.solver.jobs.model.Slices` with ``exclusive``), one per child Job, of its pod count; on
 ``kubernetes.io/hostname``, each child Job is one replica holding its pods' resources on a node it owns
-whole (``exclusive``). Another label is refused (``unsupported``, naming ``--topology-labels``), and so are
+whole (``exclusive``); on ``cloud.google.com/gke-nodepool``, for a child Job that is one multi-host TPU
+slice (GKE's multislice JobSet), as it is: a GKE TPU slice is one node pool, taken whole by one replica.
+Another label is refused (``unsupported``, naming ``--topology-labels``), and so are
 the ``node-selector`` strategy (nodes labelled per child Job beforehand) and Kueue slices on the same
 pod set. placer keeps *everything* else out of such a domain, where JobSet keeps out other child Jobs'
 pods only: stricter, never looser.
@@ -100,7 +102,7 @@ from placer.solver.jobs.formats.kubernetes_priority import (
     resolve,
 )
 from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, TaskGroup
-from placer.topology.importers.kubernetes import host_ports, priority_class_for
+from placer.topology.importers.kubernetes import L_NODEPOOL, host_ports, priority_class_for
 
 __all__ = [
     "EXCLUSIVE_ANNOTATIONS",
@@ -283,13 +285,37 @@ def _exclusive(
 
 
 def _alone(
-    group: TaskGroup, alone: tuple[Any, str, int], sliced: bool, known: Mapping[str, str], errors: list[Issue]
+    group: TaskGroup,
+    alone: tuple[Any, str, int],
+    sliced: bool,
+    known: Mapping[str, str],
+    errors: list[Issue],
+    pods: int | None = None,
 ) -> TaskGroup | None:
     """A replicated Job's group with JobSet exclusive placement (``alone``: the topology label, where it
     was read, the pods of one child Job): in exclusive slices of a child Job each on a rack, block or
     zone label; on the hostname label, one replica per child Job owning its node; None (and the reason
-    in ``errors``) for another label, or with Kueue slices on the same pod set."""
+    in ``errors``) for another label, or with Kueue slices on the same pod set.
+
+    On GKE's node pool label, for a multi-host TPU slice (``pods``: the pod set's pods, which
+    :func:`~placer.solver.jobs.formats.kubernetes_pods.template_group` made whole slices of), as xpk and
+    GKE's multislice JobSets write it: a GKE TPU slice is one node pool (the importer's fixed slice of its
+    hosts), which one replica takes whole and nothing else shares, so a child Job that is one slice is
+    already alone in its node pool, and the group stands as it is. A child Job of another size is refused."""
     label, at, per_job = alone
+    tpu = group.tpu
+    if label == L_NODEPOOL and tpu is not None and tpu.topology is not None and pods is not None:
+        if group.count * per_job == pods:
+            return group
+        errors.append(
+            issue(
+                "unsupported",
+                at,
+                f"a child Job of {per_job} pods is not one TPU slice of {'x'.join(map(str, tpu.topology))}: "
+                "a GKE TPU slice is one node pool, which holds one child Job",
+            )
+        )
+        return None
     level = known.get(label) if isinstance(label, str) else None
     if level is None:
         errors.append(issue("unsupported", at, unknown_level(label, known)))
@@ -477,7 +503,7 @@ def read_workload(
             group = sliced_group(group, *sliced, path(SLICE_SIZE), errors)
             slices[set_name] = {"topology": annotations[SLICE_TOPOLOGY], "size": sliced[1], "pods": count}
         if group is not None and alone is not None:
-            group = _alone(group, alone, sliced is not None, known, errors)
+            group = _alone(group, alone, sliced is not None, known, errors, pods=count)
             exclusive[set_name] = str(alone[0])
         if group is not None and least is not None:
             ranged += 1
