@@ -281,13 +281,13 @@ def _budget_reasons(
     jobs, gpus = started
     for group, room in budgets.throttle_rooms(plan.job).items():
         if jobs.get(group, 0) >= room:
-            used = budgets.throttle_used.get(group, 0)
-            out.append(throttle(group, budgets.throttle_max[group], used, jobs.get(group, 0)))
+            running = budgets.throttle_used.get(group, 0)
+            out.append(throttle(group, budgets.throttle_max[group], running, jobs.get(group, 0)))
     need = plan.job.total_gpu_milli / 1000
-    for group, room in budgets.gpu_rooms(plan.job).items():
-        if gpus.get(group, 0.0) + need > room + 1e-9:
-            held = budgets.group_gpu_used.get(group, 0.0)
-            out.append(group_gpus(group, budgets.group_gpu_max[group], held, gpus.get(group, 0.0), need))
+    for group, gpu_room in budgets.gpu_rooms(plan.job).items():
+        if gpus.get(group, 0.0) + need > gpu_room + 1e-9:
+            held_gpus = budgets.group_gpu_used.get(group, 0.0)
+            out.append(group_gpus(group, budgets.group_gpu_max[group], held_gpus, gpus.get(group, 0.0), need))
     resources = queue_resources(plan, assignment, budgets, plans) if budgets.resources else None
     flavors = (
         queue_flavors(plan, assignment, budgets, plans, cands, snap)

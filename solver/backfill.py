@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 
 from placer.solver.budgets import group_limits, job_groups, replica_gpus, running_gpus, running_groups
 from placer.solver.cancel import cancelled
@@ -507,7 +508,7 @@ def plan_holds(
                 fit,
                 deadline,
                 throttles,
-                lambda t0, t1, job=job: closed_nodes(job, t0, t1),
+                partial(closed_nodes, job),
             )
             if found is None:
                 continue
@@ -676,4 +677,4 @@ def backfill_reason(job: str, hold_job: str, hold: Busy, licenses: Sequence[str]
 
 
 def hold_of(job: str, busy: Busy, kind: str, placement: JobPlacement) -> Hold:
-    return Hold(job=job, start=busy.start, end=busy.end, replicas=list(placement.replicas), kind=kind)  # type: ignore[arg-type]
+    return Hold(job=job, start=busy.start, end=busy.end, replicas=list(placement.replicas), kind=kind)

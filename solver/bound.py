@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from placer.solver.demand import JobPlan
 
 if TYPE_CHECKING:
+    from placer.solver.candidates import NodeArrays, UnitCandidates
+    from placer.solver.preempt import Victim
     from placer.solver.problem import Problem
 
 __all__ = ["evictable", "lp_bound", "relaxation", "relaxation_bound"]
@@ -50,12 +52,12 @@ def relaxation_bound(plans: list[JobPlan], capacity: dict[str, float], pool_of: 
     return total
 
 
-def evictable(arrays: object, victims: list) -> tuple[object, object, object, dict[str, float]]:
+def evictable(
+    arrays: NodeArrays, victims: list[Victim]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, float]]:
     """Per node, what every preemptible running job holds (whole GPUs, shares in GPUs, cores), and per
     TPU generation its chips: capacity a decision may free, which a valid bound must count as available."""
-    import numpy as np
-
-    snap = arrays.snap  # type: ignore[attr-defined]
+    snap = arrays.snap
     n = len(snap.nodes)
     whole, shares, cpu = np.zeros(n), np.zeros(n), np.zeros(n)
     chips: dict[str, float] = {}
@@ -76,10 +78,10 @@ def evictable(arrays: object, victims: list) -> tuple[object, object, object, di
 
 def lp_bound(
     plans: list[JobPlan],
-    candidates: dict,
-    arrays: object,
+    candidates: dict[int, list[UnitCandidates]],
+    arrays: NodeArrays,
     *,
-    victims: list | None = None,
+    victims: list[Victim] | None = None,
     max_terms: int = 300_000,
     deadline: float | None = None,
 ) -> float | None:
@@ -99,19 +101,17 @@ def lp_bound(
     >>> lp_bound([], {}, None) == 0.0
     True
     """
-    import numpy as np
-
     if not plans or not candidates:
         return 0.0
     if deadline is not None and time.perf_counter() >= deadline:
         return None
     from ortools.linear_solver import pywraplp
 
-    groups = arrays.group_members  # type: ignore[attr-defined]
+    groups = arrays.group_members
     # Nodes that are down hold nothing: their capacity counts for no group (a group mixes nodes up and
     # down: static groups do not split on it).
-    up = arrays.usable  # type: ignore[attr-defined]
-    nodes = arrays.snap.nodes  # type: ignore[attr-defined]
+    up = arrays.usable
+    nodes = arrays.snap.nodes
     # Whole free GPUs plus every partly free share: never less than what could really be used.
     # ... and whatever evictions could free (preemptible running jobs), or the bound would not be one.
     ev_whole, ev_shares, ev_cpu, ev_chips = evictable(arrays, victims or [])
@@ -119,30 +119,32 @@ def lp_bound(
         np.array([len(v.free_gpus) + sum(m for m in v.milli_free if 0 < m < 1000) / 1000 for v in nodes])
         + ev_whole
         + ev_shares
-    ) * up  # type: ignore[operator]
+    ) * up
     gpu_cap = [float(gpu_free[m].sum()) for m in groups]
-    cpu_free = (np.maximum(arrays.cpu, 0) + ev_cpu) * up  # type: ignore[attr-defined]
+    cpu_free = (np.maximum(arrays.cpu, 0) + ev_cpu) * up
     cpu_cap = [float(cpu_free[m].sum()) / 16.0 for m in groups]
     tpu_cap: dict[str, float] = dict(ev_chips)
-    for pv in arrays.snap.pods:  # type: ignore[attr-defined]
+    for pv in arrays.snap.pods:
         tpu_cap[pv.pod.generation] = tpu_cap.get(pv.pod.generation, 0.0) + pv.free_chips
     solver = pywraplp.Solver.CreateSolver("GLOP")
     if solver is None:
         return None
     objective = solver.Objective()
     objective.SetMaximization()
-    gpu_rows: dict[int, object] = {}
+    # pywraplp's rows (the module has no type information).
+    gpu_rows: dict[int, Any] = {}
     # Fragmentation cuts: on a node, GPUs taken by replicas whose sizes are all multiples of g add up to a
     # multiple of g, so at most floor(free / g) * g; summed over a group, a valid row per (group, g).
-    whole = ((np.array([len(v.free_gpus) for v in nodes]) + ev_whole) * up).astype(np.int64)  # type: ignore[operator]
-    frag_rows: dict[tuple[int, int], object] = {}
-    cpu_rows: dict[int, object] = {}
-    tpu_rows: dict[str, object] = {}
+    whole = ((np.array([len(v.free_gpus) for v in nodes]) + ev_whole) * up).astype(np.int64)
+    frag_rows: dict[tuple[int, int], Any] = {}
+    cpu_rows: dict[int, Any] = {}
+    tpu_rows: dict[str, Any] = {}
     # Jobs whose columns are identical (same pool, same usable groups, same demand, same cuts) share one
     # flow variable per group: "sum of their y = sum of the class's flows". This is the same LP (split a
     # class flow among its jobs in proportion to their y), with classes x groups terms instead of jobs x
     # groups: on 10,000 nodes / 5,000 jobs, ~20,000 instead of ~580,000.
-    classes: dict[tuple[object, ...], list[JobPlan]] = {}
+    # (pool, its columns: node groups, or TPU generations for "tpu"; demand; fragmentation cuts)
+    classes: dict[tuple[str, tuple[Any, ...], float, tuple[int, ...]], list[JobPlan]] = {}
     n_groups = len(groups)
     for p in plans:
         cands = candidates.get(p.idx)
@@ -158,7 +160,7 @@ def lp_bound(
         for c in cands:
             if c.unit.tpu is None:
                 allowed |= c.static
-        hit = np.bincount(arrays.group[allowed], minlength=n_groups) if allowed.any() else np.zeros(0)  # type: ignore[attr-defined]
+        hit = np.bincount(arrays.group[allowed], minlength=n_groups) if allowed.any() else np.zeros(0)
         gids = tuple(int(g) for g in np.flatnonzero(hit))
         gpu_job = bool(p.job.total_gpu_milli)
         sizes = [u.need.gpus for u in p.units if u.tpu is None and u.need.gpus]
@@ -179,21 +181,22 @@ def lp_bound(
         for g in columns:
             v = solver.NumVar(0.0, float(len(members)), "")
             link.SetCoefficient(v, 1.0)
+            rows: dict[Any, Any]
             if pool == "tpu":
-                rows, cap = tpu_rows, tpu_cap.get(g, 0.0)  # type: ignore[call-overload]
+                rows, cap = tpu_rows, tpu_cap.get(g, 0.0)
             else:
-                rows, cap = (gpu_rows, gpu_cap[g]) if pool == "gpu" else (cpu_rows, cpu_cap[g])  # type: ignore[index]
+                rows, cap = (gpu_rows, gpu_cap[g]) if pool == "gpu" else (cpu_rows, cpu_cap[g])
             if g not in rows:  # not setdefault: its default would add an empty row every call
-                rows[g] = solver.Constraint(-solver.infinity(), cap)  # type: ignore[index]
-            rows[g].SetCoefficient(v, float(demand))  # type: ignore[attr-defined,index]
+                rows[g] = solver.Constraint(-solver.infinity(), cap)
+            rows[g].SetCoefficient(v, float(demand))
             for k in ladder:
                 key = (g, k)
                 if key not in frag_rows:
                     frag_rows[key] = solver.Constraint(
                         -solver.infinity(),
-                        float((whole[groups[g]] // k * k).sum()),  # type: ignore[index]
+                        float((whole[groups[g]] // k * k).sum()),
                     )
-                frag_rows[key].SetCoefficient(v, float(demand))  # type: ignore[attr-defined]
+                frag_rows[key].SetCoefficient(v, float(demand))
     if deadline is not None:
         left_ms = int((deadline - time.perf_counter()) * 1000)
         if left_ms <= 0:
@@ -215,7 +218,7 @@ def relaxation(problem: Problem) -> float:
         if p.idx in candidates:
             pool_of[p.idx] = "gpu" if p.job.total_gpu_milli else "tpu" if p.job.total_tpu_chips else "cpu"
     u = arrays.usable
-    gpu = float(((arrays.gpus + arrays.partial + ev_whole + ev_shares) * u).sum())  # type: ignore[operator]
-    cpu = float(((np.maximum(arrays.cpu, 0.0) + ev_cpu) * u).sum()) / 16.0  # type: ignore[operator]
+    gpu = float(((arrays.gpus + arrays.partial + ev_whole + ev_shares) * u).sum())
+    cpu = float(((np.maximum(arrays.cpu, 0.0) + ev_cpu) * u).sum()) / 16.0
     tpu = float(sum(p.free_chips for p in snap.pods)) + sum(ev_chips.values())
     return relaxation_bound(plans, {"gpu": gpu, "cpu": cpu, "tpu": tpu}, pool_of)

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -107,7 +107,9 @@ def job_groups(job: Job) -> list[tuple[str, int | None, float | None]]:
     if job.throttle is None and not job.limits:
         return []
     out: dict[str, tuple[int | None, float | None]] = {}
-    items = [(job.throttle.group, job.throttle.max_running, None)] if job.throttle is not None else []
+    items: list[tuple[str, int | None, float | None]] = []
+    if job.throttle is not None:
+        items.append((job.throttle.group, job.throttle.max_running, None))
     items += [(lim.group, lim.max_running, lim.max_gpus) for lim in job.limits]
     for g, most, gpus in items:
         was = out.get(g)
@@ -118,7 +120,10 @@ def job_groups(job: Job) -> list[tuple[str, int | None, float | None]]:
     return [(g, m, x) for g, (m, x) in out.items()]
 
 
-def _least(a: float | None, b: float | None) -> float | None:
+_Amount = TypeVar("_Amount", int, float)
+
+
+def _least(a: _Amount | None, b: _Amount | None) -> _Amount | None:
     return b if a is None else a if b is None else min(a, b)
 
 
@@ -411,15 +416,15 @@ class Budgets:
                 per = b.running_flavor[rj.job] = b._flavors_of(
                     rj.queue, [(cluster.node(r.node).labels, _replica_gpus(r)) for r in rj.replicas if r.node]
                 )
-                for f, g in per.items():
-                    b.flavor_used[(rj.queue, f)] = b.flavor_used.get((rj.queue, f), 0.0) + g
+                for flavor, share in per.items():
+                    b.flavor_used[(rj.queue, flavor)] = b.flavor_used.get((rj.queue, flavor), 0.0) + share
             if rj.queue is not None and gpus > 0:
                 b.running[rj.job] = (rj.queue, gpus)
                 b.used_gpus[rj.queue] = b.used_gpus.get(rj.queue, 0.0) + gpus
                 b.used_jobs[rj.queue] = b.used_jobs.get(rj.queue, 0) + 1
                 if rj.queue in b.cohort_of:
-                    c = b.cohort_of[rj.queue]
-                    b.cohort_used[c] = b.cohort_used.get(c, 0.0) + gpus
+                    name = b.cohort_of[rj.queue]
+                    b.cohort_used[name] = b.cohort_used.get(name, 0.0) + gpus
             if cluster is None or prices is None or not b.costs(rj.queue, rj.tenant):
                 continue
             units = running_units(cluster, rj, prices)
@@ -932,15 +937,15 @@ def charge_budget(
         if max_gpus is not None:
             state.group_gpu_use[g] = state.group_gpu_use.get(g, 0.0) + gpus
     if gpus > 0 and plan.job.queue is not None:
-        g, j = state.queue_use.get(plan.job.queue, (0.0, 0))
-        state.queue_use[plan.job.queue] = (g + gpus, j + 1)
+        used, jobs = state.queue_use.get(plan.job.queue, (0.0, 0))
+        state.queue_use[plan.job.queue] = (used + gpus, jobs + 1)
         cohort = budgets.cohort_of.get(plan.job.queue) if budgets is not None else None
         if cohort is not None:
             state.cohort_use[cohort] = state.cohort_use.get(cohort, 0.0) + gpus
         if budgets is not None and plan.job.queue in budgets.flavor_group:
-            for f, g in placed_flavors(plan.job.queue, replicas, state.snap, budgets).items():
-                key = (plan.job.queue, f)
-                state.flavor_use[key] = state.flavor_use.get(key, 0.0) + g
+            for flavor, share in placed_flavors(plan.job.queue, replicas, state.snap, budgets).items():
+                key = (plan.job.queue, flavor)
+                state.flavor_use[key] = state.flavor_use.get(key, 0.0) + share
     queue = plan.job.queue
     if budgets is not None and queue is not None and budgets.counts_resources(queue):
         state.queue_res_use[queue] = _plus(

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 from numba import njit
@@ -46,6 +46,7 @@ __all__ = [
     "STATIC_CHECKS",
     "Answers",
     "Clock",
+    "FreeAmounts",
     "NodeArrays",
     "UnitCandidates",
     "anti_affinity_mask",
@@ -91,6 +92,18 @@ def _cc(text: str | None) -> tuple[int, int]:
         return (0, 0)
     major, _, minor = text.partition(".")
     return (int(major), int(minor or 0))
+
+
+class FreeAmounts(TypedDict):
+    """The free amounts that placing work changes, per node (:meth:`NodeArrays.free_copies`)."""
+
+    gpus: np.ndarray
+    milli: np.ndarray
+    cpu: np.ndarray
+    mem: np.ndarray
+    storage: np.ndarray
+    shm: np.ndarray
+    empty: np.ndarray
 
 
 @dataclass
@@ -153,7 +166,7 @@ class NodeArrays:
         }
         group, members = _groups(new, ordered, known, first=n0)
         old = {k: getattr(self, k) for k in _ROWS}
-        rows = {k: np.concatenate([old[k], v]) for k, v in _rows(new).items()}
+        rows = cast(Rows, {k: np.concatenate([old[k], v]) for k, v in _rows(new).items()})
         have = self.group_members
         merged = [np.concatenate([was, m]) if m.size else was for was, m in zip(have, members, strict=False)]
         merged += members[len(have) :]  # the new groups
@@ -174,11 +187,12 @@ class NodeArrays:
         order of first appearance as :meth:`of` numbers them (a group left empty goes). Every cached
         answer is left behind (each is indexed by node or by group); the stamps go on, the changed
         nodes' fresh."""
-        rows = {k: getattr(self, k)[kept] for k in _ROWS}
+        kept_rows = {k: getattr(self, k)[kept] for k in _ROWS}
         idx = np.fromiter(changed, dtype=np.int64)
         if idx.size:
             for k, v in _rows([snap.nodes[i] for i in idx.tolist()]).items():
-                rows[k][idx] = v
+                kept_rows[k][idx] = v
+        rows = cast(Rows, kept_rows)
         old = self.group[kept]
         present, first = np.unique(old, return_index=True)
         order = present[np.argsort(first)]
@@ -274,23 +288,23 @@ class NodeArrays:
         if domains is None:
             domains = any(rj.anti_affinity_domains for rj in before.cluster.running_jobs())
         domains = bool(domains) or (rules_moved and _domain_rules(snap, idx))
-        out._static_cache["__domain_anti__"] = domains  # type: ignore[assignment]
+        out._static_cache["__domain_anti__"] = domains
         if domains:
             anti = None
         if anti is not None and not rules_moved:
             out._static_cache["__running_anti__"] = anti
         elif anti is not None:  # required anti-affinity of running jobs, by node: the changed rows again
-            rows = dict(anti)  # type: ignore[arg-type]
+            rows = dict(anti)
             for i in idx.tolist():
                 rules = tuple(r for j in snap.nodes[i].running for r in snap.running_anti(j))
                 if rules:
                     rows[i] = rules
                 else:
                     rows.pop(i, None)
-            out._static_cache["__running_anti__"] = sorted(rows.items())  # type: ignore[assignment]
+            out._static_cache["__running_anti__"] = sorted(rows.items())
         matrix = kept.get("__milli_matrix__")
         if matrix is not None:  # free milli per GPU, moved forward by row (the fragmentation key reads it)
-            matrix = matrix if own else matrix.copy()  # type: ignore[union-attr]
+            matrix = matrix if own else matrix.copy()
             for i in idx.tolist():
                 row = snap.nodes[i].milli_free
                 matrix[i] = 0
@@ -298,7 +312,7 @@ class NodeArrays:
             out._static_cache["__milli_matrix__"] = matrix
         return out
 
-    def free_copies(self) -> dict[str, np.ndarray]:
+    def free_copies(self) -> FreeAmounts:
         """Copies of the free amounts that placing work changes, by name: what greedy's scratch state
         starts from, and what refreshed arrays write their changed rows into (``partial`` and ``stamp``
         aside, which greedy does not keep)."""
@@ -322,8 +336,8 @@ class NodeArrays:
             hit = np.zeros((len(nodes), width), dtype=np.int64)
             for v in nodes:
                 hit[v.idx, : len(v.milli_free)] = v.milli_free
-            self._static_cache["__milli_matrix__"] = hit  # type: ignore[assignment]
-        return hit  # type: ignore[return-value]
+            self._static_cache["__milli_matrix__"] = hit
+        return hit
 
     def running_anti(self) -> list[tuple[int, tuple]]:
         """``(node index, required anti-affinity rules of the jobs running there)`` for nodes where a running
@@ -332,7 +346,7 @@ class NodeArrays:
         cached = self._static_cache.get("__running_anti__")
         if cached is None:
             snap = self.snap
-            on: dict[int, list] = {}  # type: ignore[type-arg]
+            on: dict[int, list] = {}
             for rj in snap.cluster.running_jobs():
                 if not rj.anti_affinity and not rj.anti_affinity_domains:
                     continue
@@ -345,8 +359,8 @@ class NodeArrays:
                     for i in same_domain(snap, key, mine):
                         on.setdefault(i, []).append(rule)
             cached = [(i, tuple(rules)) for i, rules in sorted(on.items())]
-            self._static_cache["__running_anti__"] = cached  # type: ignore[assignment]
-        return cached  # type: ignore[return-value]
+            self._static_cache["__running_anti__"] = cached
+        return cached
 
     def running_labels(self) -> list[tuple[int, tuple]]:
         """``(node index, labels of the jobs running there)`` for nodes where something runs."""
@@ -356,8 +370,8 @@ class NodeArrays:
             cached = [
                 (v.idx, tuple(snap.running_labels(j) for j in v.running)) for v in snap.nodes if v.running
             ]
-            self._static_cache["__running_labels__"] = cached  # type: ignore[assignment]
-        return cached  # type: ignore[return-value]
+            self._static_cache["__running_labels__"] = cached
+        return cached
 
     def holding_groups(self, rule: Rule) -> np.ndarray:
         """Per static group, whether ``rule`` holds for its nodes' labels (cached per rule: a batch's
@@ -372,8 +386,8 @@ class NodeArrays:
                 dtype=bool,
                 count=len(self.group_members),
             )
-            self._static_cache[key] = hit  # type: ignore[assignment]
-        return hit  # type: ignore[return-value]
+            self._static_cache[key] = hit
+        return hit
 
     def running_values(self, key: str) -> dict[str, np.ndarray]:
         """Label ``key`` of the running jobs, as their anti-affinity readers see it
@@ -393,8 +407,8 @@ class NodeArrays:
                         if not nodes or nodes[-1] != v.idx:
                             nodes.append(v.idx)
             hit = {value: np.array(nodes, dtype=np.int64) for value, nodes in at.items()}
-            self._static_cache[ck] = hit  # type: ignore[assignment]
-        return hit  # type: ignore[return-value]
+            self._static_cache[ck] = hit
+        return hit
 
     def fits(self, need: Need, *, free: bool = True) -> np.ndarray:
         """Boolean mask of nodes where one replica of ``need`` fits (now, or on the empty node); cached per
@@ -403,8 +417,8 @@ class NodeArrays:
         hit = self._static_cache.get(key)
         if hit is None:
             hit = self._fits(need, free)
-            self._static_cache[key] = hit  # type: ignore[assignment]
-        return hit  # type: ignore[return-value]
+            self._static_cache[key] = hit
+        return hit
 
     def nvlink_nodes(self) -> np.ndarray:
         """1 for nodes whose GPUs sit in an NVLink domain, else 0 (int64; cached)."""
@@ -415,8 +429,8 @@ class NodeArrays:
                 dtype=np.int64,
                 count=len(self.snap.nodes),
             )
-            self._static_cache["__nvlink__"] = hit  # type: ignore[assignment]
-        return hit  # type: ignore[return-value]
+            self._static_cache["__nvlink__"] = hit
+        return hit
 
     def scope_codes(self, scope: str) -> np.ndarray:
         """Per node, an integer code of its value of gang scope ``scope`` (-1 when none); cached."""
@@ -438,8 +452,8 @@ class NodeArrays:
             cached = np.array(
                 [-1 if x is None else ids.setdefault(x, len(ids)) for x in vals], dtype=np.int64
             )
-            self._static_cache[key] = cached  # type: ignore[assignment]
-        return cached  # type: ignore[return-value]
+            self._static_cache[key] = cached
+        return cached
 
     def scope_ranks(self, scope: str) -> np.ndarray:
         """Per code of :meth:`scope_codes`, the rank of its domain's name (``scope_value``) among all the
@@ -456,8 +470,8 @@ class NodeArrays:
                     names[code] = scope_value(self.snap, node, scope) or ""
             cached = np.empty(len(names), dtype=np.int64)
             cached[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
-            self._static_cache[key] = cached  # type: ignore[assignment]
-        return cached  # type: ignore[return-value]
+            self._static_cache[key] = cached
+        return cached
 
     def _fits(self, need: Need, free: bool) -> np.ndarray:
         eps = 1e-9
@@ -497,7 +511,7 @@ class NodeArrays:
                 (advertised(v.node, name) for v in nodes), dtype=np.float64, count=len(nodes)
             )
             self._static_cache[key] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def extra_free(self, name: str) -> np.ndarray:
         """How much of extended resource ``name`` no running job holds, per node (made when a batch first
@@ -511,7 +525,7 @@ class NodeArrays:
             )
             cached = self.extra_cap(name) - held
             self._static_cache[key] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
 
 #: Cache entries that read free amounts or running jobs (the rest read node facts only).
@@ -627,7 +641,20 @@ def _partial(v: NodeView) -> float:
     return sum(m for m in v.milli_free if 0 < m < 1000) / 1000
 
 
-#: The per-node arrays of :class:`NodeArrays` that :func:`_rows` makes.
+class Rows(FreeAmounts):
+    """The per-node arrays of :class:`NodeArrays` that :func:`_rows` makes: the free amounts, and the
+    capacities and the rest, which placing work does not change."""
+
+    cap_gpus: np.ndarray
+    cap_cpu: np.ndarray
+    cap_mem: np.ndarray
+    cap_storage: np.ndarray
+    cap_shm: np.ndarray
+    partial: np.ndarray
+    usable: np.ndarray
+
+
+#: Their names.
 _ROWS = (
     "gpus", "milli", "cpu", "mem", "storage", "shm", "cap_gpus", "cap_cpu", "cap_mem", "cap_storage",
     "cap_shm", "empty", "partial", "usable",
@@ -635,7 +662,9 @@ _ROWS = (
 
 
 @njit(cache=True, nogil=True)
-def _fits_free(gpus, cpu, mem, sto, shm, milli, n_gpus, n_cpu, n_mem, n_sto, n_shm, n_milli, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _fits_free(  # pragma: no cover
+    gpus, cpu, mem, sto, shm, milli, n_gpus, n_cpu, n_mem, n_sto, n_shm, n_milli, out
+):
     """``out[i]``: one replica of the need fits node ``i``'s free amounts (:meth:`NodeArrays._fits`, the
     same comparisons with the tolerances already subtracted). Why compiled: the numpy form is nine passes
     over the nodes, and an online arrival asks it once per decision (a twentieth of its time on the
@@ -651,7 +680,7 @@ def _fits_free(gpus, cpu, mem, sto, shm, milli, n_gpus, n_cpu, n_mem, n_sto, n_s
         )
 
 
-def _rows(nodes: Sequence[NodeView]) -> dict[str, np.ndarray]:
+def _rows(nodes: Sequence[NodeView]) -> Rows:
     """The per-node arrays of ``nodes``, in their order."""
     f = np.fromiter
     n = len(nodes)
@@ -918,7 +947,7 @@ def _socket_blocked(unit: Unit, arrays: NodeArrays) -> np.ndarray:
     key = ("__sockets__", request_text(unit.structure))
     hit = arrays._static_cache.get(key)
     if hit is not None:
-        return hit  # type: ignore[return-value]
+        return hit
     snap = arrays.snap
     out = np.zeros(len(snap.nodes), dtype=bool)
     seen: dict[tuple[object, ...], bool] = {}
@@ -932,7 +961,7 @@ def _socket_blocked(unit: Unit, arrays: NodeArrays) -> np.ndarray:
             shape = compile_shape(unit.structure, tree)
             ok = seen[sig] = not shape.groups or match(tree, [shape], v.free_gpus) is not None
         out[v.idx] = not ok
-    arrays._static_cache[key] = out  # type: ignore[assignment]
+    arrays._static_cache[key] = out
     return out
 
 
@@ -994,8 +1023,8 @@ def anti_affinity_mask(
     )
     cached = arrays._static_cache.get(key)
     if cached is not None:
-        return cached  # type: ignore[return-value]
-    arrays._static_cache[key] = out  # type: ignore[assignment]
+        return cached
+    arrays._static_cache[key] = out
     for r in anti:
         mark_running(r, arrays, out)
     for k, r in domains:
@@ -1014,8 +1043,8 @@ def _running_anti_keys(arrays: NodeArrays, theirs: list[tuple[int, tuple]]) -> f
     hit = arrays._static_cache.get("__running_anti_keys__")
     if hit is None:
         hit = frozenset(k for _, rules in theirs for r in rules for k in rule_keys(r))
-        arrays._static_cache["__running_anti_keys__"] = hit  # type: ignore[assignment]
-    return hit  # type: ignore[return-value]
+        arrays._static_cache["__running_anti_keys__"] = hit
+    return hit
 
 
 def pod_admits(unit: Unit, pod: TpuPod, spot_ok: bool) -> bool:

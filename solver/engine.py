@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from placer.solver.core import decide
-from placer.solver.decision import Decision
+from placer.solver.decision import Decision, JobPlacement, PendingJob
 from placer.solver.gc_pause import paused_gc
 from placer.solver.holds import place_with_reservations
 from placer.solver.jobs.model import GpuAffinity, Job, ReadResult
@@ -90,7 +90,7 @@ def place(
         # A session's pool, read only if a hint needs it (built on first read, then kept moving).
         kept = prepared.shielded if prepared is not None and prepared.cluster is cluster else None
         hints = jobs_by_id(jobs, now)
-        if add_preemptible_hints(decision, hints, cluster, policy, deadline=deadline, shielded=kept):
+        if add_preemptible_hints(decision, hints, cluster, policy, now=now, deadline=deadline, shielded=kept):
             decision.stats.cut_by.append("hints")
             decision.stats.deterministic = False
         decision.stats.cost_per_hour = price_decision(
@@ -115,7 +115,8 @@ def with_read_warnings(decision: Decision, jobs: Sequence[Job | ReadResult]) -> 
     }
     if not said:
         return
-    for p in (*decision.placements, *decision.pending):
+    outcomes: list[JobPlacement | PendingJob] = [*decision.placements, *decision.pending]
+    for p in outcomes:
         for note in said.get(p.job, ()):
             if note not in p.notes:
                 p.notes.append(note)

@@ -40,7 +40,8 @@ Slurm's "requested node configuration is not available"):
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +53,9 @@ from placer.solver.jobs.model import Job
 from placer.solver.preempt import evict_rank, job_rank
 from placer.solver.rules import holds, job_labels
 from placer.solver.snapshot import Snapshot, scope_value
+
+if TYPE_CHECKING:  # budgets reads this module's reasons: a name for the annotations only
+    from placer.solver.budgets import Budgets
 
 __all__ = [
     "CAPACITY_CODES",
@@ -80,26 +84,27 @@ def _counts(d: dict[str, int], words: dict[str, str]) -> str:
     return "; ".join(f"{n} node{'s' if n != 1 else ''}: {words.get(k, k)}" for k, n in d.items())
 
 
-def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: list[JobPlan]) -> Reason:
+def queue_budget(plan: JobPlan, assignment: Assignment, budgets: Budgets, plans: list[JobPlan]) -> Reason:
     """``QUEUE_BUDGET``: the job fits the cluster but not its queue's GPU budget (OJS ML §10.3); the message
     says what budget change would let it run."""
     from placer.solver.budgets import remaining_cohort_room, remaining_room
 
     queue = plan.job.queue
     rank = evict_rank(plan.job)
-    room_gpus, _ = remaining_room(queue, assignment, budgets, plans, rank)  # type: ignore[arg-type]
+    room_gpus, _ = remaining_room(queue, assignment, budgets, plans, rank)
     need = plan.job.total_gpu_milli / 1000
     parts = []
     details: dict[str, object] = {"queue": queue, "gpus": need}
-    cohort_left = remaining_cohort_room(queue, assignment, budgets, plans, rank)  # type: ignore[arg-type]
+    cohort_left = remaining_cohort_room(queue, assignment, budgets, plans, rank)
     if (
         (room_gpus is None or need <= room_gpus + 1e-9)
         and cohort_left is not None
         and need > cohort_left + 1e-9
+        and queue is not None  # (a cohort's room is only known for a queue's job)
     ):
-        tree = budgets.cohort_tree  # type: ignore[attr-defined]
+        tree = budgets.cohort_tree
         in_tree = tree is not None and queue in tree.queues
-        cohort = tree.queues[queue][0] if in_tree else budgets.cohort_of[queue]  # type: ignore[attr-defined, index]
+        cohort = tree.queues[queue][0] if tree is not None and in_tree else budgets.cohort_of[queue]
         more = need - cohort_left
         left = (
             f"has {cohort_left:g} GPUs left" if cohort_left >= 0 else f"is already {-cohort_left:g} GPUs over"
@@ -135,7 +140,7 @@ def queue_budget(plan: JobPlan, assignment: Assignment, budgets: object, plans: 
 
 
 def queue_resources(
-    plan: JobPlan, assignment: Assignment, budgets: object, plans: list[JobPlan]
+    plan: JobPlan, assignment: Assignment, budgets: Budgets, plans: list[JobPlan]
 ) -> Reason | None:
     """``QUEUE_BUDGET`` for the queue's CPU, memory or pods budget (``max_total_cpu_cores``,
     ``max_total_memory_gb``, ``max_total_pods``), or its cohort's total of them, when the job's cores or
@@ -150,11 +155,9 @@ def queue_resources(
         sum(u.replicas * u.need.mem for u in on_nodes),
         float(sum(u.replicas for u in plan.units)),
     )
-    cohort = budgets.res_cohort_of.get(queue or "")  # type: ignore[attr-defined]
+    cohort = budgets.res_cohort_of.get(queue or "")
     for of in (None, cohort) if cohort is not None else (None,):
-        rooms = remaining_resource_room(  # type: ignore[arg-type]
-            queue, assignment, budgets, plans, evict_rank(plan.job), cohort=of
-        )
+        rooms = remaining_resource_room(queue, assignment, budgets, plans, evict_rank(plan.job), cohort=of)
         for resource, need, room, limit, unit in zip(
             RESOURCES, needs, rooms, RESOURCE_LIMITS, ("cores", "GB", "pods"), strict=True
         ):
@@ -183,7 +186,7 @@ def queue_resources(
 def queue_flavors(
     plan: JobPlan,
     assignment: Assignment,
-    budgets: object,
+    budgets: Budgets,
     plans: list[JobPlan],
     cands: list[UnitCandidates],
     snap: Snapshot,
@@ -201,15 +204,15 @@ def queue_flavors(
             may |= c.static
     usable = {
         f for n in np.flatnonzero(may) if (f := budgets.flavor_at(queue, snap.nodes[int(n)].node.labels))
-    }  # type: ignore[attr-defined]
+    }
     if not need or not usable:
         return None
     rank = evict_rank(plan.job)
-    evicted = [v for v in assignment.evictions if budgets.ranks.get(v, rank) < rank]  # type: ignore[attr-defined]
-    left = {f: budgets.flavor_room(queue, f, evicted) for f in usable}  # type: ignore[attr-defined]
+    evicted = [v for v in assignment.evictions if budgets.ranks.get(v, rank) < rank]
+    left = {f: budgets.flavor_room(queue, f, evicted) for f in usable}
     for i, reps in assignment.placed.items():
         if plans[i].job.queue == queue:
-            for f, g in placed_flavors(queue, reps, snap, budgets).items():  # type: ignore[arg-type]
+            for f, g in placed_flavors(queue, reps, snap, budgets).items():
                 if f in left:
                     left[f] -= g
     if any(need <= room + 1e-9 for room in left.values()):
@@ -521,8 +524,8 @@ def spread_reason(partners: list[str] | None, facts: list[dict[str, object]]) ->
             details={"jobs": partners},
         )
 
-    def counts(f: dict[str, object]) -> str:
-        items = [f"{d} {n}" for d, n in f["counts"].items()]  # type: ignore[attr-defined]
+    def counts(f: Mapping[str, Any]) -> str:
+        items = [f"{d} {n}" for d, n in f["counts"].items()]
         return f" (its pods per domain: {few(items, 5)})" if items else ""
 
     said = "; ".join(
@@ -605,7 +608,7 @@ CAPACITY_CODES = frozenset(
 )
 
 
-def few(names: list[str], most: int = 10, total: int | None = None) -> str:
+def few(names: Sequence[str], most: int = 10, total: int | None = None) -> str:
     """At most ``most`` names, and how many more (of ``total``, when ``names`` is itself a first part).
 
     >>> few(["a", "b", "c"], most=2)
@@ -663,8 +666,8 @@ def owners_of(assignment: Assignment, plans: list[JobPlan]) -> Owners:
     return (np.array(sorted(owners), dtype=np.int64), owners, tpu)
 
 
-def _need_text(u: object) -> str:
-    need = u.need  # type: ignore[attr-defined]
+def _need_text(u: Unit) -> str:
+    need = u.need
     parts = []
     if need.gpus:
         parts.append(f"{need.gpus} GPU{'s' if need.gpus != 1 else ''}")

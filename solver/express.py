@@ -302,7 +302,7 @@ def _static(
     key = ("__static__", "__express__", id(kind))
     hit = arrays._static_cache.get(key)
     if hit is not None:
-        return hit[1]  # type: ignore[no-any-return]
+        return hit[1]
     unit = plan.units[0]
     cand = unit_candidates(unit, arrays, nvlink=plan.nvlink, spot_ok=kind.spot_ok)
     made: tuple[UnitCandidates, np.ndarray, np.ndarray | None, BatchShapes] | None = None
@@ -314,5 +314,5 @@ def _static(
         ranked = None if pref.min(initial=0) == pref.max(initial=0) else pref
         made = (cand, pref, ranked, batch_shapes([plan], {plan.idx: [cand]}))
     # The kind object is kept alive with its answer: its id stays its own while the answer is kept.
-    arrays._static_cache[key] = (kind, made)  # type: ignore[assignment]
+    arrays._static_cache[key] = (kind, made)
     return made

@@ -213,13 +213,13 @@ def place_with_reservations(
             if evicted:  # only whole-node members evict (GPU-count views are pinned): the node stays held
                 here = cluster.release(*evicted)
                 hold = _held_gpus(here, r)
-            for p in da.placements:
-                job = next(j for j in fitting if j.id == p.job)
-                reps = [rep for rep in p.replicas if rep.tpu_pod is None]
+            for placed in da.placements:
+                job = next(j for j in fitting if j.id == placed.job)
+                reps = [rep for rep in placed.replicas if rep.tpu_pod is None]
                 if reps:
                     view_b_jobs.append(
                         as_running(
-                            p.job,
+                            placed.job,
                             reps,
                             queue=job.queue,
                             tenant=job.tenant,
@@ -230,7 +230,7 @@ def place_with_reservations(
                             licenses=dict(job.licenses),
                         )
                     )
-                for rep in p.replicas:
+                for rep in placed.replicas:
                     used.setdefault(rep.node, set()).update(rep.gpus)
         out.reservations.append(
             Hold(

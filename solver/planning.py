@@ -511,7 +511,7 @@ def _delayed_by(placement: JobPlacement | None, job: Job, plans: Plans) -> tuple
     return "", None, []
 
 
-def _generic_backfill():  # type: ignore[no-untyped-def]
+def _generic_backfill():
     from placer.solver.decision import Reason
 
     return Reason(

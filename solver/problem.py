@@ -45,6 +45,7 @@ from placer.solver.jobs.queues import QueueConfig
 from placer.solver.objective.cost import Pricing
 from placer.solver.objective.fragmentation import (
     BatchShapes,
+    Shape,
     Targets,
     batch_shapes,
     running_shapes,
@@ -355,7 +356,7 @@ def problem_targets(
         prepared.learned = learned.seen(problem.plans, problem.candidates)
     if policy.target_workload == []:
         return None
-    profile = None
+    profile: dict[Shape, float] | None = None
     if policy.target_workload is not None:
         profile = {}
         for t in policy.target_workload:

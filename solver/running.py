@@ -273,7 +273,7 @@ def running_job(
         job=job.id,
         queue=job.queue,
         tenant=job.tenant,
-        priority_class=job.priority_class.value,  # type: ignore[arg-type]
+        priority_class=job.priority_class.value,
         priority=job.priority,
         preemptible=job.is_preemptible,
         grace_period_s=job.preemption.grace_period_s,

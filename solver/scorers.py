@@ -273,7 +273,7 @@ class _Store:
         if hit is not None:
             if hit.targets is not targets:
                 hit.targets, hit.deltas = targets, {}
-            return hit  # type: ignore[no-any-return]
+            return hit
         store = arrays._static_cache["__fgd__"] = _Store(targets, _Fragments.of(len(arrays.snap.nodes), ()))
         return store
 

@@ -163,16 +163,10 @@ def _of_views(cluster: Cluster, views: list[NodeView], kept: Snapshot | None = N
         by_name={v.name: v.idx for v in views},
         pod_by_name={p.pod.name: p.idx for p in pods},
         biggest_node_gpus=max((v.node.gpu_count for v in views), default=0),
-        **(
-            {}
-            if kept is None
-            else {
-                "_labels": kept._labels,
-                "_anti": kept._anti,
-                "_anti_domains": kept._anti_domains,
-                "_tree_kinds": kept._tree_kinds,
-            }
-        ),
+        _labels=kept._labels if kept is not None else {},
+        _anti=kept._anti if kept is not None else {},
+        _anti_domains=kept._anti_domains if kept is not None else {},
+        _tree_kinds=kept._tree_kinds if kept is not None else {},
     )
 
 

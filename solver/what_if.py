@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime
 
 from placer.solver.cancel import cancelled
 from placer.solver.core import probe_fit
@@ -48,6 +49,7 @@ def add_preemptible_hints(
     cluster: Cluster,
     policy: Policy,
     *,
+    now: datetime,
     deadline: float,
     shielded: Callable[[], Shielded] | None = None,
 ) -> bool:
@@ -90,7 +92,7 @@ def add_preemptible_hints(
             base = after.with_allocations(placed) if placed else after
         view = base.release(*[rj.job for rj in candidates])
         probe = job.model_copy(update={"dependencies": [], "not_before": None})
-        fit = probe_fit(probe, view, policy, decision.now, deadline - time.perf_counter())
+        fit = probe_fit(probe, view, policy, now, deadline - time.perf_counter())
         if not policy.reproducible:
             probe_s = max(probe_s, time.perf_counter() - started)
         if fit is None:
@@ -101,7 +103,7 @@ def add_preemptible_hints(
     return False
 
 
-def _under(rj: RunningJob, replicas: list) -> bool:  # type: ignore[type-arg]
+def _under(rj: RunningJob, replicas: list) -> bool:
     """Whether the running job holds something the placement uses: a GPU or TPU chip, or (CPU work)
     a node it shares."""
     for mine in rj.replicas:

@@ -17,7 +17,7 @@ from typing import Any
 
 from placer.topology.build import build_cluster
 from placer.topology.cluster import Cluster
-from placer.topology.inventory import Inventory
+from placer.topology.inventory import Inventory, NodeSpec
 from placer.topology.membership import node_names
 from placer.topology.model import Node
 
@@ -37,7 +37,7 @@ def with_availability(cluster: Cluster, up: Mapping[str, bool]) -> Cluster:
         return fast
     inv = cluster.to_inventory()
     templates = {cluster.structure.spec_index(n) for n in up if cluster.has_node(n)}
-    specs = []
+    specs: list[NodeSpec] = []
     for k, spec in enumerate(inv.nodes):
         expanded = Inventory(nodes=[spec]).expanded_nodes() if k in templates else [spec]
         specs.extend(_marked(s, up) for s in expanded)
@@ -66,15 +66,15 @@ def _flipped(cluster: Cluster, up: Mapping[str, bool]) -> Cluster | None:
         marked = _marked(spec, {name: value})
         specs[at] = marked
         changed[name] = replace(node, schedulable=marked.schedulable, ready=marked.ready, spec=marked)
-    domains = {n.nvlink_domain for n in changed.values() if n.nvlink_domain in s.domains}
+    domains = {d for n in changed.values() if (d := n.nvlink_domain) is not None and d in s.domains}
     usable = dict(s.domain_usable)
     busy = cluster.state.domain_busy.edit()
-    for d in sorted(domains, key=str):
-        members = [changed.get(m) or s.node_index[m] for m in s.domains[d].nodes]  # type: ignore[index]
-        usable[d] = sum(n.gpu_count for n in members if n.usable)  # type: ignore[index]
+    for d in sorted(domains):
+        members = [changed.get(m) or s.node_index[m] for m in s.domains[d].nodes]
+        usable[d] = sum(n.gpu_count for n in members if n.usable)
         held = sum(len(cluster.usage(n.name).gpus) for n in members if n.usable)
         if held:
-            busy[d] = held  # type: ignore[index]
+            busy[d] = held
         else:
             busy.pop(d)
     structure = s.with_nodes(s.inventory.model_copy(update={"nodes": specs}), changed, usable)

@@ -111,7 +111,7 @@ def build_graph(structure: Structure) -> nx.DiGraph:
     ``labels``; GPUs ``node``, ``index``, ``gpu_type``; chips ``coord``; hosts ``index``. Vertices and
     edges are collected in lists and added in two bulk calls (about twice as fast at 10k nodes).
     """
-    g = nx.DiGraph(name=structure.inventory.name, source=structure.source)
+    g: nx.DiGraph[str] = nx.DiGraph(name=structure.inventory.name, source=structure.source)
     vertices: list[tuple[str, dict[str, Any]]] = [
         (ROOT, {"type": "cluster", "name": structure.inventory.name})
     ]

@@ -133,7 +133,7 @@ class LayeredEdit(_Lookup[K, V]):
     def __init__(self, of: Layered[K, V]) -> None:
         self._base = of._base
         self._top = dict(of._top)
-        self._gone = set(of._gone)
+        self._gone: set[K] = set(of._gone)
         self._len = of._len
 
     def __setitem__(self, key: K, value: V) -> None:

@@ -30,7 +30,7 @@ from dataclasses import replace
 from placer.topology.build import _resolve_domains, _resolve_nodes, _resolve_pod, build_cluster
 from placer.topology.cluster import Cluster
 from placer.topology.errors import Problem, TopologyError
-from placer.topology.inventory import Inventory
+from placer.topology.inventory import Inventory, NodeSpec
 from placer.topology.labels import HOST_LABEL
 from placer.topology.model import NvlinkDomain
 from placer.topology.structure import Structure
@@ -151,7 +151,7 @@ def without_nodes(cluster: Cluster, names: Iterable[str]) -> Cluster:
         return _rebuilt_without(left, gone)
     kept = [n for n in s.nodes if n.name not in gone]  # the same objects: nothing about them changed
     index = {n.name: n for n in kept} if nodes else dict(s.node_index)
-    touched = sorted({s.node_index[n].nvlink_domain for n in nodes} - {None})  # type: ignore[type-var]
+    touched = sorted({d for n in nodes if (d := s.node_index[n].nvlink_domain) is not None})
     domains: dict[str, NvlinkDomain] = {d: v for d, v in s.domains.items() if d not in touched}
     usable = {d: v for d, v in s.domain_usable.items() if d not in touched}
     problems: list[Problem] = []
@@ -198,7 +198,7 @@ def _rebuilt_without(cluster: Cluster, gone: set[str]) -> Cluster:
     the cluster built afresh from that inventory (nothing runs on them any more)."""
     inv = cluster.to_inventory()
     templates = {cluster.structure.spec_index(n) for n in gone if cluster.has_node(n)}
-    specs = []
+    specs: list[NodeSpec] = []
     for k, spec in enumerate(inv.nodes):
         expanded = Inventory(nodes=[spec]).expanded_nodes() if k in templates else [spec]
         specs.extend(x for x in expanded if x.name not in gone)

@@ -31,6 +31,7 @@ from typing import Any
 from placer.solver.decision import Decision
 from placer.solver.jobs.formats.kubernetes_pods import PLACER_GATE
 from placer.solver.jobs.model import Job
+from placer.topology.importers._common import child_list, child_map
 
 __all__ = ["GATE", "bindings", "gate_patch"]
 
@@ -56,8 +57,8 @@ def gate_patch(pod: dict[str, Any], node: str) -> list[dict[str, Any]] | None:
     >>> gate_patch(pod, "gpu-1")[1]["value"]
     {'pool': 'a3', 'kubernetes.io/hostname': 'gpu-1'}
     """
-    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
-    gates = spec.get("schedulingGates") if isinstance(spec.get("schedulingGates"), list) else []
+    spec = child_map(pod, "spec")
+    gates = child_list(spec, "schedulingGates")
     index = next((i for i, g in enumerate(gates) if isinstance(g, dict) and g.get("name") == GATE), None)
     if index is None:
         return None

@@ -134,7 +134,7 @@ def _fill(args: argparse.Namespace, nodes: list[Any], pods: list[Any]) -> int:
     bound = bounds_at(node_table, pod_table, result.order, result.arrived, points)
     left = stranding(result, node_table, pod_table)
     beside = sorted(left.beside.items(), key=lambda kv: -kv[1][1])[:3]
-    unallocated = {
+    unallocated: dict[str, Any] = {
         "whole_free": round(left.percent(left.whole_milli), 3),
         "whole_free_starved": round(left.percent(left.whole_starved), 3),
         "partly_used": round(left.percent(left.partial_milli), 3),

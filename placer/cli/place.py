@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
     except InputError as e:
         return _usage(e.message) if e.kind == "usage" else _bad_content(e.message)
     policy = Policy(
-        **engine_fields(args.engine),  # type: ignore[arg-type]
+        **engine_fields(args.engine),
         time_limit_s=args.time_limit,
         seed=args.seed,
         plan=not args.no_plan,

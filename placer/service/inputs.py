@@ -179,8 +179,9 @@ def job_errors(results: Sequence[ReadResult]) -> list[dict[str, str]]:
     """
     out = []
     for r in results:
+        source = r.source or ""
         for e in issues(r.errors):
-            path = e["path"] if e["path"].startswith(r.source) else prefixed(r.source, e["path"])
+            path = e["path"] if e["path"].startswith(source) else prefixed(source, e["path"])
             out.append({**e, "path": path, "job": r.id})
     return out
 

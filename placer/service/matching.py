@@ -187,9 +187,9 @@ def _together(
     count: int,
     now: datetime,
     queues: Mapping[str, QueueConfig] | None,
-) -> list[str]:
+) -> list[dict[str, Any]]:
     """The best jobs, at most ``count``, that fit on the worker together (best first, each placed by the
-    engine on what the ones before it left)."""
+    engine on what the ones before it left), each with its replicas."""
     from placer.solver.core import decide
 
     out: list[dict[str, Any]] = []

@@ -36,8 +36,9 @@ class GuardedH11Protocol(H11Protocol):
 
     def handle_events(self) -> None:
         super().handle_events()
-        if self.cycle is not None and getattr(self, "_head_timer", None) is not None:
-            self._head_timer.cancel()
+        timer = getattr(self, "_head_timer", None)
+        if self.cycle is not None and timer is not None:
+            timer.cancel()
             self._head_timer = None
 
     def connection_lost(self, exc: Exception | None) -> None:

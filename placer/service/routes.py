@@ -96,7 +96,7 @@ def _body(model: type) -> dict[str, Any]:
 
 
 def service(request: Request) -> Service:
-    return request.app.state.service  # type: ignore[no-any-return]
+    return request.app.state.service
 
 
 def _check_id(cluster_id: str) -> None:

@@ -251,11 +251,12 @@ def _added(cluster: Cluster, inventory: Inventory, path: str) -> Cluster:
     """``cluster`` with ``inventory``'s nodes and pods joined. Its own problems (a GPU type the catalog
     does not know, a job that does not fit) are ``invalid``, named where the change has them; a name the
     cluster already has is a ``conflict``."""
+    named = (("nodes", [n.name for n in inventory.nodes]), ("tpu_pods", [p.name for p in inventory.tpu_pods]))
     taken = [
-        (f"{path}.{kind}[{k}].name", spec.name)
-        for kind, specs in (("nodes", inventory.nodes), ("tpu_pods", inventory.tpu_pods))
-        for k, spec in enumerate(specs)
-        if cluster.has_node(spec.name) or spec.name in cluster.structure.pods
+        (f"{path}.{kind}[{k}].name", name)
+        for kind, names in named
+        for k, name in enumerate(names)
+        if cluster.has_node(name) or name in cluster.structure.pods
     ]
     if taken:
         raise ChangeError(

@@ -260,10 +260,10 @@ def _preempt(
     for j in best[2]:
         evicted.setdefault(j, []).append(for_job)
         for r in running[j].replicas:  # whole job, every node
-            nd = nodes.get(r.node) if r.node else None
-            if nd is None:
+            home = nodes.get(r.node) if r.node else None
+            if home is None:
                 continue
-            nd.free = sorted(nd.free + nd.jobs.pop(j, []))
+            home.free = sorted(home.free + home.jobs.pop(j, []))
             nd.cpu += r.cpu_cores
             nd.mem += r.memory_gb
     return best[1]

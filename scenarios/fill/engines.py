@@ -97,8 +97,8 @@ def place_batches(
 
     engine, _, scorer = engine.partition("-")  # "greedy-fgd": greedy with the fgd scorer
     policy = Policy(
-        engine=engine,  # type: ignore[arg-type]
-        scorer=scorer or "placer",  # type: ignore[arg-type]
+        engine=engine,
+        scorer=scorer or "placer",
         time_limit_s=time_limit_s,
         seed=seed,
         preemption=False,

@@ -64,11 +64,12 @@ def run_fill(
     without GPU pods."""
     t0 = time.perf_counter()
     node_table, pod_table = NodeTable.of(nodes), PodTable.of(pods)
-    if order is None:
-        order = arrivals(
+    drawn: Sequence[int] | np.ndarray | None = order
+    if drawn is None:
+        drawn = arrivals(
             pod_table, capacity_milli=node_table.capacity_milli, load=load, seed=seed, sampling=sampling
         )
-    sequence = np.asarray(order, dtype=np.int64)
+    sequence = np.asarray(drawn, dtype=np.int64)
     state = FillState(node_table)
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")

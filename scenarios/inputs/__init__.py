@@ -75,7 +75,7 @@ def policy_of(spec: PolicySpec, seed: int) -> Policy:
     """The solver policy of a scenario (``weights`` are further :class:`Policy` fields)."""
     try:
         return Policy(
-            **engine_fields(spec.engine),  # type: ignore[arg-type]
+            **engine_fields(spec.engine),
             time_limit_s=spec.time_limit_s,
             seed=seed,
             plan=spec.plan,

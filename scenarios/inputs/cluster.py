@@ -116,7 +116,7 @@ def built(entry: dict[str, dict[str, Any]], where: str) -> Inventory:
     if "count" in kwargs and first in ("n", "racks"):
         kwargs[first] = kwargs.pop("count")
     try:
-        return validate_call(fn)(**kwargs)  # type: ignore[no-any-return]
+        return validate_call(fn)(**kwargs)
     except ValidationError as e:
         raise ScenarioError(issues_of(e, path)) from None
     except (ValueError, TopologyError) as e:

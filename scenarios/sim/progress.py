@@ -36,8 +36,8 @@ def bar(total: int, *, enabled: bool = True, desc: str = "simulate", unit: str =
     try:
         from tqdm import tqdm
     except ImportError:
-        tqdm = None
-    if tqdm is not None:
+        pass  # rich's, below
+    else:
         with tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True) as t:
             yield t
         return

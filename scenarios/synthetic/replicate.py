@@ -15,12 +15,15 @@ witnesses together prove it feasible.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TypeVar
 
 from placer.scenarios.synthetic.scenario import Scenario
 from placer.solver.jobs.model import Job
 from placer.topology import Cluster, RunningJob, build_cluster
 
 __all__ = ["replicate"]
+
+_N = TypeVar("_N", int, float)
 
 
 def _copy_structure(cluster: Cluster, k: int) -> tuple[Cluster, dict[str, str], dict[str, str]]:
@@ -68,7 +71,7 @@ def replicate(sc: Scenario, copies: int) -> Scenario:
         )
     )
 
-    def times(v: float | int | None) -> float | int | None:
+    def times(v: _N | None) -> _N | None:
         return None if v is None else v * copies
 
     return replace(

@@ -158,7 +158,7 @@ class _Fill:
             job=f"{self.prefix}-{len(self.jobs) + 1:05d}",
             queue=workload,
             tenant=team,
-            priority_class=cls,  # type: ignore[arg-type]
+            priority_class=cls,
             priority=rng.randint(lo, hi),
             preemptible={"spot": True, "reserved": False}.get(cls),
             grace_period_s=grace,

@@ -28,8 +28,8 @@ def check_accounting(ctx: Context, rejected_ids: Collection[str] = ()) -> Iterat
     d = ctx.decision
     seen: dict[str, list[str]] = {}
     for section, entries in (("placements", d.placements), ("pending", d.pending), ("rejected", d.rejected)):
-        for e in entries:
-            seen.setdefault(e.job, []).append(section)
+        for entry in entries:
+            seen.setdefault(entry.job, []).append(section)
     refused = set(rejected_ids)
     for job_id in ctx.jobs:
         where = seen.get(job_id, [])

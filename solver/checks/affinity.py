@@ -86,14 +86,14 @@ def check_domain_anti_affinity(ctx: Context, job: Job, placement: JobPlacement) 
             if other == job.id or not satisfied(rule, labels):
                 continue
             for name in nodes:
-                value = ctx.cluster.node(name).labels.get(key) if ctx.cluster.has_node(name) else None
-                if value is not None and value in where:
+                found = ctx.cluster.node(name).labels.get(key) if ctx.cluster.has_node(name) else None
+                if found is not None and found in where:
                     yield Violation(
                         "anti-affinity",
                         job.id,
-                        f"its rule {describe(rule)} on {key} keeps it out of {value!r}, where {other} runs "
+                        f"its rule {describe(rule)} on {key} keeps it out of {found!r}, where {other} runs "
                         f"(on {name})",
-                        where[value][0],
+                        where[found][0],
                     )
                     break
 

@@ -182,9 +182,9 @@ def _keeps_cohort(queues: Mapping[str, QueueConfig]) -> Callable[[Any, Any], boo
     (``within_cohort_max_priority``: the highest it takes)."""
     root = {}
     for q, qc in queues.items():
-        c = qc.config.cohort
-        if c is not None:
-            root[q] = c.tree[-1].name if c.tree else c.name
+        cohort = qc.config.cohort
+        if cohort is not None:
+            root[q] = cohort.tree[-1].name if cohort.tree else cohort.name
     members: dict[str, list[str]] = {}
     for q, c in root.items():
         members.setdefault(c, []).append(q)
@@ -297,12 +297,12 @@ def _check_resources(
     keeps = ("guaranteed_cpu_cores", "guaranteed_memory_gb", "guaranteed_pods")
     kept: dict[str, dict[str, Any]] = {}  # cohort -> its queues' configurations, where one keeps some
     for name, qc in queues.items():
-        lim, c = qc.config.ml_limits, qc.config.cohort
+        lim, cohort = qc.config.ml_limits, qc.config.cohort
         if any(getattr(lim, f) is not None for f in fields):
             limits[("queue", name)] = lim
-        if c is not None and any(getattr(c, f) is not None for f in fields):
-            limits[("cohort", c.name)] = c
-            member[name] = c.name
+        if cohort is not None and any(getattr(cohort, f) is not None for f in fields):
+            limits[("cohort", cohort.name)] = cohort
+            member[name] = cohort.name
     for name, c in member.items():
         kept.setdefault(c, {})[name] = queues[name].config.cohort
     kept = {c: qs for c, qs in kept.items() if any(getattr(x, k) for x in qs.values() for k in keeps)}
@@ -310,10 +310,12 @@ def _check_resources(
         return
 
     def keys(q: str | None, _: str | None) -> list[tuple[str, str]]:
+        if q is None:  # (no queue: no budget of one, nor of a cohort)
+            return []
         out = [("queue", q)] if ("queue", q) in limits else []
         if q in member and member[q] in kept:  # each queue apart: the cohort counts max(held, kept)
-            out.append(("member", q))  # type: ignore[arg-type]
-        return out + ([("cohort", member[q])] if q in member else [])  # type: ignore[list-item]
+            out.append(("member", q))
+        return out + ([("cohort", member[q])] if q in member else [])
 
     by_queue, by_cohort = _keeps_queue(queues), _keeps_cohort(queues)
 
@@ -329,7 +331,7 @@ def _check_resources(
             decision,
             jobs,
             cluster,
-            keys,  # type: ignore[arg-type]
+            keys,
             lambda rj, f=field_name: _on_nodes(rj.replicas, f) if f else float(len(rj.replicas)),  # type: ignore[misc]
             lambda _, p, f=field_name: _on_nodes(p.replicas, f) if f else float(len(p.replicas)),  # type: ignore[misc]
             rank,
@@ -400,8 +402,8 @@ def _check_flavors(
             first = next(
                 (n for n, want, _ in flavors[queue] if all(labels.get(k) == v for k, v in want.items())), None
             )
-            if (queue, first) in quota:
-                out[first] = out.get(first, 0.0) + _gpus([r])  # type: ignore[index]
+            if first is not None and (queue, first) in quota:
+                out[first] = out.get(first, 0.0) + _gpus([r])
         return out
 
     ledgers = _split_ledgers(
@@ -414,7 +416,7 @@ def _check_flavors(
             else {}
         ),
         lambda job, p: (
-            {(job.queue, f): g for f, g in per_flavor(job.queue, p.replicas).items()}  # type: ignore[arg-type]
+            {(job.queue, f): g for f, g in per_flavor(job.queue, p.replicas).items()}
             if job.queue in flavors
             else {}
         ),
@@ -457,19 +459,19 @@ def _check_cohorts(
         rank,
         _keeps_cohort(queues),
     )
-    for c, (most, _) in sorted(cohorts.items()):
-        ledger = ledgers.get(c, _Ledger())
+    for name, (most, _) in sorted(cohorts.items()):
+        ledger = ledgers.get(name, _Ledger())
         if not ledger.added:
             continue
         if ledger.total > most + 1e-9:
             yield Violation(
                 "queue-budget",
-                c,
+                name,
                 f"cohort holds {ledger.total:g} GPUs after the decision; its total is {most}",
             )
         elif (over := ledger.over_at_level(most)) is not None:
             yield Violation(
-                "queue-budget", c, f"{_level_message(*over, 'GPUs')}; the cohort's total is {most}"
+                "queue-budget", name, f"{_level_message(*over, 'GPUs')}; the cohort's total is {most}"
             )
 
 
@@ -491,7 +493,7 @@ def _check_costs(
         return
 
     def keys(queue: str | None, tenant: str | None) -> list[tuple[str, str]]:
-        return [k for k in (("queue", queue), ("tenant", tenant)) if k[1] is not None and k in limits]  # type: ignore[misc]
+        return [k for k in (("queue", queue), ("tenant", tenant)) if k[1] is not None and k in limits]
 
     by_queue = _keeps_queue(queues)
 
@@ -613,8 +615,8 @@ def _check_cohort_trees(
         if p is not None:
             kids.setdefault(p, []).append(n)
     leaves: dict[str, list[str]] = {}
-    for q, (c, _, _) in members.items():
-        leaves.setdefault(c, []).append(q)
+    for q, (parent, _, _) in members.items():
+        leaves.setdefault(parent, []).append(q)
 
     def own(n: str, what: str) -> Any:
         node = nodes.get(n)
@@ -645,7 +647,9 @@ def _check_cohort_trees(
             continue
         if parent_of[n] is None:
             if used[n] > quota[n] + 1e-9:  # said as its members' max(held, kept) against its whole total
-                kept = [(q, per_queue.get(q, _Ledger()).total, members[q][2]) for q in leaves.get(n, [])]
+                kept: list[tuple[str, float, float]] = [
+                    (q, per_queue.get(q, _Ledger()).total, members[q][2]) for q in leaves.get(n, [])
+                ]
                 kept += [(f"cohort {k}", used[k], keeps[k]) for k in kids.get(n, [])]
                 held = ", ".join(f"{m} {h:g} (guaranteed {g:g})" for m, h, g in kept)
                 extra = sum(g for _, _, g in kept)

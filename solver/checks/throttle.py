@@ -67,7 +67,9 @@ def _smaller(a: float | None, b: float | None) -> float | None:
 def _groups(jobs: Iterable[Job]) -> dict[str, _Group]:
     out: dict[str, _Group] = {}
     for job in jobs:
-        stated = [(job.throttle.group, job.throttle.max_running, None)] if job.throttle is not None else []
+        stated: list[tuple[str, int | None, float | None]] = []
+        if job.throttle is not None:
+            stated.append((job.throttle.group, job.throttle.max_running, None))
         stated += [(lim.group, lim.max_running, lim.max_gpus) for lim in job.limits]
         for g, most, gpus in stated:
             grp = out.setdefault(g, _Group())
@@ -111,7 +113,7 @@ def check_throttles(
             continue
         for g in {rj.throttle_group, *rj.limit_groups} - {None}:
             if g in groups:
-                staying.setdefault(g, []).append(rj)  # type: ignore[arg-type]
+                staying.setdefault(g, []).append(rj)
     placed: dict[str, list[tuple[str, float]]] = {}
     for p in decision.placements:
         gpus = _gpus(p.replicas)
@@ -161,8 +163,8 @@ def _planned(
                 spans.setdefault(g, []).append((now, None if d is None else now + timedelta(seconds=d), gpus))
     for h in plans:
         for g, grp in groups.items():
-            if h.job in grp.members:
-                spans.setdefault(g, []).append((h.start, h.end, _demand(jobs[h.job])))  # type: ignore[arg-type, index]
+            if h.job in grp.members and h.start is not None:  # (a planned start always has one)
+                spans.setdefault(g, []).append((h.start, h.end, _demand(jobs[h.job])))
     for h in plans:
         at = h.start
         if at is None:

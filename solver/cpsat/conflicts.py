@@ -80,7 +80,7 @@ class Conflicts:
 
     def __contains__(self, p: object) -> bool:
         """Whether job ``p`` conflicts with some *other* job of the batch."""
-        g = self.group_of.get(p)  # type: ignore[arg-type]
+        g = self.group_of.get(p) if isinstance(p, int) else None
         if g is None:
             return False
         return any(len(self.members[h]) > (1 if h == g else 0) for h in self.pairs.get(g, ()))

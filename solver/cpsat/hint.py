@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 
+from placer.solver.cpsat.parts import Stage
 from placer.solver.snapshot import scope_value
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["Hinting"]
 
 
-class Hinting:
+class Hinting(Stage):
     """The hint stage of :class:`~placer.solver.cpsat.model.Model` (a mixin: it reads the model's
     variables)."""
 
@@ -63,8 +64,8 @@ class Hinting:
                     (p, ui, level, scope_value(b.snap, node, level))
                     for level, _ in self.plans[p].units[ui].domains
                 )
-        for key, v in self.dvars.items():
-            self.hint_values[v] = int(key in used)
+        for domain, v in self.dvars.items():
+            self.hint_values[v] = int(domain in used)
         hinted_slices = {
             (p, b.plans[p].units.index(r.unit), r.pod, frozenset(r.chips))
             for p, reps in b.hint.placed.items()
@@ -95,5 +96,5 @@ class Hinting:
         for p, v in self.s.items():
             self.hint_values[v] = max(0, racks_used.get(p, 0) - self.hint_values[self.placed[p]])
         for v, val in self.hint_values.items():
-            m.AddHint(v, val)
+            m.add_hint(v, val)
         self.hint_ok = seeds.hint_ok

@@ -31,6 +31,7 @@ running jobs included and evictions giving back (not for groups).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,7 +41,7 @@ from placer.solver.apart import one_of_each
 from placer.solver.budgets import job_groups
 from placer.solver.cpsat.classes import NodeClass
 from placer.solver.cpsat.hint import Hinting
-from placer.solver.cpsat.parts import NodeUnit, Seeds, Slice, held_on, need_vec, weighted
+from placer.solver.cpsat.parts import Expr, NodeUnit, Seeds, Slice, held_on, need_vec, weighted
 from placer.solver.cpsat.patterns import ItemType, Pattern
 from placer.solver.cpsat.realize import Realizing
 from placer.solver.cpsat.search import Searching
@@ -83,22 +84,22 @@ class Model(Hinting, Searching, Realizing):
         #: Patterns (class, index) real only on the nodes greedy used them on: used on those nodes only.
         self.pins = pins
         m = self.m
-        self.placed = {p: m.NewBoolVar(f"placed[{p}]") for p in ids}
+        self.placed = {p: m.new_bool_var(f"placed[{p}]") for p in ids}
         # Jobs kept apart on a zone or rack, or whose topology spread counts each other: at most one of
         # each pair placed (solver/apart.py).
         for p, others in one_of_each(self.plans, ids).items():
             for q in sorted(others):
                 if p < q and q in self.placed:
-                    m.Add(self.placed[p] + self.placed[q] <= 1)
+                    m.add(self.placed[p] + self.placed[q] <= 1)
         self.z: dict[tuple[int, int], cp_model.IntVar] = {}
         for c, pats in patterns.items():
             cnt = classes[c].count
             zs = []
             for k in range(len(pats)):
-                v = m.NewIntVar(0, len(pins[(c, k)]) if (c, k) in pins else cnt, f"z[{c},{k}]")
+                v = m.new_int_var(0, len(pins[(c, k)]) if (c, k) in pins else cnt, f"z[{c},{k}]")
                 self.z[(c, k)] = v
                 zs.append(v)
-            m.Add(sum(zs) <= cnt)
+            m.add(sum(zs) <= cnt)
         self.x: dict[tuple[int, int, int], cp_model.IntVar] = {}
         self.y: dict[tuple[int, int, int], cp_model.IntVar] = {}
         self.y_ub: dict[tuple[int, int, int], int] = {}
@@ -108,7 +109,7 @@ class Model(Hinting, Searching, Realizing):
                 b._tick()
             xs = []
             for c in nu.classes:
-                v = m.NewIntVar(0, nu.unit.replicas, f"x[{nu.p},{nu.ui},{c}]")
+                v = m.new_int_var(0, nu.unit.replicas, f"x[{nu.p},{nu.ui},{c}]")
                 self.x[(nu.p, nu.ui, c)] = v
                 xs.append(v)
                 slots.setdefault((c, nu.type_idx), []).append(v)
@@ -118,14 +119,14 @@ class Model(Hinting, Searching, Realizing):
             cap = 1 if one else nu.unit.replicas
             for n in nu.direct:
                 name = f"y[{nu.p},{nu.ui},{n}]"
-                v = m.NewBoolVar(name) if one else m.NewIntVar(0, cap, name)
+                v = m.new_bool_var(name) if one else m.new_int_var(0, cap, name)
                 self.y[(nu.p, nu.ui, n)] = v
                 self.y_ub[(nu.p, nu.ui, n)] = cap
                 xs.append(v)
-            m.Add(sum(xs) == nu.unit.replicas * self.placed[nu.p])
+            m.add(sum(xs) == nu.unit.replicas * self.placed[nu.p])
         for (c, t), xs in slots.items():
             supply = [cnt * self.z[(c, k)] for k, pat in enumerate(patterns[c]) for ti, cnt in pat if ti == t]
-            m.Add(sum(xs) <= sum(supply))
+            m.add(sum(xs) <= sum(supply))
         # Gang scopes.
         self.bvars: dict[tuple[int, str], cp_model.IntVar] = {}
         by_plan: dict[int, list[NodeUnit]] = {}
@@ -143,20 +144,20 @@ class Model(Hinting, Searching, Realizing):
                 {str(classes[c].scopes[scope]) for nu in nus for c in nu.classes}
                 | {str(scope_value(snap, n, scope)) for nu in nus for n in nu.direct}
             )
-            bs = {d: m.NewBoolVar(f"b[{p},{d}]") for d in domains}
+            bs = {d: m.new_bool_var(f"b[{p},{d}]") for d in domains}
             self.bvars.update({(p, d): v for d, v in bs.items()})
-            m.Add(sum(bs.values()) == self.placed[p])
+            m.add(sum(bs.values()) == self.placed[p])
             for nu in nus:
                 for n in nu.direct:
                     value = scope_value(snap, n, scope)
                     if value is None and not single:
-                        m.Add(self.y[(p, nu.ui, n)] == 0)
-                    m.Add(self.y[(p, nu.ui, n)] <= nu.unit.replicas * bs[str(value)])
+                        m.add(self.y[(p, nu.ui, n)] == 0)
+                    m.add(self.y[(p, nu.ui, n)] <= nu.unit.replicas * bs[str(value)])
                 for c in nu.classes:
                     value = classes[c].scopes[scope]
                     if value is None and not single:
-                        m.Add(self.x[(p, nu.ui, c)] == 0)
-                    m.Add(self.x[(p, nu.ui, c)] <= nu.unit.replicas * bs[str(value)])
+                        m.add(self.x[(p, nu.ui, c)] == 0)
+                    m.add(self.x[(p, nu.ui, c)] <= nu.unit.replicas * bs[str(value)])
         self._domain_counts(node_units)
         self._compactness(by_plan)
         # TPU slices; a slice on chips of running jobs needs their eviction (``_evictions``).
@@ -167,7 +168,7 @@ class Model(Hinting, Searching, Realizing):
         for p, ui, u in tpu_units:
             vs = []
             for s_idx, s in enumerate(tpu_slices[(p, ui)]):
-                v = m.NewBoolVar(f"a[{p},{ui},{s_idx}]")
+                v = m.new_bool_var(f"a[{p},{ui},{s_idx}]")
                 self.a[(p, ui, s_idx)] = v
                 vs.append(v)
                 for vid in s.victims:
@@ -176,10 +177,10 @@ class Model(Hinting, Searching, Realizing):
                 owned = host_chips(b.snap.pods[s.pod].pod, s.chips) if u.exclusive else s.chips
                 for chip in owned:
                     covering.setdefault((s.pod, chip), []).append(v)
-            m.Add(sum(vs) == u.replicas * self.placed[p])
+            m.add(sum(vs) == u.replicas * self.placed[p])
         for vs in covering.values():
             if len(vs) > 1:
-                m.AddAtMostOne(vs)
+                m.add_at_most_one(vs)
         self._evictions(node_units)
         self._money_terms()
         self._budgets()
@@ -230,11 +231,11 @@ class Model(Hinting, Searching, Realizing):
             racks = sorted({rack for _, _, rack in uses})
             if len(racks) < 2:
                 continue
-            rv = {rack: m.NewBoolVar(f"r[{p},{rack}]") for rack in racks}
+            rv = {rack: m.new_bool_var(f"r[{p},{rack}]") for rack in racks}
             for v, ub, rack in uses:
-                m.Add(v <= ub * rv[rack])
-            extra = m.NewIntVar(0, len(racks) - 1, f"s[{p}]")
-            m.Add(extra >= sum(rv.values()) - self.placed[p])
+                m.add(v <= ub * rv[rack])
+            extra = m.new_int_var(0, len(racks) - 1, f"s[{p}]")
+            m.add(extra >= sum(rv.values()) - self.placed[p])
             self.r.update({(p, rack): v for rack, v in rv.items()})
             self.s[p] = extra
             self.compact_terms.append((extra, 1))
@@ -254,7 +255,7 @@ class Model(Hinting, Searching, Realizing):
         self.e: dict[str, cp_model.IntVar] = {}
         #: ``on[p, n]``: job ``p`` is on node ``n`` (modelled one by one): anti-affinity (``_node_rules``).
         self.on: dict[tuple[int, int], cp_model.IntVar] = {}
-        self.level_cost: cp_model.LinearExprT = 0
+        self.level_cost: Expr = 0
         if not self.y and not self.tpu_needs:
             return
         on_node: dict[int, list[NodeUnit]] = {}
@@ -263,10 +264,10 @@ class Model(Hinting, Searching, Realizing):
                 on_node.setdefault(n, []).append(nu)
         used = {v.id: v for n in on_node for v in b.direct[n]}
         used.update({v.id: v for v in b.victims if v.id in self.tpu_needs})
-        self.e = {vid: m.NewBoolVar(f"e[{vid}]") for vid in sorted(used)}
+        self.e = {vid: m.new_bool_var(f"e[{vid}]") for vid in sorted(used)}
         for vid, keys in self.tpu_needs.items():
             for key in keys:
-                m.Add(self.a[key] <= self.e[vid])
+                m.add(self.a[key] <= self.e[vid])
         arrays = b.arrays
         snap = b.snap
         for k, (n, nus) in enumerate(sorted(on_node.items())):
@@ -313,12 +314,12 @@ class Model(Hinting, Searching, Realizing):
                     terms = [(y, int(np.ceil(need[r] * scale - 1e-6))) for need, y, _ in group if need[r]]
                     terms += [(self.e[v.id], -int(np.floor(held[v.id][r] * scale + 1e-6))) for v in freed]
                     cap = int(np.floor(float(free[r]) * scale + 1e-6))
-                    m.Add(
-                        cp_model.LinearExpr.WeightedSum([t[0] for t in terms], [t[1] for t in terms]) <= cap
+                    m.add(
+                        cp_model.LinearExpr.weighted_sum([t[0] for t in terms], [t[1] for t in terms]) <= cap
                     )
             # Self-anti-affinity: one replica of such a job per node, over its units.
             for p in {nu.p for nu in nus if nu.p in b.self_anti}:
-                m.Add(sum(self.y[(nu.p, nu.ui, n)] for nu in nus if nu.p == p) <= 1)
+                m.add(sum(self.y[(nu.p, nu.ui, n)] for nu in nus if nu.p == p) <= 1)
             self._node_rules(n, nus)
         for vid, ev in self.e.items():
             v = used[vid]
@@ -330,9 +331,9 @@ class Model(Hinting, Searching, Realizing):
             ]
             helpers += [self.a[key] for key in self.tpu_needs.get(vid, [])]
             if helpers:
-                m.Add(ev <= sum(helpers))
+                m.add(ev <= sum(helpers))
             else:
-                m.Add(ev == 0)
+                m.add(ev == 0)
         self.level_cost = sum(round(used[vid].cost) * ev for vid, ev in self.e.items())
 
     def _node_rules(self, n: int, nus: list[NodeUnit]) -> None:
@@ -357,14 +358,14 @@ class Model(Hinting, Searching, Realizing):
         involved = set(rules) | {q for p in rules for q in against[p]}
         on: dict[int, cp_model.IntVar] = {}
         for p in sorted(involved):
-            w = m.NewBoolVar(f"on[{p},{n}]")
+            w = m.new_bool_var(f"on[{p},{n}]")
             ys = [(self.y[(nu.p, nu.ui, n)], self.y_ub[(nu.p, nu.ui, n)]) for nu in nus if nu.p == p]
             for y, ub in ys:
-                m.Add(y <= ub * w)
-            m.Add(sum(y for y, _ in ys) >= w)
+                m.add(y <= ub * w)
+            m.add(sum(y for y, _ in ys) >= w)
             on[p] = self.on[(p, n)] = w
         for p in rules:
-            m.Add(sum(on[q] for q in against[p]) == 0).OnlyEnforceIf(on[p])
+            m.add(sum(on[q] for q in against[p]) == 0).only_enforce_if(on[p])
         running = set(b.snap.nodes[n].running)
         for nu in nus:
             if not nu.unit.exclusive:
@@ -373,13 +374,13 @@ class Model(Hinting, Searching, Realizing):
             rank = evict_rank(self.plans[nu.p].job)
             freed = [v for v in b.direct[n] if v.rank < rank]
             if not running <= {v.id for v in freed}:
-                m.Add(y == 0)  # a running job that stays (only a hinted node could be offered so)
+                m.add(y == 0)  # a running job that stays (only a hinted node could be offered so)
                 continue
             rest = [self.y[(o.p, o.ui, n)] for o in nus if o is not nu]
             if rest:
-                m.Add(sum(rest) == 0).OnlyEnforceIf(y)
+                m.add(sum(rest) == 0).only_enforce_if(y)
             for v in freed:
-                m.AddImplication(y, self.e[v.id])
+                m.add_implication(y, self.e[v.id])
 
     def _money_terms(self) -> None:
         """Per plan, (variable, money units per hour of one replica there) for every replica variable: a
@@ -471,16 +472,16 @@ class Model(Hinting, Searching, Realizing):
             }
             if seats:
                 left = budgets.license_max[name] - budgets.license_used.get(name, 0)
-                self.m.Add(sum(n * self.placed[p] for p, n in seats.items()) <= max(0, left))
+                self.m.add(sum(n * self.placed[p] for p, n in seats.items()) <= max(0, left))
         for g, ps in by_group.items():  # a group's job limit: its running jobs and what starts, at most N
             m_room = budgets.throttle_max[g] - budgets.throttle_used.get(g, 0)
-            self.m.Add(sum(self.placed[p] for p in ps) <= max(0, m_room))
+            self.m.add(sum(self.placed[p] for p in ps) <= max(0, m_room))
         for g, ps in by_gpu_group.items():  # its GPU limit, in thousandths: running jobs' and what starts
             milli = self._gpu_milli(ps)
             if milli:
                 room = budgets.group_gpu_max[g] - budgets.group_gpu_used.get(g, 0.0)
                 m_room = max(0, int(np.floor(room * 1000 + 1e-6)))
-                self.m.Add(sum(m * self.placed[p] for p, m in milli.items()) <= m_room)
+                self.m.add(sum(m * self.placed[p] for p, m in milli.items()) <= m_room)
         by_queue: dict[str, list[int]] = {}
         for p in self.ids:
             q = self.plans[p].job.queue
@@ -525,7 +526,7 @@ class Model(Hinting, Searching, Realizing):
         nodes modelled one by one by their own — stay within what its running jobs leave there, plus what
         evictions of them give back, by rank as for the queue's budget."""
         snap, classes = self.b.snap, self.classes
-        used: dict[tuple[str, str], list[tuple[int, cp_model.LinearExprT]]] = {}
+        used: dict[tuple[str, str], list[tuple[int, Expr]]] = {}
         for nu in self.node_units:
             q = self.plans[nu.p].job.queue
             milli = nu.unit.need.gpus * 1000 + nu.unit.need.milli
@@ -621,7 +622,9 @@ class Model(Hinting, Searching, Realizing):
         start at that level, as :meth:`_within` does."""
         kept = budgets.cohort_res_kept.get(cohort, {})
         members = sorted(q for q, c in budgets.res_cohort_of.items() if c == cohort)
-        total = int(np.floor(1000 * budgets.cohort_res_max[cohort][at] + 1e-6))  # type: ignore[operator]
+        limit = budgets.cohort_res_max[cohort][at]
+        assert limit is not None, "a queue keeps part of a cohort's total only where the cohort has one"
+        total = int(np.floor(1000 * limit + 1e-6))
         by_queue: dict[str, list[int]] = {}
         for p in jobs:
             by_queue.setdefault(self.plans[p].job.queue or "", []).append(p)
@@ -633,7 +636,7 @@ class Model(Hinting, Searching, Realizing):
                 amount = int(np.floor(1000 * held[1][at] + 1e-6))
                 victims.setdefault(held[0], []).append((vrank[vid], amount, var))
         for r in sorted({rank for rank, _ in jobs.values()}):
-            parts: list[cp_model.LinearExprT] = []
+            parts: list[Expr] = []
             alone = 0  # the sum with nothing placed and nothing evicted at this level
             level_ps = [p for p, (rank, _) in jobs.items() if rank <= r]
             for q in members:
@@ -646,17 +649,17 @@ class Model(Hinting, Searching, Realizing):
                     parts.append(max(base, k))
                     continue
                 top = base + sum(jobs[p][1] for p in ps)
-                m = self.m.NewIntVar(k, max(k, top), f"kept_{cohort}_{at}_{q}_{r}")
-                self.m.Add(
+                m = self.m.new_int_var(k, max(k, top), f"kept_{cohort}_{at}_{q}_{r}")
+                self.m.add(
                     m >= base + sum(jobs[p][1] * self.placed[p] for p in ps) - sum(a * v for a, v in back)
                 )
                 parts.append(m)
             if alone <= total:
-                self.m.Add(sum(parts) <= total)
+                self.m.add(sum(parts) <= total)
                 continue
-            adds = self.m.NewBoolVar(f"adds_{cohort}_{at}_{r}")
-            self.m.Add(sum(parts) <= total).OnlyEnforceIf(adds)
-            self.m.Add(sum(self.placed[p] for p in level_ps) == 0).OnlyEnforceIf(adds.Not())
+            adds = self.m.new_bool_var(f"adds_{cohort}_{at}_{r}")
+            self.m.add(sum(parts) <= total).only_enforce_if(adds)
+            self.m.add(sum(self.placed[p] for p in level_ps) == 0).only_enforce_if(adds.negated())
 
     def _cohort_tree(self, budgets: Budgets) -> None:
         """Hierarchical cohorts (:mod:`placer.solver.cohorts`): per queue its GPUs held (thousandths, running
@@ -679,26 +682,24 @@ class Model(Hinting, Searching, Realizing):
         for c in broken:
             for q in tree.under(c):
                 for p in by_queue.get(q, []):
-                    self.m.Add(self.placed[p] == 0)
+                    self.m.add(self.placed[p] == 0)
 
-        def beyond(
-            expr: cp_model.LinearExprT, top: int, kept: float, name: str
-        ) -> tuple[cp_model.LinearExprT, int]:
+        def beyond(expr: Expr, top: int, kept: float, name: str) -> tuple[Expr, int]:
             k = round(kept * 1000)
             if isinstance(expr, int):
                 return max(0, expr - k), max(0, top - k)
-            e = self.m.NewIntVar(0, max(0, top - k), name)
-            self.m.Add(e >= expr - k)
+            e = self.m.new_int_var(0, max(0, top - k), name)
+            self.m.add(e >= expr - k)
             return e, max(0, top - k)
 
-        usage: dict[str, tuple[cp_model.LinearExprT, int]] = {}  # cohort -> (usage, its upper bound)
+        usage: dict[str, tuple[Expr, int]] = {}  # cohort -> (usage, its upper bound)
         for c in tree._bottom_up():
-            parts: list[cp_model.LinearExprT] = []
+            parts: list[Expr] = []
             top = 0
             for q in tree.child_queues.get(c, []):
                 base = round(held[q] * 1000)
                 ps = [p for p in by_queue.get(q, []) if p in milli]
-                expr: cp_model.LinearExprT = base + sum(milli[p] * self.placed[p] for p in ps) if ps else base
+                expr: Expr = base + sum(milli[p] * self.placed[p] for p in ps) if ps else base
                 e, t = beyond(expr, base + sum(milli[p] for p in ps), tree.queue_kept[q], f"tree_{q}")
                 parts.append(e)
                 top += t
@@ -706,7 +707,7 @@ class Model(Hinting, Searching, Realizing):
                 e, t = beyond(usage[k][0], usage[k][1], tree.kept[k], f"tree_{k}")
                 parts.append(e)
                 top += t
-            total = sum(parts) if any(not isinstance(x, int) for x in parts) else sum(int(x) for x in parts)  # type: ignore[arg-type]
+            total: Expr = sum(parts)
             usage[c] = (total, top)
             cap = tree.capacity(c)
             if cap is None or c in broken or isinstance(total, int):
@@ -714,7 +715,7 @@ class Model(Hinting, Searching, Realizing):
             counted = (
                 total if tree.parent[c] is None else beyond(total, top, tree.kept[c], f"tree_{c}_out")[0]
             )
-            self.m.Add(counted <= int(np.floor(cap * 1000 + 1e-6)))
+            self.m.add(counted <= int(np.floor(cap * 1000 + 1e-6)))
 
     def _gpu_milli(self, ps: list[int]) -> dict[int, int]:
         """GPU thousandths each of the jobs ``ps`` holds when placed (node units only), for those with any:
@@ -755,9 +756,9 @@ class Model(Hinting, Searching, Realizing):
 
     def _within_by_rank(
         self,
-        used: list[tuple[int, cp_model.LinearExprT]],
+        used: Sequence[tuple[int, Expr]],
         room: int,
-        back: list[tuple[int, cp_model.LinearExprT]],
+        back: Sequence[tuple[int, Expr]],
     ) -> None:
         """A budget at every priority level ``r`` of the jobs using it: what jobs of rank <= ``r`` take stays
         within the room plus what evictions of jobs ranked *below* ``r`` give back. Why per level: an
@@ -783,11 +784,11 @@ class Model(Hinting, Searching, Realizing):
                 per = nu.unit.replicas // k
                 uses = []
                 for value, counts in self._per_domain(nu, level):
-                    d = m.NewBoolVar(f"d[{nu.p},{nu.ui},{level},{value}]")
+                    d = m.new_bool_var(f"d[{nu.p},{nu.ui},{level},{value}]")
                     self.dvars[(nu.p, nu.ui, level, value)] = d
-                    m.Add(sum(counts) == per * d)
+                    m.add(sum(counts) == per * d)
                     uses.append(d)
-                m.Add(sum(uses) == k * self.placed[nu.p])
+                m.add(sum(uses) == k * self.placed[nu.p])
             if nu.unit.slices:
                 self._slice_counts(nu, node_units)
 
@@ -807,14 +808,14 @@ class Model(Hinting, Searching, Realizing):
         others = [(o, self._counts_by_domain(o, level)) for o in node_units if exclusive and o is not nu]
         for value, counts in self._per_domain(nu, level):
             top = 0 if value in busy else 1 if exclusive else nu.unit.replicas // size
-            k = self.m.NewIntVar(0, top, f"k[{nu.p},{nu.ui},{level},{value}]")
-            self.m.Add(sum(counts) == size * k)
+            k = self.m.new_int_var(0, top, f"k[{nu.p},{nu.ui},{level},{value}]")
+            self.m.add(sum(counts) == size * k)
             if not exclusive or not top:
                 continue
             for other, by_domain in others:
                 inside = by_domain.get(value)
                 if inside:
-                    self.m.Add(sum(inside) <= other.unit.replicas * (1 - k))
+                    self.m.add(sum(inside) <= other.unit.replicas * (1 - k))
 
     def _busy_domains(self, level: str) -> set[str]:
         """The domains of ``level`` where a running job holds some node (an exclusive slice keeps off)."""
@@ -841,16 +842,16 @@ class Model(Hinting, Searching, Realizing):
         order; the counts on nodes in no domain of the level are fixed to 0 here."""
         counts = self._counts_by_domain(nu, level)
         for v in counts.pop(None, []):
-            self.m.Add(v == 0)
-        return [(value, counts[value]) for value in sorted(counts, key=str)]
+            self.m.add(v == 0)
+        return [(value, counts[value]) for value in sorted(k for k in counts if k is not None)]
 
-    def _within(self, used: cp_model.LinearExprT, room: int, back: cp_model.LinearExprT) -> None:
+    def _within(self, used: Expr, room: int, back: Expr) -> None:
         """``used <= room + back`` (a budget's room left by running jobs, plus what evictions give back);
         when running jobs alone are over it (``room < 0``), adding nothing stays allowed: the model must
         not become infeasible over a budget this decision did not break."""
         if room >= 0:
-            self.m.Add(used <= room + back)
+            self.m.add(used <= room + back)
             return
-        adds = self.m.NewBoolVar("adds")
-        self.m.Add(used <= room + back).OnlyEnforceIf(adds)
-        self.m.Add(used == 0).OnlyEnforceIf(adds.Not())
+        adds = self.m.new_bool_var("adds")
+        self.m.add(used <= room + back).only_enforce_if(adds)
+        self.m.add(used == 0).only_enforce_if(adds.negated())

@@ -10,7 +10,9 @@ all read them, and none should import another stage for a data class.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -23,15 +25,27 @@ from placer.solver.demand import Unit
 from placer.solver.preempt import Victim
 from placer.solver.structure import shaped
 
+#: A linear expression of the model's variables, or a constant (an empty sum): what the levels, budget
+#: rows and usages are. (OR-Tools' own ``LinearExprT`` also admits numpy integers, whose operators the type
+#: checker cannot combine with an expression's.)
+Expr = cp_model.LinearExpr | int
+
+if TYPE_CHECKING:
+    from placer.solver.cpsat.reduce import Builder
+    from placer.solver.demand import JobPlan
+    from placer.solver.policy import Policy
+
 __all__ = [
     "DET_SHARE",
     "MAX_CPU_QUANTUM",
     "MAX_TYPES",
     "CpsatResult",
     "Deadline",
+    "Expr",
     "NodeUnit",
     "Seeds",
     "Slice",
+    "Stage",
     "held_on",
     "need_vec",
     "pref_codes",
@@ -113,6 +127,65 @@ class Slice:
     victims: tuple[str, ...] = ()
 
 
+class Stage:
+    """What the stages of one :class:`~placer.solver.cpsat.model.Model` share: its builder, the batch's
+    pieces, the variables and the objective levels (set by ``Model.__init__`` and its helpers; the hint's
+    and the search's own by theirs). Declarations only, no behaviour: the hint, search and realization
+    mixins inherit them so that each reads the model's attributes with their types, and the type checker
+    sees a mixin that reads an attribute the model never sets."""
+
+    b: Builder
+    m: cp_model.CpModel
+    plans: list[JobPlan]
+    policy: Policy
+    ids: list[int]
+    node_units: list[NodeUnit]
+    tpu_units: list[tuple[int, int, Unit]]
+    classes: list[NodeClass]
+    types: list[ItemType]
+    patterns: dict[int, list[Pattern]]
+    tpu_slices: dict[tuple[int, int], list[Slice]]
+    pins: dict[tuple[int, int], list[int]]
+    # Variables: placed[p]; z[class, pattern]; x[p, unit, class] and y[p, unit, node] (with y's upper
+    # bounds); b[p, domain] of gang scopes; a[p, unit, slice] of TPU slices; e[victim]; on[p, node];
+    # r[p, rack] and s[p] of compactness; d[...] of domain counts.
+    placed: dict[int, cp_model.IntVar]
+    z: dict[tuple[int, int], cp_model.IntVar]
+    x: dict[tuple[int, int, int], cp_model.IntVar]
+    y: dict[tuple[int, int, int], cp_model.IntVar]
+    y_ub: dict[tuple[int, int, int], int]
+    bvars: dict[tuple[int, str], cp_model.IntVar]
+    a: dict[tuple[int, int, int], cp_model.IntVar]
+    tpu_needs: dict[str, list[tuple[int, int, int]]]
+    e: dict[str, cp_model.IntVar]
+    on: dict[tuple[int, int], cp_model.IntVar]
+    r: dict[tuple[int, str], cp_model.IntVar]
+    s: dict[int, cp_model.IntVar]
+    dvars: dict[tuple[int, int, str, str], cp_model.IntVar]
+    # Objective levels and their terms.
+    level1: Expr
+    level2: Expr
+    level3: Expr
+    level_cost: Expr
+    level_money: Expr
+    compact: Expr
+    l2_terms: list[tuple[cp_model.IntVar, int]]
+    l3_terms: list[tuple[cp_model.IntVar, int]]
+    compact_terms: list[tuple[cp_model.IntVar, int]]
+    money_all: list[tuple[cp_model.IntVar, int]]
+    l3_max: int
+    compact_max: int
+    money_max: int
+    money_varies: bool
+    # The hint (``hint.py``) and the search's budget (``search.py``).
+    hint_values: dict[cp_model.IntVar, int]
+    hint_ok: bool
+    det_left: float | None
+    deterministic: bool
+    #: Model values back to nodes and devices (``realize.py``), which the search calls.
+    _realize: Callable[[dict[cp_model.IntVar, int]], Assignment | None]
+
+
 class Deadline(Exception):
     pass
 
@@ -160,11 +233,11 @@ def shaped_unit(unit: Unit) -> bool:
     return shaped(unit.structure, unit.need.milli)
 
 
-def weighted(terms: list[tuple[cp_model.IntVar, int]]) -> cp_model.LinearExprT:
+def weighted(terms: list[tuple[cp_model.IntVar, int]]) -> Expr:
     """``sum(coefficient * variable)`` of ``(variable, coefficient)`` terms (0 when there are none)."""
     if not terms:
         return 0
-    return cp_model.LinearExpr.WeightedSum([v for v, _ in terms], [k for _, k in terms])
+    return cp_model.LinearExpr.weighted_sum([v for v, _ in terms], [k for _, k in terms])
 
 
 def value(terms: list[tuple[cp_model.IntVar, int]], values: dict[cp_model.IntVar, int]) -> int:

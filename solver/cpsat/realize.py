@@ -10,7 +10,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from placer.solver.assignment import Assignment, ReplicaAt, node_count_ok
-from placer.solver.cpsat.parts import NodeUnit
+from placer.solver.cpsat.parts import NodeUnit, Stage
 from placer.solver.cpsat.patterns import Pattern, shape_claims
 from placer.solver.greedy.state import State
 from placer.solver.preempt import evict_rank, job_rank
@@ -19,7 +19,7 @@ from placer.solver.snapshot import scope_value
 __all__ = ["Realizing"]
 
 
-class Realizing:
+class Realizing(Stage):
     """The realization stage of :class:`~placer.solver.cpsat.model.Model` (a mixin)."""
 
     def _repair_order(self, nu: NodeUnit, c: int, ordered: list[int]) -> Iterator[int]:
@@ -104,13 +104,13 @@ class Realizing:
         """Nodes of each class take the chosen patterns (:meth:`_pattern_nodes`); each pattern's slots take
         replicas of their item type, units in order."""
         placed, state, out = self._start(values)
-        queue: dict[tuple[int, int], list[list[object]]] = {}
+        queue: dict[tuple[int, int], list[tuple[NodeUnit, list[int]]]] = {}
         for nu in self.node_units:
             if nu.p in placed:
                 for c in nu.classes:
                     n = values[self.x[(nu.p, nu.ui, c)]]
                     if n:
-                        queue.setdefault((c, nu.type_idx), []).append([nu, n])
+                        queue.setdefault((c, nu.type_idx), []).append((nu, [n]))
         try:
             for c in sorted(self.patterns):
                 for node, pat in self._pattern_nodes(c, values):
@@ -123,20 +123,18 @@ class Realizing:
                     for t, cnt in order:
                         for _ in range(cnt):
                             q = queue.get((c, t))
-                            while q and q[0][1] == 0:
+                            while q and q[0][1][0] == 0:
                                 q.pop(0)
                             if not q:
                                 break
-                            nu = q[0][0]
-                            q[0][1] -= 1  # type: ignore[operator]
+                            nu, left = q[0]
+                            left[0] -= 1
                             claim = claims[t].pop(0) if t in claims else None
-                            unit = nu.unit  # type: ignore[attr-defined]
+                            unit = nu.unit
                             if not state.fits_node(node, unit, shape=claim is None):
                                 return None
                             gpus, share = state.take(node, unit, claim=claim)
-                            out.placed[nu.p].append(
-                                ReplicaAt(unit=nu.unit, node=node, gpus=gpus, milli=share)
-                            )  # type: ignore[attr-defined]
+                            out.placed[nu.p].append(ReplicaAt(unit=unit, node=node, gpus=gpus, milli=share))
         except (StopIteration, ValueError):
             return None
         return self._finish(values, placed, out, state)

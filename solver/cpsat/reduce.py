@@ -106,9 +106,9 @@ class Builder:
         node_units: list[NodeUnit] = []
         tpu_units: list[tuple[int, int, Unit]] = []
         for p in ids:
-            for ui, (u, c) in enumerate(zip(plans[p].units, self.candidates[p], strict=True)):
+            for ui, (u, cand) in enumerate(zip(plans[p].units, self.candidates[p], strict=True)):
                 if u.tpu is None:
-                    node_units.append(NodeUnit(p, ui, u, c, self.prefs[p][ui]))
+                    node_units.append(NodeUnit(p, ui, u, cand, self.prefs[p][ui]))
                 else:
                     tpu_units.append((p, ui, u))
         relevant = np.zeros(len(snap.nodes), dtype=bool)
@@ -122,7 +122,7 @@ class Builder:
             (self.arrays.scope_codes("rack")[relevant] >= 0).any()
         )
         scopes = sorted(
-            {plans[p].scope for p in ids if plans[p].scope}
+            {scope for p in ids if (scope := plans[p].scope)}
             | {level for nu in node_units for level, _ in nu.unit.domains}
             | {nu.unit.slices[0] for nu in node_units if nu.unit.slices}
             | ({"rack"} if spans else set())

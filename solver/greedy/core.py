@@ -94,9 +94,9 @@ def _anti_blocked(state: State, plan: JobPlan, anti_running: np.ndarray) -> np.n
         if nodes:
             blocked[sorted(nodes)] = True
     # Placed jobs with anti-affinity, grouped by their rules: each rule set is tested once.
-    for anti, nodes in state.anti_groups.values():
+    for anti, on in state.anti_groups.values():
         if any(holds(r, plan.labels) for r in anti):
-            blocked[nodes] = True
+            blocked[on] = True
     return blocked
 
 
@@ -662,9 +662,9 @@ def greedy(
             replicas = None
         if replicas is not None and not within_budget(plan, replicas, state, budgets):
             result.over_budget.add(i)
-            tried = budget_cost(plan, replicas, state, budgets)
-            if tried:
-                result.over_budget_cost[i] = (tried, *cost_left(plan, state, budgets))
+            cost = budget_cost(plan, replicas, state, budgets)
+            if cost:
+                result.over_budget_cost[i] = (cost, *cost_left(plan, state, budgets))
             replicas = None
         state.off = None
         if replicas is None:

@@ -7,8 +7,9 @@ replicas by one set of rules), and the baseline scorers read it; none of them ne
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,7 +58,9 @@ class State:
     tpu_options: dict[tuple[object, ...], dict[int, tuple[list[tuple[int, ...]], int]]] = field(
         default_factory=dict
     )
-    log: list[tuple[object, ...]] = field(default_factory=list)
+    #: The undo log (:meth:`rollback`): each entry a tuple tagged by its first item ("node", "extra",
+    #: "pod", ...), the rest what that change overwrote, numpy scalars included.
+    log: list[tuple[Any, ...]] = field(default_factory=list)
     anti_groups: dict[tuple[str, ...], tuple[tuple, list[int]]] = field(default_factory=dict)
     label_index: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     taken: dict[int, int] = field(default_factory=dict)
@@ -393,8 +396,8 @@ class State:
                 else:
                     self.free_idx[n], self.milli_idx[n] = free, shares
             elif kind == "extra":
-                self.extra[entry[2]][entry[1]] = entry[3]  # type: ignore[index]
-                self.changed.add(entry[1])  # type: ignore[arg-type]
+                self.extra[entry[2]][entry[1]] = entry[3]
+                self.changed.add(entry[1])
             elif kind == "labels":
                 self.labels_on[entry[1]].pop()
             elif kind == "pod":
@@ -414,7 +417,7 @@ class State:
 
 
 def _gpus_for(
-    free: list[int], milli: list[int], gpus: int, share: int, share_gpu: int | None, node: str
+    free: Sequence[int], milli: Sequence[int], gpus: int, share: int, share_gpu: int | None, node: str
 ) -> tuple[tuple[int, ...], int | None]:
     """The GPUs one replica takes of a node whose whole free GPUs are ``free`` (in order) and free milli
     per GPU ``milli``: its ``gpus`` lowest free ones, or for a ``share`` of one GPU, ``share_gpu`` when

@@ -79,6 +79,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
+from placer.topology.importers._common import child_map
 from placer.topology.importers.quantity import parse_quantity
 
 __all__ = ["GPU_RESOURCES", "KINDS", "is_kueue_document", "kueue_queue_configs"]
@@ -136,7 +137,7 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             problems.append(issue("type", path, "an item must be a Kubernetes object"))
             continue
-        meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+        meta = child_map(item, "metadata")
         name = meta.get("name")
         raw_spec = item.get("spec")
         spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
@@ -643,7 +644,7 @@ def _flavor_groups(
             bad = "flavors" if not isinstance(listed, list) else "coveredResources"
             problems.append(issue("type", f"{path}.resourceGroups[{g}].{bad}", "must be a list"))
             continue
-        names = [f.get("name") for f in listed if isinstance(f, dict) and isinstance(f.get("name"), str)]
+        names = [f["name"] for f in listed if isinstance(f, dict) and isinstance(f.get("name"), str)]
         missing = [n for n in names if n not in flavors]
         for n in missing:
             problems.append(

@@ -438,7 +438,7 @@ def in_cluster_queues(cluster: Cluster, queues: Mapping[str, QueueConfig]) -> Cl
     ]
     if not moved:
         return cluster
-    renamed = [rj.model_copy(update={"queue": names[(rj.tenant, rj.queue)]}) for rj in moved]  # type: ignore[index]
+    renamed = [rj.model_copy(update={"queue": names[(rj.tenant, rj.queue)]}) for rj in moved]
     return cluster.release(*[rj.job for rj in moved]).with_allocations(renamed)
 
 

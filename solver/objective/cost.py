@@ -19,7 +19,8 @@ they follow the same arithmetic, vectorized.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ class Pricing:
     """Prices of one decision's replicas, cached (a batch repeats the same few needs)."""
 
     def __init__(
-        self, snap: Snapshot, prices: PriceCatalog, cache: dict[object, object] | None = None
+        self, snap: Snapshot, prices: PriceCatalog, cache: MutableMapping[object, Any] | None = None
     ) -> None:
         """``cache``: where per-node prices may be kept across decisions on the same nodes (a session's
         node arrays): they depend on node facts and the catalog only."""
@@ -91,8 +92,8 @@ class Pricing:
         """Per node: its price per hour, GPU count and cores (computed once per decision)."""
         if self._hour is None:
             kept = self._cache.get("__hour__") if self._cache is not None else None
-            if kept is not None and kept[0] is self.prices:  # type: ignore[index]
-                self._hour, self._gpus, self._cores = kept[1:]  # type: ignore[index]
+            if kept is not None and kept[0] is self.prices:
+                self._hour, self._gpus, self._cores = kept[1:]
                 return self._hour
             nodes = self.snap.nodes
             self._hour = np.fromiter((self.prices.node_hour(v.node) for v in nodes), np.float64, len(nodes))

@@ -159,21 +159,21 @@ def target_workload(
     for shape, w in sorted(extra.items()):
         if w <= 0:
             continue
-        key = by_size.get(shape)
-        if key is None:
+        same = by_size.get(shape)
+        if same is None:
             counts = gpu_count if gpu_count is not None else np.zeros(n, dtype=np.int64)
             ok = counts >= shape[2] if shape[2] else np.ones(n, dtype=bool)
             mask = np.packbits(ok).tobytes()
             masks.setdefault(mask, ok)
-            key = by_size[shape] = (*shape, mask)
-        weight[key] = weight.get(key, 0.0) + w
+            same = by_size[shape] = (*shape, mask)
+        weight[same] = weight.get(same, 0.0) + w
     ranked = sorted(weight, key=lambda k: (-weight[k], k[:3], k[3]))
     keys = ranked[:max_shapes]
     floor = weight[keys[-1]] if len(ranked) > max_shapes else 0.0
     keys.sort(key=lambda k: (k[:3], k[3]))
-    w = np.array([weight[k] for k in keys], dtype=np.float64)
+    weights = np.array([weight[k] for k in keys], dtype=np.float64)
     return Targets(
-        p=w / w.sum() if w.size else w,
+        p=weights / weights.sum() if weights.size else weights,
         cpu=np.array([k[0] for k in keys], dtype=np.float64),
         milli=np.array([k[1] for k in keys], dtype=np.int64),
         num=np.array([k[2] for k in keys], dtype=np.int64),

@@ -47,7 +47,7 @@ _EPS = 1e-9
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _count_row(out, r, c0, cpu, free, access, need_cpu, take, tcpu, tmilli, tnum, gpu):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _count_row(out, r, c0, cpu, free, access, need_cpu, take, tcpu, tmilli, tnum, gpu):  # pragma: no cover
     """``out[r, c0 + m]`` for every shape ``m``: node ``r`` less ``need_cpu`` and its ``take`` lowest whole
     free GPUs (``gpu``: scratch of one row)."""
     n_gpus = free.shape[1]
@@ -76,7 +76,7 @@ def _count_row(out, r, c0, cpu, free, access, need_cpu, take, tcpu, tmilli, tnum
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _count_share_row(out, r, c0, cpu, free, access, need_cpu, milli, tcpu, tmilli, tnum):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _count_share_row(out, r, c0, cpu, free, access, need_cpu, milli, tcpu, tmilli, tnum):  # pragma: no cover
     """``out[r, g, c0 + m]`` for every GPU ``g`` and shape ``m``: node ``r`` less ``need_cpu`` and a share
     of ``milli`` on GPU ``g``."""
     n_gpus = free.shape[1]
@@ -107,20 +107,22 @@ def _count_share_row(out, r, c0, cpu, free, access, need_cpu, milli, tcpu, tmill
 
 
 @njit(cache=True, nogil=True)
-def _count_into(out, c0, rows, cpu, free, access, need_cpu, take, tcpu, tmilli, tnum):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _count_into(out, c0, rows, cpu, free, access, need_cpu, take, tcpu, tmilli, tnum):  # pragma: no cover
     gpu = np.empty(free.shape[1], dtype=np.int64)
     for i in range(rows.shape[0]):
         _count_row(out, rows[i], c0, cpu, free, access, need_cpu, take, tcpu, tmilli, tnum, gpu)
 
 
 @njit(cache=True, nogil=True)
-def _count_share_into(out, c0, rows, cpu, free, access, need_cpu, milli, tcpu, tmilli, tnum):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _count_share_into(  # pragma: no cover
+    out, c0, rows, cpu, free, access, need_cpu, milli, tcpu, tmilli, tnum
+):
     for i in range(rows.shape[0]):
         _count_share_row(out, rows[i], c0, cpu, free, access, need_cpu, milli, tcpu, tmilli, tnum)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dot(v, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _dot(v, cols, w):  # pragma: no cover
     """``v[cols] @ w`` in float64, summed in column order: one order for every row whoever asks, so a
     node's expectation never depends on which rows were weighed with it, nor on the machine. ``cols``:
     the columns of nonzero weight, ascending (a zero-weighted column adds exactly 0 to the sum: leaving
@@ -138,7 +140,7 @@ def _dot(v, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @njit(cache=True, nogil=True)
-def _weigh_row(vals, e, r, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _weigh_row(vals, e, r, cols, w):  # pragma: no cover
     """``e[r]`` (per GPU too, after a share) = node ``r``'s fragments weighed by ``w`` on ``cols``."""
     if vals.ndim == 2:
         e[r] = _dot(vals[r], cols, w)
@@ -148,19 +150,19 @@ def _weigh_row(vals, e, r, cols, w):  # type: ignore[no-untyped-def]  # pragma: 
 
 
 @njit(cache=True, nogil=True)
-def _weigh_into(e, e_ver, vals, rows, version, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _weigh_into(e, e_ver, vals, rows, version, cols, w):  # pragma: no cover
     for i in range(rows.shape[0]):
         _weighed(vals, e, e_ver, rows[i], version, cols, w)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _round6(x):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _round6(x):  # pragma: no cover
     """``np.round(x, 6)`` as numpy computes it (times 1e6, to the nearest even integer, over 1e6)."""
     return np.rint(x * 1e6) / 1e6
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _now_row(r, version, cpu, free, now, gpu):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _now_row(r, version, cpu, free, now, gpu):  # pragma: no cover
     """Node ``r``'s expected fragment as it is (cache ``now``), counted and weighed again only if stale."""
     vals, ver, e, e_ver, access, tcpu, tmilli, tnum, cols, w = now
     if ver[r] != version[r]:
@@ -171,7 +173,7 @@ def _now_row(r, version, cpu, free, now, gpu):  # type: ignore[no-untyped-def]  
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _weighed2(vals, e, e_ver, r, version, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _weighed2(vals, e, e_ver, r, version, cols, w):  # pragma: no cover
     """:func:`_weighed` of a ``[node, shape]`` table, inlined where the kernels know the table is one (a
     call per row was a tenth of a change of target's cost); the same sum in the same order."""
     if e_ver[r] != version[r]:
@@ -180,7 +182,7 @@ def _weighed2(vals, e, e_ver, r, version, cols, w):  # type: ignore[no-untyped-d
 
 
 @njit(cache=True, nogil=True)
-def _weighed(vals, e, e_ver, r, version, cols, w):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _weighed(vals, e, e_ver, r, version, cols, w):  # pragma: no cover
     """Node ``r``'s expectation ``e[r]``, weighed again if it was for another version of the node."""
     if e_ver[r] != version[r]:
         _weigh_row(vals, e, r, cols, w)
@@ -188,14 +190,14 @@ def _weighed(vals, e, e_ver, r, version, cols, w):  # type: ignore[no-untyped-de
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _score(d, levels):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _score(d, levels):  # pragma: no cover
     """:func:`~placer.solver.objective.fragmentation.quantized` of one increase (the same arithmetic)."""
     x = min(max(d, -50_000.0), 50_000.0)
     return np.int64(levels / (1.0 + np.exp(x / 1000.0)))
 
 
 @njit(cache=True, nogil=True)
-def _whole_deltas(rows, version, cpu, free, need_cpu, take, now, after, deltas, levels):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _whole_deltas(rows, version, cpu, free, need_cpu, take, now, after, deltas, levels):  # pragma: no cover
     av, aver, ae, aeve, aacc, acpu, amilli, anum, acols, aw = after
     delta, choice, dver, score = deltas
     gpu = np.empty(free.shape[1], dtype=np.int64)
@@ -213,7 +215,7 @@ def _whole_deltas(rows, version, cpu, free, need_cpu, take, now, after, deltas, 
 
 
 @njit(cache=True, nogil=True)
-def _share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, deltas, levels):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, deltas, levels):  # pragma: no cover
     av, aver, ae, aeve, aacc, acpu, amilli, anum, acols, aw = after
     delta, choice, dver, score = deltas
     gpu = np.empty(free.shape[1], dtype=np.int64)
@@ -242,7 +244,7 @@ def _share_deltas(rows, version, cpu, free, need_cpu, milli, now, after, deltas,
 
 
 @njit(cache=True, nogil=True)
-def _best(rows, score, fit):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _best(rows, score, fit):  # pragma: no cover
     best = -1
     top = np.iinfo(np.int64).min
     least = np.inf

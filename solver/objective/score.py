@@ -95,10 +95,10 @@ def score(assignment: Assignment, problem: Problem) -> Score:
     for vid in assignment.evictions:  # evicted work frees what it held on the touched nodes
         rj = snap.cluster.running_job(vid)
         for rep in rj.replicas:
-            n = snap.by_name.get(rep.node) if rep.node is not None else None
-            if n is None or n not in touched:
+            at = snap.by_name.get(rep.node) if rep.node is not None else None
+            if at is None or at not in touched:
                 continue
-            k = nodes.index(n)
+            k = nodes.index(at)
             cpu_after[k] += rep.cpu_cores
             for g in rep.gpus:
                 after[k, g] += rep.gpu_milli if rep.gpu_milli is not None else 1000

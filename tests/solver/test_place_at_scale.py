@@ -134,7 +134,7 @@ def test_a_search_that_finds_nothing_still_names_what_its_model_approximated(
     # the model was: inexact, and why. (In one CI run the model was left unnamed, "inexact" with no reason.)
     from ortools.sat.python import cp_model
 
-    monkeypatch.setattr(cp_model.CpSolver, "Solve", lambda self, model, *a, **k: cp_model.UNKNOWN)
+    monkeypatch.setattr(cp_model.CpSolver, "solve", lambda self, model, *a, **k: cp_model.UNKNOWN)
     sc = replicate(next(s for s in hard_instances() if s.name == "hard-tpu-slices"), COPIES)
     # The search is stubbed out, so the limit only bounds building the model: generous, so that a slow or
     # loaded machine still builds it (once, beside a fuzz run, 5 s gave BUILD_TIMEOUT instead of UNKNOWN).

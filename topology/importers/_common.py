@@ -27,6 +27,7 @@ from placer.topology.errors import Problem, TopologyError
 from placer.topology.inventory import RunningJob
 
 T = TypeVar("T", bound=BaseModel)
+D = TypeVar("D")
 
 #: Most problems reported for one document; beyond that the rest are summarized in one line.
 MAX_PROBLEMS = 50
@@ -36,6 +37,37 @@ GB = 2**30
 UNKNOWN_GPU = "unknown-gpu"
 #: The type of an AMD GPU whose product no label names (an ``amd-`` type: NVIDIA jobs stay off it).
 UNKNOWN_AMD_GPU = "amd-unknown-gpu"
+
+
+def child_map(obj: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is a JSON object, else an empty one: a manifest's optional section (``metadata``,
+    ``spec``, ``status``) read without a check at each use.
+
+    >>> child_map({"spec": {"a": 1}}, "spec"), child_map({"spec": [1]}, "spec"), child_map({}, "spec")
+    ({'a': 1}, {}, {})
+    """
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def child_list(obj: Mapping[str, Any], key: str) -> list[Any]:
+    """``obj[key]`` when it is a JSON array, else an empty one.
+
+    >>> child_list({"items": [1, 2]}, "items"), child_list({"items": "x"}, "items")
+    ([1, 2], [])
+    """
+    value = obj.get(key)
+    return value if isinstance(value, list) else []
+
+
+def child_str(obj: Mapping[str, Any], key: str, default: D) -> str | D:
+    """``obj[key]`` when it is a string, else ``default``.
+
+    >>> child_str({"name": "a"}, "name", None), child_str({"name": 3}, "name", "#0")
+    ('a', '#0')
+    """
+    value = obj.get(key)
+    return value if isinstance(value, str) else default
 
 
 def read_text(path: str) -> tuple[str, str]:

@@ -82,6 +82,7 @@ from placer.topology.importers._common import (
     UNKNOWN_AMD_GPU,
     UNKNOWN_GPU,
     Problems,
+    child_map,
     gpu_fields,
     join_item,
     short,
@@ -583,15 +584,15 @@ def _tpu_slices(records: list[_Node], problems: Problems) -> tuple[list[TpuPodSp
         if odd:
             continue
         generation = tpu_generation_from_gke(accel or "") or ""
-        shape = list(parse_shape(topo or "") or ())
-        total = math.prod(shape)
+        mesh = list(parse_shape(topo or "") or ())
+        total = math.prod(mesh)
         singles = [m for m in members if m.tpu_chips == total]
         if len(singles) == len(members):  # single-host machines: each node is a whole slice
             for m in members:
-                spec = _slice(m.spec["name"], generation, shape, [m], problems, m.item)
+                spec = _slice(m.spec["name"], generation, mesh, [m], problems, m.item)
                 if spec is not None:
                     out.append(spec)
-                    hosts[m.spec["name"]] = _TpuHost(spec.name, _coords(shape))
+                    hosts[m.spec["name"]] = _TpuHost(spec.name, _coords(mesh))
             continue
         per_host = first.tpu_chips
         if any(m.tpu_chips != per_host for m in members) or total % per_host:
@@ -604,13 +605,13 @@ def _tpu_slices(records: list[_Node], problems: Problems) -> tuple[list[TpuPodSp
                 f"has {total // per_host}",
             )
             continue
-        spec = _slice(pool, generation, shape, members, problems, first.item)
+        spec = _slice(pool, generation, mesh, members, problems, first.item)
         if spec is None:
             continue
         if len(members) < total // per_host:
             spec = spec.model_copy(update={"ready": False})  # a multi-host slice missing hosts cannot run
         out.append(spec)
-        blocks = _host_blocks(generation, shape, per_host)
+        blocks = _host_blocks(generation, mesh, per_host)
         for i, m in enumerate(sorted(members, key=lambda x: x.spec["name"])):
             hosts[m.spec["name"]] = _TpuHost(pool, blocks[i] if i < len(blocks) else [])
     return out, hosts
@@ -927,7 +928,7 @@ def _running(
                 problems.add(
                     pod.item,
                     f"requests {gpus} GPUs but node {pod.node} has only {len(free)} left "
-                    f"(of {nodes[pod.node].gpus.count if nodes[pod.node].gpus else 0})",
+                    f"(of {gpus_of.count if (gpus_of := nodes[pod.node].gpus) else 0})",
                 )
                 continue
             alloc.update(node=pod.node, gpus=free[:gpus])
@@ -989,8 +990,8 @@ def running_anti_affinity(
     >>> [(d["key"], d["rule"]["values"]) for d in domains]
     [('topology.kubernetes.io/zone', ['db'])]
     """
-    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), dict) else {}
-    anti = affinity.get("podAntiAffinity") if isinstance(affinity.get("podAntiAffinity"), dict) else {}
+    affinity = child_map(spec, "affinity")
+    anti = child_map(affinity, "podAntiAffinity")
     terms = anti.get("requiredDuringSchedulingIgnoredDuringExecution")
     rules: list[dict[str, Any]] = []
     domains: list[dict[str, Any]] = []
@@ -1040,7 +1041,7 @@ def _selector_rules(selector: Any) -> list[dict[str, Any]] | None:
 def _pod_labels(pod: _Pod) -> dict[str, str]:
     """The pod's labels, and those of the host ports it holds (:func:`host_ports`)."""
     meta = pod.obj.get("metadata") or {}
-    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    labels = child_map(meta, "labels")
     ports, _ = host_ports(pod.obj.get("spec") or {})  # a bound pod's ports passed the API server's checks
     return {**{str(k): str(v) for k, v in labels.items() if isinstance(v, str)}, **ports}
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from placer.topology.importers._common import Problems, join_item, short
+from placer.topology.importers._common import Problems, child_map, child_str, join_item, short
 
 __all__ = ["KIND", "Budget", "allowance", "allowances", "read_budgets", "violations"]
 
@@ -79,11 +79,11 @@ def read_budgets(items: Sequence[Any], problems: Problems | None = None, base: s
     for i, raw in enumerate(items):
         if not isinstance(raw, dict) or raw.get("kind") != KIND:
             continue
-        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
-        name = meta.get("name") if isinstance(meta.get("name"), str) else f"#{i}"
-        namespace = meta.get("namespace") if isinstance(meta.get("namespace"), str) else "default"
+        meta = child_map(raw, "metadata")
+        name = child_str(meta, "name", f"#{i}")
+        namespace = child_str(meta, "namespace", "default")
         item = join_item(base, i, f"{namespace}/{name}")
-        spec = raw.get("spec") if isinstance(raw.get("spec"), dict) else {}
+        spec = child_map(raw, "spec")
         selector = spec.get("selector")
         labels: dict[str, str] | None = None
         expressions: list[tuple[str, str, tuple[str, ...]]] = []
@@ -104,7 +104,7 @@ def read_budgets(items: Sequence[Any], problems: Problems | None = None, base: s
         elif selector is not None:
             problems.add(item, f"spec.selector must be an object, got {short(selector)}")
             continue
-        status = raw.get("status") if isinstance(raw.get("status"), dict) else {}
+        status = child_map(raw, "status")
         allowed = status.get("disruptionsAllowed")
         if allowed is not None and (type(allowed) is not int or allowed < 0):
             problems.add(item, f"status.disruptionsAllowed must be a whole number, got {short(allowed)}")

@@ -184,10 +184,10 @@ def parse_slurm_partitions(text: str, *, source: str) -> dict[str, SlurmPartitio
         numbers: dict[str, int] = {}
         for key, fallback in (("PriorityTier", "1"), ("GraceTime", "0")):
             value = values.get(key, fallback)
-            number = whole_number(value)
-            if number is None:
+            whole = whole_number(value)
+            if whole is None:
                 problems.append(Problem(source, item, f"{key} {short(value)} is not a whole number"))
-            numbers[key] = number or 0
+            numbers[key] = whole or 0
         mode_text = values.get("PreemptMode", default_mode)
         words = [w.strip().upper() for w in mode_text.split(",") if w.strip()]
         unknown = [w for w in words if w not in _MODES]

@@ -180,7 +180,7 @@ class GpuClustering(Policy):
 
     name = "gpu-clustering"
 
-    def __init__(self, ctx):  # type: ignore[no-untyped-def]
+    def __init__(self, ctx):
         super().__init__(ctx)
         self.classes = np.zeros(len(ctx.nodes), dtype=np.int64)  # bit c set: a class-c pod runs there
 

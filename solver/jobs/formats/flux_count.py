@@ -123,7 +123,7 @@ def _check_range(
             ok = False
     if not ok:
         return None
-    return CountRange(min=lo, max=hi, operator=operator, operand=operand)  # type: ignore[arg-type]
+    return CountRange(min=lo, max=hi, operator=operator, operand=operand)
 
 
 def _from_dict(value: Mapping[str, Any], path: str, issues: list[Issue]) -> CountRange | None:

@@ -150,7 +150,7 @@ def sliced_group(group: TaskGroup, level: str, size: int, path: str, errors: lis
         errors.append(issue("unsupported", path, "slices of TPU or GPU-share pods are not represented"))
         return None
     if level != "node":
-        return group.model_copy(update={"slices": Slices(level=level, size=size)})  # type: ignore[arg-type]
+        return group.model_copy(update={"slices": Slices(level=level, size=size)})
     gpu = group.gpu
     return group.model_copy(
         update={

@@ -213,7 +213,7 @@ def read_pod(raw: Any, base: str, source: str, classes: Classes | None = None) -
         )
     if errors:
         return ReadResult(id=rid, ok=False, errors=errors, source=source, path=base)
-    labels = {str(k): v for k, v in as_map(meta.get("labels")).items() if isinstance(v, str)}
+    labels = {str(k): v for k, v in as_map(as_map(meta).get("labels")).items() if isinstance(v, str)}
     group, placement = template_group(
         spec, base, source, "default", 1, errors, warnings, namespace, labels=dict(labels)
     )
@@ -646,7 +646,8 @@ def _placement(
         if not isinstance(exprs, list) or len(exprs) != 1:
             warnings.append(_soft(where, "a preferred term of several expressions"))
             continue
-        [rule] = _expressions(exprs, f"{where}.preference.matchExpressions", errors) or [None]
+        rules = _expressions(exprs, f"{where}.preference.matchExpressions", errors)  # (one expression)
+        rule = rules[0] if rules else None
         if isinstance(rule, LabelRule):
             preferred.append(rule.model_copy(update={"weight": weight}))
     pod_affinity = shaped(affinity.get("podAffinity"), dict, _at(base, "spec.affinity.podAffinity"), errors)

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 from placer.solver.jobs.errors import Issue, issue
 from placer.solver.jobs.model import ReadResult
+from placer.topology.importers._common import child_list, child_map
 
 __all__ = [
     "CLASS_KINDS",
@@ -114,7 +115,7 @@ def read_classes(items: Sequence[Any], base: str, source: str = "") -> tuple[Cla
         kind = str(_kind(raw))
         listed[kind] = True
         errors: list[Issue] = []
-        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        meta = child_map(raw, "metadata")
         name = meta.get("name")
         if not isinstance(name, str) or not name:
             errors.append(issue("required", f"{at}.metadata.name", f"a {kind} needs a name"))
@@ -129,7 +130,7 @@ def read_classes(items: Sequence[Any], base: str, source: str = "") -> tuple[Cla
         default = raw.get("globalDefault", False)
         if not isinstance(default, bool):
             errors.append(issue("type", f"{at}.globalDefault", "true or false"))
-        if errors:
+        if errors or not isinstance(name, str) or not isinstance(value, int):  # (each said in errors)
             rid = f"{kind}/{name}" if isinstance(name, str) and name else f"{kind}#{at}"
             problems.append(ReadResult(id=rid, ok=False, errors=errors, source=source, path=at))
             return
@@ -146,7 +147,7 @@ def read_classes(items: Sequence[Any], base: str, source: str = "") -> tuple[Cla
             one(raw, at)
         elif _kind(raw) in CLASS_LISTS:  # the API's typed list: its items carry no kind of their own
             kind = str(_kind(raw)).removesuffix("List")
-            inner = raw.get("items") if isinstance(raw.get("items"), list) else []
+            inner = child_list(raw, "items")
             for j, r in enumerate(inner):
                 one({**(r if isinstance(r, dict) else {}), "kind": kind}, f"{at}.items[{j}]")
     # Several global defaults: the smallest value is the default (the API reference's rule).
@@ -155,7 +156,7 @@ def read_classes(items: Sequence[Any], base: str, source: str = "") -> tuple[Cla
         Classes(
             pods=pods,
             workloads=workloads,
-            default=default,  # type: ignore[arg-type]
+            default=default,
             pods_listed=listed["PriorityClass"],
             workloads_listed=listed["WorkloadPriorityClass"],
         ),

@@ -102,6 +102,7 @@ from placer.solver.jobs.formats.kubernetes_priority import (
     resolve,
 )
 from placer.solver.jobs.model import Job, Placement, PriorityClass, ReadResult, TaskGroup
+from placer.topology.importers._common import child_str
 from placer.topology.importers.kubernetes import L_NODEPOOL, host_ports, priority_class_for
 
 __all__ = [
@@ -151,7 +152,7 @@ class _PodSet(NamedTuple):
     """One pod set of a workload, as read before its template is."""
 
     name: str
-    count: int
+    pods: int
     template: Any
     #: Where the pod template is (``spec.template``, ``spec.podSets[0].template``...).
     where: str
@@ -221,7 +222,7 @@ def _pod_sets(raw: dict[str, Any], kind: str, base: str, errors: list[Issue]) ->
                 if EXCLUSIVE_TOPOLOGY in notes
                 else whole
             )
-            name = rj.get("name") if isinstance(rj.get("name"), str) and rj.get("name") else f"job{i}"
+            name = child_str(rj, "name", "") or f"job{i}"
             out.append(
                 _PodSet(
                     name,
@@ -237,7 +238,7 @@ def _pod_sets(raw: dict[str, Any], kind: str, base: str, errors: list[Issue]) ->
     for i, ps in enumerate(spec.get("podSets") or []):
         where = f"{at}spec.podSets[{i}]"
         ps = as_map(ps)
-        name = ps.get("name") if isinstance(ps.get("name"), str) and ps.get("name") else f"set{i}"
+        name = child_str(ps, "name", "") or f"set{i}"
         template = as_map(ps.get("template"))
         request = as_map(ps.get("topologyRequest"))
         paths: dict[str, str] = {}
@@ -596,7 +597,7 @@ def _workload_priority(
     """A Kueue Workload's class name and priority: ``spec.priority`` as Kueue wrote it; without it, the
     value of ``spec.priorityClassName`` of the kind ``spec.priorityClassSource`` names (a
     ``WorkloadPriorityClass``, or a ``PriorityClass`` by default); without a class, the pod sets'."""
-    name = spec.get("priorityClassName") if isinstance(spec.get("priorityClassName"), str) else None
+    name = child_str(spec, "priorityClassName", None)
     given = spec.get("priority")
     if isinstance(given, int) and not isinstance(given, bool):
         return name or pods[0], given

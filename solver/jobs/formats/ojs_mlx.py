@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from placer.solver.jobs.fields import Fields, join, type_name
 from placer.solver.jobs.model import GpuAffinity, PreemptionPolicy, SpotPreference
@@ -99,7 +99,7 @@ class MlxHints:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def _number(v: Any) -> bool:
+def _number(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -193,26 +193,26 @@ def parse_mlx(f: Fields) -> MlxHints:
         if v is not None:
             meta[key] = v
     for key, allowed in _CHOICES.items():
-        v = f.choice(key, allowed)
-        if v is not None:
-            meta[key] = v
+        choice = f.choice(key, allowed)
+        if choice is not None:
+            meta[key] = choice
     for key in _OBJECTS:
-        v = f.mapping(key)
-        if v is not None:
-            meta[key] = v  # the producer's object itself: §5.1 "preserve exactly"
+        obj = f.mapping(key)
+        if obj is not None:
+            meta[key] = obj  # the producer's object itself: §5.1 "preserve exactly"
     for key in _POSITIVE_INTS:
-        v = f.integer(key, minimum=1)
-        if v is not None:
-            meta[key] = v
+        count = f.integer(key, minimum=1)
+        if count is not None:
+            meta[key] = count
     for key, getter in (
         ("ext_mlx_preprocess_transformations", _transformations),
         ("ext_mlx_eval_metrics", _metrics),
         ("ext_mlx_eval_thresholds", _thresholds),
         ("ext_mlx_preprocess_split_ratios", _split_ratios),
     ):
-        v = getter(f)
-        if v is not None:
-            meta[key] = v
+        got = getter(f)
+        if got is not None:
+            meta[key] = got
     return MlxHints(
         gpu_affinity=f.enum("ext_mlx_scheduling_gpu_affinity", GpuAffinity),
         preemption_policy=f.enum("ext_mlx_scheduling_preemption_policy", PreemptionPolicy),

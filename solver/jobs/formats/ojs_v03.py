@@ -235,7 +235,7 @@ def parse_rule(
                 issue("conflict", join(path, "weight"), "ignored: only preferred rules carry weights")
             )
             weight = None
-    if len(issues) > start:
+    if len(issues) > start or not isinstance(op, str):
         return None
     return LabelRule(key=key, operator=AffinityOperator(op), values=values, weight=weight)
 

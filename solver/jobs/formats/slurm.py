@@ -449,10 +449,9 @@ def _partition_rules(
         part_qos = {
             p: qos[q] for p in names if (q := table[p].qos) is not None and qos is not None and q in qos
         }
-        for p, q in part_qos.items():
-            over = _over_per_job(
-                job, q.job_gpus, q.node_gpus, f"partition {p}'s QOS {q.name!r}", "QOSMaxGRESPer"
-            )
+        for p, level in part_qos.items():
+            what = f"partition {p}'s QOS {level.name!r}"
+            over = _over_per_job(job, level.job_gpus, level.node_gpus, what, "QOSMaxGRESPer")
             if over is not None and p not in refused:
                 refused[p] = f"partition {p}: {over}"
         allowed = [p for p in names if p not in refused]

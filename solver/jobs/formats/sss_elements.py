@@ -151,6 +151,7 @@ def check_value(ctx: Ctx, el: Element, kind: str) -> object | None:
     path = ctx.path(el)
     if kind == "String":
         return t
+    v: object
     if kind == "Integer":
         v, err = parse_integer(t)
     elif kind == "Float":

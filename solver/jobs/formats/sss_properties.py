@@ -531,13 +531,19 @@ class Collector:
         if not amounts and not all(a.tag in SCALAR_TAGS for a in leaves):
             self._shapes(node, leaves)
             return
-        dnf = _dnf(node)
-        if dnf is None or len(dnf) > MAX_ALTERNATIVES:
+        terms = _dnf(node)
+        if terms is None or len(terms) > MAX_ALTERNATIVES:
             self.ctx.unsupported(
                 leaves[0].el,
                 f"expression {show(node)[:200]} negates (Nand/Nor) amounts or credentials, or has more "
                 f"than {MAX_ALTERNATIVES} alternatives",
             )
+            return
+        # Node-property blocks hold node tests, which made the expression a rule above (all labels) or
+        # shapes (mixed): what is left is amounts or credentials, atoms each; a block here is refused.
+        dnf = [[a for a in conj if isinstance(a, Atom)] for conj in terms]
+        if any(len(c) != len(t) for c, t in zip(dnf, terms, strict=True)):
+            self.ctx.unsupported(leaves[0].el, f"expression {show(node)[:200]} mixes node properties in")
             return
         if amounts:
             measured = [(a, self.measure(a)) for a in leaves]

@@ -72,10 +72,10 @@ def hint_status(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def run(self: _Built, build_s: float) -> CpsatResult:
         fixed = self.m.Clone()
         for v, value in self.hint_values.items():
-            fixed.Add(fixed.GetIntVarFromProtoIndex(v.Index()) == value)
+            fixed.add(fixed.get_int_var_from_proto_index(v.index) == value)
         s = cp_model.CpSolver()
         s.parameters.max_time_in_seconds = 5.0
-        statuses.append(s.StatusName(s.Solve(fixed)))
+        statuses.append(s.status_name(s.solve(fixed)))
         return real(self, build_s)
 
     monkeypatch.setattr(_Built, "run", run)
