@@ -291,10 +291,13 @@ def _budget_reasons(
     resources = queue_resources(plan, assignment, budgets, plans) if budgets.resources else None
     flavors = (
         queue_flavors(plan, assignment, budgets, plans, cands, snap)
-        if plan.job.queue in budgets.flavor_group
+        if budgets.flavored(plan.job.queue)
         else None
     )
-    if flavors is not None:
+    # A GPU flavor's reason before the queue's GPU budget (as it was alone); a CPU, memory or pods
+    # flavor's after the queue's own budget of that resource, which is the wider reason when both hold.
+    gpu_flavor = flavors is not None and flavors.details.get("resource") == "gpus"
+    if flavors is not None and gpu_flavor:
         out.append(flavors)
     gpu_only = (
         not budgets.money
@@ -307,6 +310,8 @@ def _budget_reasons(
         out.append(queue_budget(plan, assignment, budgets, plans))
     if resources is not None:
         out.append(resources)
+    if flavors is not None and not gpu_flavor:
+        out.append(flavors)
     job = plan.job
     if budgets.costs(job.queue, job.tenant):
         tried = assignment.over_budget_cost.get(plan.idx)

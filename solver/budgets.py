@@ -13,10 +13,11 @@ with such totals (``config.cohort.max_total_cpu_cores``, ``max_total_memory_gb``
 what its queues hold together, on top of each queue's own. Evicting a running job gives its cores and
 memory back to jobs that outrank it, as for GPUs.
 
-Per-flavor GPU quotas (a queue's ``flavor_groups`` whose flavors carry ``max_gpus``: a Kueue
-ClusterQueue's GPU quota per ResourceFlavor) bound the GPUs the queue's jobs hold on each flavor's nodes, a
-node counted under the first flavor of the group whose labels it has; over one a job waits
-(``QUEUE_BUDGET``, naming the flavor). Running jobs count by where their replicas are.
+Per-flavor quotas (a queue's ``flavor_groups`` whose flavors carry ``max_gpus``, ``max_cpu_cores``,
+``max_memory_gb`` or ``max_pods``: a Kueue ClusterQueue's quotas per ResourceFlavor) bound what the queue's
+jobs hold of that resource on each flavor's nodes, a node counted under the first flavor, of the group
+covering the resource, whose labels it has; over one a job waits (``QUEUE_BUDGET``, naming the flavor and
+the resource). Running jobs count by where their replicas are.
 
 Dollar budgets (placer's, not OJS): a queue's ``ml_limits.max_cost_per_hour`` and a tenant's
 ``budgets.tenants`` of the prices file bound the dollars per hour of the active jobs of that queue or
@@ -61,7 +62,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from placer.solver.cohorts import CohortTree
-from placer.solver.jobs.flavors import FlavorGroup, flavor_of, gpu_flavors
+from placer.solver.jobs.flavors import FLAVOR_RESOURCES, FlavorGroup, flavor_of, quota_groups
 from placer.solver.jobs.model import Job
 from placer.solver.jobs.queues import GUARANTEED_FIELDS, QueueConfig
 from placer.solver.preempt import evict_rank, rank
@@ -83,9 +84,11 @@ __all__ = [
     "charge_budget",
     "cohort_room",
     "cost_left",
+    "flavor_nodes",
     "flavor_off",
     "group_limits",
     "job_groups",
+    "over_flavors",
     "placed_flavors",
     "remaining_cohort_room",
     "remaining_cost_room",
@@ -155,6 +158,17 @@ def running_gpus(rj: RunningJob) -> float:
 
 def _replica_gpus(r: Any) -> float:
     return r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus)
+
+
+def _replica_amounts(r: Any) -> tuple[float, float, float, float]:
+    """A running replica on a node, as per-flavor quotas count it: GPUs, cores, GB, one pod."""
+    return _replica_gpus(r), r.cpu_cores, r.memory_gb, 1.0
+
+
+def _need_amounts(r: ReplicaAt) -> tuple[float, float, float, float]:
+    """Greedy's or CP-SAT's replica on a node, as per-flavor quotas count it: GPUs, cores, GB, one pod."""
+    need = r.unit.need
+    return need.gpus + need.milli / 1000, need.cpu, need.mem, 1.0
 
 
 def _no_credit(queues: Mapping[str, QueueConfig]) -> tuple[set[str], Callable[[RunningJob], bool]]:
@@ -277,13 +291,16 @@ class Budgets:
     #: Kueue ``lendingLimit``), for the cohorts where one does: the cohort then counts each queue as
     #: holding at least that (:meth:`cohort_resource_room`).
     cohort_res_kept: dict[str, dict[str, Amounts]] = field(default_factory=dict)
-    #: Per-flavor GPU quotas: (queue, flavor) -> its ``max_gpus``, what running jobs hold there, each
-    #: running job's GPUs per flavor of its queue (by id: evictions give them back), and per queue the
-    #: resource group whose flavors a node is counted under (:func:`~placer.solver.jobs.flavors.flavor_of`).
-    flavor_max: dict[tuple[str, str], float] = field(default_factory=dict)
-    flavor_used: dict[tuple[str, str], float] = field(default_factory=dict)
-    running_flavor: dict[str, dict[str, float]] = field(default_factory=dict)
-    flavor_group: dict[str, FlavorGroup] = field(default_factory=dict)
+    #: Per-flavor quotas, of each resource of :data:`~placer.solver.jobs.flavors.FLAVOR_RESOURCES` (GPUs,
+    #: cores, GB, pods): (queue, resource, flavor) -> the queue's quota there and what its running jobs
+    #: hold there; each running job's amounts per (resource, flavor) of its queue (by id: evictions give
+    #: them back); per (queue, resource) the resource group whose flavors a node is counted under
+    #: (:func:`~placer.solver.jobs.flavors.flavor_of`).
+    flavor_max: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    flavor_used: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    running_flavor: dict[str, dict[tuple[str, str], float]] = field(default_factory=dict)
+    flavor_queue: dict[str, str] = field(default_factory=dict)
+    flavor_group: dict[tuple[str, str], FlavorGroup] = field(default_factory=dict)
     #: Dollar budgets in money units per hour, by queue and by tenant, and what running jobs spend.
     max_cost: dict[str, int] = field(default_factory=dict)
     tenant_max_cost: dict[str, int] = field(default_factory=dict)
@@ -355,12 +372,11 @@ class Budgets:
             own = _limits(lim)
             if own is not None:
                 b.res_max[name] = own
-            group = gpu_flavors(qc.config.flavor_groups)
-            if group is not None:
-                b.flavor_group[name] = group
+            for resource, group in quota_groups(qc.config.flavor_groups).items():
+                b.flavor_group[(name, resource)] = group
                 for f in group.flavors:
-                    if f.max_gpus is not None:
-                        b.flavor_max[(name, f.name)] = float(f.max_gpus)
+                    if (most := getattr(f, FLAVOR_RESOURCES[resource][0])) is not None:
+                        b.flavor_max[(name, resource, f.name)] = float(most)
             if lim.max_cost_per_hour is not None:
                 b.max_cost[name] = to_units(lim.max_cost_per_hour)
             if qc.config.cohort is not None:
@@ -412,12 +428,16 @@ class Budgets:
                 b.running_res[rj.job] = (rj.queue, held)
                 b.res_used[rj.queue] = _plus(b.res_used.get(rj.queue, (0.0, 0.0, 0.0)), held)
             gpus = running_gpus(rj)
-            if rj.queue in b.flavor_group and gpus > 0 and cluster is not None:
-                per = b.running_flavor[rj.job] = b._flavors_of(
-                    rj.queue, [(cluster.node(r.node).labels, _replica_gpus(r)) for r in rj.replicas if r.node]
+            if b.flavored(rj.queue) and rj.queue is not None and cluster is not None:
+                per = b.flavors_of(
+                    rj.queue,
+                    [(cluster.node(r.node).labels, _replica_amounts(r)) for r in rj.replicas if r.node],
                 )
-                for flavor, share in per.items():
-                    b.flavor_used[(rj.queue, flavor)] = b.flavor_used.get((rj.queue, flavor), 0.0) + share
+                if per:
+                    b.running_flavor[rj.job], b.flavor_queue[rj.job] = per, rj.queue
+                for (resource, flavor), amount in per.items():
+                    key = (rj.queue, resource, flavor)
+                    b.flavor_used[key] = b.flavor_used.get(key, 0.0) + amount
             if rj.queue is not None and gpus > 0:
                 b.running[rj.job] = (rj.queue, gpus)
                 b.used_gpus[rj.queue] = b.used_gpus.get(rj.queue, 0.0) + gpus
@@ -458,31 +478,45 @@ class Budgets:
             or self.flavor_max
         )
 
-    def flavor_at(self, queue: str | None, labels: Mapping[str, str]) -> str | None:
-        """The flavor with a GPU quota of ``queue`` that a node with ``labels`` is counted under (None: no
-        such quota there)."""
-        group = self.flavor_group.get(queue or "")
-        f = None if group is None else flavor_of(labels, group)
-        return f.name if f is not None and (queue, f.name) in self.flavor_max else None
+    def flavored(self, queue: str | None) -> bool:
+        """Whether ``queue`` has a per-flavor quota of some resource."""
+        return any((queue or "", r) in self.flavor_group for r in FLAVOR_RESOURCES)
 
-    def _flavors_of(self, queue: str, placed: Iterable[tuple[Mapping[str, str], float]]) -> dict[str, float]:
-        """GPUs per flavor with a quota of ``queue``, of replicas given as (node labels, GPUs)."""
-        out: dict[str, float] = {}
-        for labels, gpus in placed:
-            f = self.flavor_at(queue, labels)
-            if f is not None and gpus > 0:
-                out[f] = out.get(f, 0.0) + gpus
+    def flavor_at(self, queue: str | None, labels: Mapping[str, str], resource: str = "gpus") -> str | None:
+        """The flavor with a quota of ``resource`` of ``queue`` that a node with ``labels`` is counted under
+        (None: no such quota there)."""
+        group = self.flavor_group.get((queue or "", resource))
+        f = None if group is None else flavor_of(labels, group)
+        return f.name if f is not None and (queue, resource, f.name) in self.flavor_max else None
+
+    def flavors_of(
+        self, queue: str, placed: Iterable[tuple[Mapping[str, str], tuple[float, ...]]]
+    ) -> dict[tuple[str, str], float]:
+        """Amounts per (resource, flavor) with a quota of ``queue``, of replicas given as (node labels,
+        their amounts of each resource of :data:`~placer.solver.jobs.flavors.FLAVOR_RESOURCES`)."""
+        out: dict[tuple[str, str], float] = {}
+        for labels, amounts in placed:
+            for resource, amount in zip(FLAVOR_RESOURCES, amounts, strict=True):
+                if amount > 0 and (f := self.flavor_at(queue, labels, resource)) is not None:
+                    out[(resource, f)] = out.get((resource, f), 0.0) + amount
         return out
 
-    def flavor_room(self, queue: str, flavor: str, evicted: Iterable[str] = ()) -> float:
-        """GPUs ``queue`` may still add on ``flavor``'s nodes: its quota there less what running jobs hold,
-        plus what evicted ones give back."""
-        back = sum(
-            self.running_flavor.get(job, {}).get(flavor, 0.0)
-            for job in self.credited(evicted)
-            if self.running.get(job, ("",))[0] == queue
-        )
-        return self.flavor_max[(queue, flavor)] - self.flavor_used.get((queue, flavor), 0.0) + back
+    def flavor_room(self, queue: str, resource: str, flavor: str, evicted: Iterable[str] = ()) -> float:
+        """What ``queue`` may still add of ``resource`` on ``flavor``'s nodes: its quota there less what
+        running jobs hold, plus what evicted ones give back."""
+        back = sum(self.flavor_back(queue, resource, flavor, self.credited(evicted)).values())
+        key = (queue, resource, flavor)
+        return self.flavor_max[key] - self.flavor_used.get(key, 0.0) + back
+
+    def flavor_back(self, queue: str, resource: str, flavor: str, evicted: Iterable[str]) -> dict[str, float]:
+        """What each of the running jobs ``evicted`` (credited already: :meth:`credited`) holds of
+        ``resource`` on ``flavor``'s nodes for ``queue``, by id (those that hold nothing there left out)."""
+        key = (resource, flavor)
+        return {
+            job: held
+            for job in evicted
+            if self.flavor_queue.get(job) == queue and (held := self.running_flavor.get(job, {}).get(key))
+        }
 
     @property
     def resources(self) -> bool:
@@ -802,14 +836,14 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
         )
         if c_room is not None and c_used + gpus > c_room + 1e-9:
             return False
-        if budgets.flavor_max and not _within_flavors(plan, replicas, state, budgets):
-            return False
         if budgets.group_gpu_max and any(  # an elastic job's GPUs are known only where it is placed
             state.group_gpu_use.get(g, 0.0) + gpus > room + 1e-9
             for g, room in budgets.gpu_rooms(plan.job).items()
         ):
             return False
     if budgets.resources and not _within_resources(plan, replicas, state, budgets):
+        return False
+    if budgets.flavor_max and not _within_flavors(plan, replicas, state, budgets):
         return False
     units = budget_cost(plan, replicas, state, budgets)
     if not units:
@@ -820,54 +854,75 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
 
 def placed_flavors(
     queue: str, replicas: list[ReplicaAt], snap: Snapshot, budgets: Budgets
-) -> dict[str, float]:
-    """GPUs per flavor with a quota of ``queue``, of greedy's or CP-SAT's ``replicas`` (node indices into
-    ``snap``)."""
-    return budgets._flavors_of(
-        queue,
-        (
-            (snap.nodes[r.node].node.labels, r.unit.need.gpus + r.unit.need.milli / 1000)
-            for r in replicas
-            if r.node is not None
-        ),
+) -> dict[tuple[str, str], float]:
+    """Amounts per (resource, flavor) with a quota of ``queue``, of greedy's or CP-SAT's ``replicas`` (node
+    indices into ``snap``)."""
+    return budgets.flavors_of(
+        queue, ((snap.nodes[r.node].node.labels, _need_amounts(r)) for r in replicas if r.node is not None)
     )
 
 
 def flavor_off(plan: JobPlan, state: State, budgets: Budgets | None) -> np.ndarray | None:
-    """The nodes the job may not use because its queue has less GPU quota left on their flavor than its
-    smallest replica takes, even if every running job of the queue it outranks there were evicted
-    (greedy's node choice keeps off them, so it looks for a flavor with room rather than finding out after
-    choosing; :func:`within_budget` still checks the replicas chosen exactly); None when no flavor of its
-    queue is that full."""
+    """The nodes the job may not use because its queue has less quota left of some resource on their
+    flavor than its smallest replica takes, even if every running job of the queue it outranks there were
+    evicted (greedy's node choice keeps off them, so it looks for a flavor with room rather than finding
+    out after choosing; :func:`within_budget` still checks the replicas chosen exactly); None when no
+    flavor of its queue is that full."""
     queue = plan.job.queue or ""
-    if budgets is None or queue not in budgets.flavor_group:
+    if budgets is None or not budgets.flavored(queue):
         return None
-    least = min((u.need.gpus + u.need.milli / 1000 for u in plan.units if u.tpu is None), default=0.0)
-    if least <= 0:
+    needs = [
+        (u.need.gpus + u.need.milli / 1000, u.need.cpu, u.need.mem, 1.0) for u in plan.units if u.tpu is None
+    ]
+    if not needs:
         return None
+    least = dict(
+        zip(FLAVOR_RESOURCES, (min(n[k] for n in needs) for k in range(len(FLAVOR_RESOURCES))), strict=True)
+    )
     mine = evict_rank(plan.job)
     evicted = [j for j in budgets.running_flavor if budgets.ranks.get(j, mine) < mine]
     full = {
-        f
-        for q, f in budgets.flavor_max
+        (r, f)
+        for q, r, f in budgets.flavor_max
         if q == queue
-        and state.flavor_use.get((q, f), 0.0) + least > budgets.flavor_room(q, f, evicted) + 1e-9
+        and least[r] > 0
+        and state.flavor_use.get((q, r, f), 0.0) + least[r] > budgets.flavor_room(q, r, f, evicted) + 1e-9
     }
-    if not full:
-        return None
-    nodes = state.snap.nodes
-    return np.array([budgets.flavor_at(queue, v.node.labels) in full for v in nodes], dtype=bool)
+    return flavor_nodes(queue, full, state, budgets) if full else None
 
 
 def _within_flavors(plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets) -> bool:
-    """Whether ``replicas`` keep the job's queue within its GPU quota on each flavor they use."""
+    """Whether ``replicas`` keep the job's queue within its quota of each resource on each flavor they
+    use."""
+    return not over_flavors(plan, replicas, state, budgets)
+
+
+def over_flavors(
+    plan: JobPlan, replicas: list[ReplicaAt], state: State, budgets: Budgets | None
+) -> set[tuple[str, str]]:
+    """The (resource, flavor) quotas of the job's queue that ``replicas`` take it over (empty when none)."""
     queue = plan.job.queue or ""
-    if queue not in budgets.flavor_group:
-        return True
+    if budgets is None or not budgets.flavored(queue):
+        return set()
     evicted = _evicted_below(plan, state)
-    return all(
-        state.flavor_use.get((queue, f), 0.0) + g <= budgets.flavor_room(queue, f, evicted) + 1e-9
-        for f, g in placed_flavors(queue, replicas, state.snap, budgets).items()
+    return {
+        (r, f)
+        for (r, f), amount in placed_flavors(queue, replicas, state.snap, budgets).items()
+        if state.flavor_use.get((queue, r, f), 0.0) + amount
+        > budgets.flavor_room(queue, r, f, evicted) + 1e-9
+    }
+
+
+def flavor_nodes(queue: str, kinds: Iterable[tuple[str, str]], state: State, budgets: Budgets) -> np.ndarray:
+    """The nodes counted under any of the (resource, flavor) quotas ``kinds`` of ``queue``."""
+    chosen = set(kinds)
+    resources = sorted({r for r, _ in chosen})
+    return np.array(
+        [
+            any((r, budgets.flavor_at(queue, v.node.labels, r)) in chosen for r in resources)
+            for v in state.snap.nodes
+        ],
+        dtype=bool,
     )
 
 
@@ -942,11 +997,11 @@ def charge_budget(
         cohort = budgets.cohort_of.get(plan.job.queue) if budgets is not None else None
         if cohort is not None:
             state.cohort_use[cohort] = state.cohort_use.get(cohort, 0.0) + gpus
-        if budgets is not None and plan.job.queue in budgets.flavor_group:
-            for flavor, share in placed_flavors(plan.job.queue, replicas, state.snap, budgets).items():
-                key = (plan.job.queue, flavor)
-                state.flavor_use[key] = state.flavor_use.get(key, 0.0) + share
     queue = plan.job.queue
+    if budgets is not None and queue is not None and budgets.flavored(queue):
+        for (resource, flavor), amount in placed_flavors(queue, replicas, state.snap, budgets).items():
+            key = (queue, resource, flavor)
+            state.flavor_use[key] = state.flavor_use.get(key, 0.0) + amount
     if budgets is not None and queue is not None and budgets.counts_resources(queue):
         state.queue_res_use[queue] = _plus(
             state.queue_res_use.get(queue, (0.0, 0.0, 0.0)), _need_resources(replicas)

@@ -191,39 +191,63 @@ def queue_flavors(
     cands: list[UnitCandidates],
     snap: Snapshot,
 ) -> Reason | None:
-    """``QUEUE_BUDGET`` for per-flavor GPU quotas: when every flavor with a quota whose nodes the job may
-    use has less GPU room left, after this answer, than the job needs (None otherwise, or when it may use
-    nodes of no such flavor)."""
+    """``QUEUE_BUDGET`` for per-flavor quotas: when, for some resource (GPUs, cores, GB, pods, in that
+    order), every flavor with a quota of it whose nodes the job may use has less room left, after this
+    answer, than the job needs of it (None otherwise, or when it may use nodes of no such flavor)."""
     from placer.solver.budgets import placed_flavors
 
     queue = plan.job.queue or ""
-    need = plan.job.total_gpu_milli / 1000
+    units = [u for u in plan.units if u.tpu is None]
+    needs = {
+        "gpus": plan.job.total_gpu_milli / 1000,
+        "cpu": sum(u.replicas * u.need.cpu for u in units),
+        "memory": sum(u.replicas * u.need.mem for u in units),
+        "pods": float(sum(u.replicas for u in units)),
+    }
     may = np.zeros(len(snap.nodes), dtype=bool)
     for c in cands:
         if c.unit.tpu is None:
             may |= c.static
-    usable = {
-        f for n in np.flatnonzero(may) if (f := budgets.flavor_at(queue, snap.nodes[int(n)].node.labels))
-    }
-    if not need or not usable:
-        return None
     rank = evict_rank(plan.job)
     evicted = [v for v in assignment.evictions if budgets.ranks.get(v, rank) < rank]
-    left = {f: budgets.flavor_room(queue, f, evicted) for f in usable}
-    for i, reps in assignment.placed.items():
-        if plans[i].job.queue == queue:
-            for f, g in placed_flavors(queue, reps, snap, budgets).items():
-                if f in left:
-                    left[f] -= g
-    if any(need <= room + 1e-9 for room in left.values()):
-        return None
-    rooms = ", ".join(f"{f} {room:g}" for f, room in sorted(left.items()))
-    return Reason(
-        code="QUEUE_BUDGET",
-        message=f"queue {queue!r} is over its GPU quota on every flavor it may use: it needs {need:g} GPUs "
-        f"and the flavors have {rooms} left (it waits; it is not rejected)",
-        details={"queue": queue, "gpus": need, "flavors": dict(sorted(left.items()))},
-    )
+    placed = [
+        placed_flavors(queue, reps, snap, budgets)
+        for i, reps in assignment.placed.items()
+        if plans[i].job.queue == queue
+    ]
+    for resource, need in needs.items():
+        usable = {
+            f
+            for n in np.flatnonzero(may)
+            if (f := budgets.flavor_at(queue, snap.nodes[int(n)].node.labels, resource))
+        }
+        if not need or not usable:
+            continue
+        left = {f: budgets.flavor_room(queue, resource, f, evicted) for f in usable}
+        for per in placed:
+            for (r, f), amount in per.items():
+                if r == resource and f in left:
+                    left[f] -= amount
+        if any(need <= room + 1e-9 for room in left.values()):
+            continue
+        unit = _UNITS[resource]
+        rooms = ", ".join(f"{f} {room:g}" for f, room in sorted(left.items()))
+        details: dict[str, object] = {"queue": queue, "resource": resource, "need": need}
+        if resource == "gpus":
+            details["gpus"] = need
+        details["flavors"] = dict(sorted(left.items()))
+        return Reason(
+            code="QUEUE_BUDGET",
+            message=f"queue {queue!r} is over its {_QUOTA[resource]} quota on every flavor it may use: it "
+            f"needs {need:g} {unit} and the flavors have {rooms} left (it waits; it is not rejected)",
+            details=details,
+        )
+    return None
+
+
+#: A per-flavor quota's resource as a message names its amounts, and its quota.
+_UNITS = {"gpus": "GPUs", "cpu": "cores", "memory": "GB of memory", "pods": "pods"}
+_QUOTA = {"gpus": "GPU", "cpu": "CPU", "memory": "memory", "pods": "pods"}
 
 
 def throttle(group: str, limit: int, running: int, started: int) -> Reason:

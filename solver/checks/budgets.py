@@ -9,10 +9,12 @@ and at most ``max_total_pods`` pods (every replica one; a Kueue ClusterQueue's `
 queues of a cohort with such totals (``config.cohort.max_total_cpu_cores``, ``max_total_memory_gb``,
 ``max_total_pods``: a Kueue cohort's) hold at most those together.
 
-Per-flavor GPU quotas (a queue's ``flavor_groups``, the group covering GPUs, whose flavors carry
-``max_gpus``; a Kueue ClusterQueue's quota per ResourceFlavor): the GPUs the queue's jobs hold on a
-flavor's nodes stay within its quota there (``queue-budget``). A node counts under the first flavor of the
-group whose node labels it all has.
+Per-flavor quotas (a queue's ``flavor_groups``: per resource — GPUs, ``cpu``, ``memory``, ``pods`` — the
+group covering it, whose flavors carry ``max_gpus``, ``max_cpu_cores``, ``max_memory_gb`` or ``max_pods``;
+a Kueue ClusterQueue's quotas per ResourceFlavor): what the queue's jobs hold of the resource on a
+flavor's nodes stays within its quota there (``queue-budget``); a replica on a node counts its GPUs (shares
+as fractions), its ``cpu_cores``, its ``memory_gb`` and one pod. A node counts under the first flavor of
+the group whose node labels it all has.
 
 Dollar budgets (``cost-budget``): each queue's ``ml_limits.max_cost_per_hour`` and each tenant's
 ``budgets.tenants`` (prices file) bound the dollars per hour of its active jobs — running and not evicted
@@ -381,52 +383,55 @@ def _check_flavors(
     queues: Mapping[str, QueueConfig],
     rank: Callable[[Job], Rank],
 ) -> Iterator[Violation]:
-    flavors: dict[str, list[tuple[str, dict[str, str], float | None]]] = {}  # queue -> its GPU group's
-    for name, qc in queues.items():  # flavors in order: (name, node labels, GPU quota)
-        for group in qc.config.flavor_groups:
-            if {"nvidia.com/gpu", "amd.com/gpu"} & set(group.covered) and any(
-                f.max_gpus is not None for f in group.flavors
-            ):
-                flavors[name] = [(f.name, f.node_labels, f.max_gpus) for f in group.flavors]
-                break
+    # Per resource: the Flavor field of its quota, the ClusterQueue resource names that cover it, what one
+    # replica on a node counts, and how a message names its amounts.
+    kinds: list[tuple[str, set[str], Callable[[Any], float], str]] = [
+        ("max_gpus", {"nvidia.com/gpu", "amd.com/gpu"}, lambda r: _gpus([r]), "GPUs"),
+        ("max_cpu_cores", {"cpu"}, lambda r: float(r.cpu_cores), "cores"),
+        ("max_memory_gb", {"memory"}, lambda r: float(r.memory_gb), "GB"),
+        ("max_pods", {"pods"}, lambda r: 1.0, "pods"),
+    ]
+    # (queue, quota field) -> the covering group's flavors in order: (name, node labels, quota)
+    flavors: dict[tuple[str, str], list[tuple[str, dict[str, str], float | None]]] = {}
+    for name, qc in queues.items():
+        for attr, covered, _, _ in kinds:
+            for group in qc.config.flavor_groups:
+                if covered & set(group.covered) and any(getattr(f, attr) is not None for f in group.flavors):
+                    flavors[(name, attr)] = [(f.name, f.node_labels, getattr(f, attr)) for f in group.flavors]
+                    break
     if not flavors:
         return
-    quota = {(q, name): most for q, fs in flavors.items() for name, _, most in fs if most is not None}
+    quota = {(q, attr, n): most for (q, attr), fs in flavors.items() for n, _, most in fs if most is not None}
 
-    def per_flavor(queue: str, replicas: Iterable[Any]) -> dict[str, float]:
-        out: dict[str, float] = {}
+    def per_flavor(queue: str | None, replicas: Iterable[Any]) -> dict[tuple[str, str, str], float]:
+        out: dict[tuple[str, str, str], float] = {}
         for r in replicas:
-            if r.node is None or not cluster.has_node(r.node):
+            if queue is None or r.node is None or not cluster.has_node(r.node):
                 continue
             labels = cluster.node(r.node).labels
-            first = next(
-                (n for n, want, _ in flavors[queue] if all(labels.get(k) == v for k, v in want.items())), None
-            )
-            if first is not None and (queue, first) in quota:
-                out[first] = out.get(first, 0.0) + _gpus([r])
+            for attr, _, amount, _ in kinds:
+                listed = flavors.get((queue, attr), [])
+                first = next(
+                    (n for n, want, _ in listed if all(labels.get(k) == v for k, v in want.items())), None
+                )
+                if first is not None and (queue, attr, first) in quota and (held := amount(r)) > 0:
+                    out[(queue, attr, first)] = out.get((queue, attr, first), 0.0) + held
         return out
 
     ledgers = _split_ledgers(
         decision,
         jobs,
         cluster,
-        lambda rj: (
-            {(rj.queue, f): g for f, g in per_flavor(rj.queue, rj.replicas).items()}
-            if rj.queue in flavors
-            else {}
-        ),
-        lambda job, p: (
-            {(job.queue, f): g for f, g in per_flavor(job.queue, p.replicas).items()}
-            if job.queue in flavors
-            else {}
-        ),
+        lambda rj: per_flavor(rj.queue, rj.replicas),
+        lambda job, p: per_flavor(job.queue, p.replicas),
         rank,
         _keeps_queue(queues),
     )
-    for (queue, f), ledger in sorted(ledgers.items()):
+    said = {attr: unit for attr, _, _, unit in kinds}
+    for (queue, attr, f), ledger in sorted(ledgers.items()):
         if ledger.added:
             yield from _over_limit(
-                queue, ledger, quota[(queue, f)], f"flavor {f!r}'s max_gpus", "GPUs on its nodes"
+                queue, ledger, quota[(queue, attr, f)], f"flavor {f!r}'s {attr}", f"{said[attr]} on its nodes"
             )
 
 

@@ -46,6 +46,7 @@ from placer.solver.cpsat.patterns import ItemType, Pattern
 from placer.solver.cpsat.realize import Realizing
 from placer.solver.cpsat.search import Searching
 from placer.solver.demand import Unit
+from placer.solver.jobs.flavors import FLAVOR_RESOURCES
 from placer.solver.preempt import evict_rank
 from placer.solver.snapshot import scope_value
 from placer.solver.tpu_shapes import host_chips
@@ -521,33 +522,42 @@ class Model(Hinting, Searching, Realizing):
             self._flavor_budgets(budgets)
 
     def _flavor_budgets(self, budgets: Budgets) -> None:
-        """Per-flavor GPU quotas: per queue and flavor, the GPUs (thousandths) its units place on the
-        flavor's nodes — classes by their representative, classes being split by flavor (``reduce.py``),
-        nodes modelled one by one by their own — stay within what its running jobs leave there, plus what
+        """Per-flavor quotas: per queue, resource and flavor, what its units place of the resource on the
+        flavor's nodes (thousandths: GPUs and shares exactly, cores and GB rounded up, a pod 1,000) —
+        classes by their representative, classes being split by flavor (``reduce.py``), nodes modelled one
+        by one by their own — stays within what its running jobs leave there (rounded down), plus what
         evictions of them give back, by rank as for the queue's budget."""
         snap, classes = self.b.snap, self.classes
-        used: dict[tuple[str, str], list[tuple[int, Expr]]] = {}
+        used: dict[tuple[str, str, str], list[tuple[int, Expr]]] = {}
         for nu in self.node_units:
             q = self.plans[nu.p].job.queue
-            milli = nu.unit.need.gpus * 1000 + nu.unit.need.milli
-            if q not in budgets.flavor_group or not milli:
+            if q is None or not budgets.flavored(q):
                 continue
+            need = nu.unit.need
+            amounts = (
+                need.gpus * 1000 + need.milli,
+                int(np.ceil(need.cpu * 1000 - 1e-6)),
+                int(np.ceil(need.mem * 1000 - 1e-6)),
+                1000,
+            )
             rank = evict_rank(self.plans[nu.p].job)
             at = [(classes[c].rep, self.x[(nu.p, nu.ui, c)]) for c in nu.classes]
             at += [(n, self.y[(nu.p, nu.ui, n)]) for n in nu.direct]
-            for n, var in at:
-                f = budgets.flavor_at(q, snap.nodes[n].node.labels)
-                if f is not None:
-                    used.setdefault((q, f), []).append((rank, milli * var))
+            for resource, amount in zip(FLAVOR_RESOURCES, amounts, strict=True):
+                if not amount or (q, resource) not in budgets.flavor_group:
+                    continue
+                for n, var in at:
+                    f = budgets.flavor_at(q, snap.nodes[n].node.labels, resource)
+                    if f is not None:
+                        used.setdefault((q, resource, f), []).append((rank, amount * var))
         vrank = {v.id: v.rank for v in self.b.victims}
-        for (q, f), terms in used.items():
+        for (q, resource, f), terms in used.items():
             back = [
-                (vrank[vid], round(1000 * g) * self.e[vid])
-                for vid in budgets.credited(self.e)
-                if budgets.running.get(vid, ("",))[0] == q
-                and (g := budgets.running_flavor.get(vid, {}).get(f))
+                (vrank[vid], int(np.floor(1000 * held + 1e-6)) * self.e[vid])
+                for vid, held in budgets.flavor_back(q, resource, f, budgets.credited(self.e)).items()
             ]
-            self._within_by_rank(terms, int(np.floor(budgets.flavor_room(q, f) * 1000 + 1e-6)), back)
+            room = int(np.floor(budgets.flavor_room(q, resource, f) * 1000 + 1e-6))
+            self._within_by_rank(terms, room, back)
 
     def _resource_budgets(self, budgets: Budgets) -> None:
         """Queue resource budgets (``max_total_cpu_cores``, ``max_total_memory_gb``, ``max_total_pods``), and

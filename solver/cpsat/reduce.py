@@ -236,16 +236,19 @@ class Builder:
         return out
 
     def _flavor_codes(self, ids: list[int]) -> np.ndarray | None:
-        """Per node, a code of the flavors it is counted under by the batch's queues with per-flavor GPU
-        quotas (None when none has any): a class must lie in one flavor for the model to count it there."""
+        """Per node, a code of the flavors it is counted under by the batch's queues with per-flavor quotas
+        (None when none has any): a class must lie in one flavor of each such resource for the model to
+        count it there."""
         b = self.budgets
-        queues = sorted({q for p in ids if (q := self.plans[p].job.queue) in (b.flavor_group if b else {})})
-        if b is None or not queues:
+        if b is None:
+            return None
+        kinds = sorted({(q, r) for p in ids for (q, r) in b.flavor_group if q == self.plans[p].job.queue})
+        if not kinds:
             return None
         seen: dict[tuple[str | None, ...], int] = {}
         return np.array(
             [
-                seen.setdefault(tuple(b.flavor_at(q, v.node.labels) for q in queues), len(seen))
+                seen.setdefault(tuple(b.flavor_at(q, v.node.labels, r) for q, r in kinds), len(seen))
                 for v in self.snap.nodes
             ],
             dtype=np.int64,

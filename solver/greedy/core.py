@@ -37,7 +37,9 @@ from placer.solver.budgets import (
     budget_cost,
     charge_budget,
     cost_left,
+    flavor_nodes,
     flavor_off,
+    over_flavors,
     within_budget,
     within_throttle,
 )
@@ -660,6 +662,7 @@ def greedy(
                 replicas, needed = tried
         if replicas is not None and not node_count_ok(plan, replicas):
             replicas = None
+        replicas = _off_full_flavors(plan, replicas, place_plan, state, budgets)
         if replicas is not None and not within_budget(plan, replicas, state, budgets):
             result.over_budget.add(i)
             cost = budget_cost(plan, replicas, state, budgets)
@@ -677,6 +680,31 @@ def greedy(
         for v in needed:
             result.evictions.setdefault(v.id, []).append(plan.id)
     return result
+
+
+def _off_full_flavors(
+    plan: JobPlan,
+    replicas: list[ReplicaAt] | None,
+    place_plan: Callable[[JobPlan], list[ReplicaAt] | None],
+    state: State,
+    budgets: Budgets | None,
+) -> list[ReplicaAt] | None:
+    """``replicas``, or, when they take the job's queue over a per-flavor quota, the job placed again off
+    every flavor it overfilled (its replicas are chosen one by one, each node checked against what the
+    queue has left on the node's flavor before the job, not with its own earlier replicas): so a gang
+    that one flavor cannot hold whole goes to a flavor that can, rather than waiting. At most once per
+    flavor; what comes out is still checked whole (:func:`within_budget`)."""
+    if replicas is None or budgets is None or not budgets.flavor_max:
+        return replicas
+    queue = plan.job.queue or ""
+    tried: set[tuple[str, str]] = set()
+    while replicas is not None and (over := over_flavors(plan, replicas, state, budgets) - tried):
+        tried |= over
+        state.rollback(0)
+        off = flavor_nodes(queue, tried, state, budgets)
+        state.off = off if state.off is None else state.off | off
+        replicas = place_plan(plan)
+    return replicas
 
 
 def place_alone(

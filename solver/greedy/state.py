@@ -73,8 +73,9 @@ class State:
     #: Nodes the job being placed may not use beyond ``closed`` (its queue's flavors without GPU quota left
     #: for it: :func:`~placer.solver.budgets.flavor_off`); set for one job at a time, not logged.
     off: np.ndarray | None = None
-    #: GPUs this decision added per (queue, flavor) with a per-flavor GPU quota (committed placements only).
-    flavor_use: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: What this decision added per (queue, resource, flavor) with a per-flavor quota (committed placements
+    #: only).
+    flavor_use: dict[tuple[str, str, str], float] = field(default_factory=dict)
     #: CPU cores, memory GB and pods this decision added per queue with such a budget (committed placements).
     queue_res_use: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     #: Money units per hour this decision added per queue and per tenant (committed placements only).

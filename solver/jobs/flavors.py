@@ -22,9 +22,11 @@ configuration's ``flavor_groups``) and applies it to each job of the queue here,
 What is approximated: Kueue assigns one flavor per group, and its tolerations only with it; placer adds
 the tolerations of every flavor the job may use, so a job could use a taint another eligible flavor
 tolerates on the first flavor's nodes (only when two eligible flavors' nodes and taints overlap). Flavor
-order (Kueue tries flavors in order and takes the first with quota left) is not modelled. Per-flavor GPU
-quotas are (:attr:`Flavor.max_gpus`): the GPUs the queue holds on each flavor's nodes stay within its
-quota there, on top of the queue's budget, the sum of its flavors' quotas (``docs/kubernetes.md``).
+order (Kueue tries flavors in order and takes the first with quota left) is not modelled. Per-flavor
+quotas are (:attr:`Flavor.max_gpus`, ``max_cpu_cores``, ``max_memory_gb``, ``max_pods``): what the queue
+holds of each resource on a flavor's nodes — a node counted under the first flavor, of the group covering
+that resource, whose labels it has — stays within its quota there, on top of the queue's budget, the sum
+of its flavors' quotas (``docs/kubernetes.md``).
 
 >>> from placer.solver.jobs.model import Job, TaskGroup
 >>> groups = [FlavorGroup(covered=["cpu", "memory"], flavors=[
@@ -45,11 +47,12 @@ from placer.solver.jobs.errors import Issue, issue
 from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, Job, LabelRule, Toleration, tolerated
 
 __all__ = [
+    "FLAVOR_RESOURCES",
     "Flavor",
     "FlavorGroup",
     "NodeTaint",
     "flavor_of",
-    "gpu_flavors",
+    "quota_groups",
     "requested_resources",
     "with_flavors",
 ]
@@ -57,6 +60,14 @@ __all__ = [
 #: Resource names of GPUs and TPUs, as a ClusterQueue covers them.
 GPU_NAMES = frozenset({"nvidia.com/gpu", "amd.com/gpu"})
 TPU_NAMES = frozenset({"google.com/tpu"})
+#: What a per-flavor quota may bound, in placer's units (whole GPUs and shares; cores; GB; pods): each with
+#: the :class:`Flavor` field that holds the quota and the resource names a ClusterQueue covers it by.
+FLAVOR_RESOURCES: dict[str, tuple[str, frozenset[str]]] = {
+    "gpus": ("max_gpus", GPU_NAMES),
+    "cpu": ("max_cpu_cores", frozenset({"cpu"})),
+    "memory": ("max_memory_gb", frozenset({"memory"})),
+    "pods": ("max_pods", frozenset({"pods"})),
+}
 
 
 class NodeTaint(BaseModel):
@@ -71,13 +82,15 @@ class NodeTaint(BaseModel):
 
 class Flavor(BaseModel):
     """One node flavor (Kueue ``ResourceFlavor``): its nodes by label, their taints, the tolerations it
-    gives, and the GPUs the queue may hold on it.
+    gives, and what the queue may hold on it.
 
     ``max_gpus``: the queue's GPU quota on this flavor (a ClusterQueue's ``nominalQuota`` of its GPU
     resources for the flavor, plus its ``borrowingLimit`` in a cohort); None: no quota of its own. The
     GPUs the queue's jobs hold, running and placed, on the flavor's nodes stay within it (both engines and
     the checker's rule 17). A node is the first flavor's of its group whose labels it has
-    (:func:`flavor_of`)."""
+    (:func:`flavor_of`). ``max_cpu_cores``, ``max_memory_gb`` and ``max_pods`` are the same for the
+    ClusterQueue's ``cpu``, ``memory`` and ``pods`` quotas on the flavor, which every job's replicas on
+    the flavor's nodes count against (a pod each, its cores and GB)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -86,6 +99,9 @@ class Flavor(BaseModel):
     node_taints: list[NodeTaint] = Field(default_factory=list)
     tolerations: list[Toleration] = Field(default_factory=list)
     max_gpus: float | None = Field(default=None, ge=0)
+    max_cpu_cores: float | None = Field(default=None, ge=0)
+    max_memory_gb: float | None = Field(default=None, ge=0)
+    max_pods: int | None = Field(default=None, ge=0)
 
 
 class FlavorGroup(BaseModel):
@@ -112,13 +128,24 @@ def flavor_of(labels: Mapping[str, str], group: FlavorGroup) -> Flavor | None:
     return None
 
 
-def gpu_flavors(groups: list[FlavorGroup]) -> FlavorGroup | None:
-    """The resource group that covers GPUs (``nvidia.com/gpu``, ``amd.com/gpu``), when one of its flavors
-    has a GPU quota of its own (:attr:`Flavor.max_gpus`); None otherwise."""
-    for g in groups:
-        if GPU_NAMES & set(g.covered) and any(f.max_gpus is not None for f in g.flavors):
-            return g
-    return None
+def quota_groups(groups: list[FlavorGroup]) -> dict[str, FlavorGroup]:
+    """Per resource of :data:`FLAVOR_RESOURCES`, the resource group that covers it, when one of its flavors
+    has a quota of it of its own (Kueue puts each resource in one group).
+
+    >>> g = FlavorGroup(covered=["cpu", "nvidia.com/gpu"], flavors=[Flavor(name="a", max_gpus=8, max_pods=9)])
+    >>> sorted(quota_groups([g]))
+    ['gpus']
+    >>> g = FlavorGroup(covered=["cpu", "pods"], flavors=[Flavor(name="a", max_cpu_cores=64, max_pods=9)])
+    >>> sorted(quota_groups([g]))
+    ['cpu', 'pods']
+    """
+    out: dict[str, FlavorGroup] = {}
+    for resource, (attr, names) in FLAVOR_RESOURCES.items():
+        for g in groups:
+            if names & set(g.covered) and any(getattr(f, attr) is not None for f in g.flavors):
+                out[resource] = g
+                break
+    return out
 
 
 def requested_resources(job: Job) -> set[str]:

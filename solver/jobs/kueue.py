@@ -22,9 +22,11 @@ LocalQueue name is used in several namespaces.
 **Flavors.** When the document holds ``ResourceFlavor`` objects (``kubectl get
 clusterqueues,localqueues,resourceflavors -A -o json``), each LocalQueue's configuration also gets its
 ClusterQueue's resource groups with their flavors' ``nodeLabels``, ``nodeTaints`` and ``tolerations``
-(``flavor_groups``), which keep the queue's jobs on those nodes (:mod:`placer.solver.jobs.flavors`). A
-ClusterQueue naming a flavor the document lacks is refused then; a document without any ResourceFlavor
-gives budgets only (the flavors' nodes are not known).
+(``flavor_groups``), which keep the queue's jobs on those nodes (:mod:`placer.solver.jobs.flavors`), and
+its quotas on each flavor (``max_gpus``, ``max_cpu_cores``, ``max_memory_gb``, ``max_pods``:
+:func:`_flavor_quotas`), which bound what the queue holds on that flavor's nodes. A ClusterQueue naming a
+flavor the document lacks is refused then; a document without any ResourceFlavor gives budgets only (the
+flavors' nodes are not known).
 
 **Cohorts.** ClusterQueues of one cohort (``spec.cohort``, v1beta2 ``spec.cohortName``) borrow each
 other's unused quota: each queue's budget is then its nominal GPU quota plus its ``borrowingLimit``
@@ -79,7 +81,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
-from placer.topology.importers._common import child_map
+from placer.topology.importers._common import child_map, child_str
 from placer.topology.importers.quantity import parse_quantity
 
 __all__ = ["GPU_RESOURCES", "KINDS", "is_kueue_document", "kueue_queue_configs"]
@@ -631,8 +633,9 @@ def _flavor_groups(
     problems: list[Issue],
 ) -> list[dict[str, Any]]:
     """A ClusterQueue's resource groups as ``flavor_groups`` (covered resources, their flavors in order),
-    each flavor with the ClusterQueue's GPU quota on it (``max_gpus``: nominal, plus the borrowing limit
-    in a cohort; left out when the flavor has no GPU quota, or in a cohort without a borrowing limit)."""
+    each flavor with the ClusterQueue's quotas on it (``max_gpus``, ``max_cpu_cores``, ``max_memory_gb``,
+    ``max_pods``: nominal, plus the borrowing limit in a cohort; left out when the flavor has no quota of
+    that resource, or in a cohort without a borrowing limit of it)."""
     out: list[dict[str, Any]] = []
     groups = spec.get("resourceGroups")
     for g, group in enumerate(groups if isinstance(groups, list) else []):
@@ -659,31 +662,51 @@ def _flavor_groups(
         listed_ok = [f for f in listed if isinstance(f, dict) and isinstance(f.get("name"), str)]
         entries = []
         for f, flavor in zip(listed_ok, names, strict=True):
-            quota = _flavor_gpus(f, in_cohort)
-            entries.append(flavors[flavor] if quota is None else {**flavors[flavor], "max_gpus": quota})
+            entries.append({**flavors[flavor], **_flavor_quotas(f, in_cohort)})
         out.append({"covered": [str(c) for c in covered], "flavors": entries})
     return out
 
 
-def _flavor_gpus(flavor: dict[str, Any], in_cohort: bool) -> float | None:
-    """One flavor entry's GPU quota (its GPU resources' ``nominalQuota``, plus ``borrowingLimit`` in a
-    cohort; None without a GPU quota, or in a cohort when one has no borrowing limit). Bad values are
-    named by the ClusterQueue's quota reading (:func:`_gpu_quota`), not again here."""
-    total: float | None = None
+def _flavor_quotas(flavor: dict[str, Any], in_cohort: bool) -> dict[str, float]:
+    """One flavor entry's quotas, as :class:`~placer.solver.jobs.flavors.Flavor` fields: per resource
+    (its GPU resources together; ``cpu``, ``memory``, ``pods``) its ``nominalQuota``, plus
+    ``borrowingLimit`` in a cohort; left out without a quota of it, or in a cohort when one has no
+    borrowing limit. Bad values are named by the ClusterQueue's quota reading (:func:`_gpu_quota`,
+    :func:`_resource_quota`), not again here.
+
+    >>> quotas = [{"name": "cpu", "nominalQuota": "64"}, {"name": "memory", "nominalQuota": "512Gi"},
+    ...           {"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 4}]
+    >>> _flavor_quotas({"resources": quotas}, False)
+    {'max_cpu_cores': 64.0, 'max_memory_gb': 512.0, 'max_gpus': 8.0}
+    >>> _flavor_quotas({"resources": quotas}, True)  # in a cohort: only what has a borrowing limit
+    {'max_gpus': 12.0}
+    """
+    out: dict[str, float] = {}
+    lost: set[str] = set()
     for res in _as_list(flavor.get("resources")):
-        if (
-            not isinstance(res, dict)
-            or not isinstance(res.get("name"), str)
-            or res["name"] not in GPU_RESOURCES
-        ):
+        name = child_str(res, "name", "") if isinstance(res, dict) else ""
+        field = "max_gpus" if name in GPU_RESOURCES else _QUOTA_FIELDS.get(name)
+        if field is None or field in lost:
             continue
-        nominal = _whole_gpus(res.get("nominalQuota"), "", "quota", [])
-        more = (
-            _whole_gpus(res.get("borrowingLimit"), "", "limit", [])
-            if res.get("borrowingLimit") is not None
-            else None
-        )
+        nominal: float | None
+        more: float | None
+        if field == "max_gpus":
+            nominal = _whole_gpus(res.get("nominalQuota"), "", "quota", [])
+            more = (
+                None
+                if res.get("borrowingLimit") is None
+                else _whole_gpus(res["borrowingLimit"], "", "limit", [])
+            )
+        else:
+            nominal = _amount(res.get("nominalQuota"), "", name, [])
+            more = None if res.get("borrowingLimit") is None else _amount(res["borrowingLimit"], "", name, [])
         if nominal is None or (in_cohort and more is None):
-            return None
-        total = (total or 0.0) + nominal + (more if in_cohort and more is not None else 0)
-    return total
+            lost.add(field)
+            out.pop(field, None)
+            continue
+        out[field] = out.get(field, 0.0) + nominal + (more if in_cohort and more is not None else 0)
+    return out
+
+
+#: The :class:`~placer.solver.jobs.flavors.Flavor` field of each node resource's per-flavor quota.
+_QUOTA_FIELDS = {"cpu": "max_cpu_cores", "memory": "max_memory_gb", "pods": "max_pods"}
