@@ -663,8 +663,20 @@ _ROWS = (
 
 @njit(cache=True, nogil=True)
 def _fits_free(  # pragma: no cover
-    gpus, cpu, mem, sto, shm, milli, n_gpus, n_cpu, n_mem, n_sto, n_shm, n_milli, out
-):
+    gpus: np.ndarray,
+    cpu: np.ndarray,
+    mem: np.ndarray,
+    sto: np.ndarray,
+    shm: np.ndarray,
+    milli: np.ndarray,
+    n_gpus: int,
+    n_cpu: float,
+    n_mem: float,
+    n_sto: float,
+    n_shm: float,
+    n_milli: int,
+    out: np.ndarray,
+) -> None:
     """``out[i]``: one replica of the need fits node ``i``'s free amounts (:meth:`NodeArrays._fits`, the
     same comparisons with the tolerances already subtracted). Why compiled: the numpy form is nine passes
     over the nodes, and an online arrival asks it once per decision (a twentieth of its time on the

@@ -43,7 +43,7 @@ from placer.solver.backfill import (
 )
 from placer.solver.cancel import cancelled
 from placer.solver.core import probe_fit
-from placer.solver.decision import Decision, JobPlacement, PendingJob, ReplicaPlacement
+from placer.solver.decision import Decision, JobPlacement, PendingJob, Reason, ReplicaPlacement
 from placer.solver.explain import licenses
 from placer.solver.jobs.model import Job, ReadResult
 from placer.solver.policy import Policy
@@ -511,9 +511,7 @@ def _delayed_by(placement: JobPlacement | None, job: Job, plans: Plans) -> tuple
     return "", None, []
 
 
-def _generic_backfill():
-    from placer.solver.decision import Reason
-
+def _generic_backfill() -> Reason:
     return Reason(
         code="BACKFILL_WOULD_DELAY",
         message="starting now would delay the planned start of higher-priority work",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from placer.scenarios.fill.policies import Policy, register
+from placer.scenarios.fill.policies import Context, Policy, register
 from placer.scenarios.fill.state import FillState
 from placer.scenarios.fill.tables import MILLI
 
@@ -180,7 +180,7 @@ class GpuClustering(Policy):
 
     name = "gpu-clustering"
 
-    def __init__(self, ctx):
+    def __init__(self, ctx: Context):
         super().__init__(ctx)
         self.classes = np.zeros(len(ctx.nodes), dtype=np.int64)  # bit c set: a class-c pod runs there
 
