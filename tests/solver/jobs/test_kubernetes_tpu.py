@@ -175,3 +175,24 @@ def test_the_pods_json_of_a_gang_reads_each_pod_of_a_multi_host_slice_as_refused
     results = [read_pod(p, f"items[{i}]", "pods.json") for i, p in enumerate(pods["items"])]  # type: ignore[arg-type]
     assert [r.ok for r in results] == [False] * 4
     assert all("read the JobSet or Workload" in r.errors[0].message for r in results)
+
+
+def test_a_kueue_workload_of_one_host_pods_is_read_as_whole_slices(solve: Any) -> None:
+    # The Workload Kueue makes for a multislice JobSet: one pod set of 4 pods, each one 4-chip host of a
+    # 4x4 slice; read as one replica of the slice, placed on the 4x4 node pool.
+    pod = _pod("4", {ACCEL: "tpu-v5-lite-podslice", TOPOLOGY: "4x4"})["spec"]
+    workload = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "jobset-multislice-job-5f2a1", "namespace": "ml"},
+        "spec": {
+            "queueName": "tpu-queue",
+            "podSets": [{"name": "slice", "count": 4, "template": {"spec": pod}}],
+        },
+    }
+    [r] = read_workload(workload, "", "wl.json")
+    assert r.ok and r.job is not None, r.errors
+    [group] = r.job.tasks
+    assert group.count == 1 and group.tpu is not None and group.tpu.topology == (4, 4)
+    [p] = solve([r], load_cluster(NODES)).placements
+    assert [rep.tpu_pod for rep in p.replicas] == ["tpu-v5e-4x4"]
