@@ -71,7 +71,7 @@ from placer.topology import Cluster, RunningJob
 
 if TYPE_CHECKING:
     from placer.solver.assignment import ReplicaAt
-    from placer.solver.demand import JobPlan
+    from placer.solver.demand import JobPlan, Need
     from placer.solver.greedy.state import State
     from placer.solver.objective.cost import Pricing
     from placer.solver.snapshot import Snapshot
@@ -84,6 +84,7 @@ __all__ = [
     "charge_budget",
     "cohort_room",
     "cost_left",
+    "flavor_amounts",
     "flavor_nodes",
     "flavor_off",
     "group_limits",
@@ -165,9 +166,9 @@ def _replica_amounts(r: Any) -> tuple[float, float, float, float]:
     return _replica_gpus(r), r.cpu_cores, r.memory_gb, 1.0
 
 
-def _need_amounts(r: ReplicaAt) -> tuple[float, float, float, float]:
-    """Greedy's or CP-SAT's replica on a node, as per-flavor quotas count it: GPUs, cores, GB, one pod."""
-    need = r.unit.need
+def flavor_amounts(need: Need) -> tuple[float, float, float, float]:
+    """One replica of ``need`` on a node, as per-flavor quotas count it: GPUs (shares as fractions), cores,
+    GB, one pod — :data:`~placer.solver.jobs.flavors.FLAVOR_RESOURCES` in order."""
     return need.gpus + need.milli / 1000, need.cpu, need.mem, 1.0
 
 
@@ -858,7 +859,12 @@ def placed_flavors(
     """Amounts per (resource, flavor) with a quota of ``queue``, of greedy's or CP-SAT's ``replicas`` (node
     indices into ``snap``)."""
     return budgets.flavors_of(
-        queue, ((snap.nodes[r.node].node.labels, _need_amounts(r)) for r in replicas if r.node is not None)
+        queue,
+        (
+            (snap.nodes[r.node].node.labels, flavor_amounts(r.unit.need))
+            for r in replicas
+            if r.node is not None
+        ),
     )
 
 
@@ -871,14 +877,10 @@ def flavor_off(plan: JobPlan, state: State, budgets: Budgets | None) -> np.ndarr
     queue = plan.job.queue or ""
     if budgets is None or not budgets.flavored(queue):
         return None
-    needs = [
-        (u.need.gpus + u.need.milli / 1000, u.need.cpu, u.need.mem, 1.0) for u in plan.units if u.tpu is None
-    ]
+    needs = [flavor_amounts(u.need) for u in plan.units if u.tpu is None]
     if not needs:
         return None
-    least = dict(
-        zip(FLAVOR_RESOURCES, (min(n[k] for n in needs) for k in range(len(FLAVOR_RESOURCES))), strict=True)
-    )
+    least = dict(zip(FLAVOR_RESOURCES, map(min, zip(*needs, strict=True)), strict=True))
     mine = evict_rank(plan.job)
     evicted = [j for j in budgets.running_flavor if budgets.ranks.get(j, mine) < mine]
     full = {

@@ -38,7 +38,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from placer.solver.apart import one_of_each
-from placer.solver.budgets import job_groups
+from placer.solver.budgets import flavor_amounts, job_groups
 from placer.solver.cpsat.classes import NodeClass
 from placer.solver.cpsat.hint import Hinting
 from placer.solver.cpsat.parts import Expr, NodeUnit, Seeds, Slice, held_on, need_vec, weighted
@@ -533,13 +533,7 @@ class Model(Hinting, Searching, Realizing):
             q = self.plans[nu.p].job.queue
             if q is None or not budgets.flavored(q):
                 continue
-            need = nu.unit.need
-            amounts = (
-                need.gpus * 1000 + need.milli,
-                int(np.ceil(need.cpu * 1000 - 1e-6)),
-                int(np.ceil(need.mem * 1000 - 1e-6)),
-                1000,
-            )
+            amounts = [int(np.ceil(a * 1000 - 1e-6)) for a in flavor_amounts(nu.unit.need)]
             rank = evict_rank(self.plans[nu.p].job)
             at = [(classes[c].rep, self.x[(nu.p, nu.ui, c)]) for c in nu.classes]
             at += [(n, self.y[(nu.p, nu.ui, n)]) for n in nu.direct]
