@@ -32,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from placer.solver.demand import Need, Unit, tolerated
+from placer.solver.jobs.flavors import FLAVOR_LEVEL, level_flavor, level_flavors
 from placer.solver.jobs.model import AffinityOperator, FluxResource, LabelRule, Rule
 from placer.solver.rules import all_hold, holds, rule_keys, running_label
 from placer.solver.snapshot import HARD_TAINT_EFFECTS, SCOPE_ATTRS, NodeView, Snapshot, scope_value
@@ -441,6 +442,12 @@ class NodeArrays:
             # nodes x a few scopes per batch: no function call or tuple per node when one attribute).
             attrs = [SCOPE_ATTRS.get(part) for part in scope.split("+")]
             nodes = [v.node for v in self.snap.nodes]
+            if scope.startswith(FLAVOR_LEVEL):  # a node's Kueue flavor: codes in the flavors' order
+                names = {name: i for i, (name, _) in enumerate(level_flavors(scope) or ())}
+                flavor = [level_flavor(scope, n.labels) for n in nodes]
+                cached = np.array([-1 if f is None else names[f] for f in flavor], dtype=np.int64)
+                self._static_cache[key] = cached
+                return cached
             if None in attrs:
                 vals: list[object] = [None] * len(nodes)
             elif len(attrs) == 1:

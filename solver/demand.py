@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from placer.solver.jobs.flavors import flavor_level
 from placer.solver.jobs.model import (
     CountRange,
     FluxResource,
@@ -96,7 +97,9 @@ class Unit:
     model_pin: tuple[str, str] | None = None
     #: Flux levels above the node, outermost first: ``(level, count)`` — the replicas lie in exactly
     #: ``count`` domains of ``level``, as many in each (:mod:`placer.solver.domains`). After
-    #: ``honour_domains`` only the levels the cluster describes are left.
+    #: ``honour_domains`` only the levels the cluster describes are left. A pod set of a Kueue queue
+    #: that gives it a choice of flavors has each resource group's flavors as a level first, one domain
+    #: of it (``jobs.flavors.flavor_level``): all its pods on the nodes of one flavor.
     domains: tuple[tuple[str, int], ...] = ()
     #: Kueue slices above the node: ``(level, size)`` — each domain of ``level`` holds a multiple of
     #: ``size`` of the replicas, a node in none of them holds none (``jobs.model.Slices``).
@@ -187,6 +190,8 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
     self_anti = any(holds(r, labels) for r in job.placement.anti_affinity)
     units: list[Unit] = []
     notes: list[str] = []
+    # One Kueue flavor per pod set: a level of each unit's domains, one domain of it (the outermost).
+    flavors = tuple((flavor_level(o), 1) for o in job.placement.one_flavor)
     for g in job.tasks:
         replicas, gpu = g.count, g.gpu
         extra = tuple(sorted((k, float(v)) for k, v in g.extra.items() if v > 0))
@@ -246,7 +251,8 @@ def expand(job: Job, idx: int, *, max_node_gpus: int) -> JobPlan:
                 structure=tuple(g.structure),
                 model_pin=(job.model.id, job.model.version) if job.model.id and job.model.version else None,
                 tolerations=tolerations_of(job, g),
-                domains=() if split else tuple((d.level, d.count) for d in g.domains),
+                domains=(flavors if g.tpu is None and (replicas > 1 or g.count_range is not None) else ())
+                + (() if split else tuple((d.level, d.count) for d in g.domains)),
                 slices=None if g.slices is None else (g.slices.level, g.slices.size),  # never split
                 exclusive_domains=g.slices is not None and g.slices.exclusive,
                 extra=extra,

@@ -13,6 +13,10 @@ and the decision says so in the job's ``notes`` — never silently.
 On a described level, a node that carries no value for it belongs to no domain of that level and
 cannot hold such a unit's replicas (as for gang scopes, rule 12).
 
+A Kueue queue's flavors are a level of their own (:func:`~placer.solver.jobs.flavors.flavor_level`):
+Kueue gives a pod set one flavor of each resource group, so its pods lie in one domain of that level,
+always described (a node's labels say which flavor it is).
+
 >>> from placer.topology import cluster_of, dgx_h100
 >>> from placer.solver.snapshot import Snapshot
 >>> from placer.solver.candidates import NodeArrays
@@ -29,6 +33,7 @@ import numpy as np
 
 from placer.solver.candidates import NodeArrays, UnitCandidates
 from placer.solver.demand import JobPlan, Unit
+from placer.solver.jobs.flavors import FLAVOR_LEVEL, level_text
 
 __all__ = ["NODE_LEVELS", "described", "domains_why", "honour_domains"]
 
@@ -38,7 +43,7 @@ NODE_LEVELS: frozenset[str] = frozenset({"rack", "block", "zone"})
 
 def described(level: str, arrays: NodeArrays) -> bool:
     """Whether the cluster says where each node lies on ``level`` (module docstring)."""
-    if level == "cluster":
+    if level == "cluster" or level.startswith(FLAVOR_LEVEL):  # a Kueue flavor: the nodes' labels say it
         return True
     return level in NODE_LEVELS and bool((arrays.scope_codes(level) >= 0).any())
 
@@ -78,6 +83,12 @@ def domains_why(unit: Unit, cand: UnitCandidates, arrays: NodeArrays) -> str | N
         per = unit.replicas // n
         enough = int((sizes >= (per if unit.distinct else 1)).sum())
         if enough < n:
+            if level.startswith(FLAVOR_LEVEL):
+                short = f"has {per} nodes it may use" if unit.distinct else "has a node it may use"
+                return (
+                    f"task group {unit.group!r} runs its {unit.replicas} pods on the nodes of one "
+                    f"{level_text(level)}; no flavor {short}"
+                )
             return (
                 f"task group {unit.group!r} asks for {n} {level}s with {per} replica(s) each; the nodes "
                 f"it may use are in only {enough} {level}(s) that could hold that"

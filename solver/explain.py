@@ -7,6 +7,8 @@ Slurm's "requested node configuration is not available"):
   constraint ruled out (``gpu_type``, ``gpu_memory``, ``rules``, ``too_small``, ...).
 * ``INSUFFICIENT_CAPACITY`` — fits the empty cluster but not the current one (``details.blocked``).
 * ``NO_NVLINK_DOMAIN`` — no NVLink domain has enough free GPUs of the right type together.
+* ``NO_ONE_FLAVOR`` — a pod set of a Kueue queue offering several flavors: no one flavor has room for all its
+  pods (Kueue gives a pod set one flavor).
 * ``NO_TPU_SLICE`` — no free contiguous TPU slice of the shape.
 * ``LOST_TO_HIGHER_PRIORITY`` — there was room, but jobs of this batch that rank at least as high
   (class, then numeric priority) took it (``details.jobs`` names them).
@@ -49,6 +51,7 @@ from placer.solver.assignment import Assignment
 from placer.solver.candidates import DYNAMIC_CHECKS, STATIC_CHECKS, UnitCandidates
 from placer.solver.decision import Reason
 from placer.solver.demand import JobPlan, Unit
+from placer.solver.jobs.flavors import FLAVOR_LEVEL, level_flavors
 from placer.solver.jobs.model import Job
 from placer.solver.preempt import evict_rank, job_rank
 from placer.solver.rules import holds, job_labels
@@ -443,6 +446,10 @@ def pending_reasons(
                 details={"gpus": gpus},
             )
         )
+    for u, c in node_units if not short else ():
+        for level, _ in u.domains:
+            if level.startswith(FLAVOR_LEVEL):
+                reasons.append(_one_flavor_reason(u, c, level, snap))
     # Who took the room: placed jobs on the nodes this job could have used now.
     could = np.zeros(len(snap.nodes), dtype=bool)
     for _, c in node_units:
@@ -617,6 +624,24 @@ def _alone_reason(unit: Unit, cand: UnitCandidates, snap: Snapshot) -> Reason:
     )
 
 
+def _one_flavor_reason(unit: Unit, cand: UnitCandidates, level: str, snap: Snapshot) -> Reason:
+    """``NO_ONE_FLAVOR``: Kueue gives the pod set one flavor, and no flavor alone has room for it (its pods
+    may fit the flavors together); the nodes it may use now, per flavor."""
+    now: dict[str, int] = {}
+    for n in np.flatnonzero(cand.now).tolist():
+        f = scope_value(snap, n, level)
+        if f is not None:
+            now[f] = now.get(f, 0) + 1
+    per = {f: now.get(f, 0) for f, _ in level_flavors(level) or ()}
+    return Reason(
+        code="NO_ONE_FLAVOR",
+        message=f"Kueue gives task group {unit.group!r} one flavor of {', '.join(per)}, and no flavor alone "
+        f"has room for its {unit.replicas} pods of {_need_text(unit)} (nodes with room for one now: "
+        f"{', '.join(f'{f}: {n}' for f, n in per.items())})",
+        details={"group": unit.group, "flavors": per},
+    )
+
+
 Owners = tuple[np.ndarray, dict[int, set[str]], set[str]]
 
 #: Pending reasons that mean "no room now" (not: never, over budget, waiting for a time or a dependency):
@@ -625,6 +650,7 @@ CAPACITY_CODES = frozenset(
     {
         "INSUFFICIENT_CAPACITY",
         "NO_NVLINK_DOMAIN",
+        "NO_ONE_FLAVOR",
         "NO_TPU_SLICE",
         "LOST_TO_HIGHER_PRIORITY",
         "OUTWEIGHED_IN_BATCH",

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from pydantic import TypeAdapter
 
+from placer.solver.jobs.flavors import FLAVOR_LEVEL, level_flavor
 from placer.solver.jobs.model import Rule
 from placer.solver.rules import job_labels
 from placer.solver.structure import InnerTree
@@ -313,7 +314,10 @@ def left(snap: Snapshot, cluster: Cluster, changed: Iterable[str]) -> Snapshot:
 def scope_value(snap: Snapshot, node: int, scope: str) -> str | None:
     """The value of a gang scope for a node (its rack, block, zone, NVLink domain, or name). A composite
     scope ``"nvlink_domain+zone"`` (an NVLink gang that also asked for a zone) is both values, or None
-    when the node lacks either: it then holds no multi-node part of such a gang (rule 12)."""
+    when the node lacks either: it then holds no multi-node part of such a gang (rule 12). A Kueue
+    flavor level (:func:`~placer.solver.jobs.flavors.flavor_level`) gives the node's flavor."""
+    if scope.startswith(FLAVOR_LEVEL):
+        return level_flavor(scope, snap.nodes[node].node.labels)
     if "+" in scope:
         parts = [scope_value(snap, node, s) for s in scope.split("+")]
         return None if any(v is None for v in parts) else "+".join(parts)  # type: ignore[arg-type]

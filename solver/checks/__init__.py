@@ -77,6 +77,7 @@ from placer.solver.checks.spread import (
     check_distinct,
     check_domains,
     check_exclusive,
+    check_one_flavor,
     check_scope,
     check_slices,
 )
@@ -144,6 +145,7 @@ def check(
         out.extend(check_scope(ctx, job, placement))
         out.extend(check_domains(ctx, job, placement))
         out.extend(check_slices(ctx, job, placement))
+        out.extend(check_one_flavor(ctx, job, placement))
         for rep in placement.replicas:
             out.extend(check_tpu(ctx, job, rep, taken))
         out.extend(check_timing(ctx, job))

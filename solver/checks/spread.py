@@ -19,6 +19,10 @@ such pods off nodes without the label). Exclusive slices (JobSet exclusive place
 group uses holds exactly one slice, and no node of it holds anything else, running (not evicted) or
 placed, another group of the same job included.
 
+One flavor (a job's ``placement.one_flavor``, set from a Kueue queue's ResourceFlavors): each task group's
+pods are on the nodes of one flavor of each resource group listed, a node being the first flavor, in the
+listed order, whose node labels it all has; a node of none of them breaks it.
+
 Scopes: a node's ``rack``/``block``/``zone``/``nvlink_domain`` or its name (``node``). A job on a single
 node satisfies every scope. On more nodes, a node without that attribute belongs to no such domain and
 breaks the scope. A TPU pod is one ICI domain: for a TPU replica every scope but ``zone`` (the pod's zone)
@@ -45,7 +49,15 @@ from placer.solver.checks.violation import Violation
 from placer.solver.decision import JobPlacement, ReplicaPlacement
 from placer.solver.jobs.model import GpuAffinity, Job
 
-__all__ = ["SCOPES", "check_distinct", "check_domains", "check_exclusive", "check_scope", "check_slices"]
+__all__ = [
+    "SCOPES",
+    "check_distinct",
+    "check_domains",
+    "check_exclusive",
+    "check_one_flavor",
+    "check_scope",
+    "check_slices",
+]
 
 SCOPES = ("rack", "block", "zone", "nvlink_domain", "node")
 
@@ -262,3 +274,44 @@ def _per_domain(
 def _listed(per: dict[str, int]) -> str:
     """``rack-1: 2, rack-2: 1``: replicas per domain, in name order."""
     return ", ".join(f"{v}: {n}" for v, n in sorted(per.items()))
+
+
+def check_one_flavor(ctx: Context, job: Job, placement: JobPlacement) -> Iterator[Violation]:
+    """Rule 12 (one Kueue flavor per pod set, ``placement.one_flavor``) for one placed job: each task group's
+    node replicas (TPU replicas hold no node) lie on nodes of one flavor of each such resource group, a node
+    being the first flavor, in the group's order, whose node labels it all has."""
+    for one in job.placement.one_flavor:
+        names = ", ".join(repr(f.name) for f in one.flavors)
+        for g in job.tasks:
+            seen: dict[str, str] = {}  # flavor -> the first node of the group on it
+            for r in placement.replicas:
+                if r.task_group != g.name or r.tpu_pod is not None:
+                    continue
+                node = ctx.node(r)
+                labels = {} if node is None else node.labels
+                flavor = next(
+                    (
+                        f.name
+                        for f in one.flavors
+                        if all(labels.get(k) == v for k, v in f.node_labels.items())
+                    ),
+                    None,
+                )
+                if flavor is None:
+                    yield Violation(
+                        "one-flavor",
+                        job.id,
+                        f"task group {g.name} runs on one flavor of resource group {one.group} ({names}); "
+                        "this node is of none of them",
+                        r.node,
+                    )
+                    continue
+                seen.setdefault(flavor, r.node)
+            if len(seen) > 1:
+                where = ", ".join(f"{f!r} ({n})" for f, n in sorted(seen.items()))
+                yield Violation(
+                    "one-flavor",
+                    job.id,
+                    f"Kueue gives task group {g.name} one flavor of resource group {one.group} ({names}); "
+                    f"its pods are on the nodes of {where}",
+                )

@@ -70,6 +70,8 @@ RULES: dict[str, str] = {
     "exactly that many domains, as many replicas in each",
     "slices": "12. Kueue slices above the node: every rack/block/zone holds a multiple of the slice size of "
     "the group's replicas, and a node in none of them holds none; an exclusive slice is alone in its domain",
+    "one-flavor": "12. a pod set of a Kueue queue offering it several flavors lies on the nodes of one of "
+    "them (the first, in the queue's order, whose node labels a node has)",
     "tpu-pod": "13. a TPU replica names a usable pod of the requested generation",
     "tpu-chip": "13. TPU chips lie in the mesh and are distinct",
     "tpu-double-booked": "13. a TPU chip is held by one job only",

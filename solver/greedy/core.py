@@ -49,6 +49,7 @@ from placer.solver.demand import JobPlan, Unit
 from placer.solver.greedy.evictions import place_with_evictions
 from placer.solver.greedy.state import State
 from placer.solver.greedy.tpu_index import PodHeap
+from placer.solver.jobs.flavors import FLAVOR_LEVEL
 from placer.solver.jobs.model import AffinityOperator, GpuAffinity, Job, LabelRule, Rule
 from placer.solver.objective.cost import Pricing
 from placer.solver.objective.fragmentation import Targets
@@ -367,54 +368,110 @@ def _place_by_domains(
     domains of its innermost level gets ``replicas / k`` replicas in each of ``k`` distinct domains,
     tried fullest first (best fit, as gang scopes), each domain's share placed whole or not at all; its
     outer levels are then checked on the nodes chosen (a miss: None). Units with Kueue slices go slice by
-    slice (:func:`_place_slices`). Units without either follow, anywhere ``allowed``."""
+    slice (:func:`_place_slices`). A pod set that Kueue gives one flavor goes whole into the first flavor,
+    in the queue's order, where it fits (:func:`_in_one_flavor`), as Kueue tries them. Units without any
+    of these follow, anywhere ``allowed``."""
     out: list[ReplicaAt] = []
     used_by_job: set[int] = set()
     for unit, cand, pref in sorted(units, key=lambda t: not (t[0].domains or t[0].slices)):
-        if unit.slices:
-            placed = _place_slices(plan, unit, cand, pref, state, arrays, blocked, allowed, used_by_job)
-            if placed is None:
-                return None
-            out.extend(placed)
-            continue
-        if not unit.domains:
-            placed = _place_node_units(
-                plan,
-                [(unit, cand, pref)],
-                state,
-                arrays,
-                blocked,
-                allowed,
-                count=unit.replicas,
-                used_by_job=used_by_job,
+        levels = tuple(d for d in unit.domains if not d[0].startswith(FLAVOR_LEVEL))
+        if len(levels) < len(unit.domains):
+            placed = _in_one_flavor(
+                plan, (unit, cand, pref), state, arrays, blocked, allowed, used_by_job, levels
             )
-            if placed is None:
-                return None
-            out.extend(placed)
-            continue
-        level, k = unit.domains[-1]
-        per = unit.replicas // k
-        codes = arrays.scope_codes(level)
-        here = cand.static & (codes >= 0)
-        if allowed is not None:
-            here &= allowed
-        values = np.unique(codes[here])
-        free = {int(v): int(state.gpus[here & (codes == v)].sum()) for v in values}
-        got: list[ReplicaAt] = []
-        for v in sorted(free, key=lambda v: (free[v], v)):
-            if len(got) == unit.replicas:
-                break
-            inside = here & (codes == v)
-            if unit.distinct and int(inside.sum()) < per:
-                continue
-            placed = _in_domain(plan, (unit, cand, pref), state, arrays, blocked, inside, per, used_by_job)
-            if placed is None:
-                continue
-            got.extend(placed)
-        if len(got) < unit.replicas or not _outer_levels_hold(unit, got, arrays):
+        else:
+            placed = _place_unit(
+                plan, (unit, cand, pref), state, arrays, blocked, allowed, used_by_job, levels
+            )
+        if placed is None:
             return None
-        out.extend(got)
+        out.extend(placed)
     return out
+
+
+def _in_one_flavor(
+    plan: JobPlan,
+    item: tuple[Unit, UnitCandidates, np.ndarray],
+    state: State,
+    arrays: NodeArrays,
+    blocked: np.ndarray,
+    allowed: np.ndarray | None,
+    used_by_job: set[int],
+    levels: tuple[tuple[str, int], ...],
+) -> list[ReplicaAt] | None:
+    """A pod set of a Kueue queue that gives it one flavor of each resource group (``OneFlavor``): all of
+    it on the nodes of one flavor of each, the flavors tried in the queue's order (Kueue's: the first that
+    fits), a failed try rolled back; its other ``levels`` inside that flavor."""
+    unit, cand, _ = item
+    codes: np.ndarray | None = None
+    for level, _k in unit.domains:
+        if level.startswith(FLAVOR_LEVEL):
+            c = arrays.scope_codes(level)
+            # Several resource groups with a choice: one code per combination, in their order.
+            codes = (
+                c if codes is None else np.where((codes < 0) | (c < 0), -1, codes * (int(c.max()) + 1) + c)
+            )
+    assert codes is not None
+    here = cand.static & (codes >= 0)
+    if allowed is not None:
+        here &= allowed
+    for v in np.unique(codes[here]).tolist():
+        mark, held = state.mark(), set(used_by_job)
+        placed = _place_unit(plan, item, state, arrays, blocked, here & (codes == v), used_by_job, levels)
+        if placed is not None:
+            return placed
+        state.rollback(mark)
+        used_by_job.intersection_update(held)
+    return None
+
+
+def _place_unit(
+    plan: JobPlan,
+    item: tuple[Unit, UnitCandidates, np.ndarray],
+    state: State,
+    arrays: NodeArrays,
+    blocked: np.ndarray,
+    allowed: np.ndarray | None,
+    used_by_job: set[int],
+    levels: tuple[tuple[str, int], ...],
+) -> list[ReplicaAt] | None:
+    """One unit of :func:`_place_by_domains`, its Flux ``levels`` (outermost first) honoured."""
+    unit, cand, pref = item
+    if unit.slices:
+        return _place_slices(plan, unit, cand, pref, state, arrays, blocked, allowed, used_by_job)
+    if not levels:
+        return _place_node_units(
+            plan,
+            [item],
+            state,
+            arrays,
+            blocked,
+            allowed,
+            count=unit.replicas,
+            used_by_job=used_by_job,
+        )
+    level, k = levels[-1]
+    per = unit.replicas // k
+    codes = arrays.scope_codes(level)
+    here = cand.static & (codes >= 0)
+    if allowed is not None:
+        here &= allowed
+    values = np.unique(codes[here])
+    free = {int(v): int(state.gpus[here & (codes == v)].sum()) for v in values}
+    got: list[ReplicaAt] = []
+    for v in sorted(free, key=lambda v: (free[v], v)):
+        if len(got) == unit.replicas:
+            break
+        inside = here & (codes == v)
+        if unit.distinct and int(inside.sum()) < per:
+            continue
+        placed = _in_domain(plan, item, state, arrays, blocked, inside, per, used_by_job)
+        if placed is None:
+            continue
+        got.extend(placed)
+    if len(got) < unit.replicas or not _outer_levels_hold(levels[:-1], got, arrays):
+        return None
+    return got
 
 
 def _place_slices(
@@ -501,10 +558,12 @@ def _in_domain(
     return placed
 
 
-def _outer_levels_hold(unit: Unit, placed: list[ReplicaAt], arrays: NodeArrays) -> bool:
+def _outer_levels_hold(
+    levels: tuple[tuple[str, int], ...], placed: list[ReplicaAt], arrays: NodeArrays
+) -> bool:
     """Whether the replicas lie in exactly the asked number of domains of each outer level, as many in
     each (the innermost level was chosen so)."""
-    for level, k in unit.domains[:-1]:
+    for level, k in levels:
         codes = arrays.scope_codes(level)
         per: dict[int, int] = {}
         for r in placed:
@@ -837,7 +896,8 @@ def _place_fixed(
     if plan.scope is not None:
         placed = _place_in_domains(plan, plan.scope, node_units, state, arrays, snap, blocked)
         return None if placed is None else out + placed
-    spread = any(u.domains for u, _, _ in node_units)  # Flux levels above the node choose their domains
+    # Flux levels above the node choose their domains (a Kueue flavor does not: compactness holds in it).
+    spread = any(not lv.startswith(FLAVOR_LEVEL) for u, _, _ in node_units for lv, _ in u.domains)
     if sum(u.replicas for u, _, _ in node_units) > 1 and state.penalty is None and not spread:
         # A gang that may span nodes: in the smallest described domain that holds it (rack, then block,
         # then zone), as Slurm's topology/tree and Kueue's topology-aware scheduling keep it; split across

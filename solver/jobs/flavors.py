@@ -17,12 +17,17 @@ configuration's ``flavor_groups``) and applies it to each job of the queue here,
 * a flavor whose ``nodeTaints`` the job does not tolerate (with the flavor's own tolerations added) is not
   one Kueue would assign it, so it is left out; a group with no flavor left rejects the job (code
   ``limit``), naming the queue and the flavors;
-* the job gets the tolerations of the flavors it may use.
+* the job gets the tolerations of the flavors it may use;
+* a pod set gets one flavor of each group (Kueue's flavor assignment): when a group offers the job two
+  flavors or more and a task group may run more than one pod, the job gets a :class:`OneFlavor` of them,
+  in order, and the engines keep each task group's pods on one flavor's nodes
+  (:func:`flavor_level`; the checker's ``one-flavor``).
 
-What is approximated: Kueue assigns one flavor per group, and its tolerations only with it; placer adds
+What is approximated: Kueue gives a pod set only its flavor's tolerations; placer adds
 the tolerations of every flavor the job may use, so a job could use a taint another eligible flavor
 tolerates on the first flavor's nodes (only when two eligible flavors' nodes and taints overlap). Flavor
-order (Kueue tries flavors in order and takes the first with quota left) is not modelled. Per-flavor
+order (Kueue tries flavors in order and takes the first with quota left) is greedy's order of trying a pod
+set's flavors, not a term of CP-SAT's objective. Per-flavor
 quotas are (:attr:`Flavor.max_gpus`, ``max_cpu_cores``, ``max_memory_gb``, ``max_pods``): what the queue
 holds of each resource on a flavor's nodes — a node counted under the first flavor, of the group covering
 that resource, whose labels it has — stays within its quota there, on top of the queue's budget, the sum
@@ -38,20 +43,37 @@ of its flavors' quotas (``docs/kubernetes.md``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from placer.solver.jobs.errors import Issue, issue
-from placer.solver.jobs.model import AffinityOperator, AllOf, AnyOf, Job, LabelRule, Toleration, tolerated
+from placer.solver.jobs.model import (
+    AffinityOperator,
+    AllOf,
+    AnyOf,
+    FlavorChoice,
+    Job,
+    LabelRule,
+    OneFlavor,
+    Toleration,
+    tolerated,
+)
 
 __all__ = [
+    "FLAVOR_LEVEL",
     "FLAVOR_RESOURCES",
     "Flavor",
     "FlavorGroup",
     "NodeTaint",
+    "flavor_level",
     "flavor_of",
+    "level_flavor",
+    "level_flavors",
+    "level_text",
     "quota_groups",
     "requested_resources",
     "with_flavors",
@@ -177,6 +199,7 @@ def with_flavors(job: Job, groups: list[FlavorGroup]) -> tuple[Job, list[Issue]]
     own = list(job.placement.tolerations)
     rules: list[AnyOf] = []
     added: list[Toleration] = []
+    one: list[OneFlavor] = []
     problems: list[Issue] = []
     for n, group in enumerate(groups):
         if not wanted & set(group.covered):
@@ -206,11 +229,71 @@ def with_flavors(job: Job, groups: list[FlavorGroup]) -> tuple[Job, list[Issue]]
             rules.append(AnyOf(rules=alternatives))
         for f in usable:
             added += [t for t in f.tolerations if t not in own and t not in added]
+        if len(usable) > 1 and _pod_sets(job):
+            choices = [FlavorChoice(name=f.name, node_labels=dict(f.node_labels)) for f in usable]
+            one.append(OneFlavor(group=n, flavors=choices))
     if problems:
         return job, problems
-    if not rules and not added:
+    if not rules and not added and not one:
         return job, []
     placement = job.placement.model_copy(
-        update={"required": [*job.placement.required, *rules], "tolerations": [*own, *added]}
+        update={
+            "required": [*job.placement.required, *rules],
+            "tolerations": [*own, *added],
+            "one_flavor": [*job.placement.one_flavor, *one],
+        }
     )
     return job.model_copy(update={"placement": placement}), []
+
+
+def _pod_sets(job: Job) -> bool:
+    """Whether some task group of ``job`` may run more than one pod on nodes (a pod set whose pods could
+    otherwise land on two flavors)."""
+    return any(g.tpu is None and (g.count > 1 or g.count_range is not None) for g in job.tasks)
+
+
+#: How an engine names the level "the flavor of :class:`OneFlavor`" among a unit's domains
+#: (:func:`flavor_level`).
+FLAVOR_LEVEL = "kueue-flavor:"
+
+
+def flavor_level(one: OneFlavor) -> str:
+    """The level of a unit's domains that stands for ``one`` (the engines keep each pod set in one domain
+    of it, as they keep a Flux ``rack: 1``): its flavors' names and node labels, in order, after
+    :data:`FLAVOR_LEVEL`, so that the level alone says which flavor each node is.
+
+    >>> one = OneFlavor(flavors=[FlavorChoice(name="a", node_labels={"pool": "a"}), FlavorChoice(name="b")])
+    >>> flavor_level(one)
+    'kueue-flavor:[["a",{"pool":"a"}],["b",{}]]'
+    >>> level_flavors(flavor_level(one))[0]
+    ('a', (('pool', 'a'),))
+    """
+    return FLAVOR_LEVEL + json.dumps(
+        [[f.name, f.node_labels] for f in one.flavors], separators=(",", ":"), sort_keys=True
+    )
+
+
+@lru_cache(maxsize=256)
+def level_flavors(level: str) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...] | None:
+    """The flavors of a level :func:`flavor_level` made (name and node labels each, in order); None for
+    any other level."""
+    if not level.startswith(FLAVOR_LEVEL):
+        return None
+    return tuple(
+        (name, tuple(sorted(labels.items()))) for name, labels in json.loads(level[len(FLAVOR_LEVEL) :])
+    )
+
+
+def level_flavor(level: str, labels: Mapping[str, str]) -> str | None:
+    """The flavor of a node with ``labels`` on a level :func:`flavor_level` made: the first whose labels it
+    all has; None when none."""
+    for name, wanted in level_flavors(level) or ():
+        if all(labels.get(k) == v for k, v in wanted):
+            return name
+    return None
+
+
+def level_text(level: str) -> str:
+    """A level as a message names it: ``Kueue flavor (a, b)`` for a flavor level, else the level."""
+    flavors = level_flavors(level)
+    return level if flavors is None else f"Kueue flavor ({', '.join(n for n, _ in flavors)})"

@@ -46,6 +46,7 @@ __all__ = [
     "DomainCount",
     "DomainRule",
     "Escalation",
+    "FlavorChoice",
     "FluxResource",
     "GpuAffinity",
     "GpuDemand",
@@ -56,6 +57,7 @@ __all__ = [
     "LastCheckpoint",
     "ModelRef",
     "Not",
+    "OneFlavor",
     "Placement",
     "Precision",
     "Preemption",
@@ -556,6 +558,31 @@ class SpreadRule(_Model):
     honor_taints: bool = False
 
 
+class FlavorChoice(_Model):
+    """A Kueue ResourceFlavor a pod set may be given (:class:`OneFlavor`): its name and node labels (none:
+    every node)."""
+
+    name: str = Field(min_length=1)
+    node_labels: dict[str, str] = Field(default_factory=dict)
+
+
+class OneFlavor(_Model):
+    """Kueue gives each pod set of a workload *one* flavor of each resource group it requests and adds
+    that flavor's node labels to the pods' node selector, so all the pods of one pod set run on the nodes
+    of that one flavor. A task group of the job (a pod set) keeps its replicas on the nodes of one of
+    ``flavors``: a node is the first flavor's, in this order, whose labels it all has (as quotas count
+    it), and every replica of the group is on nodes of the same one. ``group`` is the ClusterQueue's
+    resource group it comes from (its index), for messages.
+
+    >>> OneFlavor(group=0, flavors=[FlavorChoice(name="a3", node_labels={"pool": "a3"}),
+    ...                              FlavorChoice(name="spot")]).flavors[1].node_labels
+    {}
+    """
+
+    group: int = Field(default=0, ge=0)
+    flavors: list[FlavorChoice] = Field(min_length=2)
+
+
 class Placement(_Model):
     """Where a job may (hard) and would like to (soft) run.
 
@@ -601,6 +628,9 @@ class Placement(_Model):
     #: as Kubernetes' ExtendedResourceToleration admission adds it.
     tolerations: list[Toleration] = Field(default_factory=list)
     exclusive_nodes: bool = False
+    #: One Kueue flavor per pod set (:class:`OneFlavor`), per resource group of the job's queue that
+    #: gives it two flavors or more; set from the queue's ResourceFlavors when the job is read.
+    one_flavor: list[OneFlavor] = Field(default_factory=list)
 
 
 class Preemption(_Model):
