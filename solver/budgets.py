@@ -292,6 +292,10 @@ class Budgets:
     #: Kueue ``lendingLimit``), for the cohorts where one does: the cohort then counts each queue as
     #: holding at least that (:meth:`cohort_resource_room`).
     cohort_res_kept: dict[str, dict[str, Amounts]] = field(default_factory=dict)
+    #: Trees of cohorts for them (Kueue hierarchical cohorts), by index into :data:`RESOURCES`: a tree's
+    #: queues are in ``res_cohort_of`` under their own cohort, whose room the tree's rules give instead of
+    #: a total (:meth:`cohort_resource_room`).
+    res_trees: dict[int, CohortTree] = field(default_factory=dict)
     #: Per-flavor quotas, of each resource of :data:`~placer.solver.jobs.flavors.FLAVOR_RESOURCES` (GPUs,
     #: cores, GB, pods): (queue, resource, flavor) -> the queue's quota there and what its running jobs
     #: hold there; each running job's amounts per (resource, flavor) of its queue (by id: evictions give
@@ -394,6 +398,12 @@ class Budgets:
         b.cohort_tree = CohortTree.of(queues)
         for q in b.cohort_tree.queues if b.cohort_tree is not None else ():
             b.cohort_max.pop(b.cohort_of.pop(q), None)
+        for at, resource in enumerate(RESOURCES):
+            tree = CohortTree.of(queues, resource)
+            if tree is not None:
+                b.res_trees[at] = tree
+                for q, (cohort_name, _, _) in tree.queues.items():
+                    b.res_cohort_of.setdefault(q, cohort_name)
         if prices is not None:
             b.tenant_max_cost = {t: to_units(v) for t, v in prices.budgets.tenants.items()}
         if not b.active:
@@ -521,7 +531,7 @@ class Budgets:
 
     @property
     def resources(self) -> bool:
-        """Whether any queue (or cohort) has a resource budget (CPU, memory, pods)."""
+        """Whether any queue (or cohort, or tree of cohorts) has a resource budget (CPU, memory, pods)."""
         return bool(self.res_max or self.res_cohort_of)
 
     def counts_resources(self, queue: str | None) -> bool:
@@ -550,18 +560,22 @@ class Budgets:
         it keeps (:attr:`cohort_res_kept`; Kueue's ``lendingLimit``: the part of its quota the others never
         borrow). Within what it keeps a queue adds without touching the others' room, so its own unused
         kept part is its room too. Negative when the cohort is over already (quotas lowered) and the
-        queue's kept part is used up: nothing fits.
+        queue's kept part is used up: nothing fits. For a resource whose cohorts make a tree that ``queue``
+        is in (:attr:`res_trees`), what the tree's rules leave it, every queue of the tree counted
+        (:meth:`~placer.solver.cohorts.CohortTree.room`).
 
         >>> b = Budgets(cohort_res_max={"c": (10.0, None, None)}, res_cohort_of={"a": "c", "b": "c"},
         ...             res_used={"a": (2.0, 0.0, 1.0)}, cohort_res_kept={"c": {"b": (6.0, 0.0, 0.0)}})
         >>> b.cohort_resource_room("c", queue="a"), b.cohort_resource_room("c", queue="b")
         ((2.0, None, None), (8.0, None, None))
         """
-        limits = self.cohort_res_max.get(cohort)
-        if limits is None:
+        limits = self.cohort_res_max.get(cohort, _NO_ROOM)
+        trees = {r: t for r, t in self.res_trees.items() if (queue or "") in t.queues}
+        if not trees and limits == _NO_ROOM:
             return _NO_ROOM
         kept = self.cohort_res_kept.get(cohort, {})
-        members = [q for q, c in self.res_cohort_of.items() if c == cohort]
+        flat = [q for q, c in self.res_cohort_of.items() if c == cohort]
+        members = {*flat, *(q for t in trees.values() for q in t.queues)}
         zero = (0.0, 0.0, 0.0)
         held = {q: _plus(self.res_used.get(q, zero), (placed or {}).get(q, zero)) for q in members}
         for job in self.credited(evicted, cohort=True):
@@ -570,12 +584,16 @@ class Budgets:
                 held[was[0]] = tuple(h - x for h, x in zip(held[was[0]], was[1], strict=True))  # type: ignore[assignment]
         out: list[float | None] = []
         for r, limit in enumerate(limits):
+            if r in trees:  # a tree of cohorts: what its rules leave the queue (CohortTree.room)
+                tree = trees[r]
+                out.append(tree.room(queue or "", {q: held[q][r] for q in tree.queues}))
+                continue
             if limit is None:
                 out.append(None)
                 continue
             own = held.get(queue or "", zero)[r]
             keeps = kept.get(queue or "", zero)[r]
-            others = sum(max(h[r], kept.get(q, zero)[r]) for q, h in held.items() if q != queue)
+            others = sum(max(held[q][r], kept.get(q, zero)[r]) for q in flat if q != queue)
             over = others + max(own, keeps) > limit + 1e-9
             out.append(limit - others - (max(own, keeps) if over else own))
         return tuple(out)  # type: ignore[return-value]
@@ -755,7 +773,8 @@ def remaining_resource_room(
     placed: dict[str, Amounts] = {}
     for i, reps in getattr(assignment, "placed", {}).items():
         other = plans[i].job.queue or ""
-        if (other == queue) if cohort is None else (budgets.res_cohort_of.get(other) == cohort):
+        # A cohort's room reads every queue of the cohort, or of its trees: any queue with a cohort.
+        if (other == queue) if cohort is None else (other in budgets.res_cohort_of):
             placed[other] = _plus(placed.get(other, (0.0, 0.0, 0.0)), _need_resources(reps))
     if cohort is not None:
         return budgets.cohort_resource_room(cohort, evicted, placed, queue)

@@ -1,4 +1,5 @@
-"""Kueue's hierarchical cohorts: the GPU quota arithmetic of a cohort tree, as Kueue's scheduler does it.
+"""Kueue's hierarchical cohorts: the quota arithmetic of a cohort tree, as Kueue's scheduler does it, for
+GPUs and for cores, memory and pods alike (one tree per resource).
 
 Why a module of its own: with cohorts in a tree (Kueue ``Cohort`` objects with a ``parent`` or a quota of
 their own) one total per cohort no longer says what may run. Every node — a ClusterQueue (placer's
@@ -13,7 +14,8 @@ subtree uses beyond that part is what it *uses in its parent* (Kueue's ``pkg/cac
 A decision keeps, at the root, ``usage <= subtree quota``, and at every cohort with a ``borrowingLimit``
 ``max(0, usage - guaranteed) <= subtree quota - guaranteed + borrowingLimit`` (it takes at most that much
 from its parent). A queue's own ``borrowingLimit`` is its ``ml_limits.max_total_gpus`` (nominal plus
-limit), as for a flat cohort. GPUs are summed over flavors, as placer's budgets are.
+limit), as for a flat cohort. GPUs are summed over flavors, as placer's budgets are; so are cores, GB and
+pods, whose trees hold the same rules among the queues that state their own quota of them.
 
 >>> from placer.solver.jobs.queues import CohortNode
 >>> org = CohortNode(name="org", nominal_gpus=4)
@@ -32,7 +34,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from placer.solver.jobs.queues import CohortNode, QueueConfig
 
-__all__ = ["CohortTree"]
+__all__ = ["TREE_RESOURCES", "CohortTree"]
+
+#: What a tree's rules count, by resource: the suffix of its quota fields (``nominal_gpus``,
+#: ``lending_cpu_cores``...) and the queue's field of what it keeps.
+TREE_RESOURCES: dict[str, tuple[str, str]] = {
+    "gpus": ("gpus", "guaranteed_gpus"),
+    "cpu": ("cpu_cores", "guaranteed_cpu_cores"),
+    "memory": ("memory_gb", "guaranteed_memory_gb"),
+    "pods": ("pods", "guaranteed_pods"),
+}
 
 _EPS = 1e-9
 
@@ -57,15 +68,19 @@ class CohortTree:
     child_queues: dict[str, list[str]] = field(default_factory=dict)
 
     @staticmethod
-    def of(queues: Mapping[str, QueueConfig]) -> CohortTree | None:
-        """The tree of the queues whose cohort is in one (``config.cohort.tree``), and of the flat cohorts
-        one of whose queues keeps GPUs (``guaranteed_gpus``, a Kueue lendingLimit); None when there is none.
+    def of(queues: Mapping[str, QueueConfig], resource: str = "gpus") -> CohortTree | None:
+        """The tree of ``resource`` (one of :data:`TREE_RESOURCES`) of the queues whose cohort is in one
+        (``config.cohort.tree``) and that state their own quota of it (GPUs: every such queue; cores, GB
+        and pods: those with ``nominal_cpu_cores``...), and for GPUs of the flat cohorts one of whose
+        queues keeps GPUs (``guaranteed_gpus``, a Kueue lendingLimit); None when there is none.
 
         A flat cohort with kept GPUs is a one-node tree: each queue's quota is what it keeps (lent to
         nobody), the cohort's own quota the rest of its total, so the root's rule is the flat one, the
-        queues' ``max(GPUs held, kept)`` adding up to at most the total."""
+        queues' ``max(GPUs held, kept)`` adding up to at most the total. (A flat cohort's cores, GB and
+        pods kept are the budgets' own rule: ``Budgets.cohort_resource_room``.)"""
         from placer.solver.jobs.queues import CohortNode
 
+        amount, kept_field = TREE_RESOURCES[resource]
         members: dict[str, tuple[str, float, float | None]] = {}
         nodes: list[CohortNode] = []
         flat: dict[str, list[tuple[str, int, int]]] = {}  # cohort -> [(queue, total, kept)]
@@ -74,10 +89,14 @@ class CohortTree:
             if c is None:
                 continue
             if c.tree:
-                lend = float(c.nominal_gpus - c.guaranteed_gpus) if c.guaranteed_gpus else None
-                members[name] = (c.name, float(c.nominal_gpus), lend)
+                nominal = getattr(c, f"nominal_{amount}")
+                if nominal is None:
+                    continue  # outside this resource's tree: its own budget only
+                keeps = getattr(c, kept_field)
+                lend = float(nominal - keeps) if keeps else None
+                members[name] = (c.name, float(nominal), lend)
                 nodes.extend(c.tree)
-            else:
+            elif resource == "gpus":
                 flat.setdefault(c.name, []).append((name, c.max_total_gpus, c.guaranteed_gpus))
         for cohort, queued in flat.items():
             if not any(kept for _, _, kept in queued):
@@ -86,19 +105,24 @@ class CohortTree:
                 members[name] = (cohort, float(kept), 0.0)
             rest = queued[0][1] - sum(kept for _, _, kept in queued)  # may be below 0: nothing then fits
             nodes.append(CohortNode.model_construct(name=cohort, parent=None, nominal_gpus=rest))
-        return CohortTree.of_nodes(members, nodes) if members else None
+        return CohortTree.of_nodes(members, nodes, resource) if members else None
 
     @staticmethod
     def of_nodes(
-        queues: Mapping[str, tuple[str, float, float | None]], nodes: Iterable[CohortNode]
+        queues: Mapping[str, tuple[str, float, float | None]],
+        nodes: Iterable[CohortNode],
+        resource: str = "gpus",
     ) -> CohortTree:
-        """The tree of ``nodes`` with ``queues`` (queue -> (cohort, nominal GPUs, lending limit)) below."""
+        """The tree of ``nodes`` with ``queues`` (queue -> (cohort, nominal quota, lending limit)) below,
+        for ``resource`` (the nodes' quotas of it)."""
+        amount = TREE_RESOURCES[resource][0]
         tree = CohortTree(queues=dict(queues))
         for n in nodes:
             tree.parent[n.name] = n.parent
-            tree.nominal[n.name] = float(n.nominal_gpus)
-            tree.lending[n.name] = None if n.lending_gpus is None else float(n.lending_gpus)
-            tree.borrowing[n.name] = None if n.borrowing_gpus is None else float(n.borrowing_gpus)
+            tree.nominal[n.name] = float(getattr(n, f"nominal_{amount}"))
+            lend, borrow = getattr(n, f"lending_{amount}"), getattr(n, f"borrowing_{amount}")
+            tree.lending[n.name] = None if lend is None else float(lend)
+            tree.borrowing[n.name] = None if borrow is None else float(borrow)
         for q, (c, _, _) in tree.queues.items():
             tree.parent.setdefault(c, None)  # a cohort named only by its queues: a root without quota
             tree.child_queues.setdefault(c, []).append(q)

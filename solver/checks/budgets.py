@@ -544,28 +544,6 @@ def _exclusive(job: Job, group: str | None) -> bool:
     return any(g.exclusive for g in job.tasks if g.name == group)
 
 
-def _gpus_per_queue(
-    decision: Decision,
-    jobs: list[Job],
-    cluster: Cluster,
-    queues: set[str],
-    rank: Callable[[Job], Rank],
-    credit: Callable[[Any, Any], bool],
-) -> dict[Any, _Ledger]:
-    """The GPUs of ``queues`` after the decision, one ledger per queue (running jobs staying or evicted,
-    and placements)."""
-    return _ledgers(
-        decision,
-        jobs,
-        cluster,
-        lambda queue, _: [queue] if queue in queues else [],
-        lambda rj: _gpus(rj.replicas),
-        lambda _, p: _gpus(p.replicas),
-        rank,
-        credit,
-    )
-
-
 def _keeping(queues: Mapping[str, QueueConfig]) -> dict[str, int]:
     """Flat cohorts (no ``tree``) one of whose queues keeps GPUs (``guaranteed_gpus``, a Kueue
     lendingLimit), each with its total less what its queues keep."""
@@ -587,31 +565,64 @@ def _check_cohort_trees(
     rank: Callable[[Job], Rank],
 ) -> Iterator[Violation]:
     """Hierarchical cohorts (``cohort.tree``, Kueue's Cohort objects with a parent or a quota), re-derived
-    from the queue configurations as Kueue's quota arithmetic defines them: a node keeps
-    ``max(0, subtree quota - lendingLimit)``; a cohort's subtree quota is its own plus each child's less
-    what the child keeps, its usage each child's usage beyond what the child keeps. After the decision a
-    root's usage stays within its subtree quota, and a cohort with a ``borrowingLimit`` uses beyond what it
-    keeps at most its subtree quota less what it keeps plus the limit — checked where the decision places
-    GPU work below the cohort."""
-    nodes: dict[str, Any] = {}
-    members: dict[str, tuple[str, int, int]] = {}  # queue -> (cohort, nominal, guaranteed)
-    keeping = _keeping(queues)
-    for name, qc in queues.items():
-        c = qc.config.cohort
-        if c is not None and c.tree:
-            members[name] = (c.name, c.nominal_gpus, c.guaranteed_gpus)
-            for node in c.tree:
-                nodes[node.name] = node
-        elif c is not None and c.name in keeping:
-            # A flat cohort with kept GPUs: each queue's quota is what it keeps, the rest the cohort's own,
-            # so the root's rule says the queues' max(held, kept) add up to at most the total.
-            members[name] = (c.name, c.guaranteed_gpus, c.guaranteed_gpus)
-            nodes[c.name] = SimpleNamespace(
-                parent=None, nominal_gpus=keeping[c.name], lending_gpus=None, borrowing_gpus=None
-            )
-    if not members:
-        return
-    per_queue = _gpus_per_queue(decision, jobs, cluster, set(members), rank, _keeps_cohort(queues))
+    from the queue configurations as Kueue's quota arithmetic defines them, for GPUs and for cores, GB and
+    pods (:func:`_check_tree` each)."""
+    credit = _keeps_cohort(queues)
+    for amount, unit, counted in (
+        ("gpus", "GPUs", lambda replicas: _gpus(replicas)),
+        ("cpu_cores", "cores", lambda replicas: _on_nodes(replicas, "cpu_cores")),
+        ("memory_gb", "GB", lambda replicas: _on_nodes(replicas, "memory_gb")),
+        ("pods", "pods", lambda replicas: float(len(replicas))),  # every replica is one pod
+    ):
+        nodes: dict[str, Any] = {}
+        members: dict[str, tuple[str, float, float]] = {}  # queue -> (cohort, nominal, guaranteed)
+        for name, qc in queues.items():
+            c = qc.config.cohort
+            if c is not None and c.tree and getattr(c, f"nominal_{amount}") is not None:
+                kept = getattr(c, "guaranteed_gpus" if amount == "gpus" else f"guaranteed_{amount}")
+                members[name] = (c.name, float(getattr(c, f"nominal_{amount}")), float(kept))
+                for node in c.tree:
+                    nodes[node.name] = node
+        if amount == "gpus":
+            keeping = _keeping(queues)
+            for name, qc in queues.items():
+                c = qc.config.cohort
+                if c is not None and not c.tree and c.name in keeping:
+                    # A flat cohort with kept GPUs: each queue's quota is what it keeps, the rest the
+                    # cohort's own, so the root's rule says the queues' max(held, kept) add up to at most
+                    # the total.
+                    members[name] = (c.name, c.guaranteed_gpus, c.guaranteed_gpus)
+                    nodes[c.name] = SimpleNamespace(
+                        parent=None, nominal_gpus=keeping[c.name], lending_gpus=None, borrowing_gpus=None
+                    )
+        if not members:
+            continue
+        per_queue = _ledgers(
+            decision,
+            jobs,
+            cluster,
+            lambda queue, _, m=members: [queue] if queue in m else [],  # type: ignore[misc]
+            lambda rj, f=counted: f(rj.replicas),  # type: ignore[misc]
+            lambda _, p, f=counted: f(p.replicas),  # type: ignore[misc]
+            rank,
+            credit,
+        )
+        yield from _check_tree(nodes, members, per_queue, amount, unit)
+
+
+def _check_tree(
+    nodes: Mapping[str, Any],
+    members: Mapping[str, tuple[str, float, float]],
+    per_queue: Mapping[Any, _Ledger],
+    amount: str,
+    unit: str,
+) -> Iterator[Violation]:
+    """One tree's rules on one resource (``amount``: the suffix of the cohorts' quota fields): a node
+    keeps ``max(0, subtree quota - lendingLimit)``; a cohort's subtree quota is its own plus each child's
+    less what the child keeps, its usage each child's usage beyond what the child keeps. After the
+    decision a root's usage stays within its subtree quota, and a cohort with a ``borrowingLimit`` uses
+    beyond what it keeps at most its subtree quota less what it keeps plus the limit — checked where the
+    decision places work of that resource below the cohort."""
     parent_of = {
         n: nodes[n].parent if n in nodes else None for n in {*nodes, *(c for c, _, _ in members.values())}
     }
@@ -625,7 +636,7 @@ def _check_cohort_trees(
 
     def own(n: str, what: str) -> Any:
         node = nodes.get(n)
-        return getattr(node, what) if node is not None else (0 if what == "nominal_gpus" else None)
+        return getattr(node, f"{what}_{amount}") if node is not None else (0 if what == "nominal" else None)
 
     quota: dict[str, float] = {}
     keeps: dict[str, float] = {}
@@ -634,9 +645,9 @@ def _check_cohort_trees(
     def settle(n: str) -> None:
         for k in kids.get(n, []):
             settle(k)
-        q_total = own(n, "nominal_gpus") + sum(members[q][1] - members[q][2] for q in leaves.get(n, []))
+        q_total = own(n, "nominal") + sum(members[q][1] - members[q][2] for q in leaves.get(n, []))
         quota[n] = q_total + sum(quota[k] - keeps[k] for k in kids.get(n, []))
-        lend = own(n, "lending_gpus")
+        lend = own(n, "lending")
         keeps[n] = max(0.0, quota[n] - lend) if lend is not None else 0.0
         used[n] = sum(max(0.0, per_queue.get(q, _Ledger()).total - members[q][2]) for q in leaves.get(n, []))
         used[n] += sum(max(0.0, used[k] - keeps[k]) for k in kids.get(n, []))
@@ -661,16 +672,16 @@ def _check_cohort_trees(
                 yield Violation(
                     "queue-budget",
                     n,
-                    f"cohort counts {used[n] + extra:g} GPUs after the decision, each member at least what "
+                    f"cohort counts {used[n] + extra:g} {unit} after the decision, each member at least what "
                     f"it keeps ({held}); its total is {quota[n] + extra:g}",
                 )
             continue
-        borrow = own(n, "borrowing_gpus")
+        borrow = own(n, "borrowing")
         if borrow is not None and max(0.0, used[n] - keeps[n]) > quota[n] - keeps[n] + borrow + 1e-9:
             yield Violation(
                 "queue-budget",
                 n,
-                f"cohort takes {max(0.0, used[n] - keeps[n]):g} GPUs from its parent after the decision; its "
-                f"quota {quota[n]:g} less the {keeps[n]:g} it keeps, plus its borrowingLimit {borrow}, allow "
-                f"{quota[n] - keeps[n] + borrow:g}",
+                f"cohort takes {max(0.0, used[n] - keeps[n]):g} {unit} from its parent after the decision; "
+                f"its quota {quota[n]:g} less the {keeps[n]:g} it keeps, plus its borrowingLimit {borrow}, "
+                f"allow {quota[n] - keeps[n] + borrow:g}",
             )

@@ -38,7 +38,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from placer.solver.apart import one_of_each
-from placer.solver.budgets import flavor_amounts, job_groups
+from placer.solver.budgets import RESOURCES, flavor_amounts, job_groups
 from placer.solver.cpsat.classes import NodeClass
 from placer.solver.cpsat.hint import Hinting
 from placer.solver.cpsat.parts import Expr, NodeUnit, Seeds, Slice, held_on, need_vec, weighted
@@ -53,6 +53,7 @@ from placer.solver.tpu_shapes import host_chips
 
 if TYPE_CHECKING:  # the builder makes the model: a name for the annotation only
     from placer.solver.budgets import Budgets
+    from placer.solver.cohorts import CohortTree
     from placer.solver.cpsat.reduce import Builder
 
 __all__ = ["Model"]
@@ -518,6 +519,8 @@ class Model(Hinting, Searching, Realizing):
             self._cohort_tree(budgets)
         if budgets.resources:
             self._resource_budgets(budgets)
+        if budgets.res_trees:
+            self._resource_trees(budgets)
         if budgets.flavor_max:
             self._flavor_budgets(budgets)
 
@@ -583,20 +586,7 @@ class Model(Hinting, Searching, Realizing):
             for at, room in enumerate(rooms):
                 if room is None:
                     continue
-                amount = {
-                    p: int(
-                        np.ceil(
-                            1000
-                            * sum(
-                                u.replicas * (u.need.cpu, u.need.mem, 1.0)[at]
-                                for u in self.plans[p].units
-                                if u.tpu is None or at == 2  # a TPU replica is a pod, on no node
-                            )
-                            - 1e-6
-                        )
-                    )
-                    for p in ps
-                }
+                amount = {p: self._resource_milli(p, at) for p in ps}
                 used = [(ranks[p], amount[p] * self.placed[p]) for p in ps if amount[p] > 0]
                 if not used:
                     continue
@@ -612,6 +602,21 @@ class Model(Hinting, Searching, Realizing):
                         for vid, res in back
                     ],
                 )
+
+    def _resource_milli(self, p: int, at: int) -> int:
+        """Thousandths of resource ``at`` (:data:`~placer.solver.budgets.RESOURCES`: cores and GB on nodes,
+        rounded up; pods) that job ``p`` holds when placed."""
+        return int(
+            np.ceil(
+                1000
+                * sum(
+                    u.replicas * (u.need.cpu, u.need.mem, 1.0)[at]
+                    for u in self.plans[p].units
+                    if u.tpu is None or at == 2  # a TPU replica is a pod, on no node
+                )
+                - 1e-6
+            )
+        )
 
     def _kept_cohort(
         self, budgets: Budgets, cohort: str, at: int, jobs: dict[int, tuple[int, int]], vrank: dict[str, int]
@@ -666,22 +671,32 @@ class Model(Hinting, Searching, Realizing):
             self.m.add(sum(self.placed[p] for p in level_ps) == 0).only_enforce_if(adds.negated())
 
     def _cohort_tree(self, budgets: Budgets) -> None:
-        """Hierarchical cohorts (:mod:`placer.solver.cohorts`): per queue its GPUs held (thousandths, running
-        plus placed), per node what it uses beyond what it keeps (a variable at least that and at least 0),
-        per cohort the sum of its children's, and each cohort's rule on it. Evictions give nothing back here
-        (stricter than the rule, never looser); a rule that running work alone breaks (quotas lowered)
-        lets nothing more start below it."""
+        """Hierarchical cohorts (:mod:`placer.solver.cohorts`) of GPUs (:meth:`_tree_rows`)."""
         tree = budgets.cohort_tree
         assert tree is not None
-        by_queue: dict[str, list[int]] = {}
-        for p in self.ids:
-            q = self.plans[p].job.queue or ""
-            if q in tree.queues:
-                by_queue.setdefault(q, []).append(p)
-        milli = self._gpu_milli([p for ps in by_queue.values() for p in ps])
+        ps = [p for p in self.ids if (self.plans[p].job.queue or "") in tree.queues]
+        held = {q: budgets.used_gpus.get(q, 0.0) for q in tree.queues}
+        self._tree_rows(tree, held, self._gpu_milli(ps), "gpus")
+
+    def _resource_trees(self, budgets: Budgets) -> None:
+        """Hierarchical cohorts of cores, GB and pods (:attr:`Budgets.res_trees`, :meth:`_tree_rows`)."""
+        for at, tree in budgets.res_trees.items():
+            ps = [p for p in self.ids if (self.plans[p].job.queue or "") in tree.queues]
+            held = {q: budgets.res_used.get(q, (0.0, 0.0, 0.0))[at] for q in tree.queues}
+            amounts = {p: self._resource_milli(p, at) for p in ps}
+            self._tree_rows(tree, held, {p: a for p, a in amounts.items() if a > 0}, RESOURCES[at])
+
+    def _tree_rows(self, tree: CohortTree, held: dict[str, float], milli: dict[int, int], what: str) -> None:
+        """A tree's rules on one resource: per queue what it holds (thousandths, running ``held`` plus the
+        jobs placed, each ``milli[p]``), per node what it uses beyond what it keeps (a variable at least
+        that and at least 0), per cohort the sum of its children's, and each cohort's rule on it.
+        Evictions give nothing back here (stricter than the rule, never looser); a rule that running work
+        alone breaks (quotas lowered) lets nothing more start below it."""
         if not milli:
             return
-        held = {q: budgets.used_gpus.get(q, 0.0) for q in tree.queues}
+        by_queue: dict[str, list[int]] = {}
+        for p in milli:
+            by_queue.setdefault(self.plans[p].job.queue or "", []).append(p)
         broken = set(tree.over(held))
         for c in broken:
             for q in tree.under(c):
@@ -704,11 +719,11 @@ class Model(Hinting, Searching, Realizing):
                 base = round(held[q] * 1000)
                 ps = [p for p in by_queue.get(q, []) if p in milli]
                 expr: Expr = base + sum(milli[p] * self.placed[p] for p in ps) if ps else base
-                e, t = beyond(expr, base + sum(milli[p] for p in ps), tree.queue_kept[q], f"tree_{q}")
+                e, t = beyond(expr, base + sum(milli[p] for p in ps), tree.queue_kept[q], f"tree_{what}_{q}")
                 parts.append(e)
                 top += t
             for k in tree.child_cohorts.get(c, []):
-                e, t = beyond(usage[k][0], usage[k][1], tree.kept[k], f"tree_{k}")
+                e, t = beyond(usage[k][0], usage[k][1], tree.kept[k], f"tree_{what}_{k}")
                 parts.append(e)
                 top += t
             total: Expr = sum(parts)
@@ -717,7 +732,9 @@ class Model(Hinting, Searching, Realizing):
             if cap is None or c in broken or isinstance(total, int):
                 continue
             counted = (
-                total if tree.parent[c] is None else beyond(total, top, tree.kept[c], f"tree_{c}_out")[0]
+                total
+                if tree.parent[c] is None
+                else beyond(total, top, tree.kept[c], f"tree_{what}_{c}_out")[0]
             )
             self.m.add(counted <= int(np.floor(cap * 1000 + 1e-6)))
 

@@ -50,16 +50,18 @@ it; placer still evicts to make room on nodes, as kube-scheduler does for an adm
 What is not modelled, and refused or said rather than approximated:
 
 * a queue name that would be both a LocalQueue's and a shared ClusterQueue's — refused;
-* a cycle of ``Cohort`` parents, and a ``lendingLimit`` on some of a Cohort's GPU flavors only — refused;
+* a cycle of ``Cohort`` parents, and a ``lendingLimit`` on some of a Cohort's flavors of a resource
+  only — refused;
 * a cohort's CPU, memory and pods: a ClusterQueue's ``cpu``, ``memory`` and ``pods`` quotas become its queue's
   budgets (``ml_limits.max_total_cpu_cores``, ``max_total_memory_gb``, ``max_total_pods``, summed over
   flavors; in a cohort its nominal quota plus its ``borrowingLimit``, no budget when one has none), and a flat
   cohort's totals of them are its ClusterQueues' nominal quotas (``config.cohort``'s fields of the same
   names), which its queues' jobs share; a ``lendingLimit`` below such a quota keeps the rest for the queue
   (``config.cohort.guaranteed_cpu_cores``, ``guaranteed_memory_gb``, ``guaranteed_pods``), counted as for
-  GPUs; in a tree of cohorts they are each queue's own budget only (the tree's rules are kept for GPUs), so
-  a ``lendingLimit`` below one there is refused; other resources' quotas are not counted
-  (``docs/kubernetes.md`` says so).
+  GPUs; in a tree of cohorts each queue states its own quota of them and what it keeps
+  (``config.cohort.nominal_cpu_cores``..., ``guaranteed_*``), each Cohort object its own quota, lending and
+  borrowing limits of them (``CohortNode``), and the tree's rules hold for each as for GPUs; other
+  resources' quotas are not counted (``docs/kubernetes.md`` says so).
 
 The input is what ``kubectl get clusterqueues,localqueues -A -o json`` (or ``-o yaml``) prints: a
 ``List``, or one object.
@@ -194,21 +196,20 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
         if cq not in users and cohort in chains:  # it keeps, is a pool of its cohort (nothing runs there)
             node = cohorts.setdefault(cohort, {"name": cohort})
             node["nominal_gpus"] = node.get("nominal_gpus", 0) + quotas.get(cq, 0) - guaranteed.get(cq, 0)
+            for resource, suffix in _TREE_AMOUNTS.items():
+                own = nominals.get(cq, {}).get(_RESOURCE_FIELDS[resource][0])
+                if own is not None:
+                    unlent = kept.get(cq, {}).get(resource, (0, ""))[0]
+                    node[f"nominal_{suffix}"] = node.get(f"nominal_{suffix}", 0) + own - unlent
     tree_totals = _tree_totals(cohort_of, cohorts, chains, quotas, users, guaranteed)
     totals: dict[str, int] = {}  # cohort -> the nominal GPU quotas of its ClusterQueues
     res_totals: dict[str, dict[str, float]] = {}  # cohort -> its CQs' nominal CPU, memory and pods quotas
     for cq, cohort in cohort_of.items():
         for key, amount in nominals.get(cq, {}).items():
             res_totals.setdefault(cohort, {})[key] = res_totals.get(cohort, {}).get(key, 0) + amount
-        for resource, (amount, at) in kept.get(cq, {}).items():
-            if cohort in chains:  # a tree counts GPUs only: what a queue keeps would be lent to nobody
-                why = (
-                    f"a lendingLimit below the {resource} quota (the queue keeps {amount:g} of it) "
-                    f"in a tree of cohorts ({cohort!r} is in one) is not modelled: a tree's rules count GPUs"
-                )
-                problems.append(issue("unsupported", at, why))
-            elif cq not in users:  # no LocalQueue: what it keeps stays unused, out of the cohort's total
-                res_totals[cohort][_RESOURCE_FIELDS[resource][0]] -= amount
+        for resource, (amount, _) in kept.get(cq, {}).items():
+            if cohort not in chains and cq not in users:  # no LocalQueue: what it keeps stays unused,
+                res_totals[cohort][_RESOURCE_FIELDS[resource][0]] -= amount  # out of the cohort's total
         totals[cohort] = totals.get(cohort, 0) + quotas.get(cq, 0)
         if cq not in users:  # no LocalQueue: nothing runs there, and what it does not lend stays unused
             totals[cohort] -= guaranteed.get(cq, 0)
@@ -227,12 +228,18 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 config["cohort"].update(res_totals.get(cohort, {}))
                 for resource, (amount, _) in kept.get(cq, {}).items():
                     config["cohort"][_RESOURCE_FIELDS[resource][1]] = amount
-            else:  # a tree: its rules, not one total (they count GPUs only)
+            else:  # a tree: its rules, not one total, for GPUs and each resource the queue has a quota of
                 config["cohort"].update(
                     max_total_gpus=tree_totals[chains[cohort][-1]],
                     nominal_gpus=quotas.get(cq, 0),
                     tree=[cohorts.get(c, {"name": c}) | {"parent": p} for c, p in _pairs(chains[cohort])],
                 )
+                for resource, suffix in _TREE_AMOUNTS.items():
+                    own = nominals.get(cq, {}).get(_RESOURCE_FIELDS[resource][0])
+                    if own is not None:
+                        config["cohort"][f"nominal_{suffix}"] = own
+                for resource, (unlent, _) in kept.get(cq, {}).items():
+                    config["cohort"][_RESOURCE_FIELDS[resource][1]] = unlent
         elif cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
             config["ml_limits"] = {"max_total_gpus": quotas[cq]}
         if cq in other_limits:
@@ -403,6 +410,8 @@ def _cohort_node(name: str, spec: dict[str, Any], path: str, problems: list[Issu
         problems.append(issue("type", f"{path}.parentName", "a Cohort's parent is a Cohort's name"))
     elif parent:
         node["parent"] = parent
+    for resource, amount in _TREE_AMOUNTS.items():
+        node.update(_cohort_amounts(spec, path, resource, amount, problems))
     resources = list(_gpu_resources(spec, path))
     if not resources:
         return node
@@ -419,6 +428,50 @@ def _cohort_node(name: str, spec: dict[str, Any], path: str, problems: list[Issu
         why = "a lendingLimit on some of a Cohort's GPU flavors and not others is not modelled"
         problems.append(issue("unsupported", f"{at}.lendingLimit", why))
     return node
+
+
+#: A Kubernetes resource a tree of cohorts counts beside GPUs -> the suffix of its quota fields
+#: (``nominal_cpu_cores``, ``lending_memory_gb``...).
+_TREE_AMOUNTS = {"cpu": "cpu_cores", "memory": "memory_gb", "pods": "pods"}
+
+
+def _named_resources(spec: dict[str, Any], path: str, resource: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each entry of ``resource`` in ``spec.resourceGroups[].flavors[].resources[]``, with its path."""
+    for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
+        for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
+            for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
+                if isinstance(res, dict) and res.get("name") == resource:
+                    yield f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]", res
+
+
+def _cohort_amounts(
+    spec: dict[str, Any], path: str, resource: str, amount: str, problems: list[Issue]
+) -> dict[str, Any]:
+    """A ``Cohort`` object's own quota of ``resource`` (``cpu``, ``memory``, ``pods``), summed over its
+    flavors, with its lending and borrowing limits (summed, when every flavor of it has one), as
+    :class:`~placer.solver.jobs.queues.CohortNode` fields; none without a quota of it. A lending limit on
+    some of its flavors and not others is refused, as for GPUs."""
+    nominal: float | None = None
+    lending: list[tuple[str, Any]] = []
+    borrowing: list[Any] = []
+    for at, res in _named_resources(spec, path, resource):
+        value = _amount(res.get("nominalQuota"), f"{at}.nominalQuota", resource, problems)
+        nominal = (nominal or 0) + (value or 0)
+        lending.append((f"{at}.lendingLimit", res.get("lendingLimit")))
+        more = res.get("borrowingLimit")
+        borrowing.append(None if more is None else _amount(more, f"{at}.borrowingLimit", resource, problems))
+    if nominal is None:
+        return {}
+    out: dict[str, Any] = {f"nominal_{amount}": nominal}
+    if all(b is not None for b in borrowing):
+        out[f"borrowing_{amount}"] = sum(borrowing)
+    if all(v is not None for _, v in lending):
+        out[f"lending_{amount}"] = sum(_amount(v, at, resource, problems) or 0 for at, v in lending)
+    elif any(v is not None for _, v in lending):
+        at = next(at for at, v in lending if v is not None)
+        why = f"a lendingLimit on some of a Cohort's {resource} flavors and not others is not modelled"
+        problems.append(issue("unsupported", at, why))
+    return out
 
 
 def _cohort_chains(
@@ -553,29 +606,24 @@ def _resource_quota(
     nominal: float | None = None
     borrow: float | None = 0  # whole for pods, where every amount is
     keeps: tuple[float, str] | None = None
-    for g, group in enumerate(_as_list(spec.get("resourceGroups"))):
-        for f, flavor in enumerate(_as_list(group.get("flavors") if isinstance(group, dict) else None)):
-            for r, res in enumerate(_as_list(flavor.get("resources") if isinstance(flavor, dict) else None)):
-                if not isinstance(res, dict) or res.get("name") != resource:
-                    continue
-                at = f"{path}.resourceGroups[{g}].flavors[{f}].resources[{r}]"
-                value = _amount(res.get("nominalQuota"), f"{at}.nominalQuota", resource, problems)
-                if value is not None:
-                    nominal = (nominal or 0) + value
-                if in_cohort and res.get("lendingLimit") is not None and value is not None:
-                    lend = _amount(res["lendingLimit"], f"{at}.lendingLimit", resource, problems)
-                    if lend is not None and lend > value:
-                        why = f"{lend:g} is more than the nominal quota {value:g}"
-                        problems.append(issue("range", f"{at}.lendingLimit", why))
-                    elif lend is not None and lend < value:  # it keeps the rest for its own workloads
-                        was, first = keeps if keeps is not None else (0, f"{at}.lendingLimit")
-                        keeps = (was + value - lend, first)
-                if res.get("borrowingLimit") is None:
-                    borrow = None
-                else:
-                    more = _amount(res["borrowingLimit"], f"{at}.borrowingLimit", resource, problems)
-                    if more is not None and borrow is not None:
-                        borrow += more
+    for at, res in _named_resources(spec, path, resource):
+        value = _amount(res.get("nominalQuota"), f"{at}.nominalQuota", resource, problems)
+        if value is not None:
+            nominal = (nominal or 0) + value
+        if in_cohort and res.get("lendingLimit") is not None and value is not None:
+            lend = _amount(res["lendingLimit"], f"{at}.lendingLimit", resource, problems)
+            if lend is not None and lend > value:
+                why = f"{lend:g} is more than the nominal quota {value:g}"
+                problems.append(issue("range", f"{at}.lendingLimit", why))
+            elif lend is not None and lend < value:  # it keeps the rest for its own workloads
+                was, first = keeps if keeps is not None else (0, f"{at}.lendingLimit")
+                keeps = (was + value - lend, first)
+        if res.get("borrowingLimit") is None:
+            borrow = None
+        else:
+            more = _amount(res["borrowingLimit"], f"{at}.borrowingLimit", resource, problems)
+            if more is not None and borrow is not None:
+                borrow += more
     if nominal is None or not in_cohort:
         return nominal, nominal, None
     return nominal, None if borrow is None else nominal + borrow, keeps

@@ -93,7 +93,9 @@ class CohortNode(BaseModel):
     quota of its own; hierarchical cohorts). ``nominal_gpus``: its own GPU quota, a pool its subtree
     shares on top of its members'; ``lending_gpus``: at most this much of its subtree's quota is lent to
     its parent (None: all of it); ``borrowing_gpus``: its subtree takes at most this much beyond its own
-    quota from its parent (None: no limit)."""
+    quota from its parent (None: no limit). The same three for ``cpu_cores``, ``memory_gb`` (GB of 2^30
+    bytes) and ``pods``: a tree's rules hold for each of them among the queues that state their own quota
+    of it (:attr:`Cohort.nominal_cpu_cores`...)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -102,6 +104,15 @@ class CohortNode(BaseModel):
     nominal_gpus: int = Field(default=0, ge=0)
     lending_gpus: int | None = Field(default=None, ge=0)
     borrowing_gpus: int | None = Field(default=None, ge=0)
+    nominal_cpu_cores: float = Field(default=0.0, ge=0)
+    lending_cpu_cores: float | None = Field(default=None, ge=0)
+    borrowing_cpu_cores: float | None = Field(default=None, ge=0)
+    nominal_memory_gb: float = Field(default=0.0, ge=0)
+    lending_memory_gb: float | None = Field(default=None, ge=0)
+    borrowing_memory_gb: float | None = Field(default=None, ge=0)
+    nominal_pods: int = Field(default=0, ge=0)
+    lending_pods: int | None = Field(default=None, ge=0)
+    borrowing_pods: int | None = Field(default=None, ge=0)
 
 
 class Cohort(BaseModel):
@@ -125,13 +136,19 @@ class Cohort(BaseModel):
     at most together, and the pods they are (a Kueue cohort's ``cpu``, ``memory`` and ``pods``: its
     ClusterQueues' nominal quotas), on top of each queue's own ``ml_limits`` budget of them. They bound the
     queues that name this cohort as theirs; the Kueue reader states them for flat cohorts only (a tree's
-    rules are kept for GPUs only).
+    rules are given by ``tree`` and ``nominal_cpu_cores``... instead).
 
     ``guaranteed_cpu_cores``, ``guaranteed_memory_gb`` and ``guaranteed_pods``: the part of this queue's
     ``cpu``, ``memory`` and ``pods`` quotas it does not lend (a Kueue ``lendingLimit`` on them: nominal
     quota minus the limit), as ``guaranteed_gpus`` is for GPUs: the cohort counts the queue as holding at
     least that much of each, used or not, so the queues' ``max(held, guaranteed)`` add up to at most the
-    cohort's total of it. Each needs that total, and a flat cohort (not a ``tree``)."""
+    cohort's total of it. In a flat cohort each needs that total; in a ``tree``, the queue's own quota of
+    it.
+
+    ``nominal_cpu_cores``, ``nominal_memory_gb`` and ``nominal_pods``: in a ``tree``, the queue's own quota
+    of that resource (its ClusterQueue's ``nominalQuota``, summed over flavors); the tree's rules then hold
+    for it as for GPUs, among the tree's queues that state it (None: the queue is outside that resource's
+    tree, bound by its own budget only)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -145,6 +162,9 @@ class Cohort(BaseModel):
     guaranteed_memory_gb: float = Field(default=0.0, ge=0)
     guaranteed_pods: int = Field(default=0, ge=0)
     nominal_gpus: int = Field(default=0, ge=0)
+    nominal_cpu_cores: float | None = Field(default=None, ge=0)
+    nominal_memory_gb: float | None = Field(default=None, ge=0)
+    nominal_pods: int | None = Field(default=None, ge=0)
     tree: list[CohortNode] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -154,10 +174,16 @@ class Cohort(BaseModel):
         ):
             if not getattr(self, kept):
                 continue
-            if getattr(self, total) is None:
+            nominal = kept.replace("guaranteed_", "nominal_")
+            if self.tree and getattr(self, nominal) is None:
+                raise ValueError(f"{kept} in a tree needs the queue's {nominal}: it keeps part of its quota")
+            if self.tree and getattr(self, kept) > getattr(self, nominal):
+                raise ValueError(f"{kept} is more than the queue's {nominal}: it keeps part of its quota")
+            if not self.tree and getattr(self, total) is None:
                 raise ValueError(f"{kept} needs the cohort's {total}: what a queue keeps is kept out of it")
-            if self.tree:
-                raise ValueError(f"{kept} is kept for a flat cohort only (a tree's rules count GPUs)")
+        for nominal in ("nominal_cpu_cores", "nominal_memory_gb", "nominal_pods"):
+            if getattr(self, nominal) is not None and not self.tree:
+                raise ValueError(f"{nominal} is a tree's queue's own quota (a flat cohort states totals)")
         if self.tree:
             if self.tree[0].name != self.name:
                 raise ValueError(

@@ -88,3 +88,38 @@ def test_room_is_the_most_a_queue_may_add(tree: CohortTree, held: dict[str, int]
 
     most = max(k for k in range(0, 40) if fits(k))  # the rules only tighten as the queue adds more
     assert fits(0) and most == min(int(room + 1e-9), 39)
+
+
+def test_a_tree_of_cores_or_pods_reads_those_quotas_and_the_queues_that_state_theirs() -> None:
+    # The same tree for cores: org has 16 of its own, vision lends at most 12 and borrows at most 4; queue
+    # a states 32 cores and keeps 8, b states none (outside the cores' tree: its own budget only), c 16.
+    # For pods, only c states a quota.
+    from placer.solver.jobs.queues import QueueConfig
+
+    tree = [
+        {"name": "vision", "parent": "org", "lending_cpu_cores": 12.0, "borrowing_cpu_cores": 4.0},
+        {"name": "org", "parent": None, "nominal_cpu_cores": 16.0, "nominal_pods": 10},
+    ]
+
+    def queue(name: str, cohort: str, **own: object) -> QueueConfig:
+        chain = tree if cohort == "vision" else tree[1:]
+        c = {"name": cohort, "max_total_gpus": 0, "tree": chain, **own}
+        return QueueConfig.model_validate({"queue": name, "config": {"cohort": c}})
+
+    queues = {
+        "a": queue("a", "vision", nominal_cpu_cores=32.0, guaranteed_cpu_cores=8.0),
+        "b": queue("b", "vision"),
+        "c": queue("c", "org", nominal_cpu_cores=16.0, nominal_pods=4),
+    }
+    cpu = CohortTree.of(queues, "cpu")
+    assert cpu is not None and sorted(cpu.queues) == ["a", "c"]
+    assert cpu.queue_kept == {"a": 8, "c": 0}
+    assert cpu.subtree["vision"] == 32 - 8
+    assert cpu.kept["vision"] == 24 - 12
+    assert cpu.subtree["org"] == 16 + (24 - 12) + 16
+    # a: its 8 kept, vision's 12 kept, then vision's rule: 24 - 12 + 4 beyond what it keeps.
+    assert cpu.room("a", {}) == 8 + 12 + 16
+    pods = CohortTree.of(queues, "pods")
+    assert pods is not None and list(pods.queues) == ["c"] and pods.room("c", {}) == 10 + 4
+    assert CohortTree.of(queues, "memory") is None  # no queue states a memory quota in the tree
+    assert sorted(CohortTree.of(queues).queues) == ["a", "b", "c"]  # GPUs: every queue of the tree

@@ -266,8 +266,8 @@ def test_the_checker_holds_a_cohorts_queues_to_its_total() -> None:
 
 
 def test_kueue_gives_a_flat_cohort_its_queues_nominal_cpu_and_memory() -> None:
-    # Two ClusterQueues of cohort "all" (cpu 8 and 24, memory 32Gi and 64Gi); a tree of cohorts would count
-    # GPUs only.
+    # Two ClusterQueues of cohort "all" (cpu 8 and 24, memory 32Gi and 64Gi); a tree of cohorts has its
+    # own rules instead (tests/solver/jobs/test_kueue.py).
     a = _cluster_queue(
         [{"name": "cpu", "nominalQuota": 8}, {"name": "memory", "nominalQuota": "32Gi"}], cohort="all"
     )
@@ -419,7 +419,7 @@ def test_the_checker_refuses_kept_room_freed_by_evicting_an_equal() -> None:
     assert any(v.rule == "queue-budget" and "at rank" in v.message for v in found), found
 
 
-def test_a_kept_part_needs_the_cohorts_total_and_a_flat_cohort() -> None:
+def test_a_kept_part_needs_the_cohorts_total_or_in_a_tree_the_queues_own_quota() -> None:
     with pytest.raises(JobValidationError) as e:
         load_queue_configs(
             {"queue": "b", "config": {"cohort": {"name": "c", "max_total_gpus": 8, "guaranteed_pods": 2}}}
@@ -441,4 +441,4 @@ def test_a_kept_part_needs_the_cohorts_total_and_a_flat_cohort() -> None:
                 },
             }
         )
-    assert "guaranteed_cpu_cores is kept for a flat cohort only" in str(e.value)
+    assert "guaranteed_cpu_cores in a tree needs the queue's nominal_cpu_cores" in str(e.value)

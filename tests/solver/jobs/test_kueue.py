@@ -457,11 +457,10 @@ def test_a_cpu_or_memory_lending_limit_keeps_the_rest_for_its_own_queue() -> Non
     assert lends_all is not None and lends_all.guaranteed_cpu_cores == 0
     refused = _refused(_resource_lending(0, 65))
     assert at.format(0) in refused and "65 is more than the nominal quota 64" in refused
-    # In a tree of cohorts placer keeps GPUs only: what a queue keeps of its cores would be lent to no one
-    # and to every one alike, so it is refused, naming the field.
+    # In a tree of cohorts the queue states its own quota and what it keeps of it, for the tree's rules.
     tree = _resource_lending(0, 40, _tree_doc(_cohort_object("research", "org"), _cohort_object("org")))
-    refused = _refused(tree)
-    assert at.format(0) in refused and "in a tree of cohorts" in refused
+    kept = load_queue_configs(tree)["team-b"].config.cohort
+    assert kept is not None and (kept.nominal_cpu_cores, kept.guaranteed_cpu_cores) == (64, 24)
 
 
 def test_what_a_cluster_queue_without_a_local_queue_keeps_is_out_of_the_cohorts_total() -> None:
@@ -534,14 +533,18 @@ def test_a_queue_borrows_only_what_the_lender_lends(solve: Solve, limit: int | N
     assert v.rule == "queue-budget" and "guaranteed 6" in v.message and "its total is 12" in v.message
 
 
-def _cohort_object(name: str, parent: str | None = None, **gpu: Any) -> dict[str, Any]:
+def _cohort_object(
+    name: str, parent: str | None = None, *, memory: str | None = None, **gpu: Any
+) -> dict[str, Any]:
     """A Kueue ``Cohort`` (v1beta1 ``parentName``) with a GPU quota of its own when ``gpu`` gives one
-    (``nominalQuota``, ``borrowingLimit``, ``lendingLimit``)."""
+    (``nominalQuota``, ``borrowingLimit``, ``lendingLimit``), and a memory quota of ``memory``."""
     spec: dict[str, Any] = {"parentName": parent} if parent else {}
-    if gpu:
-        resource = {"name": "nvidia.com/gpu", **gpu}
+    resources = [{"name": "nvidia.com/gpu", **gpu}] if gpu else []
+    resources += [{"name": "memory", "nominalQuota": memory}] if memory else []
+    if resources:
+        covered = [r["name"] for r in resources]
         spec["resourceGroups"] = [
-            {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "h100", "resources": [resource]}]}
+            {"coveredResources": covered, "flavors": [{"name": "h100", "resources": resources}]}
         ]
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta1",
@@ -579,21 +582,29 @@ def test_a_cohort_tree_is_read_with_each_cohorts_quota_and_limits() -> None:
     ("cohorts", "runs"),
     [
         ((), False),  # one cohort of 12: 8 running + 8 > 12
-        ((_cohort_object("research", "org"), _cohort_object("org", nominalQuota=4)), True),  # 16 <= 4 + 12
+        (  # 16 <= 4 + 12
+            (_cohort_object("research", "org"), _cohort_object("org", nominalQuota=4, memory="256Gi")),
+            True,
+        ),
         (
             (
                 _cohort_object("research", "org", nominalQuota=0, borrowingLimit=2),
-                _cohort_object("org", nominalQuota=4),
+                _cohort_object("org", nominalQuota=4, memory="256Gi"),
             ),
             False,  # research may take only 2 of org's 4: 16 > 12 + 2
         ),
-        ((_cohort_object("research", "org", nominalQuota=4), _cohort_object("org")), True),  # its own pool
+        (  # its own pool
+            (_cohort_object("research", "org", nominalQuota=4, memory="256Gi"), _cohort_object("org")),
+            True,
+        ),
     ],
 )
 def test_a_cohort_tree_shares_its_quotas_within_its_limits(solve: Solve, cohorts: tuple, runs: bool) -> None:  # type: ignore[type-arg]
     # ml's running llm-train (team-a) holds 8 GPUs; research's 8-GPU pod (team-b, nominal 8) needs 16 in
     # research's subtree of 12 (team-a 4 + team-b 8). A parent cohort with 4 GPUs of its own lends them,
-    # unless research may borrow only 2; a pool of 4 on research itself is its own.
+    # unless research may borrow only 2; a pool of 4 on research itself is its own. Memory too: llm-train
+    # holds 800 GB of the queues' 1024 and the pod needs 256, so a cohort adds 256Gi of its own where the
+    # pod is to run (test_a_cohort_tree_holds_memory_as_it_holds_gpus: without it, it waits).
     queues = load_queue_configs(_tree_doc(*cohorts))
     cluster = in_cluster_queues(load_cluster(NODES, pods=RUNNING), queues)
     (pod,) = read_object(
@@ -607,7 +618,7 @@ def test_a_cohort_tree_shares_its_quotas_within_its_limits(solve: Solve, cohorts
     (p,) = d.pending
     reason, *more = p.reasons
     assert reason.code == "QUEUE_BUDGET" and reason.details["cohort"] == "research"
-    # A flat cohort also totals its queues' memory (800 GB held + 256 > 1024); a tree counts GPUs only.
+    # The flat cohort also totals its queues' memory (800 GB held + 256 > 1024); the tree has 1280.
     assert [r.details.get("resource") for r in more] == ([] if cohorts else ["memory"])
     # The checker holds a decision that places it anyway to the tree's rules.
     free = load_queue_configs(_cohort_doc(8, cohort=False))
@@ -615,6 +626,36 @@ def test_a_cohort_tree_shares_its_quotas_within_its_limits(solve: Solve, cohorts
     assert [p.job for p in placed.placements] == ["research/b-train"]
     rules = [v.rule for v in check(placed, [pod.job], cluster, queues=queues)]
     assert rules == ["queue-budget"] * (1 if cohorts else 2)
+
+
+def test_a_cohort_tree_holds_memory_as_it_holds_gpus(solve: Solve) -> None:
+    # org's 4 GPUs of its own let research's 8-GPU pod in on GPUs (16 <= 16), but the tree's memory is its
+    # queues' 1024 GB, of which llm-train holds 800: the 256 GB pod waits on the tree's memory, naming the
+    # cohort; 256Gi of org's own lets it run. A decision that places it anyway breaks the tree's rule.
+    tight = load_queue_configs(
+        _tree_doc(_cohort_object("research", "org"), _cohort_object("org", nominalQuota=4))
+    )
+    cohort = tight["team-b"].config.cohort
+    assert cohort is not None and (cohort.nominal_memory_gb, cohort.tree[1].nominal_memory_gb) == (512, 0)
+    cluster = in_cluster_queues(load_cluster(NODES, pods=RUNNING), tight)
+    (pod,) = read_object(
+        {"apiVersion": "v1", "kind": "List", "items": [_research_pod()]}, options=ReadOptions(queues=tight)
+    )
+    d = solve([pod], cluster, queues=tight)
+    assert not d.stats.status.startswith("CPSAT_REJECTED"), d.stats.status  # the model kept it itself
+    (p,) = d.pending
+    assert [(r.code, r.details.get("resource"), r.details.get("cohort")) for r in p.reasons] == [
+        ("QUEUE_BUDGET", "memory", "research")
+    ]
+    free = load_queue_configs(_cohort_doc(8, cohort=False))
+    placed = place([pod.job], cluster, Policy(engine="greedy"), queues=free)
+    [v] = check(placed, [pod.job], cluster, queues=tight)
+    assert v.rule == "queue-budget" and "1056 GB" in v.message, v.message
+    roomy = _tree_doc(
+        _cohort_object("research", "org"), _cohort_object("org", nominalQuota=4, memory="256Gi")
+    )
+    queues = load_queue_configs(roomy)
+    assert nodes_of(solve([pod], cluster, queues=queues), "research/b-train") == ["ip-10-0-3-17.ec2.internal"]
 
 
 @pytest.mark.parametrize("cohort", [True, False])
