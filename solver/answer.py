@@ -294,6 +294,13 @@ def _budget_reasons(
         if budgets.flavored(plan.job.queue)
         else None
     )
+    over_gpus = _over_budget(plan, assignment, budgets, plans)
+    if (
+        flavors is not None
+        and flavors.details.get("cohort_only")
+        and (over_gpus if flavors.details.get("resource") == "gpus" else resources is not None)
+    ):
+        flavors = None  # the cohort's totals per flavor, and its total over them says it already
     # A GPU flavor's reason before the queue's GPU budget (as it was alone); a CPU, memory or pods
     # flavor's after the queue's own budget of that resource, which is the wider reason when both hold.
     gpu_flavor = flavors is not None and flavors.details.get("resource") == "gpus"
@@ -306,7 +313,7 @@ def _budget_reasons(
         and plan.idx in assignment.over_budget
         and plan.job.total_gpu_milli > 0
     )
-    if gpu_only or _over_budget(plan, assignment, budgets, plans):
+    if gpu_only or over_gpus:
         out.append(queue_budget(plan, assignment, budgets, plans))
     if resources is not None:
         out.append(resources)

@@ -55,6 +55,7 @@ past one waits (``LICENSES``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -306,6 +307,12 @@ class Budgets:
     running_flavor: dict[str, dict[tuple[str, str], float]] = field(default_factory=dict)
     flavor_queue: dict[str, str] = field(default_factory=dict)
     flavor_group: dict[tuple[str, str], FlavorGroup] = field(default_factory=dict)
+    #: Cohorts' totals per flavor (``Flavor.cohort_max_*``: a Kueue cohort's queues lend each other quota
+    #: flavor by flavor): (cohort, resource, flavor) -> the total and what the cohort's queues' running
+    #: jobs hold there; each queue's cohort, for the queues whose flavors carry such totals.
+    cohort_flavor_max: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    cohort_flavor_used: dict[tuple[str, str, str], float] = field(default_factory=dict)
+    flavor_cohort: dict[str, str] = field(default_factory=dict)
     #: Dollar budgets in money units per hour, by queue and by tenant, and what running jobs spend.
     max_cost: dict[str, int] = field(default_factory=dict)
     tenant_max_cost: dict[str, int] = field(default_factory=dict)
@@ -379,9 +386,14 @@ class Budgets:
                 b.res_max[name] = own
             for resource, group in quota_groups(qc.config.flavor_groups).items():
                 b.flavor_group[(name, resource)] = group
+                attr = FLAVOR_RESOURCES[resource][0]
                 for f in group.flavors:
-                    if (most := getattr(f, FLAVOR_RESOURCES[resource][0])) is not None:
+                    if (most := getattr(f, attr)) is not None:
                         b.flavor_max[(name, resource, f.name)] = float(most)
+                    total = getattr(f, f"cohort_{attr}")
+                    if total is not None and qc.config.cohort is not None:
+                        b.cohort_flavor_max[(qc.config.cohort.name, resource, f.name)] = float(total)
+                        b.flavor_cohort[name] = qc.config.cohort.name
             if lim.max_cost_per_hour is not None:
                 b.max_cost[name] = to_units(lim.max_cost_per_hour)
             if qc.config.cohort is not None:
@@ -417,6 +429,7 @@ class Budgets:
             or b.cohort_tree
             or b.resources
             or b.flavor_max
+            or b.cohort_flavor_max
         )
         grouped = bool(b.throttle_max or b.group_gpu_max)
         closed_queues, shut_to_cohort = _no_credit(queues)
@@ -446,9 +459,13 @@ class Budgets:
                 )
                 if per:
                     b.running_flavor[rj.job], b.flavor_queue[rj.job] = per, rj.queue
+                lender = b.flavor_cohort.get(rj.queue, "")
                 for (resource, flavor), amount in per.items():
                     key = (rj.queue, resource, flavor)
                     b.flavor_used[key] = b.flavor_used.get(key, 0.0) + amount
+                    shared = (lender, resource, flavor)
+                    if shared in b.cohort_flavor_max:
+                        b.cohort_flavor_used[shared] = b.cohort_flavor_used.get(shared, 0.0) + amount
             if rj.queue is not None and gpus > 0:
                 b.running[rj.job] = (rj.queue, gpus)
                 b.used_gpus[rj.queue] = b.used_gpus.get(rj.queue, 0.0) + gpus
@@ -487,7 +504,13 @@ class Budgets:
             or self.cohort_tree
             or self.resources
             or self.flavor_max
+            or self.cohort_flavor_max
         )
+
+    @property
+    def flavor_limits(self) -> bool:
+        """Whether any queue has a per-flavor quota, or any cohort a total per flavor."""
+        return bool(self.flavor_max or self.cohort_flavor_max)
 
     def flavored(self, queue: str | None) -> bool:
         """Whether ``queue`` has a per-flavor quota of some resource."""
@@ -498,7 +521,12 @@ class Budgets:
         (None: no such quota there)."""
         group = self.flavor_group.get((queue or "", resource))
         f = None if group is None else flavor_of(labels, group)
-        return f.name if f is not None and (queue, resource, f.name) in self.flavor_max else None
+        if f is None:
+            return None
+        if (queue, resource, f.name) in self.flavor_max:
+            return f.name
+        cohort = self.flavor_cohort.get(queue or "")
+        return f.name if (cohort, resource, f.name) in self.cohort_flavor_max else None
 
     def flavors_of(
         self, queue: str, placed: Iterable[tuple[Mapping[str, str], tuple[float, ...]]]
@@ -512,9 +540,68 @@ class Budgets:
                     out[(resource, f)] = out.get((resource, f), 0.0) + amount
         return out
 
+    def flavor_keys(self, queue: str) -> set[tuple[str, str]]:
+        """The (resource, flavor) pairs on which ``queue`` has a quota of its own or its cohort a total."""
+        cohort = self.flavor_cohort.get(queue)
+        own = {(r, f) for q, r, f in self.flavor_max if q == queue}
+        return own | {(r, f) for c, r, f in self.cohort_flavor_max if c == cohort}
+
+    def flavor_left(
+        self,
+        queue: str,
+        resource: str,
+        flavor: str,
+        evicted: Iterable[str] = (),
+        placed: Mapping[tuple[str, str, str], float] | None = None,
+        *,
+        own_only: bool = False,
+    ) -> float:
+        """What ``queue`` may still add of ``resource`` on ``flavor``'s nodes after ``placed`` (this
+        decision's amounts by (queue, resource, flavor)): the least of its own quota's room
+        (:meth:`flavor_room`) and its cohort's on the flavor (:meth:`cohort_flavor_room`; not with
+        ``own_only``), each less what was placed against it; infinite when neither holds."""
+        placed = placed or {}
+        rooms = []
+        if (queue, resource, flavor) in self.flavor_max:
+            own = self.flavor_room(queue, resource, flavor, evicted)
+            rooms.append(own - placed.get((queue, resource, flavor), 0.0))
+        cohort = None if own_only else self.flavor_cohort.get(queue)
+        if cohort is not None and (cohort, resource, flavor) in self.cohort_flavor_max:
+            taken = sum(
+                a
+                for (q, r, f), a in placed.items()
+                if r == resource and f == flavor and self.flavor_cohort.get(q) == cohort
+            )
+            rooms.append(self.cohort_flavor_room(cohort, resource, flavor, evicted) - taken)
+        return min(rooms) if rooms else math.inf
+
+    def cohort_flavor_room(
+        self, cohort: str, resource: str, flavor: str, evicted: Iterable[str] = ()
+    ) -> float:
+        """What ``cohort``'s queues may still add of ``resource`` on ``flavor``'s nodes together: its total
+        there less what their running jobs hold, plus what the evicted ones that give the cohort its room
+        back (:meth:`credited`) hold there."""
+        key = (cohort, resource, flavor)
+        back = sum(
+            self.cohort_flavor_back(cohort, resource, flavor, self.credited(evicted, cohort=True)).values()
+        )
+        return self.cohort_flavor_max[key] - self.cohort_flavor_used.get(key, 0.0) + back
+
+    def cohort_flavor_back(
+        self, cohort: str, resource: str, flavor: str, evicted: Iterable[str]
+    ) -> dict[str, float]:
+        """What each of the running jobs ``evicted`` (credited already, cohort-wise) of ``cohort``'s queues
+        holds of ``resource`` on ``flavor``'s nodes, by id (those that hold nothing there left out)."""
+        return {
+            job: held
+            for job in evicted
+            if self.flavor_cohort.get(self.flavor_queue.get(job, "")) == cohort
+            and (held := self.running_flavor.get(job, {}).get((resource, flavor)))
+        }
+
     def flavor_room(self, queue: str, resource: str, flavor: str, evicted: Iterable[str] = ()) -> float:
-        """What ``queue`` may still add of ``resource`` on ``flavor``'s nodes: its quota there less what
-        running jobs hold, plus what evicted ones give back."""
+        """What ``queue`` may still add of ``resource`` on ``flavor``'s nodes by its own quota there: the
+        quota less what running jobs hold, plus what evicted ones give back."""
         back = sum(self.flavor_back(queue, resource, flavor, self.credited(evicted)).values())
         key = (queue, resource, flavor)
         return self.flavor_max[key] - self.flavor_used.get(key, 0.0) + back
@@ -863,7 +950,7 @@ def within_budget(plan: JobPlan, replicas: list[ReplicaAt], state: State, budget
             return False
     if budgets.resources and not _within_resources(plan, replicas, state, budgets):
         return False
-    if budgets.flavor_max and not _within_flavors(plan, replicas, state, budgets):
+    if budgets.flavor_limits and not _within_flavors(plan, replicas, state, budgets):
         return False
     units = budget_cost(plan, replicas, state, budgets)
     if not units:
@@ -904,10 +991,8 @@ def flavor_off(plan: JobPlan, state: State, budgets: Budgets | None) -> np.ndarr
     evicted = [j for j in budgets.running_flavor if budgets.ranks.get(j, mine) < mine]
     full = {
         (r, f)
-        for q, r, f in budgets.flavor_max
-        if q == queue
-        and least[r] > 0
-        and state.flavor_use.get((q, r, f), 0.0) + least[r] > budgets.flavor_room(q, r, f, evicted) + 1e-9
+        for r, f in budgets.flavor_keys(queue)
+        if least[r] > 0 and least[r] > budgets.flavor_left(queue, r, f, evicted, state.flavor_use) + 1e-9
     }
     return flavor_nodes(queue, full, state, budgets) if full else None
 
@@ -929,8 +1014,7 @@ def over_flavors(
     return {
         (r, f)
         for (r, f), amount in placed_flavors(queue, replicas, state.snap, budgets).items()
-        if state.flavor_use.get((queue, r, f), 0.0) + amount
-        > budgets.flavor_room(queue, r, f, evicted) + 1e-9
+        if amount > budgets.flavor_left(queue, r, f, evicted, state.flavor_use) + 1e-9
     }
 
 

@@ -213,11 +213,12 @@ def queue_flavors(
             may |= c.static
     rank = evict_rank(plan.job)
     evicted = [v for v in assignment.evictions if budgets.ranks.get(v, rank) < rank]
-    placed = [
-        placed_flavors(queue, reps, snap, budgets)
-        for i, reps in assignment.placed.items()
-        if plans[i].job.queue == queue
-    ]
+    placed: dict[tuple[str, str, str], float] = {}  # this answer's, per queue (a cohort's total counts all)
+    for i, reps in assignment.placed.items():
+        owner = plans[i].job.queue
+        if owner is not None and budgets.flavored(owner):
+            for (r, name), amount in placed_flavors(owner, reps, snap, budgets).items():
+                placed[(owner, r, name)] = placed.get((owner, r, name), 0.0) + amount
     for resource, need in needs.items():
         usable = {
             f
@@ -226,23 +227,27 @@ def queue_flavors(
         }
         if not need or not usable:
             continue
-        left = {f: budgets.flavor_room(queue, resource, f, evicted) for f in usable}
-        for per in placed:
-            for (r, f), amount in per.items():
-                if r == resource and f in left:
-                    left[f] -= amount
+        left = {f: budgets.flavor_left(queue, resource, f, evicted, placed) for f in usable}
         if any(need <= room + 1e-9 for room in left.values()):
             continue
+        own = {f: budgets.flavor_left(queue, resource, f, evicted, placed, own_only=True) for f in usable}
         unit = _UNITS[resource]
         rooms = ", ".join(f"{f} {room:g}" for f, room in sorted(left.items()))
         details: dict[str, object] = {"queue": queue, "resource": resource, "need": need}
         if resource == "gpus":
             details["gpus"] = need
         details["flavors"] = dict(sorted(left.items()))
+        cohort = budgets.flavor_cohort.get(queue)
+        whose = f" (its own, or its cohort {cohort!r}'s on the flavor)" if cohort is not None else ""
+        if cohort is not None:
+            details["cohort"] = cohort
+            # Only the cohort's totals on the flavors hold it back: the queue's own quotas would let it in.
+            details["cohort_only"] = any(need <= room + 1e-9 for room in own.values())
         return Reason(
             code="QUEUE_BUDGET",
-            message=f"queue {queue!r} is over its {_QUOTA[resource]} quota on every flavor it may use: it "
-            f"needs {need:g} {unit} and the flavors have {rooms} left (it waits; it is not rejected)",
+            message=f"queue {queue!r} is over its {_QUOTA[resource]} quota on every flavor it may use"
+            f"{whose}: it needs {need:g} {unit} and the flavors have {rooms} left "
+            "(it waits; it is not rejected)",
             details=details,
         )
     return None

@@ -391,20 +391,38 @@ def _check_flavors(
         ("max_memory_gb", {"memory"}, lambda r: float(r.memory_gb), "GB"),
         ("max_pods", {"pods"}, lambda r: 1.0, "pods"),
     ]
-    # (queue, quota field) -> the covering group's flavors in order: (name, node labels, quota)
-    flavors: dict[tuple[str, str], list[tuple[str, dict[str, str], float | None]]] = {}
+    # (queue, quota field) -> the covering group's flavors in order: (name, node labels, quota, the
+    # cohort's total on the flavor)
+    flavors: dict[tuple[str, str], list[tuple[str, dict[str, str], float | None, float | None]]] = {}
+    cohort_of: dict[str, str] = {}  # queue -> its cohort, where its flavors carry the cohort's totals
     for name, qc in queues.items():
         for attr, covered, _, _ in kinds:
             for group in qc.config.flavor_groups:
-                if covered & set(group.covered) and any(getattr(f, attr) is not None for f in group.flavors):
-                    flavors[(name, attr)] = [(f.name, f.node_labels, getattr(f, attr)) for f in group.flavors]
+                listed = [
+                    (f.name, f.node_labels, getattr(f, attr), getattr(f, f"cohort_{attr}"))
+                    for f in group.flavors
+                ]
+                if covered & set(group.covered) and any(
+                    own is not None or c is not None for _, _, own, c in listed
+                ):
+                    flavors[(name, attr)] = listed
+                    if qc.config.cohort is not None and any(c is not None for *_, c in listed):
+                        cohort_of[name] = qc.config.cohort.name
                     break
     if not flavors:
         return
-    quota = {(q, attr, n): most for (q, attr), fs in flavors.items() for n, _, most in fs if most is not None}
+    # Limits by key: (queue, field, flavor) for a queue's own quota; ("cohort", cohort, field, flavor) for a
+    # cohort's total on the flavor (every queue of it states the same).
+    quota: dict[tuple[str, ...], float] = {}
+    for (q, attr), fs in flavors.items():
+        for n, _, most, total in fs:
+            if most is not None:
+                quota[(q, attr, n)] = most
+            if total is not None and q in cohort_of:
+                quota[("cohort", cohort_of[q], attr, n)] = total
 
-    def per_flavor(queue: str | None, replicas: Iterable[Any]) -> dict[tuple[str, str, str], float]:
-        out: dict[tuple[str, str, str], float] = {}
+    def per_flavor(queue: str | None, replicas: Iterable[Any]) -> dict[tuple[str, ...], float]:
+        out: dict[tuple[str, ...], float] = {}
         for r in replicas:
             if queue is None or r.node is None or not cluster.has_node(r.node):
                 continue
@@ -412,12 +430,19 @@ def _check_flavors(
             for attr, _, amount, _ in kinds:
                 listed = flavors.get((queue, attr), [])
                 first = next(
-                    (n for n, want, _ in listed if all(labels.get(k) == v for k, v in want.items())), None
+                    (n for n, want, *_ in listed if all(labels.get(k) == v for k, v in want.items())), None
                 )
-                if first is not None and (queue, attr, first) in quota and (held := amount(r)) > 0:
-                    out[(queue, attr, first)] = out.get((queue, attr, first), 0.0) + held
+                if first is None or (held := amount(r)) <= 0:
+                    continue
+                keys: list[tuple[str, ...]] = [(queue, attr, first)]
+                if queue in cohort_of:
+                    keys.append(("cohort", cohort_of[queue], attr, first))
+                for key in keys:
+                    if key in quota:
+                        out[key] = out.get(key, 0.0) + held
         return out
 
+    by_queue, by_cohort = _keeps_queue(queues), _keeps_cohort(queues)
     ledgers = _split_ledgers(
         decision,
         jobs,
@@ -425,14 +450,26 @@ def _check_flavors(
         lambda rj: per_flavor(rj.queue, rj.replicas),
         lambda job, p: per_flavor(job.queue, p.replicas),
         rank,
-        _keeps_queue(queues),
+        lambda rj, key: by_cohort(rj, key) if len(key) == 4 else by_queue(rj, key),
     )
     said = {attr: unit for attr, _, _, unit in kinds}
-    for (queue, attr, f), ledger in sorted(ledgers.items()):
-        if ledger.added:
+    for key, ledger in sorted(ledgers.items()):
+        if not ledger.added:
+            continue
+        *_, attr, f = key
+        if len(key) == 4:  # a cohort's total on the flavor, over its queues
             yield from _over_limit(
-                queue, ledger, quota[(queue, attr, f)], f"flavor {f!r}'s {attr}", f"{said[attr]} on its nodes"
+                key[1],
+                ledger,
+                quota[key],
+                f"the cohort's total of {attr} on flavor {f!r}",
+                f"{said[attr]} on its nodes",
+                "cohort's queues hold {}",
             )
+            continue
+        yield from _over_limit(
+            key[0], ledger, quota[key], f"flavor {f!r}'s {attr}", f"{said[attr]} on its nodes"
+        )
 
 
 def _check_cohorts(

@@ -521,7 +521,7 @@ class Model(Hinting, Searching, Realizing):
             self._resource_budgets(budgets)
         if budgets.res_trees:
             self._resource_trees(budgets)
-        if budgets.flavor_max:
+        if budgets.flavor_limits:
             self._flavor_budgets(budgets)
 
     def _flavor_budgets(self, budgets: Budgets) -> None:
@@ -548,12 +548,26 @@ class Model(Hinting, Searching, Realizing):
                     if f is not None:
                         used.setdefault((q, resource, f), []).append((rank, amount * var))
         vrank = {v.id: v.rank for v in self.b.victims}
+        cohorts: dict[tuple[str, str, str], list[tuple[int, Expr]]] = {}
         for (q, resource, f), terms in used.items():
+            cohort = budgets.flavor_cohort.get(q)
+            if (cohort, resource, f) in budgets.cohort_flavor_max:
+                cohorts.setdefault((cohort, resource, f), []).extend(terms)  # type: ignore[arg-type]
+            if (q, resource, f) not in budgets.flavor_max:
+                continue  # its cohort's total on the flavor only
             back = [
                 (vrank[vid], int(np.floor(1000 * held + 1e-6)) * self.e[vid])
                 for vid, held in budgets.flavor_back(q, resource, f, budgets.credited(self.e)).items()
             ]
             room = int(np.floor(budgets.flavor_room(q, resource, f) * 1000 + 1e-6))
+            self._within_by_rank(terms, room, back)
+        for (cohort, resource, f), terms in cohorts.items():  # a cohort's total on a flavor, over its queues
+            credited = budgets.credited(self.e, cohort=True)
+            back = [
+                (vrank[vid], int(np.floor(1000 * held + 1e-6)) * self.e[vid])
+                for vid, held in budgets.cohort_flavor_back(cohort, resource, f, credited).items()
+            ]
+            room = int(np.floor(budgets.cohort_flavor_room(cohort, resource, f) * 1000 + 1e-6))
             self._within_by_rank(terms, room, back)
 
     def _resource_budgets(self, budgets: Budgets) -> None:

@@ -753,7 +753,7 @@ def _off_full_flavors(
     queue has left on the node's flavor before the job, not with its own earlier replicas): so a gang
     that one flavor cannot hold whole goes to a flavor that can, rather than waiting. At most once per
     flavor; what comes out is still checked whole (:func:`within_budget`)."""
-    if replicas is None or budgets is None or not budgets.flavor_max:
+    if replicas is None or budgets is None or not budgets.flavor_limits:
         return replicas
     queue = plan.job.queue or ""
     tried: set[tuple[str, str]] = set()

@@ -31,7 +31,8 @@ set's flavors, not a term of CP-SAT's objective. Per-flavor
 quotas are (:attr:`Flavor.max_gpus`, ``max_cpu_cores``, ``max_memory_gb``, ``max_pods``): what the queue
 holds of each resource on a flavor's nodes — a node counted under the first flavor, of the group covering
 that resource, whose labels it has — stays within its quota there, on top of the queue's budget, the sum
-of its flavors' quotas (``docs/kubernetes.md``).
+of its flavors' quotas (``docs/kubernetes.md``). So do a cohort's totals per flavor
+(:attr:`Flavor.cohort_max_gpus`...): what the cohort's queues hold on a flavor's nodes together.
 
 >>> from placer.solver.jobs.model import Job, TaskGroup
 >>> groups = [FlavorGroup(covered=["cpu", "memory"], flavors=[
@@ -124,6 +125,13 @@ class Flavor(BaseModel):
     max_cpu_cores: float | None = Field(default=None, ge=0)
     max_memory_gb: float | None = Field(default=None, ge=0)
     max_pods: int | None = Field(default=None, ge=0)
+    #: The queue's cohort's total of each resource on this flavor (the nominal quotas of its ClusterQueues
+    #: on the flavor, which they lend each other flavor by flavor): what the cohort's queues hold on the
+    #: flavor's nodes together stays within it. None: no such total (the queue is in no cohort).
+    cohort_max_gpus: float | None = Field(default=None, ge=0)
+    cohort_max_cpu_cores: float | None = Field(default=None, ge=0)
+    cohort_max_memory_gb: float | None = Field(default=None, ge=0)
+    cohort_max_pods: int | None = Field(default=None, ge=0)
 
 
 class FlavorGroup(BaseModel):
@@ -152,7 +160,7 @@ def flavor_of(labels: Mapping[str, str], group: FlavorGroup) -> Flavor | None:
 
 def quota_groups(groups: list[FlavorGroup]) -> dict[str, FlavorGroup]:
     """Per resource of :data:`FLAVOR_RESOURCES`, the resource group that covers it, when one of its flavors
-    has a quota of it of its own (Kueue puts each resource in one group).
+    has a quota of it of its own, or its cohort's total of it (Kueue puts each resource in one group).
 
     >>> g = FlavorGroup(covered=["cpu", "nvidia.com/gpu"], flavors=[Flavor(name="a", max_gpus=8, max_pods=9)])
     >>> sorted(quota_groups([g]))
@@ -164,7 +172,9 @@ def quota_groups(groups: list[FlavorGroup]) -> dict[str, FlavorGroup]:
     out: dict[str, FlavorGroup] = {}
     for resource, (attr, names) in FLAVOR_RESOURCES.items():
         for g in groups:
-            if names & set(g.covered) and any(getattr(f, attr) is not None for f in g.flavors):
+            if names & set(g.covered) and any(
+                getattr(f, attr) is not None or getattr(f, f"cohort_{attr}") is not None for f in g.flavors
+            ):
                 out[resource] = g
                 break
     return out

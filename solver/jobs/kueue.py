@@ -213,10 +213,17 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
         totals[cohort] = totals.get(cohort, 0) + quotas.get(cq, 0)
         if cq not in users:  # no LocalQueue: nothing runs there, and what it does not lend stays unused
             totals[cohort] -= guaranteed.get(cq, 0)
+    flavor_totals = _cohort_flavor_totals(cluster_queues, cohort_of, chains, users) if flavors else {}
     out: list[dict[str, Any]] = []
     for cq, members in users.items():
         config: dict[str, Any] = {}
         cohort = cohort_of.get(cq)
+        for group in groups[cq]:  # its cohort's totals on each flavor
+            for entry in group["flavors"]:
+                for field in ("max_gpus", "max_cpu_cores", "max_memory_gb", "max_pods"):
+                    shared = flavor_totals.get((cohort or "", field, entry["name"]))
+                    if shared is not None:
+                        entry[f"cohort_{field}"] = int(shared) if field == "max_pods" else shared
         if cohort is not None:  # nominal plus what it may borrow, and the cohort's total
             more = borrowing[cq]
             if more is not None:
@@ -758,3 +765,57 @@ def _flavor_quotas(flavor: dict[str, Any], in_cohort: bool) -> dict[str, float]:
 
 #: The :class:`~placer.solver.jobs.flavors.Flavor` field of each node resource's per-flavor quota.
 _QUOTA_FIELDS = {"cpu": "max_cpu_cores", "memory": "max_memory_gb", "pods": "max_pods"}
+
+
+def _flavor_lent(flavor: dict[str, Any], lends_only: bool) -> dict[str, float]:
+    """What one flavor entry of a ClusterQueue of a flat cohort brings the cohort's total on the flavor,
+    per :class:`~placer.solver.jobs.flavors.Flavor` quota field: its ``nominalQuota`` (GPU resources
+    together); with ``lends_only`` (a ClusterQueue without a LocalQueue: nothing of its own runs), only
+    what it lends (its ``lendingLimit`` where it has one). Bad values are named elsewhere
+    (:func:`_resource_quota`, :func:`_gpu_quota`).
+
+    >>> _flavor_lent({"resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8, "lendingLimit": 2}]}, True)
+    {'max_gpus': 2.0}
+    """
+    out: dict[str, float] = {}
+    for res in _as_list(flavor.get("resources")):
+        name = child_str(res, "name", "") if isinstance(res, dict) else ""
+        field = "max_gpus" if name in GPU_RESOURCES else _QUOTA_FIELDS.get(name)
+        if field is None:
+            continue
+        kind = "memory" if name == "memory" else "pods" if name == "pods" else "cpu"
+        value = (
+            res.get("lendingLimit")
+            if lends_only and res.get("lendingLimit") is not None
+            else res.get("nominalQuota")
+        )
+        amount = _whole_gpus(value, "", "quota", []) if field == "max_gpus" else _amount(value, "", kind, [])
+        if amount is not None:
+            out[field] = out.get(field, 0.0) + amount
+    return out
+
+
+def _cohort_flavor_totals(
+    cluster_queues: dict[str, tuple[dict[str, Any], str]],
+    cohort_of: dict[str, str],
+    chains: dict[str, list[str]],
+    users: dict[str, Any],
+) -> dict[tuple[str, str, str], float]:
+    """Per flat cohort, quota field and flavor, the cohort's total on the flavor (:func:`_flavor_lent` of
+    each of its ClusterQueues), for the fields the cohort has on two flavors or more (on one, its total
+    over flavors says the same)."""
+    out: dict[tuple[str, str, str], float] = {}
+    for cq, cohort in cohort_of.items():
+        if cohort in chains:
+            continue
+        for group in _as_list(cluster_queues[cq][0].get("resourceGroups")):
+            for flavor in _as_list(group.get("flavors") if isinstance(group, dict) else None):
+                name = flavor.get("name") if isinstance(flavor, dict) else None
+                if not isinstance(name, str):
+                    continue
+                for field, amount in _flavor_lent(flavor, cq not in users).items():
+                    out[(cohort, field, name)] = out.get((cohort, field, name), 0.0) + amount
+    flavors: dict[tuple[str, str], int] = {}
+    for cohort, field, _ in out:
+        flavors[(cohort, field)] = flavors.get((cohort, field), 0) + 1
+    return {k: v for k, v in out.items() if flavors[(k[0], k[1])] > 1}

@@ -12,27 +12,16 @@ from typing import Any
 from placer.solver.checks import check
 from placer.solver.jobs.model import GpuDemand, Job, TaskGroup
 from placer.solver.jobs.queues import QueueConfig, load_queue_configs
-from placer.topology import Cluster, Inventory, NodeSpec, build_cluster
-from placer.topology.inventory import NodeGpus
+from placer.topology import Cluster
 from tests.solver.check_helpers import decision, place, rep
 from tests.solver.conftest import NOW, Solve, nodes_of
 from tests.solver.kube_objects import kueue_queue
+from tests.solver.pools import pools
 
 
 def _cluster(h100: int = 2, a100: int = 2) -> Cluster:
     """``h100`` H100 nodes labelled ``pool: h100`` and ``a100`` A100 nodes labelled ``pool: a100``."""
-    nodes = [
-        NodeSpec(
-            name=f"{kind}-{i}",
-            cpu_cores=64,
-            memory_gb=512,
-            labels={"pool": kind},
-            gpus=NodeGpus(type=f"nvidia-{kind}-80gb", count=8),
-        )
-        for kind, count in (("h100", h100), ("a100", a100))
-        for i in range(count)
-    ]
-    return build_cluster(Inventory(nodes=nodes), source="t")
+    return pools(h100, a100)
 
 
 def _queues(h100: int | None = 8, a100: int | None = 16) -> dict[str, QueueConfig]:

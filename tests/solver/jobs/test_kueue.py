@@ -414,8 +414,12 @@ def test_a_cohort_lends_unused_quota_and_holds_its_total(solve: Solve, cohort: b
     )
     assert [p.job for p in alone.placements] == ["research/b-train"]
     violations = check(alone, [pod.job], cluster, queues=queues)
-    assert [v.rule for v in violations] == ["queue-budget", "queue-budget"]  # the memory, and the GPUs
-    assert "cohort's queues hold 1056 GB" in violations[0].message
+    # The memory and the GPUs, each over the cohort's total and over its total on flavor h100 (its
+    # ClusterQueues' quotas there: all of them, gb200's being 0).
+    assert [v.rule for v in violations] == ["queue-budget"] * 4
+    said = [v.message for v in violations]
+    assert "cohort's queues hold 1056 GB after the decision" in said[0]
+    assert "total of max_gpus on flavor 'h100' is 12" in said[1] and "cohort holds 16 GPUs" in said[3]
 
 
 def _lending_b(limit: Any) -> dict[str, Any]:
@@ -625,7 +629,7 @@ def test_a_cohort_tree_shares_its_quotas_within_its_limits(solve: Solve, cohorts
     placed = place([pod.job], cluster, Policy(engine="greedy"), queues=free)
     assert [p.job for p in placed.placements] == ["research/b-train"]
     rules = [v.rule for v in check(placed, [pod.job], cluster, queues=queues)]
-    assert rules == ["queue-budget"] * (1 if cohorts else 2)
+    assert rules == ["queue-budget"] * (1 if cohorts else 4)  # flat: GPUs and memory, in all and on h100
 
 
 def test_a_cohort_tree_holds_memory_as_it_holds_gpus(solve: Solve) -> None:
