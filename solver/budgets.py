@@ -313,6 +313,9 @@ class Budgets:
     cohort_flavor_max: dict[tuple[str, str, str], float] = field(default_factory=dict)
     cohort_flavor_used: dict[tuple[str, str, str], float] = field(default_factory=dict)
     flavor_cohort: dict[str, str] = field(default_factory=dict)
+    #: Trees of cohorts per (resource, flavor) (``Flavor.tree_quota``, ``CohortNode.flavor_quotas``): what
+    #: their queues hold on the flavor's nodes follows the tree's rules (:meth:`flavor_left`).
+    flavor_trees: dict[tuple[str, str], CohortTree] = field(default_factory=dict)
     #: Dollar budgets in money units per hour, by queue and by tenant, and what running jobs spend.
     max_cost: dict[str, int] = field(default_factory=dict)
     tenant_max_cost: dict[str, int] = field(default_factory=dict)
@@ -410,6 +413,10 @@ class Budgets:
         b.cohort_tree = CohortTree.of(queues)
         for q in b.cohort_tree.queues if b.cohort_tree is not None else ():
             b.cohort_max.pop(b.cohort_of.pop(q), None)
+        for resource, flavor in CohortTree.flavored(queues):
+            on_flavor = CohortTree.of(queues, resource, flavor)
+            if on_flavor is not None:
+                b.flavor_trees[(resource, flavor)] = on_flavor
         for at, resource in enumerate(RESOURCES):
             tree = CohortTree.of(queues, resource)
             if tree is not None:
@@ -430,6 +437,7 @@ class Budgets:
             or b.resources
             or b.flavor_max
             or b.cohort_flavor_max
+            or b.flavor_trees
         )
         grouped = bool(b.throttle_max or b.group_gpu_max)
         closed_queues, shut_to_cohort = _no_credit(queues)
@@ -505,12 +513,13 @@ class Budgets:
             or self.resources
             or self.flavor_max
             or self.cohort_flavor_max
+            or self.flavor_trees
         )
 
     @property
     def flavor_limits(self) -> bool:
         """Whether any queue has a per-flavor quota, or any cohort a total per flavor."""
-        return bool(self.flavor_max or self.cohort_flavor_max)
+        return bool(self.flavor_max or self.cohort_flavor_max or self.flavor_trees)
 
     def flavored(self, queue: str | None) -> bool:
         """Whether ``queue`` has a per-flavor quota of some resource."""
@@ -526,7 +535,10 @@ class Budgets:
         if (queue, resource, f.name) in self.flavor_max:
             return f.name
         cohort = self.flavor_cohort.get(queue or "")
-        return f.name if (cohort, resource, f.name) in self.cohort_flavor_max else None
+        if (cohort, resource, f.name) in self.cohort_flavor_max:
+            return f.name
+        tree = self.flavor_trees.get((resource, f.name))
+        return f.name if tree is not None and (queue or "") in tree.queues else None
 
     def flavors_of(
         self, queue: str, placed: Iterable[tuple[Mapping[str, str], tuple[float, ...]]]
@@ -544,7 +556,8 @@ class Budgets:
         """The (resource, flavor) pairs on which ``queue`` has a quota of its own or its cohort a total."""
         cohort = self.flavor_cohort.get(queue)
         own = {(r, f) for q, r, f in self.flavor_max if q == queue}
-        return own | {(r, f) for c, r, f in self.cohort_flavor_max if c == cohort}
+        trees = {key for key, tree in self.flavor_trees.items() if queue in tree.queues}
+        return own | trees | {(r, f) for c, r, f in self.cohort_flavor_max if c == cohort}
 
     def flavor_left(
         self,
@@ -558,8 +571,9 @@ class Budgets:
     ) -> float:
         """What ``queue`` may still add of ``resource`` on ``flavor``'s nodes after ``placed`` (this
         decision's amounts by (queue, resource, flavor)): the least of its own quota's room
-        (:meth:`flavor_room`) and its cohort's on the flavor (:meth:`cohort_flavor_room`; not with
-        ``own_only``), each less what was placed against it; infinite when neither holds."""
+        (:meth:`flavor_room`), its cohort's on the flavor (:meth:`cohort_flavor_room`) and what a tree of
+        cohorts' rules leave it there (:attr:`flavor_trees`) — the last two not with ``own_only`` — each
+        less what was placed against it; infinite when none holds."""
         placed = placed or {}
         rooms = []
         if (queue, resource, flavor) in self.flavor_max:
@@ -573,6 +587,17 @@ class Budgets:
                 if r == resource and f == flavor and self.flavor_cohort.get(q) == cohort
             )
             rooms.append(self.cohort_flavor_room(cohort, resource, flavor, evicted) - taken)
+        tree = None if own_only else self.flavor_trees.get((resource, flavor))
+        if tree is not None and queue in tree.queues:  # a tree of cohorts on the flavor: its rules' room
+            held = {
+                q: self.flavor_used.get((q, resource, flavor), 0.0) + placed.get((q, resource, flavor), 0.0)
+                for q in tree.queues
+            }
+            for job in self.credited(evicted, cohort=True):
+                q = self.flavor_queue.get(job, "")
+                if q in held:
+                    held[q] -= self.running_flavor.get(job, {}).get((resource, flavor), 0.0)
+            rooms.append(tree.room(queue, held))
         return min(rooms) if rooms else math.inf
 
     def cohort_flavor_room(

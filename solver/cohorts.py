@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from placer.solver.jobs.flavors import Flavor
     from placer.solver.jobs.queues import CohortNode, QueueConfig
 
 __all__ = ["TREE_RESOURCES", "CohortTree"]
@@ -68,7 +69,24 @@ class CohortTree:
     child_queues: dict[str, list[str]] = field(default_factory=dict)
 
     @staticmethod
-    def of(queues: Mapping[str, QueueConfig], resource: str = "gpus") -> CohortTree | None:
+    def flavored(queues: Mapping[str, QueueConfig]) -> list[tuple[str, str]]:
+        """The (resource, flavor) pairs some queue of a tree states its own quota on
+        (``Flavor.tree_quota``): each has a tree of its own (:meth:`of` with ``flavor``)."""
+        out: set[tuple[str, str]] = set()
+        for qc in queues.values():
+            c = qc.config.cohort
+            if c is None or not c.tree:
+                continue
+            for resource, amount in TREE_RESOURCES.items():
+                for flavor in _quota_flavors(qc, resource):
+                    if f"nominal_{amount[0]}" in flavor.tree_quota:
+                        out.add((resource, flavor.name))
+        return sorted(out)
+
+    @staticmethod
+    def of(
+        queues: Mapping[str, QueueConfig], resource: str = "gpus", flavor: str | None = None
+    ) -> CohortTree | None:
         """The tree of ``resource`` (one of :data:`TREE_RESOURCES`) of the queues whose cohort is in one
         (``config.cohort.tree``) and that state their own quota of it (GPUs: every such queue; cores, GB
         and pods: those with ``nominal_cpu_cores``...), and for GPUs of the flat cohorts one of whose
@@ -88,7 +106,15 @@ class CohortTree:
             c = qc.config.cohort
             if c is None:
                 continue
-            if c.tree:
+            if c.tree and flavor is not None:  # its quota on the flavor (Flavor.tree_quota)
+                entry = next((f for f in _quota_flavors(qc, resource) if f.name == flavor), None)
+                if entry is None or f"nominal_{amount}" not in entry.tree_quota:
+                    continue
+                nominal = entry.tree_quota[f"nominal_{amount}"]
+                keeps = entry.tree_quota.get(f"guaranteed_{amount}", 0.0)
+                members[name] = (c.name, float(nominal), float(nominal - keeps) if keeps else None)
+                nodes.extend(c.tree)
+            elif c.tree:
                 nominal = getattr(c, f"nominal_{amount}")
                 if nominal is None:
                     continue  # outside this resource's tree: its own budget only
@@ -96,7 +122,7 @@ class CohortTree:
                 lend = float(nominal - keeps) if keeps else None
                 members[name] = (c.name, float(nominal), lend)
                 nodes.extend(c.tree)
-            elif resource == "gpus":
+            elif resource == "gpus" and flavor is None:
                 flat.setdefault(c.name, []).append((name, c.max_total_gpus, c.guaranteed_gpus))
         for cohort, queued in flat.items():
             if not any(kept for _, _, kept in queued):
@@ -105,22 +131,28 @@ class CohortTree:
                 members[name] = (cohort, float(kept), 0.0)
             rest = queued[0][1] - sum(kept for _, _, kept in queued)  # may be below 0: nothing then fits
             nodes.append(CohortNode.model_construct(name=cohort, parent=None, nominal_gpus=rest))
-        return CohortTree.of_nodes(members, nodes, resource) if members else None
+        return CohortTree.of_nodes(members, nodes, resource, flavor) if members else None
 
     @staticmethod
     def of_nodes(
         queues: Mapping[str, tuple[str, float, float | None]],
         nodes: Iterable[CohortNode],
         resource: str = "gpus",
+        flavor: str | None = None,
     ) -> CohortTree:
         """The tree of ``nodes`` with ``queues`` (queue -> (cohort, nominal quota, lending limit)) below,
-        for ``resource`` (the nodes' quotas of it)."""
+        for ``resource`` (the nodes' quotas of it; on ``flavor``: their ``flavor_quotas`` there)."""
         amount = TREE_RESOURCES[resource][0]
         tree = CohortTree(queues=dict(queues))
         for n in nodes:
             tree.parent[n.name] = n.parent
-            tree.nominal[n.name] = float(getattr(n, f"nominal_{amount}"))
-            lend, borrow = getattr(n, f"lending_{amount}"), getattr(n, f"borrowing_{amount}")
+            if flavor is not None:
+                own = n.flavor_quotas.get(flavor, {})
+                tree.nominal[n.name] = float(own.get(f"nominal_{amount}", 0.0))
+                lend, borrow = own.get(f"lending_{amount}"), own.get(f"borrowing_{amount}")
+            else:
+                tree.nominal[n.name] = float(getattr(n, f"nominal_{amount}"))
+                lend, borrow = getattr(n, f"lending_{amount}"), getattr(n, f"borrowing_{amount}")
             tree.lending[n.name] = None if lend is None else float(lend)
             tree.borrowing[n.name] = None if borrow is None else float(borrow)
         for q, (c, _, _) in tree.queues.items():
@@ -229,3 +261,15 @@ class CohortTree:
         for k in self.child_cohorts.get(c, []):
             out += self.under(k)
         return out
+
+
+def _quota_flavors(qc: QueueConfig, resource: str) -> list[Flavor]:
+    """The flavors of the queue's resource group that covers ``resource`` (Kueue puts each resource in
+    one group), in order; none without such a group."""
+    from placer.solver.jobs.flavors import FLAVOR_RESOURCES
+
+    names = FLAVOR_RESOURCES[resource][1]
+    for group in qc.config.flavor_groups:
+        if names & set(group.covered):
+            return list(group.flavors)
+    return []

@@ -237,7 +237,9 @@ def queue_flavors(
         if resource == "gpus":
             details["gpus"] = need
         details["flavors"] = dict(sorted(left.items()))
-        cohort = budgets.flavor_cohort.get(queue)
+        cohort = budgets.flavor_cohort.get(queue) or next(
+            (t.queues[queue][0] for t in budgets.flavor_trees.values() if queue in t.queues), None
+        )
         whose = f" (its own, or its cohort {cohort!r}'s on the flavor)" if cohort is not None else ""
         if cohort is not None:
             details["cohort"] = cohort

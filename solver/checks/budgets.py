@@ -645,6 +645,94 @@ def _check_cohort_trees(
             credit,
         )
         yield from _check_tree(nodes, members, per_queue, amount, unit)
+    yield from _check_flavor_trees(decision, jobs, cluster, queues, rank)
+
+
+def _check_flavor_trees(
+    decision: Decision,
+    jobs: list[Job],
+    cluster: Cluster,
+    queues: Mapping[str, QueueConfig],
+    rank: Callable[[Job], Rank],
+) -> Iterator[Violation]:
+    """Hierarchical cohorts per flavor (a tree's queues' ``Flavor.tree_quota``, its cohorts'
+    ``flavor_quotas``): the same rules (:func:`_check_tree`) on what each queue holds on the flavor's nodes,
+    a node being the first flavor of the queue's group covering the resource whose labels it all has."""
+    kinds = (
+        ("gpus", {"nvidia.com/gpu", "amd.com/gpu"}, lambda r: _gpus([r]), "GPUs"),
+        ("cpu_cores", {"cpu"}, lambda r: float(r.cpu_cores), "cores"),
+        ("memory_gb", {"memory"}, lambda r: float(r.memory_gb), "GB"),
+        ("pods", {"pods"}, lambda r: 1.0, "pods"),
+    )
+    credit = _keeps_cohort(queues)
+    for amount, covered, counted, unit in kinds:
+        listed: dict[str, list[Any]] = {}  # queue of a tree -> its flavors of the group covering it
+        for name, qc in queues.items():
+            c = qc.config.cohort
+            if c is None or not c.tree:
+                continue
+            group = next((g for g in qc.config.flavor_groups if covered & set(g.covered)), None)
+            if group is not None:
+                listed[name] = list(group.flavors)
+        names = sorted({f.name for fs in listed.values() for f in fs if f"nominal_{amount}" in f.tree_quota})
+        for flavor in names:
+            members: dict[str, tuple[str, float, float]] = {}
+            nodes: dict[str, Any] = {}
+            for q, fs in listed.items():
+                entry = next((f for f in fs if f.name == flavor), None)
+                if entry is None or f"nominal_{amount}" not in entry.tree_quota:
+                    continue
+                cohort = queues[q].config.cohort
+                assert cohort is not None
+                members[q] = (
+                    cohort.name,
+                    float(entry.tree_quota[f"nominal_{amount}"]),
+                    float(entry.tree_quota.get(f"guaranteed_{amount}", 0.0)),
+                )
+                for node in cohort.tree:
+                    own = node.flavor_quotas.get(flavor, {})
+                    nodes[node.name] = SimpleNamespace(
+                        parent=node.parent,
+                        **{f"nominal_{amount}": own.get(f"nominal_{amount}", 0.0)},
+                        **{f"{k}_{amount}": own.get(f"{k}_{amount}") for k in ("lending", "borrowing")},
+                    )
+
+            def on_flavor(
+                queue: str | None,
+                replicas: Iterable[Any],
+                f: str = flavor,
+                groups: dict[str, list[Any]] = listed,
+                count: Callable[[Any], float] = counted,
+            ) -> float:
+                """What ``replicas`` of ``queue`` hold on flavor ``f``'s nodes, as the queue counts them."""
+                held = 0.0
+                for r in replicas:
+                    if queue not in groups or r.node is None or not cluster.has_node(r.node):
+                        continue
+                    labels = cluster.node(r.node).labels
+                    first = next(
+                        (
+                            x.name
+                            for x in groups[queue]
+                            if all(labels.get(k) == v for k, v in x.node_labels.items())
+                        ),
+                        None,
+                    )
+                    if first == f:
+                        held += count(r)
+                return held
+
+            per_queue = _ledgers(
+                decision,
+                jobs,
+                cluster,
+                lambda queue, _, m=members: [queue] if queue in m else [],  # type: ignore[misc]
+                lambda rj, g=on_flavor: g(rj.queue, rj.replicas),  # type: ignore[misc]
+                lambda job, p, g=on_flavor: g(job.queue, p.replicas),  # type: ignore[misc]
+                rank,
+                credit,
+            )
+            yield from _check_tree(nodes, members, per_queue, amount, f"{unit} on flavor {flavor!r}")
 
 
 def _check_tree(

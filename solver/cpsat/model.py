@@ -532,6 +532,8 @@ class Model(Hinting, Searching, Realizing):
         evictions of them give back, by rank as for the queue's budget."""
         snap, classes = self.b.snap, self.classes
         used: dict[tuple[str, str, str], list[tuple[int, Expr]]] = {}
+        # A tree of cohorts on a flavor: per (resource, flavor), per queue its jobs, what they add, the most.
+        trees: dict[tuple[str, str], dict[str, tuple[list[int], Expr, int]]] = {}
         for nu in self.node_units:
             q = self.plans[nu.p].job.queue
             if q is None or not budgets.flavored(q):
@@ -545,8 +547,14 @@ class Model(Hinting, Searching, Realizing):
                     continue
                 for n, var in at:
                     f = budgets.flavor_at(q, snap.nodes[n].node.labels, resource)
-                    if f is not None:
-                        used.setdefault((q, resource, f), []).append((rank, amount * var))
+                    if f is None:
+                        continue
+                    used.setdefault((q, resource, f), []).append((rank, amount * var))
+                    tree = budgets.flavor_trees.get((resource, f))
+                    if tree is not None and q in tree.queues:
+                        by_queue = trees.setdefault((resource, f), {})
+                        ps, expr, most = by_queue.get(q, ([], 0, 0))
+                        by_queue[q] = ([*ps, nu.p], expr + amount * var, most + amount * nu.unit.replicas)
         vrank = {v.id: v.rank for v in self.b.victims}
         cohorts: dict[tuple[str, str, str], list[tuple[int, Expr]]] = {}
         for (q, resource, f), terms in used.items():
@@ -569,6 +577,10 @@ class Model(Hinting, Searching, Realizing):
             ]
             room = int(np.floor(budgets.cohort_flavor_room(cohort, resource, f) * 1000 + 1e-6))
             self._within_by_rank(terms, room, back)
+        for (resource, f), placed in trees.items():  # the tree's rules on the flavor (:meth:`_tree_rows`)
+            tree = budgets.flavor_trees[(resource, f)]
+            held = {q: budgets.flavor_used.get((q, resource, f), 0.0) for q in tree.queues}
+            self._tree_rows(tree, held, placed, f"{resource}_{f}")
 
     def _resource_budgets(self, budgets: Budgets) -> None:
         """Queue resource budgets (``max_total_cpu_cores``, ``max_total_memory_gb``, ``max_total_pods``), and
@@ -690,7 +702,7 @@ class Model(Hinting, Searching, Realizing):
         assert tree is not None
         ps = [p for p in self.ids if (self.plans[p].job.queue or "") in tree.queues]
         held = {q: budgets.used_gpus.get(q, 0.0) for q in tree.queues}
-        self._tree_rows(tree, held, self._gpu_milli(ps), "gpus")
+        self._tree_rows(tree, held, self._placed_by_queue(self._gpu_milli(ps)), "gpus")
 
     def _resource_trees(self, budgets: Budgets) -> None:
         """Hierarchical cohorts of cores, GB and pods (:attr:`Budgets.res_trees`, :meth:`_tree_rows`)."""
@@ -698,23 +710,37 @@ class Model(Hinting, Searching, Realizing):
             ps = [p for p in self.ids if (self.plans[p].job.queue or "") in tree.queues]
             held = {q: budgets.res_used.get(q, (0.0, 0.0, 0.0))[at] for q in tree.queues}
             amounts = {p: self._resource_milli(p, at) for p in ps}
-            self._tree_rows(tree, held, {p: a for p, a in amounts.items() if a > 0}, RESOURCES[at])
+            placed = self._placed_by_queue({p: a for p, a in amounts.items() if a > 0})
+            self._tree_rows(tree, held, placed, RESOURCES[at])
 
-    def _tree_rows(self, tree: CohortTree, held: dict[str, float], milli: dict[int, int], what: str) -> None:
-        """A tree's rules on one resource: per queue what it holds (thousandths, running ``held`` plus the
-        jobs placed, each ``milli[p]``), per node what it uses beyond what it keeps (a variable at least
-        that and at least 0), per cohort the sum of its children's, and each cohort's rule on it.
-        Evictions give nothing back here (stricter than the rule, never looser); a rule that running work
-        alone breaks (quotas lowered) lets nothing more start below it."""
-        if not milli:
+    def _placed_by_queue(self, milli: dict[int, int]) -> dict[str, tuple[list[int], Expr, int]]:
+        """Per queue, its jobs of ``milli`` (each job's thousandths when placed), what they add when placed
+        and at most."""
+        out: dict[str, tuple[list[int], Expr, int]] = {}
+        for p, amount in milli.items():
+            ps, expr, top = out.get(self.plans[p].job.queue or "", ([], 0, 0))
+            out[self.plans[p].job.queue or ""] = ([*ps, p], expr + amount * self.placed[p], top + amount)
+        return out
+
+    def _tree_rows(
+        self,
+        tree: CohortTree,
+        held: dict[str, float],
+        placed: dict[str, tuple[list[int], Expr, int]],
+        what: str,
+    ) -> None:
+        """A tree's rules on one resource: per queue what it holds (thousandths: running ``held``, plus what
+        its jobs of the batch add when placed, ``placed[q]``: the jobs, that sum and its most), per node
+        what it uses beyond what it keeps (a variable at least that and at least 0), per cohort the sum of
+        its children's, and each cohort's rule on it. Evictions give nothing back here (stricter than the
+        rule, never looser); a rule that running work alone breaks (quotas lowered) lets nothing more start
+        below it."""
+        if not placed:
             return
-        by_queue: dict[str, list[int]] = {}
-        for p in milli:
-            by_queue.setdefault(self.plans[p].job.queue or "", []).append(p)
         broken = set(tree.over(held))
         for c in broken:
             for q in tree.under(c):
-                for p in by_queue.get(q, []):
+                for p in placed.get(q, ([], 0, 0))[0]:
                     self.m.add(self.placed[p] == 0)
 
         def beyond(expr: Expr, top: int, kept: float, name: str) -> tuple[Expr, int]:
@@ -731,9 +757,8 @@ class Model(Hinting, Searching, Realizing):
             top = 0
             for q in tree.child_queues.get(c, []):
                 base = round(held[q] * 1000)
-                ps = [p for p in by_queue.get(q, []) if p in milli]
-                expr: Expr = base + sum(milli[p] * self.placed[p] for p in ps) if ps else base
-                e, t = beyond(expr, base + sum(milli[p] for p in ps), tree.queue_kept[q], f"tree_{what}_{q}")
+                _, added, most = placed.get(q, ([], 0, 0))
+                e, t = beyond(base + added, base + most, tree.queue_kept[q], f"tree_{what}_{q}")
                 parts.append(e)
                 top += t
             for k in tree.child_cohorts.get(c, []):

@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from placer.solver.jobs.errors import Issue, issue
 from placer.solver.jobs.model import (
@@ -67,6 +67,7 @@ from placer.solver.jobs.model import (
 __all__ = [
     "FLAVOR_LEVEL",
     "FLAVOR_RESOURCES",
+    "TREE_QUOTA_FIELDS",
     "Flavor",
     "FlavorGroup",
     "NodeTaint",
@@ -80,6 +81,8 @@ __all__ = [
     "with_flavors",
 ]
 
+#: Per resource of :data:`FLAVOR_RESOURCES`, the suffix of its quota fields in a tree of cohorts.
+TREE_AMOUNT = {"gpus": "gpus", "cpu": "cpu_cores", "memory": "memory_gb", "pods": "pods"}
 #: Resource names of GPUs and TPUs, as a ClusterQueue covers them.
 GPU_NAMES = frozenset({"nvidia.com/gpu", "amd.com/gpu"})
 TPU_NAMES = frozenset({"google.com/tpu"})
@@ -101,6 +104,14 @@ class NodeTaint(BaseModel):
     key: str = Field(min_length=1)
     value: str | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+#: The keys of :attr:`Flavor.tree_quota` (a tree's queue's quota and what it keeps, per resource).
+TREE_QUOTA_FIELDS = frozenset(
+    f"{kind}_{amount}"
+    for kind in ("nominal", "guaranteed")
+    for amount in ("gpus", "cpu_cores", "memory_gb", "pods")
+)
 
 
 class Flavor(BaseModel):
@@ -132,6 +143,21 @@ class Flavor(BaseModel):
     cohort_max_cpu_cores: float | None = Field(default=None, ge=0)
     cohort_max_memory_gb: float | None = Field(default=None, ge=0)
     cohort_max_pods: int | None = Field(default=None, ge=0)
+    #: In a tree of cohorts (``config.cohort.tree``), the queue's own quota of each resource on this flavor
+    #: and what it keeps of it (``nominal_gpus``, ``guaranteed_gpus``, ``nominal_cpu_cores``...: the
+    #: :class:`~placer.solver.jobs.queues.Cohort` field names): the tree's rules then hold on the flavor,
+    #: among the queues that state their quota on it (``placer.solver.cohorts``), as Kueue keeps them per
+    #: flavor and resource.
+    tree_quota: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _tree_fields(self) -> Flavor:
+        for key, value in self.tree_quota.items():
+            if key not in TREE_QUOTA_FIELDS:
+                raise ValueError(f"tree_quota: {key!r} is none of {', '.join(sorted(TREE_QUOTA_FIELDS))}")
+            if value < 0:
+                raise ValueError(f"tree_quota: {key} is a quota, not negative ({value:g})")
+        return self
 
 
 class FlavorGroup(BaseModel):
@@ -173,7 +199,10 @@ def quota_groups(groups: list[FlavorGroup]) -> dict[str, FlavorGroup]:
     for resource, (attr, names) in FLAVOR_RESOURCES.items():
         for g in groups:
             if names & set(g.covered) and any(
-                getattr(f, attr) is not None or getattr(f, f"cohort_{attr}") is not None for f in g.flavors
+                getattr(f, attr) is not None
+                or getattr(f, f"cohort_{attr}") is not None
+                or f"nominal_{TREE_AMOUNT[resource]}" in f.tree_quota
+                for f in g.flavors
             ):
                 out[resource] = g
                 break

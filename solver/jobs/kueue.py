@@ -201,7 +201,14 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 if own is not None:
                     unlent = kept.get(cq, {}).get(resource, (0, ""))[0]
                     node[f"nominal_{suffix}"] = node.get(f"nominal_{suffix}", 0) + own - unlent
+            for name, limits in _raw_flavors(cluster_queues[cq][0]).items():  # the same per flavor
+                pool = node.setdefault("flavor_quotas", {}).setdefault(name, {})
+                for key, value in limits.items():
+                    if key.startswith("nominal_"):
+                        lent = limits.get(key.replace("nominal_", "lending_"), value)
+                        pool[key] = pool.get(key, 0.0) + lent
     tree_totals = _tree_totals(cohort_of, cohorts, chains, quotas, users, guaranteed)
+    tree_flavors = _tree_flavors(cluster_queues, cohort_of, cohorts, chains)
     totals: dict[str, int] = {}  # cohort -> the nominal GPU quotas of its ClusterQueues
     res_totals: dict[str, dict[str, float]] = {}  # cohort -> its CQs' nominal CPU, memory and pods quotas
     for cq, cohort in cohort_of.items():
@@ -247,6 +254,21 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                         config["cohort"][f"nominal_{suffix}"] = own
                 for resource, (unlent, _) in kept.get(cq, {}).items():
                     config["cohort"][_RESOURCE_FIELDS[resource][1]] = unlent
+                per_flavor = tree_flavors.get(chains[cohort][-1], set())
+                raw = _raw_flavors(cluster_queues[cq][0])
+                for group in groups[cq] if per_flavor else ():  # its quota on each flavor, for the trees
+                    for entry in group["flavors"]:  # kept per flavor (two flavors or more of a resource)
+                        limits = raw.get(entry["name"], {})
+                        tree: dict[str, float] = {}
+                        for suffix in per_flavor:
+                            if f"nominal_{suffix}" not in limits:
+                                continue
+                            nominal = limits[f"nominal_{suffix}"]
+                            tree[f"nominal_{suffix}"] = nominal
+                            if f"lending_{suffix}" in limits:
+                                tree[f"guaranteed_{suffix}"] = max(0.0, nominal - limits[f"lending_{suffix}"])
+                        if tree:
+                            entry["tree_quota"] = tree
         elif cq in quotas:  # a ClusterQueue without a GPU quota sets no GPU budget
             config["ml_limits"] = {"max_total_gpus": quotas[cq]}
         if cq in other_limits:
@@ -419,6 +441,13 @@ def _cohort_node(name: str, spec: dict[str, Any], path: str, problems: list[Issu
         node["parent"] = parent
     for resource, amount in _TREE_AMOUNTS.items():
         node.update(_cohort_amounts(spec, path, resource, amount, problems))
+    per_flavor: dict[str, dict[str, float]] = {}
+    for group in _as_list(spec.get("resourceGroups")):
+        for flavor in _as_list(group.get("flavors") if isinstance(group, dict) else None):
+            if isinstance(flavor, dict) and isinstance(flavor.get("name"), str) and _flavor_limits(flavor):
+                per_flavor[flavor["name"]] = _flavor_limits(flavor)
+    if per_flavor:
+        node["flavor_quotas"] = per_flavor
     resources = list(_gpu_resources(spec, path))
     if not resources:
         return node
@@ -792,6 +821,91 @@ def _flavor_lent(flavor: dict[str, Any], lends_only: bool) -> dict[str, float]:
         amount = _whole_gpus(value, "", "quota", []) if field == "max_gpus" else _amount(value, "", kind, [])
         if amount is not None:
             out[field] = out.get(field, 0.0) + amount
+    return out
+
+
+#: A ClusterQueue or Cohort resource -> the suffix of its quota fields in a tree (GPU resources together).
+_TREE_SUFFIX = {
+    "nvidia.com/gpu": "gpus",
+    "amd.com/gpu": "gpus",
+    "cpu": "cpu_cores",
+    "memory": "memory_gb",
+    "pods": "pods",
+}
+
+
+def _flavor_limits(flavor: dict[str, Any]) -> dict[str, float]:
+    """One flavor entry's quotas for a tree of cohorts, by field (``nominal_gpus``, ``lending_gpus``,
+    ``borrowing_gpus``, ``nominal_cpu_cores``...): each resource's ``nominalQuota`` and, where given, its
+    ``lendingLimit`` and ``borrowingLimit`` (GPU resources together). Bad values are named elsewhere.
+
+    >>> _flavor_limits({"resources": [{"name": "cpu", "nominalQuota": "8", "lendingLimit": "2"}]})
+    {'nominal_cpu_cores': 8.0, 'lending_cpu_cores': 2.0}
+    """
+    out: dict[str, float] = {}
+    for res in _as_list(flavor.get("resources")):
+        name = child_str(res, "name", "") if isinstance(res, dict) else ""
+        suffix = _TREE_SUFFIX.get(name)
+        if suffix is None:
+            continue
+        kind = "memory" if name == "memory" else "pods" if name == "pods" else "cpu"
+        for field, key in (
+            ("nominalQuota", "nominal"),
+            ("lendingLimit", "lending"),
+            ("borrowingLimit", "borrowing"),
+        ):
+            if res.get(field) is None:
+                continue
+            value = (
+                _whole_gpus(res[field], "", "quota", [])
+                if suffix == "gpus"
+                else _amount(res[field], "", kind, [])
+            )
+            if value is not None:
+                out[f"{key}_{suffix}"] = out.get(f"{key}_{suffix}", 0.0) + value
+    return out
+
+
+def _raw_flavors(spec: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """A ClusterQueue's flavors by name, each with :func:`_flavor_limits`."""
+    out: dict[str, dict[str, float]] = {}
+    for group in _as_list(spec.get("resourceGroups")):
+        for flavor in _as_list(group.get("flavors") if isinstance(group, dict) else None):
+            if isinstance(flavor, dict) and isinstance(flavor.get("name"), str):
+                out[flavor["name"]] = _flavor_limits(flavor)
+    return out
+
+
+def _tree_flavors(
+    cluster_queues: dict[str, tuple[dict[str, Any], str]],
+    cohort_of: dict[str, str],
+    cohorts: dict[str, dict[str, Any]],
+    chains: dict[str, list[str]],
+) -> dict[str, set[str]]:
+    """Per tree root, the quota suffixes (``gpus``, ``cpu_cores``...) its ClusterQueues and Cohorts give
+    on two flavors or more: the trees placer keeps per flavor for them (on one flavor, the tree of the
+    resource summed over flavors says the same)."""
+    seen: dict[tuple[str, str], set[str]] = {}  # (root, suffix) -> flavors
+    for cq, cohort in cohort_of.items():
+        if cohort not in chains:
+            continue
+        root = chains[cohort][-1]
+        for group in _as_list(cluster_queues[cq][0].get("resourceGroups")):
+            for flavor in _as_list(group.get("flavors") if isinstance(group, dict) else None):
+                if isinstance(flavor, dict) and isinstance(flavor.get("name"), str):
+                    for key in _flavor_limits(flavor):
+                        if key.startswith("nominal_"):
+                            seen.setdefault((root, key[len("nominal_") :]), set()).add(flavor["name"])
+    for name, node in cohorts.items():
+        if name in chains:
+            for flavor, quotas in node.get("flavor_quotas", {}).items():
+                for key in quotas:
+                    if key.startswith("nominal_"):
+                        seen.setdefault((chains[name][-1], key[len("nominal_") :]), set()).add(flavor)
+    out: dict[str, set[str]] = {}
+    for (root, suffix), flavors in seen.items():
+        if len(flavors) > 1:
+            out.setdefault(root, set()).add(suffix)
     return out
 
 

@@ -88,6 +88,14 @@ class MlLimits(BaseModel):
 GUARANTEED_FIELDS = ("guaranteed_cpu_cores", "guaranteed_memory_gb", "guaranteed_pods")
 
 
+#: A cohort's quota fields, per resource (:attr:`CohortNode.flavor_quotas`' keys).
+_NODE_QUOTA_FIELDS = frozenset(
+    f"{kind}_{amount}"
+    for kind in ("nominal", "lending", "borrowing")
+    for amount in ("gpus", "cpu_cores", "memory_gb", "pods")
+)
+
+
 class CohortNode(BaseModel):
     """placer extension (not OJS): one cohort of a tree (a Kueue ``Cohort`` object with a parent or a
     quota of its own; hierarchical cohorts). ``nominal_gpus``: its own GPU quota, a pool its subtree
@@ -113,6 +121,20 @@ class CohortNode(BaseModel):
     nominal_pods: int = Field(default=0, ge=0)
     lending_pods: int | None = Field(default=None, ge=0)
     borrowing_pods: int | None = Field(default=None, ge=0)
+    #: The same per flavor (a Kueue Cohort's quotas are per flavor and resource): flavor name -> its
+    #: ``nominal_*``, ``lending_*`` and ``borrowing_*`` amounts (the field names above), for the trees
+    #: kept per flavor (the queues' ``Flavor.tree_quota``).
+    flavor_quotas: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _flavor_fields(self) -> CohortNode:
+        for flavor, quotas in self.flavor_quotas.items():
+            for key, value in quotas.items():
+                if key not in _NODE_QUOTA_FIELDS:
+                    raise ValueError(f"flavor_quotas[{flavor!r}]: {key!r} is not a quota field of a cohort")
+                if value < 0:
+                    raise ValueError(f"flavor_quotas[{flavor!r}]: {key} is a quota, not negative ({value:g})")
+        return self
 
 
 class Cohort(BaseModel):

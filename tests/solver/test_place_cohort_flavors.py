@@ -163,3 +163,65 @@ def test_kueue_gives_each_flavor_the_cohorts_total_on_it(solve: Solve) -> None:
     assert totals == {"h100": (None, 16, 128, 1024), "a100": (None, 16, 128, 1024)}
     c = _running(_cluster(), ("a1", "a", "h100-0"), ("b1", "b", "h100-1"))
     assert nodes_of(solve([_job("any")], c, queues=queues), "any")[0].startswith("a100-")
+
+
+def _tree_queues(h100: float = 8, a100: float = 8, org_h100: float = 0) -> dict[str, QueueConfig]:
+    """Queues a and b under cohort ``research``, child of ``org`` (with ``org_h100`` H100s of its own):
+    each queue's quota is ``h100`` H100s and ``a100`` A100s (``Flavor.tree_quota``), so the trees are kept
+    per flavor; the tree over all flavors has the sums."""
+    flavors: list[dict[str, Any]] = [
+        {"name": "h100", "node_labels": {"pool": "h100"}, "tree_quota": {"nominal_gpus": h100}},
+        {"name": "a100", "node_labels": {"pool": "a100"}, "tree_quota": {"nominal_gpus": a100}},
+    ]
+    group = {"covered": ["cpu", "memory", "nvidia.com/gpu"], "flavors": flavors}
+    tree = [
+        {"name": "research", "parent": "org"},
+        {
+            "name": "org",
+            "parent": None,
+            "nominal_gpus": int(org_h100),
+            "flavor_quotas": {"h100": {"nominal_gpus": org_h100}},
+        },
+    ]
+    cohort = {"name": "research", "max_total_gpus": 0, "nominal_gpus": int(h100 + a100), "tree": tree}
+    return {
+        q: QueueConfig.model_validate({"queue": q, "config": {"flavor_groups": [group], "cohort": cohort}})
+        for q in ("a", "b")
+    }
+
+
+def test_a_tree_of_cohorts_is_kept_per_flavor(solve: Solve) -> None:
+    # a and b hold 8 H100s each: the tree's 16 H100s are used, 16 of its 32 GPUs in all. An 8-GPU job of
+    # queue a goes to an A100 node; an H100-only job waits, naming the cohort; with 8 H100s of org's own
+    # (lent down the tree) it runs on the free H100 node.
+    c = _running(_cluster(), ("a1", "a", "h100-0"), ("b1", "b", "h100-1"))
+    d = solve([_job("any")], c, queues=_tree_queues())
+    assert not d.stats.status.startswith("CPSAT_REJECTED"), d.stats.status  # the model keeps it itself
+    assert nodes_of(d, "any")[0].startswith("a100-")
+    d = solve([_job("h100", gpu_type="nvidia-h100-80gb")], c, queues=_tree_queues())
+    [p] = d.pending
+    [r] = p.reasons
+    assert (
+        r.code == "QUEUE_BUDGET" and r.details["cohort"] == "research" and r.details["flavors"] == {"h100": 0}
+    )
+    d = solve([_job("h100", gpu_type="nvidia-h100-80gb")], c, queues=_tree_queues(org_h100=8))
+    assert nodes_of(d, "h100") == ["h100-2"]
+
+
+def test_the_checker_keeps_a_tree_per_flavor() -> None:
+    c = _running(_cluster(), ("a1", "a", "h100-0"), ("b1", "b", "h100-1"))
+    job = _job("h100", gpu_type="nvidia-h100-80gb")
+    over = decision(place("h100", rep("h100-2", list(range(8)), cpu_cores=8)))
+    [v] = check(over, [job], c, now=NOW, queues=_tree_queues())
+    assert v.rule == "queue-budget" and "24 GPUs on flavor 'h100'" in v.message and "total is 16" in v.message
+    assert check(over, [job], c, now=NOW, queues=_tree_queues(org_h100=8)) == []
+
+
+def test_jobs_of_one_batch_share_a_trees_room_on_a_flavor(solve: Solve) -> None:
+    # b holds 8 of the tree's 16 H100s; two H100-only jobs of queues a and b: one of them runs.
+    c = _running(_cluster(), ("b1", "b", "h100-0"))
+    jobs = [_job("x", gpu_type="nvidia-h100-80gb"), _job("y", gpu_type="nvidia-h100-80gb")]
+    jobs[1] = jobs[1].model_copy(update={"queue": "b"})
+    d = solve(jobs, c, queues=_tree_queues())
+    assert not d.stats.status.startswith("CPSAT_REJECTED"), d.stats.status  # the model keeps it itself
+    assert len(d.placements) == 1 and len(d.pending) == 1

@@ -629,7 +629,9 @@ def test_a_cohort_tree_shares_its_quotas_within_its_limits(solve: Solve, cohorts
     placed = place([pod.job], cluster, Policy(engine="greedy"), queues=free)
     assert [p.job for p in placed.placements] == ["research/b-train"]
     rules = [v.rule for v in check(placed, [pod.job], cluster, queues=queues)]
-    assert rules == ["queue-budget"] * (1 if cohorts else 4)  # flat: GPUs and memory, in all and on h100
+    # Flat: GPUs and memory, over all flavors and on h100; a tree: GPUs, over all and on h100 (its quotas
+    # are per flavor, h100 and gb200, so a tree is kept for each).
+    assert rules == ["queue-budget"] * (2 if cohorts else 4)
 
 
 def test_a_cohort_tree_holds_memory_as_it_holds_gpus(solve: Solve) -> None:
@@ -641,6 +643,14 @@ def test_a_cohort_tree_holds_memory_as_it_holds_gpus(solve: Solve) -> None:
     )
     cohort = tight["team-b"].config.cohort
     assert cohort is not None and (cohort.nominal_memory_gb, cohort.tree[1].nominal_memory_gb) == (512, 0)
+    # Its ClusterQueue has two flavors (h100, gb200): the trees are kept per flavor too, from each flavor's
+    # quotas and each Cohort's own on them.
+    h100 = tight["team-b"].config.flavor_groups[0].flavors[0]
+    assert (h100.name, h100.tree_quota) == (
+        "h100",
+        {"nominal_cpu_cores": 64, "nominal_memory_gb": 512, "nominal_gpus": 8},
+    )
+    assert cohort.tree[1].flavor_quotas == {"h100": {"nominal_gpus": 4}}
     cluster = in_cluster_queues(load_cluster(NODES, pods=RUNNING), tight)
     (pod,) = read_object(
         {"apiVersion": "v1", "kind": "List", "items": [_research_pod()]}, options=ReadOptions(queues=tight)
@@ -653,8 +663,11 @@ def test_a_cohort_tree_holds_memory_as_it_holds_gpus(solve: Solve) -> None:
     ]
     free = load_queue_configs(_cohort_doc(8, cohort=False))
     placed = place([pod.job], cluster, Policy(engine="greedy"), queues=free)
-    [v] = check(placed, [pod.job], cluster, queues=tight)
-    assert v.rule == "queue-budget" and "1056 GB" in v.message, v.message
+    summed, on_h100 = check(placed, [pod.job], cluster, queues=tight)
+    assert summed.rule == on_h100.rule == "queue-budget"
+    assert "1056 GB after" in summed.message and "1056 GB on flavor 'h100'" in on_h100.message, (
+        on_h100.message
+    )
     roomy = _tree_doc(
         _cohort_object("research", "org"), _cohort_object("org", nominalQuota=4, memory="256Gi")
     )
