@@ -71,15 +71,21 @@ class CohortTree:
     @staticmethod
     def flavored(queues: Mapping[str, QueueConfig]) -> list[tuple[str, str]]:
         """The (resource, flavor) pairs some queue of a tree states its own quota on
-        (``Flavor.tree_quota``): each has a tree of its own (:meth:`of` with ``flavor``)."""
+        (``Flavor.tree_quota``), or some queue of a flat cohort keeps part of its quota on (a per-flavor
+        ``lendingLimit``, ``tree_quota``'s ``guaranteed_*`` beside the cohort's total there): each has a
+        tree of its own (:meth:`of` with ``flavor``)."""
         out: set[tuple[str, str]] = set()
         for qc in queues.values():
             c = qc.config.cohort
-            if c is None or not c.tree:
+            if c is None:
                 continue
-            for resource, amount in TREE_RESOURCES.items():
+            for resource, (amount, _) in TREE_RESOURCES.items():
                 for flavor in _quota_flavors(qc, resource):
-                    if f"nominal_{amount[0]}" in flavor.tree_quota:
+                    if (c.tree and f"nominal_{amount}" in flavor.tree_quota) or (
+                        not c.tree
+                        and flavor.tree_quota.get(f"guaranteed_{amount}")
+                        and _shared(flavor, resource)
+                    ):
                         out.add((resource, flavor.name))
         return sorted(out)
 
@@ -101,7 +107,7 @@ class CohortTree:
         amount, kept_field = TREE_RESOURCES[resource]
         members: dict[str, tuple[str, float, float | None]] = {}
         nodes: list[CohortNode] = []
-        flat: dict[str, list[tuple[str, int, int]]] = {}  # cohort -> [(queue, total, kept)]
+        flat: dict[str, list[tuple[str, float, float]]] = {}  # cohort -> [(queue, total, kept)]
         for name, qc in queues.items():
             c = qc.config.cohort
             if c is None:
@@ -122,15 +128,25 @@ class CohortTree:
                 lend = float(nominal - keeps) if keeps else None
                 members[name] = (c.name, float(nominal), lend)
                 nodes.extend(c.tree)
-            elif resource == "gpus" and flavor is None:
-                flat.setdefault(c.name, []).append((name, c.max_total_gpus, c.guaranteed_gpus))
+            elif flavor is not None:  # a flat cohort's total on the flavor and what the queue keeps there
+                entry = next((f for f in _quota_flavors(qc, resource) if f.name == flavor), None)
+                total = None if entry is None else _shared(entry, resource)
+                if entry is not None and total is not None:
+                    kept = entry.tree_quota.get(f"guaranteed_{amount}", 0.0)
+                    flat.setdefault(c.name, []).append((name, total, float(kept)))
+            elif resource == "gpus":
+                flat.setdefault(c.name, []).append((name, float(c.max_total_gpus), float(c.guaranteed_gpus)))
         for cohort, queued in flat.items():
             if not any(kept for _, _, kept in queued):
                 continue  # one total, no kept GPUs: the flat rule (budgets.cohort_of)
             for name, _, kept in queued:
                 members[name] = (cohort, float(kept), 0.0)
             rest = queued[0][1] - sum(kept for _, _, kept in queued)  # may be below 0: nothing then fits
-            nodes.append(CohortNode.model_construct(name=cohort, parent=None, nominal_gpus=rest))
+            if flavor is None:
+                nodes.append(CohortNode.model_construct(name=cohort, parent=None, nominal_gpus=int(rest)))
+            else:
+                on_flavor = {flavor: {f"nominal_{amount}": rest}}
+                nodes.append(CohortNode.model_construct(name=cohort, parent=None, flavor_quotas=on_flavor))
         return CohortTree.of_nodes(members, nodes, resource, flavor) if members else None
 
     @staticmethod
@@ -273,3 +289,11 @@ def _quota_flavors(qc: QueueConfig, resource: str) -> list[Flavor]:
         if names & set(group.covered):
             return list(group.flavors)
     return []
+
+
+def _shared(flavor: Flavor, resource: str) -> float | None:
+    """A flat cohort's total of ``resource`` on ``flavor`` (``Flavor.cohort_max_*``), or None."""
+    from placer.solver.jobs.flavors import FLAVOR_RESOURCES
+
+    total = getattr(flavor, f"cohort_{FLAVOR_RESOURCES[resource][0]}")
+    return None if total is None else float(total)

@@ -657,7 +657,10 @@ def _check_flavor_trees(
 ) -> Iterator[Violation]:
     """Hierarchical cohorts per flavor (a tree's queues' ``Flavor.tree_quota``, its cohorts'
     ``flavor_quotas``): the same rules (:func:`_check_tree`) on what each queue holds on the flavor's nodes,
-    a node being the first flavor of the queue's group covering the resource whose labels it all has."""
+    a node being the first flavor of the queue's group covering the resource whose labels it all has. A
+    flat cohort some of whose queues keep part of their quota on a flavor (``tree_quota``'s
+    ``guaranteed_*``, a per-flavor lendingLimit) is such a tree of one cohort: each queue's quota there is
+    what it keeps, the cohort's own the rest of its total on the flavor (``cohort_max_*``)."""
     kinds = (
         ("gpus", {"nvidia.com/gpu", "amd.com/gpu"}, lambda r: _gpus([r]), "GPUs"),
         ("cpu_cores", {"cpu"}, lambda r: float(r.cpu_cores), "cores"),
@@ -665,25 +668,53 @@ def _check_flavor_trees(
         ("pods", {"pods"}, lambda r: 1.0, "pods"),
     )
     credit = _keeps_cohort(queues)
-    for amount, covered, counted, unit in kinds:
-        listed: dict[str, list[Any]] = {}  # queue of a tree -> its flavors of the group covering it
+    for (amount, covered, counted, unit), attr in zip(
+        kinds, ("max_gpus", "max_cpu_cores", "max_memory_gb", "max_pods"), strict=True
+    ):
+        listed: dict[str, list[Any]] = {}  # queue of a cohort -> its flavors of the group covering it
         for name, qc in queues.items():
             c = qc.config.cohort
-            if c is None or not c.tree:
+            if c is None:
                 continue
             group = next((g for g in qc.config.flavor_groups if covered & set(g.covered)), None)
             if group is not None:
                 listed[name] = list(group.flavors)
-        names = sorted({f.name for fs in listed.values() for f in fs if f"nominal_{amount}" in f.tree_quota})
+
+        def in_tree(q: str, f: Any, a: str = amount) -> bool:
+            return bool(queues[q].config.cohort.tree) and f"nominal_{a}" in f.tree_quota  # type: ignore[union-attr]
+
+        def keeps_flat(q: str, f: Any, a: str = amount, t: str = attr) -> bool:
+            c = queues[q].config.cohort
+            assert c is not None
+            return (
+                not c.tree
+                and bool(f.tree_quota.get(f"guaranteed_{a}"))
+                and getattr(f, f"cohort_{t}") is not None
+            )
+
+        names = sorted({f.name for q, fs in listed.items() for f in fs if in_tree(q, f) or keeps_flat(q, f)})
         for flavor in names:
             members: dict[str, tuple[str, float, float]] = {}
             nodes: dict[str, Any] = {}
+            flat: dict[str, list[tuple[str, float, float]]] = {}  # cohort -> (queue, total there, kept)
+            keeping = {  # flat cohorts one of whose queues keeps part of its quota on the flavor
+                queues[q].config.cohort.name  # type: ignore[union-attr]
+                for q, fs in listed.items()
+                for f in fs
+                if f.name == flavor and keeps_flat(q, f)
+            }
             for q, fs in listed.items():
                 entry = next((f for f in fs if f.name == flavor), None)
-                if entry is None or f"nominal_{amount}" not in entry.tree_quota:
-                    continue
                 cohort = queues[q].config.cohort
                 assert cohort is not None
+                if entry is not None and not cohort.tree and cohort.name in keeping:
+                    total = getattr(entry, f"cohort_{attr}")
+                    if total is not None:
+                        kept = float(entry.tree_quota.get(f"guaranteed_{amount}", 0.0))
+                        flat.setdefault(cohort.name, []).append((q, float(total), kept))
+                    continue
+                if entry is None or not in_tree(q, entry):
+                    continue
                 members[q] = (
                     cohort.name,
                     float(entry.tree_quota[f"nominal_{amount}"]),
@@ -696,6 +727,14 @@ def _check_flavor_trees(
                         **{f"nominal_{amount}": own.get(f"nominal_{amount}", 0.0)},
                         **{f"{k}_{amount}": own.get(f"{k}_{amount}") for k in ("lending", "borrowing")},
                     )
+            for name, queued in flat.items():  # each keeps its part; the cohort's own is the rest
+                for q, _, kept in queued:
+                    members[q] = (name, kept, kept)
+                rest = queued[0][1] - sum(kept for _, _, kept in queued)
+                nodes[name] = SimpleNamespace(
+                    parent=None,
+                    **{f"nominal_{amount}": rest, f"lending_{amount}": None, f"borrowing_{amount}": None},
+                )
 
             def on_flavor(
                 queue: str | None,

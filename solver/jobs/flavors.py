@@ -147,7 +147,8 @@ class Flavor(BaseModel):
     #: and what it keeps of it (``nominal_gpus``, ``guaranteed_gpus``, ``nominal_cpu_cores``...: the
     #: :class:`~placer.solver.jobs.queues.Cohort` field names): the tree's rules then hold on the flavor,
     #: among the queues that state their quota on it (``placer.solver.cohorts``), as Kueue keeps them per
-    #: flavor and resource.
+    #: flavor and resource. In a flat cohort, ``guaranteed_*`` alone: what a lendingLimit on the flavor
+    #: keeps, which the cohort's total there (``cohort_max_*``) counts as the queue's, used or not.
     tree_quota: dict[str, float] = Field(default_factory=dict)
 
     @model_validator(mode="after")

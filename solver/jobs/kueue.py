@@ -225,12 +225,20 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
     for cq, members in users.items():
         config: dict[str, Any] = {}
         cohort = cohort_of.get(cq)
-        for group in groups[cq]:  # its cohort's totals on each flavor
+        raw = _raw_flavors(cluster_queues[cq][0]) if cohort is not None else {}
+        for group in groups[cq]:  # its cohort's totals on each flavor, and what it keeps there
             for entry in group["flavors"]:
                 for field in ("max_gpus", "max_cpu_cores", "max_memory_gb", "max_pods"):
                     shared = flavor_totals.get((cohort or "", field, entry["name"]))
-                    if shared is not None:
-                        entry[f"cohort_{field}"] = int(shared) if field == "max_pods" else shared
+                    if shared is None:
+                        continue
+                    entry[f"cohort_{field}"] = int(shared) if field == "max_pods" else shared
+                    suffix = field.removeprefix("max_")
+                    limits = raw.get(entry["name"], {})
+                    if f"lending_{suffix}" in limits and f"nominal_{suffix}" in limits:
+                        unlent = limits[f"nominal_{suffix}"] - limits[f"lending_{suffix}"]
+                        if unlent > 0:
+                            entry.setdefault("tree_quota", {})[f"guaranteed_{suffix}"] = unlent
         if cohort is not None:  # nominal plus what it may borrow, and the cohort's total
             more = borrowing[cq]
             if more is not None:

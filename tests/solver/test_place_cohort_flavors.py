@@ -225,3 +225,32 @@ def test_jobs_of_one_batch_share_a_trees_room_on_a_flavor(solve: Solve) -> None:
     d = solve(jobs, c, queues=_tree_queues())
     assert not d.stats.status.startswith("CPSAT_REJECTED"), d.stats.status  # the model keeps it itself
     assert len(d.placements) == 1 and len(d.pending) == 1
+
+
+def _keeping(kept: float) -> dict[str, QueueConfig]:
+    """:func:`_queues`, with queue b keeping ``kept`` of its H100 quota (a lendingLimit on that flavor)."""
+    queues = _queues()
+    b = queues["b"].config
+    [group] = b.flavor_groups
+    h100 = group.flavors[0].model_copy(update={"tree_quota": {"guaranteed_gpus": kept}})
+    regrouped = group.model_copy(update={"flavors": [h100, *group.flavors[1:]]})
+    queues["b"] = queues["b"].model_copy(
+        update={"config": b.model_copy(update={"flavor_groups": [regrouped]})}
+    )
+    return queues
+
+
+def test_what_a_queue_keeps_on_a_flavor_is_kept_out_of_the_cohorts_total_there(solve: Solve) -> None:
+    # a holds 8 of the cohort's 16 H100s; b holds none but keeps 8 of its H100 quota for itself: a's next
+    # H100-only job waits (8 + 8 held or kept = 16), and a job of any type goes to an A100 node. Keeping
+    # nothing, the H100-only job runs.
+    c = _running(_cluster(), ("a1", "a", "h100-0"))
+    h100_only = _job("h100", gpu_type="nvidia-h100-80gb")
+    d = solve([h100_only], c, queues=_keeping(8))
+    assert not d.stats.status.startswith("CPSAT_REJECTED"), d.stats.status  # the model keeps it itself
+    assert [p.job for p in d.pending] == ["h100"]
+    assert nodes_of(solve([_job("any")], c, queues=_keeping(8)), "any")[0].startswith("a100-")
+    assert nodes_of(solve([h100_only], c, queues=_keeping(0)), "h100")[0].startswith("h100-")
+    over = decision(place("h100", rep("h100-1", list(range(8)), cpu_cores=8)))
+    [v] = check(over, [h100_only], c, now=NOW, queues=_keeping(8))
+    assert "on flavor 'h100'" in v.message and "b 0 (guaranteed 8)" in v.message, v.message

@@ -510,8 +510,12 @@ def test_a_queue_borrows_only_the_cores_the_lender_lends(solve: Solve, limit: in
     _resource_lending(0, 64, free)
     placed = place([jobs[0].job], cluster, Policy(engine="greedy"), queues=load_queue_configs(free))
     assert [p.job for p in placed.placements] == ["ml/h100-train"]
-    (v,) = check(placed, [jobs[0].job], cluster, queues=queues)
-    assert v.rule == "queue-budget" and "team-b 0 (keeps 48)" in v.message and "its total is 64" in v.message
+    # Over all flavors, and on h100 (the cohort's flavors are h100 and gb200, its lendingLimit h100's).
+    summed, on_h100 = check(placed, [jobs[0].job], cluster, queues=queues)
+    assert summed.rule == "queue-budget" and "team-b 0 (keeps 48)" in summed.message
+    assert "its total is 64" in summed.message
+    assert on_h100.rule == "queue-budget" and "cores on flavor 'h100'" in on_h100.message, on_h100.message
+    assert "team-b 0 (guaranteed 48)" in on_h100.message and "its total is 64" in on_h100.message
 
 
 @pytest.mark.parametrize(("limit", "runs"), [(2, False), (4, True), (None, True)])
@@ -533,8 +537,11 @@ def test_a_queue_borrows_only_what_the_lender_lends(solve: Solve, limit: int | N
     # The checker holds a decision that places it (as without the lending limit) to the guaranteed GPUs.
     placed = place([jobs[0].job], cluster, Policy(engine="greedy"), queues=load_queue_configs(_cohort_doc(8)))
     assert [p.job for p in placed.placements] == ["ml/h100-train"]
-    (v,) = check(placed, [jobs[0].job], cluster, queues=queues)
-    assert v.rule == "queue-budget" and "guaranteed 6" in v.message and "its total is 12" in v.message
+    # Over all flavors, and on h100 (the cohort's flavors are h100 and gb200, its lendingLimit h100's).
+    summed, on_h100 = check(placed, [jobs[0].job], cluster, queues=queues)
+    for v in (summed, on_h100):
+        assert v.rule == "queue-budget" and "guaranteed 6" in v.message and "its total is 12" in v.message
+    assert "GPUs on flavor 'h100'" in on_h100.message, on_h100.message
 
 
 def _cohort_object(
