@@ -426,3 +426,119 @@ def test_random_batches_keep_cpu_memory_and_flavor_quotas(engine: str, batch: li
         )
     assert_valid(decision, jobs, COHORT_CLUSTER, queues=QUOTA_QUEUES)
     assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status
+
+
+_FLAVOR_GROUP_COVERS = ["cpu", "memory", "nvidia.com/gpu"]
+#: Queues a and b of a tree of cohorts kept per flavor (Kueue keeps every quota per flavor and resource):
+#: on the InfiniBand DGXs (flavor ``ib``) a has 4 GPUs and b 2, b keeping 1; on every other node
+#: (``rest``) a 3 and b 2; cohort c has 1 ib GPU of its own and may take 1 more from root r, which has 2.
+#: Cores are a tree too (a 60, b 60 keeping 20). Their jobs keep to one flavor per pod set (``with_flavors``).
+_FLAVOR_TREE = [
+    {
+        "name": "c",
+        "parent": "r",
+        "borrowing_gpus": 1,
+        "flavor_quotas": {"ib": {"nominal_gpus": 1, "borrowing_gpus": 1}},
+    },
+    {"name": "r", "nominal_gpus": 2, "flavor_quotas": {"ib": {"nominal_gpus": 2}}},
+]
+
+
+def _flavor_queue(
+    name: str, ib: dict[str, float], rest: dict[str, float], cohort: dict[str, object]
+) -> dict[str, object]:
+    flavors = [
+        {"name": "ib", "node_labels": {"net": "ib"}, "tree_quota": ib},
+        {"name": "rest", "tree_quota": rest},
+    ]
+    return {
+        "queue": name,
+        "config": {
+            "cohort": cohort,
+            "flavor_groups": [{"covered": _FLAVOR_GROUP_COVERS, "flavors": flavors}],
+        },
+    }
+
+
+FLAVOR_TREE_QUEUES = load_queue_configs(
+    [
+        _flavor_queue(
+            "a",
+            {"nominal_gpus": 4},
+            {"nominal_gpus": 3},
+            {
+                "name": "c",
+                "max_total_gpus": 12,
+                "nominal_gpus": 7,
+                "nominal_cpu_cores": 60,
+                "tree": _FLAVOR_TREE,
+            },
+        ),
+        _flavor_queue(
+            "b",
+            {"nominal_gpus": 2, "guaranteed_gpus": 1},
+            {"nominal_gpus": 2},
+            {
+                "name": "c",
+                "max_total_gpus": 12,
+                "nominal_gpus": 4,
+                "nominal_cpu_cores": 60,
+                "guaranteed_cpu_cores": 20,
+                "tree": _FLAVOR_TREE,
+            },
+        ),
+    ]
+)
+#: The same two queues in a flat cohort f with totals per flavor (ib 6, rest 5; 11 in all), b keeping 2 of
+#: its ib quota (a lendingLimit on that flavor).
+FLAVOR_FLAT_QUEUES = load_queue_configs(
+    [
+        {
+            "queue": q,
+            "config": {
+                "cohort": {"name": "f", "max_total_gpus": 11},
+                "flavor_groups": [
+                    {
+                        "covered": _FLAVOR_GROUP_COVERS,
+                        "flavors": [
+                            {
+                                "name": "ib",
+                                "node_labels": {"net": "ib"},
+                                "cohort_max_gpus": 6,
+                                "tree_quota": {"guaranteed_gpus": 2} if q == "b" else {},
+                            },
+                            {"name": "rest", "cohort_max_gpus": 5},
+                        ],
+                    }
+                ],
+            },
+        }
+        for q in ("a", "b")
+    ]
+)
+
+
+@pytest.mark.parametrize("kind", ["tree", "flat"])
+@pytest.mark.parametrize("engine", ENGINES)
+@given(batch=batches())
+def test_random_batches_keep_cohort_quotas_per_flavor(engine: str, kind: str, batch: list[Job]) -> None:
+    # Jobs of queues a and b (and some of none), read as Kueue would give them their flavors (one flavor
+    # per pod set): whatever they ask, the trees per flavor and resource, the flat cohort's totals and
+    # kept parts per flavor, and every pod set's one flavor hold (the checker's rules 12 and 17).
+    from placer.solver.jobs.flavors import with_flavors
+
+    queues = FLAVOR_TREE_QUEUES if kind == "tree" else FLAVOR_FLAT_QUEUES
+    jobs = []
+    for i, j in enumerate(batch):
+        queue = ("a", "b", None)[i % 3]
+        job = j.model_copy(update={"queue": queue})
+        if queue is not None:
+            flavored, problems = with_flavors(job, queues[queue].config.flavor_groups)
+            job = job if problems else flavored
+        jobs.append(job)
+    with no_hang(1.0 + FUZZ_GUARD_S):
+        decision = place(
+            jobs, COHORT_CLUSTER, Policy(engine=engine, time_limit_s=1.0), now=NOW, queues=queues
+        )
+    assert_valid(decision, jobs, COHORT_CLUSTER, queues=queues)
+    assert not decision.stats.status.startswith("CPSAT_REJECTED"), decision.stats.status
