@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from placer.solver.jobs.flavors import FLAVOR_RESOURCES, TREE_AMOUNT, quota_groups
+
 if TYPE_CHECKING:
     from placer.solver.jobs.flavors import Flavor
     from placer.solver.jobs.queues import CohortNode, QueueConfig
@@ -39,12 +41,7 @@ __all__ = ["TREE_RESOURCES", "CohortTree"]
 
 #: What a tree's rules count, by resource: the suffix of its quota fields (``nominal_gpus``,
 #: ``lending_cpu_cores``...) and the queue's field of what it keeps.
-TREE_RESOURCES: dict[str, tuple[str, str]] = {
-    "gpus": ("gpus", "guaranteed_gpus"),
-    "cpu": ("cpu_cores", "guaranteed_cpu_cores"),
-    "memory": ("memory_gb", "guaranteed_memory_gb"),
-    "pods": ("pods", "guaranteed_pods"),
-}
+TREE_RESOURCES: dict[str, tuple[str, str]] = {r: (a, f"guaranteed_{a}") for r, a in TREE_AMOUNT.items()}
 
 _EPS = 1e-9
 
@@ -280,20 +277,13 @@ class CohortTree:
 
 
 def _quota_flavors(qc: QueueConfig, resource: str) -> list[Flavor]:
-    """The flavors of the queue's resource group that covers ``resource`` (Kueue puts each resource in
-    one group), in order; none without such a group."""
-    from placer.solver.jobs.flavors import FLAVOR_RESOURCES
-
-    names = FLAVOR_RESOURCES[resource][1]
-    for group in qc.config.flavor_groups:
-        if names & set(group.covered):
-            return list(group.flavors)
-    return []
+    """The flavors, in order, of the queue's resource group that counts ``resource`` per flavor
+    (:func:`~placer.solver.jobs.flavors.quota_groups`, as the budgets read it); none without one."""
+    group = quota_groups(qc.config.flavor_groups).get(resource)
+    return [] if group is None else list(group.flavors)
 
 
 def _shared(flavor: Flavor, resource: str) -> float | None:
     """A flat cohort's total of ``resource`` on ``flavor`` (``Flavor.cohort_max_*``), or None."""
-    from placer.solver.jobs.flavors import FLAVOR_RESOURCES
-
     total = getattr(flavor, f"cohort_{FLAVOR_RESOURCES[resource][0]}")
     return None if total is None else float(total)

@@ -208,6 +208,22 @@ def _gpus(replicas: Iterable[Any]) -> float:
     return sum((r.gpu_milli / 1000 if r.gpu_milli is not None else len(r.gpus)) for r in replicas)
 
 
+def _on_node(r: Any, field_name: str) -> float:
+    """A replica's ``cpu_cores`` or ``memory_gb`` when it holds a node (a TPU replica holds none)."""
+    return float(getattr(r, field_name)) if r.node is not None else 0.0
+
+
+#: Per resource a budget counts: the suffix of a cohort's quota fields for it, the Flavor field of a
+#: queue's quota of it, the ClusterQueue resource names that cover it, what one replica holds of it (every
+#: replica is one pod), and how a message names its amounts.
+_AMOUNTS: tuple[tuple[str, str, frozenset[str], Callable[[Any], float], str], ...] = (
+    ("gpus", "max_gpus", frozenset({"nvidia.com/gpu", "amd.com/gpu"}), lambda r: _gpus([r]), "GPUs"),
+    ("cpu_cores", "max_cpu_cores", frozenset({"cpu"}), lambda r: _on_node(r, "cpu_cores"), "cores"),
+    ("memory_gb", "max_memory_gb", frozenset({"memory"}), lambda r: _on_node(r, "memory_gb"), "GB"),
+    ("pods", "max_pods", frozenset({"pods"}), lambda r: 1.0, "pods"),
+)
+
+
 def _level_message(r: Rank, used: float, what: str) -> str:
     return (
         f"jobs of rank {r} or lower hold {used:g} {what} when the running jobs they do not outrank still "
@@ -383,14 +399,7 @@ def _check_flavors(
     queues: Mapping[str, QueueConfig],
     rank: Callable[[Job], Rank],
 ) -> Iterator[Violation]:
-    # Per resource: the Flavor field of its quota, the ClusterQueue resource names that cover it, what one
-    # replica on a node counts, and how a message names its amounts.
-    kinds: list[tuple[str, set[str], Callable[[Any], float], str]] = [
-        ("max_gpus", {"nvidia.com/gpu", "amd.com/gpu"}, lambda r: _gpus([r]), "GPUs"),
-        ("max_cpu_cores", {"cpu"}, lambda r: float(r.cpu_cores), "cores"),
-        ("max_memory_gb", {"memory"}, lambda r: float(r.memory_gb), "GB"),
-        ("max_pods", {"pods"}, lambda r: 1.0, "pods"),
-    ]
+    kinds = [(attr, covered, one, unit) for _, attr, covered, one, unit in _AMOUNTS]
     # (queue, quota field) -> the covering group's flavors in order: (name, node labels, quota, the
     # cohort's total on the flavor)
     flavors: dict[tuple[str, str], list[tuple[str, dict[str, str], float | None, float | None]]] = {}
@@ -605,12 +614,7 @@ def _check_cohort_trees(
     from the queue configurations as Kueue's quota arithmetic defines them, for GPUs and for cores, GB and
     pods (:func:`_check_tree` each)."""
     credit = _keeps_cohort(queues)
-    for amount, unit, counted in (
-        ("gpus", "GPUs", lambda replicas: _gpus(replicas)),
-        ("cpu_cores", "cores", lambda replicas: _on_nodes(replicas, "cpu_cores")),
-        ("memory_gb", "GB", lambda replicas: _on_nodes(replicas, "memory_gb")),
-        ("pods", "pods", lambda replicas: float(len(replicas))),  # every replica is one pod
-    ):
+    for amount, _, _, one, unit in _AMOUNTS:
         nodes: dict[str, Any] = {}
         members: dict[str, tuple[str, float, float]] = {}  # queue -> (cohort, nominal, guaranteed)
         for name, qc in queues.items():
@@ -639,8 +643,8 @@ def _check_cohort_trees(
             jobs,
             cluster,
             lambda queue, _, m=members: [queue] if queue in m else [],  # type: ignore[misc]
-            lambda rj, f=counted: f(rj.replicas),  # type: ignore[misc]
-            lambda _, p, f=counted: f(p.replicas),  # type: ignore[misc]
+            lambda rj, f=one: sum(f(r) for r in rj.replicas),  # type: ignore[misc]
+            lambda _, p, f=one: sum(f(r) for r in p.replicas),  # type: ignore[misc]
             rank,
             credit,
         )
@@ -661,16 +665,8 @@ def _check_flavor_trees(
     flat cohort some of whose queues keep part of their quota on a flavor (``tree_quota``'s
     ``guaranteed_*``, a per-flavor lendingLimit) is such a tree of one cohort: each queue's quota there is
     what it keeps, the cohort's own the rest of its total on the flavor (``cohort_max_*``)."""
-    kinds = (
-        ("gpus", {"nvidia.com/gpu", "amd.com/gpu"}, lambda r: _gpus([r]), "GPUs"),
-        ("cpu_cores", {"cpu"}, lambda r: float(r.cpu_cores), "cores"),
-        ("memory_gb", {"memory"}, lambda r: float(r.memory_gb), "GB"),
-        ("pods", {"pods"}, lambda r: 1.0, "pods"),
-    )
     credit = _keeps_cohort(queues)
-    for (amount, covered, counted, unit), attr in zip(
-        kinds, ("max_gpus", "max_cpu_cores", "max_memory_gb", "max_pods"), strict=True
-    ):
+    for amount, attr, covered, counted, unit in _AMOUNTS:
         listed: dict[str, list[Any]] = {}  # queue of a cohort -> its flavors of the group covering it
         for name, qc in queues.items():
             c = qc.config.cohort

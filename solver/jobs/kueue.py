@@ -83,6 +83,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from placer.solver.jobs.errors import Issue, JobValidationError, issue
+from placer.solver.jobs.flavors import TREE_AMOUNT
 from placer.topology.importers._common import child_map, child_str
 from placer.topology.importers.quantity import parse_quantity
 
@@ -263,7 +264,6 @@ def kueue_queue_configs(obj: Any, source: str = "") -> list[dict[str, Any]]:
                 for resource, (unlent, _) in kept.get(cq, {}).items():
                     config["cohort"][_RESOURCE_FIELDS[resource][1]] = unlent
                 per_flavor = tree_flavors.get(chains[cohort][-1], set())
-                raw = _raw_flavors(cluster_queues[cq][0])
                 for group in groups[cq] if per_flavor else ():  # its quota on each flavor, for the trees
                     for entry in group["flavors"]:  # kept per flavor (two flavors or more of a resource)
                         limits = raw.get(entry["name"], {})
@@ -476,7 +476,7 @@ def _cohort_node(name: str, spec: dict[str, Any], path: str, problems: list[Issu
 
 #: A Kubernetes resource a tree of cohorts counts beside GPUs -> the suffix of its quota fields
 #: (``nominal_cpu_cores``, ``lending_memory_gb``...).
-_TREE_AMOUNTS = {"cpu": "cpu_cores", "memory": "memory_gb", "pods": "pods"}
+_TREE_AMOUNTS = {r: a for r, a in TREE_AMOUNT.items() if r != "gpus"}
 
 
 def _named_resources(spec: dict[str, Any], path: str, resource: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -808,38 +808,23 @@ def _flavor_lent(flavor: dict[str, Any], lends_only: bool) -> dict[str, float]:
     """What one flavor entry of a ClusterQueue of a flat cohort brings the cohort's total on the flavor,
     per :class:`~placer.solver.jobs.flavors.Flavor` quota field: its ``nominalQuota`` (GPU resources
     together); with ``lends_only`` (a ClusterQueue without a LocalQueue: nothing of its own runs), only
-    what it lends (its ``lendingLimit`` where it has one). Bad values are named elsewhere
-    (:func:`_resource_quota`, :func:`_gpu_quota`).
+    what it lends (its ``lendingLimit`` where it has one). From :func:`_flavor_limits`.
 
     >>> _flavor_lent({"resources": [{"name": "nvidia.com/gpu", "nominalQuota": 8, "lendingLimit": 2}]}, True)
     {'max_gpus': 2.0}
     """
-    out: dict[str, float] = {}
-    for res in _as_list(flavor.get("resources")):
-        name = child_str(res, "name", "") if isinstance(res, dict) else ""
-        field = "max_gpus" if name in GPU_RESOURCES else _QUOTA_FIELDS.get(name)
-        if field is None:
-            continue
-        kind = "memory" if name == "memory" else "pods" if name == "pods" else "cpu"
-        value = (
-            res.get("lendingLimit")
-            if lends_only and res.get("lendingLimit") is not None
-            else res.get("nominalQuota")
-        )
-        amount = _whole_gpus(value, "", "quota", []) if field == "max_gpus" else _amount(value, "", kind, [])
-        if amount is not None:
-            out[field] = out.get(field, 0.0) + amount
-    return out
+    limits = _flavor_limits(flavor)
+    return {
+        f"max_{key.removeprefix('nominal_')}": limits.get(key.replace("nominal_", "lending_"), value)
+        if lends_only
+        else value
+        for key, value in limits.items()
+        if key.startswith("nominal_")
+    }
 
 
 #: A ClusterQueue or Cohort resource -> the suffix of its quota fields in a tree (GPU resources together).
-_TREE_SUFFIX = {
-    "nvidia.com/gpu": "gpus",
-    "amd.com/gpu": "gpus",
-    "cpu": "cpu_cores",
-    "memory": "memory_gb",
-    "pods": "pods",
-}
+_TREE_SUFFIX = {**dict.fromkeys(sorted(GPU_RESOURCES), "gpus"), **_TREE_AMOUNTS}
 
 
 def _flavor_limits(flavor: dict[str, Any]) -> dict[str, float]:
